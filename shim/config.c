@@ -1,0 +1,49 @@
+/* Reads every CRANE_* setting of the shim once, at the first OpenCL call. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+
+struct shim_config shim_config;
+
+static const char *env_str(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static long env_long(const char *name, long dflt, long min)
+{
+    const char *v = env_str(name);
+    char *end;
+    long n;
+
+    if (!v)
+        return dflt;
+    n = strtol(v, &end, 10);
+    if (*end || n < min) {
+        LOG_WARN("ignoring %s=%s: not a number >= %ld", name, v, min);
+        return dflt;
+    }
+    return n;
+}
+
+void shim_config_load(void)
+{
+    const char *ns = env_str("CRANE_VENDOR_NAMESPACE");
+
+    shim_config.vendors_dir = env_str("CRANE_VENDORS_DIR");
+    if (!shim_config.vendors_dir)
+        shim_config.vendors_dir = "/etc/OpenCL/vendors";
+    shim_config.vendor_libs = env_str("CRANE_VENDOR_LIBS");
+    shim_config.base_namespace = ns && strcmp(ns, "base") == 0;
+    if (ns && !shim_config.base_namespace && strcmp(ns, "new") != 0)
+        LOG_WARN("ignoring CRANE_VENDOR_NAMESPACE=%s (new|base)", ns);
+    shim_config.rehome_every =
+        (unsigned long)env_long("CRANE_REHOME_EVERY", 0, 0);
+    shim_config.rehome_timeout_ms =
+        env_long("CRANE_REHOME_TIMEOUT_MS", 30000, 1);
+    shim_config.report_file = env_str("CRANE_REHOME_REPORT");
+    shim_config.arg_info = env_long("CRANE_ARG_INFO", 1, 0) != 0;
+}

@@ -1,0 +1,20 @@
+/* The shim's settings, all read from the environment in one place. */
+#ifndef CRANE_SHIM_CONFIG_H
+#define CRANE_SHIM_CONFIG_H
+
+#include <stdbool.h>
+
+struct shim_config {
+    const char *vendors_dir;     /* CRANE_VENDORS_DIR */
+    const char *vendor_libs;     /* CRANE_VENDOR_LIBS, ':'-separated */
+    bool base_namespace;         /* CRANE_VENDOR_NAMESPACE=base */
+    unsigned long rehome_every;  /* CRANE_REHOME_EVERY (test hook) */
+    long rehome_timeout_ms;      /* CRANE_REHOME_TIMEOUT_MS */
+    const char *report_file;     /* CRANE_REHOME_REPORT */
+    bool arg_info;               /* CRANE_ARG_INFO=0 turns it off */
+};
+
+extern struct shim_config shim_config;
+void shim_config_load(void);
+
+#endif

@@ -1,0 +1,346 @@
+/* Events: wrapping the vendor's, user events, waits, callbacks and info.
+ * An event that completed before a re-home is "retired": it has no vendor
+ * object any more and answers from what was recorded. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "shim.h"
+
+/* Callbacks registered with the vendor and not yet run; a re-home waits for
+ * them before it unloads the code they would return into. */
+atomic_long shim_event_callbacks_pending;
+
+cl_int shim_event_wrap(cl_event *out, cl_event real, struct shim_queue *q)
+{
+    struct shim_event *e = shim_obj_new(SHIM_EVENT, sizeof(*e), real);
+
+    if (!e) {
+        VENDOR(real)->clReleaseEvent(real);
+        *out = NULL;
+        return CL_OUT_OF_HOST_MEMORY;
+    }
+    e->queue = q;
+    e->context = q->context;
+    shim_obj_retain_child(&q->obj);
+    *out = (cl_event)e;
+    return CL_SUCCESS;
+}
+
+int shim_event_realize(struct shim_event *e)
+{
+    cl_int err;
+    void *ctx = e->context->obj.real;
+
+    /* Only user events still pending are recreated; others are retired. */
+    if (!e->user || e->retired)
+        return 0;
+    e->obj.real = VENDOR(ctx)->clCreateUserEvent(ctx, &err);
+    if (!e->obj.real) {
+        shim_vendor_err = err;
+        return -EIO;
+    }
+    return 0;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_event CL_API_CALL
+clCreateUserEvent(cl_context context, cl_int *errcode_ret)
+{
+    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
+    struct shim_event *e = NULL;
+    cl_int err = CL_SUCCESS;
+
+    if (!c) {
+        err = CL_INVALID_CONTEXT;
+        goto out;
+    }
+    shim_enter();
+    e = shim_obj_new(SHIM_EVENT, sizeof(*e), NULL);
+    if (!e) {
+        err = CL_OUT_OF_HOST_MEMORY;
+    } else {
+        e->user = true;
+        e->context = c;
+        e->user_status = CL_SUBMITTED;
+        e->command = CL_COMMAND_USER;
+        shim_obj_retain_child(&c->obj);
+        if (shim_event_realize(e) < 0) {
+            err = shim_vendor_err;
+            shim_obj_release(e, SHIM_EVENT);
+            e = NULL;
+        }
+    }
+    shim_leave();
+out:
+    if (errcode_ret)
+        *errcode_ret = err;
+    return (cl_event)e;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clSetUserEventStatus(cl_event event, cl_int execution_status)
+{
+    struct shim_event *e = SHIM_AS(shim_event, SHIM_EVENT, event);
+    cl_int err;
+
+    if (!e || !e->user)
+        return CL_INVALID_EVENT;
+    if (execution_status != CL_COMPLETE && execution_status >= 0)
+        return CL_INVALID_VALUE;
+    shim_enter();
+    if (e->user_status != CL_SUBMITTED) {
+        err = CL_INVALID_OPERATION;
+    } else {
+        err = VENDOR(e->obj.real)->clSetUserEventStatus(e->obj.real,
+                                                        execution_status);
+        if (err == CL_SUCCESS)
+            e->user_status = execution_status;
+    }
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clWaitForEvents(cl_uint num_events, const cl_event *event_list)
+{
+    struct shim_xlate wl;
+    cl_int err;
+
+    if (num_events == 0 || !event_list)
+        return CL_INVALID_VALUE;
+    shim_enter();
+    err = shim_xlate_events(&wl, event_list, num_events);
+    if (err == CL_INVALID_EVENT_WAIT_LIST)
+        err = CL_INVALID_EVENT;
+    if (err == CL_SUCCESS && wl.n) {
+        err = VENDOR(wl.real[0])->clWaitForEvents(wl.n,
+                                                  (const cl_event *)wl.real);
+        shim_xlate_done(&wl);
+    }
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueWaitForEvents(
+    cl_command_queue command_queue, cl_uint num_events,
+    const cl_event *event_list)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    struct shim_xlate wl;
+    cl_int err;
+
+    if (!q)
+        return CL_INVALID_COMMAND_QUEUE;
+    if (num_events == 0 || !event_list)
+        return CL_INVALID_VALUE;
+    shim_enter();
+    err = shim_xlate_events(&wl, event_list, num_events);
+    if (err == CL_INVALID_EVENT_WAIT_LIST)
+        err = CL_INVALID_EVENT;
+    if (err == CL_SUCCESS && wl.n) {
+        err = VENDOR(q->obj.real)->clEnqueueWaitForEvents(
+            q->obj.real, wl.n, (const cl_event *)wl.real);
+        shim_xlate_done(&wl);
+    }
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clEnqueueMarker(cl_command_queue command_queue, cl_event *event)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    cl_event ev = NULL;
+    cl_int err;
+
+    if (!q)
+        return CL_INVALID_COMMAND_QUEUE;
+    if (!event)
+        return CL_INVALID_VALUE;
+    shim_enter();
+    err = VENDOR(q->obj.real)->clEnqueueMarker(q->obj.real, &ev);
+    if (err == CL_SUCCESS)
+        err = shim_event_wrap(event, ev, q);
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainEvent(cl_event event)
+{
+    return shim_obj_retain(event, SHIM_EVENT) < 0 ? CL_INVALID_EVENT
+                                                  : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseEvent(cl_event event)
+{
+    int rc;
+
+    shim_enter();
+    rc = shim_obj_release(event, SHIM_EVENT);
+    shim_leave();
+    return rc < 0 ? CL_INVALID_EVENT : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(
+    cl_event event, cl_event_info param_name, size_t param_value_size,
+    void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_event *e = SHIM_AS(shim_event, SHIM_EVENT, event);
+    cl_int err;
+
+    if (!e)
+        return CL_INVALID_EVENT;
+    switch (param_name) {
+    case CL_EVENT_COMMAND_QUEUE: {
+        cl_command_queue q = (cl_command_queue)e->queue;
+        return shim_info_return(&q, sizeof(q), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_EVENT_CONTEXT: {
+        cl_context c = (cl_context)e->context;
+        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_EVENT_REFERENCE_COUNT: {
+        cl_uint refs = atomic_load(&e->obj.app_refs);
+        return shim_info_return(&refs, sizeof(refs), param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    default:
+        break;
+    }
+    if (e->retired) {
+        if (param_name == CL_EVENT_COMMAND_EXECUTION_STATUS)
+            return shim_info_return(&e->status, sizeof(e->status),
+                                    param_value_size, param_value,
+                                    param_value_size_ret);
+        if (param_name == CL_EVENT_COMMAND_TYPE)
+            return shim_info_return(&e->command, sizeof(e->command),
+                                    param_value_size, param_value,
+                                    param_value_size_ret);
+        return CL_INVALID_VALUE;
+    }
+    shim_enter();
+    err = e->obj.real ? VENDOR(e->obj.real)->clGetEventInfo(
+                            e->obj.real, param_name, param_value_size,
+                            param_value, param_value_size_ret)
+                      : CL_INVALID_EVENT;
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetEventProfilingInfo(
+    cl_event event, cl_profiling_info param_name, size_t param_value_size,
+    void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_event *e = SHIM_AS(shim_event, SHIM_EVENT, event);
+    cl_int err;
+
+    if (!e)
+        return CL_INVALID_EVENT;
+    if (e->retired) {
+        unsigned i = param_name - CL_PROFILING_COMMAND_QUEUED;
+        if (!e->profiled)
+            return CL_PROFILING_INFO_NOT_AVAILABLE;
+        if (i >= 5)
+            return CL_INVALID_VALUE;
+        return shim_info_return(&e->prof[i], sizeof(cl_ulong),
+                                param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    shim_enter();
+    err = e->obj.real ? VENDOR(e->obj.real)->clGetEventProfilingInfo(
+                            e->obj.real, param_name, param_value_size,
+                            param_value, param_value_size_ret)
+                      : CL_PROFILING_INFO_NOT_AVAILABLE;
+    shim_leave();
+    return err;
+}
+
+struct event_cb {
+    struct shim_event *event;
+    void(CL_CALLBACK *fn)(cl_event, cl_int, void *);
+    void *user_data;
+};
+
+/* Runs on the vendor's thread: hands the program its own handle. */
+static void CL_CALLBACK event_cb_trampoline(cl_event real, cl_int status,
+                                            void *data)
+{
+    struct event_cb *cb = data;
+
+    (void)real;
+    cb->fn((cl_event)cb->event, status, cb->user_data);
+    shim_obj_release_child(&cb->event->obj);
+    free(cb);
+    atomic_fetch_sub(&shim_event_callbacks_pending, 1);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetEventCallback(
+    cl_event event, cl_int command_exec_callback_type,
+    void(CL_CALLBACK *pfn_notify)(cl_event, cl_int, void *), void *user_data)
+{
+    struct shim_event *e = SHIM_AS(shim_event, SHIM_EVENT, event);
+    struct event_cb *cb;
+    cl_int err;
+
+    if (!e)
+        return CL_INVALID_EVENT;
+    if (!pfn_notify || (command_exec_callback_type != CL_COMPLETE &&
+                        command_exec_callback_type != CL_RUNNING &&
+                        command_exec_callback_type != CL_SUBMITTED))
+        return CL_INVALID_VALUE;
+    if (e->retired) {
+        /* Long complete: the callback is due at once. */
+        pfn_notify(event, e->status, user_data);
+        return CL_SUCCESS;
+    }
+    cb = malloc(sizeof(*cb));
+    if (!cb)
+        return CL_OUT_OF_HOST_MEMORY;
+    cb->event = e;
+    cb->fn = pfn_notify;
+    cb->user_data = user_data;
+    shim_obj_retain_child(&e->obj);
+    atomic_fetch_add(&shim_event_callbacks_pending, 1);
+    shim_enter();
+    err = VENDOR(e->obj.real)->clSetEventCallback(
+        e->obj.real, command_exec_callback_type, event_cb_trampoline, cb);
+    shim_leave();
+    if (err != CL_SUCCESS) {
+        atomic_fetch_sub(&shim_event_callbacks_pending, 1);
+        shim_obj_release_child(&e->obj);
+        free(cb);
+    }
+    return err;
+}
+
+/* Before a re-home drops its vendor object: keep what queries may ask. */
+void shim_event_retire(struct shim_event *e)
+{
+    void *r = e->obj.real;
+
+    if (!r || e->retired)
+        return;
+    if (VENDOR(r)->clGetEventInfo(r, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                  sizeof(e->status), &e->status,
+                                  NULL) != CL_SUCCESS)
+        e->status = CL_COMPLETE;
+    VENDOR(r)->clGetEventInfo(r, CL_EVENT_COMMAND_TYPE, sizeof(e->command),
+                              &e->command, NULL);
+    e->profiled = true;
+    for (unsigned i = 0; i < 5; i++)
+        if (VENDOR(r)->clGetEventProfilingInfo(
+                r, CL_PROFILING_COMMAND_QUEUED + i, sizeof(cl_ulong),
+                &e->prof[i], NULL) != CL_SUCCESS)
+            e->profiled = false;
+    e->retired = true;
+}
+
+void shim_event_destroy(struct shim_event *e)
+{
+    if (e->queue)
+        shim_obj_release_child(&e->queue->obj);
+    else
+        shim_obj_release_child(&e->context->obj);
+}

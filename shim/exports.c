@@ -1,0 +1,109 @@
+/* The generic entry points, the ICD dispatch table and the name table, all
+ * expanded from cl_api.def. */
+#include <string.h>
+
+#include "log.h"
+#include "shim.h"
+
+#define SHIM_MANUAL(ret, name, params)
+
+#define SHIM_FWD(name, params, args, target, err)                       \
+    SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL name params             \
+    {                                                                   \
+        if (!R(target))                                                 \
+            return err;                                                 \
+        shim_enter();                                                   \
+        void *real_ = R(target);                                        \
+        cl_int ret_ = err;                                              \
+        if (SHIM_LIKELY(real_ != NULL)) {                               \
+            if (VENDOR(real_)->name)                                    \
+                ret_ = VENDOR(real_)->name args;                        \
+            else                                                        \
+                ret_ = CL_INVALID_OPERATION;                            \
+        }                                                               \
+        shim_leave();                                                   \
+        return ret_;                                                    \
+    }
+
+#define WAITLIST wl_.n, (const cl_event *)wl_.real
+#define EVENT event ? &ev_ : NULL
+
+#define SHIM_ENQ(name, params, args, before, after)                     \
+    SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL name params             \
+    {                                                                   \
+        if (!R(command_queue))                                          \
+            return CL_INVALID_COMMAND_QUEUE;                            \
+        struct shim_xlate wl_;                                          \
+        cl_event ev_ = NULL;                                            \
+        cl_int ret_;                                                    \
+        shim_enter();                                                   \
+        ret_ = shim_xlate_events(&wl_, event_wait_list,                 \
+                                 num_events_in_wait_list);              \
+        if (SHIM_LIKELY(ret_ == CL_SUCCESS)) {                          \
+            void *real_ = R(command_queue);                             \
+            before;                                                     \
+            if (VENDOR(real_)->name)                                    \
+                ret_ = VENDOR(real_)->name args;                        \
+            else                                                        \
+                ret_ = CL_INVALID_OPERATION;                            \
+            if (ret_ == CL_SUCCESS) {                                   \
+                after;                                                  \
+                if (event)                                              \
+                    ret_ = shim_event_wrap(                             \
+                        event, ev_, (struct shim_queue *)command_queue); \
+            }                                                           \
+            shim_xlate_done(&wl_);                                      \
+        }                                                               \
+        shim_leave();                                                   \
+        return ret_;                                                    \
+    }
+
+#include "cl_api.def"
+
+#undef SHIM_FWD
+#undef SHIM_ENQ
+#undef SHIM_MANUAL
+
+/* The table ICD loaders call through: every shim handle points here. */
+#define SHIM_FWD(name, params, args, target, err) .name = name,
+#define SHIM_ENQ(name, params, args, before, after) .name = name,
+#define SHIM_MANUAL(ret, name, params) .name = name,
+const struct _cl_icd_dispatch shim_icd_dispatch = {
+#include "cl_api.def"
+};
+#undef SHIM_FWD
+#undef SHIM_ENQ
+#undef SHIM_MANUAL
+
+/* Names for clGetExtensionFunctionAddress and for logs. */
+struct shim_entry {
+    const char *name;
+    void *fn;
+};
+
+#define SHIM_FWD(name, params, args, target, err) {#name, (void *)name},
+#define SHIM_ENQ(name, params, args, before, after) {#name, (void *)name},
+#define SHIM_MANUAL(ret, name, params) {#name, (void *)name},
+static const struct shim_entry shim_entries[] = {
+#include "cl_api.def"
+    {"clIcdGetPlatformIDsKHR", (void *)clIcdGetPlatformIDsKHR},
+};
+#undef SHIM_FWD
+#undef SHIM_ENQ
+#undef SHIM_MANUAL
+
+void *shim_lookup_entry(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < sizeof(shim_entries) / sizeof(shim_entries[0]);
+         i++)
+        if (strcmp(shim_entries[i].name, name) == 0)
+            return shim_entries[i].fn;
+    return NULL;
+}
+
+size_t shim_entry_count(void)
+{
+    return sizeof(shim_entries) / sizeof(shim_entries[0]);
+}

@@ -1,0 +1,436 @@
+/* Kernels: creation, arguments (with their read/write class), recreation
+ * and info. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "shim.h"
+
+/* Classifies every argument once, from clGetKernelArgInfo, so that
+ * clSetKernelArg knows without a lookup whether a value is a handle and
+ * whether a launch may write through it. */
+static void classify_args(struct shim_kernel *k)
+{
+    void *real = k->obj.real;
+
+    for (cl_uint i = 0; i < k->n_args; i++) {
+        cl_kernel_arg_address_qualifier addr;
+        cl_kernel_arg_access_qualifier access;
+        cl_kernel_arg_type_qualifier tq = 0;
+        char type[128] = "";
+        struct shim_arg *a = &k->args[i];
+
+        a->cls = SHIM_ARG_UNKNOWN;
+        if (!atomic_load(&k->program->arg_info) ||
+            VENDOR(real)->clGetKernelArgInfo(
+                real, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(addr), &addr,
+                NULL) != CL_SUCCESS ||
+            VENDOR(real)->clGetKernelArgInfo(
+                real, i, CL_KERNEL_ARG_ACCESS_QUALIFIER, sizeof(access),
+                &access, NULL) != CL_SUCCESS ||
+            VENDOR(real)->clGetKernelArgInfo(real, i,
+                                             CL_KERNEL_ARG_TYPE_QUALIFIER,
+                                             sizeof(tq), &tq,
+                                             NULL) != CL_SUCCESS ||
+            VENDOR(real)->clGetKernelArgInfo(real, i,
+                                             CL_KERNEL_ARG_TYPE_NAME,
+                                             sizeof(type) - 1, type,
+                                             NULL) != CL_SUCCESS)
+            continue;
+        if (strstr(type, "image") || strstr(type, "pipe"))
+            a->cls = access == CL_KERNEL_ARG_ACCESS_READ_ONLY
+                         ? SHIM_ARG_MEM_RO
+                         : SHIM_ARG_MEM_RW;
+        else if (strstr(type, "sampler_t"))
+            a->cls = SHIM_ARG_SAMPLER;
+        else if (addr == CL_KERNEL_ARG_ADDRESS_LOCAL)
+            a->cls = SHIM_ARG_LOCAL;
+        else if (addr == CL_KERNEL_ARG_ADDRESS_CONSTANT)
+            a->cls = SHIM_ARG_MEM_RO;
+        else if (addr == CL_KERNEL_ARG_ADDRESS_GLOBAL)
+            a->cls = (tq & CL_KERNEL_ARG_TYPE_CONST) ? SHIM_ARG_MEM_RO
+                                                     : SHIM_ARG_MEM_RW;
+        else
+            a->cls = SHIM_ARG_VALUE;
+    }
+}
+
+/* Number of arguments and their classes for a new real kernel. */
+static int kernel_init_args(struct shim_kernel *k)
+{
+    cl_uint n = 0;
+
+    if (VENDOR(k->obj.real)->clGetKernelInfo(k->obj.real,
+                                             CL_KERNEL_NUM_ARGS, sizeof(n), &n,
+                                             NULL) != CL_SUCCESS)
+        return -EIO;
+    k->args = calloc(n ? n : 1, sizeof(*k->args));
+    if (!k->args)
+        return -ENOMEM;
+    k->n_args = n;
+    classify_args(k);
+    return 0;
+}
+
+int shim_kernel_realize(struct shim_kernel *k)
+{
+    void *prog = k->program->obj.real;
+    cl_int err;
+
+    k->obj.real = VENDOR(prog)->clCreateKernel(prog, k->name, &err);
+    if (!k->obj.real) {
+        shim_vendor_err = err;
+        return -EIO;
+    }
+    return 0;
+}
+
+static cl_int arg_apply(struct shim_kernel *k, cl_uint i)
+{
+    struct shim_arg *a = &k->args[i];
+    const void *value;
+    void *real_obj;
+
+    if (!a->set)
+        return CL_SUCCESS;
+    if (a->obj) {
+        real_obj = a->obj->real;
+        value = &real_obj;
+    } else if (a->null_value) {
+        value = NULL;
+    } else {
+        value = a->size <= SHIM_ARG_INLINE ? a->v.bytes : a->v.heap;
+    }
+    return VENDOR(k->obj.real)->clSetKernelArg(k->obj.real, i, a->size,
+                                               value);
+}
+
+int shim_kernel_reset_args(struct shim_kernel *k)
+{
+    for (cl_uint i = 0; i < k->n_args; i++) {
+        cl_int err = arg_apply(k, i);
+        if (err != CL_SUCCESS) {
+            LOG_ERROR("kernel %s: argument %u could not be set again: %d",
+                      k->name, i, err);
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+static struct shim_kernel *kernel_wrap(struct shim_program *p, void *real,
+                                       const char *name, cl_int *err)
+{
+    struct shim_kernel *k = shim_obj_new(SHIM_KERNEL, sizeof(*k), real);
+    char buf[256];
+
+    if (!k) {
+        *err = CL_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
+    k->program = p;
+    shim_obj_retain_child(&p->obj);
+    if (!name && VENDOR(real)->clGetKernelInfo(real, CL_KERNEL_FUNCTION_NAME,
+                                               sizeof(buf), buf,
+                                               NULL) == CL_SUCCESS)
+        name = buf;
+    k->name = shim_strdup(name);
+    if (!k->name || kernel_init_args(k) < 0) {
+        *err = CL_OUT_OF_HOST_MEMORY;
+        shim_obj_release(k, SHIM_KERNEL);
+        return NULL;
+    }
+    return k;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_kernel CL_API_CALL
+clCreateKernel(cl_program program, const char *kernel_name,
+               cl_int *errcode_ret)
+{
+    struct shim_program *p = SHIM_AS(shim_program, SHIM_PROGRAM, program);
+    struct shim_kernel *k = NULL;
+    cl_int err = CL_SUCCESS;
+    void *real;
+
+    if (!p) {
+        err = CL_INVALID_PROGRAM;
+        goto out;
+    }
+    if (!kernel_name) {
+        err = CL_INVALID_VALUE;
+        goto out;
+    }
+    shim_enter();
+    real = VENDOR(p->obj.real)->clCreateKernel(p->obj.real, kernel_name,
+                                               &err);
+    if (real)
+        k = kernel_wrap(p, real, kernel_name, &err);
+    shim_leave();
+out:
+    if (errcode_ret)
+        *errcode_ret = err;
+    return (cl_kernel)k;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clCreateKernelsInProgram(cl_program program, cl_uint num_kernels,
+                         cl_kernel *kernels, cl_uint *num_kernels_ret)
+{
+    struct shim_program *p = SHIM_AS(shim_program, SHIM_PROGRAM, program);
+    cl_kernel real[256];
+    cl_uint n = 0;
+    cl_int err;
+
+    if (!p)
+        return CL_INVALID_PROGRAM;
+    shim_enter();
+    err = VENDOR(p->obj.real)->clCreateKernelsInProgram(
+        p->obj.real, kernels ? (num_kernels < 256 ? num_kernels : 256) : 0,
+        kernels ? real : NULL, &n);
+    if (err == CL_SUCCESS && kernels) {
+        for (cl_uint i = 0; i < n && i < num_kernels; i++) {
+            struct shim_kernel *k = kernel_wrap(p, real[i], NULL, &err);
+            kernels[i] = (cl_kernel)k;
+            if (!k) {
+                for (cl_uint j = i + 1; j < n && j < num_kernels; j++)
+                    VENDOR(real[j])->clReleaseKernel(real[j]);
+                while (i--)
+                    shim_obj_release(kernels[i], SHIM_KERNEL);
+                break;
+            }
+        }
+    }
+    if (err == CL_SUCCESS && num_kernels_ret)
+        *num_kernels_ret = n;
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_kernel CL_API_CALL
+clCloneKernel(cl_kernel source_kernel, cl_int *errcode_ret)
+{
+    struct shim_kernel *src = SHIM_AS(shim_kernel, SHIM_KERNEL, source_kernel);
+    struct shim_kernel *k = NULL;
+    cl_int err = CL_SUCCESS;
+    void *real = NULL;
+
+    if (!src) {
+        err = CL_INVALID_KERNEL;
+        goto out;
+    }
+    shim_enter();
+    if (VENDOR(src->obj.real)->clCloneKernel)
+        real = VENDOR(src->obj.real)->clCloneKernel(src->obj.real, &err);
+    else
+        err = CL_INVALID_OPERATION;
+    if (real && (k = kernel_wrap(src->program, real, src->name, &err))) {
+        /* The clone starts with the source's arguments. */
+        for (cl_uint i = 0; i < k->n_args && i < src->n_args; i++) {
+            struct shim_arg *a = &k->args[i];
+            const struct shim_arg *b = &src->args[i];
+            uint8_t cls = a->cls;
+            *a = *b;
+            a->cls = cls;
+            if (b->obj)
+                shim_obj_retain_child(b->obj);
+            else if (b->set && b->size > SHIM_ARG_INLINE) {
+                a->v.heap = malloc(b->size);
+                if (a->v.heap)
+                    memcpy(a->v.heap, b->v.heap, b->size);
+                else
+                    a->set = false;
+            }
+        }
+    }
+    shim_leave();
+out:
+    if (errcode_ret)
+        *errcode_ret = err;
+    return (cl_kernel)k;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainKernel(cl_kernel kernel)
+{
+    return shim_obj_retain(kernel, SHIM_KERNEL) < 0 ? CL_INVALID_KERNEL
+                                                    : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseKernel(cl_kernel kernel)
+{
+    int rc;
+
+    shim_enter();
+    rc = shim_obj_release(kernel, SHIM_KERNEL);
+    shim_leave();
+    return rc < 0 ? CL_INVALID_KERNEL : CL_SUCCESS;
+}
+
+/* Drops what an argument held: heap bytes, or a reference on a handle. */
+static void arg_clear(struct shim_arg *a)
+{
+    if (a->obj)
+        shim_obj_release_child(a->obj);
+    else if (a->set && a->size > SHIM_ARG_INLINE)
+        free(a->v.heap);
+    a->obj = NULL;
+    a->set = false;
+    a->writes = false;
+}
+
+static void arg_record_bytes(struct shim_arg *a, size_t size,
+                             const void *value)
+{
+    arg_clear(a);
+    a->size = size;
+    a->set = true;
+    a->null_value = !value;
+    if (size <= SHIM_ARG_INLINE) {
+        if (value)
+            memcpy(a->v.bytes, value, size);
+        else
+            memset(a->v.bytes, 0, sizeof(a->v.bytes));
+    } else if ((a->v.heap = malloc(size))) {
+        if (value)
+            memcpy(a->v.heap, value, size);
+        else
+            memset(a->v.heap, 0, size);
+    } else {
+        a->set = false;
+    }
+}
+
+/* The hot path: one switch on the class learned at creation time. */
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_size,
+               const void *arg_value)
+{
+    struct shim_kernel *k = SHIM_AS(shim_kernel, SHIM_KERNEL, kernel);
+    struct shim_obj *obj = NULL;
+    struct shim_arg *a;
+    void *real_obj;
+    const void *value = arg_value;
+    cl_int err;
+
+    if (!k)
+        return CL_INVALID_KERNEL;
+    if (arg_index >= k->n_args)
+        return CL_INVALID_ARG_INDEX;
+    a = &k->args[arg_index];
+
+    switch (a->cls) {
+    case SHIM_ARG_MEM_RO:
+    case SHIM_ARG_MEM_RW:
+    case SHIM_ARG_SAMPLER:
+        if (arg_size != sizeof(cl_mem))
+            return CL_INVALID_ARG_SIZE;
+        if (arg_value && *(void *const *)arg_value) {
+            obj = *(struct shim_obj *const *)arg_value;
+            if (!shim_obj_is(obj, a->cls == SHIM_ARG_SAMPLER ? SHIM_SAMPLER
+                                                             : SHIM_MEM))
+                return a->cls == SHIM_ARG_SAMPLER ? CL_INVALID_SAMPLER
+                                                  : CL_INVALID_MEM_OBJECT;
+        }
+        break;
+    case SHIM_ARG_UNKNOWN:
+        /* No argument info (a program from a binary): a pointer-sized
+         * value may be a handle, which only a lookup can tell. */
+        if (arg_size == sizeof(void *) && arg_value)
+            obj = shim_obj_find_live(*(void *const *)arg_value);
+        break;
+    default:
+        break;
+    }
+
+    shim_enter();
+    if (obj) {
+        real_obj = obj->real;
+        value = &real_obj;
+    }
+    err = VENDOR(k->obj.real)->clSetKernelArg(k->obj.real, arg_index,
+                                              arg_size, value);
+    if (err == CL_SUCCESS) {
+        if (obj) {
+            /* The kernel keeps what it was given alive, so that a re-home
+             * can set it again even after the program released it. */
+            shim_obj_retain_child(obj);
+            arg_clear(a);
+            a->obj = obj;
+            a->size = arg_size;
+            a->set = true;
+            a->writes = obj->kind == SHIM_MEM && a->cls != SHIM_ARG_MEM_RO;
+        } else {
+            arg_record_bytes(a, arg_size, arg_value);
+        }
+    }
+    shim_leave();
+    return err;
+}
+
+atomic_long shim_svm_kernels;
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetKernelArgSVMPointer(
+    cl_kernel kernel, cl_uint arg_index, const void *arg_value)
+{
+    struct shim_kernel *k = SHIM_AS(shim_kernel, SHIM_KERNEL, kernel);
+    cl_int err;
+
+    if (!k)
+        return CL_INVALID_KERNEL;
+    if (arg_index >= k->n_args)
+        return CL_INVALID_ARG_INDEX;
+    shim_enter();
+    err = VENDOR(k->obj.real)->clSetKernelArgSVMPointer
+              ? VENDOR(k->obj.real)->clSetKernelArgSVMPointer(
+                    k->obj.real, arg_index, arg_value)
+              : CL_INVALID_OPERATION;
+    if (err == CL_SUCCESS)
+        k->uses_svm = true;
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelInfo(
+    cl_kernel kernel, cl_kernel_info param_name, size_t param_value_size,
+    void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_kernel *k = SHIM_AS(shim_kernel, SHIM_KERNEL, kernel);
+    cl_int err;
+
+    if (!k)
+        return CL_INVALID_KERNEL;
+    switch (param_name) {
+    case CL_KERNEL_PROGRAM: {
+        cl_program p = (cl_program)k->program;
+        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_KERNEL_CONTEXT: {
+        cl_context c = (cl_context)k->program->context;
+        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_KERNEL_REFERENCE_COUNT: {
+        cl_uint refs = atomic_load(&k->obj.app_refs);
+        return shim_info_return(&refs, sizeof(refs), param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    default:
+        break;
+    }
+    shim_enter();
+    err = VENDOR(k->obj.real)->clGetKernelInfo(k->obj.real, param_name,
+                                               param_value_size, param_value,
+                                               param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
+void shim_kernel_destroy(struct shim_kernel *k)
+{
+    for (cl_uint i = 0; k->args && i < k->n_args; i++)
+        arg_clear(&k->args[i]);
+    free(k->args);
+    free(k->name);
+    shim_obj_release_child(&k->program->obj);
+}

@@ -1,0 +1,789 @@
+/* Memory objects: buffers, sub-buffers, images and pipes; their creation,
+ * recreation, maps, info and destructor callbacks. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callbacks.h"
+#include "log.h"
+#include "shim.h"
+
+/* Host access restrictions are kept in the shadow but not given to the
+ * vendor: the shim must read and write every buffer to move it. */
+#define HOST_ACCESS_FLAGS \
+    (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mem_cb {
+    struct shim_mem *mem;
+    struct shim_callback *list;
+    struct mem_cb *next;
+} *mem_cbs;
+
+static size_t image_elem_size(const cl_image_format *f)
+{
+    size_t channels, bytes;
+
+    switch (f->image_channel_order) {
+    case CL_R: case CL_A: case CL_INTENSITY: case CL_LUMINANCE:
+    case CL_DEPTH: case CL_Rx:
+        channels = 1; break;
+    case CL_RG: case CL_RA: case CL_RGx: case CL_DEPTH_STENCIL:
+        channels = 2; break;
+    case CL_RGB: case CL_RGBx:
+        channels = 3; break;
+    default:
+        channels = 4; break;
+    }
+    switch (f->image_channel_data_type) {
+    case CL_SNORM_INT8: case CL_UNORM_INT8: case CL_SIGNED_INT8:
+    case CL_UNSIGNED_INT8:
+        bytes = 1; break;
+    case CL_SNORM_INT16: case CL_UNORM_INT16: case CL_SIGNED_INT16:
+    case CL_UNSIGNED_INT16: case CL_HALF_FLOAT:
+        bytes = 2; break;
+    case CL_UNORM_SHORT_565: case CL_UNORM_SHORT_555:
+        return 2;
+    case CL_UNORM_INT_101010: case CL_UNORM_INT24:
+        return 4;
+    default:
+        bytes = 4; break;
+    }
+    return channels * bytes;
+}
+
+/* The region covering a whole image, as read/write image calls want it. */
+void shim_image_region(const struct shim_mem *m, size_t region[3])
+{
+    const cl_image_desc *d = &m->desc;
+
+    region[0] = d->image_width;
+    region[1] = 1;
+    region[2] = 1;
+    switch (d->image_type) {
+    case CL_MEM_OBJECT_IMAGE1D_ARRAY:
+        region[1] = d->image_array_size;
+        break;
+    case CL_MEM_OBJECT_IMAGE2D:
+        region[1] = d->image_height;
+        break;
+    case CL_MEM_OBJECT_IMAGE2D_ARRAY:
+        region[1] = d->image_height;
+        region[2] = d->image_array_size;
+        break;
+    case CL_MEM_OBJECT_IMAGE3D:
+        region[1] = d->image_height;
+        region[2] = d->image_depth;
+        break;
+    default:
+        break;
+    }
+}
+
+size_t shim_image_row_bytes(const struct shim_mem *m)
+{
+    return m->desc.image_width * image_elem_size(&m->format);
+}
+
+int shim_mem_realize(struct shim_mem *m, void *copy_from)
+{
+    void *ctx = m->context->obj.real;
+    cl_mem_flags flags = m->flags & ~HOST_ACCESS_FLAGS;
+    void *host = NULL;
+    cl_int err = CL_INVALID_OPERATION;
+
+    if (flags & CL_MEM_USE_HOST_PTR)
+        host = m->host_ptr;
+    else if (copy_from)
+        host = copy_from;
+    else
+        flags &= ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+
+    switch (m->type) {
+    case SHIM_BUFFER:
+        if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
+            m->obj.real = VENDOR(ctx)->clCreateBufferWithProperties(
+                ctx, m->props, flags, m->size, host, &err);
+        else
+            m->obj.real =
+                VENDOR(ctx)->clCreateBuffer(ctx, flags, m->size, host, &err);
+        break;
+    case SHIM_SUB_BUFFER: {
+        cl_buffer_region region = {m->origin, m->size};
+        void *parent = m->parent->obj.real;
+        m->obj.real = VENDOR(parent)->clCreateSubBuffer(
+            parent, m->flags & ~HOST_ACCESS_FLAGS,
+            CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+        break;
+    }
+    case SHIM_IMAGE: {
+        cl_image_desc desc = m->desc;
+        if (m->parent)
+            desc.buffer = m->parent->obj.real;
+        if (m->props && VENDOR(ctx)->clCreateImageWithProperties)
+            m->obj.real = VENDOR(ctx)->clCreateImageWithProperties(
+                ctx, m->props, flags, &m->format, &desc, host, &err);
+        else
+            m->obj.real = VENDOR(ctx)->clCreateImage(ctx, flags, &m->format,
+                                                     &desc, host, &err);
+        break;
+    }
+    case SHIM_PIPE:
+        if (VENDOR(ctx)->clCreatePipe)
+            m->obj.real = VENDOR(ctx)->clCreatePipe(
+                ctx, flags, m->pipe_packet_size, m->pipe_max_packets, NULL,
+                &err);
+        break;
+    }
+    if (!m->obj.real) {
+        shim_vendor_err = err;
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Common tail of every creation call: record, realize, return the handle. */
+static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
+                         cl_int *errcode_ret)
+{
+    cl_int err = CL_SUCCESS;
+
+    atomic_init(&m->dirty_lo, SIZE_MAX);
+    atomic_init(&m->dirty_hi, 0);
+    pthread_mutex_init(&m->dirty_lock, NULL);
+    if (m->flags & CL_MEM_USE_HOST_PTR)
+        m->host_ptr = host_ptr;
+    shim_obj_retain_child(&m->context->obj);
+    if (m->parent)
+        shim_obj_retain_child(&m->parent->obj);
+    if (shim_mem_realize(m, (m->flags & CL_MEM_COPY_HOST_PTR) ? host_ptr
+                                                              : NULL) < 0) {
+        err = shim_vendor_err;
+        shim_obj_release(m, SHIM_MEM);
+        m = NULL;
+    }
+    if (errcode_ret)
+        *errcode_ret = err;
+    return (cl_mem)m;
+}
+
+static struct shim_mem *mem_alloc(struct shim_context *c, cl_mem_flags flags,
+                                  const cl_mem_properties *props,
+                                  cl_int *errcode_ret)
+{
+    struct shim_mem *m = shim_obj_new(SHIM_MEM, sizeof(*m), NULL);
+
+    if (!m) {
+        if (errcode_ret)
+            *errcode_ret = CL_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
+    m->context = c;
+    m->flags = flags;
+    m->props = shim_props_dup(props, sizeof(*props));
+    return m;
+}
+
+static cl_mem buffer_new(cl_context context, const cl_mem_properties *props,
+                         cl_mem_flags flags, size_t size, void *host_ptr,
+                         cl_int *errcode_ret)
+{
+    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
+    struct shim_mem *m;
+    cl_mem h = NULL;
+
+    if (!c) {
+        if (errcode_ret)
+            *errcode_ret = CL_INVALID_CONTEXT;
+        return NULL;
+    }
+    if (size == 0) {
+        if (errcode_ret)
+            *errcode_ret = CL_INVALID_BUFFER_SIZE;
+        return NULL;
+    }
+    if (!host_ptr != !(flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR))) {
+        if (errcode_ret)
+            *errcode_ret = CL_INVALID_HOST_PTR;
+        return NULL;
+    }
+    shim_enter();
+    m = mem_alloc(c, flags, props, errcode_ret);
+    if (m) {
+        m->type = SHIM_BUFFER;
+        m->size = size;
+        h = mem_finish(m, host_ptr, errcode_ret);
+    }
+    shim_leave();
+    return h;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL
+clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
+               void *host_ptr, cl_int *errcode_ret)
+{
+    return buffer_new(context, NULL, flags, size, host_ptr, errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL clCreateBufferWithProperties(
+    cl_context context, const cl_mem_properties *properties,
+    cl_mem_flags flags, size_t size, void *host_ptr, cl_int *errcode_ret)
+{
+    return buffer_new(context, properties, flags, size, host_ptr,
+                      errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL clCreateSubBuffer(
+    cl_mem buffer, cl_mem_flags flags, cl_buffer_create_type buffer_create_type,
+    const void *buffer_create_info, cl_int *errcode_ret)
+{
+    struct shim_mem *parent = SHIM_AS(shim_mem, SHIM_MEM, buffer);
+    const cl_buffer_region *region = buffer_create_info;
+    struct shim_mem *m;
+    cl_mem h = NULL;
+    cl_int err = CL_SUCCESS;
+
+    if (!parent || parent->type != SHIM_BUFFER)
+        err = CL_INVALID_MEM_OBJECT;
+    else if (buffer_create_type != CL_BUFFER_CREATE_TYPE_REGION || !region)
+        err = CL_INVALID_VALUE;
+    else if (region->size == 0)
+        err = CL_INVALID_BUFFER_SIZE;
+    else if (region->origin + region->size > parent->size ||
+             region->origin + region->size < region->origin)
+        err = CL_INVALID_VALUE;
+    if (err != CL_SUCCESS) {
+        if (errcode_ret)
+            *errcode_ret = err;
+        return NULL;
+    }
+    /* Unspecified access and host flags are inherited from the parent. */
+    if (!(flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY)))
+        flags |= parent->flags &
+                 (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY);
+    if (!(flags & HOST_ACCESS_FLAGS))
+        flags |= parent->flags & HOST_ACCESS_FLAGS;
+    flags |= parent->flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR |
+                              CL_MEM_COPY_HOST_PTR);
+    shim_enter();
+    m = mem_alloc(parent->context, flags, NULL, errcode_ret);
+    if (m) {
+        m->type = SHIM_SUB_BUFFER;
+        m->parent = parent;
+        m->origin = region->origin;
+        m->size = region->size;
+        /* Sub-buffers share the parent's storage: never copy into it. */
+        m->flags &= ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+        h = mem_finish(m, parent->host_ptr
+                              ? (char *)parent->host_ptr + region->origin
+                              : NULL,
+                       errcode_ret);
+    }
+    shim_leave();
+    return h;
+}
+
+static cl_mem image_new(cl_context context, const cl_mem_properties *props,
+                        cl_mem_flags flags, const cl_image_format *format,
+                        const cl_image_desc *desc, void *host_ptr,
+                        cl_int *errcode_ret)
+{
+    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
+    struct shim_mem *m, *buf = NULL;
+    size_t region[3];
+    cl_mem h = NULL;
+    cl_int err = CL_SUCCESS;
+
+    if (!c)
+        err = CL_INVALID_CONTEXT;
+    else if (!format)
+        err = CL_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+    else if (!desc)
+        err = CL_INVALID_IMAGE_DESCRIPTOR;
+    else if (desc->buffer &&
+             !(buf = SHIM_AS(shim_mem, SHIM_MEM, desc->buffer)))
+        err = CL_INVALID_IMAGE_DESCRIPTOR;
+    if (err != CL_SUCCESS) {
+        if (errcode_ret)
+            *errcode_ret = err;
+        return NULL;
+    }
+    shim_enter();
+    m = mem_alloc(c, flags, props, errcode_ret);
+    if (m) {
+        m->type = SHIM_IMAGE;
+        m->format = *format;
+        m->desc = *desc;
+        m->desc.buffer = NULL;
+        m->parent = buf;
+        shim_image_region(m, region);
+        m->size = shim_image_row_bytes(m) * region[1] * region[2];
+        h = mem_finish(m, host_ptr, errcode_ret);
+    }
+    shim_leave();
+    return h;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL
+clCreateImage(cl_context context, cl_mem_flags flags,
+              const cl_image_format *image_format,
+              const cl_image_desc *image_desc, void *host_ptr,
+              cl_int *errcode_ret)
+{
+    return image_new(context, NULL, flags, image_format, image_desc,
+                     host_ptr, errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL clCreateImageWithProperties(
+    cl_context context, const cl_mem_properties *properties,
+    cl_mem_flags flags, const cl_image_format *image_format,
+    const cl_image_desc *image_desc, void *host_ptr, cl_int *errcode_ret)
+{
+    return image_new(context, properties, flags, image_format, image_desc,
+                     host_ptr, errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL clCreateImage2D(
+    cl_context context, cl_mem_flags flags,
+    const cl_image_format *image_format, size_t image_width,
+    size_t image_height, size_t image_row_pitch, void *host_ptr,
+    cl_int *errcode_ret)
+{
+    cl_image_desc desc = {.image_type = CL_MEM_OBJECT_IMAGE2D,
+                          .image_width = image_width,
+                          .image_height = image_height,
+                          .image_row_pitch = image_row_pitch};
+    return image_new(context, NULL, flags, image_format, &desc, host_ptr,
+                     errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL clCreateImage3D(
+    cl_context context, cl_mem_flags flags,
+    const cl_image_format *image_format, size_t image_width,
+    size_t image_height, size_t image_depth, size_t image_row_pitch,
+    size_t image_slice_pitch, void *host_ptr, cl_int *errcode_ret)
+{
+    cl_image_desc desc = {.image_type = CL_MEM_OBJECT_IMAGE3D,
+                          .image_width = image_width,
+                          .image_height = image_height,
+                          .image_depth = image_depth,
+                          .image_row_pitch = image_row_pitch,
+                          .image_slice_pitch = image_slice_pitch};
+    return image_new(context, NULL, flags, image_format, &desc, host_ptr,
+                     errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL
+clCreatePipe(cl_context context, cl_mem_flags flags, cl_uint pipe_packet_size,
+             cl_uint pipe_max_packets, const cl_pipe_properties *properties,
+             cl_int *errcode_ret)
+{
+    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
+    struct shim_mem *m;
+    cl_mem h = NULL;
+
+    (void)properties; /* must be NULL in OpenCL 3.0 */
+    if (!c) {
+        if (errcode_ret)
+            *errcode_ret = CL_INVALID_CONTEXT;
+        return NULL;
+    }
+    shim_enter();
+    m = mem_alloc(c, flags, NULL, errcode_ret);
+    if (m) {
+        m->type = SHIM_PIPE;
+        m->pipe_packet_size = pipe_packet_size;
+        m->pipe_max_packets = pipe_max_packets;
+        h = mem_finish(m, NULL, errcode_ret);
+    }
+    shim_leave();
+    return h;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainMemObject(cl_mem memobj)
+{
+    return shim_obj_retain(memobj, SHIM_MEM) < 0 ? CL_INVALID_MEM_OBJECT
+                                                 : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseMemObject(cl_mem memobj)
+{
+    int rc;
+
+    shim_enter();
+    rc = shim_obj_release(memobj, SHIM_MEM);
+    shim_leave();
+    return rc < 0 ? CL_INVALID_MEM_OBJECT : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetMemObjectInfo(
+    cl_mem memobj, cl_mem_info param_name, size_t param_value_size,
+    void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
+    cl_int err;
+
+    if (!m)
+        return CL_INVALID_MEM_OBJECT;
+    switch (param_name) {
+    case CL_MEM_CONTEXT: {
+        cl_context c = (cl_context)m->context;
+        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_MEM_ASSOCIATED_MEMOBJECT: {
+        cl_mem p = (cl_mem)m->parent;
+        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_MEM_REFERENCE_COUNT: {
+        cl_uint refs = atomic_load(&m->obj.app_refs);
+        return shim_info_return(&refs, sizeof(refs), param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    case CL_MEM_FLAGS:
+        return shim_info_return(&m->flags, sizeof(m->flags), param_value_size,
+                                param_value, param_value_size_ret);
+    case CL_MEM_HOST_PTR: {
+        void *p = (m->flags & CL_MEM_USE_HOST_PTR) ? m->host_ptr : NULL;
+        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_MEM_PROPERTIES:
+        return shim_info_return(m->props,
+                                shim_props_len(m->props, sizeof(*m->props)) *
+                                    sizeof(cl_mem_properties),
+                                param_value_size, param_value,
+                                param_value_size_ret);
+    default:
+        break;
+    }
+    shim_enter();
+    err = VENDOR(m->obj.real)->clGetMemObjectInfo(m->obj.real, param_name,
+                                                  param_value_size,
+                                                  param_value,
+                                                  param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetImageInfo(
+    cl_mem image, cl_image_info param_name, size_t param_value_size,
+    void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, image);
+    cl_int err;
+
+    if (!m)
+        return CL_INVALID_MEM_OBJECT;
+    if (param_name == CL_IMAGE_BUFFER) {
+        cl_mem p = (cl_mem)m->parent;
+        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    shim_enter();
+    err = VENDOR(m->obj.real)->clGetImageInfo(m->obj.real, param_name,
+                                              param_value_size, param_value,
+                                              param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetMemObjectDestructorCallback(
+    cl_mem memobj, void(CL_CALLBACK *pfn_notify)(cl_mem, void *),
+    void *user_data)
+{
+    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
+    struct mem_cb *e;
+    int rc;
+
+    if (!m)
+        return CL_INVALID_MEM_OBJECT;
+    if (!pfn_notify)
+        return CL_INVALID_VALUE;
+    pthread_mutex_lock(&cb_lock);
+    for (e = mem_cbs; e && e->mem != m; e = e->next)
+        ;
+    if (!e && (e = calloc(1, sizeof(*e)))) {
+        e->mem = m;
+        e->next = mem_cbs;
+        mem_cbs = e;
+    }
+    rc = e ? shim_callback_push(&e->list, (shim_destructor_fn)pfn_notify,
+                                user_data)
+           : -ENOMEM;
+    pthread_mutex_unlock(&cb_lock);
+    return rc < 0 ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
+}
+
+static void *map_fail(cl_int err, cl_int *errcode_ret)
+{
+    if (errcode_ret)
+        *errcode_ret = err;
+    return NULL;
+}
+
+SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(
+    cl_command_queue command_queue, cl_mem buffer, cl_bool blocking_map,
+    cl_map_flags map_flags, size_t offset, size_t size,
+    cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
+    cl_event *event, cl_int *errcode_ret)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, buffer);
+    struct shim_xlate wl;
+    cl_event ev = NULL;
+    cl_int err;
+    void *p = NULL;
+
+    if (!q)
+        return map_fail(CL_INVALID_COMMAND_QUEUE, errcode_ret);
+    if (!m)
+        return map_fail(CL_INVALID_MEM_OBJECT, errcode_ret);
+    shim_enter();
+    err = shim_xlate_events(&wl, event_wait_list, num_events_in_wait_list);
+    if (err == CL_SUCCESS) {
+        shim_mem_dirty_map(buffer, map_flags, offset, size);
+        p = VENDOR(q->obj.real)->clEnqueueMapBuffer(
+            q->obj.real, m->obj.real, blocking_map, map_flags, offset, size,
+            wl.n, (const cl_event *)wl.real, event ? &ev : NULL, &err);
+        if (p) {
+            atomic_fetch_add(&m->maps, 1);
+            if (event)
+                err = shim_event_wrap(event, ev, q);
+        }
+        shim_xlate_done(&wl);
+    }
+    shim_leave();
+    if (errcode_ret)
+        *errcode_ret = err;
+    return p;
+}
+
+SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL clEnqueueMapImage(
+    cl_command_queue command_queue, cl_mem image, cl_bool blocking_map,
+    cl_map_flags map_flags, const size_t *origin, const size_t *region,
+    size_t *image_row_pitch, size_t *image_slice_pitch,
+    cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
+    cl_event *event, cl_int *errcode_ret)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, image);
+    struct shim_xlate wl;
+    cl_event ev = NULL;
+    cl_int err;
+    void *p = NULL;
+
+    if (!q)
+        return map_fail(CL_INVALID_COMMAND_QUEUE, errcode_ret);
+    if (!m)
+        return map_fail(CL_INVALID_MEM_OBJECT, errcode_ret);
+    shim_enter();
+    err = shim_xlate_events(&wl, event_wait_list, num_events_in_wait_list);
+    if (err == CL_SUCCESS) {
+        if (map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION))
+            shim_mem_dirty_all(image);
+        p = VENDOR(q->obj.real)->clEnqueueMapImage(
+            q->obj.real, m->obj.real, blocking_map, map_flags, origin, region,
+            image_row_pitch, image_slice_pitch, wl.n,
+            (const cl_event *)wl.real, event ? &ev : NULL, &err);
+        if (p) {
+            atomic_fetch_add(&m->maps, 1);
+            if (event)
+                err = shim_event_wrap(event, ev, q);
+        }
+        shim_xlate_done(&wl);
+    }
+    shim_leave();
+    if (errcode_ret)
+        *errcode_ret = err;
+    return p;
+}
+
+void shim_mem_unmapped(cl_mem handle)
+{
+    struct shim_mem *m = (struct shim_mem *)handle;
+    atomic_fetch_sub(&m->maps, 1);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueMigrateMemObjects(
+    cl_command_queue command_queue, cl_uint num_mem_objects,
+    const cl_mem *mem_objects, cl_mem_migration_flags flags,
+    cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
+    cl_event *event)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    struct shim_xlate wl, mems;
+    cl_event ev = NULL;
+    cl_int err;
+
+    if (!q)
+        return CL_INVALID_COMMAND_QUEUE;
+    if (num_mem_objects == 0 || !mem_objects)
+        return CL_INVALID_VALUE;
+    shim_enter();
+    err = shim_xlate_handles(&mems, (const void *const *)mem_objects,
+                             num_mem_objects, SHIM_MEM,
+                             CL_INVALID_MEM_OBJECT);
+    if (err == CL_SUCCESS) {
+        err = shim_xlate_events(&wl, event_wait_list,
+                                num_events_in_wait_list);
+        if (err == CL_SUCCESS) {
+            /* Undefined content counts as changed. */
+            if (flags & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED)
+                for (cl_uint i = 0; i < num_mem_objects; i++)
+                    shim_mem_dirty_all(mem_objects[i]);
+            err = VENDOR(q->obj.real)->clEnqueueMigrateMemObjects(
+                q->obj.real, num_mem_objects, (const cl_mem *)mems.real,
+                flags, wl.n, (const cl_event *)wl.real, event ? &ev : NULL);
+            if (err == CL_SUCCESS && event)
+                err = shim_event_wrap(event, ev, q);
+            shim_xlate_done(&wl);
+        }
+        shim_xlate_done(&mems);
+    }
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueNativeKernel(
+    cl_command_queue command_queue, void(CL_CALLBACK *user_func)(void *),
+    void *args, size_t cb_args, cl_uint num_mem_objects,
+    const cl_mem *mem_list, const void **args_mem_loc,
+    cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
+    cl_event *event)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    struct shim_xlate wl, mems;
+    cl_event ev = NULL;
+    cl_int err;
+
+    if (!q)
+        return CL_INVALID_COMMAND_QUEUE;
+    shim_enter();
+    err = shim_xlate_handles(&mems, (const void *const *)mem_list,
+                             num_mem_objects, SHIM_MEM,
+                             CL_INVALID_MEM_OBJECT);
+    if (err == CL_SUCCESS) {
+        err = shim_xlate_events(&wl, event_wait_list,
+                                num_events_in_wait_list);
+        if (err == CL_SUCCESS) {
+            for (cl_uint i = 0; i < num_mem_objects; i++)
+                shim_mem_dirty_all(mem_list[i]);
+            /* The vendor overwrites the handles at args_mem_loc in its own
+             * copy of args, so only the list needs translating. */
+            err = VENDOR(q->obj.real)->clEnqueueNativeKernel(
+                q->obj.real, user_func, args, cb_args, num_mem_objects,
+                (const cl_mem *)mems.real, args_mem_loc, wl.n,
+                (const cl_event *)wl.real, event ? &ev : NULL);
+            if (err == CL_SUCCESS && event)
+                err = shim_event_wrap(event, ev, q);
+            shim_xlate_done(&wl);
+        }
+        shim_xlate_done(&mems);
+    }
+    shim_leave();
+    return err;
+}
+
+/* SVM pointers are addresses the device chose: they cannot be moved to
+ * another device, so a process that holds any is not re-homed. */
+atomic_long shim_svm_live;
+
+SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL clSVMAlloc(cl_context context,
+                                                      cl_svm_mem_flags flags,
+                                                      size_t size,
+                                                      cl_uint alignment)
+{
+    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
+    void *p = NULL;
+
+    if (!c)
+        return NULL;
+    shim_enter();
+    if (VENDOR(c->obj.real)->clSVMAlloc)
+        p = VENDOR(c->obj.real)->clSVMAlloc(c->obj.real, flags, size,
+                                            alignment);
+    if (p)
+        atomic_fetch_add(&shim_svm_live, 1);
+    shim_leave();
+    return p;
+}
+
+SHIM_EXPORT CL_API_ENTRY void CL_API_CALL clSVMFree(cl_context context,
+                                                    void *svm_pointer)
+{
+    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
+
+    if (!c || !svm_pointer)
+        return;
+    shim_enter();
+    if (VENDOR(c->obj.real)->clSVMFree) {
+        VENDOR(c->obj.real)->clSVMFree(c->obj.real, svm_pointer);
+        atomic_fetch_sub(&shim_svm_live, 1);
+    }
+    shim_leave();
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueSVMFree(
+    cl_command_queue command_queue, cl_uint num_svm_pointers,
+    void *svm_pointers[],
+    void(CL_CALLBACK *pfn_free_func)(cl_command_queue, cl_uint, void *[],
+                                     void *),
+    void *user_data, cl_uint num_events_in_wait_list,
+    const cl_event *event_wait_list, cl_event *event)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    struct shim_xlate wl;
+    cl_event ev = NULL;
+    cl_int err;
+
+    if (!q)
+        return CL_INVALID_COMMAND_QUEUE;
+    /* A free callback would be handed the vendor's queue: the shim frees
+     * the pointers itself afterwards instead. */
+    if (pfn_free_func)
+        return CL_INVALID_OPERATION;
+    shim_enter();
+    err = shim_xlate_events(&wl, event_wait_list, num_events_in_wait_list);
+    if (err == CL_SUCCESS) {
+        err = VENDOR(q->obj.real)->clEnqueueSVMFree
+                  ? VENDOR(q->obj.real)->clEnqueueSVMFree(
+                        q->obj.real, num_svm_pointers, svm_pointers, NULL,
+                        user_data, wl.n, (const cl_event *)wl.real,
+                        event ? &ev : NULL)
+                  : CL_INVALID_OPERATION;
+        if (err == CL_SUCCESS) {
+            atomic_fetch_sub(&shim_svm_live, (long)num_svm_pointers);
+            if (event)
+                err = shim_event_wrap(event, ev, q);
+        }
+        shim_xlate_done(&wl);
+    }
+    shim_leave();
+    return err;
+}
+
+void shim_mem_destroy(struct shim_mem *m)
+{
+    struct mem_cb **pp, *e = NULL;
+
+    pthread_mutex_lock(&cb_lock);
+    for (pp = &mem_cbs; *pp; pp = &(*pp)->next)
+        if ((*pp)->mem == m) {
+            e = *pp;
+            *pp = e->next;
+            break;
+        }
+    pthread_mutex_unlock(&cb_lock);
+    if (e) {
+        shim_callback_fire(&e->list, m);
+        free(e);
+    }
+    free(m->props);
+    free(m->shadow);
+    pthread_mutex_destroy(&m->dirty_lock);
+    shim_obj_release_child(&m->context->obj);
+    if (m->parent)
+        shim_obj_release_child(&m->parent->obj);
+}

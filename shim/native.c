@@ -1,0 +1,348 @@
+/* The native backend: loads vendor ICD libraries itself and unloads them.
+ *
+ * The system ICD loader never unloads a vendor, so the shim finds vendors
+ * the way the loader does (CRANE_VENDORS_DIR, default /etc/OpenCL/vendors,
+ * or the paths in CRANE_VENDOR_LIBS) and dlopens them itself.
+ *
+ * dlclose() alone does not unload an OpenCL implementation: PoCL pulls in
+ * LLVM and libstdc++ (whose unique symbols pin them) and keeps worker
+ * threads; NVIDIA's library keeps threads and device files open.  A reload
+ * in the same link-map namespace would then get the old copy back with its
+ * state.  So every load goes into a fresh namespace (dlmopen LM_ID_NEWLM),
+ * which initialises the vendor from scratch, and unload closes the device
+ * files and unmaps the device memory the vendor left behind, which is what
+ * keeps a GPU driver from unloading.  glibc offers 16 namespaces, so a
+ * process can be re-homed about 14 times; CRANE_VENDOR_NAMESPACE=base loads
+ * into the main namespace instead (for tools that cannot follow dlmopen).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "shim.h"
+
+#define MAX_VENDORS 8
+#define MAX_FDS 4096
+
+typedef cl_int(CL_API_CALL *icd_get_platforms_fn)(cl_uint, cl_platform_id *,
+                                                   cl_uint *);
+typedef void *(CL_API_CALL *get_ext_fn)(const char *);
+
+struct vendor {
+    char path[PATH_MAX];
+    void *handle;
+    get_ext_fn get_ext;
+};
+
+static struct native {
+    struct vendor vendors[MAX_VENDORS];
+    unsigned n_vendors;
+    cl_platform_id *platforms;
+    cl_uint n_platforms;
+    unsigned char fd_before[MAX_FDS / 8];  /* fds open before the load */
+    unsigned loads;
+} nat;
+
+/* A vendor library named by an .icd file or CRANE_VENDOR_LIBS. */
+static void add_vendor(const char *lib)
+{
+    char *self_path = NULL;
+    Dl_info self;
+
+    if (nat.n_vendors == MAX_VENDORS || !*lib)
+        return;
+    /* Never load the shim as its own vendor (crane-run lists it for the
+     * system ICD loader). */
+    if (dladdr((void *)add_vendor, &self) && self.dli_fname)
+        self_path = realpath(self.dli_fname, NULL);
+    char *lib_path = realpath(lib, NULL);
+    bool is_self = self_path && lib_path && strcmp(self_path, lib_path) == 0;
+    free(self_path);
+    free(lib_path);
+    if (is_self || strstr(lib, "libcrane"))
+        return;
+    snprintf(nat.vendors[nat.n_vendors++].path, PATH_MAX, "%s", lib);
+}
+
+static int find_vendors(char *tried, size_t tried_size)
+{
+    const char *libs = shim_config.vendor_libs;
+    const char *dir = shim_config.vendors_dir;
+
+    nat.n_vendors = 0;
+    if (libs) {
+        char *copy = strdup(libs), *save = NULL;
+        if (!copy)
+            return -ENOMEM;
+        for (char *t = strtok_r(copy, ":", &save); t;
+             t = strtok_r(NULL, ":", &save))
+            add_vendor(t);
+        free(copy);
+        snprintf(tried, tried_size, "CRANE_VENDOR_LIBS=%s", libs);
+        return 0;
+    }
+    snprintf(tried, tried_size, "%s/*.icd", dir);
+
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    if (n < 0)
+        return -errno;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(names[i]->d_name);
+        if (len > 4 && strcmp(names[i]->d_name + len - 4, ".icd") == 0) {
+            char file[PATH_MAX], line[PATH_MAX] = "";
+            snprintf(file, sizeof(file), "%s/%s", dir, names[i]->d_name);
+            FILE *f = fopen(file, "re");
+            if (f) {
+                if (fgets(line, sizeof(line), f))
+                    line[strcspn(line, "\r\n")] = '\0';
+                fclose(f);
+                add_vendor(line);
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+    return 0;
+}
+
+static void snapshot_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+
+    memset(nat.fd_before, 0, sizeof(nat.fd_before));
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (fd >= 0 && fd < MAX_FDS)
+            nat.fd_before[fd / 8] |= (unsigned char)(1u << (fd % 8));
+    }
+    closedir(d);
+}
+
+static bool is_device_path(const char *p)
+{
+    static const char *const harmless[] = {"/dev/null", "/dev/zero",
+                                           "/dev/urandom", "/dev/random",
+                                           "/dev/tty", "/dev/pts/",
+                                           "/dev/shm/", "/dev/ptmx"};
+    if (strncmp(p, "/dev/", 5) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof(harmless) / sizeof(harmless[0]); i++)
+        if (strncmp(p, harmless[i], strlen(harmless[i])) == 0)
+            return false;
+    return true;
+}
+
+/* Device files the vendor opened and left open.  The program's own fds were
+ * either open before the vendor loaded, or are not device nodes. */
+static unsigned close_vendor_device_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int fds[256];
+    unsigned n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) && n < 256) {
+        int fd = atoi(e->d_name);
+        char link[64], target[PATH_MAX];
+        struct stat st;
+        if (fd < 0 || fd == dirfd(d) ||
+            (fd < MAX_FDS && (nat.fd_before[fd / 8] & (1u << (fd % 8)))))
+            continue;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(link, target, sizeof(target) - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        if (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+            is_device_path(target))
+            fds[n++] = fd;
+    }
+    closedir(d);
+    for (unsigned i = 0; i < n; i++)
+        close(fds[i]);
+    return n;
+}
+
+/* Device memory the vendor mapped and did not unmap. */
+static unsigned unmap_device_memory(void)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    char line[PATH_MAX + 128];
+    struct {
+        uintptr_t lo, hi;
+    } spans[256];
+    unsigned n = 0;
+
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f) && n < 256) {
+        uintptr_t lo, hi;
+        char path[PATH_MAX] = "";
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %4095s", &lo, &hi, path) >=
+                2 &&
+            is_device_path(path)) {
+            spans[n].lo = lo;
+            spans[n].hi = hi;
+            n++;
+        }
+    }
+    fclose(f);
+    for (unsigned i = 0; i < n; i++)
+        munmap((void *)spans[i].lo, spans[i].hi - spans[i].lo);
+    return n;
+}
+
+static unsigned count_vendor_mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    char line[PATH_MAX + 128];
+    unsigned n = 0;
+
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        for (unsigned v = 0; v < nat.n_vendors; v++) {
+            const char *base = strrchr(nat.vendors[v].path, '/');
+            base = base ? base + 1 : nat.vendors[v].path;
+            if (strstr(line, base))
+                n++;
+        }
+    fclose(f);
+    return n;
+}
+
+static int native_load(void)
+{
+    char tried[PATH_MAX + 64];
+    bool fresh_namespace = !shim_config.base_namespace;
+    Lmid_t lmid = LM_ID_NEWLM;
+    int rc = find_vendors(tried, sizeof(tried));
+
+    if (rc < 0) {
+        LOG_ERROR("native: cannot list OpenCL vendors in %s: %s", tried,
+                  strerror(-rc));
+        return rc;
+    }
+    if (nat.n_vendors == 0) {
+        LOG_ERROR("native: no OpenCL vendor library found (tried %s)", tried);
+        return -ENOENT;
+    }
+    snapshot_fds();
+    free(nat.platforms);
+    nat.platforms = NULL;
+    nat.n_platforms = 0;
+
+    for (unsigned v = 0; v < nat.n_vendors; v++) {
+        struct vendor *vd = &nat.vendors[v];
+        icd_get_platforms_fn get_platforms = NULL;
+        cl_uint n = 0;
+
+        if (fresh_namespace) {
+            vd->handle = dlmopen(lmid, vd->path, RTLD_NOW | RTLD_LOCAL);
+            if (vd->handle && lmid == LM_ID_NEWLM)
+                dlinfo(vd->handle, RTLD_DI_LMID, &lmid);
+        } else {
+            vd->handle = dlopen(vd->path, RTLD_NOW | RTLD_LOCAL);
+        }
+        if (!vd->handle) {
+            LOG_WARN("native: cannot load OpenCL vendor %s: %s", vd->path,
+                     dlerror());
+            continue;
+        }
+        vd->get_ext = (get_ext_fn)dlsym(vd->handle,
+                                        "clGetExtensionFunctionAddress");
+        if (vd->get_ext)
+            get_platforms = (icd_get_platforms_fn)vd->get_ext(
+                "clIcdGetPlatformIDsKHR");
+        if (!get_platforms)
+            get_platforms = (icd_get_platforms_fn)dlsym(
+                vd->handle, "clIcdGetPlatformIDsKHR");
+        if (!get_platforms || get_platforms(0, NULL, &n) != CL_SUCCESS ||
+            n == 0) {
+            LOG_WARN("native: %s is not a usable OpenCL ICD (no platforms)",
+                     vd->path);
+            continue;
+        }
+        cl_platform_id *all = realloc(
+            nat.platforms, (nat.n_platforms + n) * sizeof(cl_platform_id));
+        if (!all)
+            return -ENOMEM;
+        nat.platforms = all;
+        if (get_platforms(n, nat.platforms + nat.n_platforms, NULL) ==
+            CL_SUCCESS)
+            nat.n_platforms += n;
+    }
+    if (nat.n_platforms == 0) {
+        LOG_ERROR("native: no OpenCL platform could be loaded (tried %s)",
+                  tried);
+        return -ENOENT;
+    }
+    nat.loads++;
+    LOG_INFO("native: loaded %u platform(s) from %u vendor(s), load #%u",
+             nat.n_platforms, nat.n_vendors, nat.loads);
+    return 0;
+}
+
+static int native_unload(void)
+{
+    for (unsigned v = 0; v < nat.n_vendors; v++) {
+        if (nat.vendors[v].handle && dlclose(nat.vendors[v].handle) != 0)
+            LOG_WARN("native: dlclose(%s): %s", nat.vendors[v].path,
+                     dlerror());
+        nat.vendors[v].handle = NULL;
+        nat.vendors[v].get_ext = NULL;
+    }
+    free(nat.platforms);
+    nat.platforms = NULL;
+    nat.n_platforms = 0;
+
+    unsigned fds = close_vendor_device_fds();
+    unsigned maps = unmap_device_memory();
+    unsigned code = count_vendor_mappings();
+    LOG_INFO("native: unloaded; closed %u device fd(s), unmapped %u device "
+             "mapping(s); %u code mapping(s) of the old copy remain",
+             fds, maps, code);
+    return 0;
+}
+
+static int native_platforms(cl_platform_id **out, cl_uint *n)
+{
+    *out = nat.platforms;
+    *n = nat.n_platforms;
+    return nat.n_platforms ? 0 : -ENOENT;
+}
+
+static void *native_extension(cl_platform_id real, const char *name)
+{
+    if (real && VENDOR(real)->clGetExtensionFunctionAddressForPlatform)
+        return VENDOR(real)->clGetExtensionFunctionAddressForPlatform(real,
+                                                                      name);
+    for (unsigned v = 0; v < nat.n_vendors; v++)
+        if (nat.vendors[v].get_ext)
+            return nat.vendors[v].get_ext(name);
+    return NULL;
+}
+
+const struct shim_backend_ops shim_native_ops = {
+    .name = "native",
+    .load = native_load,
+    .unload = native_unload,
+    .platforms = native_platforms,
+    .extension = native_extension,
+};

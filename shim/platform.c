@@ -1,0 +1,353 @@
+/* Platforms and devices: process-wide init, binding shadows to the backend's
+ * real platforms and devices, and their entry points. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "shim.h"
+
+struct shim_state shim = {
+    .once = PTHREAD_ONCE_INIT,
+    .rehome_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* Gives every shadow platform and root device its real handle, creating the
+ * shadows on the first call.  After a reload the backend must offer the same
+ * platforms and devices, matched by position. */
+int shim_platforms_bind(void)
+{
+    cl_platform_id *real;
+    cl_uint n;
+    int rc = shim.backend->platforms(&real, &n);
+
+    if (rc < 0)
+        return rc;
+    if (!shim.platforms) {
+        shim.platforms = calloc(n, sizeof(*shim.platforms));
+        if (!shim.platforms)
+            return -ENOMEM;
+        for (cl_uint i = 0; i < n; i++) {
+            shim.platforms[i] = shim_obj_new(
+                SHIM_PLATFORM, sizeof(struct shim_platform), NULL);
+            if (!shim.platforms[i])
+                return -ENOMEM;
+            shim.platforms[i]->index = i;
+        }
+        shim.n_platforms = n;
+    } else if (n != shim.n_platforms) {
+        LOG_ERROR("bind: the reloaded vendor offers %u platform(s), "
+                  "expected %u",
+                  n, shim.n_platforms);
+        return -ENODEV;
+    }
+
+    for (cl_uint i = 0; i < n; i++) {
+        struct shim_platform *p = shim.platforms[i];
+        cl_uint nd = 0;
+        cl_device_id *devs;
+
+        p->obj.real = real[i];
+        if (VENDOR(real[i])->clGetDeviceIDs(real[i], CL_DEVICE_TYPE_ALL, 0,
+                                            NULL, &nd) != CL_SUCCESS)
+            nd = 0;
+        if (p->devices && nd != p->n_devices) {
+            LOG_ERROR("bind: platform %u now has %u device(s), expected %u",
+                      i, nd, p->n_devices);
+            return -ENODEV;
+        }
+        devs = calloc(nd ? nd : 1, sizeof(*devs));
+        if (!devs)
+            return -ENOMEM;
+        if (nd)
+            VENDOR(real[i])->clGetDeviceIDs(real[i], CL_DEVICE_TYPE_ALL, nd,
+                                            devs, NULL);
+        if (!p->devices) {
+            p->devices = calloc(nd ? nd : 1, sizeof(*p->devices));
+            if (!p->devices) {
+                free(devs);
+                return -ENOMEM;
+            }
+            for (cl_uint d = 0; d < nd; d++) {
+                struct shim_device *sd = shim_obj_new(
+                    SHIM_DEVICE, sizeof(struct shim_device), NULL);
+                if (!sd) {
+                    free(devs);
+                    return -ENOMEM;
+                }
+                sd->platform = p;
+                sd->index = d;
+                p->devices[d] = sd;
+            }
+            p->n_devices = nd;
+        }
+        for (cl_uint d = 0; d < nd; d++) {
+            p->devices[d]->obj.real = devs[d];
+            VENDOR(devs[d])->clGetDeviceInfo(devs[d], CL_DEVICE_TYPE,
+                                             sizeof(cl_device_type),
+                                             &p->devices[d]->type, NULL);
+        }
+        free(devs);
+    }
+    return 0;
+}
+
+static void init_once(void)
+{
+    crn_log_init("crane-shim");
+    shim_config_load();
+    shim.backend = &shim_native_ops;
+    shim.init_err = shim.backend->load();
+    if (shim.init_err == 0)
+        shim.init_err = shim_platforms_bind();
+    if (shim.init_err == 0 && shim_config.rehome_every) {
+        LOG_INFO("test hook: re-home before every %lu-th OpenCL call",
+                 shim_config.rehome_every);
+        shim_test_hook_arm(shim_config.rehome_every);
+    }
+}
+
+int shim_init(void)
+{
+    pthread_once(&shim.once, init_once);
+    return shim.init_err;
+}
+
+/* Shadow device for a real one, searching roots then sub-devices. */
+static struct shim_device *device_of_real(cl_device_id real)
+{
+    for (cl_uint i = 0; i < shim.n_platforms; i++)
+        for (cl_uint d = 0; d < shim.platforms[i]->n_devices; d++)
+            if (shim.platforms[i]->devices[d]->obj.real == real)
+                return shim.platforms[i]->devices[d];
+    return NULL;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clGetPlatformIDs(cl_uint num_entries, cl_platform_id *platforms,
+                 cl_uint *num_platforms)
+{
+    if ((num_entries == 0 && platforms) || (!platforms && !num_platforms))
+        return CL_INVALID_VALUE;
+    if (shim_init() < 0) {
+        if (num_platforms)
+            *num_platforms = 0;
+        return CL_PLATFORM_NOT_FOUND_KHR;
+    }
+    if (num_platforms)
+        *num_platforms = shim.n_platforms;
+    for (cl_uint i = 0; platforms && i < num_entries && i < shim.n_platforms;
+         i++)
+        platforms[i] = (cl_platform_id)shim.platforms[i];
+    return CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clIcdGetPlatformIDsKHR(cl_uint num_entries, cl_platform_id *platforms,
+                       cl_uint *num_platforms)
+{
+    return clGetPlatformIDs(num_entries, platforms, num_platforms);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
+               cl_uint num_entries, cl_device_id *devices,
+               cl_uint *num_devices)
+{
+    cl_device_id real_devs[64];
+    cl_uint n = 0;
+    cl_int err;
+
+    if (!platform && shim_init() == 0 && shim.n_platforms)
+        platform = (cl_platform_id)shim.platforms[0];
+    struct shim_platform *p = SHIM_AS(shim_platform, SHIM_PLATFORM, platform);
+    if (!p)
+        return CL_INVALID_PLATFORM;
+    if ((num_entries == 0 && devices) || (!devices && !num_devices))
+        return CL_INVALID_VALUE;
+    shim_enter();
+    err = VENDOR(p->obj.real)->clGetDeviceIDs(p->obj.real, device_type, 64,
+                                               real_devs, &n);
+    if (err == CL_SUCCESS) {
+        if (n > 64)
+            n = 64;
+        if (num_devices)
+            *num_devices = n;
+        for (cl_uint i = 0; devices && i < n && i < num_entries; i++)
+            devices[i] = (cl_device_id)device_of_real(real_devs[i]);
+    }
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clGetDeviceInfo(cl_device_id device, cl_device_info param_name,
+                size_t param_value_size, void *param_value,
+                size_t *param_value_size_ret)
+{
+    struct shim_device *d = SHIM_AS(shim_device, SHIM_DEVICE, device);
+    cl_int err;
+
+    if (!d)
+        return CL_INVALID_DEVICE;
+    switch (param_name) {
+    case CL_DEVICE_PLATFORM: {
+        cl_platform_id p = (cl_platform_id)d->platform;
+        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_DEVICE_PARENT_DEVICE: {
+        cl_device_id p = (cl_device_id)d->parent;
+        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_DEVICE_REFERENCE_COUNT: {
+        cl_uint refs = d->parent ? atomic_load(&d->obj.app_refs) : 1;
+        return shim_info_return(&refs, sizeof(refs), param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    default:
+        break;
+    }
+    shim_enter();
+    err = VENDOR(d->obj.real)->clGetDeviceInfo(d->obj.real, param_name,
+                                               param_value_size, param_value,
+                                               param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
+/* Sub-devices: recorded with their partition so a re-home can recreate them
+ * in the same order. */
+int shim_device_realize(struct shim_device *d)
+{
+    cl_uint n = 0;
+    cl_device_id *out;
+    void *parent = d->parent->obj.real;
+    cl_int err = VENDOR(parent)->clCreateSubDevices(parent, d->partition, 0,
+                                                     NULL, &n);
+
+    if (err != CL_SUCCESS || d->index >= n)
+        return -ENODEV;
+    out = calloc(n, sizeof(*out));
+    if (!out)
+        return -ENOMEM;
+    err = VENDOR(parent)->clCreateSubDevices(parent, d->partition, n, out,
+                                             NULL);
+    if (err == CL_SUCCESS) {
+        d->obj.real = out[d->index];
+        for (cl_uint i = 0; i < n; i++)
+            if (i != d->index)
+                VENDOR(out[i])->clReleaseDevice(out[i]);
+    }
+    free(out);
+    return err == CL_SUCCESS ? 0 : -ENODEV;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clCreateSubDevices(
+    cl_device_id in_device, const cl_device_partition_property *properties,
+    cl_uint num_devices, cl_device_id *out_devices, cl_uint *num_devices_ret)
+{
+    struct shim_device *parent = SHIM_AS(shim_device, SHIM_DEVICE, in_device);
+    cl_device_id real_out[64];
+    cl_uint n = 0;
+    cl_int err;
+
+    if (!parent)
+        return CL_INVALID_DEVICE;
+    if (!properties || (out_devices && num_devices == 0))
+        return CL_INVALID_VALUE;
+    shim_enter();
+    err = VENDOR(parent->obj.real)->clCreateSubDevices(
+        parent->obj.real, properties, 64, real_out, &n);
+    if (err == CL_SUCCESS && out_devices && num_devices < n)
+        err = CL_INVALID_VALUE;
+    if (err == CL_SUCCESS && n > 64)
+        err = CL_OUT_OF_RESOURCES;
+    for (cl_uint i = 0; err == CL_SUCCESS && i < n; i++) {
+        if (!out_devices) {
+            VENDOR(real_out[i])->clReleaseDevice(real_out[i]);
+            continue;
+        }
+        struct shim_device *sd =
+            shim_obj_new(SHIM_DEVICE, sizeof(*sd), real_out[i]);
+        if (!sd) {
+            VENDOR(real_out[i])->clReleaseDevice(real_out[i]);
+            err = CL_OUT_OF_HOST_MEMORY;
+            break;
+        }
+        sd->platform = parent->platform;
+        sd->parent = parent;
+        sd->index = i;
+        sd->type = parent->type;
+        sd->partition = shim_props_dup(properties, sizeof(*properties));
+        shim_obj_retain_child(&parent->obj);
+        out_devices[i] = (cl_device_id)sd;
+    }
+    if (err == CL_SUCCESS && num_devices_ret)
+        *num_devices_ret = n;
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainDevice(cl_device_id device)
+{
+    struct shim_device *d = SHIM_AS(shim_device, SHIM_DEVICE, device);
+
+    if (!d)
+        return CL_INVALID_DEVICE;
+    if (d->parent)
+        shim_obj_retain(d, SHIM_DEVICE);
+    return CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseDevice(cl_device_id device)
+{
+    struct shim_device *d = SHIM_AS(shim_device, SHIM_DEVICE, device);
+
+    if (!d)
+        return CL_INVALID_DEVICE;
+    if (d->parent) {
+        shim_enter();
+        shim_obj_release(d, SHIM_DEVICE);
+        shim_leave();
+    }
+    return CL_SUCCESS;
+}
+
+void shim_platform_destroy(struct shim_platform *p)
+{
+    free(p->devices);
+}
+
+void shim_device_destroy(struct shim_device *d)
+{
+    free(d->partition);
+    if (d->parent)
+        shim_obj_release_child(&d->parent->obj);
+}
+
+/* Extension lookups return the shim's own functions for every entry point
+ * it wraps; vendor extensions would receive shim handles they cannot read,
+ * so they are not offered. */
+SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL
+clGetExtensionFunctionAddress(const char *func_name)
+{
+    shim_init();
+    return shim_lookup_entry(func_name);
+}
+
+SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL
+clGetExtensionFunctionAddressForPlatform(cl_platform_id platform,
+                                         const char *func_name)
+{
+    if (!SHIM_AS(shim_platform, SHIM_PLATFORM, platform))
+        return NULL;
+    return shim_lookup_entry(func_name);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clUnloadCompiler(void)
+{
+    return CL_SUCCESS;
+}

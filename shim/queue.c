@@ -1,0 +1,166 @@
+/* Command queues: creation, recreation, reference counts and info. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "shim.h"
+
+int shim_queue_realize(struct shim_queue *q)
+{
+    void *ctx = q->context->obj.real, *dev = q->device->obj.real;
+    cl_int err = CL_INVALID_OPERATION;
+
+    if (q->legacy)
+        q->obj.real = VENDOR(ctx)->clCreateCommandQueue(ctx, dev,
+                                                        q->legacy_props, &err);
+    else if (VENDOR(ctx)->clCreateCommandQueueWithProperties)
+        q->obj.real = VENDOR(ctx)->clCreateCommandQueueWithProperties(
+            ctx, dev, q->props, &err);
+    if (!q->obj.real) {
+        shim_vendor_err = err;
+        return -EIO;
+    }
+    return 0;
+}
+
+static cl_command_queue queue_new(cl_context context, cl_device_id device,
+                                  bool legacy, cl_command_queue_properties lp,
+                                  const cl_queue_properties *props,
+                                  cl_int *errcode_ret)
+{
+    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
+    struct shim_device *d = SHIM_AS(shim_device, SHIM_DEVICE, device);
+    struct shim_queue *q = NULL;
+    cl_int err = CL_SUCCESS;
+
+    if (!c) {
+        err = CL_INVALID_CONTEXT;
+        goto out;
+    }
+    if (!d) {
+        err = CL_INVALID_DEVICE;
+        goto out;
+    }
+    shim_enter();
+    q = shim_obj_new(SHIM_QUEUE, sizeof(*q), NULL);
+    if (!q) {
+        err = CL_OUT_OF_HOST_MEMORY;
+    } else {
+        q->context = c;
+        q->device = d;
+        q->legacy = legacy;
+        q->legacy_props = lp;
+        q->props = shim_props_dup(props, sizeof(*props));
+        shim_obj_retain_child(&c->obj);
+        shim_obj_retain_child(&d->obj);
+        if (props && !q->props)
+            err = CL_OUT_OF_HOST_MEMORY;
+        else if (shim_queue_realize(q) < 0)
+            err = shim_vendor_err;
+        if (err != CL_SUCCESS) {
+            shim_obj_release(q, SHIM_QUEUE);
+            q = NULL;
+        }
+    }
+    shim_leave();
+out:
+    if (errcode_ret)
+        *errcode_ret = err;
+    return (cl_command_queue)q;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_command_queue CL_API_CALL
+clCreateCommandQueue(cl_context context, cl_device_id device,
+                     cl_command_queue_properties properties,
+                     cl_int *errcode_ret)
+{
+    return queue_new(context, device, true, properties, NULL, errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_command_queue CL_API_CALL
+clCreateCommandQueueWithProperties(cl_context context, cl_device_id device,
+                                   const cl_queue_properties *properties,
+                                   cl_int *errcode_ret)
+{
+    return queue_new(context, device, false, 0, properties, errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clRetainCommandQueue(cl_command_queue command_queue)
+{
+    return shim_obj_retain(command_queue, SHIM_QUEUE) < 0
+               ? CL_INVALID_COMMAND_QUEUE
+               : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clReleaseCommandQueue(cl_command_queue command_queue)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    int rc;
+
+    if (!q)
+        return CL_INVALID_COMMAND_QUEUE;
+    shim_enter();
+    /* The spec flushes a queue on its last release. */
+    if (atomic_load(&q->obj.app_refs) == 1 && q->obj.real)
+        VENDOR(q->obj.real)->clFlush(q->obj.real);
+    rc = shim_obj_release(q, SHIM_QUEUE);
+    shim_leave();
+    return rc < 0 ? CL_INVALID_COMMAND_QUEUE : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetCommandQueueInfo(
+    cl_command_queue command_queue, cl_command_queue_info param_name,
+    size_t param_value_size, void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
+    cl_int err;
+
+    if (!q)
+        return CL_INVALID_COMMAND_QUEUE;
+    switch (param_name) {
+    case CL_QUEUE_CONTEXT: {
+        cl_context c = (cl_context)q->context;
+        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_QUEUE_DEVICE: {
+        cl_device_id d = (cl_device_id)q->device;
+        return shim_info_return(&d, sizeof(d), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    case CL_QUEUE_REFERENCE_COUNT: {
+        cl_uint refs = atomic_load(&q->obj.app_refs);
+        return shim_info_return(&refs, sizeof(refs), param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    case CL_QUEUE_PROPERTIES_ARRAY:
+        return shim_info_return(q->props,
+                                shim_props_len(q->props, sizeof(*q->props)) *
+                                    sizeof(cl_queue_properties),
+                                param_value_size, param_value,
+                                param_value_size_ret);
+    case CL_QUEUE_DEVICE_DEFAULT: {
+        /* Device-side default queues are not tracked by the shim. */
+        cl_command_queue none = NULL;
+        return shim_info_return(&none, sizeof(none), param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    default:
+        break;
+    }
+    shim_enter();
+    err = VENDOR(q->obj.real)->clGetCommandQueueInfo(
+        q->obj.real, param_name, param_value_size, param_value,
+        param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
+void shim_queue_destroy(struct shim_queue *q)
+{
+    free(q->props);
+    shim_obj_release_child(&q->context->obj);
+    shim_obj_release_child(&q->device->obj);
+}

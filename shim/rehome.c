@@ -1,0 +1,348 @@
+/* Re-home: take every OpenCL object out of the vendor implementation,
+ * unload it, load it again, rebuild every object and put every buffer's
+ * bytes back, while the program's calls wait at the gate.
+ *
+ * Order matters: shadows are recreated in creation order, so parents exist
+ * before children (contexts before queues, buffers before sub-buffers,
+ * programs before kernels), released in the reverse order, and kernel
+ * arguments are set only once every object exists again.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "shim.h"
+
+extern atomic_long shim_svm_live;
+extern atomic_long shim_event_callbacks_pending;
+void shim_event_retire(struct shim_event *e);
+void shim_image_region(const struct shim_mem *m, size_t region[3]);
+size_t shim_image_row_bytes(const struct shim_mem *m);
+
+/* Objects whose bytes the shim moves itself: root buffers and images not
+ * backed by a buffer.  Sub-buffers and buffer images share a root's bytes. */
+static bool holds_bytes(const struct shim_obj *o)
+{
+    const struct shim_mem *m = (const void *)o;
+    return o->kind == SHIM_MEM && !m->parent &&
+           (m->type == SHIM_BUFFER || m->type == SHIM_IMAGE);
+}
+
+/* A queue per context for the shim's own copies. */
+struct helper_queue {
+    struct shim_context *ctx;
+    cl_command_queue q;
+};
+
+static cl_command_queue helper_queue(struct helper_queue *hq, size_t *n,
+                                     size_t cap, struct shim_context *ctx)
+{
+    cl_int err;
+
+    for (size_t i = 0; i < *n; i++)
+        if (hq[i].ctx == ctx)
+            return hq[i].q;
+    if (*n == cap)
+        return NULL;
+    void *rc = ctx->obj.real, *rd = ctx->devices[0]->obj.real;
+    cl_command_queue q = VENDOR(rc)->clCreateCommandQueue(rc, rd, 0, &err);
+    if (!q)
+        return NULL;
+    hq[*n].ctx = ctx;
+    hq[*n].q = q;
+    (*n)++;
+    return q;
+}
+
+static void helper_queues_release(struct helper_queue *hq, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++) {
+        VENDOR(hq[i].q)->clFinish(hq[i].q);
+        VENDOR(hq[i].q)->clReleaseCommandQueue(hq[i].q);
+    }
+    *n = 0;
+}
+
+static int check_movable(void)
+{
+    int rc = 0;
+
+    if (atomic_load(&shim_svm_live) > 0) {
+        LOG_WARN("re-home: the program holds SVM allocations, whose "
+                 "addresses cannot move");
+        return -ENOTSUP;
+    }
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o && !rc; o = o->next) {
+        if (o->kind == SHIM_EVENT) {
+            const struct shim_event *e = (const void *)o;
+            if (e->user && !e->retired && e->user_status == CL_SUBMITTED) {
+                LOG_WARN("re-home: a user event is still pending; queues "
+                         "cannot be finished");
+                rc = -EBUSY;
+            }
+        } else if (o->kind == SHIM_MEM) {
+            const struct shim_mem *m = (const void *)o;
+            if (atomic_load(&m->maps) > 0 &&
+                !(m->flags & CL_MEM_USE_HOST_PTR)) {
+                LOG_WARN("re-home: a buffer is mapped; its pointer would not "
+                         "survive");
+                rc = -EBUSY;
+            } else if (m->type == SHIM_PIPE) {
+                LOG_WARN("re-home: pipes cannot be read from the host");
+                rc = -ENOTSUP;
+            }
+        } else if (o->kind == SHIM_KERNEL &&
+                   ((const struct shim_kernel *)o)->uses_svm) {
+            rc = -ENOTSUP;
+        }
+    }
+    shim_store_unlock();
+    return rc;
+}
+
+/* Copies to RAM what the device changed since the last copy. */
+static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
+{
+    cl_int err;
+
+    if (m->type == SHIM_IMAGE) {
+        size_t origin[3] = {0, 0, 0}, region[3];
+        shim_image_region(m, region);
+        if (m->shadow_valid && atomic_load(&m->dirty_hi) == 0)
+            return 0;
+        void *dst = (m->flags & CL_MEM_USE_HOST_PTR) ? m->host_ptr : NULL;
+        size_t row = dst ? m->desc.image_row_pitch : 0;
+        size_t slice = dst ? m->desc.image_slice_pitch : 0;
+        if (!dst) {
+            if (!m->shadow && !(m->shadow = malloc(m->size)))
+                return -ENOMEM;
+            dst = m->shadow;
+        }
+        err = VENDOR(q)->clEnqueueReadImage(q, m->obj.real, CL_FALSE, origin,
+                                            region, row, slice, dst, 0, NULL,
+                                            NULL);
+        *bytes += m->size;
+    } else {
+        size_t lo = 0, hi = m->size;
+        if (m->shadow_valid) {
+            lo = atomic_load(&m->dirty_lo);
+            hi = atomic_load(&m->dirty_hi);
+            if (lo >= hi)
+                return 0;
+        }
+        void *base = m->host_ptr;
+        if (!(m->flags & CL_MEM_USE_HOST_PTR)) {
+            if (!m->shadow && !(m->shadow = malloc(m->size)))
+                return -ENOMEM;
+            base = m->shadow;
+        }
+        err = VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, CL_FALSE, lo,
+                                             hi - lo, (char *)base + lo, 0,
+                                             NULL, NULL);
+        *bytes += hi - lo;
+    }
+    if (err != CL_SUCCESS) {
+        LOG_ERROR("re-home: reading a %zu-byte object failed: %d", m->size,
+                  err);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
+{
+    cl_int err;
+
+    /* Host-pointer objects were recreated over the program's own memory. */
+    if (m->flags & CL_MEM_USE_HOST_PTR)
+        return 0;
+    if (m->type == SHIM_IMAGE) {
+        size_t origin[3] = {0, 0, 0}, region[3];
+        shim_image_region(m, region);
+        err = VENDOR(q)->clEnqueueWriteImage(q, m->obj.real, CL_FALSE, origin,
+                                             region, 0, 0, m->shadow, 0, NULL,
+                                             NULL);
+    } else {
+        err = VENDOR(q)->clEnqueueWriteBuffer(q, m->obj.real, CL_FALSE, 0,
+                                              m->size, m->shadow, 0, NULL,
+                                              NULL);
+    }
+    if (err != CL_SUCCESS) {
+        LOG_ERROR("re-home: writing back a %zu-byte object failed: %d",
+                  m->size, err);
+        return -EIO;
+    }
+    *bytes += m->size;
+    return 0;
+}
+
+static int realize(struct shim_obj *o)
+{
+    switch (o->kind) {
+    case SHIM_DEVICE:
+        return ((struct shim_device *)o)->parent
+                   ? shim_device_realize((void *)o)
+                   : 0;
+    case SHIM_CONTEXT: return shim_context_realize((void *)o);
+    case SHIM_QUEUE: return shim_queue_realize((void *)o);
+    case SHIM_MEM: return shim_mem_realize((void *)o, NULL);
+    case SHIM_SAMPLER: return shim_sampler_realize((void *)o);
+    case SHIM_PROGRAM: return shim_program_realize((void *)o);
+    case SHIM_KERNEL: return shim_kernel_realize((void *)o);
+    case SHIM_EVENT: return shim_event_realize((void *)o);
+    default: return 0;
+    }
+}
+
+static void report(const struct shim_rehome_times *t, int rc)
+{
+    FILE *f;
+
+    LOG_INFO("re-home #%u %s: blocked %.3f ms = finish %.3f + extract %.3f "
+             "+ release %.3f + unload %.3f + load %.3f + rebuild %.3f + "
+             "reinject %.3f ms; %zu bytes out, %zu back, %u objects",
+             shim.rehomes, rc ? "FAILED" : "done", t->total * 1e3,
+             t->finish * 1e3, t->extract * 1e3, t->release * 1e3,
+             t->unload * 1e3, t->load * 1e3, t->rebuild * 1e3,
+             t->reinject * 1e3, t->bytes_extracted, t->bytes_reinjected,
+             t->objects);
+    if (!shim_config.report_file || !(f = fopen(shim_config.report_file, "ae")))
+        return;
+    fprintf(f,
+            "rehome n=%u rc=%d total=%.6f block=%.6f finish=%.6f "
+            "extract=%.6f release=%.6f unload=%.6f load=%.6f rebuild=%.6f "
+            "reinject=%.6f bytes_out=%zu bytes_back=%zu objects=%u\n",
+            shim.rehomes, rc, t->total, t->block, t->finish, t->extract,
+            t->release, t->unload, t->load, t->rebuild, t->reinject,
+            t->bytes_extracted, t->bytes_reinjected, t->objects);
+    fclose(f);
+}
+
+int shim_rehome(struct shim_rehome_times *t)
+{
+    struct helper_queue hq[16];
+    size_t n_hq = 0;
+    double t0 = shim_now(), ts;
+    int rc;
+
+    memset(t, 0, sizeof(*t));
+    if (shim_init() < 0)
+        return -ENODEV;
+    pthread_mutex_lock(&shim.rehome_lock);
+    rc = shim_gate_close(shim_config.rehome_timeout_ms);
+    t->block = shim_now() - t0;
+    if (rc < 0)
+        goto out_unlocked;
+    if ((rc = check_movable()) < 0)
+        goto out_open;
+
+    /* 1. Finish every queue and let every pending callback run. */
+    ts = shim_now();
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        if (o->kind == SHIM_QUEUE && o->real)
+            VENDOR(o->real)->clFinish(o->real);
+    while (atomic_load(&shim_event_callbacks_pending) > 0 &&
+           shim_now() - ts < shim_config.rehome_timeout_ms / 1e3)
+        sched_yield();
+    t->finish = shim_now() - ts;
+
+    /* 2. Extract: every byte the device changed goes to RAM. */
+    ts = shim_now();
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
+        if (holds_bytes(o)) {
+            struct shim_mem *m = (void *)o;
+            cl_command_queue q =
+                helper_queue(hq, &n_hq, 16, m->context);
+            rc = q ? extract(m, q, &t->bytes_extracted) : -ENOMEM;
+        }
+    for (size_t i = 0; i < n_hq; i++)
+        VENDOR(hq[i].q)->clFinish(hq[i].q);
+    helper_queues_release(hq, &n_hq);
+    t->extract = shim_now() - ts;
+    if (rc < 0)
+        goto out_open;
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        if (holds_bytes(o)) {
+            struct shim_mem *m = (void *)o;
+            m->shadow_valid = true;
+            atomic_store(&m->dirty_lo, SIZE_MAX);
+            atomic_store(&m->dirty_hi, 0);
+        }
+
+    /* 3. Release every vendor object, children first. */
+    ts = shim_now();
+    for (struct shim_obj *o = shim_store_last(); o; o = o->prev) {
+        if (o->kind == SHIM_EVENT)
+            shim_event_retire((void *)o);
+        if (o->kind != SHIM_PLATFORM && o->real) {
+            shim_real_release(o);
+            o->real = NULL;
+        }
+        t->objects++;
+    }
+    t->release = shim_now() - ts;
+
+    /* 4. Unload the vendor and load it again. */
+    ts = shim_now();
+    shim.backend->unload();
+    t->unload = shim_now() - ts;
+    ts = shim_now();
+    rc = shim.backend->load();
+    if (rc == 0)
+        rc = shim_platforms_bind();
+    t->load = shim_now() - ts;
+    if (rc < 0) {
+        LOG_ERROR("re-home: the vendor did not come back (%d); OpenCL calls "
+                  "will fail",
+                  rc);
+        goto out_open;
+    }
+
+    /* 5. Rebuild in creation order, then set kernel arguments. */
+    ts = shim_now();
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
+        if (o->kind != SHIM_PLATFORM)
+            rc = realize(o);
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
+        if (o->kind == SHIM_KERNEL)
+            rc = shim_kernel_reset_args((void *)o);
+    t->rebuild = shim_now() - ts;
+    if (rc < 0) {
+        LOG_ERROR("re-home: rebuilding objects failed (%d, vendor %d)", rc,
+                  shim_vendor_err);
+        goto out_open;
+    }
+
+    /* 6. Put every byte back. */
+    ts = shim_now();
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
+        if (holds_bytes(o)) {
+            struct shim_mem *m = (void *)o;
+            cl_command_queue q = helper_queue(hq, &n_hq, 16, m->context);
+            rc = q ? reinject(m, q, &t->bytes_reinjected) : -ENOMEM;
+        }
+    helper_queues_release(hq, &n_hq);
+    t->reinject = shim_now() - ts;
+
+out_open:
+    helper_queues_release(hq, &n_hq);
+    shim_gate_open();
+out_unlocked:
+    shim.rehomes++;
+    pthread_mutex_unlock(&shim.rehome_lock);
+    t->total = shim_now() - t0;
+    report(t, rc);
+    return rc;
+}
+
+/* The documented test hook: a program (or a debugger) may call this to
+ * re-home at a moment of its choosing.  Returns 0 or a negative errno. */
+SHIM_EXPORT int crane_rehome(void)
+{
+    struct shim_rehome_times t;
+    return shim_rehome(&t);
+}

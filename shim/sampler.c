@@ -1,0 +1,137 @@
+/* Samplers: creation, recreation, reference counts and info. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "shim.h"
+
+int shim_sampler_realize(struct shim_sampler *s)
+{
+    void *ctx = s->context->obj.real;
+    cl_int err = CL_INVALID_OPERATION;
+    cl_bool norm = CL_TRUE;
+    cl_addressing_mode addr = CL_ADDRESS_CLAMP;
+    cl_filter_mode filter = CL_FILTER_NEAREST;
+
+    if (VENDOR(ctx)->clCreateSamplerWithProperties) {
+        s->obj.real = VENDOR(ctx)->clCreateSamplerWithProperties(
+            ctx, s->props, &err);
+    } else {
+        /* An OpenCL 1.x vendor: the properties map onto the old call. */
+        for (size_t i = 0; s->props && s->props[i]; i += 2) {
+            if (s->props[i] == CL_SAMPLER_NORMALIZED_COORDS)
+                norm = (cl_bool)s->props[i + 1];
+            else if (s->props[i] == CL_SAMPLER_ADDRESSING_MODE)
+                addr = (cl_addressing_mode)s->props[i + 1];
+            else if (s->props[i] == CL_SAMPLER_FILTER_MODE)
+                filter = (cl_filter_mode)s->props[i + 1];
+        }
+        s->obj.real =
+            VENDOR(ctx)->clCreateSampler(ctx, norm, addr, filter, &err);
+    }
+    if (!s->obj.real) {
+        shim_vendor_err = err;
+        return -EIO;
+    }
+    return 0;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_sampler CL_API_CALL clCreateSamplerWithProperties(
+    cl_context context, const cl_sampler_properties *sampler_properties,
+    cl_int *errcode_ret)
+{
+    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
+    struct shim_sampler *s = NULL;
+    cl_int err = CL_SUCCESS;
+    static const cl_sampler_properties none[] = {0};
+
+    if (!c) {
+        err = CL_INVALID_CONTEXT;
+        goto out;
+    }
+    shim_enter();
+    s = shim_obj_new(SHIM_SAMPLER, sizeof(*s), NULL);
+    if (!s) {
+        err = CL_OUT_OF_HOST_MEMORY;
+    } else {
+        s->context = c;
+        shim_obj_retain_child(&c->obj);
+        s->props = shim_props_dup(sampler_properties ? sampler_properties
+                                                     : none,
+                                  sizeof(cl_sampler_properties));
+        if (!s->props)
+            err = CL_OUT_OF_HOST_MEMORY;
+        else if (shim_sampler_realize(s) < 0)
+            err = shim_vendor_err;
+        if (err != CL_SUCCESS) {
+            shim_obj_release(s, SHIM_SAMPLER);
+            s = NULL;
+        }
+    }
+    shim_leave();
+out:
+    if (errcode_ret)
+        *errcode_ret = err;
+    return (cl_sampler)s;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_sampler CL_API_CALL
+clCreateSampler(cl_context context, cl_bool normalized_coords,
+                cl_addressing_mode addressing_mode, cl_filter_mode filter_mode,
+                cl_int *errcode_ret)
+{
+    const cl_sampler_properties props[] = {
+        CL_SAMPLER_NORMALIZED_COORDS, normalized_coords,
+        CL_SAMPLER_ADDRESSING_MODE, addressing_mode,
+        CL_SAMPLER_FILTER_MODE, filter_mode,
+        0};
+    return clCreateSamplerWithProperties(context, props, errcode_ret);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainSampler(cl_sampler sampler)
+{
+    return shim_obj_retain(sampler, SHIM_SAMPLER) < 0 ? CL_INVALID_SAMPLER
+                                                      : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseSampler(cl_sampler sampler)
+{
+    int rc;
+
+    shim_enter();
+    rc = shim_obj_release(sampler, SHIM_SAMPLER);
+    shim_leave();
+    return rc < 0 ? CL_INVALID_SAMPLER : CL_SUCCESS;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetSamplerInfo(
+    cl_sampler sampler, cl_sampler_info param_name, size_t param_value_size,
+    void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_sampler *s = SHIM_AS(shim_sampler, SHIM_SAMPLER, sampler);
+    cl_int err;
+
+    if (!s)
+        return CL_INVALID_SAMPLER;
+    if (param_name == CL_SAMPLER_CONTEXT) {
+        cl_context c = (cl_context)s->context;
+        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
+                                param_value_size_ret);
+    }
+    if (param_name == CL_SAMPLER_REFERENCE_COUNT) {
+        cl_uint refs = atomic_load(&s->obj.app_refs);
+        return shim_info_return(&refs, sizeof(refs), param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    shim_enter();
+    err = VENDOR(s->obj.real)->clGetSamplerInfo(s->obj.real, param_name,
+                                                param_value_size, param_value,
+                                                param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
+void shim_sampler_destroy(struct shim_sampler *s)
+{
+    free(s->props);
+    shim_obj_release_child(&s->context->obj);
+}

@@ -1,0 +1,427 @@
+/* Shadow objects, the call gate and backend interface shared by the shim. */
+#ifndef CRANE_SHIM_H
+#define CRANE_SHIM_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_0_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_1_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_0_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_1_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_2_APIS
+#include <CL/cl.h>
+#include <CL/cl_icd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+#define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+enum shim_kind {
+    SHIM_PLATFORM = 1,
+    SHIM_DEVICE,
+    SHIM_CONTEXT,
+    SHIM_QUEUE,
+    SHIM_MEM,
+    SHIM_SAMPLER,
+    SHIM_PROGRAM,
+    SHIM_KERNEL,
+    SHIM_EVENT,
+    SHIM_KIND_COUNT
+};
+
+/* A live object's magic is SHIM_MAGIC + kind; a released one's is 0.  Shadow
+ * memory is never returned to malloc (see objects.c), so reading the magic
+ * of a released handle is always safe. */
+#define SHIM_MAGIC 0x43524e00u
+
+/* Every shim handle starts with this header.  `dispatch` must come first:
+ * ICD loaders call through it, which is how programs that reach OpenCL via
+ * dlopen("libOpenCL.so.1") end up in the shim. */
+struct shim_obj {
+    const struct _cl_icd_dispatch *dispatch;
+    uint32_t magic;
+    uint32_t kind;
+    void *real;                  /* the current backend's handle */
+    atomic_uint app_refs;        /* what CL_*_REFERENCE_COUNT reports */
+    atomic_uint child_refs;      /* shadows that need this one to rebuild */
+    uint64_t seq;                /* creation order = recreation order */
+    struct shim_obj *prev, *next;  /* the store, in creation order */
+    struct shim_obj *free_next;  /* per-kind free list */
+};
+
+struct shim_platform;
+
+struct shim_device {
+    struct shim_obj obj;
+    struct shim_platform *platform;
+    struct shim_device *parent;  /* sub-devices only */
+    cl_device_partition_property *partition;  /* 0-terminated copy */
+    unsigned index;              /* among the platform's or parent's devices */
+    cl_device_type type;
+};
+
+struct shim_platform {
+    struct shim_obj obj;
+    struct shim_device **devices;  /* root devices, in vendor order */
+    cl_uint n_devices;
+    unsigned index;              /* among all platforms of the backend */
+};
+
+struct shim_context {
+    struct shim_obj obj;
+    cl_context_properties *props;  /* 0-terminated, shim platform inside */
+    struct shim_device **devices;
+    cl_uint n_devices;
+    void (CL_CALLBACK *notify)(const char *, const void *, size_t, void *);
+    void *notify_data;
+};
+
+struct shim_queue {
+    struct shim_obj obj;
+    struct shim_context *context;
+    struct shim_device *device;
+    cl_queue_properties *props;  /* 0-terminated; NULL for the 1.x call */
+    cl_command_queue_properties legacy_props;
+    bool legacy;
+};
+
+enum shim_mem_type { SHIM_BUFFER, SHIM_SUB_BUFFER, SHIM_IMAGE, SHIM_PIPE };
+
+struct shim_mem {
+    struct shim_obj obj;
+    struct shim_context *context;
+    enum shim_mem_type type;
+    cl_mem_flags flags;
+    size_t size;                 /* bytes of storage (images: packed) */
+    void *host_ptr;              /* CL_MEM_USE_HOST_PTR only */
+    cl_mem_properties *props;    /* 0-terminated or NULL */
+    struct shim_mem *parent;     /* sub-buffer, or an image's buffer */
+    size_t origin;               /* sub-buffer offset in the parent */
+    cl_image_format format;
+    cl_image_desc desc;
+    cl_uint pipe_packet_size, pipe_max_packets;
+    /* Dirty tracking lives on root buffers and images: the byte range the
+     * device may have changed since `shadow` was last made equal to it. */
+    atomic_size_t dirty_lo, dirty_hi;
+    pthread_mutex_t dirty_lock;
+    void *shadow;                /* RAM copy made at extraction */
+    bool shadow_valid;
+    atomic_int maps;             /* outstanding maps */
+};
+
+struct shim_sampler {
+    struct shim_obj obj;
+    struct shim_context *context;
+    cl_sampler_properties *props;  /* 0-terminated */
+};
+
+enum shim_program_origin {
+    SHIM_FROM_SOURCE,
+    SHIM_FROM_BINARY,
+    SHIM_FROM_IL,
+    SHIM_FROM_BUILTIN,
+    SHIM_FROM_LINK
+};
+
+enum shim_build_step { SHIM_NOT_BUILT, SHIM_BUILT, SHIM_COMPILED };
+
+struct shim_spec_const {
+    cl_uint id;
+    size_t size;
+    void *value;
+};
+
+struct shim_program {
+    struct shim_obj obj;
+    struct shim_context *context;
+    enum shim_program_origin origin;
+    char *source;                /* source, builtin kernel names */
+    void *il;
+    size_t il_size;
+    struct shim_device **devices;  /* binary/builtin/link/build device list */
+    cl_uint n_devices;
+    size_t *bin_sizes;
+    unsigned char **bins;
+    enum shim_build_step step;
+    struct shim_device **build_devices;  /* NULL: all of the context's */
+    cl_uint n_build_devices;
+    char *options;               /* as the program gave them */
+    struct shim_program **inputs;  /* headers (compile) or inputs (link) */
+    char **input_names;          /* header include names */
+    cl_uint n_inputs;
+    struct shim_spec_const *spec;
+    cl_uint n_spec;
+    atomic_bool arg_info;        /* built with -cl-kernel-arg-info */
+};
+
+/* How an argument may touch memory, from clGetKernelArgInfo. */
+enum shim_arg_class {
+    SHIM_ARG_UNKNOWN = 0,   /* no arg info: decide per value (slow path) */
+    SHIM_ARG_VALUE,
+    SHIM_ARG_LOCAL,
+    SHIM_ARG_MEM_RO,        /* const pointer, __constant, read_only image */
+    SHIM_ARG_MEM_RW,
+    SHIM_ARG_SAMPLER
+};
+
+#define SHIM_ARG_INLINE 32
+
+struct shim_arg {
+    uint8_t cls;            /* enum shim_arg_class */
+    bool set;
+    bool writes;            /* obj is a memory object the kernel may write */
+    bool null_value;        /* set with a NULL value (local memory) */
+    size_t size;
+    struct shim_obj *obj;
+    union {
+        unsigned char bytes[SHIM_ARG_INLINE];
+        void *heap;
+    } v;
+};
+
+struct shim_kernel {
+    struct shim_obj obj;
+    struct shim_program *program;
+    char *name;
+    cl_uint n_args;
+    struct shim_arg *args;
+    bool uses_svm;
+};
+
+struct shim_event {
+    struct shim_obj obj;
+    struct shim_context *context;
+    struct shim_queue *queue;    /* NULL for user events */
+    cl_command_type command;
+    bool user;
+    cl_int user_status;          /* CL_SUBMITTED until set */
+    bool retired;                /* completed before a re-home */
+    cl_int status;               /* once retired */
+    bool profiled;               /* prof[] valid once retired */
+    cl_ulong prof[5];            /* queued, submit, start, end, complete */
+};
+
+/* --- the store (objects.c) ----------------------------------------------- */
+
+void *shim_obj_new(enum shim_kind kind, size_t size, void *real);
+void shim_obj_retain_child(struct shim_obj *parent);
+void shim_obj_release_child(struct shim_obj *parent);
+int shim_obj_retain(void *handle, enum shim_kind kind);
+int shim_obj_release(void *handle, enum shim_kind kind);
+bool shim_obj_is(const void *handle, enum shim_kind kind);
+struct shim_obj *shim_obj_find_live(const void *value);
+void shim_store_lock(void);
+void shim_store_unlock(void);
+struct shim_obj *shim_store_first(void);
+struct shim_obj *shim_store_last(void);
+size_t shim_store_count(enum shim_kind kind);
+
+/* Per-kind destructor and rebuild hooks, called by the store and re-home. */
+void shim_platform_destroy(struct shim_platform *p);
+void shim_device_destroy(struct shim_device *d);
+void shim_context_destroy(struct shim_context *c);
+void shim_queue_destroy(struct shim_queue *q);
+void shim_mem_destroy(struct shim_mem *m);
+void shim_sampler_destroy(struct shim_sampler *s);
+void shim_program_destroy(struct shim_program *p);
+void shim_kernel_destroy(struct shim_kernel *k);
+void shim_event_destroy(struct shim_event *e);
+
+int shim_context_realize(struct shim_context *c);
+int shim_queue_realize(struct shim_queue *q);
+int shim_mem_realize(struct shim_mem *m, void *copy_from);
+int shim_sampler_realize(struct shim_sampler *s);
+int shim_program_realize(struct shim_program *p);
+int shim_kernel_realize(struct shim_kernel *k);
+int shim_kernel_reset_args(struct shim_kernel *k);
+int shim_event_realize(struct shim_event *e);
+int shim_device_realize(struct shim_device *d);
+
+/* The vendor's error code when a realize function returned -EIO. */
+extern __thread cl_int shim_vendor_err;
+
+/* Releases the real handle of any kind through its vendor. */
+void shim_real_release(struct shim_obj *o);
+
+/* --- handle translation -------------------------------------------------- */
+
+#define SHIM_REAL_FN(kind, type, fn)                                        \
+    static inline type fn(type h)                                           \
+    {                                                                       \
+        const struct shim_obj *o = (const struct shim_obj *)h;              \
+        return (o && o->magic == SHIM_MAGIC + kind) ? (type)o->real : NULL; \
+    }
+SHIM_REAL_FN(SHIM_PLATFORM, cl_platform_id, shim_real_platform)
+SHIM_REAL_FN(SHIM_DEVICE, cl_device_id, shim_real_device)
+SHIM_REAL_FN(SHIM_CONTEXT, cl_context, shim_real_context)
+SHIM_REAL_FN(SHIM_QUEUE, cl_command_queue, shim_real_queue)
+SHIM_REAL_FN(SHIM_MEM, cl_mem, shim_real_mem)
+SHIM_REAL_FN(SHIM_SAMPLER, cl_sampler, shim_real_sampler)
+SHIM_REAL_FN(SHIM_PROGRAM, cl_program, shim_real_program)
+SHIM_REAL_FN(SHIM_KERNEL, cl_kernel, shim_real_kernel)
+SHIM_REAL_FN(SHIM_EVENT, cl_event, shim_real_event)
+
+/* R(h): the real handle behind any shim handle, NULL for an invalid one (the
+ * vendor then returns the spec's error for it).  The compiler picks the
+ * translation from the parameter's declared type. */
+#define R(h)                                      \
+    _Generic((h),                                 \
+        cl_platform_id: shim_real_platform,       \
+        cl_device_id: shim_real_device,           \
+        cl_context: shim_real_context,            \
+        cl_command_queue: shim_real_queue,        \
+        cl_mem: shim_real_mem,                    \
+        cl_sampler: shim_real_sampler,            \
+        cl_program: shim_real_program,            \
+        cl_kernel: shim_real_kernel,              \
+        cl_event: shim_real_event)(h)
+
+/* The shadow behind a handle of the given kind, NULL if not live. */
+#define SHIM_AS(type, kind, h)                                           \
+    ((h) && ((const struct shim_obj *)(h))->magic == SHIM_MAGIC + (kind) \
+         ? (struct type *)(h)                                            \
+         : NULL)
+
+/* The vendor dispatch table behind a real handle. */
+#define VENDOR(real) (*(struct _cl_icd_dispatch *const *)(real))
+
+/* Arrays of handles translated for one call; small ones live on the stack. */
+#define SHIM_XLATE_STACK 16
+struct shim_xlate {
+    void *stack[SHIM_XLATE_STACK];
+    void **real;
+    cl_uint n;
+};
+/* Wait lists: events retired by a re-home are complete and are dropped. */
+cl_int shim_xlate_events(struct shim_xlate *x, const cl_event *events,
+                         cl_uint n);
+/* Other handle arrays; `bad` is returned for a handle that is not live. */
+cl_int shim_xlate_handles(struct shim_xlate *x, const void *const *handles,
+                          cl_uint n, enum shim_kind kind, cl_int bad);
+void shim_xlate_done(struct shim_xlate *x);
+
+/* --- the call gate (gate.c) ---------------------------------------------- */
+
+/* Every entry point passes the gate; a re-home closes it and waits until the
+ * calls inside have left.  The fast path is one atomic add and one load. */
+struct shim_gate {
+    atomic_long inside;
+    atomic_int closed;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_t owner;             /* the thread that closed it */
+};
+
+extern struct shim_gate shim_gate;
+extern atomic_ulong shim_calls_until_rehome;  /* 0: test hook off */
+
+void shim_gate_wait_open(void);
+void shim_gate_signal(void);
+void shim_test_hook_fire(void);
+void shim_test_hook_arm(unsigned long every);
+
+static inline void shim_enter(void)
+{
+    atomic_fetch_add_explicit(&shim_gate.inside, 1, memory_order_seq_cst);
+    if (SHIM_UNLIKELY(atomic_load_explicit(&shim_gate.closed,
+                                           memory_order_seq_cst)))
+        shim_gate_wait_open();
+    if (SHIM_UNLIKELY(atomic_load_explicit(&shim_calls_until_rehome,
+                                           memory_order_relaxed)))
+        shim_test_hook_fire();
+}
+
+static inline void shim_leave(void)
+{
+    atomic_fetch_sub_explicit(&shim_gate.inside, 1, memory_order_seq_cst);
+    if (SHIM_UNLIKELY(atomic_load_explicit(&shim_gate.closed,
+                                           memory_order_seq_cst)))
+        shim_gate_signal();
+}
+
+int shim_gate_close(long timeout_ms);
+void shim_gate_open(void);
+
+/* --- backends (native.c) ------------------------------------------------- */
+
+/* A backend provides real platforms; every call on their objects then goes
+ * through the real handles' own dispatch tables. */
+struct shim_backend_ops {
+    const char *name;
+    /* Loads the implementation and fills the real platform list. */
+    int (*load)(void);
+    /* Unloads it completely; every real object must be released first. */
+    int (*unload)(void);
+    /* The real platforms found by load(). */
+    int (*platforms)(cl_platform_id **out, cl_uint *n);
+    /* An extension function of the implementation, or NULL. */
+    void *(*extension)(cl_platform_id real, const char *name);
+};
+
+extern const struct shim_backend_ops shim_native_ops;
+
+/* --- process-wide state (init.c) ----------------------------------------- */
+
+struct shim_state {
+    pthread_once_t once;
+    int init_err;                /* 0 or -errno from the first load */
+    const struct shim_backend_ops *backend;
+    struct shim_platform **platforms;
+    cl_uint n_platforms;
+    pthread_mutex_t rehome_lock; /* one re-home at a time */
+    unsigned rehomes;
+};
+
+extern struct shim_state shim;
+extern const struct _cl_icd_dispatch shim_icd_dispatch;
+
+int shim_init(void);
+int shim_platforms_bind(void);
+void *shim_lookup_entry(const char *name);
+size_t shim_entry_count(void);
+
+/* --- buffers' dirty state (dirty.c) -------------------------------------- */
+
+void shim_mem_dirty(cl_mem handle, size_t offset, size_t size);
+void shim_mem_dirty_all(cl_mem handle);
+void shim_mem_dirty_rect(cl_mem handle, const size_t *origin,
+                         const size_t *region, size_t row_pitch,
+                         size_t slice_pitch);
+void shim_mem_dirty_map(cl_mem handle, cl_map_flags flags, size_t offset,
+                        size_t size);
+void shim_kernel_dirty_args(struct shim_kernel *k);
+struct shim_mem *shim_mem_root(struct shim_mem *m);
+void shim_mem_unmapped(cl_mem handle);
+void shim_kernel_launching(cl_kernel handle);
+
+/* --- events -------------------------------------------------------------- */
+
+/* Wraps a vendor event returned through `out` into a new shim event. */
+cl_int shim_event_wrap(cl_event *out, cl_event real, struct shim_queue *q);
+
+/* --- re-home (rehome.c) -------------------------------------------------- */
+
+struct shim_rehome_times {
+    double block, finish, extract, release, unload, load, rebuild, reinject,
+        total;
+    size_t bytes_extracted, bytes_reinjected;
+    unsigned objects;
+};
+
+int shim_rehome(struct shim_rehome_times *t);
+
+/* --- helpers (util.c) ---------------------------------------------------- */
+
+double shim_now(void);
+void *shim_props_dup(const void *props, size_t elem);  /* 0-terminated */
+size_t shim_props_len(const void *props, size_t elem);
+char *shim_strdup(const char *s);
+cl_int shim_info_return(const void *src, size_t size, size_t value_size,
+                        void *value, size_t *size_ret);
+
+#endif
