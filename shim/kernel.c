@@ -426,6 +426,28 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelInfo(
     return err;
 }
 
+/* Argument info the program did not ask for stays hidden, as natively. */
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelArgInfo(
+    cl_kernel kernel, cl_uint arg_indx, cl_kernel_arg_info param_name,
+    size_t param_value_size, void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_kernel *k = SHIM_AS(shim_kernel, SHIM_KERNEL, kernel);
+    cl_int err;
+
+    if (!k)
+        return CL_INVALID_KERNEL;
+    if (arg_indx >= k->n_args)
+        return CL_INVALID_ARG_INDEX;
+    if (k->program->arg_info_hidden)
+        return CL_KERNEL_ARG_INFO_NOT_AVAILABLE;
+    shim_enter();
+    err = VENDOR(k->obj.real)->clGetKernelArgInfo(
+        k->obj.real, arg_indx, param_name, param_value_size, param_value,
+        param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
 void shim_kernel_destroy(struct shim_kernel *k)
 {
     for (cl_uint i = 0; k->args && i < k->n_args; i++)

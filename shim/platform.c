@@ -1,5 +1,6 @@
 /* Platforms and devices: process-wide init, binding shadows to the backend's
  * real platforms and devices, and their entry points. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,33 @@ clIcdGetPlatformIDsKHR(cl_uint num_entries, cl_platform_id *platforms,
     return clGetPlatformIDs(num_entries, platforms, num_platforms);
 }
 
+/* A NULL platform means the default one, as the ICD loaders have it. */
+static struct shim_platform *platform_or_default(cl_platform_id platform)
+{
+    if (!platform && shim_init() == 0 && shim.n_platforms)
+        return shim.platforms[0];
+    return SHIM_AS(shim_platform, SHIM_PLATFORM, platform);
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clGetPlatformInfo(cl_platform_id platform, cl_platform_info param_name,
+                  size_t param_value_size, void *param_value,
+                  size_t *param_value_size_ret)
+{
+    struct shim_platform *p = platform_or_default(platform);
+    cl_int err;
+
+    if (!p)
+        return CL_INVALID_PLATFORM;
+    shim_enter();
+    err = VENDOR(p->obj.real)->clGetPlatformInfo(p->obj.real, param_name,
+                                                 param_value_size,
+                                                 param_value,
+                                                 param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
 clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
                cl_uint num_entries, cl_device_id *devices,
@@ -159,9 +187,8 @@ clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
     cl_uint n = 0;
     cl_int err;
 
-    if (!platform && shim_init() == 0 && shim.n_platforms)
-        platform = (cl_platform_id)shim.platforms[0];
-    struct shim_platform *p = SHIM_AS(shim_platform, SHIM_PLATFORM, platform);
+    struct shim_platform *p = platform_or_default(platform);
+
     if (!p)
         return CL_INVALID_PLATFORM;
     if ((num_entries == 0 && devices) || (!devices && !num_devices))
@@ -335,6 +362,9 @@ SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL
 clGetExtensionFunctionAddress(const char *func_name)
 {
     shim_init();
+    /* The ICD loader's own queries take no handles: let them through. */
+    if (func_name && strncmp(func_name, "clGetICDLoaderInfo", 18) == 0)
+        return dlsym(RTLD_NEXT, func_name);
     return shim_lookup_entry(func_name);
 }
 

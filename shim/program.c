@@ -444,6 +444,8 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
             NULL);
     free(full);
     atomic_store(&p->arg_info, shim_config.arg_info);
+    p->arg_info_hidden = shim_config.arg_info &&
+                         !(options && strstr(options, "-cl-kernel-arg-info"));
     return err;
 }
 
@@ -537,6 +539,9 @@ SHIM_EXPORT CL_API_ENTRY cl_program CL_API_CALL clLinkProgram(
         }
         p->step = SHIM_BUILT;
         atomic_store(&p->arg_info, shim_config.arg_info);
+        p->arg_info_hidden =
+            shim_config.arg_info &&
+            !(options && strstr(options, "-cl-kernel-arg-info"));
     }
     h = program_finish(p, err, errcode_ret);
     shim_leave();
@@ -642,6 +647,32 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(
     err = VENDOR(p->obj.real)->clGetProgramInfo(p->obj.real, param_name,
                                                 param_value_size, param_value,
                                                 param_value_size_ret);
+    shim_leave();
+    return err;
+}
+
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramBuildInfo(
+    cl_program program, cl_device_id device,
+    cl_program_build_info param_name, size_t param_value_size,
+    void *param_value, size_t *param_value_size_ret)
+{
+    struct shim_program *p = SHIM_AS(shim_program, SHIM_PROGRAM, program);
+    cl_int err;
+
+    if (!p)
+        return CL_INVALID_PROGRAM;
+    if (!shim_obj_is(device, SHIM_DEVICE))
+        return CL_INVALID_DEVICE;
+    /* The options as the program gave them, without the shim's own. */
+    if (param_name == CL_PROGRAM_BUILD_OPTIONS && p->step != SHIM_NOT_BUILT) {
+        const char *o = p->options ? p->options : "";
+        return shim_info_return(o, strlen(o) + 1, param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    shim_enter();
+    err = VENDOR(p->obj.real)->clGetProgramBuildInfo(
+        p->obj.real, R(device), param_name, param_value_size, param_value,
+        param_value_size_ret);
     shim_leave();
     return err;
 }

@@ -157,6 +157,7 @@ struct shim_program {
     struct shim_spec_const *spec;
     cl_uint n_spec;
     atomic_bool arg_info;        /* built with -cl-kernel-arg-info */
+    bool arg_info_hidden;        /* ...which the program did not ask for */
 };
 
 /* How an argument may touch memory, from clGetKernelArgInfo. */
