@@ -209,22 +209,24 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(
     default:
         break;
     }
+    /* Inside the gate: a re-home may retire the event until then. */
+    shim_enter();
     if (e->retired) {
         if (param_name == CL_EVENT_COMMAND_EXECUTION_STATUS)
-            return shim_info_return(&e->status, sizeof(e->status),
-                                    param_value_size, param_value,
-                                    param_value_size_ret);
-        if (param_name == CL_EVENT_COMMAND_TYPE)
-            return shim_info_return(&e->command, sizeof(e->command),
-                                    param_value_size, param_value,
-                                    param_value_size_ret);
-        return CL_INVALID_VALUE;
+            err = shim_info_return(&e->status, sizeof(e->status),
+                                   param_value_size, param_value,
+                                   param_value_size_ret);
+        else if (param_name == CL_EVENT_COMMAND_TYPE)
+            err = shim_info_return(&e->command, sizeof(e->command),
+                                   param_value_size, param_value,
+                                   param_value_size_ret);
+        else
+            err = CL_INVALID_VALUE;
+    } else {
+        err = VENDOR(e->obj.real)->clGetEventInfo(
+            e->obj.real, param_name, param_value_size, param_value,
+            param_value_size_ret);
     }
-    shim_enter();
-    err = e->obj.real ? VENDOR(e->obj.real)->clGetEventInfo(
-                            e->obj.real, param_name, param_value_size,
-                            param_value, param_value_size_ret)
-                      : CL_INVALID_EVENT;
     shim_leave();
     return err;
 }
@@ -238,21 +240,22 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetEventProfilingInfo(
 
     if (!e)
         return CL_INVALID_EVENT;
+    shim_enter();
     if (e->retired) {
         unsigned i = param_name - CL_PROFILING_COMMAND_QUEUED;
         if (!e->profiled)
-            return CL_PROFILING_INFO_NOT_AVAILABLE;
-        if (i >= 5)
-            return CL_INVALID_VALUE;
-        return shim_info_return(&e->prof[i], sizeof(cl_ulong),
-                                param_value_size, param_value,
-                                param_value_size_ret);
+            err = CL_PROFILING_INFO_NOT_AVAILABLE;
+        else if (i >= 5)
+            err = CL_INVALID_VALUE;
+        else
+            err = shim_info_return(&e->prof[i], sizeof(cl_ulong),
+                                   param_value_size, param_value,
+                                   param_value_size_ret);
+    } else {
+        err = VENDOR(e->obj.real)->clGetEventProfilingInfo(
+            e->obj.real, param_name, param_value_size, param_value,
+            param_value_size_ret);
     }
-    shim_enter();
-    err = e->obj.real ? VENDOR(e->obj.real)->clGetEventProfilingInfo(
-                            e->obj.real, param_name, param_value_size,
-                            param_value, param_value_size_ret)
-                      : CL_PROFILING_INFO_NOT_AVAILABLE;
     shim_leave();
     return err;
 }
@@ -270,7 +273,9 @@ static void CL_CALLBACK event_cb_trampoline(cl_event real, cl_int status,
     struct event_cb *cb = data;
 
     (void)real;
+    shim_in_callback = true;
     cb->fn((cl_event)cb->event, status, cb->user_data);
+    shim_in_callback = false;
     shim_obj_release_child(&cb->event->obj);
     free(cb);
     atomic_fetch_sub(&shim_event_callbacks_pending, 1);
@@ -290,28 +295,30 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetEventCallback(
                         command_exec_callback_type != CL_RUNNING &&
                         command_exec_callback_type != CL_SUBMITTED))
         return CL_INVALID_VALUE;
-    if (e->retired) {
-        /* Long complete: the callback is due at once. */
-        pfn_notify(event, e->status, user_data);
-        return CL_SUCCESS;
-    }
     cb = malloc(sizeof(*cb));
     if (!cb)
         return CL_OUT_OF_HOST_MEMORY;
     cb->event = e;
     cb->fn = pfn_notify;
     cb->user_data = user_data;
+    shim_enter();
+    if (e->retired) {
+        shim_leave();
+        free(cb);
+        /* Long complete: the callback is due at once. */
+        pfn_notify(event, e->status, user_data);
+        return CL_SUCCESS;
+    }
     shim_obj_retain_child(&e->obj);
     atomic_fetch_add(&shim_event_callbacks_pending, 1);
-    shim_enter();
     err = VENDOR(e->obj.real)->clSetEventCallback(
         e->obj.real, command_exec_callback_type, event_cb_trampoline, cb);
-    shim_leave();
     if (err != CL_SUCCESS) {
         atomic_fetch_sub(&shim_event_callbacks_pending, 1);
         shim_obj_release_child(&e->obj);
         free(cb);
     }
+    shim_leave();
     return err;
 }
 

@@ -6,6 +6,8 @@
 #include "log.h"
 #include "shim.h"
 
+__thread bool shim_in_callback;
+
 struct shim_gate shim_gate = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
@@ -17,7 +19,7 @@ struct shim_gate shim_gate = {
 void shim_gate_wait_open(void)
 {
     for (;;) {
-        if (pthread_equal(shim_gate.owner, pthread_self()))
+        if (pthread_equal(shim_gate.owner, pthread_self()) || shim_in_callback)
             return;
         pthread_mutex_lock(&shim_gate.lock);
         atomic_fetch_sub(&shim_gate.inside, 1);
@@ -103,7 +105,7 @@ void shim_test_hook_arm(unsigned long every)
 
 void shim_test_hook_fire(void)
 {
-    if (atomic_fetch_sub(&shim_calls_until_rehome, 1) != 1)
+    if (atomic_fetch_sub(&shim_calls_until_rehome, 1) != 1 || shim_in_callback)
         return;
     atomic_store(&shim_calls_until_rehome, rehome_every);
     /* Another re-home under way: skip this one rather than deadlock. */

@@ -51,6 +51,7 @@ static struct native {
     cl_uint n_platforms;
     unsigned char fd_before[MAX_FDS / 8];  /* fds open before the load */
     unsigned loads;
+    bool namespaces_exhausted;
 } nat;
 
 /* A vendor library named by an .icd file or CRANE_VENDOR_LIBS. */
@@ -253,13 +254,22 @@ static int native_load(void)
         icd_get_platforms_fn get_platforms = NULL;
         cl_uint n = 0;
 
-        if (fresh_namespace) {
+        if (fresh_namespace && !nat.namespaces_exhausted) {
             vd->handle = dlmopen(lmid, vd->path, RTLD_NOW | RTLD_LOCAL);
             if (vd->handle && lmid == LM_ID_NEWLM)
                 dlinfo(vd->handle, RTLD_DI_LMID, &lmid);
-        } else {
-            vd->handle = dlopen(vd->path, RTLD_NOW | RTLD_LOCAL);
+            if (!vd->handle && lmid == LM_ID_NEWLM) {
+                /* glibc has at most 16 namespaces, and each needs static
+                 * TLS (crane-run raises both through GLIBC_TUNABLES). */
+                LOG_WARN("native: no fresh namespace for %s (%s); from now "
+                         "on the vendor is reopened in the main namespace, "
+                         "where it may not reinitialise",
+                         vd->path, dlerror());
+                nat.namespaces_exhausted = true;
+            }
         }
+        if (!vd->handle && (!fresh_namespace || nat.namespaces_exhausted))
+            vd->handle = dlopen(vd->path, RTLD_NOW | RTLD_LOCAL);
         if (!vd->handle) {
             LOG_WARN("native: cannot load OpenCL vendor %s: %s", vd->path,
                      dlerror());

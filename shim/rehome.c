@@ -8,6 +8,7 @@
  * arguments are set only once every object exists again.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +87,7 @@ static int check_movable(void)
             }
         } else if (o->kind == SHIM_MEM) {
             const struct shim_mem *m = (const void *)o;
-            if (atomic_load(&m->maps) > 0 &&
-                !(m->flags & CL_MEM_USE_HOST_PTR)) {
+            if (atomic_load(&m->maps) > 0) {
                 LOG_WARN("re-home: a buffer is mapped; its pointer would not "
                          "survive");
                 rc = -EBUSY;
@@ -232,6 +232,10 @@ int shim_rehome(struct shim_rehome_times *t)
     memset(t, 0, sizeof(*t));
     if (shim_init() < 0)
         return -ENODEV;
+    if (shim_in_callback) {
+        LOG_WARN("re-home: refused from inside an OpenCL callback");
+        return -EDEADLK;
+    }
     pthread_mutex_lock(&shim.rehome_lock);
     rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - t0;
@@ -245,9 +249,15 @@ int shim_rehome(struct shim_rehome_times *t)
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
         if (o->kind == SHIM_QUEUE && o->real)
             VENDOR(o->real)->clFinish(o->real);
-    while (atomic_load(&shim_event_callbacks_pending) > 0 &&
-           shim_now() - ts < shim_config.rehome_timeout_ms / 1e3)
+    while (atomic_load(&shim_event_callbacks_pending) > 0) {
+        if (shim_now() - ts > shim_config.rehome_timeout_ms / 1e3) {
+            LOG_ERROR("re-home: %ld event callback(s) never ran; giving up",
+                      atomic_load(&shim_event_callbacks_pending));
+            rc = -ETIMEDOUT;
+            goto out_open;
+        }
         sched_yield();
+    }
     t->finish = shim_now() - ts;
 
     /* 2. Extract: every byte the device changed goes to RAM. */

@@ -319,6 +319,11 @@ struct shim_gate {
 };
 
 extern struct shim_gate shim_gate;
+
+/* Set on a vendor thread while it runs a program's event callback.  Such a
+ * thread passes a closed gate (a re-home waits for callbacks to finish, and
+ * the vendor is still loaded then) but never starts a re-home itself. */
+extern __thread bool shim_in_callback;
 extern atomic_ulong shim_calls_until_rehome;  /* 0: test hook off */
 
 void shim_gate_wait_open(void);

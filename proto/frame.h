@@ -1,0 +1,58 @@
+/* Frames protobuf-c messages: a 32-bit big-endian length, then the message. */
+#ifndef CRANE_PROTO_FRAME_H
+#define CRANE_PROTO_FRAME_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Every crane channel carries frames: 4 bytes holding the message's length
+ * in big-endian order, then that many bytes of packed protobuf-c message.
+ * A message with only default values is empty, so a frame may be just its 4
+ * length bytes.  Bulk bytes announced by a message (a BufferChunk of the
+ * snapshot channel) follow its frame raw, unframed.
+ *
+ * All functions return 0 or a negative errno.
+ */
+
+/* Bytes of the length that starts every frame. */
+#define CRN_FRAME_HEADER_LEN 4
+
+/*
+ * Packs MSG and writes it to FD as one frame.  Loops over partial writes and
+ * EINTR; a non-blocking FD is waited on with poll(), so the call always
+ * writes the whole frame or fails.  Writing to a socket whose peer is gone
+ * returns -EPIPE without raising SIGPIPE (a pipe still raises it unless the
+ * program ignores SIGPIPE).  Returns -EMSGSIZE for a message over 4 GiB, or
+ * the errno of the failed write; after an error part of the frame may have
+ * been written, so the stream is no longer usable.
+ */
+int crn_frame_write(int fd, const ProtobufCMessage *msg);
+
+/*
+ * Reads one frame from FD.  On success *BUF is a malloc()ed copy of the
+ * message bytes (never NULL, even when *LEN is 0) that the caller frees.
+ * Returns -ENODATA on end of file before the frame's first byte (a clean
+ * close), -EPIPE on end of file inside a frame, -EMSGSIZE for a frame longer
+ * than MAX_LEN (found from the length alone: nothing is allocated and the
+ * body is left unread), or the errno of the failed read (-ECONNRESET when a
+ * peer resets a socket).  After any error the stream is no longer in step
+ * and should be closed.  Loops over EINTR and waits with poll() on a
+ * non-blocking FD; event loops use crn_frame_decode() instead.
+ */
+int crn_frame_read(int fd, uint8_t **buf, size_t *len, size_t max_len);
+
+/*
+ * Finds the first frame in the IN_LEN bytes at IN, for callers that buffer
+ * a stream themselves.  On success *MSG points at the message inside IN,
+ * *MSG_LEN is its length and *CONSUMED the frame's whole length (header
+ * included) to drop from the buffer.  Returns -EAGAIN while IN holds less
+ * than a whole frame (read more and call again), and -EMSGSIZE as soon as
+ * the length says the message is longer than MAX_LEN.  Outputs are written
+ * only on success; bytes past the frame are never read.
+ */
+int crn_frame_decode(const uint8_t *in, size_t in_len, size_t max_len,
+                     const uint8_t **msg, size_t *msg_len, size_t *consumed);
+
+#endif /* CRANE_PROTO_FRAME_H */

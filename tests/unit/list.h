@@ -1,0 +1,18 @@
+/* The one list of unit tests: a TEST_ENTRY(name) row per TEST(name) body. */
+
+/*
+ * runner.c expands this file twice (declarations, then the table), so it
+ * has no include guard.  Keep rows grouped by area, in the order they should
+ * run; a test's name starts with its area, which is also its file's name
+ * (frame_* tests live in test_frame.c).  Add the file to UNIT_SRCS too.
+ */
+
+/* proto/frame.c: tests/unit/test_frame.c */
+TEST_ENTRY(frame_roundtrip_pipe)
+TEST_ENTRY(frame_partial_writes)
+TEST_ENTRY(frame_survives_signals)
+TEST_ENTRY(frame_truncated)
+TEST_ENTRY(frame_oversized)
+TEST_ENTRY(frame_decode_incremental)
+TEST_ENTRY(frame_zero_length)
+TEST_ENTRY(frame_write_errors)

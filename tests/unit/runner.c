@@ -1,0 +1,435 @@
+/* Unit-test runner: runs list.h's tests, each forked with a timeout. */
+#include "runner.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TIMEOUT_S 30
+#define REASON_MAX 512
+/* How much of a string or of a byte range a failure message quotes. */
+#define QUOTE_MAX 48
+
+#define TEST_ENTRY(name) void test_##name(void);
+#include "list.h"
+#undef TEST_ENTRY
+
+struct test_entry {
+    const char *name;
+    void (*fn)(void);
+};
+
+/* Ends with a NULL row so that an empty list still compiles. */
+static const struct test_entry tests[] = {
+#define TEST_ENTRY(name) {#name, test_##name},
+#include "list.h"
+#undef TEST_ENTRY
+    {NULL, NULL},
+};
+
+/*
+ * The state of the test being run.  The framework is inherently
+ * process-wide: assertion macros take no context argument, so it lives here.
+ */
+static struct {
+    jmp_buf jump;           /* where a failed assertion returns to */
+    int running;            /* a test body is on the stack */
+    pthread_t thread;       /* the thread running the body */
+    int reason_fd;          /* forked child: pipe to the parent, else -1 */
+    char reason[REASON_MAX];
+} current = {.reason_fd = -1};
+
+/* Writes S into OUT as a C literal, shortened to QUOTE_MAX characters. */
+static void quote_str(char *out, size_t cap, const char *s)
+{
+    size_t n = 0;
+    size_t i;
+
+    if (s == NULL) {
+        snprintf(out, cap, "NULL");
+        return;
+    }
+    n += (size_t)snprintf(out + n, cap - n, "\"");
+    for (i = 0; s[i] != '\0' && n + 8 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (i == QUOTE_MAX) {
+            n += (size_t)snprintf(out + n, cap - n, "...");
+            break;
+        }
+        if (c == '"' || c == '\\')
+            n += (size_t)snprintf(out + n, cap - n, "\\%c", c);
+        else if (isprint(c))
+            n += (size_t)snprintf(out + n, cap - n, "%c", c);
+        else
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+    }
+    snprintf(out + n, cap - n, "\"");
+}
+
+/* Writes up to QUOTE_MAX / 3 bytes of P, from FROM on, as hex into OUT. */
+static void quote_mem(char *out, size_t cap, const unsigned char *p,
+                      size_t from, size_t len)
+{
+    size_t n = 0;
+    size_t i;
+
+    out[0] = '\0';
+    for (i = from; i < len && i < from + QUOTE_MAX / 3 && n + 8 < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%02x", i > from ? " " : "",
+                              p[i]);
+    if (i < len)
+        snprintf(out + n, cap - n, " ...");
+}
+
+noreturn void runner_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    n = snprintf(current.reason, sizeof(current.reason), "%s:%d: ", file,
+                 line);
+    if (n < 0 || (size_t)n >= sizeof(current.reason))
+        n = 0;
+    va_start(ap, fmt);
+    vsnprintf(current.reason + n, sizeof(current.reason) - (size_t)n, fmt,
+              ap);
+    va_end(ap);
+
+    if (current.running && pthread_equal(current.thread, pthread_self())) {
+        current.running = 0;
+        longjmp(current.jump, 1);
+    }
+    /* Outside the test's thread nothing can be unwound: end the process. */
+    fprintf(stderr, "%s (outside the test's thread)\n", current.reason);
+    if (current.reason_fd >= 0) {
+        ssize_t w = write(current.reason_fd, current.reason,
+                          strlen(current.reason));
+        (void)w;
+        _exit(1);
+    }
+    abort();
+}
+
+void runner_assert_eq(const char *file, int line, const char *expr_a,
+                      const char *expr_b, intmax_t a, intmax_t b)
+{
+    if (a == b)
+        return;
+    runner_fail(file, line,
+                "ASSERT_EQ(%s, %s) failed: %" PRIdMAX " (0x%" PRIxMAX
+                ") != %" PRIdMAX " (0x%" PRIxMAX ")",
+                expr_a, expr_b, a, (uintmax_t)a, b, (uintmax_t)b);
+}
+
+void runner_assert_str_eq(const char *file, int line, const char *expr_a,
+                          const char *expr_b, const char *a, const char *b)
+{
+    char qa[QUOTE_MAX * 4 + 16];
+    char qb[QUOTE_MAX * 4 + 16];
+
+    if (a == b || (a != NULL && b != NULL && strcmp(a, b) == 0))
+        return;
+    quote_str(qa, sizeof(qa), a);
+    quote_str(qb, sizeof(qb), b);
+    runner_fail(file, line, "ASSERT_STR_EQ(%s, %s) failed: %s != %s", expr_a,
+                expr_b, qa, qb);
+}
+
+void runner_assert_mem_eq(const char *file, int line, const char *expr_a,
+                          const char *expr_b, const void *a, const void *b,
+                          size_t len)
+{
+    const unsigned char *pa = a;
+    const unsigned char *pb = b;
+    char qa[QUOTE_MAX * 2];
+    char qb[QUOTE_MAX * 2];
+    size_t i;
+
+    if (len == 0 || a == b)
+        return;
+    if (a == NULL || b == NULL)
+        runner_fail(file, line, "ASSERT_MEM_EQ(%s, %s, %zu) failed: %s is NULL",
+                    expr_a, expr_b, len, a == NULL ? expr_a : expr_b);
+    for (i = 0; i < len && pa[i] == pb[i]; i++)
+        ;
+    if (i == len)
+        return;
+    quote_mem(qa, sizeof(qa), pa, i, len);
+    quote_mem(qb, sizeof(qb), pb, i, len);
+    runner_fail(file, line,
+                "ASSERT_MEM_EQ(%s, %s, %zu) failed at offset %zu: %s != %s",
+                expr_a, expr_b, len, i, qa, qb);
+}
+
+/* Runs T's body in this process; returns 0, or -1 with current.reason set. */
+static int run_body(const struct test_entry *t)
+{
+    current.reason[0] = '\0';
+    if (setjmp(current.jump) != 0)
+        return -1;
+    current.thread = pthread_self();
+    current.running = 1;
+    t->fn();
+    current.running = 0;
+    return 0;
+}
+
+/* Runs T in a forked child of its own process group, at most TIMEOUT_S
+ * seconds (0: no limit); returns 0, or -1 with REASON set. */
+static int run_forked(const struct test_entry *t, long timeout_s,
+                      const sigset_t *child_mask, char *reason, size_t cap)
+{
+    struct timespec deadline;
+    sigset_t chld;
+    siginfo_t info;
+    int fds[2];
+    int status;
+    int timed_out = 0;
+    ssize_t n;
+    pid_t pid;
+
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+        snprintf(reason, cap, "runner: pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        snprintf(reason, cap, "runner: fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        setpgid(0, 0);
+        sigprocmask(SIG_SETMASK, child_mask, NULL);
+        current.reason_fd = fds[1];
+        if (run_body(t) != 0) {
+            n = write(fds[1], current.reason, strlen(current.reason));
+            (void)n;
+            _exit(1);
+        }
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    /* Also set here, so that the group exists whichever runs first. */
+    setpgid(pid, pid);
+    close(fds[1]);
+
+    /* SIGCHLD is blocked: it stays pending, and sigtimedwait() picks it up
+     * the moment the child exits, with no sleeping or polling. */
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeout_s;
+    for (;;) {
+        struct timespec now;
+        struct timespec left;
+
+        /* WNOWAIT keeps the child a zombie, so its process group id cannot
+         * be reused before the group is killed below. */
+        memset(&info, 0, sizeof(info));
+        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 &&
+            errno != EINTR)
+            break; /* cannot happen; waitpid() below still reaps it */
+        if (info.si_pid == pid)
+            break;
+        if (timeout_s == 0) {
+            sigwaitinfo(&chld, NULL);
+            continue;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left.tv_sec = deadline.tv_sec - now.tv_sec;
+        left.tv_nsec = deadline.tv_nsec - now.tv_nsec;
+        if (left.tv_nsec < 0) {
+            left.tv_sec--;
+            left.tv_nsec += 1000000000L;
+        }
+        if (left.tv_sec < 0) {
+            timed_out = 1;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            break;
+        }
+        sigtimedwait(&chld, NULL, &left);
+    }
+    /* Whatever the test started and left behind goes with it. */
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            snprintf(reason, cap, "runner: waitpid: %s", strerror(errno));
+            close(fds[0]);
+            return -1;
+        }
+    }
+    n = read(fds[0], reason, cap - 1);
+    reason[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+
+    if (timed_out) {
+        snprintf(reason, cap, "timed out after %ld s", timeout_s);
+        return -1;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    if (reason[0] != '\0')
+        return -1;
+    if (WIFEXITED(status))
+        snprintf(reason, cap, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(reason, cap, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(reason, cap, "ended with wait status 0x%x", status);
+    return -1;
+}
+
+/* Reads CRANE_TEST_TIMEOUT; returns seconds (0: no limit) or -1 if bad. */
+static long read_timeout(void)
+{
+    const char *s = getenv("CRANE_TEST_TIMEOUT");
+    char *end;
+    long v;
+
+    if (s == NULL || *s == '\0')
+        return DEFAULT_TIMEOUT_S;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 0 || v > INT_MAX) {
+        fprintf(stderr,
+                "unit-tests: CRANE_TEST_TIMEOUT must be a whole number of "
+                "seconds (0: none), not '%s'\n",
+                s);
+        return -1;
+    }
+    return v;
+}
+
+static const struct test_entry *find_test(const char *name)
+{
+    const struct test_entry *t;
+
+    for (t = tests; t->name != NULL; t++)
+        if (strcmp(t->name, name) == 0)
+            return t;
+    return NULL;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: unit-tests [--list] [--no-fork] [TEST...]\n"
+            "Runs every unit test, or the named ones, each in a forked child.\n"
+            "  --list     print the names of the tests and exit\n"
+            "  --no-fork  run the tests in this process, without a timeout\n"
+            "             (for valgrind and gdb)\n"
+            "Environment: CRANE_TEST_TIMEOUT=SECONDS per test (default %d, "
+            "0: none).\n",
+            DEFAULT_TIMEOUT_S);
+}
+
+int main(int argc, char **argv)
+{
+    const struct test_entry **selected;
+    const struct test_entry *t;
+    sigset_t chld;
+    sigset_t old_mask;
+    char reason[REASON_MAX];
+    size_t nselected = 0;
+    int passed = 0;
+    int failed = 0;
+    int list = 0;
+    int no_fork = 0;
+    long timeout_s;
+    size_t i;
+    int a;
+
+    selected = calloc(sizeof(tests) / sizeof(tests[0]) + (size_t)argc,
+                      sizeof(*selected));
+    if (selected == NULL) {
+        fprintf(stderr, "unit-tests: out of memory\n");
+        return 2;
+    }
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--list") == 0) {
+            list = 1;
+        } else if (strcmp(argv[a], "--no-fork") == 0) {
+            no_fork = 1;
+        } else if (strcmp(argv[a], "--help") == 0 ||
+                   strcmp(argv[a], "-h") == 0) {
+            usage(stdout);
+            free(selected);
+            return 0;
+        } else if (argv[a][0] == '-') {
+            fprintf(stderr, "unit-tests: unknown option '%s'\n", argv[a]);
+            usage(stderr);
+            free(selected);
+            return 2;
+        } else if ((t = find_test(argv[a])) == NULL) {
+            fprintf(stderr, "unit-tests: no test named '%s' (see --list)\n",
+                    argv[a]);
+            free(selected);
+            return 2;
+        } else {
+            selected[nselected++] = t;
+        }
+    }
+    if (list) {
+        for (t = tests; t->name != NULL; t++)
+            printf("%s\n", t->name);
+        free(selected);
+        return 0;
+    }
+    if (nselected == 0)
+        for (t = tests; t->name != NULL; t++)
+            selected[nselected++] = t;
+    timeout_s = read_timeout();
+    if (timeout_s < 0) {
+        free(selected);
+        return 2;
+    }
+
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (!no_fork)
+        sigprocmask(SIG_BLOCK, &chld, &old_mask);
+    for (i = 0; i < nselected; i++) {
+        int rc;
+
+        t = selected[i];
+        if (no_fork) {
+            rc = run_body(t);
+            snprintf(reason, sizeof(reason), "%s", current.reason);
+        } else {
+            rc = run_forked(t, timeout_s, &old_mask, reason, sizeof(reason));
+        }
+        if (rc == 0) {
+            passed++;
+            printf("ok - %s\n", t->name);
+        } else {
+            failed++;
+            printf("not ok - %s (%s)\n", t->name, reason);
+        }
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    free(selected);
+    return failed == 0 ? 0 : 1;
+}
