@@ -25,7 +25,7 @@ SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 SHIM_LIB := $(B)/lib/libcrane.so
 CRANE_RUN := $(B)/bin/crane-run
 
-all: $(SHIM_LIB) $(CRANE_RUN) programs bench
+all: $(SHIM_LIB) $(CRANE_RUN) $(PROTO_LIB) programs bench
 
 $(B)/obj/shim/%.o: shim/%.c
 	@mkdir -p $(dir $@)

@@ -305,8 +305,11 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetEventCallback(
     if (e->retired) {
         shim_leave();
         free(cb);
-        /* Long complete: the callback is due at once. */
-        pfn_notify(event, e->status, user_data);
+        /* Long complete: the callback is due at once, with the status it
+         * waited for (or the error the command ended with). */
+        pfn_notify(event,
+                   e->status < 0 ? e->status : command_exec_callback_type,
+                   user_data);
         return CL_SUCCESS;
     }
     shim_obj_retain_child(&e->obj);

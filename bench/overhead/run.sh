@@ -1,0 +1,199 @@
+#!/bin/sh
+# run.sh: interleaved native vs crane-run clbench timings, one row per test.
+
+set -u
+
+usage() {
+    cat <<'EOF'
+usage: run.sh [--shim CRANE_RUN_PATH] [--reps N] [--scale S] [--platform N]
+              [--device N] [--device-type gpu|cpu|all] [--pageable]
+              [--target SECONDS] [--stat median|min] [--bench CLBENCH] [-v]
+              [tests...]
+
+Runs every test native and under the shim alternately N times (default 5:
+native, shim, native, shim, ...), takes the median timed-region seconds of
+each side and prints shim/native. Without --shim the "shim" column is a
+second native run, which measures the noise floor.
+
+  --platform, --device, --device-type, --scale, --pageable
+                 are passed to clbench (see clbench --help)
+  --target T     per test, one native calibration run at --scale, then
+                 rescale so the timed region takes about T seconds; both
+                 sides then use that same scale (for fast GPUs)
+  --stat min     compare the fastest run of each side instead of the
+                 median (more robust on a machine shared with other load)
+  --bench PATH   use this clbench binary (default: build it from clbench.c
+                 into build/bench/overhead/clbench when missing or stale)
+  -v             print every RESULT line on stderr as it comes
+tests: bus_h2d bus_d2h launch setarg stencil reduction sort gemm (default all)
+EOF
+}
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+all_tests="bus_h2d bus_d2h launch setarg stencil reduction sort gemm"
+
+shim=
+reps=5
+scale=1
+platform=0
+devtype=all
+copts=
+target=
+stat=median
+bench=
+verbose=0
+tests=
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --shim) shim=${2:?--shim needs a path}; shift 2 ;;
+    --reps) reps=${2:?--reps needs a number}; shift 2 ;;
+    --scale) scale=${2:?--scale needs a number}; shift 2 ;;
+    --platform) platform=${2:?--platform needs a number}; shift 2 ;;
+    --device) copts="$copts --device ${2:?--device needs a number}"; shift 2 ;;
+    --pageable) copts="$copts --pageable"; shift ;;
+    --device-type) devtype=${2:?--device-type needs a value}; shift 2 ;;
+    --target) target=${2:?--target needs seconds}; shift 2 ;;
+    --stat) stat=${2:?--stat needs median or min}; shift 2 ;;
+    --bench) bench=${2:?--bench needs a path}; shift 2 ;;
+    -v) verbose=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+    *) tests="$tests $1"; shift ;;
+    esac
+done
+[ -n "$tests" ] || tests=$all_tests
+
+for t in $tests; do
+    case " $all_tests " in
+    *" $t "*) ;;
+    *) echo "run.sh: unknown test $t (known: $all_tests)" >&2; exit 2 ;;
+    esac
+done
+case $stat in
+median|min) ;;
+*) echo "run.sh: --stat must be median or min" >&2; exit 2 ;;
+esac
+case $reps in
+''|*[!0-9]*|0) echo "run.sh: --reps must be a positive integer" >&2; exit 2 ;;
+esac
+
+if [ -z "$bench" ]; then
+    bench=$root/build/bench/overhead/clbench
+    if [ ! -x "$bench" ] ||
+        [ -n "$(find "$here/clbench.c" -newer "$bench")" ]; then
+        mkdir -p "$(dirname "$bench")" || exit 2
+        echo "run.sh: building $bench" >&2
+        ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
+            "$here/clbench.c" -o "$bench" -lOpenCL -lm || exit 2
+    fi
+fi
+[ -x "$bench" ] || { echo "run.sh: $bench is not executable" >&2; exit 2; }
+
+if [ -n "$shim" ]; then
+    if [ ! -x "$shim" ]; then
+        echo "run.sh: shim $shim is not executable" >&2
+        exit 2
+    fi
+    shim_label=shim
+else
+    echo "note: no --shim given; the shim column is a second native run" \
+        "(native vs native = noise floor)"
+    shim_label=native2
+fi
+
+errlog=$(mktemp "${TMPDIR:-/tmp}/crane-bench.XXXXXX") || exit 2
+trap 'rm -f "$errlog"' EXIT HUP INT TERM
+
+# one_run KIND TEST [SCALE]: run clbench once (KIND native or shim) and print
+# the timed-region seconds; on failure print the reason on stderr, return 1.
+one_run() {
+    test_name=$2
+    test_scale=${3:-$scale}
+    if [ "$1" = shim ] && [ -n "$shim" ]; then
+        set -- "$shim" "$bench" "$test_name"
+    else
+        set -- "$bench" "$test_name"
+    fi
+    # shellcheck disable=SC2086
+    out=$("$@" --platform "$platform" --device-type "$devtype" \
+        --scale "$test_scale" $copts 2>"$errlog")
+    rc=$?
+    [ "$verbose" = 1 ] && [ -n "$out" ] && printf '%s\n' "$out" >&2
+    secs=$(printf '%s\n' "$out" |
+        awk -v t="$test_name" '$1 == "RESULT" && $2 == t { print $3; n++ }
+            END { exit n != 1 }')
+    if [ $rc -ne 0 ] || [ -z "$secs" ]; then
+        echo "run.sh: $test_name failed (exit $rc)" >&2
+        sed 's/^/    /' "$errlog" >&2
+        return 1
+    fi
+    printf '%s\n' "$secs"
+}
+
+# stats "v1 v2 ...": print "median min max".
+stats() {
+    # shellcheck disable=SC2086
+    printf '%s\n' $1 | sort -g | awk '
+        { v[NR] = $1 }
+        END {
+            m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            printf "%.6f %.6f %.6f\n", m, v[1], v[NR]
+        }'
+}
+
+fmt='%-10s %7s %10s %10s %8s %10s %9s %9s\n'
+# shellcheck disable=SC2059
+printf "$fmt" test scale "native_$stat" "${shim_label}_$stat" ratio \
+    overhead% nat_sprd% shm_sprd%
+failed=0
+ratios=
+for t in $tests; do
+    nat='' shm='' ok=1 r=0 ts=$scale
+    if [ -n "$target" ]; then
+        if s=$(one_run native "$t"); then
+            ts=$(awk -v s="$scale" -v t="$target" -v m="$s" \
+                'BEGIN { printf "%.2g\n", s * t / m }')
+        else
+            ok=0 r=$reps
+        fi
+    fi
+    while [ "$r" -lt "$reps" ]; do
+        s=$(one_run native "$t" "$ts") || { ok=0; break; }
+        nat="$nat $s"
+        s=$(one_run shim "$t" "$ts") || { ok=0; break; }
+        shm="$shm $s"
+        r=$((r + 1))
+    done
+    if [ $ok = 0 ]; then
+        printf '%-10s %7s %s\n' "$t" "$ts" FAILED
+        failed=1
+        continue
+    fi
+    row=$( { stats "$nat"; stats "$shm"; } | awk -v st="$stat" '
+        NR == 1 { nm = st == "min" ? $2 : $1; nlo = $2; nhi = $3 }
+        NR == 2 { sm = st == "min" ? $2 : $1; slo = $2; shi = $3 }
+        END {
+            printf "%.4f %.4f %.4f %+.2f %.1f %.1f\n", nm, sm, sm / nm,
+                (sm / nm - 1) * 100, (nhi - nlo) / nm * 100,
+                (shi - slo) / sm * 100
+        }')
+    # shellcheck disable=SC2086
+    set -- $row
+    # shellcheck disable=SC2059
+    printf "$fmt" "$t" "$ts" "$1" "$2" "$3" "$4" "$5" "$6"
+    ratios="$ratios $3"
+done
+
+if [ -n "$ratios" ]; then
+    # shellcheck disable=SC2086
+    printf '%s\n' $ratios | awk '
+        { s += log($1); n++ }
+        END {
+            g = exp(s / n)
+            printf "geomean ratio %.4f  mean overhead %+.2f%%  (%d tests)\n",
+                g, (g - 1) * 100, n
+        }'
+fi
+exit $failed

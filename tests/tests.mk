@@ -1,0 +1,36 @@
+# Tests: the unit-test binary and `make check`, which runs every stage.
+
+UNIT_SRCS += tests/unit/test_shadow.c
+UNIT_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(UNIT_RUNNER_SRCS) $(UNIT_SRCS))
+UNIT_BIN := $(B)/tests/unit-tests
+SHIM_ARCHIVE := $(B)/lib/libcrane-shim.a
+
+$(SHIM_ARCHIVE): $(SHIM_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/obj/tests/unit/%.o: tests/unit/%.c | $(PROTO_GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(PROTO_CFLAGS) -c -o $@ $<
+
+$(UNIT_BIN): $(UNIT_OBJS) $(SHIM_ARCHIVE) $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(UNIT_OBJS) $(SHIM_ARCHIVE) $(PROTO_LIBS) $(LDFLAGS) \
+	    -ldl -pthread
+
+unit: $(UNIT_BIN)
+
+# Every stage: unit tests (plain, valgrind, ASan), the shim under real
+# programs with and without re-homes, third-party programs, the shim under
+# ASan, and a short fuzz run.  One summary line at the end.
+check: all $(UNIT_BIN)
+	$(MAKE) SAN=address $(SHIM_LIB_ASAN_TARGETS)
+	$(MAKE) fuzz-frame
+	tests/run-tests.sh
+
+SHIM_LIB_ASAN_TARGETS := build-address/lib/libcrane.so \
+    build-address/bin/crane-run build-address/tests/unit-tests
+
+.PHONY: unit
+-include $(UNIT_OBJS:.o=.d)
