@@ -37,8 +37,10 @@ void shim_config_load(void)
     if (!shim_config.vendors_dir)
         shim_config.vendors_dir = "/etc/OpenCL/vendors";
     shim_config.vendor_libs = env_str("CRANE_VENDOR_LIBS");
-    shim_config.base_namespace = ns && strcmp(ns, "base") == 0;
-    if (ns && !shim_config.base_namespace && strcmp(ns, "new") != 0)
+    /* Fresh namespaces are opt-in: with PoCL, a vendor thread running a
+     * program's event callback has corrupted the heap (two C libraries). */
+    shim_config.base_namespace = !(ns && strcmp(ns, "new") == 0);
+    if (ns && strcmp(ns, "new") != 0 && strcmp(ns, "base") != 0)
         LOG_WARN("ignoring CRANE_VENDOR_NAMESPACE=%s (new|base)", ns);
     shim_config.rehome_every =
         (unsigned long)env_long("CRANE_REHOME_EVERY", 0, 0);

@@ -7,7 +7,7 @@
 struct shim_config {
     const char *vendors_dir;     /* CRANE_VENDORS_DIR */
     const char *vendor_libs;     /* CRANE_VENDOR_LIBS, ':'-separated */
-    bool base_namespace;         /* CRANE_VENDOR_NAMESPACE=base */
+    bool base_namespace;         /* unless CRANE_VENDOR_NAMESPACE=new */
     unsigned long rehome_every;  /* CRANE_REHOME_EVERY (test hook) */
     long rehome_timeout_ms;      /* CRANE_REHOME_TIMEOUT_MS */
     const char *report_file;     /* CRANE_REHOME_REPORT */

@@ -13,6 +13,7 @@ atomic_long shim_event_callbacks_pending;
 
 cl_int shim_event_wrap(cl_event *out, cl_event real, struct shim_queue *q)
 {
+    shim_event_drain_deferred();
     struct shim_event *e = shim_obj_new(SHIM_EVENT, sizeof(*e), real);
 
     if (!e) {
@@ -176,6 +177,7 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseEvent(cl_event event)
     int rc;
 
     shim_enter();
+    shim_event_drain_deferred();
     rc = shim_obj_release(event, SHIM_EVENT);
     shim_leave();
     return rc < 0 ? CL_INVALID_EVENT : CL_SUCCESS;
@@ -266,6 +268,49 @@ struct event_cb {
     void *user_data;
 };
 
+/* Events whose last reference went with a callback.  Releasing the vendor
+ * event from inside its own callback would free it under the vendor's
+ * feet, so the release waits for the next call from a program thread. */
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_event **deferred;
+static size_t n_deferred, cap_deferred;
+
+void shim_event_drain_deferred(void)
+{
+    struct shim_event **list;
+    size_t n;
+
+    if (!__atomic_load_n(&n_deferred, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&deferred_lock);
+    list = deferred;
+    n = n_deferred;
+    deferred = NULL;
+    n_deferred = cap_deferred = 0;
+    pthread_mutex_unlock(&deferred_lock);
+    for (size_t i = 0; i < n; i++)
+        shim_obj_release_child(&list[i]->obj);
+    free(list);
+}
+
+static void defer_release(struct shim_event *e)
+{
+    pthread_mutex_lock(&deferred_lock);
+    if (n_deferred == cap_deferred) {
+        size_t cap = cap_deferred ? 2 * cap_deferred : 64;
+        struct shim_event **grown = realloc(deferred, cap * sizeof(*grown));
+        if (!grown) {
+            /* Keeping the shadow is safe; only its memory is lost. */
+            pthread_mutex_unlock(&deferred_lock);
+            return;
+        }
+        deferred = grown;
+        cap_deferred = cap;
+    }
+    deferred[n_deferred++] = e;
+    pthread_mutex_unlock(&deferred_lock);
+}
+
 /* Runs on the vendor's thread: hands the program its own handle. */
 static void CL_CALLBACK event_cb_trampoline(cl_event real, cl_int status,
                                             void *data)
@@ -276,7 +321,7 @@ static void CL_CALLBACK event_cb_trampoline(cl_event real, cl_int status,
     shim_in_callback = true;
     cb->fn((cl_event)cb->event, status, cb->user_data);
     shim_in_callback = false;
-    shim_obj_release_child(&cb->event->obj);
+    defer_release(cb->event);
     free(cb);
     atomic_fetch_sub(&shim_event_callbacks_pending, 1);
 }

@@ -10,7 +10,7 @@
 #define SHIM_FWD(name, params, args, target, err)                       \
     SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL name params             \
     {                                                                   \
-        if (!R(target))                                                 \
+        if (!SHIM_LIVE(target))                                         \
             return err;                                                 \
         shim_enter();                                                   \
         void *real_ = R(target);                                        \
@@ -31,7 +31,7 @@
 #define SHIM_ENQ(name, params, args, before, after)                     \
     SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL name params             \
     {                                                                   \
-        if (!R(command_queue))                                          \
+        if (!SHIM_LIVE(command_queue))                                  \
             return CL_INVALID_COMMAND_QUEUE;                            \
         struct shim_xlate wl_;                                          \
         cl_event ev_ = NULL;                                            \

@@ -7,13 +7,14 @@
  * dlclose() alone does not unload an OpenCL implementation: PoCL pulls in
  * LLVM and libstdc++ (whose unique symbols pin them) and keeps worker
  * threads; NVIDIA's library keeps threads and device files open.  A reload
- * in the same link-map namespace would then get the old copy back with its
- * state.  So every load goes into a fresh namespace (dlmopen LM_ID_NEWLM),
- * which initialises the vendor from scratch, and unload closes the device
- * files and unmaps the device memory the vendor left behind, which is what
- * keeps a GPU driver from unloading.  glibc offers 16 namespaces, so a
- * process can be re-homed about 14 times; CRANE_VENDOR_NAMESPACE=base loads
- * into the main namespace instead (for tools that cannot follow dlmopen).
+ * in the same link-map namespace then gets the old copy back with its
+ * state.  Unload therefore also closes the device files and unmaps the
+ * device memory the vendor left behind: that is what keeps a GPU driver
+ * from unloading.  With CRANE_VENDOR_NAMESPACE=new every load goes into a
+ * fresh namespace (dlmopen LM_ID_NEWLM), which initialises the vendor from
+ * scratch (glibc offers 16, so about 15 loads per process); it is opt-in
+ * because the vendor then brings its own C library, and PoCL threads that
+ * ran program callbacks have corrupted the heap that way.
  */
 #include <dirent.h>
 #include <dlfcn.h>

@@ -20,6 +20,7 @@
 extern atomic_long shim_svm_live;
 extern atomic_long shim_event_callbacks_pending;
 void shim_event_retire(struct shim_event *e);
+void shim_event_drain_deferred(void);
 void shim_image_region(const struct shim_mem *m, size_t region[3]);
 size_t shim_image_row_bytes(const struct shim_mem *m);
 
@@ -258,6 +259,7 @@ int shim_rehome(struct shim_rehome_times *t)
         }
         sched_yield();
     }
+    shim_event_drain_deferred();
     t->finish = shim_now() - ts;
 
     /* 2. Extract: every byte the device changed goes to RAM. */

@@ -282,6 +282,22 @@ SHIM_REAL_FN(SHIM_EVENT, cl_event, shim_real_event)
         cl_kernel: shim_real_kernel,              \
         cl_event: shim_real_event)(h)
 
+/* Whether a handle is live, whatever its type.  Entry points check this
+ * before the gate and read the real handle only inside it, since a re-home
+ * may be swapping real handles meanwhile. */
+#define SHIM_KIND_OF(h)                           \
+    _Generic((h),                                 \
+        cl_platform_id: SHIM_PLATFORM,            \
+        cl_device_id: SHIM_DEVICE,                \
+        cl_context: SHIM_CONTEXT,                 \
+        cl_command_queue: SHIM_QUEUE,             \
+        cl_mem: SHIM_MEM,                         \
+        cl_sampler: SHIM_SAMPLER,                 \
+        cl_program: SHIM_PROGRAM,                 \
+        cl_kernel: SHIM_KERNEL,                   \
+        cl_event: SHIM_EVENT)
+#define SHIM_LIVE(h) shim_obj_is((h), SHIM_KIND_OF(h))
+
 /* The shadow behind a handle of the given kind, NULL if not live. */
 #define SHIM_AS(type, kind, h)                                           \
     ((h) && ((const struct shim_obj *)(h))->magic == SHIM_MAGIC + (kind) \
@@ -409,6 +425,9 @@ void shim_kernel_launching(cl_kernel handle);
 
 /* Wraps a vendor event returned through `out` into a new shim event. */
 cl_int shim_event_wrap(cl_event *out, cl_event real, struct shim_queue *q);
+
+/* Releases events whose last reference went with a vendor callback. */
+void shim_event_drain_deferred(void);
 
 /* --- re-home (rehome.c) -------------------------------------------------- */
 
