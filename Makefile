@@ -69,3 +69,6 @@ clean:
 .PHONY: all programs bench install clean check demo
 
 -include $(SHIM_OBJS:.o=.d)
+
+demo: all
+	scripts/demo.sh

@@ -130,12 +130,17 @@ static long scaled(const struct bench *b, long base)
 }
 
 /*
- * Warm-up repetitions: at least min, and a tenth of the timed work, so that
- * clocks, caches and driver pools have settled before the clock starts.
+ * Warm-up lasts at least min steps, a tenth of the timed work and
+ * WARM_SECONDS of wall time, so that clocks, caches and driver pools have
+ * settled before the clock starts. Returns 1 while more is needed.
  */
-static long warm_count(long reps, long min)
+#define WARM_SECONDS 0.2
+
+static int warming(long done, long reps, long min, double since)
 {
-    return reps / 10 > min ? reps / 10 : min;
+    if (done < min || done < reps / 10)
+        return 1;
+    return now_s() - since < WARM_SECONDS;
 }
 
 /* A small deterministic generator so every run sees the same data. */
@@ -297,18 +302,19 @@ static void bus_pattern(uint32_t *p)
 static int bench_bus_h2d(struct bench *b, struct bench_result *r)
 {
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 60), warm = warm_count(reps, 2);
+    long reps = scaled(b, 60), warm;
     struct host_buf host = {0};
     uint32_t *back = NULL;
     cl_mem dev = NULL;
-    double t0, t1;
+    double w0, t0, t1;
 
     TRY(host_buf_get(b, &host));
     TRY(back = xmalloc(BUS_BYTES));
     bus_pattern(host.ptr);
     TRY(dev = new_buffer(b, CL_MEM_READ_WRITE, BUS_BYTES, NULL));
 
-    for (long i = 0; i < warm; i++)
+    w0 = now_s();
+    for (warm = 0; warming(warm, reps, 2, w0); warm++)
         CL_TRY(clEnqueueWriteBuffer(b->queue, dev, CL_TRUE, 0, BUS_BYTES,
                                     host.ptr, 0, NULL, NULL));
     CL_TRY(clFinish(b->queue));
@@ -339,11 +345,11 @@ out:
 static int bench_bus_d2h(struct bench *b, struct bench_result *r)
 {
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 60), warm = warm_count(reps, 2);
+    long reps = scaled(b, 60), warm;
     struct host_buf host = {0};
     uint32_t *src = NULL;
     cl_mem dev = NULL;
-    double t0, t1;
+    double w0, t0, t1;
 
     TRY(src = xmalloc(BUS_BYTES));
     TRY(host_buf_get(b, &host));
@@ -352,7 +358,8 @@ static int bench_bus_d2h(struct bench *b, struct bench_result *r)
     CL_TRY(clEnqueueWriteBuffer(b->queue, dev, CL_TRUE, 0, BUS_BYTES, src, 0,
                                 NULL, NULL));
 
-    for (long i = 0; i < warm; i++)
+    w0 = now_s();
+    for (warm = 0; warming(warm, reps, 2, w0); warm++)
         CL_TRY(clEnqueueReadBuffer(b->queue, dev, CL_TRUE, 0, BUS_BYTES,
                                    host.ptr, 0, NULL, NULL));
     CL_TRY(clFinish(b->queue));
@@ -392,19 +399,20 @@ static const char launch_src[] =
 static int bench_launch(struct bench *b, struct bench_result *r)
 {
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 160000), warm = warm_count(reps, 200);
+    long reps = scaled(b, 160000), warm;
     size_t global = 1;
     cl_uint zero = 0, count = 0;
     cl_program prog = NULL;
     cl_kernel kern = NULL;
     cl_mem counter = NULL;
-    double t0, t1;
+    double w0, t0, t1;
 
     TRY(build_kernel(b, launch_src, "", "tick", &prog, &kern));
     TRY(counter = new_buffer(b, CL_MEM_READ_WRITE, sizeof(zero), &zero));
     CL_TRY(clSetKernelArg(kern, 0, sizeof(counter), &counter));
 
-    for (long i = 0; i < warm; i++)
+    w0 = now_s();
+    for (warm = 0; warming(warm, reps, 200, w0); warm++)
         CL_TRY(clEnqueueNDRangeKernel(b->queue, kern, 1, NULL, &global, NULL,
                                       0, NULL, NULL));
     CL_TRY(clFinish(b->queue));
@@ -523,8 +531,7 @@ static int bench_setarg(struct bench *b, struct bench_result *r)
 {
     enum { PIX = MB_W * MB_H, SADN = MB_COUNT * 16 };
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 100000);
-    long warm = warm_count(reps, MB_FRAMES * MB_COUNT);
+    long reps = scaled(b, 100000), warm;
     uint8_t *frames_h = NULL;
     int16_t *resid_h = NULL, *resid_d = NULL;
     int32_t *sad_h = NULL, *sad_d = NULL;
@@ -533,7 +540,7 @@ static int bench_setarg(struct bench *b, struct bench_result *r)
     cl_program prog = NULL;
     cl_kernel kern = NULL;
     uint32_t seed = 0x5eed1234u;
-    double t0, t1;
+    double w0, t0, t1;
 
     TRY(frames_h = xmalloc((size_t)MB_FRAMES * PIX));
     TRY(resid_h = calloc((size_t)MB_FRAMES * PIX, sizeof(int16_t)));
@@ -555,8 +562,9 @@ static int bench_setarg(struct bench *b, struct bench_result *r)
                                 sad_h + (size_t)f * SADN));
     }
 
-    for (long i = 0; i < warm; i++)
-        CL_TRY(mb_launch(b, kern, frames, resid, sad, i));
+    w0 = now_s();
+    for (warm = 0; warming(warm, reps, MB_FRAMES * MB_COUNT, w0); warm++)
+        CL_TRY(mb_launch(b, kern, frames, resid, sad, warm));
     CL_TRY(clFinish(b->queue));
 
     t0 = now_s();
@@ -664,14 +672,14 @@ static int bench_stencil(struct bench *b, struct bench_result *r)
 {
     const size_t cells = (size_t)ST_N * ST_N, bytes = cells * sizeof(float);
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 50), warm = warm_count(reps, 1);
+    long reps = scaled(b, 50), warm;
     cl_int n = ST_N;
     float *g0 = NULL, *g1 = NULL, *got = NULL;
     cl_mem mem[3] = {0};
     cl_program prog = NULL;
     cl_kernel kern = NULL;
     uint32_t seed = 0xabcdef01u;
-    double t0, t1, worst = 0;
+    double w0, t0, t1, worst = 0;
 
     TRY(g0 = xmalloc(bytes));
     TRY(g1 = xmalloc(bytes));
@@ -685,7 +693,8 @@ static int bench_stencil(struct bench *b, struct bench_result *r)
     TRY(mem[2] = new_buffer(b, CL_MEM_READ_WRITE, bytes, NULL));
     CL_TRY(clSetKernelArg(kern, 2, sizeof(n), &n));
 
-    for (long i = 0; i < warm; i++)
+    w0 = now_s();
+    for (warm = 0; warming(warm, reps, 1, w0); warm++)
         CL_TRY(stencil_sweep(b, kern, mem[0], mem[1], mem[2]));
     CL_TRY(clFinish(b->queue));
 
@@ -774,7 +783,7 @@ static cl_int reduce_once(struct bench *b, cl_kernel k1, cl_kernel k2,
 static int bench_reduction(struct bench *b, struct bench_result *r)
 {
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 30), warm = warm_count(reps, 2);
+    long reps = scaled(b, 30), warm;
     size_t local = 256, global;
     cl_uint n = (cl_uint)RED_N, ngroups = RED_GROUPS;
     float *in = NULL, *sums = NULL;
@@ -784,7 +793,7 @@ static int bench_reduction(struct bench *b, struct bench_result *r)
     cl_kernel k1 = NULL, k2 = NULL;
     uint32_t seed = 0x13579bdfu;
     cl_int err;
-    double t0, t1;
+    double w0, t0, t1;
 
     while (local > b->max_wg)
         local /= 2;
@@ -812,7 +821,8 @@ static int bench_reduction(struct bench *b, struct bench_result *r)
     CL_TRY(clSetKernelArg(k2, 2, local * sizeof(float), NULL));
     CL_TRY(clSetKernelArg(k2, 3, sizeof(ngroups), &ngroups));
 
-    for (long i = 0; i < warm; i++)
+    w0 = now_s();
+    for (warm = 0; warming(warm, reps, 2, w0); warm++)
         CL_TRY(reduce_once(b, k1, k2, global, local, mem[2], &sums[0]));
     CL_TRY(clFinish(b->queue));
 
@@ -893,12 +903,12 @@ static cl_int sort_once(struct bench *b, cl_kernel kern, cl_mem keys,
 static int bench_sort(struct bench *b, struct bench_result *r)
 {
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 6), warm = warm_count(reps, 1);
+    long reps = scaled(b, 6), warm;
     uint32_t *keys = NULL, *got = NULL, seed = 0x2468ace0u;
     cl_mem mem[2] = {0};
     cl_program prog = NULL;
     cl_kernel kern = NULL;
-    double t0, t1;
+    double w0, t0, t1;
 
     TRY(keys = xmalloc(SORT_N * sizeof(uint32_t)));
     TRY(got = xmalloc(SORT_N * sizeof(uint32_t)));
@@ -912,7 +922,8 @@ static int bench_sort(struct bench *b, struct bench_result *r)
                             NULL));
     CL_TRY(clSetKernelArg(kern, 0, sizeof(cl_mem), &mem[1]));
 
-    for (long i = 0; i < warm; i++)
+    w0 = now_s();
+    for (warm = 0; warming(warm, reps, 1, w0); warm++)
         CL_TRY(sort_once(b, kern, mem[0], mem[1]));
     CL_TRY(clFinish(b->queue));
 
@@ -971,7 +982,7 @@ static int bench_gemm(struct bench *b, struct bench_result *r)
 {
     const size_t nn = (size_t)GEMM_N * GEMM_N, bytes = nn * sizeof(float);
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 4), warm = warm_count(reps, 1);
+    long reps = scaled(b, 4), warm;
     size_t tile = b->max_wg >= 256 ? 16 : 8;
     size_t global[2] = {GEMM_N, GEMM_N}, local[2] = {tile, tile};
     cl_int n = GEMM_N;
@@ -981,7 +992,7 @@ static int bench_gemm(struct bench *b, struct bench_result *r)
     cl_kernel kern = NULL;
     uint32_t seed = 0x0badf00du;
     char opts[32];
-    double t0, t1;
+    double w0, t0, t1;
 
     TRY(a = xmalloc(bytes));
     TRY(bm = xmalloc(bytes));
@@ -1001,7 +1012,8 @@ static int bench_gemm(struct bench *b, struct bench_result *r)
         CL_TRY(clSetKernelArg(kern, i, sizeof(cl_mem), &mem[i]));
     CL_TRY(clSetKernelArg(kern, 3, sizeof(n), &n));
 
-    for (long i = 0; i < warm; i++)
+    w0 = now_s();
+    for (warm = 0; warming(warm, reps, 1, w0); warm++)
         CL_TRY(clEnqueueNDRangeKernel(b->queue, kern, 2, NULL, global, local,
                                       0, NULL, NULL));
     CL_TRY(clFinish(b->queue));

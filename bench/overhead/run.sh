@@ -10,9 +10,9 @@ usage: run.sh [--shim CRANE_RUN_PATH] [--reps N] [--scale S] [--platform N]
               [--target SECONDS] [--stat median|min] [--bench CLBENCH] [-v]
               [tests...]
 
-Runs every test native and under the shim alternately N times (default 5:
-native, shim, native, shim, ...), takes the median timed-region seconds of
-each side and prints shim/native. Without --shim the "shim" column is a
+Runs every test native and under the shim alternately N times each (default
+5; pairs in ABBA order: native shim, shim native, native shim, ...), takes
+the median timed-region seconds of each side and prints shim/native. Without --shim the "shim" column is a
 second native run, which measures the noise floor.
 
   --platform, --device, --device-type, --scale, --pageable
@@ -159,11 +159,15 @@ for t in $tests; do
             ok=0 r=$reps
         fi
     fi
+    # Pairs alternate in ABBA order (native shim, shim native, ...) so a
+    # steady drift over the sequence falls equally on both sides.
     while [ "$r" -lt "$reps" ]; do
-        s=$(one_run native "$t" "$ts") || { ok=0; break; }
-        nat="$nat $s"
-        s=$(one_run shim "$t" "$ts") || { ok=0; break; }
-        shm="$shm $s"
+        order="native shim"
+        [ $((r % 2)) = 1 ] && order="shim native"
+        for kind in $order; do
+            s=$(one_run "$kind" "$t" "$ts") || { ok=0; break 2; }
+            if [ "$kind" = native ]; then nat="$nat $s"; else shm="$shm $s"; fi
+        done
         r=$((r + 1))
     done
     if [ $ok = 0 ]; then

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs the Debian 12 packages crane needs to build and test, if missing.
+set -e
+PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
+opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo python3-pyopencl
+libprotobuf-c-dev protobuf-c-compiler libuv1-dev"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+        missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "setup: installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing
+fi
