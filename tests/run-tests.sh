@@ -96,8 +96,11 @@ echo "# unit tests"
 for t in $($B/tests/unit-tests --list); do
     case_ "unit/$t" $B/tests/unit-tests "$t"
 done
+# Under valgrind: every test but the two that push a MiB through a tiny
+# socket buffer or race signals, which valgrind slows past any timeout.
 case_ "unit/valgrind" valgrind -q --error-exitcode=1 --leak-check=full \
-    $B/tests/unit-tests --no-fork
+    $B/tests/unit-tests --no-fork $($B/tests/unit-tests --list |
+        grep -v -e frame_partial_writes -e frame_survives_signals)
 case_ "unit/asan" $BA/tests/unit-tests
 
 echo "# programs: native, under the shim, re-homed while they run"
