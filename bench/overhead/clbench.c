@@ -132,14 +132,25 @@ static long scaled(const struct bench *b, long base)
 /*
  * Warm-up lasts at least min steps, a tenth of the timed work and
  * WARM_SECONDS of wall time, so that clocks, caches and driver pools have
- * settled before the clock starts. Returns 1 while more is needed.
+ * settled before the clock starts. Past the first two bounds it goes on in
+ * chunks of a fortieth of the timed work, draining the queue before each
+ * look at the clock so that queued work counts, not just enqueued work.
+ * Returns 1 while more warm-up is needed.
  */
 #define WARM_SECONDS 0.2
 
-static int warming(long done, long reps, long min, double since)
+static int warming(struct bench *b, long done, long reps, long min,
+                   double since)
 {
-    if (done < min || done < reps / 10)
+    long need = reps / 10 > min ? reps / 10 : min;
+    long chunk = reps / 40 > 1 ? reps / 40 : 1;
+
+    if (done < need)
         return 1;
+    if ((done - need) % chunk)
+        return 1;
+    if (clFinish(b->queue) != CL_SUCCESS)
+        return 0;
     return now_s() - since < WARM_SECONDS;
 }
 
@@ -314,7 +325,7 @@ static int bench_bus_h2d(struct bench *b, struct bench_result *r)
     TRY(dev = new_buffer(b, CL_MEM_READ_WRITE, BUS_BYTES, NULL));
 
     w0 = now_s();
-    for (warm = 0; warming(warm, reps, 2, w0); warm++)
+    for (warm = 0; warming(b, warm, reps, 2, w0); warm++)
         CL_TRY(clEnqueueWriteBuffer(b->queue, dev, CL_TRUE, 0, BUS_BYTES,
                                     host.ptr, 0, NULL, NULL));
     CL_TRY(clFinish(b->queue));
@@ -359,7 +370,7 @@ static int bench_bus_d2h(struct bench *b, struct bench_result *r)
                                 NULL, NULL));
 
     w0 = now_s();
-    for (warm = 0; warming(warm, reps, 2, w0); warm++)
+    for (warm = 0; warming(b, warm, reps, 2, w0); warm++)
         CL_TRY(clEnqueueReadBuffer(b->queue, dev, CL_TRUE, 0, BUS_BYTES,
                                    host.ptr, 0, NULL, NULL));
     CL_TRY(clFinish(b->queue));
@@ -412,7 +423,7 @@ static int bench_launch(struct bench *b, struct bench_result *r)
     CL_TRY(clSetKernelArg(kern, 0, sizeof(counter), &counter));
 
     w0 = now_s();
-    for (warm = 0; warming(warm, reps, 200, w0); warm++)
+    for (warm = 0; warming(b, warm, reps, 200, w0); warm++)
         CL_TRY(clEnqueueNDRangeKernel(b->queue, kern, 1, NULL, &global, NULL,
                                       0, NULL, NULL));
     CL_TRY(clFinish(b->queue));
@@ -563,7 +574,7 @@ static int bench_setarg(struct bench *b, struct bench_result *r)
     }
 
     w0 = now_s();
-    for (warm = 0; warming(warm, reps, MB_FRAMES * MB_COUNT, w0); warm++)
+    for (warm = 0; warming(b, warm, reps, MB_FRAMES * MB_COUNT, w0); warm++)
         CL_TRY(mb_launch(b, kern, frames, resid, sad, warm));
     CL_TRY(clFinish(b->queue));
 
@@ -694,7 +705,7 @@ static int bench_stencil(struct bench *b, struct bench_result *r)
     CL_TRY(clSetKernelArg(kern, 2, sizeof(n), &n));
 
     w0 = now_s();
-    for (warm = 0; warming(warm, reps, 1, w0); warm++)
+    for (warm = 0; warming(b, warm, reps, 1, w0); warm++)
         CL_TRY(stencil_sweep(b, kern, mem[0], mem[1], mem[2]));
     CL_TRY(clFinish(b->queue));
 
@@ -822,7 +833,7 @@ static int bench_reduction(struct bench *b, struct bench_result *r)
     CL_TRY(clSetKernelArg(k2, 3, sizeof(ngroups), &ngroups));
 
     w0 = now_s();
-    for (warm = 0; warming(warm, reps, 2, w0); warm++)
+    for (warm = 0; warming(b, warm, reps, 2, w0); warm++)
         CL_TRY(reduce_once(b, k1, k2, global, local, mem[2], &sums[0]));
     CL_TRY(clFinish(b->queue));
 
@@ -923,7 +934,7 @@ static int bench_sort(struct bench *b, struct bench_result *r)
     CL_TRY(clSetKernelArg(kern, 0, sizeof(cl_mem), &mem[1]));
 
     w0 = now_s();
-    for (warm = 0; warming(warm, reps, 1, w0); warm++)
+    for (warm = 0; warming(b, warm, reps, 1, w0); warm++)
         CL_TRY(sort_once(b, kern, mem[0], mem[1]));
     CL_TRY(clFinish(b->queue));
 
@@ -1013,7 +1024,7 @@ static int bench_gemm(struct bench *b, struct bench_result *r)
     CL_TRY(clSetKernelArg(kern, 3, sizeof(n), &n));
 
     w0 = now_s();
-    for (warm = 0; warming(warm, reps, 1, w0); warm++)
+    for (warm = 0; warming(b, warm, reps, 1, w0); warm++)
         CL_TRY(clEnqueueNDRangeKernel(b->queue, kern, 2, NULL, global, local,
                                       0, NULL, NULL));
     CL_TRY(clFinish(b->queue));
