@@ -516,19 +516,18 @@ static cl_int mb_launch(struct bench *b, cl_kernel kern, cl_mem *frames,
                         cl_mem *resid, cl_mem *sad, long i)
 {
     struct mb_step s = mb_step_of(i);
-    cl_int stride = MB_W, err = CL_SUCCESS;
+    cl_int stride = MB_W, err;
     size_t global = 16;
 
-    err |= clSetKernelArg(kern, 0, sizeof(cl_mem), &frames[s.frame]);
-    err |= clSetKernelArg(kern, 1, sizeof(cl_mem), &frames[s.ref]);
-    err |= clSetKernelArg(kern, 2, sizeof(cl_mem), &resid[s.frame]);
-    err |= clSetKernelArg(kern, 3, sizeof(cl_mem), &sad[s.frame]);
-    err |= clSetKernelArg(kern, 4, sizeof(cl_int), &s.mb_x);
-    err |= clSetKernelArg(kern, 5, sizeof(cl_int), &s.mb_y);
-    err |= clSetKernelArg(kern, 6, sizeof(cl_int), &stride);
-    err |= clSetKernelArg(kern, 7, sizeof(cl_int), &s.qp);
-    if (err != CL_SUCCESS)
-        return CL_INVALID_KERNEL_ARGS;
+    if ((err = clSetKernelArg(kern, 0, sizeof(cl_mem), &frames[s.frame])) ||
+        (err = clSetKernelArg(kern, 1, sizeof(cl_mem), &frames[s.ref])) ||
+        (err = clSetKernelArg(kern, 2, sizeof(cl_mem), &resid[s.frame])) ||
+        (err = clSetKernelArg(kern, 3, sizeof(cl_mem), &sad[s.frame])) ||
+        (err = clSetKernelArg(kern, 4, sizeof(cl_int), &s.mb_x)) ||
+        (err = clSetKernelArg(kern, 5, sizeof(cl_int), &s.mb_y)) ||
+        (err = clSetKernelArg(kern, 6, sizeof(cl_int), &stride)) ||
+        (err = clSetKernelArg(kern, 7, sizeof(cl_int), &s.qp)))
+        return err;
     return clEnqueueNDRangeKernel(b->queue, kern, 1, NULL, &global, NULL, 0,
                                   NULL, NULL);
 }
@@ -542,7 +541,7 @@ static int bench_setarg(struct bench *b, struct bench_result *r)
 {
     enum { PIX = MB_W * MB_H, SADN = MB_COUNT * 16 };
     int rc = BENCH_ERROR;
-    long reps = scaled(b, 100000), warm;
+    long reps = scaled(b, 80000), warm;
     uint8_t *frames_h = NULL;
     int16_t *resid_h = NULL, *resid_d = NULL;
     int32_t *sad_h = NULL, *sad_d = NULL;

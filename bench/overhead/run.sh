@@ -12,8 +12,9 @@ usage: run.sh [--shim CRANE_RUN_PATH] [--reps N] [--scale S] [--platform N]
 
 Runs every test native and under the shim alternately N times each (default
 5; pairs in ABBA order: native shim, shim native, native shim, ...), takes
-the median timed-region seconds of each side and prints shim/native. Without --shim the "shim" column is a
-second native run, which measures the noise floor.
+the median timed-region seconds of each side and prints shim/native.
+Without --shim the "shim" column is a second native run, which measures the
+noise floor.
 
   --platform, --device, --device-type, --scale, --pageable
                  are passed to clbench (see clbench --help)
