@@ -58,21 +58,58 @@
         return ret_;                                                    \
     }
 
+#define SHIM_MAP(name, params, args, memobj, before)                    \
+    SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL name params              \
+    {                                                                   \
+        struct shim_xlate wl_;                                          \
+        cl_event ev_ = NULL;                                            \
+        cl_int ret_ = CL_INVALID_COMMAND_QUEUE;                         \
+        void *p_ = NULL;                                                \
+        if (!SHIM_LIVE(command_queue))                                  \
+            goto out_;                                                  \
+        ret_ = CL_INVALID_MEM_OBJECT;                                   \
+        if (!SHIM_LIVE(memobj))                                         \
+            goto out_;                                                  \
+        shim_enter();                                                   \
+        ret_ = shim_xlate_events(&wl_, event_wait_list,                 \
+                                 num_events_in_wait_list);              \
+        if (SHIM_LIKELY(ret_ == CL_SUCCESS)) {                          \
+            void *real_ = R(command_queue);                             \
+            before;                                                     \
+            p_ = VENDOR(real_)->name args;                              \
+            if (p_) {                                                   \
+                shim_mem_mapped(memobj);                                \
+                if (event)                                              \
+                    ret_ = shim_event_wrap(                             \
+                        event, ev_, (struct shim_queue *)command_queue); \
+            }                                                           \
+            shim_xlate_done(&wl_);                                      \
+        }                                                               \
+        shim_leave();                                                   \
+    out_:                                                               \
+        if (errcode_ret)                                                \
+            *errcode_ret = ret_;                                        \
+        return p_;                                                      \
+    }
+
 #include "cl_api.def"
 
 #undef SHIM_FWD
 #undef SHIM_ENQ
+#undef SHIM_MAP
 #undef SHIM_MANUAL
 
 /* The table ICD loaders call through: every shim handle points here. */
 #define SHIM_FWD(name, params, args, target, err) .name = name,
 #define SHIM_ENQ(name, params, args, before, after) .name = name,
+#define SHIM_MAP(name, params, args, memobj, before) .name = name,
 #define SHIM_MANUAL(ret, name, params) .name = name,
 const struct _cl_icd_dispatch shim_icd_dispatch = {
 #include "cl_api.def"
 };
 #undef SHIM_FWD
 #undef SHIM_ENQ
+#undef SHIM_MAP
 #undef SHIM_MANUAL
 
 /* Names for clGetExtensionFunctionAddress and for logs. */
@@ -83,6 +120,7 @@ struct shim_entry {
 
 #define SHIM_FWD(name, params, args, target, err) {#name, (void *)name},
 #define SHIM_ENQ(name, params, args, before, after) {#name, (void *)name},
+#define SHIM_MAP(name, params, args, memobj, before) {#name, (void *)name},
 #define SHIM_MANUAL(ret, name, params) {#name, (void *)name},
 static const struct shim_entry shim_entries[] = {
 #include "cl_api.def"
@@ -90,6 +128,7 @@ static const struct shim_entry shim_entries[] = {
 };
 #undef SHIM_FWD
 #undef SHIM_ENQ
+#undef SHIM_MAP
 #undef SHIM_MANUAL
 
 void *shim_lookup_entry(const char *name)

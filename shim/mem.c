@@ -516,88 +516,10 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetMemObjectDestructorCallback(
     return rc < 0 ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
 }
 
-static void *map_fail(cl_int err, cl_int *errcode_ret)
+void shim_mem_mapped(cl_mem handle)
 {
-    if (errcode_ret)
-        *errcode_ret = err;
-    return NULL;
-}
-
-SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(
-    cl_command_queue command_queue, cl_mem buffer, cl_bool blocking_map,
-    cl_map_flags map_flags, size_t offset, size_t size,
-    cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
-    cl_event *event, cl_int *errcode_ret)
-{
-    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
-    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, buffer);
-    struct shim_xlate wl;
-    cl_event ev = NULL;
-    cl_int err;
-    void *p = NULL;
-
-    if (!q)
-        return map_fail(CL_INVALID_COMMAND_QUEUE, errcode_ret);
-    if (!m)
-        return map_fail(CL_INVALID_MEM_OBJECT, errcode_ret);
-    shim_enter();
-    err = shim_xlate_events(&wl, event_wait_list, num_events_in_wait_list);
-    if (err == CL_SUCCESS) {
-        shim_mem_dirty_map(buffer, map_flags, offset, size);
-        p = VENDOR(q->obj.real)->clEnqueueMapBuffer(
-            q->obj.real, m->obj.real, blocking_map, map_flags, offset, size,
-            wl.n, (const cl_event *)wl.real, event ? &ev : NULL, &err);
-        if (p) {
-            atomic_fetch_add(&m->maps, 1);
-            if (event)
-                err = shim_event_wrap(event, ev, q);
-        }
-        shim_xlate_done(&wl);
-    }
-    shim_leave();
-    if (errcode_ret)
-        *errcode_ret = err;
-    return p;
-}
-
-SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL clEnqueueMapImage(
-    cl_command_queue command_queue, cl_mem image, cl_bool blocking_map,
-    cl_map_flags map_flags, const size_t *origin, const size_t *region,
-    size_t *image_row_pitch, size_t *image_slice_pitch,
-    cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
-    cl_event *event, cl_int *errcode_ret)
-{
-    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
-    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, image);
-    struct shim_xlate wl;
-    cl_event ev = NULL;
-    cl_int err;
-    void *p = NULL;
-
-    if (!q)
-        return map_fail(CL_INVALID_COMMAND_QUEUE, errcode_ret);
-    if (!m)
-        return map_fail(CL_INVALID_MEM_OBJECT, errcode_ret);
-    shim_enter();
-    err = shim_xlate_events(&wl, event_wait_list, num_events_in_wait_list);
-    if (err == CL_SUCCESS) {
-        if (map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION))
-            shim_mem_dirty_all(image);
-        p = VENDOR(q->obj.real)->clEnqueueMapImage(
-            q->obj.real, m->obj.real, blocking_map, map_flags, origin, region,
-            image_row_pitch, image_slice_pitch, wl.n,
-            (const cl_event *)wl.real, event ? &ev : NULL, &err);
-        if (p) {
-            atomic_fetch_add(&m->maps, 1);
-            if (event)
-                err = shim_event_wrap(event, ev, q);
-        }
-        shim_xlate_done(&wl);
-    }
-    shim_leave();
-    if (errcode_ret)
-        *errcode_ret = err;
-    return p;
+    struct shim_mem *m = (struct shim_mem *)handle;
+    atomic_fetch_add(&m->maps, 1);
 }
 
 void shim_mem_unmapped(cl_mem handle)

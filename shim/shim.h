@@ -418,6 +418,7 @@ void shim_mem_dirty_map(cl_mem handle, cl_map_flags flags, size_t offset,
                         size_t size);
 void shim_kernel_dirty_args(struct shim_kernel *k);
 struct shim_mem *shim_mem_root(struct shim_mem *m);
+void shim_mem_mapped(cl_mem handle);
 void shim_mem_unmapped(cl_mem handle);
 void shim_kernel_launching(cl_kernel handle);
 
