@@ -25,16 +25,22 @@ SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 SHIM_LIB := $(B)/lib/libcrane.so
 CRANE_RUN := $(B)/bin/crane-run
 
+include proto/proto.mk
+-include proxy-domain/proxy.mk
+
 all: $(SHIM_LIB) $(CRANE_RUN) $(PROTO_LIB) programs bench
 
-$(B)/obj/shim/%.o: shim/%.c
+$(B)/obj/shim/%.o: shim/%.c | $(PROTO_GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+	$(CC) $(CFLAGS) $(PROTO_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
-$(SHIM_LIB): $(SHIM_OBJS)
+# The proto archive goes inside, its names hidden (--exclude-libs) so they
+# never clash with the program's.
+$(SHIM_LIB): $(SHIM_OBJS) $(PROTO_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libcrane.so -Wl,-z,defs -o $@ $^ $(LDFLAGS) \
-	    -ldl -pthread
+	$(CC) -shared -Wl,-soname,libcrane.so -Wl,-z,defs \
+	    -Wl,--exclude-libs,ALL -o $@ $(SHIM_OBJS) \
+	    $(PROTO_LIB) $(PROTOBUF_C_LIBS) $(LDFLAGS) -ldl -pthread
 
 $(CRANE_RUN): shim/crane-run
 	@mkdir -p $(dir $@)
@@ -55,7 +61,6 @@ build/bench/clbench: bench/overhead/clbench.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
 	    -lOpenCL -lm
 
--include proto/proto.mk
 -include tests/tests.mk
 
 install: $(SHIM_LIB) $(CRANE_RUN)

@@ -31,7 +31,7 @@ PROTO_LIBS := $(PROTO_LIB) $(PROTOBUF_C_LIBS)
 PROTO_SCHEMAS := $(wildcard proto/*.proto)
 PROTO_GEN_C := $(PROTO_SCHEMAS:proto/%.proto=build/gen/proto/%.pb-c.c)
 PROTO_GEN_H := $(PROTO_GEN_C:.c=.h)
-PROTO_C_SRCS := proto/frame.c
+PROTO_C_SRCS := $(sort $(wildcard proto/*.c))
 PROTO_OBJS := $(PROTO_GEN_C:build/gen/proto/%.c=$(PROTO_B)/obj/gen/proto/%.o) \
               $(PROTO_C_SRCS:proto/%.c=$(PROTO_B)/obj/proto/%.o)
 
@@ -45,13 +45,14 @@ build/gen/proto/%.pb-c.c build/gen/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(@D)
 	$(PROTOC_C) --proto_path=. --c_out=build/gen $<
 
+# -fPIC: the archive is linked into libcrane.so too.
 $(PROTO_B)/obj/gen/proto/%.o: build/gen/proto/%.c | $(PROTO_GEN_H)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(PROTO_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CFLAGS) -fPIC $(PROTO_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(PROTO_B)/obj/proto/%.o: proto/%.c | $(PROTO_GEN_H)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(PROTO_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CFLAGS) -fPIC $(PROTO_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(PROTO_LIB): $(PROTO_OBJS)
 	@mkdir -p $(@D)

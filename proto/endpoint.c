@@ -1,0 +1,128 @@
+/* Endpoints written unix:PATH or tcp:HOST:PORT: parsing and connecting. */
+#include "proto/endpoint.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int parse_tcp(const char *s, struct crn_endpoint *ep)
+{
+    const char *colon, *host = s;
+    size_t host_len;
+
+    if (*s == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':')
+            return -EINVAL;
+        host = s + 1;
+        host_len = (size_t)(end - host);
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return -EINVAL;
+        host_len = (size_t)(colon - s);
+    }
+    if (host_len == 0 || host_len >= sizeof(ep->host))
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
+        return -EINVAL;
+    memcpy(ep->host, host, host_len);
+    ep->host[host_len] = '\0';
+    snprintf(ep->port, sizeof(ep->port), "%ld", port);
+    ep->kind = CRN_EP_TCP;
+    return 0;
+}
+
+int crn_endpoint_parse(const char *text, struct crn_endpoint *ep)
+{
+    if (!text || !ep)
+        return -EINVAL;
+    memset(ep, 0, sizeof(*ep));
+    if (strncmp(text, "unix:", 5) == 0) {
+        size_t n = strlen(text + 5);
+        if (n == 0 || n >= sizeof(ep->path))
+            return -EINVAL;
+        memcpy(ep->path, text + 5, n + 1);
+        ep->kind = CRN_EP_UNIX;
+        return 0;
+    }
+    if (strncmp(text, "tcp:", 4) == 0)
+        return parse_tcp(text + 4, ep);
+    return -EINVAL;
+}
+
+static int connect_unix(const struct crn_endpoint *ep)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    memcpy(sa.sun_path, ep->path, strlen(ep->path) + 1);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+static int connect_tcp(const struct crn_endpoint *ep)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *ai;
+    int err = -ECONNREFUSED, one = 1;
+
+    int gai = getaddrinfo(ep->host, ep->port, &hints, &res);
+    if (gai != 0)
+        return gai == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+    for (ai = res; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+                        ai->ai_protocol);
+        if (fd < 0) {
+            err = -errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            freeaddrinfo(res);
+            return fd;
+        }
+        err = -errno;
+        close(fd);
+    }
+    freeaddrinfo(res);
+    return err;
+}
+
+int crn_endpoint_connect(const struct crn_endpoint *ep)
+{
+    if (!ep)
+        return -EINVAL;
+    switch (ep->kind) {
+    case CRN_EP_UNIX: return connect_unix(ep);
+    case CRN_EP_TCP: return connect_tcp(ep);
+    default: return -EINVAL;
+    }
+}
+
+void crn_endpoint_format(const struct crn_endpoint *ep, char *buf,
+                         size_t len)
+{
+    if (ep->kind == CRN_EP_UNIX)
+        snprintf(buf, len, "unix:%s", ep->path);
+    else if (strchr(ep->host, ':'))
+        snprintf(buf, len, "tcp:[%s]:%s", ep->host, ep->port);
+    else
+        snprintf(buf, len, "tcp:%s:%s", ep->host, ep->port);
+}

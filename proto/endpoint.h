@@ -1,0 +1,29 @@
+/* Endpoints written unix:PATH or tcp:HOST:PORT: parsing and connecting. */
+#ifndef CRANE_PROTO_ENDPOINT_H
+#define CRANE_PROTO_ENDPOINT_H
+
+#include <stddef.h>
+
+enum crn_endpoint_kind { CRN_EP_UNIX = 1, CRN_EP_TCP };
+
+struct crn_endpoint {
+    enum crn_endpoint_kind kind;
+    char path[108];              /* unix: the socket path */
+    char host[256];              /* tcp: host name or address */
+    char port[8];                /* tcp: port number, as text */
+};
+
+/* Parses TEXT into EP.  Returns 0, or -EINVAL for anything but a well-formed
+ * unix:PATH (path fits a sockaddr_un) or tcp:HOST:PORT (port 1-65535;
+ * an IPv6 host is written in brackets, tcp:[::1]:7000). */
+int crn_endpoint_parse(const char *text, struct crn_endpoint *ep);
+
+/* Connects a blocking, close-on-exec stream socket to EP (TCP with
+ * TCP_NODELAY).  Returns the descriptor, or a negative errno. */
+int crn_endpoint_connect(const struct crn_endpoint *ep);
+
+/* Writes EP back as text into BUF of LEN bytes, for logs. */
+void crn_endpoint_format(const struct crn_endpoint *ep, char *buf,
+                         size_t len);
+
+#endif /* CRANE_PROTO_ENDPOINT_H */
