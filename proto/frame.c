@@ -189,3 +189,18 @@ int crn_frame_decode(const uint8_t *in, size_t in_len, size_t max_len,
     *consumed = CRN_FRAME_HEADER_LEN + (size_t)body_len;
     return 0;
 }
+
+int crn_bulk_write(int fd, const void *p, size_t len)
+{
+    return write_all(fd, p, len);
+}
+
+int crn_bulk_read(int fd, void *p, size_t len)
+{
+    size_t got = 0;
+    int rc = read_all(fd, p, len, &got);
+
+    if (rc < 0)
+        return rc;
+    return got == len ? 0 : -EPIPE;
+}

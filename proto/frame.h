@@ -55,4 +55,12 @@ int crn_frame_read(int fd, uint8_t **buf, size_t *len, size_t max_len);
 int crn_frame_decode(const uint8_t *in, size_t in_len, size_t max_len,
                      const uint8_t **msg, size_t *msg_len, size_t *consumed);
 
+/*
+ * Bulk bytes that follow a frame raw: writes all LEN bytes at P, or reads
+ * exactly LEN bytes into P (-EPIPE on end of file first), with the same
+ * rules for EINTR, non-blocking FDs and SIGPIPE as the frame calls.
+ */
+int crn_bulk_write(int fd, const void *p, size_t len);
+int crn_bulk_read(int fd, void *p, size_t len);
+
 #endif /* CRANE_PROTO_FRAME_H */

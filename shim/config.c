@@ -48,4 +48,22 @@ void shim_config_load(void)
         env_long("CRANE_REHOME_TIMEOUT_MS", 30000, 1);
     shim_config.report_file = env_str("CRANE_REHOME_REPORT");
     shim_config.arg_info = env_long("CRANE_ARG_INFO", 1, 0) != 0;
+
+    const char *backend = env_str("CRANE_BACKEND");
+    shim_config.remote = env_str("CRANE_PROXY");
+    if (backend && strncmp(backend, "remote:", 7) == 0) {
+        shim_config.start_remote = true;
+        shim_config.remote = backend + 7;
+    } else if (backend && strcmp(backend, "native") != 0) {
+        LOG_WARN("ignoring CRANE_BACKEND=%s (native|remote:ENDPOINT)",
+                 backend);
+    }
+    shim_config.auth_key = env_str("CRANE_AUTH_KEY");
+    shim_config.remote_chunk =
+        (size_t)env_long("CRANE_REMOTE_CHUNK", 4l << 20, 4096);
+    if (shim_config.remote_chunk > (64u << 20))
+        shim_config.remote_chunk = 64u << 20;
+    shim_config.rehome_to = env_str("CRANE_REHOME_TO");
+    if (!shim_config.rehome_to)
+        shim_config.rehome_to = "native";
 }

@@ -3,6 +3,7 @@
 #define CRANE_SHIM_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct shim_config {
     const char *vendors_dir;     /* CRANE_VENDORS_DIR */
@@ -12,6 +13,12 @@ struct shim_config {
     long rehome_timeout_ms;      /* CRANE_REHOME_TIMEOUT_MS */
     const char *report_file;     /* CRANE_REHOME_REPORT */
     bool arg_info;               /* CRANE_ARG_INFO=0 turns it off */
+    bool start_remote;           /* CRANE_BACKEND=remote:ENDPOINT */
+    const char *remote;          /* the proxy endpoint: from CRANE_BACKEND,
+                                    else CRANE_PROXY */
+    const char *auth_key;        /* CRANE_AUTH_KEY: the proxy's key file */
+    size_t remote_chunk;         /* CRANE_REMOTE_CHUNK: bytes per message */
+    const char *rehome_to;       /* CRANE_REHOME_TO: native|remote|alternate */
 };
 
 extern struct shim_config shim_config;

@@ -20,7 +20,7 @@ static struct mem_cb {
     struct mem_cb *next;
 } *mem_cbs;
 
-static size_t image_elem_size(const cl_image_format *f)
+size_t shim_image_elem_size(const cl_image_format *f)
 {
     size_t channels, bytes;
 
@@ -55,8 +55,11 @@ static size_t image_elem_size(const cl_image_format *f)
 /* The region covering a whole image, as read/write image calls want it. */
 void shim_image_region(const struct shim_mem *m, size_t region[3])
 {
-    const cl_image_desc *d = &m->desc;
+    shim_image_desc_region(&m->desc, region);
+}
 
+void shim_image_desc_region(const cl_image_desc *d, size_t region[3])
+{
     region[0] = d->image_width;
     region[1] = 1;
     region[2] = 1;
@@ -82,7 +85,7 @@ void shim_image_region(const struct shim_mem *m, size_t region[3])
 
 size_t shim_image_row_bytes(const struct shim_mem *m)
 {
-    return m->desc.image_width * image_elem_size(&m->format);
+    return m->desc.image_width * shim_image_elem_size(&m->format);
 }
 
 int shim_mem_realize(struct shim_mem *m, void *copy_from)

@@ -280,8 +280,11 @@ size_t shim_store_count(enum shim_kind kind)
 
 void shim_real_release(struct shim_obj *o)
 {
-    void *r = o->real;
+    shim_real_release_handle(o, o->real);
+}
 
+void shim_real_release_handle(const struct shim_obj *o, void *r)
+{
     if (!r)
         return;
     switch (o->kind) {

@@ -98,7 +98,8 @@ static void init_once(void)
 {
     crn_log_init("crane-shim");
     shim_config_load();
-    shim.backend = &shim_native_ops;
+    shim.backend = shim_config.start_remote ? &shim_remote_ops
+                                            : &shim_native_ops;
     shim.init_err = shim.backend->load();
     if (shim.init_err == 0)
         shim.init_err = shim_platforms_bind();

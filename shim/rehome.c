@@ -199,36 +199,128 @@ static int realize(struct shim_obj *o)
     }
 }
 
-static void report(const struct shim_rehome_times *t, int rc)
+static void report_line(const char *line)
 {
     FILE *f;
 
-    LOG_INFO("re-home #%u %s: blocked %.3f ms = finish %.3f + extract %.3f "
+    if (!shim_config.report_file || !(f = fopen(shim_config.report_file, "ae")))
+        return;
+    fputs(line, f);
+    fclose(f);
+}
+
+static void report(const struct shim_rehome_times *t, int rc,
+                   const char *from, const char *to)
+{
+    char line[512];
+
+    LOG_INFO("re-home #%u %s->%s %s: blocked %.3f ms = finish %.3f + extract %.3f "
              "+ release %.3f + unload %.3f + load %.3f + rebuild %.3f + "
              "reinject %.3f ms; %zu bytes out, %zu back, %u objects",
-             shim.rehomes, rc ? "FAILED" : "done", t->total * 1e3,
+             shim.rehomes, from, to, rc ? "FAILED" : "done", t->total * 1e3,
              t->finish * 1e3, t->extract * 1e3, t->release * 1e3,
              t->unload * 1e3, t->load * 1e3, t->rebuild * 1e3,
              t->reinject * 1e3, t->bytes_extracted, t->bytes_reinjected,
              t->objects);
-    if (!shim_config.report_file || !(f = fopen(shim_config.report_file, "ae")))
-        return;
-    fprintf(f,
-            "rehome n=%u rc=%d total=%.6f block=%.6f finish=%.6f "
-            "extract=%.6f release=%.6f unload=%.6f load=%.6f rebuild=%.6f "
-            "reinject=%.6f bytes_out=%zu bytes_back=%zu objects=%u\n",
-            shim.rehomes, rc, t->total, t->block, t->finish, t->extract,
-            t->release, t->unload, t->load, t->rebuild, t->reinject,
-            t->bytes_extracted, t->bytes_reinjected, t->objects);
-    fclose(f);
+    snprintf(line, sizeof(line),
+             "rehome n=%u rc=%d from=%s to=%s total=%.6f block=%.6f "
+             "finish=%.6f extract=%.6f release=%.6f unload=%.6f load=%.6f "
+             "rebuild=%.6f reinject=%.6f bytes_out=%zu bytes_back=%zu "
+             "objects=%u\n",
+             shim.rehomes, rc, from, to, t->total, t->block, t->finish,
+             t->extract, t->release, t->unload, t->load, t->rebuild,
+             t->reinject, t->bytes_extracted, t->bytes_reinjected,
+             t->objects);
+    report_line(line);
 }
 
-int shim_rehome(struct shim_rehome_times *t)
+/* Passthrough -> remoting: the program computes on the proxy as soon as
+ * its state is there; the vendor's objects are released and the vendor
+ * unloaded here, while the program runs (not stoppage). */
+struct stale {
+    const struct shim_obj *obj;
+    void *real;
+};
+
+static struct background {
+    pthread_t thread;
+    bool running;
+    struct stale *list;
+    size_t n;
+    const struct shim_backend_ops *backend;
+    unsigned rehome;
+} bg;
+
+static void *background_release(void *arg)
+{
+    char line[160];
+    double t0 = shim_now(), t1;
+
+    (void)arg;
+    for (size_t i = bg.n; i-- > 0;)
+        shim_real_release_handle(bg.list[i].obj, bg.list[i].real);
+    t1 = shim_now();
+    bg.backend->unload();
+    LOG_INFO("re-home #%u in the background: release %.3f + unload %.3f ms",
+             bg.rehome, (t1 - t0) * 1e3, (shim_now() - t1) * 1e3);
+    snprintf(line, sizeof(line),
+             "background n=%u release=%.6f unload=%.6f objects=%zu\n",
+             bg.rehome, t1 - t0, shim_now() - t1, bg.n);
+    report_line(line);
+    return NULL;
+}
+
+/* Waits for the previous switch's background work (before a backend may
+ * be loaded again). */
+static void background_join(void)
+{
+    if (!bg.running)
+        return;
+    pthread_join(bg.thread, NULL);
+    free(bg.list);
+    bg.list = NULL;
+    bg.n = 0;
+    bg.running = false;
+}
+
+/* Takes every real handle out of the shadows into the background list. */
+static int background_collect(const struct shim_backend_ops *from)
+{
+    size_t n = 0, cap = 256;
+
+    bg.list = malloc(cap * sizeof(*bg.list));
+    if (!bg.list)
+        return -ENOMEM;
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
+        if (o->kind == SHIM_EVENT)
+            shim_event_retire((void *)o);
+        if (o->kind == SHIM_PLATFORM || !o->real)
+            continue;
+        if (n == cap) {
+            struct stale *l = realloc(bg.list, 2 * cap * sizeof(*l));
+            if (!l)
+                return -ENOMEM;
+            bg.list = l;
+            cap *= 2;
+        }
+        bg.list[n].obj = o;
+        bg.list[n].real = o->real;
+        o->real = NULL;
+        n++;
+    }
+    bg.n = n;
+    bg.backend = from;
+    return 0;
+}
+
+int shim_switch(const struct shim_backend_ops *to,
+                struct shim_rehome_times *t)
 {
     struct helper_queue hq[16];
     size_t n_hq = 0;
-    double t0 = shim_now(), ts;
+    double t0, ts;
     int rc;
+    bool background = false;
 
     memset(t, 0, sizeof(*t));
     if (shim_init() < 0)
@@ -238,6 +330,9 @@ int shim_rehome(struct shim_rehome_times *t)
         return -EDEADLK;
     }
     pthread_mutex_lock(&shim.rehome_lock);
+    const struct shim_backend_ops *from = shim.backend;
+    background_join();
+    t0 = shim_now();
     rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - t0;
     if (rc < 0)
@@ -285,28 +380,54 @@ int shim_rehome(struct shim_rehome_times *t)
             atomic_store(&m->dirty_hi, 0);
         }
 
-    /* 3. Release every vendor object, children first. */
+    /* 3. Release every vendor object, children first: now, or after the
+     * gate opens when leaving the native backend for the proxy. */
     ts = shim_now();
-    for (struct shim_obj *o = shim_store_last(); o; o = o->prev) {
+    background = from == &shim_native_ops && to != from;
+    if (background && background_collect(from) < 0) {
+        rc = -ENOMEM;
+        goto out_open;
+    }
+    for (struct shim_obj *o = shim_store_last(); o && !background;
+         o = o->prev) {
         if (o->kind == SHIM_EVENT)
             shim_event_retire((void *)o);
         if (o->kind != SHIM_PLATFORM && o->real) {
             shim_real_release(o);
             o->real = NULL;
         }
-        t->objects++;
     }
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        t->objects++;
     t->release = shim_now() - ts;
 
-    /* 4. Unload the vendor and load it again. */
+    /* 4. Unload the old backend (unless in the background); load the new
+     * one (the same one for a plain re-home). */
     ts = shim_now();
-    shim.backend->unload();
+    if (!background)
+        from->unload();
     t->unload = shim_now() - ts;
     ts = shim_now();
-    rc = shim.backend->load();
+    shim.backend = to;
+    rc = to->load();
     if (rc == 0)
         rc = shim_platforms_bind();
     t->load = shim_now() - ts;
+    if (rc < 0 && background) {
+        /* The proxy is out of reach: stay on the vendor, nothing lost. */
+        LOG_ERROR("re-home: cannot switch to %s (%d); staying on %s",
+                  to->name, rc, from->name);
+        if (to != from)
+            to->unload();
+        for (size_t i = 0; i < bg.n; i++)
+            ((struct shim_obj *)bg.list[i].obj)->real = bg.list[i].real;
+        free(bg.list);
+        bg.list = NULL;
+        bg.n = 0;
+        background = false;
+        shim.backend = from;
+        goto out_open;
+    }
     if (rc < 0) {
         LOG_ERROR("re-home: the vendor did not come back (%d); OpenCL calls "
                   "will fail",
@@ -343,12 +464,38 @@ int shim_rehome(struct shim_rehome_times *t)
 out_open:
     helper_queues_release(hq, &n_hq);
     shim_gate_open();
+    t->total = shim_now() - t0;
+    if (background) {
+        bg.rehome = shim.rehomes;
+        bg.running = pthread_create(&bg.thread, NULL, background_release,
+                                    NULL) == 0;
+        if (!bg.running)  /* no thread: do it here, late but done */
+            background_release(NULL);
+    }
 out_unlocked:
+    if (!t->total)
+        t->total = shim_now() - t0;
     shim.rehomes++;
     pthread_mutex_unlock(&shim.rehome_lock);
-    t->total = shim_now() - t0;
-    report(t, rc);
+    report(t, rc, from->name, to->name);
     return rc;
+}
+
+/* The backend a re-home goes to: CRANE_REHOME_TO=native (a plain re-home
+ * on the vendor), remote (onto the proxy) or alternate (back and forth). */
+int shim_rehome(struct shim_rehome_times *t)
+{
+    const char *to = shim_config.rehome_to;
+    const struct shim_backend_ops *target = shim.backend;
+
+    if (strcmp(to, "remote") == 0)
+        target = &shim_remote_ops;
+    else if (strcmp(to, "alternate") == 0)
+        target = shim.backend == &shim_native_ops ? &shim_remote_ops
+                                                  : &shim_native_ops;
+    else if (strcmp(to, "native") == 0)
+        target = &shim_native_ops;
+    return shim_switch(target, t);
 }
 
 /* The documented test hook: a program (or a debugger) may call this to

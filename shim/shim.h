@@ -248,6 +248,8 @@ extern __thread cl_int shim_vendor_err;
 
 /* Releases the real handle of any kind through its vendor. */
 void shim_real_release(struct shim_obj *o);
+/* ... or a real handle it had before a switch of backends. */
+void shim_real_release_handle(const struct shim_obj *o, void *real);
 
 /* --- handle translation -------------------------------------------------- */
 
@@ -386,6 +388,7 @@ struct shim_backend_ops {
 };
 
 extern const struct shim_backend_ops shim_native_ops;
+extern const struct shim_backend_ops shim_remote_ops;
 
 /* --- process-wide state (init.c) ----------------------------------------- */
 
@@ -422,6 +425,13 @@ void shim_mem_mapped(cl_mem handle);
 void shim_mem_unmapped(cl_mem handle);
 void shim_kernel_launching(cl_kernel handle);
 
+/* --- images (mem.c) ------------------------------------------------------ */
+
+/* Bytes per pixel of an image format. */
+size_t shim_image_elem_size(const cl_image_format *f);
+/* The region (in pixels, rows, slices) covering an image of this shape. */
+void shim_image_desc_region(const cl_image_desc *d, size_t region[3]);
+
 /* --- events -------------------------------------------------------------- */
 
 /* Wraps a vendor event returned through `out` into a new shim event. */
@@ -440,6 +450,9 @@ struct shim_rehome_times {
 };
 
 int shim_rehome(struct shim_rehome_times *t);
+/* A re-home onto another backend: passthrough <-> remoting. */
+int shim_switch(const struct shim_backend_ops *to,
+                struct shim_rehome_times *t);
 
 /* --- helpers (util.c) ---------------------------------------------------- */
 

@@ -1,0 +1,137 @@
+/* The remote backend: OpenCL objects that live in a crane-proxy, reached
+ * through proto/remote.proto (docs/remoting.md has the rules). */
+#ifndef CRANE_SHIM_REMOTE_H
+#define CRANE_SHIM_REMOTE_H
+
+#include "proto/remote.pb-c.h"
+#include "shim.h"
+
+/*
+ * The remote backend is to the shim what a vendor library is: its handles
+ * start with a dispatch table (shim_remote_dispatch), so every call the
+ * shim forwards with VENDOR(real)->clX reaches the function here that turns
+ * it into a message.  Ids are chosen here (client ids), so creations need
+ * no round trip; calls whose answer the program does not need yet are
+ * batched and leave at the next call that needs an answer.
+ */
+struct rc_obj {
+    const struct _cl_icd_dispatch *dispatch;  /* &shim_remote_dispatch */
+    uint64_t id;
+    enum shim_kind kind;
+};
+
+/* A device's type comes with the Welcome: clGetDeviceIDs is answered here. */
+struct rc_device {
+    struct rc_obj obj;
+    cl_device_type type;
+};
+
+struct rc_platform {
+    struct rc_obj obj;
+    struct rc_device **devices;
+    cl_uint n_devices;
+};
+
+/* One outstanding map: where the program's pointer is and what it covers. */
+struct rc_map {
+    void *ptr;
+    bool owned;                  /* allocated here (not the host pointer) */
+    bool image, writes;
+    size_t offset, size;         /* buffers */
+    size_t origin[3], region[3]; /* images */
+    struct rc_map *next;
+};
+
+struct rc_mem {
+    struct rc_obj obj;
+    cl_mem_flags flags;
+    size_t size;
+    void *host_ptr;              /* CL_MEM_USE_HOST_PTR */
+    size_t elem;                 /* image: bytes per pixel, 0 for buffers */
+    pthread_mutex_t lock;
+    struct rc_map *maps;
+};
+
+/* A kernel's arguments, cached until the next launch carries the changed
+ * ones. */
+struct rc_arg {
+    bool changed;
+    bool is_object, is_local;
+    uint64_t object;
+    size_t size;
+    unsigned char *value;        /* malloc()ed, size bytes */
+};
+
+struct rc_kernel {
+    struct rc_obj obj;
+    pthread_mutex_t lock;
+    struct rc_arg *args;
+    cl_uint n_args;              /* room in args */
+    cl_uint n_changed;
+};
+
+/* A reply being waited for; `dst` receives a read's packed bytes. */
+struct rc_reply {
+    Crane__Reply *reply;         /* the final Reply; NULL on transport error */
+    Crane__ServerMessage *msg;   /* owns reply */
+};
+
+/* --- the connection (remote_conn.c) -------------------------------------- */
+
+/* Connects to the endpoint in shim_config.remote and shakes hands; fills
+ * the platform list.  Returns 0 or a negative errno. */
+int shim_remote_connect(void);
+/* Closes the connection and stops its threads. */
+void shim_remote_disconnect(void);
+/* Platforms from the Welcome. */
+int shim_remote_platforms(cl_platform_id **out, cl_uint *n);
+
+/* A fresh client id for a new object. */
+uint64_t shim_remote_new_id(void);
+/* Registers/unregisters an object: the id and address maps. */
+int shim_remote_track(struct rc_obj *o);
+void shim_remote_untrack(struct rc_obj *o);
+/* The object with this id, or NULL. */
+struct rc_obj *shim_remote_by_id(uint64_t id);
+/* Whether P is the address of a live memory object or sampler of ours. */
+struct rc_obj *shim_remote_by_addr(const void *p);
+
+/* Queues M (plus BULK_LEN raw bytes) without waiting for an answer.
+ * Returns CL_SUCCESS or the error that makes the call fail now. */
+cl_int shim_remote_send(Crane__ClientMessage *m, const void *bulk,
+                        size_t bulk_len);
+/* Sends M and waits for its answer; a read's bytes go to DST (DST_LEN
+ * bytes).  On CL_SUCCESS the caller owns *OUT (shim_remote_reply_free).
+ * Returns the call's error, or an earlier batched call's (deferred), or a
+ * transport error (CL_DEVICE_NOT_AVAILABLE). */
+cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
+                        size_t bulk_len, void *dst, size_t dst_len,
+                        struct rc_reply *out);
+/* Sends M whose answer carries a read's bytes into DST later: nobody
+ * waits; a later synchronising call sees them arrived (docs/remoting.md). */
+cl_int shim_remote_call_detached(Crane__ClientMessage *m, void *dst,
+                                 size_t dst_len);
+/* Sends everything batched. */
+cl_int shim_remote_flush(void);
+void shim_remote_reply_free(struct rc_reply *r);
+/* A program callback to run on the callback thread when the proxy sends
+ * Notify{cookie}. */
+struct rc_watch {
+    void (CL_CALLBACK *fn)(cl_event, cl_int, void *);
+    cl_event event;
+    void *data;
+};
+
+/* The chunk size of streamed writes and reads. */
+size_t shim_remote_chunk(void);
+
+extern struct _cl_icd_dispatch shim_remote_dispatch;
+extern const struct shim_backend_ops shim_remote_ops;
+
+/* Message helpers (remote_calls.c). */
+#define RC_MSG(var, field, CASE, payload)                          \
+    Crane__ClientMessage var = CRANE__CLIENT_MESSAGE__INIT;        \
+    var.msg_case = CRANE__CLIENT_MESSAGE__MSG_##CASE;              \
+    var.field = (payload)
+
+#endif

@@ -1,0 +1,673 @@
+/* The remote backend's connection to crane-proxy: handshake, the batch of
+ * calls that need no answer, the reader thread that routes replies and read
+ * bytes to their callers, and the thread that runs event callbacks. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "proto/auth.h"
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+#include "remote.h"
+
+void shim_remote_maps_clear(void);
+
+#define RPC_VERSION 1
+#define MAX_FRAME (1u << 20)
+#define BATCH_FLUSH (64u << 10)  /* send a batch once it is this big */
+#define BULK_INLINE (64u << 10)  /* bulk up to this is copied into the batch */
+
+/* A caller waiting for the answer to `seq`, or a detached read. */
+struct slot {
+    uint64_t seq;
+    unsigned char *dst;
+    size_t dst_len;
+    bool done, detached;
+    Crane__ServerMessage *msg;
+    struct slot *next;
+};
+
+struct cb_item {
+    struct rc_watch *watch;
+    cl_int status;
+    struct cb_item *next;
+};
+
+static struct conn {
+    int fd;
+    bool up;                     /* connected, threads running */
+    atomic_bool dead;            /* the stream failed: calls fail */
+    /* Sending: the batch and sequence numbers. */
+    pthread_mutex_t send_lock;
+    unsigned char *batch;
+    size_t batch_len, batch_cap;
+    uint64_t seq;
+    /* Waiting: slots, matched by the reader thread. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct slot *slots;
+    atomic_int deferred_err;     /* first failed batched call's error */
+    pthread_t reader;
+    /* Callbacks. */
+    pthread_t cb_thread;
+    struct cb_item *cb_head, *cb_tail;
+    bool cb_stop;
+    pthread_cond_t cb_cond;
+    /* From the Welcome. */
+    struct rc_platform **platforms;
+    cl_platform_id *platform_handles;
+    cl_uint n_platforms;
+    atomic_uint_fast64_t next_id;
+    size_t chunk;
+} cn = {
+    .fd = -1,
+    .send_lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .cond = PTHREAD_COND_INITIALIZER,
+    .cb_cond = PTHREAD_COND_INITIALIZER,
+};
+
+size_t shim_remote_chunk(void)
+{
+    return cn.chunk;
+}
+
+uint64_t shim_remote_new_id(void)
+{
+    return atomic_fetch_add(&cn.next_id, 1);
+}
+
+/* --- sending --------------------------------------------------------------- */
+
+static int batch_reserve(size_t more)
+{
+    if (cn.batch_len + more <= cn.batch_cap)
+        return 0;
+    size_t cap = cn.batch_cap ? cn.batch_cap : 256u << 10;
+    while (cap < cn.batch_len + more)
+        cap *= 2;
+    unsigned char *b = realloc(cn.batch, cap);
+    if (!b)
+        return -ENOMEM;
+    cn.batch = b;
+    cn.batch_cap = cap;
+    return 0;
+}
+
+static int flush_locked(void)
+{
+    int rc = 0;
+
+    if (cn.batch_len && !atomic_load(&cn.dead))
+        rc = crn_bulk_write(cn.fd, cn.batch, cn.batch_len);
+    cn.batch_len = 0;
+    if (rc < 0) {
+        LOG_ERROR("remote: sending to the proxy failed: %s", strerror(-rc));
+        atomic_store(&cn.dead, true);
+        shutdown(cn.fd, SHUT_RDWR);
+    }
+    return rc;
+}
+
+/* Appends M's frame (and its bulk) to the batch; big bulk is written
+ * straight from the caller's memory after the batch.  Caller holds
+ * send_lock. */
+static int queue_locked(Crane__ClientMessage *m, const void *bulk,
+                        size_t bulk_len, bool flush)
+{
+    size_t len = crane__client_message__get_packed_size(m);
+    int rc;
+
+    if (atomic_load(&cn.dead))
+        return -EPIPE;
+    if (len > MAX_FRAME)
+        return -EMSGSIZE;
+    bool inline_bulk = bulk_len <= BULK_INLINE;
+    if ((rc = batch_reserve(4 + len + (inline_bulk ? bulk_len : 0))) < 0)
+        return rc;
+    unsigned char *p = cn.batch + cn.batch_len;
+    p[0] = (unsigned char)(len >> 24);
+    p[1] = (unsigned char)(len >> 16);
+    p[2] = (unsigned char)(len >> 8);
+    p[3] = (unsigned char)len;
+    crane__client_message__pack(m, p + 4);
+    cn.batch_len += 4 + len;
+    if (bulk_len && inline_bulk) {
+        memcpy(cn.batch + cn.batch_len, bulk, bulk_len);
+        cn.batch_len += bulk_len;
+    } else if (bulk_len) {
+        if ((rc = flush_locked()) < 0)
+            return rc;
+        if ((rc = crn_bulk_write(cn.fd, bulk, bulk_len)) < 0) {
+            atomic_store(&cn.dead, true);
+            shutdown(cn.fd, SHUT_RDWR);
+            return rc;
+        }
+    }
+    if (flush || cn.batch_len >= BATCH_FLUSH)
+        return flush_locked();
+    return 0;
+}
+
+static cl_int take_deferred(void)
+{
+    return (cl_int)atomic_exchange(&cn.deferred_err, 0);
+}
+
+cl_int shim_remote_send(Crane__ClientMessage *m, const void *bulk,
+                        size_t bulk_len)
+{
+    pthread_mutex_lock(&cn.send_lock);
+    m->seq = ++cn.seq;
+    m->want_reply = false;
+    int rc = queue_locked(m, bulk, bulk_len, false);
+    pthread_mutex_unlock(&cn.send_lock);
+    if (rc == -ENOMEM)
+        return CL_OUT_OF_HOST_MEMORY;
+    return rc < 0 ? CL_DEVICE_NOT_AVAILABLE : CL_SUCCESS;
+}
+
+cl_int shim_remote_flush(void)
+{
+    pthread_mutex_lock(&cn.send_lock);
+    int rc = flush_locked();
+    pthread_mutex_unlock(&cn.send_lock);
+    return rc < 0 ? CL_DEVICE_NOT_AVAILABLE : CL_SUCCESS;
+}
+
+/* Registers a slot, then sends: the reader may answer at once. */
+static struct slot *send_with_slot(Crane__ClientMessage *m, const void *bulk,
+                                   size_t bulk_len, void *dst, size_t dst_len,
+                                   bool detached, int *rc)
+{
+    struct slot *s = calloc(1, sizeof(*s));
+
+    if (!s) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    s->dst = dst;
+    s->dst_len = dst_len;
+    s->detached = detached;
+    pthread_mutex_lock(&cn.send_lock);
+    m->seq = s->seq = ++cn.seq;
+    m->want_reply = true;
+    pthread_mutex_lock(&cn.lock);
+    s->next = cn.slots;
+    cn.slots = s;
+    pthread_mutex_unlock(&cn.lock);
+    /* Detached reads need not leave yet: the next flush takes them. */
+    *rc = queue_locked(m, bulk, bulk_len, !detached);
+    pthread_mutex_unlock(&cn.send_lock);
+    return s;
+}
+
+static void unlink_slot_locked(struct slot *s)
+{
+    for (struct slot **pp = &cn.slots; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            return;
+        }
+}
+
+cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
+                        size_t bulk_len, void *dst, size_t dst_len,
+                        struct rc_reply *out)
+{
+    int rc;
+    struct slot *s = send_with_slot(m, bulk, bulk_len, dst, dst_len, false,
+                                    &rc);
+    cl_int err;
+
+    memset(out, 0, sizeof(*out));
+    if (!s)
+        return CL_OUT_OF_HOST_MEMORY;
+    pthread_mutex_lock(&cn.lock);
+    while (rc == 0 && !s->done && !atomic_load(&cn.dead))
+        pthread_cond_wait(&cn.cond, &cn.lock);
+    unlink_slot_locked(s);
+    pthread_mutex_unlock(&cn.lock);
+    if (!s->done || !s->msg) {
+        if (s->msg)
+            crane__server_message__free_unpacked(s->msg, NULL);
+        free(s);
+        return CL_DEVICE_NOT_AVAILABLE;
+    }
+    out->msg = s->msg;
+    out->reply = s->msg->reply;
+    free(s);
+    err = out->reply->err;
+    if (err == CL_SUCCESS)
+        err = take_deferred();
+    if (err != CL_SUCCESS && out->reply->error && *out->reply->error)
+        LOG_DEBUG("remote: call %llu: %d (%s)",
+                  (unsigned long long)m->seq, err, out->reply->error);
+    return err;
+}
+
+cl_int shim_remote_call_detached(Crane__ClientMessage *m, void *dst,
+                                 size_t dst_len)
+{
+    int rc;
+    struct slot *s = send_with_slot(m, NULL, 0, dst, dst_len, true, &rc);
+
+    if (!s)
+        return CL_OUT_OF_HOST_MEMORY;
+    if (rc < 0) {
+        pthread_mutex_lock(&cn.lock);
+        unlink_slot_locked(s);
+        pthread_mutex_unlock(&cn.lock);
+        free(s);
+        return CL_DEVICE_NOT_AVAILABLE;
+    }
+    return CL_SUCCESS;
+}
+
+void shim_remote_reply_free(struct rc_reply *r)
+{
+    if (r->msg)
+        crane__server_message__free_unpacked(r->msg, NULL);
+    r->msg = NULL;
+    r->reply = NULL;
+}
+
+/* --- receiving ------------------------------------------------------------- */
+
+static struct slot *find_slot(uint64_t seq)
+{
+    pthread_mutex_lock(&cn.lock);
+    struct slot *s = cn.slots;
+    while (s && s->seq != seq)
+        s = s->next;
+    pthread_mutex_unlock(&cn.lock);
+    return s;
+}
+
+/* Bulk bytes for nobody (a bad offset, an unknown seq): read and drop. */
+static int drain(size_t len)
+{
+    unsigned char buf[16384];
+    while (len) {
+        size_t n = len < sizeof(buf) ? len : sizeof(buf);
+        int rc = crn_bulk_read(cn.fd, buf, n);
+        if (rc < 0)
+            return rc;
+        len -= n;
+    }
+    return 0;
+}
+
+static void notify(const Crane__Notify *n)
+{
+    struct cb_item *it = calloc(1, sizeof(*it));
+
+    if (!it)
+        return;
+    it->watch = (struct rc_watch *)(uintptr_t)n->cookie;
+    it->status = n->status;
+    pthread_mutex_lock(&cn.lock);
+    if (cn.cb_tail)
+        cn.cb_tail->next = it;
+    else
+        cn.cb_head = it;
+    cn.cb_tail = it;
+    pthread_cond_signal(&cn.cb_cond);
+    pthread_mutex_unlock(&cn.lock);
+}
+
+static int handle_reply(Crane__ServerMessage *msg)
+{
+    Crane__Reply *r = msg->reply;
+    struct slot *s = find_slot(r->seq);
+    int rc = 0;
+
+    if (r->deferred_err != 0) {
+        int none = 0;
+        atomic_compare_exchange_strong(&cn.deferred_err, &none,
+                                       r->deferred_err);
+        LOG_DEBUG("remote: batched call %llu failed: %d",
+                  (unsigned long long)r->deferred_seq, r->deferred_err);
+    }
+    if (r->bulk_len) {
+        if (s && s->dst && r->bulk_offset <= s->dst_len &&
+            r->bulk_len <= s->dst_len - r->bulk_offset)
+            rc = crn_bulk_read(cn.fd, s->dst + r->bulk_offset, r->bulk_len);
+        else {
+            LOG_ERROR("remote: %llu unexpected bytes for call %llu",
+                      (unsigned long long)r->bulk_len,
+                      (unsigned long long)r->seq);
+            rc = drain(r->bulk_len);
+        }
+    }
+    if (r->more || !s) {
+        crane__server_message__free_unpacked(msg, NULL);
+        return rc;
+    }
+    pthread_mutex_lock(&cn.lock);
+    if (s->detached) {
+        unlink_slot_locked(s);
+        if (r->err != CL_SUCCESS) {
+            int none = 0;
+            atomic_compare_exchange_strong(&cn.deferred_err, &none, r->err);
+        }
+        crane__server_message__free_unpacked(msg, NULL);
+        free(s);
+    } else {
+        s->msg = msg;
+        s->done = true;
+        pthread_cond_broadcast(&cn.cond);
+    }
+    pthread_mutex_unlock(&cn.lock);
+    return rc;
+}
+
+static void *reader_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        uint8_t *buf;
+        size_t len;
+        int rc = crn_frame_read(cn.fd, &buf, &len, MAX_FRAME);
+        if (rc < 0) {
+            if (!atomic_load(&cn.dead) && rc != -ENODATA)
+                LOG_ERROR("remote: reading from the proxy failed: %s",
+                          strerror(-rc));
+            else if (!atomic_load(&cn.dead))
+                LOG_ERROR("remote: the proxy closed the connection");
+            break;
+        }
+        Crane__ServerMessage *msg =
+            crane__server_message__unpack(NULL, len, buf);
+        free(buf);
+        if (!msg) {
+            LOG_ERROR("remote: undecodable message from the proxy");
+            break;
+        }
+        if (msg->msg_case == CRANE__SERVER_MESSAGE__MSG_REPLY) {
+            if (handle_reply(msg) < 0)
+                break;
+            continue;
+        }
+        if (msg->msg_case == CRANE__SERVER_MESSAGE__MSG_NOTIFY)
+            notify(msg->notify);
+        else
+            LOG_WARN("remote: unexpected message %d from the proxy",
+                     msg->msg_case);
+        crane__server_message__free_unpacked(msg, NULL);
+    }
+    /* Fail every waiter; detached reads are dropped. */
+    atomic_store(&cn.dead, true);
+    pthread_mutex_lock(&cn.lock);
+    for (struct slot **pp = &cn.slots; *pp;) {
+        struct slot *s = *pp;
+        if (s->detached) {
+            *pp = s->next;
+            free(s);
+        } else {
+            pp = &s->next;
+        }
+    }
+    pthread_cond_broadcast(&cn.cond);
+    pthread_mutex_unlock(&cn.lock);
+    return NULL;
+}
+
+/* Runs program callbacks in order, away from the socket. */
+static void *callbacks_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&cn.lock);
+    for (;;) {
+        while (!cn.cb_head && !cn.cb_stop)
+            pthread_cond_wait(&cn.cb_cond, &cn.lock);
+        if (!cn.cb_head)
+            break;
+        struct cb_item *it = cn.cb_head;
+        cn.cb_head = it->next;
+        if (!cn.cb_head)
+            cn.cb_tail = NULL;
+        pthread_mutex_unlock(&cn.lock);
+        struct rc_watch *w = it->watch;
+        w->fn(w->event, it->status, w->data);
+        free(w);
+        free(it);
+        pthread_mutex_lock(&cn.lock);
+    }
+    pthread_mutex_unlock(&cn.lock);
+    return NULL;
+}
+
+/* --- handshake ------------------------------------------------------------- */
+
+static Crane__ServerMessage *read_server_message(void)
+{
+    uint8_t *buf;
+    size_t len;
+
+    if (crn_frame_read(cn.fd, &buf, &len, MAX_FRAME) < 0)
+        return NULL;
+    Crane__ServerMessage *m = crane__server_message__unpack(NULL, len, buf);
+    free(buf);
+    return m;
+}
+
+static int answer_challenge(const Crane__Challenge *ch)
+{
+    uint8_t *key = NULL, mac[32];
+    size_t key_len = 0;
+    int rc;
+
+    if (!shim_config.auth_key) {
+        LOG_ERROR("remote: the proxy wants a key; set CRANE_AUTH_KEY=FILE");
+        return -EACCES;
+    }
+    if ((rc = crn_auth_key_load(shim_config.auth_key, &key, &key_len)) < 0) {
+        LOG_ERROR("remote: cannot read key file %s: %s",
+                  shim_config.auth_key, strerror(-rc));
+        return rc;
+    }
+    rc = crn_hmac_sha256(key, key_len, ch->nonce.data, ch->nonce.len, mac);
+    free(key);
+    if (rc < 0)
+        return rc;
+    Crane__Auth auth = CRANE__AUTH__INIT;
+    auth.mac.data = mac;
+    auth.mac.len = sizeof(mac);
+    RC_MSG(m, auth, AUTH, &auth);
+    m.seq = ++cn.seq;
+    return crn_frame_write(cn.fd, &m.base);
+}
+
+static int take_welcome(const Crane__Welcome *w)
+{
+    cn.platforms = calloc(w->n_platforms ? w->n_platforms : 1,
+                          sizeof(*cn.platforms));
+    cn.platform_handles = calloc(w->n_platforms ? w->n_platforms : 1,
+                                 sizeof(*cn.platform_handles));
+    if (!cn.platforms || !cn.platform_handles)
+        return -ENOMEM;
+    for (size_t i = 0; i < w->n_platforms; i++) {
+        const Crane__PlatformDesc *pd = w->platforms[i];
+        struct rc_platform *p = calloc(1, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        cn.platforms[cn.n_platforms++] = p;
+        p->obj = (struct rc_obj){&shim_remote_dispatch, pd->id, SHIM_PLATFORM};
+        cn.platform_handles[i] = (cl_platform_id)p;
+        p->devices = calloc(pd->n_devices ? pd->n_devices : 1,
+                            sizeof(*p->devices));
+        if (!p->devices)
+            return -ENOMEM;
+        for (size_t d = 0; d < pd->n_devices; d++) {
+            struct rc_device *dev = calloc(1, sizeof(*dev));
+            if (!dev)
+                return -ENOMEM;
+            dev->obj = (struct rc_obj){&shim_remote_dispatch,
+                                       pd->devices[d]->id, SHIM_DEVICE};
+            dev->type = pd->devices[d]->type;
+            p->devices[p->n_devices++] = dev;
+            shim_remote_track(&dev->obj);
+        }
+        shim_remote_track(&p->obj);
+    }
+    return 0;
+}
+
+static int handshake(void)
+{
+    char name[64] = "";
+    FILE *f = fopen("/proc/self/comm", "re");
+    if (f) {
+        if (fgets(name, sizeof(name), f))
+            name[strcspn(name, "\n")] = '\0';
+        fclose(f);
+    }
+    Crane__Hello hello = CRANE__HELLO__INIT;
+    hello.version = RPC_VERSION;
+    hello.program = name;
+    hello.pid = (uint32_t)getpid();
+    RC_MSG(m, hello, HELLO, &hello);
+    m.seq = ++cn.seq;
+    int rc = crn_frame_write(cn.fd, &m.base);
+    if (rc < 0)
+        return rc;
+    for (;;) {
+        Crane__ServerMessage *s = read_server_message();
+        if (!s) {
+            LOG_ERROR("remote: the proxy closed the connection during the "
+                      "handshake");
+            return -ECONNRESET;
+        }
+        switch (s->msg_case) {
+        case CRANE__SERVER_MESSAGE__MSG_CHALLENGE:
+            rc = answer_challenge(s->challenge);
+            crane__server_message__free_unpacked(s, NULL);
+            if (rc < 0)
+                return rc;
+            continue;
+        case CRANE__SERVER_MESSAGE__MSG_WELCOME:
+            if (s->welcome->version != RPC_VERSION) {
+                LOG_ERROR("remote: the proxy speaks version %u, not %u",
+                          s->welcome->version, RPC_VERSION);
+                rc = -EPROTO;
+            } else {
+                rc = take_welcome(s->welcome);
+            }
+            crane__server_message__free_unpacked(s, NULL);
+            return rc;
+        case CRANE__SERVER_MESSAGE__MSG_REFUSED:
+            LOG_ERROR("remote: the proxy refused us: %s",
+                      s->refused->reason);
+            crane__server_message__free_unpacked(s, NULL);
+            return -EACCES;
+        default:
+            crane__server_message__free_unpacked(s, NULL);
+            return -EPROTO;
+        }
+    }
+}
+
+static void free_platforms(void)
+{
+    for (cl_uint i = 0; i < cn.n_platforms; i++) {
+        for (cl_uint d = 0; d < cn.platforms[i]->n_devices; d++)
+            free(cn.platforms[i]->devices[d]);
+        free(cn.platforms[i]->devices);
+        free(cn.platforms[i]);
+    }
+    free(cn.platforms);
+    free(cn.platform_handles);
+    cn.platforms = NULL;
+    cn.platform_handles = NULL;
+    cn.n_platforms = 0;
+}
+
+int shim_remote_connect(void)
+{
+    struct crn_endpoint ep;
+    char text[400];
+    int rc;
+
+    if (cn.up)
+        return 0;
+    if (!shim_config.remote ||
+        crn_endpoint_parse(shim_config.remote, &ep) < 0) {
+        LOG_ERROR("remote: no usable proxy endpoint (CRANE_PROXY or "
+                  "CRANE_BACKEND=remote:ENDPOINT): %s",
+                  shim_config.remote ? shim_config.remote : "(unset)");
+        return -EINVAL;
+    }
+    crn_endpoint_format(&ep, text, sizeof(text));
+    cn.fd = crn_endpoint_connect(&ep);
+    if (cn.fd < 0) {
+        rc = cn.fd;
+        LOG_ERROR("remote: cannot connect to %s: %s", text, strerror(-rc));
+        cn.fd = -1;
+        return rc;
+    }
+    atomic_store(&cn.dead, false);
+    atomic_store(&cn.deferred_err, 0);
+    atomic_store(&cn.next_id, 1);
+    cn.seq = 0;
+    cn.chunk = shim_config.remote_chunk;
+    if ((rc = handshake()) < 0)
+        goto fail;
+    cn.cb_stop = false;
+    if ((rc = -pthread_create(&cn.reader, NULL, reader_main, NULL)) < 0)
+        goto fail;
+    if ((rc = -pthread_create(&cn.cb_thread, NULL, callbacks_main, NULL)) <
+        0) {
+        shutdown(cn.fd, SHUT_RDWR);
+        pthread_join(cn.reader, NULL);
+        goto fail;
+    }
+    cn.up = true;
+    LOG_INFO("remote: connected to %s, %u platform(s)", text,
+             cn.n_platforms);
+    return 0;
+fail:
+    free_platforms();
+    shim_remote_maps_clear();
+    close(cn.fd);
+    cn.fd = -1;
+    return rc;
+}
+
+void shim_remote_disconnect(void)
+{
+    if (!cn.up)
+        return;
+    pthread_mutex_lock(&cn.send_lock);
+    flush_locked();
+    atomic_store(&cn.dead, true);
+    shutdown(cn.fd, SHUT_RDWR);
+    pthread_mutex_unlock(&cn.send_lock);
+    pthread_join(cn.reader, NULL);
+    pthread_mutex_lock(&cn.lock);
+    cn.cb_stop = true;
+    pthread_cond_signal(&cn.cb_cond);
+    pthread_mutex_unlock(&cn.lock);
+    pthread_join(cn.cb_thread, NULL);
+    close(cn.fd);
+    cn.fd = -1;
+    free(cn.batch);
+    cn.batch = NULL;
+    cn.batch_len = cn.batch_cap = 0;
+    free_platforms();
+    shim_remote_maps_clear();
+    cn.up = false;
+}
+
+int shim_remote_platforms(cl_platform_id **out, cl_uint *n)
+{
+    *out = cn.platform_handles;
+    *n = cn.n_platforms;
+    return cn.up ? 0 : -ENOTCONN;
+}

@@ -1,0 +1,999 @@
+/* The remote backend's queue calls: memory commands (streamed in chunks),
+ * maps, kernel arguments cached until the launch that carries them,
+ * markers, barriers and synchronisation. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "remote.h"
+
+#define ID(h) ((h) ? ((const struct rc_obj *)(h))->id : 0)
+#define MAX_WAIT 4096
+
+struct rc_obj *shim_remote_event_new(void);
+void shim_remote_event_drop(struct rc_obj *e);
+
+/* A wait list as ids, on the stack when short. */
+struct ids {
+    uint64_t stack[32];
+    uint64_t *v;
+    size_t n;
+};
+
+static cl_int ids_of(struct ids *x, cl_uint n, const cl_event *events)
+{
+    x->v = x->stack;
+    x->n = n;
+    if ((n && !events) || (!n && events) || n > MAX_WAIT)
+        return CL_INVALID_EVENT_WAIT_LIST;
+    if (n > 32 && !(x->v = malloc(n * sizeof(*x->v))))
+        return CL_OUT_OF_HOST_MEMORY;
+    for (cl_uint i = 0; i < n; i++)
+        x->v[i] = ID(events[i]);
+    return CL_SUCCESS;
+}
+
+static void ids_done(struct ids *x)
+{
+    if (x->v != x->stack)
+        free(x->v);
+}
+
+/* An event for the command if the program wants one. */
+static cl_int event_for(cl_event *out, struct rc_obj **e)
+{
+    *e = NULL;
+    if (!out)
+        return CL_SUCCESS;
+    *e = shim_remote_event_new();
+    return *e ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+}
+
+static cl_int event_done(cl_int err, cl_event *out, struct rc_obj *e)
+{
+    if (!e)
+        return err;
+    if (err == CL_SUCCESS)
+        *out = (cl_event)e;
+    else
+        shim_remote_event_drop(e);
+    return err;
+}
+
+/* --- synchronisation -------------------------------------------------------- */
+
+static cl_int sync_call(Crane__SyncOp op, cl_command_queue q, cl_uint n,
+                        const cl_event *events, cl_event *event, bool reply)
+{
+    Crane__Sync s = CRANE__SYNC__INIT;
+    struct ids w;
+    struct rc_obj *e;
+    cl_int err = ids_of(&w, n, events);
+
+    if (err != CL_SUCCESS)
+        return err;
+    if ((err = event_for(event, &e)) != CL_SUCCESS) {
+        ids_done(&w);
+        return err;
+    }
+    s.op = op;
+    s.queue = ID(q);
+    s.events = w.v;
+    s.n_events = w.n;
+    s.event = e ? e->id : 0;
+    RC_MSG(m, sync, SYNC, &s);
+    if (reply) {
+        struct rc_reply r;
+        err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+        shim_remote_reply_free(&r);
+    } else {
+        err = shim_remote_send(&m, NULL, 0);
+    }
+    ids_done(&w);
+    return event_done(err, event, e);
+}
+
+static cl_int CL_API_CALL rc_clFinish(cl_command_queue q)
+{
+    return sync_call(CRANE__SYNC_OP__SYNC_FINISH, q, 0, NULL, NULL, true);
+}
+
+static cl_int CL_API_CALL rc_clFlush(cl_command_queue q)
+{
+    cl_int err = sync_call(CRANE__SYNC_OP__SYNC_FLUSH, q, 0, NULL, NULL,
+                           false);
+    return err == CL_SUCCESS ? shim_remote_flush() : err;
+}
+
+static cl_int CL_API_CALL rc_clWaitForEvents(cl_uint n, const cl_event *ev)
+{
+    if (!n || !ev)
+        return CL_INVALID_VALUE;
+    return sync_call(CRANE__SYNC_OP__SYNC_WAIT, NULL, n, ev, NULL, true);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueMarkerWithWaitList(cl_command_queue q,
+                                                         cl_uint n,
+                                                         const cl_event *wl,
+                                                         cl_event *ev)
+{
+    return sync_call(CRANE__SYNC_OP__SYNC_MARKER, q, n, wl, ev, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueBarrierWithWaitList(cl_command_queue q,
+                                                          cl_uint n,
+                                                          const cl_event *wl,
+                                                          cl_event *ev)
+{
+    return sync_call(CRANE__SYNC_OP__SYNC_BARRIER, q, n, wl, ev, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueMarker(cl_command_queue q, cl_event *ev)
+{
+    if (!ev)
+        return CL_INVALID_VALUE;
+    return sync_call(CRANE__SYNC_OP__SYNC_MARKER, q, 0, NULL, ev, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueWaitForEvents(cl_command_queue q,
+                                                    cl_uint n,
+                                                    const cl_event *ev)
+{
+    if (!n || !ev)
+        return CL_INVALID_VALUE;
+    return sync_call(CRANE__SYNC_OP__SYNC_BARRIER, q, n, ev, NULL, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueBarrier(cl_command_queue q)
+{
+    return sync_call(CRANE__SYNC_OP__SYNC_BARRIER, q, 0, NULL, NULL, false);
+}
+
+/* --- memory commands ------------------------------------------------------- */
+
+/* Sends C with its wait list and event; reads wait for their bytes in DST
+ * (or leave them to arrive later when DETACHED). */
+static cl_int mem_command(Crane__MemCommand *c, cl_uint n, const cl_event *wl,
+                          cl_event *ev, const void *bulk, size_t bulk_len,
+                          void *dst, size_t dst_len, bool detached)
+{
+    struct ids w;
+    struct rc_obj *e;
+    cl_int err = ids_of(&w, n, wl);
+
+    if (err != CL_SUCCESS)
+        return err;
+    if ((err = event_for(ev, &e)) != CL_SUCCESS) {
+        ids_done(&w);
+        return err;
+    }
+    c->wait = w.v;
+    c->n_wait = w.n;
+    c->event = e ? e->id : 0;
+    c->bulk_len = bulk_len;
+    RC_MSG(m, mem_command, MEM_COMMAND, c);
+    if (!dst) {
+        err = shim_remote_send(&m, bulk, bulk_len);
+    } else if (detached) {
+        err = shim_remote_call_detached(&m, dst, dst_len);
+    } else {
+        struct rc_reply r;
+        err = shim_remote_call(&m, NULL, 0, dst, dst_len, &r);
+        shim_remote_reply_free(&r);
+    }
+    ids_done(&w);
+    return event_done(err, ev, e);
+}
+
+/* Writes SIZE bytes at OFFSET of DST in chunks, the wait list on the first
+ * and the event on the last, so the proxy copies one chunk to the device
+ * while the next is on the wire. */
+static cl_int write_chunks(cl_command_queue q, cl_mem dst, size_t offset,
+                           size_t size, const void *src, cl_uint n,
+                           const cl_event *wl, cl_event *ev)
+{
+    size_t chunk = shim_remote_chunk(), done = 0;
+    cl_int err = CL_SUCCESS;
+
+    do {
+        size_t len = size - done < chunk ? size - done : chunk;
+        bool last = done + len == size;
+        Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+        c.queue = ID(q);
+        c.op = CRANE__MEM_OP__MEM_WRITE;
+        c.dst = ID(dst);
+        c.dst_offset = offset + done;
+        c.size = len;
+        err = mem_command(&c, done ? 0 : n, done ? NULL : wl,
+                          last ? ev : NULL, (const char *)src + done, len,
+                          NULL, 0, false);
+        done += len;
+    } while (err == CL_SUCCESS && done < size);
+    return err;
+}
+
+/* The bytes are on their way when this returns (copied or written), so a
+ * blocking write needs no round trip: later commands are ordered after it
+ * and its errors come back at the next synchronisation. */
+static cl_int CL_API_CALL rc_clEnqueueWriteBuffer(
+    cl_command_queue q, cl_mem b, cl_bool blocking, size_t offset,
+    size_t size, const void *ptr, cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    (void)blocking;
+    if (!ptr)
+        return CL_INVALID_VALUE;
+    return write_chunks(q, b, offset, size, ptr, n, wl, ev);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueReadBuffer(
+    cl_command_queue q, cl_mem b, cl_bool blocking, size_t offset,
+    size_t size, void *ptr, cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+
+    if (!ptr)
+        return CL_INVALID_VALUE;
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_READ;
+    c.src = ID(b);
+    c.src_offset = offset;
+    c.size = size;
+    c.blocking = blocking;
+    return mem_command(&c, n, wl, ev, NULL, 0, ptr, size, !blocking);
+}
+
+/* Host-side layout of a rect or image transfer. */
+struct host_layout {
+    size_t row, slice;           /* the program's pitches */
+    size_t row_bytes, rows, slices;
+};
+
+static void pack(unsigned char *out, const unsigned char *in,
+                 const struct host_layout *l)
+{
+    for (size_t z = 0; z < l->slices; z++)
+        for (size_t y = 0; y < l->rows; y++)
+            memcpy(out + (z * l->rows + y) * l->row_bytes,
+                   in + z * l->slice + y * l->row, l->row_bytes);
+}
+
+static void unpack(unsigned char *out, const unsigned char *in,
+                   const struct host_layout *l)
+{
+    for (size_t z = 0; z < l->slices; z++)
+        for (size_t y = 0; y < l->rows; y++)
+            memcpy(out + z * l->slice + y * l->row,
+                   in + (z * l->rows + y) * l->row_bytes, l->row_bytes);
+}
+
+static struct host_layout layout(const size_t *region, size_t elem,
+                                 size_t row, size_t slice)
+{
+    struct host_layout l;
+    l.row_bytes = region[0] * elem;
+    l.rows = region[1];
+    l.slices = region[2];
+    l.row = row ? row : l.row_bytes;
+    l.slice = slice ? slice : l.row * l.rows;
+    return l;
+}
+
+static void set3(uint64_t *dst, const size_t *src)
+{
+    for (int i = 0; i < 3; i++)
+        dst[i] = src ? src[i] : 0;
+}
+
+/* A read into a packed bounce buffer, then spread with the host pitches.
+ * Non-blocking reads of this kind are done blocking. */
+static cl_int read_packed(Crane__MemCommand *c, const struct host_layout *l,
+                          void *ptr, cl_uint n, const cl_event *wl,
+                          cl_event *ev)
+{
+    size_t len = l->row_bytes * l->rows * l->slices;
+    unsigned char *tmp = malloc(len ? len : 1);
+
+    if (!tmp)
+        return CL_OUT_OF_HOST_MEMORY;
+    c->blocking = true;
+    cl_int err = mem_command(c, n, wl, ev, NULL, 0, tmp, len, false);
+    if (err == CL_SUCCESS)
+        unpack(ptr, tmp, l);
+    free(tmp);
+    return err;
+}
+
+static cl_int write_packed(Crane__MemCommand *c, const struct host_layout *l,
+                           const void *ptr, cl_uint n, const cl_event *wl,
+                           cl_event *ev)
+{
+    size_t len = l->row_bytes * l->rows * l->slices;
+    unsigned char *tmp = malloc(len ? len : 1);
+
+    if (!tmp)
+        return CL_OUT_OF_HOST_MEMORY;
+    pack(tmp, ptr, l);
+    cl_int err = mem_command(c, n, wl, ev, tmp, len, NULL, 0, false);
+    free(tmp);
+    return err;
+}
+
+static cl_int CL_API_CALL rc_clEnqueueReadBufferRect(
+    cl_command_queue q, cl_mem b, cl_bool blocking, const size_t *buf_origin,
+    const size_t *host_origin, const size_t *region, size_t buf_row,
+    size_t buf_slice, size_t host_row, size_t host_slice, void *ptr,
+    cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t o[3], r[3];
+
+    (void)blocking;
+    if (!ptr || !buf_origin || !host_origin || !region)
+        return CL_INVALID_VALUE;
+    struct host_layout l = layout(region, 1, host_row, host_slice);
+    set3(o, buf_origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_READ_RECT;
+    c.src = ID(b);
+    c.src_origin = o;
+    c.n_src_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    c.src_row_pitch = buf_row;
+    c.src_slice_pitch = buf_slice;
+    char *at = (char *)ptr + host_origin[2] * l.slice +
+               host_origin[1] * l.row + host_origin[0];
+    return read_packed(&c, &l, at, n, wl, ev);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueWriteBufferRect(
+    cl_command_queue q, cl_mem b, cl_bool blocking, const size_t *buf_origin,
+    const size_t *host_origin, const size_t *region, size_t buf_row,
+    size_t buf_slice, size_t host_row, size_t host_slice, const void *ptr,
+    cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t o[3], r[3];
+
+    (void)blocking;
+    if (!ptr || !buf_origin || !host_origin || !region)
+        return CL_INVALID_VALUE;
+    struct host_layout l = layout(region, 1, host_row, host_slice);
+    set3(o, buf_origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_WRITE_RECT;
+    c.dst = ID(b);
+    c.dst_origin = o;
+    c.n_dst_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    c.dst_row_pitch = buf_row;
+    c.dst_slice_pitch = buf_slice;
+    const char *at = (const char *)ptr + host_origin[2] * l.slice +
+                     host_origin[1] * l.row + host_origin[0];
+    return write_packed(&c, &l, at, n, wl, ev);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueCopyBuffer(
+    cl_command_queue q, cl_mem src, cl_mem dst, size_t src_off,
+    size_t dst_off, size_t size, cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_COPY;
+    c.src = ID(src);
+    c.dst = ID(dst);
+    c.src_offset = src_off;
+    c.dst_offset = dst_off;
+    c.size = size;
+    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueCopyBufferRect(
+    cl_command_queue q, cl_mem src, cl_mem dst, const size_t *src_origin,
+    const size_t *dst_origin, const size_t *region, size_t src_row,
+    size_t src_slice, size_t dst_row, size_t dst_slice, cl_uint n,
+    const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t so[3], d[3], r[3];
+
+    if (!src_origin || !dst_origin || !region)
+        return CL_INVALID_VALUE;
+    set3(so, src_origin);
+    set3(d, dst_origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_COPY_RECT;
+    c.src = ID(src);
+    c.dst = ID(dst);
+    c.src_origin = so;
+    c.n_src_origin = 3;
+    c.dst_origin = d;
+    c.n_dst_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    c.src_row_pitch = src_row;
+    c.src_slice_pitch = src_slice;
+    c.dst_row_pitch = dst_row;
+    c.dst_slice_pitch = dst_slice;
+    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueFillBuffer(
+    cl_command_queue q, cl_mem b, const void *pattern, size_t pattern_size,
+    size_t offset, size_t size, cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+
+    if (!pattern || !pattern_size || pattern_size > 128)
+        return CL_INVALID_VALUE;
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_FILL;
+    c.dst = ID(b);
+    c.dst_offset = offset;
+    c.size = size;
+    c.pattern.data = (uint8_t *)pattern;
+    c.pattern.len = pattern_size;
+    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+static size_t elem_of(cl_mem image)
+{
+    const struct rc_mem *m = (const void *)image;
+    return m && m->elem ? m->elem : 1;
+}
+
+static cl_int CL_API_CALL rc_clEnqueueReadImage(
+    cl_command_queue q, cl_mem image, cl_bool blocking, const size_t *origin,
+    const size_t *region, size_t row, size_t slice, void *ptr, cl_uint n,
+    const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t o[3], r[3];
+
+    (void)blocking;
+    if (!ptr || !origin || !region)
+        return CL_INVALID_VALUE;
+    struct host_layout l = layout(region, elem_of(image), row, slice);
+    set3(o, origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_READ_IMAGE;
+    c.src = ID(image);
+    c.src_origin = o;
+    c.n_src_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    return read_packed(&c, &l, ptr, n, wl, ev);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueWriteImage(
+    cl_command_queue q, cl_mem image, cl_bool blocking, const size_t *origin,
+    const size_t *region, size_t row, size_t slice, const void *ptr,
+    cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t o[3], r[3];
+
+    (void)blocking;
+    if (!ptr || !origin || !region)
+        return CL_INVALID_VALUE;
+    struct host_layout l = layout(region, elem_of(image), row, slice);
+    set3(o, origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_WRITE_IMAGE;
+    c.dst = ID(image);
+    c.dst_origin = o;
+    c.n_dst_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    return write_packed(&c, &l, ptr, n, wl, ev);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueFillImage(
+    cl_command_queue q, cl_mem image, const void *color,
+    const size_t *origin, const size_t *region, cl_uint n,
+    const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t o[3], r[3];
+
+    if (!color || !origin || !region)
+        return CL_INVALID_VALUE;
+    set3(o, origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_FILL_IMAGE;
+    c.dst = ID(image);
+    c.dst_origin = o;
+    c.n_dst_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    c.pattern.data = (uint8_t *)color;
+    c.pattern.len = 16;
+    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueCopyImage(
+    cl_command_queue q, cl_mem src, cl_mem dst, const size_t *src_origin,
+    const size_t *dst_origin, const size_t *region, cl_uint n,
+    const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t so[3], d[3], r[3];
+
+    if (!src_origin || !dst_origin || !region)
+        return CL_INVALID_VALUE;
+    set3(so, src_origin);
+    set3(d, dst_origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_COPY_IMAGE;
+    c.src = ID(src);
+    c.dst = ID(dst);
+    c.src_origin = so;
+    c.n_src_origin = 3;
+    c.dst_origin = d;
+    c.n_dst_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueCopyImageToBuffer(
+    cl_command_queue q, cl_mem src, cl_mem dst, const size_t *src_origin,
+    const size_t *region, size_t dst_off, cl_uint n, const cl_event *wl,
+    cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t so[3], r[3];
+
+    if (!src_origin || !region)
+        return CL_INVALID_VALUE;
+    set3(so, src_origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER;
+    c.src = ID(src);
+    c.dst = ID(dst);
+    c.src_origin = so;
+    c.n_src_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    c.dst_offset = dst_off;
+    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueCopyBufferToImage(
+    cl_command_queue q, cl_mem src, cl_mem dst, size_t src_off,
+    const size_t *dst_origin, const size_t *region, cl_uint n,
+    const cl_event *wl, cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t d[3], r[3];
+
+    if (!dst_origin || !region)
+        return CL_INVALID_VALUE;
+    set3(d, dst_origin);
+    set3(r, region);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE;
+    c.src = ID(src);
+    c.dst = ID(dst);
+    c.src_offset = src_off;
+    c.dst_origin = d;
+    c.n_dst_origin = 3;
+    c.region = r;
+    c.n_region = 3;
+    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueMigrateMemObjects(
+    cl_command_queue q, cl_uint n_objs, const cl_mem *objs,
+    cl_mem_migration_flags flags, cl_uint n, const cl_event *wl,
+    cl_event *ev)
+{
+    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    uint64_t ids[256];
+
+    if (!n_objs || !objs || n_objs > 256)
+        return CL_INVALID_VALUE;
+    for (cl_uint i = 0; i < n_objs; i++)
+        ids[i] = ID(objs[i]);
+    c.queue = ID(q);
+    c.op = CRANE__MEM_OP__MEM_MIGRATE;
+    c.objects = ids;
+    c.n_objects = n_objs;
+    c.flags = flags;
+    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+/* --- maps ---------------------------------------------------------------------- */
+
+/* A mapped region lives in client memory: the host pointer's own bytes
+ * for CL_MEM_USE_HOST_PTR buffers, a fresh allocation otherwise; the map
+ * reads it in (unless the program will overwrite it all), the unmap writes
+ * it back if the program may have written. */
+static void *map_alloc(struct rc_mem *m, size_t offset, size_t len,
+                       bool *owned)
+{
+    *owned = false;
+    if (m->host_ptr && !m->elem)
+        return (char *)m->host_ptr + offset;
+    *owned = true;
+    return aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+}
+
+static void map_record(struct rc_mem *m, struct rc_map *mp)
+{
+    pthread_mutex_lock(&m->lock);
+    mp->next = m->maps;
+    m->maps = mp;
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void *CL_API_CALL rc_clEnqueueMapBuffer(
+    cl_command_queue q, cl_mem b, cl_bool blocking, cl_map_flags flags,
+    size_t offset, size_t size, cl_uint n, const cl_event *wl, cl_event *ev,
+    cl_int *errcode_ret)
+{
+    struct rc_mem *m = (void *)b;
+    struct rc_map *mp = calloc(1, sizeof(*mp));
+    cl_int err = CL_OUT_OF_HOST_MEMORY;
+
+    (void)blocking;
+    if (!mp || !(mp->ptr = map_alloc(m, offset, size, &mp->owned)))
+        goto fail;
+    mp->offset = offset;
+    mp->size = size;
+    mp->writes = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION);
+    if (flags & CL_MAP_WRITE_INVALIDATE_REGION)
+        err = sync_call(CRANE__SYNC_OP__SYNC_MARKER, q, n, wl, ev, false);
+    else
+        err = rc_clEnqueueReadBuffer(q, b, CL_TRUE, offset, size, mp->ptr, n,
+                                     wl, ev);
+    if (err != CL_SUCCESS)
+        goto fail;
+    map_record(m, mp);
+    if (errcode_ret)
+        *errcode_ret = CL_SUCCESS;
+    return mp->ptr;
+fail:
+    if (mp && mp->owned)
+        free(mp->ptr);
+    free(mp);
+    if (errcode_ret)
+        *errcode_ret = err;
+    return NULL;
+}
+
+static void *CL_API_CALL rc_clEnqueueMapImage(
+    cl_command_queue q, cl_mem image, cl_bool blocking, cl_map_flags flags,
+    const size_t *origin, const size_t *region, size_t *row_pitch,
+    size_t *slice_pitch, cl_uint n, const cl_event *wl, cl_event *ev,
+    cl_int *errcode_ret)
+{
+    struct rc_mem *m = (void *)image;
+    struct rc_map *mp = NULL;
+    cl_int err = CL_INVALID_VALUE;
+
+    (void)blocking;
+    if (!origin || !region || !row_pitch)
+        goto fail;
+    size_t row = region[0] * elem_of(image);
+    size_t len = row * region[1] * region[2];
+    err = CL_OUT_OF_HOST_MEMORY;
+    if (!(mp = calloc(1, sizeof(*mp))) ||
+        !(mp->ptr = map_alloc(m, 0, len, &mp->owned)))
+        goto fail;
+    mp->image = true;
+    memcpy(mp->origin, origin, sizeof(mp->origin));
+    memcpy(mp->region, region, sizeof(mp->region));
+    mp->writes = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION);
+    *row_pitch = row;
+    if (slice_pitch)
+        *slice_pitch = region[2] > 1 || region[1] > 1 ? row * region[1] : 0;
+    if (flags & CL_MAP_WRITE_INVALIDATE_REGION)
+        err = sync_call(CRANE__SYNC_OP__SYNC_MARKER, q, n, wl, ev, false);
+    else
+        err = rc_clEnqueueReadImage(q, image, CL_TRUE, origin, region, row,
+                                    row * region[1], mp->ptr, n, wl, ev);
+    if (err != CL_SUCCESS)
+        goto fail;
+    map_record(m, mp);
+    if (errcode_ret)
+        *errcode_ret = CL_SUCCESS;
+    return mp->ptr;
+fail:
+    if (mp && mp->owned)
+        free(mp->ptr);
+    free(mp);
+    if (errcode_ret)
+        *errcode_ret = err;
+    return NULL;
+}
+
+static cl_int CL_API_CALL rc_clEnqueueUnmapMemObject(cl_command_queue q,
+                                                     cl_mem h, void *ptr,
+                                                     cl_uint n,
+                                                     const cl_event *wl,
+                                                     cl_event *ev)
+{
+    struct rc_mem *m = (void *)h;
+    struct rc_map *mp = NULL;
+    cl_int err;
+
+    pthread_mutex_lock(&m->lock);
+    for (struct rc_map **pp = &m->maps; *pp; pp = &(*pp)->next)
+        if ((*pp)->ptr == ptr) {
+            mp = *pp;
+            *pp = mp->next;
+            break;
+        }
+    pthread_mutex_unlock(&m->lock);
+    if (!mp)
+        return CL_INVALID_VALUE;
+    if (!mp->writes)
+        err = sync_call(CRANE__SYNC_OP__SYNC_MARKER, q, n, wl, ev, false);
+    else if (mp->image)
+        err = rc_clEnqueueWriteImage(q, h, CL_FALSE, mp->origin, mp->region,
+                                     0, 0, mp->ptr, n, wl, ev);
+    else
+        err = rc_clEnqueueWriteBuffer(q, h, CL_FALSE, mp->offset, mp->size,
+                                      mp->ptr, n, wl, ev);
+    /* The bytes left with the call: the memory can go. */
+    if (mp->owned)
+        free(mp->ptr);
+    free(mp);
+    return err;
+}
+
+void shim_remote_mem_free(struct rc_mem *m)
+{
+    while (m->maps) {
+        struct rc_map *mp = m->maps;
+        m->maps = mp->next;
+        if (mp->owned)
+            free(mp->ptr);
+        free(mp);
+    }
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+/* --- kernel arguments and launches ------------------------------------------- */
+
+static cl_int CL_API_CALL rc_clSetKernelArg(cl_kernel h, cl_uint index,
+                                            size_t size, const void *value)
+{
+    struct rc_kernel *k = (void *)h;
+    struct rc_obj *obj = NULL;
+
+    if (index > 4096 || size > 65536)
+        return CL_INVALID_ARG_INDEX;
+    if (value && size == sizeof(void *))
+        obj = shim_remote_by_addr(*(void *const *)value);
+    pthread_mutex_lock(&k->lock);
+    if (index >= k->n_args) {
+        cl_uint n = index + 1 > 2 * k->n_args ? index + 1 : 2 * k->n_args;
+        struct rc_arg *a = realloc(k->args, n * sizeof(*a));
+        if (!a) {
+            pthread_mutex_unlock(&k->lock);
+            return CL_OUT_OF_HOST_MEMORY;
+        }
+        memset(a + k->n_args, 0, (n - k->n_args) * sizeof(*a));
+        k->args = a;
+        k->n_args = n;
+    }
+    struct rc_arg *a = &k->args[index];
+    free(a->value);
+    a->value = NULL;
+    a->is_object = obj != NULL;
+    a->is_local = !value;
+    a->object = obj ? obj->id : 0;
+    a->size = size;
+    if (value && !obj && size) {
+        if (!(a->value = malloc(size))) {
+            pthread_mutex_unlock(&k->lock);
+            return CL_OUT_OF_HOST_MEMORY;
+        }
+        memcpy(a->value, value, size);
+    }
+    if (!a->changed)
+        k->n_changed++;
+    a->changed = true;
+    pthread_mutex_unlock(&k->lock);
+    return CL_SUCCESS;
+}
+
+/* The changed arguments as messages; caller holds k->lock. */
+static size_t collect_args(struct rc_kernel *k, Crane__KernelArg *store,
+                           Crane__KernelArg **ptrs)
+{
+    size_t n = 0;
+
+    for (cl_uint i = 0; i < k->n_args && n < k->n_changed; i++) {
+        struct rc_arg *a = &k->args[i];
+        if (!a->changed)
+            continue;
+        Crane__KernelArg ka = CRANE__KERNEL_ARG__INIT;
+        ka.index = i;
+        ka.is_object = a->is_object;
+        ka.object = a->object;
+        ka.is_local = a->is_local;
+        ka.local_size = a->is_local ? a->size : 0;
+        ka.value.data = a->value;
+        ka.value.len = a->value ? a->size : 0;
+        store[n] = ka;
+        ptrs[n] = &store[n];
+        n++;
+    }
+    return n;
+}
+
+static void args_sent(struct rc_kernel *k)
+{
+    for (cl_uint i = 0; i < k->n_args; i++)
+        k->args[i].changed = false;
+    k->n_changed = 0;
+}
+
+#define ARGS_ON_STACK 32
+
+cl_int shim_remote_send_args(struct rc_kernel *k)
+{
+    Crane__KernelArg store[ARGS_ON_STACK], *ptrs[ARGS_ON_STACK];
+    Crane__KernelArg *hs = NULL, **hp = NULL;
+    cl_int err = CL_SUCCESS;
+
+    pthread_mutex_lock(&k->lock);
+    if (!k->n_changed)
+        goto out;
+    Crane__KernelArg *s = store, **p = ptrs;
+    if (k->n_changed > ARGS_ON_STACK) {
+        hs = malloc(k->n_changed * sizeof(*hs));
+        hp = malloc(k->n_changed * sizeof(*hp));
+        if (!hs || !hp) {
+            err = CL_OUT_OF_HOST_MEMORY;
+            goto out;
+        }
+        s = hs;
+        p = hp;
+    }
+    Crane__SetKernelArgs sa = CRANE__SET_KERNEL_ARGS__INIT;
+    sa.kernel = k->obj.id;
+    sa.n_args = collect_args(k, s, p);
+    sa.args = p;
+    RC_MSG(m, set_kernel_args, SET_KERNEL_ARGS, &sa);
+    err = shim_remote_send(&m, NULL, 0);
+    if (err == CL_SUCCESS)
+        args_sent(k);
+out:
+    pthread_mutex_unlock(&k->lock);
+    free(hs);
+    free(hp);
+    return err;
+}
+
+static cl_int launch(cl_command_queue q, cl_kernel h, cl_uint dim,
+                     const size_t *offset, const size_t *global,
+                     const size_t *local, cl_uint n, const cl_event *wl,
+                     cl_event *ev)
+{
+    struct rc_kernel *k = (void *)h;
+    Crane__LaunchKernel lk = CRANE__LAUNCH_KERNEL__INIT;
+    Crane__KernelArg store[ARGS_ON_STACK], *ptrs[ARGS_ON_STACK];
+    Crane__KernelArg *hs = NULL, **hp = NULL;
+    uint64_t off[3], gl[3], lo[3];
+    struct ids w;
+    struct rc_obj *e = NULL;
+    cl_int err;
+
+    if (dim < 1 || dim > 3)
+        return CL_INVALID_WORK_DIMENSION;
+    if (!global)
+        return CL_INVALID_GLOBAL_WORK_SIZE;
+    for (cl_uint i = 0; i < dim; i++) {
+        off[i] = offset ? offset[i] : 0;
+        gl[i] = global[i];
+        lo[i] = local ? local[i] : 0;
+    }
+    if ((err = ids_of(&w, n, wl)) != CL_SUCCESS)
+        return err;
+    if ((err = event_for(ev, &e)) != CL_SUCCESS) {
+        ids_done(&w);
+        return err;
+    }
+    pthread_mutex_lock(&k->lock);
+    Crane__KernelArg *s = store, **p = ptrs;
+    if (k->n_changed > ARGS_ON_STACK) {
+        hs = malloc(k->n_changed * sizeof(*hs));
+        hp = malloc(k->n_changed * sizeof(*hp));
+        if (!hs || !hp) {
+            err = CL_OUT_OF_HOST_MEMORY;
+            goto out;
+        }
+        s = hs;
+        p = hp;
+    }
+    lk.queue = ID(q);
+    lk.kernel = k->obj.id;
+    lk.work_dim = dim;
+    lk.global_offset = off;
+    lk.n_global_offset = offset ? dim : 0;
+    lk.global_size = gl;
+    lk.n_global_size = dim;
+    lk.local_size = lo;
+    lk.n_local_size = local ? dim : 0;
+    lk.n_args = collect_args(k, s, p);
+    lk.args = p;
+    lk.wait = w.v;
+    lk.n_wait = w.n;
+    lk.event = e ? e->id : 0;
+    RC_MSG(m, launch_kernel, LAUNCH_KERNEL, &lk);
+    err = shim_remote_send(&m, NULL, 0);
+    if (err == CL_SUCCESS)
+        args_sent(k);
+out:
+    pthread_mutex_unlock(&k->lock);
+    free(hs);
+    free(hp);
+    ids_done(&w);
+    return event_done(err, ev, e);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueNDRangeKernel(
+    cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,
+    const size_t *global, const size_t *local, cl_uint n, const cl_event *wl,
+    cl_event *ev)
+{
+    return launch(q, k, dim, offset, global, local, n, wl, ev);
+}
+
+static cl_int CL_API_CALL rc_clEnqueueTask(cl_command_queue q, cl_kernel k,
+                                           cl_uint n, const cl_event *wl,
+                                           cl_event *ev)
+{
+    size_t one = 1;
+    return launch(q, k, 1, NULL, &one, &one, n, wl, ev);
+}
+
+/* --- this file's rows of the dispatch table --------------------------------- */
+
+void shim_remote_enqueue_fill(struct _cl_icd_dispatch *t)
+{
+    t->clFinish = rc_clFinish;
+    t->clFlush = rc_clFlush;
+    t->clWaitForEvents = rc_clWaitForEvents;
+    t->clEnqueueMarkerWithWaitList = rc_clEnqueueMarkerWithWaitList;
+    t->clEnqueueBarrierWithWaitList = rc_clEnqueueBarrierWithWaitList;
+    t->clEnqueueMarker = rc_clEnqueueMarker;
+    t->clEnqueueWaitForEvents = rc_clEnqueueWaitForEvents;
+    t->clEnqueueBarrier = rc_clEnqueueBarrier;
+    t->clEnqueueReadBuffer = rc_clEnqueueReadBuffer;
+    t->clEnqueueWriteBuffer = rc_clEnqueueWriteBuffer;
+    t->clEnqueueReadBufferRect = rc_clEnqueueReadBufferRect;
+    t->clEnqueueWriteBufferRect = rc_clEnqueueWriteBufferRect;
+    t->clEnqueueCopyBuffer = rc_clEnqueueCopyBuffer;
+    t->clEnqueueCopyBufferRect = rc_clEnqueueCopyBufferRect;
+    t->clEnqueueFillBuffer = rc_clEnqueueFillBuffer;
+    t->clEnqueueReadImage = rc_clEnqueueReadImage;
+    t->clEnqueueWriteImage = rc_clEnqueueWriteImage;
+    t->clEnqueueFillImage = rc_clEnqueueFillImage;
+    t->clEnqueueCopyImage = rc_clEnqueueCopyImage;
+    t->clEnqueueCopyImageToBuffer = rc_clEnqueueCopyImageToBuffer;
+    t->clEnqueueCopyBufferToImage = rc_clEnqueueCopyBufferToImage;
+    t->clEnqueueMigrateMemObjects = rc_clEnqueueMigrateMemObjects;
+    t->clEnqueueMapBuffer = rc_clEnqueueMapBuffer;
+    t->clEnqueueMapImage = rc_clEnqueueMapImage;
+    t->clEnqueueUnmapMemObject = rc_clEnqueueUnmapMemObject;
+    t->clSetKernelArg = rc_clSetKernelArg;
+    t->clEnqueueNDRangeKernel = rc_clEnqueueNDRangeKernel;
+    t->clEnqueueTask = rc_clEnqueueTask;
+}
