@@ -19,7 +19,8 @@
 void shim_remote_maps_clear(void);
 
 #define RPC_VERSION 1
-#define MAX_FRAME (1u << 20)
+#define MAX_FRAME (1u << 20)        /* what we send */
+#define MAX_REPLY_FRAME (64u << 20) /* what we accept */
 #define BATCH_FLUSH (64u << 10)  /* send a batch once it is this big */
 #define BULK_INLINE (64u << 10)  /* bulk up to this is copied into the batch */
 
@@ -374,7 +375,7 @@ static void *reader_main(void *arg)
     for (;;) {
         uint8_t *buf;
         size_t len;
-        int rc = crn_frame_read(cn.fd, &buf, &len, MAX_FRAME);
+        int rc = crn_frame_read(cn.fd, &buf, &len, MAX_REPLY_FRAME);
         if (rc < 0) {
             if (!atomic_load(&cn.dead) && rc != -ENODATA)
                 LOG_ERROR("remote: reading from the proxy failed: %s",
@@ -451,7 +452,7 @@ static Crane__ServerMessage *read_server_message(void)
     uint8_t *buf;
     size_t len;
 
-    if (crn_frame_read(cn.fd, &buf, &len, MAX_FRAME) < 0)
+    if (crn_frame_read(cn.fd, &buf, &len, MAX_REPLY_FRAME) < 0)
         return NULL;
     Crane__ServerMessage *m = crane__server_message__unpack(NULL, len, buf);
     free(buf);

@@ -557,7 +557,8 @@ static cl_mem CL_API_CALL rc_clCreateSubBuffer(cl_mem buffer,
     sb.origin = reg->origin;
     sb.size = reg->size;
     RC_MSG(m, create_sub_buffer, CREATE_SUB_BUFFER, &sb);
-    return created(&mem->obj, &m, NULL, 0, errcode_ret);
+    /* Alignment and bounds are the device's to judge: wait for them. */
+    return created_sync(&mem->obj, &m, NULL, 0, errcode_ret, NULL);
 }
 
 /* Packs host image data the program laid out with its own pitches. */
@@ -973,7 +974,9 @@ static cl_kernel CL_API_CALL rc_clCreateKernel(cl_program p, const char *name,
     ck.program = ID(p);
     ck.name = (char *)name;
     RC_MSG(m, create_kernel, CREATE_KERNEL, &ck);
-    return created(&k->obj, &m, NULL, 0, errcode_ret);
+    /* Programs check for a wrong name; the shim asks for the kernel's
+     * arguments right after anyway, so waiting costs little. */
+    return created_sync(&k->obj, &m, NULL, 0, errcode_ret, NULL);
 }
 
 static cl_int CL_API_CALL rc_clCreateKernelsInProgram(cl_program p,
