@@ -1082,8 +1082,10 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: clbench [--platform N] [--device N] "
             "[--device-type gpu|cpu|all]\n"
-            "               [--scale S] [--pageable] TEST\n"
-            "prints: RESULT <name> <seconds> <metric-value> <metric-unit>\n"
+            "               [--scale S] [--pageable] TEST | --list\n"
+            "prints: DEVICE <platform> | <device> | <driver version>\n"
+            "        RESULT <name> <seconds> <metric-value> <metric-unit>\n"
+            "--list prints every platform and device with its indices\n"
             "tests:\n");
     for (size_t i = 0; i < NTESTS; i++)
         fprintf(f, "  %-10s %s\n", tests[i].name, tests[i].help);
@@ -1131,6 +1133,42 @@ out:
     return -1;
 }
 
+/* Print "DEVICE <platform> | <device> | <driver version>" for device d. */
+static void print_device(cl_platform_id p, cl_device_id d, const char *tag)
+{
+    char pname[128] = "?", dname[128] = "?", driver[64] = "?";
+
+    clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof(pname) - 1, pname, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof(dname) - 1, dname, NULL);
+    clGetDeviceInfo(d, CL_DRIVER_VERSION, sizeof(driver) - 1, driver, NULL);
+    printf("%s %s | %s | %s\n", tag, pname, dname, driver);
+}
+
+/* --list: every platform and device, by the indices --platform and
+ * --device take (device indices counted within --device-type). */
+static int list_devices(cl_device_type type)
+{
+    cl_platform_id plats[16];
+    cl_device_id devs[16];
+    cl_uint np = 0, nd;
+    char tag[32];
+
+    CL_TRY(clGetPlatformIDs(16, plats, &np));
+    for (cl_uint p = 0; p < np && p < 16; p++) {
+        nd = 0;
+        if (clGetDeviceIDs(plats[p], type, 16, devs, &nd) != CL_SUCCESS)
+            nd = 0;
+        for (cl_uint d = 0; d < nd && d < 16; d++) {
+            snprintf(tag, sizeof(tag), "platform %u device %u:",
+                     (unsigned)p, (unsigned)d);
+            print_device(plats[p], devs[d], tag);
+        }
+    }
+    return BENCH_OK;
+out:
+    return BENCH_ERROR;
+}
+
 static void bench_close(struct bench *b)
 {
     if (b->queue)
@@ -1158,7 +1196,7 @@ int main(int argc, char **argv)
     cl_device_type type = CL_DEVICE_TYPE_ALL;
     const char *name = NULL;
     bench_fn *fn = NULL;
-    int rc;
+    int rc, list = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1184,6 +1222,8 @@ int main(int argc, char **argv)
             else
                 goto bad;
             i++;
+        } else if (!strcmp(arg, "--list")) {
+            list = 1;
         } else if (!strcmp(arg, "--pageable")) {
             b.pageable = 1;
         } else if (!strcmp(arg, "--scale") && val) {
@@ -1199,6 +1239,8 @@ int main(int argc, char **argv)
             goto bad;
         }
     }
+    if (list)
+        return name ? (usage(stderr), BENCH_ERROR) : list_devices(type);
     if (!name)
         goto bad;
     for (size_t i = 0; i < NTESTS; i++)
@@ -1213,6 +1255,8 @@ int main(int argc, char **argv)
         bench_close(&b);
         return BENCH_ERROR;
     }
+    print_device(b.platform, b.device, "DEVICE");
+    fflush(stdout);
     rc = fn(&b, &r);
     bench_close(&b);
     if (rc == BENCH_MISMATCH)

@@ -7,8 +7,8 @@ usage() {
     cat <<'EOF'
 usage: run.sh [--shim CRANE_RUN_PATH] [--reps N] [--scale S] [--platform N]
               [--device N] [--device-type gpu|cpu|all] [--pageable]
-              [--target SECONDS] [--stat median|min] [--bench CLBENCH] [-v]
-              [tests...]
+              [--target SECONDS] [--stat median|min] [--bench CLBENCH]
+              [--control] [-v] [tests...]
 
 Runs every test native and under the shim alternately N times each (default
 5; pairs in ABBA order: native shim, shim native, native shim, ...), takes
@@ -25,7 +25,12 @@ noise floor.
                  median (more robust on a machine shared with other load)
   --bench PATH   use this clbench binary (default: build it from clbench.c
                  into build/bench/overhead/clbench when missing or stale)
-  -v             print every RESULT line on stderr as it comes
+  --control      also run a second native side in the same rounds
+                 (native shim native2, then native2 shim native, ...) and
+                 print native2/native next to shim/native: the noise floor
+                 of this very run
+  -v             print every RESULT line on stderr as it comes, prefixed
+                 with its side (calib, native, shim, native2)
 tests: bus_h2d bus_d2h launch setarg stencil reduction sort gemm (default all)
 EOF
 }
@@ -44,6 +49,7 @@ target=
 stat=median
 bench=
 verbose=0
+control=0
 tests=
 
 while [ $# -gt 0 ]; do
@@ -58,6 +64,7 @@ while [ $# -gt 0 ]; do
     --target) target=${2:?--target needs seconds}; shift 2 ;;
     --stat) stat=${2:?--stat needs median or min}; shift 2 ;;
     --bench) bench=${2:?--bench needs a path}; shift 2 ;;
+    --control) control=1; shift ;;
     -v) verbose=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -105,11 +112,20 @@ else
 fi
 
 errlog=$(mktemp "${TMPDIR:-/tmp}/crane-bench.XXXXXX") || exit 2
-trap 'rm -f "$errlog"' EXIT HUP INT TERM
+devlog=$(mktemp "${TMPDIR:-/tmp}/crane-bench.XXXXXX") || exit 2
+# A signal must end the run (the EXIT trap then cleans up); a trap that only
+# removed the files would leave run.sh going on with the next run.
+trap 'rm -f "$errlog" "$devlog"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
-# one_run KIND TEST [SCALE]: run clbench once (KIND native or shim) and print
-# the timed-region seconds; on failure print the reason on stderr, return 1.
+# one_run KIND TEST [SCALE]: run clbench once and print the timed-region
+# seconds; on failure print the reason on stderr, return 1. KIND is shim
+# (under --shim, when given) or native, native2, calib (all native; the
+# name labels -v output).
 one_run() {
+    run_kind=$1
     test_name=$2
     test_scale=${3:-$scale}
     if [ "$1" = shim ] && [ -n "$shim" ]; then
@@ -121,13 +137,24 @@ one_run() {
     out=$("$@" --platform "$platform" --device-type "$devtype" \
         --scale "$test_scale" $copts 2>"$errlog")
     rc=$?
-    [ "$verbose" = 1 ] && [ -n "$out" ] && printf '%s\n' "$out" >&2
+    [ "$verbose" = 1 ] && printf '%s\n' "$out" |
+        sed -n "s/^RESULT /$run_kind RESULT /p" >&2
     secs=$(printf '%s\n' "$out" |
         awk -v t="$test_name" '$1 == "RESULT" && $2 == t { print $3; n++ }
             END { exit n != 1 }')
     if [ $rc -ne 0 ] || [ -z "$secs" ]; then
         echo "run.sh: $test_name failed (exit $rc)" >&2
         sed 's/^/    /' "$errlog" >&2
+        return 1
+    fi
+    # Every run, native or shim, must have opened the same device: platform
+    # indices can differ between the system ICD loader and the shim.
+    dev=$(printf '%s\n' "$out" | sed -n 's/^DEVICE //p')
+    if [ ! -s "$devlog" ]; then
+        printf '%s\n' "$dev" >"$devlog"
+    elif [ "$dev" != "$(cat "$devlog")" ]; then
+        echo "run.sh: $test_name ($run_kind) ran on '$dev'," \
+            "not on '$(cat "$devlog")' like the first run" >&2
         return 1
     fi
     printf '%s\n' "$secs"
@@ -144,16 +171,21 @@ stats() {
         }'
 }
 
-fmt='%-10s %7s %10s %10s %8s %10s %9s %9s\n'
+fmt='%-10s %7s %10s %10s %8s %10s %9s %9s'
+cfmt=' %10s %8s %9s'
 # shellcheck disable=SC2059
 printf "$fmt" test scale "native_$stat" "${shim_label}_$stat" ratio \
     overhead% nat_sprd% shm_sprd%
+# shellcheck disable=SC2059
+[ $control = 1 ] && printf "$cfmt" "native2_$stat" ctl_ratio ctl_sprd%
+echo
 failed=0
 ratios=
+cratios=
 for t in $tests; do
-    nat='' shm='' ok=1 r=0 ts=$scale
+    nat='' shm='' ctl='' ok=1 r=0 ts=$scale
     if [ -n "$target" ]; then
-        if s=$(one_run native "$t"); then
+        if s=$(one_run calib "$t"); then
             ts=$(awk -v s="$scale" -v t="$target" -v m="$s" \
                 'BEGIN { printf "%.2g\n", s * t / m }')
         else
@@ -161,13 +193,24 @@ for t in $tests; do
         fi
     fi
     # Pairs alternate in ABBA order (native shim, shim native, ...) so a
-    # steady drift over the sequence falls equally on both sides.
+    # steady drift over the sequence falls equally on both sides. With
+    # --control, rounds alternate native shim native2 / native2 shim native:
+    # every side then sits, on average, in the middle of the round.
     while [ "$r" -lt "$reps" ]; do
-        order="native shim"
-        [ $((r % 2)) = 1 ] && order="shim native"
+        if [ $control = 1 ]; then
+            order="native shim native2"
+            [ $((r % 2)) = 1 ] && order="native2 shim native"
+        else
+            order="native shim"
+            [ $((r % 2)) = 1 ] && order="shim native"
+        fi
         for kind in $order; do
             s=$(one_run "$kind" "$t" "$ts") || { ok=0; break 2; }
-            if [ "$kind" = native ]; then nat="$nat $s"; else shm="$shm $s"; fi
+            case $kind in
+            native) nat="$nat $s" ;;
+            native2) ctl="$ctl $s" ;;
+            *) shm="$shm $s" ;;
+            esac
         done
         r=$((r + 1))
     done
@@ -189,16 +232,34 @@ for t in $tests; do
     # shellcheck disable=SC2059
     printf "$fmt" "$t" "$ts" "$1" "$2" "$3" "$4" "$5" "$6"
     ratios="$ratios $3"
+    if [ $control = 1 ]; then
+        crow=$( { stats "$nat"; stats "$ctl"; } | awk -v st="$stat" '
+            NR == 1 { nm = st == "min" ? $2 : $1 }
+            NR == 2 { cm = st == "min" ? $2 : $1; clo = $2; chi = $3 }
+            END {
+                printf "%.4f %.4f %.1f\n", cm, cm / nm, (chi - clo) / cm * 100
+            }')
+        # shellcheck disable=SC2086
+        set -- $crow
+        # shellcheck disable=SC2059
+        printf "$cfmt" "$1" "$2" "$3"
+        cratios="$cratios $2"
+    fi
+    echo
 done
 
-if [ -n "$ratios" ]; then
+# geomean LABEL "r1 r2 ...": the geometric mean of the ratios.
+geomean() {
     # shellcheck disable=SC2086
-    printf '%s\n' $ratios | awk '
+    printf '%s\n' $2 | awk -v l="$1" '
         { s += log($1); n++ }
         END {
             g = exp(s / n)
-            printf "geomean ratio %.4f  mean overhead %+.2f%%  (%d tests)\n",
-                g, (g - 1) * 100, n
+            printf "%s geomean ratio %.4f  mean overhead %+.2f%%  (%d tests)\n",
+                l, g, (g - 1) * 100, n
         }'
-fi
+}
+[ -n "$ratios" ] && geomean "$shim_label/native" "$ratios"
+[ -n "$cratios" ] && geomean "native2/native (control)" "$cratios"
+[ -s "$devlog" ] && printf 'device: %s\n' "$(cat "$devlog")"
 exit $failed
