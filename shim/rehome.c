@@ -313,32 +313,24 @@ static int background_collect(const struct shim_backend_ops *from)
     return 0;
 }
 
-int shim_switch(const struct shim_backend_ops *to,
-                struct shim_rehome_times *t)
-{
+/* Helper queues of one switch, released by whoever opens the gate. */
+struct pass {
     struct helper_queue hq[16];
-    size_t n_hq = 0;
-    double t0, ts;
-    int rc;
-    bool background = false;
+    size_t n_hq;
+    bool background;
+};
 
-    memset(t, 0, sizeof(*t));
-    if (shim_init() < 0)
-        return -ENODEV;
-    if (shim_in_callback) {
-        LOG_WARN("re-home: refused from inside an OpenCL callback");
-        return -EDEADLK;
-    }
-    pthread_mutex_lock(&shim.rehome_lock);
-    const struct shim_backend_ops *from = shim.backend;
-    background_join();
-    t0 = shim_now();
-    rc = shim_gate_close(shim_config.rehome_timeout_ms);
-    t->block = shim_now() - t0;
-    if (rc < 0)
-        goto out_unlocked;
+/* Steps 1-3, with the gate closed: finish, extract, release (or hand the
+ * real handles to the background when leaving the vendor for the proxy). */
+static int take_out(const struct shim_backend_ops *from,
+                    const struct shim_backend_ops *to, struct pass *ps,
+                    struct shim_rehome_times *t)
+{
+    double ts;
+    int rc;
+
     if ((rc = check_movable()) < 0)
-        goto out_open;
+        return rc;
 
     /* 1. Finish every queue and let every pending callback run. */
     ts = shim_now();
@@ -349,8 +341,7 @@ int shim_switch(const struct shim_backend_ops *to,
         if (shim_now() - ts > shim_config.rehome_timeout_ms / 1e3) {
             LOG_ERROR("re-home: %ld event callback(s) never ran; giving up",
                       atomic_load(&shim_event_callbacks_pending));
-            rc = -ETIMEDOUT;
-            goto out_open;
+            return -ETIMEDOUT;
         }
         sched_yield();
     }
@@ -362,16 +353,16 @@ int shim_switch(const struct shim_backend_ops *to,
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
-            cl_command_queue q =
-                helper_queue(hq, &n_hq, 16, m->context);
+            cl_command_queue q = helper_queue(ps->hq, &ps->n_hq, 16,
+                                              m->context);
             rc = q ? extract(m, q, &t->bytes_extracted) : -ENOMEM;
         }
-    for (size_t i = 0; i < n_hq; i++)
-        VENDOR(hq[i].q)->clFinish(hq[i].q);
-    helper_queues_release(hq, &n_hq);
+    for (size_t i = 0; i < ps->n_hq; i++)
+        VENDOR(ps->hq[i].q)->clFinish(ps->hq[i].q);
+    helper_queues_release(ps->hq, &ps->n_hq);
     t->extract = shim_now() - ts;
     if (rc < 0)
-        goto out_open;
+        return rc;
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
@@ -383,12 +374,12 @@ int shim_switch(const struct shim_backend_ops *to,
     /* 3. Release every vendor object, children first: now, or after the
      * gate opens when leaving the native backend for the proxy. */
     ts = shim_now();
-    background = from == &shim_native_ops && to != from;
-    if (background && background_collect(from) < 0) {
-        rc = -ENOMEM;
-        goto out_open;
+    ps->background = from == &shim_native_ops && to && to != from;
+    if (ps->background && background_collect(from) < 0) {
+        ps->background = false;
+        return -ENOMEM;
     }
-    for (struct shim_obj *o = shim_store_last(); o && !background;
+    for (struct shim_obj *o = shim_store_last(); o && !ps->background;
          o = o->prev) {
         if (o->kind == SHIM_EVENT)
             shim_event_retire((void *)o);
@@ -401,38 +392,44 @@ int shim_switch(const struct shim_backend_ops *to,
         t->objects++;
     t->release = shim_now() - ts;
 
-    /* 4. Unload the old backend (unless in the background); load the new
-     * one (the same one for a plain re-home). */
+    /* 4a. Unload the old backend, unless in the background. */
     ts = shim_now();
-    if (!background)
+    if (!ps->background)
         from->unload();
     t->unload = shim_now() - ts;
-    ts = shim_now();
+    return 0;
+}
+
+/* The proxy is out of reach: the vendor's objects were only set aside, so
+ * the program stays on the vendor with nothing lost. */
+static void stay_on(const struct shim_backend_ops *from,
+                    const struct shim_backend_ops *to, struct pass *ps)
+{
+    to->unload();
+    for (size_t i = 0; i < bg.n; i++)
+        ((struct shim_obj *)bg.list[i].obj)->real = bg.list[i].real;
+    free(bg.list);
+    bg.list = NULL;
+    bg.n = 0;
+    ps->background = false;
+    shim.backend = from;
+}
+
+/* Steps 4b-6: load TO, rebuild every object on it, put every byte back. */
+static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
+                      struct shim_rehome_times *t)
+{
+    double ts = shim_now();
+    int rc;
+
     shim.backend = to;
     rc = to->load();
     if (rc == 0)
         rc = shim_platforms_bind();
     t->load = shim_now() - ts;
-    if (rc < 0 && background) {
-        /* The proxy is out of reach: stay on the vendor, nothing lost. */
-        LOG_ERROR("re-home: cannot switch to %s (%d); staying on %s",
-                  to->name, rc, from->name);
-        if (to != from)
-            to->unload();
-        for (size_t i = 0; i < bg.n; i++)
-            ((struct shim_obj *)bg.list[i].obj)->real = bg.list[i].real;
-        free(bg.list);
-        bg.list = NULL;
-        bg.n = 0;
-        background = false;
-        shim.backend = from;
-        goto out_open;
-    }
     if (rc < 0) {
-        LOG_ERROR("re-home: the vendor did not come back (%d); OpenCL calls "
-                  "will fail",
-                  rc);
-        goto out_open;
+        LOG_ERROR("re-home: %s did not come up (%d)", to->name, rc);
+        return rc;
     }
 
     /* 5. Rebuild in creation order, then set kernel arguments. */
@@ -447,7 +444,7 @@ int shim_switch(const struct shim_backend_ops *to,
     if (rc < 0) {
         LOG_ERROR("re-home: rebuilding objects failed (%d, vendor %d)", rc,
                   shim_vendor_err);
-        goto out_open;
+        return rc;
     }
 
     /* 6. Put every byte back. */
@@ -455,30 +452,135 @@ int shim_switch(const struct shim_backend_ops *to,
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
-            cl_command_queue q = helper_queue(hq, &n_hq, 16, m->context);
+            cl_command_queue q = helper_queue(ps->hq, &ps->n_hq, 16,
+                                              m->context);
             rc = q ? reinject(m, q, &t->bytes_reinjected) : -ENOMEM;
         }
-    helper_queues_release(hq, &n_hq);
+    helper_queues_release(ps->hq, &ps->n_hq);
     t->reinject = shim_now() - ts;
+    return rc;
+}
 
-out_open:
-    helper_queues_release(hq, &n_hq);
+/* Opens the gate, then starts the background release, if any. */
+static void reopen(struct pass *ps, struct shim_rehome_times *t, double t0)
+{
+    helper_queues_release(ps->hq, &ps->n_hq);
     shim_gate_open();
     t->total = shim_now() - t0;
-    if (background) {
+    if (ps->background) {
         bg.rehome = shim.rehomes;
         bg.running = pthread_create(&bg.thread, NULL, background_release,
                                     NULL) == 0;
         if (!bg.running)  /* no thread: do it here, late but done */
             background_release(NULL);
     }
-out_unlocked:
-    if (!t->total)
-        t->total = shim_now() - t0;
+}
+
+/* Takes the rehome lock and closes the gate; -EDEADLK from a callback. */
+static int begin(struct shim_rehome_times *t, double *t0)
+{
+    memset(t, 0, sizeof(*t));
+    if (shim_init() < 0)
+        return -ENODEV;
+    if (shim_in_callback) {
+        LOG_WARN("re-home: refused from inside an OpenCL callback");
+        return -EDEADLK;
+    }
+    pthread_mutex_lock(&shim.rehome_lock);
+    if (shim.parked) {
+        pthread_mutex_unlock(&shim.rehome_lock);
+        return -EBUSY;
+    }
+    background_join();
+    *t0 = shim_now();
+    int rc = shim_gate_close(shim_config.rehome_timeout_ms);
+    t->block = shim_now() - *t0;
+    if (rc < 0)
+        pthread_mutex_unlock(&shim.rehome_lock);
+    return rc;
+}
+
+static int end(struct shim_rehome_times *t, int rc, const char *from,
+               const char *to)
+{
     shim.rehomes++;
     pthread_mutex_unlock(&shim.rehome_lock);
-    report(t, rc, from->name, to->name);
+    report(t, rc, from, to);
     return rc;
+}
+
+int shim_switch(const struct shim_backend_ops *to,
+                struct shim_rehome_times *t)
+{
+    struct pass ps = {.n_hq = 0};
+    const struct shim_backend_ops *from = shim.backend;
+    double t0;
+    int rc = begin(t, &t0);
+
+    if (rc < 0) {
+        report(t, rc, from ? from->name : "none", to->name);
+        return rc;
+    }
+    from = shim.backend;
+    rc = take_out(from, to, &ps, t);
+    if (rc == 0) {
+        rc = bring_back(to, &ps, t);
+        if (rc < 0 && ps.background) {
+            LOG_ERROR("re-home: cannot switch to %s (%d); staying on %s",
+                      to->name, rc, from->name);
+            stay_on(from, to, &ps);
+        } else if (rc < 0) {
+            LOG_ERROR("re-home: OpenCL calls will fail");
+        }
+    }
+    reopen(&ps, t, t0);
+    return end(t, rc, from->name, to->name);
+}
+
+/* Stop-and-copy: everything out to RAM and the vendor unloaded; the gate
+ * stays closed, so the program's OpenCL calls wait until shim_unpark(). */
+int shim_park(struct shim_rehome_times *t)
+{
+    struct pass ps = {.n_hq = 0};
+    double t0;
+    int rc = begin(t, &t0);
+
+    if (rc < 0)
+        return rc;
+    const struct shim_backend_ops *from = shim.backend;
+    rc = take_out(from, NULL, &ps, t);
+    helper_queues_release(ps.hq, &ps.n_hq);
+    if (rc < 0) {
+        /* take_out fails only before releasing anything: run on as is. */
+        reopen(&ps, t, t0);
+        return end(t, rc, from->name, "parked");
+    }
+    shim.parked = true;
+    shim.parked_from = from;
+    shim.parked_at = t0;
+    t->total = shim_now() - t0;
+    return end(t, 0, from->name, "parked");
+}
+
+/* Back from stop-and-copy onto the backend the program was parked from. */
+int shim_unpark(struct shim_rehome_times *t)
+{
+    struct pass ps = {.n_hq = 0};
+
+    memset(t, 0, sizeof(*t));
+    pthread_mutex_lock(&shim.rehome_lock);
+    if (!shim.parked) {
+        pthread_mutex_unlock(&shim.rehome_lock);
+        return -EINVAL;
+    }
+    double t0 = shim_now();
+    const struct shim_backend_ops *to = shim.parked_from;
+    int rc = bring_back(to, &ps, t);
+    shim.parked = false;
+    reopen(&ps, t, t0);
+    /* Calls were held since the park: that whole time is stoppage. */
+    t->block = t0 - shim.parked_at;
+    return end(t, rc, "parked", to->name);
 }
 
 /* The backend a re-home goes to: CRANE_REHOME_TO=native (a plain re-home

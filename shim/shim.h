@@ -400,6 +400,9 @@ struct shim_state {
     cl_uint n_platforms;
     pthread_mutex_t rehome_lock; /* one re-home at a time */
     unsigned rehomes;
+    bool parked;                 /* stop-and-copy: calls wait, state in RAM */
+    const struct shim_backend_ops *parked_from;
+    double parked_at;
 };
 
 extern struct shim_state shim;
@@ -453,6 +456,10 @@ int shim_rehome(struct shim_rehome_times *t);
 /* A re-home onto another backend: passthrough <-> remoting. */
 int shim_switch(const struct shim_backend_ops *to,
                 struct shim_rehome_times *t);
+/* Stop-and-copy: state to RAM, vendor unloaded, the program's calls held
+ * until shim_unpark() brings everything back.  0 or -errno. */
+int shim_park(struct shim_rehome_times *t);
+int shim_unpark(struct shim_rehome_times *t);
 
 /* --- helpers (util.c) ---------------------------------------------------- */
 
