@@ -3,6 +3,7 @@
 set -e
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
 opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo python3-pyopencl
+ffmpeg clpeak
 libprotobuf-c-dev protobuf-c-compiler libuv1-dev"
 missing=""
 for p in $PKGS; do

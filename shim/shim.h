@@ -327,16 +327,29 @@ void shim_xlate_done(struct shim_xlate *x);
 /* --- the call gate (gate.c) ---------------------------------------------- */
 
 /* Every entry point passes the gate; a re-home closes it and waits until the
- * calls inside have left.  The fast path is one atomic add and one load. */
+ * calls inside have left.  Each thread counts its own calls in a slot only
+ * it writes, so the fast path has no locked instruction and no shared
+ * cache line: a compiler barrier orders the count before reading `closed`,
+ * and the closer makes that order real on every CPU with membarrier(2)
+ * (the asymmetric fence of userspace RCU).  Without membarrier, entering
+ * costs one full fence instead. */
+struct shim_gate_slot {
+    atomic_long inside;          /* calls this thread is in */
+    atomic_bool used;            /* owned by a live thread */
+    struct shim_gate_slot *next; /* every slot ever made */
+};
+
 struct shim_gate {
-    atomic_long inside;
     atomic_int closed;
+    bool asymmetric;             /* membarrier(2) works here */
+    _Atomic(struct shim_gate_slot *) slots;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     pthread_t owner;             /* the thread that closed it */
 };
 
 extern struct shim_gate shim_gate;
+extern __thread struct shim_gate_slot *shim_gate_slot;
 
 /* Set on a vendor thread while it runs a program's event callback.  Such a
  * thread passes a closed gate (a re-home waits for callbacks to finish, and
@@ -344,16 +357,32 @@ extern struct shim_gate shim_gate;
 extern __thread bool shim_in_callback;
 extern atomic_ulong shim_calls_until_rehome;  /* 0: test hook off */
 
+struct shim_gate_slot *shim_gate_slot_claim(void);
 void shim_gate_wait_open(void);
 void shim_gate_signal(void);
 void shim_test_hook_fire(void);
 void shim_test_hook_arm(unsigned long every);
 
+static inline void shim_gate_fence(void)
+{
+    if (SHIM_LIKELY(shim_gate.asymmetric))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
 static inline void shim_enter(void)
 {
-    atomic_fetch_add_explicit(&shim_gate.inside, 1, memory_order_seq_cst);
+    struct shim_gate_slot *s = shim_gate_slot;
+
+    if (SHIM_UNLIKELY(!s))
+        s = shim_gate_slot_claim();
+    atomic_store_explicit(
+        &s->inside, atomic_load_explicit(&s->inside, memory_order_relaxed) + 1,
+        memory_order_relaxed);
+    shim_gate_fence();
     if (SHIM_UNLIKELY(atomic_load_explicit(&shim_gate.closed,
-                                           memory_order_seq_cst)))
+                                           memory_order_relaxed)))
         shim_gate_wait_open();
     if (SHIM_UNLIKELY(atomic_load_explicit(&shim_calls_until_rehome,
                                            memory_order_relaxed)))
@@ -362,9 +391,14 @@ static inline void shim_enter(void)
 
 static inline void shim_leave(void)
 {
-    atomic_fetch_sub_explicit(&shim_gate.inside, 1, memory_order_seq_cst);
+    struct shim_gate_slot *s = shim_gate_slot;
+
+    atomic_store_explicit(
+        &s->inside, atomic_load_explicit(&s->inside, memory_order_relaxed) - 1,
+        memory_order_release);
+    shim_gate_fence();
     if (SHIM_UNLIKELY(atomic_load_explicit(&shim_gate.closed,
-                                           memory_order_seq_cst)))
+                                           memory_order_relaxed)))
         shim_gate_signal();
 }
 
