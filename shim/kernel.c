@@ -353,9 +353,11 @@ clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_size,
         if (obj) {
             /* The kernel keeps what it was given alive, so that a re-home
              * can set it again even after the program released it. */
-            shim_obj_retain_child(obj);
-            arg_clear(a);
-            a->obj = obj;
+            if (a->obj != obj) {  /* re-setting the same one is common */
+                shim_obj_retain_child(obj);
+                arg_clear(a);
+                a->obj = obj;
+            }
             a->size = arg_size;
             a->set = true;
             a->writes = obj->kind == SHIM_MEM && a->cls != SHIM_ARG_MEM_RO;
