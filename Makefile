@@ -25,8 +25,10 @@ SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 SHIM_LIB := $(B)/lib/libcrane.so
 CRANE_RUN := $(B)/bin/crane-run
 
+.DEFAULT_GOAL := all
 include proto/proto.mk
 -include proxy-domain/proxy.mk
+-include bench/remote/remote.mk
 
 all: $(SHIM_LIB) $(CRANE_RUN) $(PROTO_LIB) programs bench
 
@@ -55,7 +57,7 @@ build/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \
 	    $(if $(filter dlopen_app,$*),-ldl,-lOpenCL) -pthread -lm
 
-bench: build/bench/clbench
+bench: build/bench/clbench build/bench/latency build/bench/switch
 build/bench/clbench: bench/overhead/clbench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \

@@ -66,4 +66,12 @@ void shim_config_load(void)
     shim_config.rehome_to = env_str("CRANE_REHOME_TO");
     if (!shim_config.rehome_to)
         shim_config.rehome_to = "native";
+    /* The guest daemon: a path or unix:PATH; "none" turns control off. */
+    shim_config.control_socket = env_str("CRANE_SOCKET");
+    if (!shim_config.control_socket)
+        shim_config.control_socket = "/run/crane/guest.sock";
+    else if (strcmp(shim_config.control_socket, "none") == 0)
+        shim_config.control_socket = NULL;
+    else if (strncmp(shim_config.control_socket, "unix:", 5) == 0)
+        shim_config.control_socket += 5;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "control.h"
 #include "log.h"
 #include "shim.h"
 
@@ -108,6 +109,8 @@ static void init_once(void)
                  shim_config.rehome_every);
         shim_test_hook_arm(shim_config.rehome_every);
     }
+    if (shim.init_err == 0)
+        shim_control_start();
 }
 
 int shim_init(void)

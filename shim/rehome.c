@@ -468,7 +468,7 @@ static void reopen(struct pass *ps, struct shim_rehome_times *t, double t0)
     shim_gate_open();
     t->total = shim_now() - t0;
     if (ps->background) {
-        bg.rehome = shim.rehomes;
+        bg.rehome = shim.rehomes + 1;  /* end() counts this one */
         bg.running = pthread_create(&bg.thread, NULL, background_release,
                                     NULL) == 0;
         if (!bg.running)  /* no thread: do it here, late but done */

@@ -32,6 +32,13 @@ struct rc_platform {
     cl_uint n_devices;
 };
 
+/* A queue remembers whether anything went to it since its last clFinish,
+ * which then needs no round trip. */
+struct rc_queue {
+    struct rc_obj obj;
+    atomic_bool pending;
+};
+
 /* One outstanding map: where the program's pointer is and what it covers. */
 struct rc_map {
     void *ptr;
@@ -111,6 +118,8 @@ cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
  * waits; a later synchronising call sees them arrived (docs/remoting.md). */
 cl_int shim_remote_call_detached(Crane__ClientMessage *m, void *dst,
                                  size_t dst_len);
+/* The error of an earlier batched call, once (0 if none). */
+cl_int shim_remote_take_deferred(void);
 /* Sends everything batched. */
 cl_int shim_remote_flush(void);
 void shim_remote_reply_free(struct rc_reply *r);

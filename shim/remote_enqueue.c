@@ -61,6 +61,14 @@ static cl_int event_done(cl_int err, cl_event *out, struct rc_obj *e)
     return err;
 }
 
+/* Work went to Q: its next clFinish must ask the proxy. */
+static void touch(cl_command_queue q)
+{
+    if (q)
+        atomic_store_explicit(&((struct rc_queue *)q)->pending, true,
+                              memory_order_relaxed);
+}
+
 /* --- synchronisation -------------------------------------------------------- */
 
 static cl_int sync_call(Crane__SyncOp op, cl_command_queue q, cl_uint n,
@@ -77,6 +85,9 @@ static cl_int sync_call(Crane__SyncOp op, cl_command_queue q, cl_uint n,
         ids_done(&w);
         return err;
     }
+    if (op == CRANE__SYNC_OP__SYNC_MARKER ||
+        op == CRANE__SYNC_OP__SYNC_BARRIER)
+        touch(q);
     s.op = op;
     s.queue = ID(q);
     s.events = w.v;
@@ -96,6 +107,8 @@ static cl_int sync_call(Crane__SyncOp op, cl_command_queue q, cl_uint n,
 
 static cl_int CL_API_CALL rc_clFinish(cl_command_queue q)
 {
+    if (q && !atomic_exchange(&((struct rc_queue *)q)->pending, false))
+        return shim_remote_take_deferred();
     return sync_call(CRANE__SYNC_OP__SYNC_FINISH, q, 0, NULL, NULL, true);
 }
 
@@ -168,6 +181,7 @@ static cl_int mem_command(Crane__MemCommand *c, cl_uint n, const cl_event *wl,
         ids_done(&w);
         return err;
     }
+    touch((cl_command_queue)shim_remote_by_id(c->queue));
     c->wait = w.v;
     c->n_wait = w.n;
     c->event = e ? e->id : 0;
@@ -922,6 +936,7 @@ static cl_int launch(cl_command_queue q, cl_kernel h, cl_uint dim,
         s = hs;
         p = hp;
     }
+    touch(q);
     lk.queue = ID(q);
     lk.kernel = k->obj.id;
     lk.work_dim = dim;

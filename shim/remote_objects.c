@@ -430,7 +430,7 @@ static cl_command_queue create_queue(cl_context c, cl_device_id d,
         pv[np + 1] = props[np + 1];
         np += 2;
     }
-    struct rc_obj *o = obj_new(SHIM_QUEUE, sizeof(struct rc_obj));
+    struct rc_obj *o = obj_new(SHIM_QUEUE, sizeof(struct rc_queue));
     if (!o) {
         SET_ERR(CL_OUT_OF_HOST_MEMORY);
         return NULL;

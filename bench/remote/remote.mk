@@ -1,0 +1,14 @@
+# bench/remote: remoting benchmarks (latency, switch), plain OpenCL programs
+# like clbench; switch also needs -ldl to find crane_rehome with dlsym.
+# Included before `all`, so it names no target without a recipe: the top
+# Makefile's `bench` target lists these binaries.
+
+build/bench/latency: bench/remote/latency.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
+	    -lOpenCL
+
+build/bench/switch: bench/remote/switch.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
+	    -lOpenCL -ldl

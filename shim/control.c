@@ -1,0 +1,452 @@
+/* The shim's control thread: registers the program with crane-guestd and
+ * carries out its prepare, resume and abort commands (docs/guest.md).
+ *
+ * The thread is the only place that switches a program for the daemon, so
+ * commands run one at a time, in the order they arrive.  A switch refused
+ * with -EBUSY (a buffer mapped, a user event pending) is retried until the
+ * command's deadline, or until the daemon sends something newer (an abort
+ * after its own deadline passed): the program is never left half-switched,
+ * each attempt either happens whole or not at all.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "control.h"
+#include "log.h"
+#include "shim.h"
+
+#include "proto/control.pb-c.h"
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+
+#define CONTROL_VERSION 1
+#define CONTROL_MAX_FRAME (64u << 10)  /* docs/guest.md: 64 KiB per frame */
+#define CONTROL_RETRY_MS 1000          /* reconnect period without daemon */
+#define CONTROL_BUSY_RETRY_MS 20       /* between -EBUSY attempts */
+#define CONTROL_DEFAULT_DEADLINE_MS 30000
+
+/* Short names for the generated enum values. */
+#define MODE_PASSTHROUGH CRANE__CONTROL__PROGRAM_MODE__PROGRAM_PASSTHROUGH
+#define MODE_REMOTING CRANE__CONTROL__PROGRAM_MODE__PROGRAM_REMOTING
+#define MODE_PARKED CRANE__CONTROL__PROGRAM_MODE__PROGRAM_PARKED
+#define MODE_REMOTE_ONLY CRANE__CONTROL__PROGRAM_MODE__PROGRAM_REMOTE_ONLY
+
+static struct control {
+    atomic_int fd;               /* the daemon connection, -1 when none */
+    char proxy[512];             /* what shim_config.remote points at once
+                                    the daemon named a proxy */
+} ctl = {.fd = -1};
+
+/* What one command did, for its ack. */
+struct outcome {
+    char error[256];
+    struct shim_rehome_times t;
+};
+
+typedef int (*control_cmd_fn)(const Crane__Control__DaemonMessage *m, int fd,
+                              struct outcome *out);
+
+/* --- the program as the daemon sees it ----------------------------------- */
+
+static Crane__Control__ProgramMode current_mode(void)
+{
+    Crane__Control__ProgramMode mode = MODE_PASSTHROUGH;
+
+    pthread_mutex_lock(&shim.rehome_lock);
+    if (shim.parked)
+        mode = MODE_PARKED;
+    else if (shim.backend == &shim_remote_ops)
+        mode = shim_config.start_remote
+                   ? MODE_REMOTE_ONLY
+                   : MODE_REMOTING;
+    pthread_mutex_unlock(&shim.rehome_lock);
+    return mode;
+}
+
+/* Bytes of every buffer and image that holds its own storage. */
+static uint64_t state_bytes(void)
+{
+    uint64_t n = 0;
+
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        if (o->kind == SHIM_MEM && !((struct shim_mem *)o)->parent)
+            n += ((struct shim_mem *)o)->size;
+    shim_store_unlock();
+    return n;
+}
+
+/* --- commands ------------------------------------------------------------ */
+
+static double deadline_of(uint32_t ms)
+{
+    return shim_now() + (ms ? ms : CONTROL_DEFAULT_DEADLINE_MS) / 1e3;
+}
+
+static int to_remote(struct shim_rehome_times *t)
+{
+    return shim_switch(&shim_remote_ops, t);
+}
+
+static int to_native(struct shim_rehome_times *t)
+{
+    return shim_switch(&shim_native_ops, t);
+}
+
+/* Runs STEP until it is no longer refused with -EBUSY, the deadline has
+ * passed, or a newer command (or the daemon's hang-up) is waiting on FD. */
+static int until_not_busy(int (*step)(struct shim_rehome_times *),
+                          struct shim_rehome_times *t, int fd,
+                          double deadline)
+{
+    for (;;) {
+        int rc = step(t);
+        if (rc != -EBUSY || shim_now() >= deadline)
+            return rc;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, CONTROL_BUSY_RETRY_MS) != 0)
+            return rc;
+    }
+}
+
+static void add_times(struct shim_rehome_times *sum,
+                      const struct shim_rehome_times *t)
+{
+    sum->block += t->block;
+    sum->finish += t->finish;
+    sum->extract += t->extract;
+    sum->release += t->release;
+    sum->unload += t->unload;
+    sum->load += t->load;
+    sum->rebuild += t->rebuild;
+    sum->reinject += t->reinject;
+    sum->total += t->total;
+    sum->bytes_extracted += t->bytes_extracted;
+    sum->bytes_reinjected += t->bytes_reinjected;
+    sum->objects = t->objects;
+}
+
+/* Points shim_config.remote at ENDPOINT (kept in ctl.proxy).  Only called
+ * while the program is in passthrough, so no remote connection reads it. */
+static int set_proxy(const char *endpoint, struct outcome *out)
+{
+    struct crn_endpoint ep;
+
+    if (!*endpoint) {
+        if (shim_config.remote)
+            return 0;    /* CRANE_PROXY */
+        snprintf(out->error, sizeof(out->error),
+                 "no proxy endpoint (neither the command nor CRANE_PROXY)");
+        return -EINVAL;
+    }
+    if (strlen(endpoint) >= sizeof(ctl.proxy) ||
+        crn_endpoint_parse(endpoint, &ep) < 0) {
+        snprintf(out->error, sizeof(out->error),
+                 "bad proxy endpoint (unix:PATH or tcp:HOST:PORT)");
+        return -EINVAL;
+    }
+    pthread_mutex_lock(&shim.rehome_lock);
+    snprintf(ctl.proxy, sizeof(ctl.proxy), "%s", endpoint);
+    shim_config.remote = ctl.proxy;
+    pthread_mutex_unlock(&shim.rehome_lock);
+    return 0;
+}
+
+static int cmd_prepare(const Crane__Control__DaemonMessage *m, int fd,
+                       struct outcome *out)
+{
+    const Crane__Control__Prepare *p = m->prepare;
+    double deadline = deadline_of(p->deadline_ms);
+    Crane__Control__ProgramMode mode = current_mode();
+    int rc;
+
+    if (mode == MODE_REMOTE_ONLY)
+        return 0;        /* never touches this VM's GPU */
+    if (p->mode == CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE) {
+        if (mode == MODE_PARKED)
+            return 0;
+        return until_not_busy(shim_park, &out->t, fd, deadline);
+    }
+    if (mode == MODE_PARKED) {
+        snprintf(out->error, sizeof(out->error),
+                 "parked by an offline prepare: resume or abort first");
+        return -EINVAL;
+    }
+    if (mode == MODE_REMOTING)
+        return 0;
+    if ((rc = set_proxy(p->proxy, out)) < 0)
+        return rc;
+    return until_not_busy(to_remote, &out->t, fd, deadline);
+}
+
+/* Resume and abort: back to passthrough, from wherever the program is. */
+static int cmd_passthrough(const Crane__Control__DaemonMessage *m, int fd,
+                           struct outcome *out)
+{
+    uint32_t ms = m->msg_case == CRANE__CONTROL__DAEMON_MESSAGE__MSG_RESUME
+                      ? m->resume->deadline_ms
+                      : m->abort->deadline_ms;
+    double deadline = deadline_of(ms);
+    Crane__Control__ProgramMode mode = current_mode();
+    struct shim_rehome_times t;
+    int rc;
+
+    if (mode == MODE_REMOTE_ONLY)
+        return 0;
+    if (mode == MODE_PARKED) {
+        rc = shim_unpark(&t);
+        add_times(&out->t, &t);
+        if (rc < 0)
+            return rc;
+        mode = current_mode();    /* parked from the proxy: on it again */
+    }
+    if (mode == MODE_REMOTING) {
+        rc = until_not_busy(to_native, &t, fd, deadline);
+        add_times(&out->t, &t);
+        return rc;
+    }
+    return 0;
+}
+
+static int cmd_query(const Crane__Control__DaemonMessage *m, int fd,
+                     struct outcome *out)
+{
+    (void)m;
+    (void)fd;
+    (void)out;
+    return 0;
+}
+
+static const struct control_cmd {
+    Crane__Control__DaemonMessage__MsgCase which;
+    Crane__Control__Op op;
+    const char *name;
+    control_cmd_fn run;
+} control_cmds[] = {
+    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_PREPARE,
+     CRANE__CONTROL__OP__OP_PREPARE, "prepare", cmd_prepare},
+    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_RESUME, CRANE__CONTROL__OP__OP_RESUME,
+     "resume", cmd_passthrough},
+    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_ABORT, CRANE__CONTROL__OP__OP_ABORT,
+     "abort", cmd_passthrough},
+    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_QUERY, CRANE__CONTROL__OP__OP_QUERY,
+     "query", cmd_query},
+};
+
+static const char *why(int rc)
+{
+    switch (rc) {
+    case -EBUSY:
+        return "still refused at the deadline: a buffer is mapped or a "
+               "user event is pending";
+    case -ENOTSUP: return "the program uses SVM or pipes, which cannot move";
+    case -ETIMEDOUT: return "OpenCL calls still running at the timeout";
+    default: return strerror(-rc);
+    }
+}
+
+/* Carries out one command and answers it on FD. */
+static int serve(int fd, const Crane__Control__DaemonMessage *m)
+{
+    Crane__Control__ShimMessage reply = CRANE__CONTROL__SHIM_MESSAGE__INIT;
+    Crane__Control__ProgramAck ack = CRANE__CONTROL__PROGRAM_ACK__INIT;
+    Crane__Control__StepTimes times = CRANE__CONTROL__STEP_TIMES__INIT;
+    const struct control_cmd *cmd = NULL;
+    struct outcome out;
+    int rc;
+
+    memset(&out, 0, sizeof(out));
+    for (size_t i = 0; i < sizeof(control_cmds) / sizeof(*control_cmds); i++)
+        if (control_cmds[i].which == m->msg_case)
+            cmd = &control_cmds[i];
+    if (!cmd) {
+        LOG_WARN("control: unknown command %d from crane-guestd",
+                 (int)m->msg_case);
+        rc = -EOPNOTSUPP;
+        snprintf(out.error, sizeof(out.error), "unknown command");
+    } else {
+        LOG_INFO("control: %s (command %llu)", cmd->name,
+                 (unsigned long long)m->id);
+        rc = cmd->run(m, fd, &out);
+        if (rc < 0 && !out.error[0])
+            snprintf(out.error, sizeof(out.error), "%s", why(rc));
+        if (rc < 0)
+            LOG_WARN("control: %s failed: %s", cmd->name, out.error);
+    }
+    ack.op = cmd ? cmd->op : CRANE__CONTROL__OP__OP_NONE;
+    ack.err = rc;
+    ack.error = out.error;
+    ack.mode = current_mode();
+    ack.state_bytes = state_bytes();
+    times.block = out.t.block;
+    times.finish = out.t.finish;
+    times.extract = out.t.extract;
+    times.release = out.t.release;
+    times.unload = out.t.unload;
+    times.load = out.t.load;
+    times.rebuild = out.t.rebuild;
+    times.reinject = out.t.reinject;
+    times.total = out.t.total;
+    times.bytes_extracted = out.t.bytes_extracted;
+    times.bytes_reinjected = out.t.bytes_reinjected;
+    times.objects = out.t.objects;
+    ack.times = &times;
+    reply.id = m->id;
+    reply.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_ACK;
+    reply.ack = &ack;
+    return crn_frame_write(fd, &reply.base);
+}
+
+/* --- the connection ------------------------------------------------------ */
+
+static int connect_daemon(void)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
+             shim_config.control_socket);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+static int send_register(int fd)
+{
+    Crane__Control__ShimMessage m = CRANE__CONTROL__SHIM_MESSAGE__INIT;
+    Crane__Control__Register reg = CRANE__CONTROL__REGISTER__INIT;
+
+    reg.version = CONTROL_VERSION;
+    reg.pid = (uint32_t)getpid();
+    reg.program = program_invocation_short_name;
+    reg.state_bytes = state_bytes();
+    reg.mode = current_mode();
+    reg.proxy = (char *)"";
+    if (reg.mode != MODE_PASSTHROUGH &&
+        shim_config.remote)
+        reg.proxy = (char *)shim_config.remote;
+    m.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_REGISTER;
+    m.register_ = &reg;
+    return crn_frame_write(fd, &m.base);
+}
+
+/* Serves one connection until the daemon goes away (or misbehaves). */
+static void session(int fd)
+{
+    int rc = send_register(fd);
+
+    while (rc == 0) {
+        uint8_t *buf;
+        size_t len;
+        Crane__Control__DaemonMessage *m;
+
+        if ((rc = crn_frame_read(fd, &buf, &len, CONTROL_MAX_FRAME)) < 0)
+            break;
+        m = crane__control__daemon_message__unpack(NULL, len, buf);
+        free(buf);
+        if (!m) {
+            LOG_WARN("control: undecodable message from crane-guestd; "
+                     "reconnecting");
+            break;
+        }
+        rc = serve(fd, m);
+        crane__control__daemon_message__free_unpacked(m, NULL);
+    }
+    if (rc < 0 && rc != -ENODATA)
+        LOG_INFO("control: connection to crane-guestd lost: %s",
+                 strerror(-rc));
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000,
+                          .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void *control_main(void *arg)
+{
+    int last_err = 0;
+
+    (void)arg;
+    for (;;) {
+        int fd = connect_daemon();
+        if (fd < 0) {
+            /* Quiet: most programs run where no daemon is. */
+            if (fd != last_err)
+                LOG_DEBUG("control: no crane-guestd at %s (%s); retrying "
+                          "every %d ms",
+                          shim_config.control_socket, strerror(-fd),
+                          CONTROL_RETRY_MS);
+            last_err = fd;
+            sleep_ms(CONTROL_RETRY_MS);
+            continue;
+        }
+        last_err = 0;
+        atomic_store(&ctl.fd, fd);
+        LOG_INFO("control: connected to crane-guestd at %s",
+                 shim_config.control_socket);
+        session(fd);
+        /* A forked child may have closed its copy; ours is still ours. */
+        atomic_store(&ctl.fd, -1);
+        close(fd);
+        sleep_ms(CONTROL_RETRY_MS / 4);
+    }
+    return NULL;
+}
+
+/* A child made by fork() has no control thread: it must not hold the
+ * parent's connection open, or the daemon would not see the parent go. */
+static void control_atfork_child(void)
+{
+    int fd = atomic_exchange(&ctl.fd, -1);
+    if (fd >= 0)
+        close(fd);
+}
+
+int shim_control_start(void)
+{
+    pthread_attr_t attr;
+    sigset_t all, old;
+    pthread_t thread;
+    int rc;
+
+    if (!shim_config.control_socket)
+        return 0;
+    if (strlen(shim_config.control_socket) >=
+        sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        LOG_WARN("control: CRANE_SOCKET path too long; no guest daemon "
+                 "control");
+        return -ENAMETOOLONG;
+    }
+    pthread_atfork(NULL, NULL, control_atfork_child);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* The thread takes no signal of the program's: created with all
+     * blocked, it inherits that mask. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = -pthread_create(&thread, &attr, control_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc < 0)
+        LOG_WARN("control: cannot start the control thread: %s",
+                 strerror(-rc));
+    return rc;
+}
