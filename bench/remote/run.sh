@@ -128,7 +128,8 @@ print(s.getsockname()[1])' 2>/dev/null && return
 listening() {
     case $endpoint in
     unix:*) [ -S "${endpoint#unix:}" ] ;;
-    tcp:*) ss -Hltn "sport = :${endpoint##*:}" 2>/dev/null | grep -q . ;;
+    # ss may be missing (the GPU machine): the proxy says when it listens.
+    tcp:*) grep -q 'listening on' "$work/proxy.log" 2>/dev/null ;;
     *) return 1 ;;
     esac
 }
