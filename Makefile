@@ -29,6 +29,7 @@ CRANE_RUN := $(B)/bin/crane-run
 include proto/proto.mk
 -include proxy-domain/proxy.mk
 -include bench/remote/remote.mk
+-include guest-daemon/guestd.mk
 
 all: $(SHIM_LIB) $(CRANE_RUN) $(PROTO_LIB) programs bench
 

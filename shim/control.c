@@ -186,7 +186,13 @@ static int cmd_prepare(const Crane__Control__DaemonMessage *m, int fd,
         return 0;
     if ((rc = set_proxy(p->proxy, out)) < 0)
         return rc;
-    return until_not_busy(to_remote, &out->t, fd, deadline);
+    rc = until_not_busy(to_remote, &out->t, fd, deadline);
+    if (rc < 0 && rc != -EBUSY && rc != -ENOTSUP && rc != -ETIMEDOUT)
+        snprintf(out->error, sizeof(out->error),
+                 "switching to the proxy %s failed: %s (still in "
+                 "passthrough)",
+                 shim_config.remote, strerror(-rc));
+    return rc;
 }
 
 /* Resume and abort: back to passthrough, from wherever the program is. */
@@ -275,8 +281,12 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
         rc = -EOPNOTSUPP;
         snprintf(out.error, sizeof(out.error), "unknown command");
     } else {
-        LOG_INFO("control: %s (command %llu)", cmd->name,
-                 (unsigned long long)m->id);
+        if (cmd->op == CRANE__CONTROL__OP__OP_QUERY)
+            LOG_DEBUG("control: query (command %llu)",
+                      (unsigned long long)m->id);
+        else
+            LOG_INFO("control: %s (command %llu)", cmd->name,
+                     (unsigned long long)m->id);
         rc = cmd->run(m, fd, &out);
         if (rc < 0 && !out.error[0])
             snprintf(out.error, sizeof(out.error), "%s", why(rc));

@@ -24,6 +24,10 @@ static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static void slot_free(void *p)
 {
     struct shim_gate_slot *s = p;
+    /* A later destructor of this thread may still call OpenCL: it must
+     * claim a fresh slot, never write this one once another thread owns
+     * it (slots are written without locked instructions). */
+    shim_gate_slot = NULL;
     atomic_store(&s->inside, 0);
     atomic_store(&s->used, false);
 }

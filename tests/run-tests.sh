@@ -136,15 +136,85 @@ if /usr/bin/python3 -c 'import pyopencl' 2>/dev/null; then
 else
     case_ "thirdparty/pyopencl" exit 77
 fi
+# Each script compares native, shim and re-homed runs itself and exits 77
+# when its tool is missing. clpeak: one case per test, each with a period
+# that lands a few re-homes in it (compute: ~170 calls, transfer: ~440
+# calls around 512 MiB buffers, latency: ~100,000 calls).
+case_ "thirdparty/ffmpeg" bash tests/integration/ffmpeg.sh
+case_ "thirdparty/clpeak-compute" bash tests/integration/clpeak.sh 29 \
+    --compute-integer
+case_ "thirdparty/clpeak-transfer" bash tests/integration/clpeak.sh 151 \
+    --transfer-bandwidth
+case_ "thirdparty/clpeak-latency" bash tests/integration/clpeak.sh 20011 \
+    --kernel-latency --use-event-timer
 
 echo "# bad input"
 case_ "badinput/no-vendor" no_vendor
 case_ "badinput/crane-run-help" "$RUN" --help
 case_ "badinput/crane-run-no-args" bash -c "! $RUN"
 
+echo "# remoting: crane-proxy"
+# tests/proxy/proxy_test starts its own crane-proxy per case (on a fresh
+# unix socket) and speaks the protocol to it; CRANE_PROXY picks the binary.
+PROXY_TEST=$B/tests/proxy/proxy_test
+# proxy_bad ARGS...: crane-proxy refuses them with exit 1 and one line.
+proxy_bad() {
+    local out rc
+    out=$("$B/bin/crane-proxy" "$@" 2>&1)
+    rc=$?
+    echo "$out"
+    [ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+        [[ "$out" == crane-proxy:* ]]
+}
+export -f proxy_bad
+for t in $($PROXY_TEST --list); do
+    case_ "proxy/$t" $PROXY_TEST "$t"
+    case_ "proxy-asan/$t" env CRANE_PROXY=$BA/bin/crane-proxy \
+        ASAN_OPTIONS=abort_on_error=1 $PROXY_TEST "$t"
+done
+case_ "proxy/help" $B/bin/crane-proxy --help
+case_ "proxy/no-listen" proxy_bad
+case_ "proxy/bad-endpoint" proxy_bad --listen nowhere:1
+case_ "proxy/bad-option" proxy_bad --listen unix:/tmp/crane-px.sock --frob
+case_ "proxy/no-key-file" proxy_bad --listen unix:/tmp/crane-px.sock \
+    --auth-key /nonexistent/key
+case_ "proxy/empty-key-file" proxy_bad --listen unix:/tmp/crane-px.sock \
+    --auth-key /dev/null
+case_ "proxy/no-device" proxy_bad --listen unix:/tmp/crane-px.sock \
+    --device 99:0
+case_ "proxy/bad-quota" proxy_bad --listen unix:/tmp/crane-px.sock \
+    --quota lots
+
+echo "# remoting: the programs through a real crane-proxy"
+# Remoted from their start, and switched passthrough <-> remoting at many
+# points while they run (every 97th and 13th call), every byte verified by
+# the programs; then a proxy killed under a remoting program.
+for p in $PROGS/*; do
+    n=$(basename "$p")
+    case_ "remote/$n" tests/integration/remote.sh remote "$p"
+    case_ "switch-97/$n" tests/integration/remote.sh switch 97 2 "$p"
+    case_ "switch-13/$n" tests/integration/remote.sh switch 13 2 "$p"
+done
+case_ "switch-5/longrun" tests/integration/remote.sh switch 5 20 \
+    $PROGS/longrun 300
+case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
+
+echo "# guest daemon"
+# crane-guestd driven by cranectl, real programs under the shim, a real
+# proxy, a fake modprobe; each case in tests/guest/guestd.sh.
+for t in $(tests/guest/guestd.sh --list); do
+    case_ "guest/$t" bash tests/guest/guestd.sh "$t"
+done
+
 echo "# fuzzing the frame decoder"
 case_ "fuzz/frame" build/fuzz/fuzz_frame -max_total_time=20 \
     -rss_limit_mb=1024
+# The proxy's decoding, validation and execution on PoCL; the corpus (seeded
+# by the target when empty) is kept between runs.
+mkdir -p "$LOGDIR/fuzz-remote-corpus"
+case_ "fuzz/remote" build/fuzz/fuzz_remote -max_total_time=20 \
+    -rss_limit_mb=2048 -artifact_prefix="$LOGDIR/fuzz-remote-" \
+    "$LOGDIR/fuzz-remote-corpus"
 
 total=$((pass + fail + skip))
 echo "$((pass + skip)) passed, $fail failed (of $total; $skip skipped)"

@@ -17,6 +17,18 @@ TEST_ENTRY(frame_decode_incremental)
 TEST_ENTRY(frame_zero_length)
 TEST_ENTRY(frame_write_errors)
 
+/* proto/auth.c: tests/unit/test_auth.c */
+TEST_ENTRY(auth_hmac_rfc4231)
+TEST_ENTRY(auth_hmac_edges)
+TEST_ENTRY(auth_random_bytes)
+TEST_ENTRY(auth_key_load)
+
+/* proxy-domain/map.c, validate.c: tests/unit/test_px.c */
+TEST_ENTRY(px_map_random)
+TEST_ENTRY(px_validate_launch)
+TEST_ENTRY(px_validate_mem)
+TEST_ENTRY(px_validate_other)
+
 /* shim/objects.c, dirty.c, kernel.c: tests/unit/test_shadow.c */
 TEST_ENTRY(shadow_refcounts)
 TEST_ENTRY(shadow_children_keep_parents)

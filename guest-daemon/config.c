@@ -1,0 +1,291 @@
+/* crane-guestd's settings: defaults, config file, command-line overrides. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/endpoint.h"
+
+void gd_config_defaults(struct gd_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->listen, sizeof(cfg->listen), "/run/crane/guest.sock");
+    cfg->listen_mode = 0666;
+    snprintf(cfg->host, sizeof(cfg->host),
+             "/dev/virtio-ports/org.crane.guest.0");
+    snprintf(cfg->control, sizeof(cfg->control), "unix:/run/crane/ctl.sock");
+    cfg->control_mode = 0600;
+    snprintf(cfg->state_file, sizeof(cfg->state_file),
+             "/run/crane/guestd.state");
+    snprintf(cfg->modprobe, sizeof(cfg->modprobe), "/sbin/modprobe");
+    snprintf(cfg->vendors_dir, sizeof(cfg->vendors_dir),
+             "/etc/OpenCL/vendors");
+    snprintf(cfg->gpu_type, sizeof(cfg->gpu_type), "gpu");
+    snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+    cfg->mode = GD_MODE_LIVE;
+    cfg->prepare_deadline_ms = 30000;
+    cfg->resume_deadline_ms = 30000;
+    cfg->abort_deadline_ms = 30000;
+    cfg->gpu_wait_ms = 60000;
+    cfg->gpu_poll_ms = 100;
+    cfg->probe_timeout_ms = 20000;
+    cfg->modprobe_timeout_ms = 30000;
+    cfg->reconnect_grace_ms = 5000;
+}
+
+static int text(char *dst, size_t len, const char *v)
+{
+    if (strlen(v) >= len)
+        return -ENAMETOOLONG;
+    snprintf(dst, len, "%s", v);
+    return 0;
+}
+
+static int ms(uint32_t *dst, const char *v)
+{
+    char *end;
+    unsigned long n;
+
+    errno = 0;
+    n = strtoul(v, &end, 10);
+    if (errno || end == v || *end || *v == '-' || n > 24ul * 3600 * 1000)
+        return -EINVAL;
+    *dst = (uint32_t)n;
+    return 0;
+}
+
+static int file_mode(unsigned *dst, const char *v)
+{
+    char *end;
+    unsigned long n = strtoul(v, &end, 8);
+
+    if (end == v || *end || n > 0777)
+        return -EINVAL;
+    *dst = (unsigned)n;
+    return 0;
+}
+
+/* Whitespace-separated words into a fixed table. */
+static int words(char *table, size_t width, size_t max, size_t *n,
+                 const char *v)
+{
+    char copy[1024];
+    char *save = NULL;
+
+    if (strlen(v) >= sizeof(copy))
+        return -ENAMETOOLONG;
+    snprintf(copy, sizeof(copy), "%s", v);
+    *n = 0;
+    for (char *w = strtok_r(copy, " \t,", &save); w;
+         w = strtok_r(NULL, " \t,", &save)) {
+        if (*n == max || strlen(w) >= width)
+            return -E2BIG;
+        snprintf(table + *n * width, width, "%s", w);
+        (*n)++;
+    }
+    return 0;
+}
+
+/* A module name as modprobe takes it: no option, no path. */
+static int check_modules(const struct gd_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_modules; i++) {
+        const char *m = cfg->modules[i];
+        if (m[0] == '-')
+            return -EINVAL;
+        for (; *m; m++)
+            if (!isalnum((unsigned char)*m) && *m != '_' && *m != '-')
+                return -EINVAL;
+    }
+    return 0;
+}
+
+static int endpoint_or_path(const char *v)
+{
+    struct crn_endpoint ep;
+
+    if (strncmp(v, "unix:", 5) == 0 || strncmp(v, "tcp:", 4) == 0)
+        return crn_endpoint_parse(v, &ep);
+    return v[0] == '/' ? 0 : -EINVAL;
+}
+
+int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
+                  char *why, size_t why_len)
+{
+    struct crn_endpoint ep;
+    int rc = -EINVAL;
+    const char *hint = "";
+
+    if (strcmp(key, "listen") == 0) {
+        if (strncmp(v, "unix:", 5) == 0)
+            v += 5;
+        rc = v[0] == '/' && strlen(v) < 108 ? text(cfg->listen,
+                                                    sizeof(cfg->listen), v)
+                                            : -EINVAL;
+        hint = "an absolute socket path";
+    } else if (strcmp(key, "listen_mode") == 0) {
+        rc = file_mode(&cfg->listen_mode, v);
+        hint = "octal, e.g. 0666";
+    } else if (strcmp(key, "host") == 0) {
+        rc = endpoint_or_path(v);
+        if (rc == 0)
+            rc = text(cfg->host, sizeof(cfg->host), v);
+        hint = "a port path, unix:PATH or tcp:HOST:PORT";
+    } else if (strcmp(key, "control") == 0) {
+        rc = !*v || strcmp(v, "none") == 0 ? (cfg->control[0] = '\0', 0)
+             : crn_endpoint_parse(v, &ep) == 0
+                 ? text(cfg->control, sizeof(cfg->control), v)
+                 : -EINVAL;
+        hint = "unix:PATH, tcp:HOST:PORT or none";
+    } else if (strcmp(key, "control_mode") == 0) {
+        rc = file_mode(&cfg->control_mode, v);
+        hint = "octal, e.g. 0600";
+    } else if (strcmp(key, "state_file") == 0) {
+        rc = v[0] == '/' ? text(cfg->state_file, sizeof(cfg->state_file), v)
+                         : -EINVAL;
+        hint = "an absolute path";
+    } else if (strcmp(key, "modprobe") == 0) {
+        rc = *v ? text(cfg->modprobe, sizeof(cfg->modprobe), v) : -EINVAL;
+        hint = "a command";
+    } else if (strcmp(key, "modules") == 0) {
+        rc = words(&cfg->modules[0][0], sizeof(cfg->modules[0]),
+                   GD_MAX_MODULES, &cfg->n_modules, v);
+        if (rc == 0)
+            rc = check_modules(cfg);
+        hint = "up to 16 module names";
+    } else if (strcmp(key, "gpu_device") == 0) {
+        rc = words(&cfg->gpu_devices[0][0], sizeof(cfg->gpu_devices[0]),
+                   GD_MAX_DEVICES, &cfg->n_gpu_devices, v);
+        hint = "up to 8 paths";
+    } else if (strcmp(key, "vendor_lib") == 0) {
+        rc = text(cfg->vendor_lib, sizeof(cfg->vendor_lib), v);
+    } else if (strcmp(key, "vendors_dir") == 0) {
+        rc = text(cfg->vendors_dir, sizeof(cfg->vendors_dir), v);
+    } else if (strcmp(key, "gpu_type") == 0) {
+        rc = strcmp(v, "gpu") == 0 || strcmp(v, "cpu") == 0 ||
+                     strcmp(v, "accelerator") == 0 || strcmp(v, "all") == 0
+                 ? text(cfg->gpu_type, sizeof(cfg->gpu_type), v)
+                 : -EINVAL;
+        hint = "gpu, cpu, accelerator or all";
+    } else if (strcmp(key, "proxy") == 0) {
+        rc = !*v || crn_endpoint_parse(v, &ep) == 0
+                 ? text(cfg->proxy, sizeof(cfg->proxy), v)
+                 : -EINVAL;
+        hint = "unix:PATH or tcp:HOST:PORT";
+    } else if (strcmp(key, "mode") == 0) {
+        rc = 0;
+        if (strcmp(v, "live") == 0)
+            cfg->mode = GD_MODE_LIVE;
+        else if (strcmp(v, "offline") == 0)
+            cfg->mode = GD_MODE_OFFLINE;
+        else
+            rc = -EINVAL;
+        hint = "live or offline";
+    } else if (strcmp(key, "log_level") == 0) {
+        rc = strcmp(v, "error") == 0 || strcmp(v, "warn") == 0 ||
+                     strcmp(v, "info") == 0 || strcmp(v, "debug") == 0
+                 ? text(cfg->log_level, sizeof(cfg->log_level), v)
+                 : -EINVAL;
+        hint = "error, warn, info or debug";
+    } else {
+        static const struct {
+            const char *key;
+            size_t off;
+        } times[] = {
+            {"prepare_deadline_ms",
+             offsetof(struct gd_config, prepare_deadline_ms)},
+            {"resume_deadline_ms",
+             offsetof(struct gd_config, resume_deadline_ms)},
+            {"abort_deadline_ms",
+             offsetof(struct gd_config, abort_deadline_ms)},
+            {"gpu_wait_ms", offsetof(struct gd_config, gpu_wait_ms)},
+            {"gpu_poll_ms", offsetof(struct gd_config, gpu_poll_ms)},
+            {"probe_timeout_ms",
+             offsetof(struct gd_config, probe_timeout_ms)},
+            {"modprobe_timeout_ms",
+             offsetof(struct gd_config, modprobe_timeout_ms)},
+            {"reconnect_grace_ms",
+             offsetof(struct gd_config, reconnect_grace_ms)},
+        };
+        for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++) {
+            if (strcmp(key, times[i].key) == 0) {
+                rc = ms((uint32_t *)((char *)cfg + times[i].off), v);
+                hint = "milliseconds";
+                if (rc == 0 && strcmp(key, "gpu_poll_ms") == 0 &&
+                    cfg->gpu_poll_ms < 10)
+                    rc = -EINVAL;
+                break;
+            }
+        }
+        if (!*hint) {
+            snprintf(why, why_len, "unknown setting '%s'", key);
+            return -EINVAL;
+        }
+    }
+    if (rc < 0)
+        snprintf(why, why_len, "bad %s '%s'%s%s%s", key, v, *hint ? " (" : "",
+                 hint, *hint ? ")" : "");
+    return rc < 0 ? -EINVAL : 0;
+}
+
+static char *trim(char *s)
+{
+    char *end;
+
+    while (isspace((unsigned char)*s))
+        s++;
+    end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return s;
+}
+
+int gd_config_load(struct gd_config *cfg, const char *path, int must_exist,
+                   char *why, size_t why_len)
+{
+    FILE *f = fopen(path, "re");
+    char line[1200], msg[400];
+    unsigned lineno = 0;
+    int rc = 0;
+
+    if (!f) {
+        rc = -errno;
+        if (rc == -ENOENT && !must_exist)
+            return 0;
+        snprintf(why, why_len, "cannot read %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char *eq, *key, *value, *hash;
+
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            snprintf(why, why_len, "%s:%u: line too long", path, lineno);
+            rc = -EINVAL;
+            break;
+        }
+        if ((hash = strchr(line, '#')))
+            *hash = '\0';
+        key = trim(line);
+        if (!*key)
+            continue;
+        if (!(eq = strchr(key, '='))) {
+            snprintf(why, why_len, "%s:%u: expected key = value", path,
+                     lineno);
+            rc = -EINVAL;
+            break;
+        }
+        *eq = '\0';
+        value = trim(eq + 1);
+        key = trim(key);
+        if ((rc = gd_config_set(cfg, key, value, msg, sizeof(msg))) < 0) {
+            snprintf(why, why_len, "%s:%u: %s", path, lineno, msg);
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,247 @@
+/* cranectl: sends crane-guestd what the host would send, prints the answer. */
+#include "ctl_print.h"
+
+#include "proto/control.pb-c.h"
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CTL_DEFAULT_CONNECT "unix:/run/crane/ctl.sock"
+#define CTL_MAX_FRAME (16u << 20)
+
+static const char usage[] =
+    "usage: cranectl [--connect ENDPOINT] [--timeout SECONDS] COMMAND\n"
+    "\n"
+    "Drives crane-guestd by hand: sends what the host daemon would send.\n"
+    "\n"
+    "commands:\n"
+    "  status                      programs, their mode, state size and\n"
+    "                              last timings; the daemon's phase\n"
+    "  prepare [--proxy ENDPOINT] [--live|--offline] [--deadline MS]\n"
+    "                              take every program off the GPU (live:\n"
+    "                              onto the proxy; offline: state to RAM,\n"
+    "                              calls held) and unload the GPU driver\n"
+    "  resume [--deadline MS]      load the driver, wait for the GPU, bring\n"
+    "                              every program back to passthrough\n"
+    "  abort [--deadline MS]       undo a prepare (or finish a failed one)\n"
+    "\n"
+    "options:\n"
+    "  --connect ENDPOINT  the daemon's control socket or host channel\n"
+    "                      (default $CRANECTL_CONNECT, else\n"
+    "                      " CTL_DEFAULT_CONNECT ")\n"
+    "  --timeout SECONDS   how long to wait for the answer (default 300)\n"
+    "  --help              this text\n"
+    "\n"
+    "Exit status: 0 done, 1 the daemon reports a failure, 2 bad usage,\n"
+    "3 no answer from the daemon.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "cranectl: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see --help)\n");
+    return 2;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno || end == s || *end || *s == '-' || v > 3600ul * 1000)
+        return -EINVAL;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* Sends MSG and waits up to TIMEOUT seconds for the answer with its id. */
+static int exchange(const char *endpoint, Crane__Control__HostMessage *msg,
+                    double timeout, Crane__Control__GuestMessage **out)
+{
+    struct crn_endpoint ep;
+    struct timespec ts;
+    double deadline;
+    int fd, rc;
+
+    if (crn_endpoint_parse(endpoint, &ep) < 0) {
+        fprintf(stderr, "cranectl: bad endpoint '%s' (unix:PATH or "
+                        "tcp:HOST:PORT)\n",
+                endpoint);
+        return -EINVAL;
+    }
+    fd = crn_endpoint_connect(&ep);
+    if (fd < 0) {
+        fprintf(stderr, "cranectl: cannot connect to %s: %s (is "
+                        "crane-guestd running?)\n",
+                endpoint, strerror(-fd));
+        return fd;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    msg->id = (uint64_t)getpid() << 20 | (uint64_t)(ts.tv_nsec & 0xfffff);
+    if ((rc = crn_frame_write(fd, &msg->base)) < 0) {
+        fprintf(stderr, "cranectl: sending to %s: %s\n", endpoint,
+                strerror(-rc));
+        close(fd);
+        return rc;
+    }
+    deadline = ts.tv_sec + ts.tv_nsec / 1e9 + timeout;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        uint8_t *buf;
+        size_t len;
+        double left;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        left = deadline - (ts.tv_sec + ts.tv_nsec / 1e9);
+        if (left <= 0 || poll(&p, 1, (int)ceil(left * 1e3)) == 0) {
+            fprintf(stderr, "cranectl: no answer from %s within %.0f s\n",
+                    endpoint, timeout);
+            rc = -ETIMEDOUT;
+            break;
+        }
+        if ((rc = crn_frame_read(fd, &buf, &len, CTL_MAX_FRAME)) < 0) {
+            fprintf(stderr, "cranectl: reading from %s: %s\n", endpoint,
+                    rc == -ENODATA ? "the daemon closed the connection"
+                                   : strerror(-rc));
+            break;
+        }
+        *out = crane__control__guest_message__unpack(NULL, len, buf);
+        free(buf);
+        if (!*out ||
+            (*out)->msg_case != CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK) {
+            fprintf(stderr, "cranectl: undecodable answer from %s\n",
+                    endpoint);
+            if (*out)
+                crane__control__guest_message__free_unpacked(*out, NULL);
+            *out = NULL;
+            rc = -EPROTO;
+            break;
+        }
+        if ((*out)->id == msg->id || (*out)->id == 0)
+            break;
+        /* An answer meant for an earlier request on a shared channel. */
+        crane__control__guest_message__free_unpacked(*out, NULL);
+        *out = NULL;
+    }
+    close(fd);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option global_opts[] = {
+        {"connect", required_argument, NULL, 'c'},
+        {"timeout", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const struct option cmd_opts[] = {
+        {"proxy", required_argument, NULL, 'p'},
+        {"live", no_argument, NULL, 'l'},
+        {"offline", no_argument, NULL, 'o'},
+        {"deadline", required_argument, NULL, 'd'},
+        {NULL, 0, NULL, 0},
+    };
+    Crane__Control__HostMessage msg = CRANE__CONTROL__HOST_MESSAGE__INIT;
+    Crane__Control__StatusRequest status = CRANE__CONTROL__STATUS_REQUEST__INIT;
+    Crane__Control__Prepare prepare = CRANE__CONTROL__PREPARE__INIT;
+    Crane__Control__Resume resume = CRANE__CONTROL__RESUME__INIT;
+    Crane__Control__Abort abort_ = CRANE__CONTROL__ABORT__INIT;
+    Crane__Control__GuestMessage *answer = NULL;
+    const char *endpoint = getenv("CRANECTL_CONNECT");
+    const char *cmd;
+    double timeout = 300;
+    uint32_t deadline = 0;
+    bool prepare_opts = false;
+    int opt, rc;
+
+    if (!endpoint || !*endpoint)
+        endpoint = CTL_DEFAULT_CONNECT;
+    opterr = 0;
+    /* Global options stop at the command word. */
+    while ((opt = getopt_long(argc, argv, "+", global_opts, NULL)) != -1) {
+        char *end;
+        switch (opt) {
+        case 'c': endpoint = optarg; break;
+        case 't':
+            timeout = strtod(optarg, &end);
+            if (*end || end == optarg || !(timeout > 0) || timeout > 86400)
+                return usage_error("bad --timeout '%s' (seconds)", optarg);
+            break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("%s", "a command is needed");
+    cmd = argv[optind];
+    argc -= optind;
+    argv += optind;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "+", cmd_opts, NULL)) != -1) {
+        switch (opt) {
+        case 'p':
+            prepare.proxy = optarg;
+            prepare_opts = true;
+            break;
+        case 'l':
+            prepare.mode = CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE;
+            prepare_opts = true;
+            break;
+        case 'o':
+            prepare.mode = CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE;
+            prepare_opts = true;
+            break;
+        case 'd':
+            if (parse_u32(optarg, &deadline) < 0)
+                return usage_error("bad --deadline '%s' (milliseconds)",
+                                   optarg);
+            break;
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (strcmp(cmd, "prepare") != 0 && prepare_opts)
+        return usage_error("--proxy, --live and --offline go with %s",
+                           "prepare");
+    if (strcmp(cmd, "status") == 0) {
+        if (deadline)
+            return usage_error("%s takes no --deadline", cmd);
+        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS;
+        msg.status = &status;
+    } else if (strcmp(cmd, "prepare") == 0) {
+        prepare.deadline_ms = deadline;
+        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE;
+        msg.prepare = &prepare;
+    } else if (strcmp(cmd, "resume") == 0) {
+        resume.deadline_ms = deadline;
+        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME;
+        msg.resume = &resume;
+    } else if (strcmp(cmd, "abort") == 0) {
+        abort_.deadline_ms = deadline;
+        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT;
+        msg.abort = &abort_;
+    } else {
+        return usage_error("unknown command '%s'", cmd);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (exchange(endpoint, &msg, timeout, &answer) < 0)
+        return 3;
+    rc = ctl_print_ack(stdout, answer->ack);
+    crane__control__guest_message__free_unpacked(answer, NULL);
+    return rc == 0 ? 0 : 1;
+}

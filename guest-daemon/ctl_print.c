@@ -1,0 +1,147 @@
+/* cranectl's output: the daemon's answers as tables for operators.
+ *
+ * Lines are stable for scripts: "phase: NAME", one "program PID NAME MODE
+ * ..." row per program, "result: ok|FAILED ...", and for prepare and
+ * resume a "stoppage:" line with the longest time any program's OpenCL
+ * calls were held.
+ */
+#include "ctl_print.h"
+
+#include <string.h>
+
+static const char *op_name(Crane__Control__Op op)
+{
+    static const char *const n[] = {"none",   "status", "prepare",
+                                    "resume", "abort",  "query"};
+    return (unsigned)op < sizeof(n) / sizeof(*n) ? n[op] : "?";
+}
+
+static const char *phase_name(Crane__Control__Phase p)
+{
+    static const char *const n[] = {"unknown",  "idle",     "preparing",
+                                    "prepared", "resuming", "aborting"};
+    return (unsigned)p < sizeof(n) / sizeof(*n) ? n[p] : "?";
+}
+
+static const char *mode_name(Crane__Control__ProgramMode m)
+{
+    static const char *const n[] = {"unknown", "passthrough", "remoting",
+                                    "parked", "remote-only"};
+    return (unsigned)m < sizeof(n) / sizeof(*n) ? n[m] : "?";
+}
+
+static const char *mig_name(Crane__Control__MigrationMode m)
+{
+    static const char *const n[] = {"default", "live", "offline"};
+    return (unsigned)m < sizeof(n) / sizeof(*n) ? n[m] : "?";
+}
+
+static void bytes(char *buf, size_t len, unsigned long long b)
+{
+    if (b >= 1ull << 30)
+        snprintf(buf, len, "%.1fGiB", b / 1073741824.0);
+    else if (b >= 1ull << 20)
+        snprintf(buf, len, "%.1fMiB", b / 1048576.0);
+    else if (b >= 1ull << 10)
+        snprintf(buf, len, "%.1fKiB", b / 1024.0);
+    else
+        snprintf(buf, len, "%lluB", b);
+}
+
+/* Seconds the program's calls were held.  Coming back from stop-and-copy
+ * the calls waited since the park (`block`) and then for the unpark. */
+static double held(const Crane__Control__StepTimes *t)
+{
+    return t->block > t->total ? t->block + t->total : t->total;
+}
+
+static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
+{
+    const Crane__Control__StepTimes *t = r->times;
+    char state[32], moved[32], back[32];
+
+    bytes(state, sizeof(state), r->state_bytes);
+    fprintf(out, "program %-7u %-16s %-12s %9s  %-8s %-6s", r->pid,
+            r->program, mode_name(r->mode), state, op_name(r->last_op),
+            r->last_op == CRANE__CONTROL__OP__OP_NONE ? "-"
+            : r->err                                  ? "FAILED"
+                                                      : "ok");
+    if (t && r->last_op != CRANE__CONTROL__OP__OP_NONE)
+        fprintf(out, " %9.1f %9.1f", held(t) * 1e3, r->elapsed * 1e3);
+    fputc('\n', out);
+    if (r->error && *r->error)
+        fprintf(out, "        %s\n", r->error);
+    if (t && t->total > 0) {
+        bytes(moved, sizeof(moved), t->bytes_extracted);
+        bytes(back, sizeof(back), t->bytes_reinjected);
+        fprintf(out,
+                "        held %.1f ms = %s %.1f + finish %.1f + extract "
+                "%.1f + release %.1f + unload %.1f + load %.1f + rebuild "
+                "%.1f + reinject %.1f; %s out, %s back, %u objects\n",
+                held(t) * 1e3, t->block > t->total ? "parked" : "block",
+                t->block * 1e3, t->finish * 1e3,
+                t->extract * 1e3, t->release * 1e3, t->unload * 1e3,
+                t->load * 1e3, t->rebuild * 1e3, t->reinject * 1e3, moved,
+                back, t->objects);
+    }
+}
+
+int ctl_print_ack(FILE *out, const Crane__Control__Ack *a)
+{
+    double max = 0, sum = 0;
+    size_t timed = 0;
+
+    if (a->op == CRANE__CONTROL__OP__OP_STATUS) {
+        fprintf(out, "phase: %s (for %.1f s)\n", phase_name(a->phase),
+                a->phase_age);
+        fprintf(out, "migration: %s%s%s\n", mig_name(a->mode),
+                a->proxy && *a->proxy ? " via " : "",
+                a->proxy ? a->proxy : "");
+        if (a->last_op != CRANE__CONTROL__OP__OP_NONE)
+            fprintf(out, "last: %s %s%s%s\n", op_name(a->last_op),
+                    a->last_err ? "FAILED" : "ok",
+                    a->last_err ? ": " : "",
+                    a->last_err ? a->last_error : "");
+    } else {
+        fprintf(out, "%s%s%s: %s in %.1f ms (phase %s)\n", op_name(a->op),
+                a->op == CRANE__CONTROL__OP__OP_PREPARE ? " " : "",
+                a->op == CRANE__CONTROL__OP__OP_PREPARE ? mig_name(a->mode)
+                                                        : "",
+                a->err ? "FAILED" : "done", a->seconds * 1e3,
+                phase_name(a->phase));
+        for (size_t i = 0; i < a->n_steps; i++) {
+            const Crane__Control__DaemonStep *s = a->steps[i];
+            fprintf(out, "step    %-32s %-6s %9.1f ms%s%s\n", s->name,
+                    s->err ? "FAILED" : "ok", s->seconds * 1e3,
+                    s->err ? "  " : "", s->err ? s->error : "");
+        }
+    }
+    fprintf(out, "programs: %zu\n", a->n_programs);
+    if (a->n_programs)
+        fprintf(out, "        %-7s %-16s %-12s %9s  %-8s %-6s %9s %9s\n",
+                "PID", "PROGRAM", "MODE", "STATE", "LAST", "RESULT",
+                "HELD(ms)", "TOOK(ms)");
+    for (size_t i = 0; i < a->n_programs; i++) {
+        const Crane__Control__ProgramReport *r = a->programs[i];
+        print_program(out, r);
+        if (r->times && r->last_op == a->op && !r->err &&
+            r->times->total > 0) {
+            double h = held(r->times);
+            if (h > max)
+                max = h;
+            sum += h;
+            timed++;
+        }
+    }
+    if (a->op != CRANE__CONTROL__OP__OP_STATUS && timed)
+        fprintf(out, "stoppage: max %.1f ms, mean %.1f ms over %zu "
+                     "program(s)\n",
+                max * 1e3, sum / timed * 1e3, timed);
+    if (a->err)
+        fprintf(out, "result: FAILED (%s): %s\n", strerror(-a->err),
+                a->error ? a->error : "");
+    else
+        fprintf(out, "result: ok%s%s\n", a->error && *a->error ? ": " : "",
+                a->error && *a->error ? a->error : "");
+    return a->err;
+}

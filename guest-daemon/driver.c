@@ -1,0 +1,228 @@
+/* The GPU driver: its modules out and in, and waiting for a usable GPU.
+ *
+ * "Usable" is observed, never assumed after a fixed sleep: the device
+ * nodes exist and the vendor library, loaded in a child process so the
+ * daemon itself never holds the device open (which would keep the module
+ * from unloading), enumerates at least one device.
+ */
+#include "driver.h"
+
+#include "log.h"
+#include "migrate.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* --- modules ------------------------------------------------------------- */
+
+static void modprobe_next(struct gd_daemon *d);
+
+static void driver_end(struct gd_daemon *d, int err)
+{
+    gd_driver_done_fn done = d->op->drv_done;
+
+    d->op->drv_done = NULL;
+    done(d, err);
+}
+
+static void modprobe_done(void *arg, int status, const char *output)
+{
+    struct gd_daemon *d = arg;
+    struct gd_op *o = d->op;
+    const char *mod = d->cfg.modules[o->drv_i];
+    char name[96], why[300];
+    int err = 0;
+
+    if (d->stopping)
+        return;
+    snprintf(name, sizeof(name), "modprobe %s%s", o->drv_unload ? "-r " : "",
+             mod);
+    if (status != 0) {
+        /* modprobe says why on stderr; a module in use is the usual. */
+        err = status < 0 ? status : -EBUSY;
+        if (status > 0)
+            snprintf(why, sizeof(why), "exit %d%s%s", status,
+                     *output ? ": " : "", output);
+        else
+            snprintf(why, sizeof(why), "%s", strerror(-status));
+    }
+    gd_op_step(d, name, err, err ? why : NULL, gd_now() - o->drv_t0);
+    if (err) {
+        gd_op_fail(d, err, "%s failed: %s", name, why);
+        driver_end(d, err);
+        return;
+    }
+    o->drv_left--;
+    if (o->drv_unload) {
+        d->modules_unloaded = o->drv_i + 1;
+        o->drv_i++;
+    } else {
+        if (o->drv_left == 0)
+            d->modules_unloaded = 0;
+        o->drv_i--;
+    }
+    gd_save_state(d);
+    modprobe_next(d);
+}
+
+static void modprobe_next(struct gd_daemon *d)
+{
+    struct gd_op *o = d->op;
+    char *argv[4];
+    int rc;
+
+    /* An abort that arrived during the unloading stops it between
+     * modules; the way back loads what went. */
+    if (o->drv_left == 0 || (o->drv_unload && o->cancelled)) {
+        if (!o->drv_unload)
+            d->modules_unloaded = 0;
+        driver_end(d, 0);
+        return;
+    }
+    argv[0] = d->cfg.modprobe;
+    argv[1] = o->drv_unload ? (char *)"-r" : d->cfg.modules[o->drv_i];
+    argv[2] = o->drv_unload ? d->cfg.modules[o->drv_i] : NULL;
+    argv[3] = NULL;
+    o->drv_t0 = gd_now();
+    rc = gd_child_run(d->loop, argv, d->cfg.modprobe_timeout_ms,
+                      modprobe_done, d);
+    if (rc < 0) {
+        char why[300];
+        snprintf(why, sizeof(why), "cannot run %s: %s", argv[0],
+                 strerror(-rc));
+        gd_op_step(d, "modprobe", rc, why, 0);
+        gd_op_fail(d, rc, "%s", why);
+        driver_end(d, rc);
+    }
+}
+
+void gd_driver_unload(struct gd_daemon *d, gd_driver_done_fn done)
+{
+    struct gd_op *o = d->op;
+
+    o->drv_done = done;
+    o->drv_unload = true;
+    o->drv_i = d->modules_unloaded;
+    o->drv_left = d->cfg.n_modules - d->modules_unloaded;
+    modprobe_next(d);
+}
+
+void gd_driver_load(struct gd_daemon *d, gd_driver_done_fn done)
+{
+    struct gd_op *o = d->op;
+
+    o->drv_done = done;
+    o->drv_unload = false;
+    o->drv_left = d->cfg.n_modules;
+    o->drv_i = d->cfg.n_modules ? d->cfg.n_modules - 1 : 0;
+    modprobe_next(d);
+}
+
+/* --- waiting for the GPU ------------------------------------------------- */
+
+static void poll_gpu(struct gd_daemon *d);
+
+static void gpu_end(struct gd_daemon *d, int err)
+{
+    struct gd_op *o = d->op;
+    char why[300];
+    double waited = gd_now() - o->drv_t0;
+
+    if (err) {
+        snprintf(why, sizeof(why), "GPU not usable after %.1f s: %s", waited,
+                 o->probe_why);
+        gd_op_step(d, "wait for the GPU", err, why, waited);
+        gd_op_fail(d, err, "%s", why);
+    } else {
+        snprintf(why, sizeof(why), "wait for the GPU (%u probe%s)", o->probes,
+                 o->probes == 1 ? "" : "s");
+        gd_op_step(d, why, 0, NULL, waited);
+    }
+    driver_end(d, err);
+}
+
+static void on_poll_timer(uv_timer_t *t);
+
+static void retry_or_fail(struct gd_daemon *d)
+{
+    struct gd_op *o = d->op;
+
+    if ((gd_now() - o->drv_t0) * 1e3 >= d->cfg.gpu_wait_ms) {
+        gpu_end(d, -ETIMEDOUT);
+        return;
+    }
+    uv_timer_start(&d->drv_timer, on_poll_timer, d->cfg.gpu_poll_ms, 0);
+}
+
+static void probe_done(void *arg, int status, const char *output)
+{
+    struct gd_daemon *d = arg;
+    struct gd_op *o = d->op;
+
+    if (d->stopping)
+        return;
+    o->probes++;
+    if (status == 0) {
+        gpu_end(d, 0);
+        return;
+    }
+    if (status == -ETIMEDOUT)
+        snprintf(o->probe_why, sizeof(o->probe_why),
+                 "the vendor library hung enumerating devices");
+    else
+        snprintf(o->probe_why, sizeof(o->probe_why), "%s",
+                 *output ? output : "the vendor library found no device");
+    retry_or_fail(d);
+}
+
+static void poll_gpu(struct gd_daemon *d)
+{
+    struct gd_op *o;
+    char *argv[9];
+    int rc;
+
+    o = d->op;
+    if (d->stopping || !o)
+        return;
+    for (size_t i = 0; i < d->cfg.n_gpu_devices; i++) {
+        if (access(d->cfg.gpu_devices[i], F_OK) < 0) {
+            snprintf(o->probe_why, sizeof(o->probe_why), "%s is missing",
+                     d->cfg.gpu_devices[i]);
+            retry_or_fail(d);
+            return;
+        }
+    }
+    argv[0] = d->self_exe;
+    argv[1] = (char *)"--probe-gpu";
+    argv[2] = d->cfg.vendor_lib;
+    argv[3] = (char *)"--gpu-type";
+    argv[4] = d->cfg.gpu_type;
+    argv[5] = (char *)"--vendors-dir";
+    argv[6] = d->cfg.vendors_dir;
+    argv[7] = NULL;
+    rc = gd_child_run(d->loop, argv, d->cfg.probe_timeout_ms, probe_done, d);
+    if (rc < 0) {
+        snprintf(o->probe_why, sizeof(o->probe_why),
+                 "cannot run the probe: %s", strerror(-rc));
+        retry_or_fail(d);
+    }
+}
+
+static void on_poll_timer(uv_timer_t *t)
+{
+    poll_gpu(t->data);
+}
+
+void gd_driver_wait_gpu(struct gd_daemon *d, gd_driver_done_fn done)
+{
+    struct gd_op *o = d->op;
+
+    o->drv_done = done;
+    o->drv_t0 = gd_now();
+    o->probes = 0;
+    o->probe_why[0] = '\0';
+    poll_gpu(d);
+}

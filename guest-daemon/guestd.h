@@ -1,0 +1,138 @@
+/* crane-guestd's context: the daemon, programs and peers its files share. */
+#ifndef GD_GUESTD_H
+#define GD_GUESTD_H
+
+#include "config.h"
+#include "wire.h"
+
+#include "proto/control.pb-c.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+/* Connections at most: programs, and host or cranectl peers. */
+#define GD_MAX_PROGRAMS 1024
+#define GD_MAX_HOST_CONNS 16
+
+/* Short names for the generated enums. */
+#define GD_OP(x) CRANE__CONTROL__OP__OP_##x
+#define GD_PHASE(x) CRANE__CONTROL__PHASE__PHASE_##x
+#define GD_PMODE(x) CRANE__CONTROL__PROGRAM_MODE__PROGRAM_##x
+#define GD_MIG(x) CRANE__CONTROL__MIGRATION_MODE__MIGRATION_##x
+
+struct gd_daemon;
+struct gd_op;
+
+/* Whoever sent a host command: a socket connection or the virtio port.
+ * Answers go back through `send`. */
+struct gd_peer {
+    int (*send)(struct gd_peer *p, const ProtobufCMessage *msg);
+    char name[64];
+};
+
+/* One program under the shim: its connection, what it said about itself,
+ * and what became of the last command sent to it. */
+struct gd_program {
+    struct gd_conn conn;         /* first: the connection is the program */
+    struct gd_daemon *d;
+    struct gd_program *next;
+    bool refused;                /* over GD_MAX_PROGRAMS: closed at once */
+    bool registered;
+    pid_t pid;                   /* from the socket's credentials */
+    uid_t uid;
+    char name[64];
+    Crane__Control__ProgramMode mode;
+    uint64_t state_bytes;
+    double registered_at;
+    char proxy[GD_TEXT];
+    /* The migration command in flight (cmd_id 0: none) and a status
+     * query in flight. */
+    uint64_t cmd_id;
+    Crane__Control__Op cmd_op;
+    double cmd_sent;
+    uint64_t query_id;
+    unsigned query_round;        /* the status round that asked */
+    /* This program's part in the current operation's fan-out. */
+    bool in_fanout;              /* waited for */
+    bool fanned;                 /* sent the current fan-out's command */
+    bool unresponsive;           /* missed a deadline; not waited for */
+    /* The last command's outcome. */
+    Crane__Control__Op last_op;
+    int last_err;
+    char last_error[200];
+    Crane__Control__StepTimes last_times;
+    double last_elapsed;
+};
+
+/* A host command waiting for its answer. */
+struct gd_waiter {
+    struct gd_peer *peer;        /* NULL once the peer went away */
+    uint64_t id;
+    Crane__Control__Op op;
+};
+
+#define GD_MAX_WAITERS 8
+
+struct gd_status_round {
+    struct gd_waiter waiters[GD_MAX_WAITERS];
+    size_t n_waiters;
+    size_t outstanding;
+    unsigned gen;                /* counts rounds */
+    uv_timer_t timer;
+    bool timer_armed;
+};
+
+/* The daemon.  Everything runs on one libuv loop. */
+struct gd_daemon {
+    uv_loop_t *loop;
+    struct gd_config cfg;
+    char self_exe[GD_TEXT];      /* for the GPU probe child */
+    /* The shims' socket and every connected program. */
+    union gd_listener shim_lis;
+    bool shim_listening;
+    char shim_path[108];
+    struct gd_program *programs;
+    uint64_t next_id;            /* command ids, from 1 */
+    /* The host side (host.c). */
+    struct gd_host *host;
+    /* Where the migration stands (kept in the state file). */
+    Crane__Control__Phase phase;
+    double phase_since;
+    Crane__Control__MigrationMode mode;
+    char proxy[GD_TEXT];
+    size_t modules_unloaded;     /* cfg.modules[0..n) are out */
+    struct gd_op *op;            /* the operation in flight, or NULL */
+    uv_timer_t fan_timer;        /* the current fan-out's deadline */
+    uv_timer_t drv_timer;        /* GPU polling */
+    /* The last operation's result, for status. */
+    Crane__Control__Op last_op;
+    int last_err;
+    char last_error[256];
+    struct gd_status_round round;
+    /* After a restart: programs expected back, and what to do then. */
+    pid_t expected[256];
+    size_t n_expected;
+    uv_timer_t grace;
+    bool recovering;
+    Crane__Control__Op recover_op;
+    uv_signal_t sig_int, sig_term;
+    bool stopping;
+};
+
+double gd_now(void);
+const char *gd_phase_name(Crane__Control__Phase p);
+const char *gd_pmode_name(Crane__Control__ProgramMode m);
+const char *gd_op_name(Crane__Control__Op op);
+const char *gd_mig_name(Crane__Control__MigrationMode m);
+
+/* Sets the phase and writes the state file. */
+void gd_set_phase(struct gd_daemon *d, Crane__Control__Phase phase);
+/* Writes the state file (phase, mode, modules, programs). */
+void gd_save_state(struct gd_daemon *d);
+/* At start: takes over what the state file says a previous daemon left
+ * (initialises d->grace). */
+void gd_daemon_recover(struct gd_daemon *d);
+
+#endif /* GD_GUESTD_H */

@@ -1,0 +1,74 @@
+# Make fragment: crane-guestd (the guest daemon), cranectl, and their tests.
+#
+# Included by the top-level Makefile after proto/proto.mk; builds in the
+# variant folder $(B) (build, or build-address with SAN=address).
+#   GUESTD_BIN        $(B)/bin/crane-guestd
+#   CRANECTL_BIN      $(B)/bin/cranectl
+#   GUEST_TEST_BINS   build/tests/guest/*: the test helpers of
+#                     tests/guest/ (a fake shim, an OpenCL workload)
+
+ifndef UV_LIBS
+UV_CFLAGS := $(shell pkg-config --cflags libuv 2>/dev/null)
+UV_LIBS := $(or $(shell pkg-config --libs libuv 2>/dev/null),-luv)
+endif
+
+# cranectl's own files; everything else in guest-daemon/ is the daemon.
+CRANECTL_SRCS := guest-daemon/cranectl.c guest-daemon/ctl_print.c
+GUESTD_SRCS := $(filter-out $(CRANECTL_SRCS), \
+                 $(sort $(wildcard guest-daemon/*.c)))
+GUESTD_OBJS := $(GUESTD_SRCS:%.c=$(B)/obj/%.o)
+CRANECTL_OBJS := $(CRANECTL_SRCS:%.c=$(B)/obj/%.o)
+GUESTD_BIN := $(B)/bin/crane-guestd
+CRANECTL_BIN := $(B)/bin/cranectl
+
+all: $(GUESTD_BIN) $(CRANECTL_BIN)
+
+$(B)/obj/guest-daemon/%.o: guest-daemon/%.c | $(PROTO_GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) -c -o $@ $<
+
+# -ldl: the GPU probe child loads the vendor library.
+$(GUESTD_BIN): $(GUESTD_OBJS) $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(GUESTD_OBJS) $(PROTO_LIBS) $(UV_LIBS) $(LDFLAGS) -ldl \
+	    -lm -pthread
+
+$(CRANECTL_BIN): $(CRANECTL_OBJS) $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(CRANECTL_OBJS) $(PROTO_LIBS) $(LDFLAGS) -lm
+
+-include $(GUESTD_OBJS:.o=.d) $(CRANECTL_OBJS:.o=.d)
+
+# Test helpers: plain builds, no sanitizer.
+GUEST_TEST_BINS := build/tests/guest/fake_shim build/tests/guest/cl_worker
+
+build/tests/guest/fake_shim: tests/guest/fake_shim.c build/lib/libcrane-proto.a \
+                             | $(PROTO_GEN_H)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
+	    $(PROTO_CFLAGS) -o $@ $< build/lib/libcrane-proto.a \
+	    $(PROTOBUF_C_LIBS)
+
+build/tests/guest/cl_worker: tests/guest/cl_worker.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -o $@ $< \
+	    -lOpenCL -lm
+
+guest-tests: $(GUESTD_BIN) $(CRANECTL_BIN) $(GUEST_TEST_BINS)
+all: guest-tests
+check: guest-tests
+
+install-guest: $(GUESTD_BIN) $(CRANECTL_BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
+	    $(DESTDIR)/etc/crane $(DESTDIR)/lib/systemd/system
+	install -m 755 $(GUESTD_BIN) $(DESTDIR)$(PREFIX)/sbin/crane-guestd
+	install -m 755 $(CRANECTL_BIN) $(DESTDIR)$(PREFIX)/bin/cranectl
+	test -e $(DESTDIR)/etc/crane/guestd.conf || \
+	    install -m 644 guest-daemon/crane-guestd.conf \
+	        $(DESTDIR)/etc/crane/guestd.conf
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' guest-daemon/crane-guestd.service \
+	    >$(DESTDIR)/lib/systemd/system/crane-guestd.service
+
+install: install-guest
+
+.PHONY: guest-tests install-guest

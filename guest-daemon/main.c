@@ -1,0 +1,224 @@
+/* crane-guestd: options, config, signals; runs the guest daemon's loop. */
+#include "config.h"
+#include "driver.h"
+#include "guestd.h"
+#include "host.h"
+#include "log.h"
+#include "migrate.h"
+#include "programs.h"
+#include "status.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: crane-guestd [options]\n"
+    "\n"
+    "The guest daemon of crane: registers every OpenCL program running\n"
+    "under the crane shim in this VM and, on the host's command, takes them\n"
+    "all off the GPU (prepare), unloads and reloads the GPU driver, and\n"
+    "brings them back (resume, abort).  docs/guest.md has the details.\n"
+    "\n"
+    "  --config FILE       settings (default " GD_CONFIG_DEFAULT
+    "; a missing\n"
+    "                      default file means built-in defaults)\n"
+    "  --listen PATH       the shims' unix socket (/run/crane/guest.sock)\n"
+    "  --host CHANNEL      the host: a virtio-serial port path\n"
+    "                      (/dev/virtio-ports/org.crane.guest.0), or\n"
+    "                      unix:PATH / tcp:HOST:PORT to listen on (tests)\n"
+    "  --control ENDPOINT  cranectl's socket (unix:/run/crane/ctl.sock),\n"
+    "                      or none\n"
+    "  --state FILE        state file (/run/crane/guestd.state)\n"
+    "  --log-level LEVEL   error, warn, info (default) or debug\n"
+    "  --check-config      read the settings, print them, and exit\n"
+    "  --help              this text\n"
+    "\n"
+    "Signals: SIGINT/SIGTERM stop (the state file stays, so a restarted\n"
+    "daemon finishes a migration left half done).\n";
+
+static int fail(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "crane-guestd: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    return 1;
+}
+
+static void print_config(const struct gd_config *c)
+{
+    printf("listen = %s\nlisten_mode = %04o\nhost = %s\ncontrol = %s\n"
+           "control_mode = %04o\nstate_file = %s\nmodprobe = %s\nmodules =",
+           c->listen, c->listen_mode, c->host,
+           c->control[0] ? c->control : "none", c->control_mode,
+           c->state_file, c->modprobe);
+    for (size_t i = 0; i < c->n_modules; i++)
+        printf(" %s", c->modules[i]);
+    printf("\ngpu_device =");
+    for (size_t i = 0; i < c->n_gpu_devices; i++)
+        printf(" %s", c->gpu_devices[i]);
+    printf("\nvendor_lib = %s\nvendors_dir = %s\ngpu_type = %s\nproxy = %s\n"
+           "mode = %s\nprepare_deadline_ms = %u\nresume_deadline_ms = %u\n"
+           "abort_deadline_ms = %u\ngpu_wait_ms = %u\ngpu_poll_ms = %u\n"
+           "probe_timeout_ms = %u\nmodprobe_timeout_ms = %u\n"
+           "reconnect_grace_ms = %u\nlog_level = %s\n",
+           c->vendor_lib, c->vendors_dir, c->gpu_type, c->proxy,
+           c->mode == GD_MODE_OFFLINE ? "offline" : "live",
+           c->prepare_deadline_ms, c->resume_deadline_ms,
+           c->abort_deadline_ms, c->gpu_wait_ms, c->gpu_poll_ms,
+           c->probe_timeout_ms, c->modprobe_timeout_ms,
+           c->reconnect_grace_ms, c->log_level);
+}
+
+static void close_handle(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void stop(struct gd_daemon *d)
+{
+    if (d->stopping)
+        return;
+    d->stopping = true;
+    gd_programs_close(d);
+    gd_host_stop(d);
+    uv_close((uv_handle_t *)&d->sig_int, NULL);
+    uv_close((uv_handle_t *)&d->sig_term, NULL);
+    uv_close((uv_handle_t *)&d->fan_timer, NULL);
+    uv_close((uv_handle_t *)&d->drv_timer, NULL);
+    uv_close((uv_handle_t *)&d->grace, NULL);
+    gd_status_close(d);
+    /* Children still running (modprobe, a probe) are closed too. */
+    uv_walk(d->loop, close_handle, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct gd_daemon *d = s->data;
+
+    GD_INFO("signal %d: stopping%s", signum,
+            d->op ? " (the state file keeps the operation in flight)" : "");
+    stop(d);
+}
+
+/* Options and the config file into D->cfg; returns -1 to go on, else the
+ * exit status. */
+static int configure(struct gd_daemon *d, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, 'l'},
+        {"host", required_argument, NULL, 'H'},
+        {"control", required_argument, NULL, 'C'},
+        {"state", required_argument, NULL, 's'},
+        {"log-level", required_argument, NULL, 'L'},
+        {"check-config", no_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config = NULL, *set_keys[8], *set_values[8];
+    size_t n_set = 0;
+    bool check = false;
+    char why[512];
+    int opt;
+
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        const char *key = NULL;
+        switch (opt) {
+        case 'c': config = optarg; break;
+        case 'l': key = "listen"; break;
+        case 'H': key = "host"; break;
+        case 'C': key = "control"; break;
+        case 's': key = "state_file"; break;
+        case 'L': key = "log_level"; break;
+        case 'k': check = true; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default:
+            return fail("unknown option '%s' (see --help)", argv[optind - 1]);
+        }
+        if (key && n_set < 8) {
+            set_keys[n_set] = key;
+            set_values[n_set++] = optarg;
+        }
+    }
+    if (optind < argc)
+        return fail("unexpected argument '%s' (see --help)", argv[optind]);
+    gd_config_defaults(&d->cfg);
+    if (gd_config_load(&d->cfg, config ? config : GD_CONFIG_DEFAULT,
+                       config != NULL, why, sizeof(why)) < 0)
+        return fail("%s", why);
+    for (size_t i = 0; i < n_set; i++)
+        if (gd_config_set(&d->cfg, set_keys[i], set_values[i], why,
+                          sizeof(why)) < 0)
+            return fail("%s", why);
+    gd_log_set_level(d->cfg.log_level);
+    if (check) {
+        print_config(&d->cfg);
+        return 0;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    static struct gd_daemon d;
+    uv_loop_t loop;
+    char why[512];
+    ssize_t n;
+    int rc;
+
+    /* The probe child (driver.c): crane-guestd --probe-gpu LIB
+     * --gpu-type TYPE --vendors-dir DIR. */
+    if (argc == 7 && strcmp(argv[1], "--probe-gpu") == 0 &&
+        strcmp(argv[3], "--gpu-type") == 0 &&
+        strcmp(argv[5], "--vendors-dir") == 0)
+        return gd_probe_gpu(argv[2], argv[4], argv[6]);
+
+    gd_log_init("crane-guestd");
+    if ((rc = configure(&d, argc, argv)) >= 0)
+        return rc;
+    signal(SIGPIPE, SIG_IGN);
+    n = readlink("/proc/self/exe", d.self_exe, sizeof(d.self_exe) - 1);
+    if (n <= 0)
+        return fail("%s", "cannot find my own executable in /proc/self/exe");
+    d.self_exe[n] = '\0';
+
+    uv_loop_init(&loop);
+    d.loop = &loop;
+    uv_timer_init(&loop, &d.fan_timer);
+    uv_timer_init(&loop, &d.drv_timer);
+    d.fan_timer.data = d.drv_timer.data = &d;
+    gd_status_init(&d);
+    gd_daemon_recover(&d);
+    rc = gd_programs_listen(&d, why, sizeof(why));
+    if (rc == 0)
+        rc = gd_host_start(&d, why, sizeof(why));
+    uv_signal_init(&loop, &d.sig_int);
+    uv_signal_init(&loop, &d.sig_term);
+    d.sig_int.data = d.sig_term.data = &d;
+    if (rc < 0) {
+        stop(&d);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_loop_close(&loop);
+        free(d.host);
+        return fail("%s", why);
+    }
+    uv_signal_start(&d.sig_int, on_signal, SIGINT);
+    uv_signal_start(&d.sig_term, on_signal, SIGTERM);
+    GD_INFO("serving shims on %s (phase %s, %zu module(s) configured)",
+            d.cfg.listen, gd_phase_name(d.phase), d.cfg.n_modules);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    GD_INFO("stopped");
+    free(d.op);
+    free(d.host);
+    if (uv_loop_close(&loop) != 0)
+        GD_WARN("loop closed with handles open");
+    return 0;
+}

@@ -1,0 +1,615 @@
+/* Prepare, resume and abort: the phases of a migration across every program.
+ *
+ * One operation runs at a time, as a chain of asynchronous steps on the
+ * loop:
+ *
+ *   prepare  fan out Prepare -> unload the driver modules -> PREPARED
+ *   resume   load the modules -> wait for the GPU -> fan out Resume -> IDLE
+ *   abort    (modules out: load, wait for the GPU) -> fan out Abort -> IDLE
+ *
+ * A fan-out sends the command to every registered program at once and
+ * waits for every answer until its deadline.  A program that exits
+ * meanwhile is no failure (its state went with it); one that fails or
+ * misses the deadline is.  Any failure of a prepare, or an abort from the
+ * host during one, turns it around onto the abort path while the GPU is
+ * still present, so every program is back in passthrough before the
+ * prepare is answered.  A program that missed a deadline is still sent the
+ * later abort (it runs it once its switch ends) but is not waited for.
+ */
+#include "migrate.h"
+
+#include "driver.h"
+#include "log.h"
+#include "programs.h"
+#include "status.h"
+
+#include "proto/endpoint.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GD_MAX_DEADLINE_MS (3600u * 1000u)
+
+static void back_to_passthrough(struct gd_daemon *d);
+
+/* --- bookkeeping --------------------------------------------------------- */
+
+void gd_op_step(struct gd_daemon *d, const char *name, int err,
+                const char *error, double seconds)
+{
+    struct gd_op *o = d->op;
+
+    if (err)
+        GD_WARN("step %s: failed after %.1f ms: %s", name, seconds * 1e3,
+                error ? error : strerror(-err));
+    else
+        GD_INFO("step %s: done in %.1f ms", name, seconds * 1e3);
+    if (!o || o->n_steps == GD_MAX_STEPS)
+        return;
+    struct gd_step *s = &o->steps[o->n_steps++];
+    snprintf(s->name, sizeof(s->name), "%s", name);
+    s->err = err;
+    snprintf(s->error, sizeof(s->error), "%s", error ? error : "");
+    s->seconds = seconds;
+}
+
+/* Records the first failure: of the operation, or of its undoing. */
+void gd_op_fail(struct gd_daemon *d, int err, const char *fmt, ...)
+{
+    struct gd_op *o = d->op;
+    int *slot = o->rolling_back ? &o->back_err : &o->err;
+    char *text = o->rolling_back ? o->back_error : o->error;
+    va_list ap;
+
+    if (*slot)
+        return;
+    *slot = err;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(o->error), fmt, ap);
+    va_end(ap);
+}
+
+static bool add_waiter(struct gd_op *o, struct gd_peer *peer, uint64_t id,
+                       Crane__Control__Op op)
+{
+    if (!peer)
+        return true;
+    if (o->n_waiters == GD_MAX_WAITERS)
+        return false;
+    o->waiters[o->n_waiters++] =
+        (struct gd_waiter){.peer = peer, .id = id, .op = op};
+    return true;
+}
+
+static struct gd_op *op_new(struct gd_daemon *d, Crane__Control__Op kind,
+                            uint32_t deadline_ms)
+{
+    struct gd_op *o = calloc(1, sizeof(*o));
+
+    if (!o)
+        return NULL;
+    o->kind = kind;
+    o->started = gd_now();
+    o->deadline_ms = deadline_ms;
+    o->mode = d->mode;
+    d->op = o;
+    /* A recovery waiting for programs is overtaken by any operation. */
+    if (d->recovering) {
+        d->recovering = false;
+        uv_timer_stop(&d->grace);
+    }
+    return o;
+}
+
+/* Answers every waiter and ends the operation. */
+static void finish(struct gd_daemon *d)
+{
+    struct gd_op *o = d->op;
+    double secs = gd_now() - o->started;
+    int err = o->err ? o->err : o->back_err;
+    const char *why = o->err ? o->error : o->back_error;
+
+    if (o->kind == GD_OP(PREPARE) && o->cancelled && !o->err) {
+        err = -ECANCELED;
+        why = "aborted";
+    }
+    GD_INFO("%s%s%s: %s in %.1f ms (phase %s)%s%s", gd_op_name(o->kind),
+            o->kind == GD_OP(PREPARE) ? " " : "",
+            o->kind == GD_OP(PREPARE) ? gd_mig_name(o->mode) : "",
+            err ? "FAILED" : "done", secs * 1e3, gd_phase_name(d->phase),
+            err ? ": " : "", err ? why : "");
+    for (size_t i = 0; i < o->n_waiters; i++) {
+        const struct gd_waiter *w = &o->waiters[i];
+        int werr = err;
+        const char *wwhy = why;
+        /* An abort that joined a prepare asked only for the undoing. */
+        if (w->op != o->kind && o->kind == GD_OP(PREPARE)) {
+            werr = o->back_err;
+            wwhy = o->back_error;
+        }
+        if (w->peer)
+            gd_ack_send_op(d, w->peer, w->id, w->op, werr, wwhy, o, secs);
+    }
+    d->last_op = o->kind;
+    d->last_err = err;
+    snprintf(d->last_error, sizeof(d->last_error), "%s", err ? why : "");
+    d->op = NULL;
+    free(o);
+    gd_save_state(d);
+}
+
+/* --- fan-out ------------------------------------------------------------- */
+
+static uint32_t ms_left(double deadline)
+{
+    double left = (deadline - gd_now()) * 1e3;
+    return left < 1 ? 1 : left > GD_MAX_DEADLINE_MS ? GD_MAX_DEADLINE_MS
+                                                    : (uint32_t)left;
+}
+
+static void fan_send(struct gd_daemon *d, struct gd_program *p)
+{
+    struct gd_op *o = d->op;
+    Crane__Control__DaemonMessage m = CRANE__CONTROL__DAEMON_MESSAGE__INIT;
+    Crane__Control__Prepare prep = CRANE__CONTROL__PREPARE__INIT;
+    Crane__Control__Resume res = CRANE__CONTROL__RESUME__INIT;
+    Crane__Control__Abort ab = CRANE__CONTROL__ABORT__INIT;
+    /* The program's deadline ends a little before ours, so that its
+     * answer (even "still busy") arrives before we stop waiting. */
+    uint32_t left = ms_left(o->fan_deadline);
+    left = left > 1000 ? left - 250 : left * 3 / 4 + 1;
+
+    switch (o->fan_op) {
+    case GD_OP(PREPARE):
+        prep.mode = o->mode;
+        prep.proxy = d->proxy;
+        prep.deadline_ms = left;
+        m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_PREPARE;
+        m.prepare = &prep;
+        /* Everyone is waited for before the driver goes. */
+        p->unresponsive = false;
+        break;
+    case GD_OP(RESUME):
+        res.deadline_ms = left;
+        m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_RESUME;
+        m.resume = &res;
+        break;
+    default:
+        ab.deadline_ms = left;
+        m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_ABORT;
+        m.abort = &ab;
+        break;
+    }
+    p->fanned = true;
+    p->in_fanout = !p->unresponsive;
+    if (p->in_fanout)
+        o->fan_waiting++;
+    o->fan_sent++;
+    gd_program_command(p, o->fan_op, &m);
+}
+
+static void fan_complete(struct gd_daemon *d)
+{
+    struct gd_op *o = d->op;
+    char name[64];
+    int err = o->rolling_back ? o->back_err : o->err;
+
+    uv_timer_stop(&d->fan_timer);
+    o->fanning = false;
+    for (struct gd_program *p = d->programs; p; p = p->next)
+        p->fanned = p->in_fanout = false;
+    snprintf(name, sizeof(name), "programs %s (%zu)", gd_op_name(o->fan_op),
+             o->fan_sent);
+    gd_op_step(d, name, err, err ? (o->rolling_back ? o->back_error
+                                                    : o->error)
+                                 : NULL,
+               gd_now() - o->fan_started);
+    o->fan_done(d);
+}
+
+static void fan_deadline(uv_timer_t *t)
+{
+    struct gd_daemon *d = t->data;
+    struct gd_op *o = d->op;
+
+    if (!o || !o->fanning)
+        return;
+    for (struct gd_program *p = d->programs; p; p = p->next) {
+        if (!p->in_fanout)
+            continue;
+        p->in_fanout = false;
+        p->unresponsive = true;
+        p->last_op = o->fan_op;
+        p->last_err = -ETIMEDOUT;
+        snprintf(p->last_error, sizeof(p->last_error),
+                 "no answer within %.0f ms",
+                 (o->fan_deadline - o->fan_started) * 1e3);
+        p->last_elapsed = gd_now() - p->cmd_sent;
+        GD_WARN("%s: no answer to %s within the deadline", p->conn.name,
+                gd_op_name(o->fan_op));
+        gd_op_fail(d, -ETIMEDOUT, "%s did not answer %s within %.0f ms",
+                p->conn.name, gd_op_name(o->fan_op),
+                (o->fan_deadline - o->fan_started) * 1e3);
+    }
+    o->fan_waiting = 0;
+    fan_complete(d);
+}
+
+static void fan_out(struct gd_daemon *d, Crane__Control__Op op,
+                    uint32_t deadline_ms, void (*done)(struct gd_daemon *d))
+{
+    struct gd_op *o = d->op;
+
+    o->fanning = true;
+    o->fan_op = op;
+    o->fan_started = gd_now();
+    o->fan_deadline = o->fan_started + deadline_ms / 1e3;
+    o->fan_waiting = 0;
+    o->fan_sent = 0;
+    o->fan_done = done;
+    for (struct gd_program *p = d->programs; p; p = p->next)
+        if (p->registered && !p->conn.closing)
+            fan_send(d, p);
+    GD_INFO("%s sent to %zu program(s), deadline %u ms", gd_op_name(op),
+            o->fan_sent, deadline_ms);
+    if (o->fan_waiting == 0) {
+        fan_complete(d);
+        return;
+    }
+    uv_timer_start(&d->fan_timer, fan_deadline, deadline_ms, 0);
+}
+
+/* An abort during a prepare's fan-out: stop waiting now; programs still
+ * switching run the abort after their switch. */
+static void fan_cancel(struct gd_daemon *d)
+{
+    for (struct gd_program *p = d->programs; p; p = p->next)
+        p->in_fanout = false;
+    d->op->fan_waiting = 0;
+    fan_complete(d);
+}
+
+/* Whether P ended up where OP should have put it. */
+static bool reached(const struct gd_program *p, Crane__Control__Op op,
+                    Crane__Control__MigrationMode mode)
+{
+    if (p->mode == GD_PMODE(REMOTE_ONLY))
+        return true;
+    if (op == GD_OP(PREPARE))
+        return mode == GD_MIG(OFFLINE) ? p->mode == GD_PMODE(PARKED)
+                                       : p->mode == GD_PMODE(REMOTING);
+    return p->mode == GD_PMODE(PASSTHROUGH);
+}
+
+void gd_migrate_on_ack(struct gd_daemon *d, struct gd_program *p)
+{
+    struct gd_op *o = d->op;
+
+    if (!o || !o->fanning || !p->fanned)
+        return;
+    if (p->last_err)
+        gd_op_fail(d, p->last_err, "%s: %s failed: %s", p->conn.name,
+                gd_op_name(o->fan_op), p->last_error);
+    else if (!reached(p, o->fan_op, o->mode))
+        gd_op_fail(d, -EPROTO, "%s: %s answered but the program is %s",
+                p->conn.name, gd_op_name(o->fan_op), gd_pmode_name(p->mode));
+    if (!p->in_fanout)
+        return;
+    p->in_fanout = false;
+    if (--o->fan_waiting == 0)
+        fan_complete(d);
+}
+
+void gd_migrate_on_gone(struct gd_daemon *d, struct gd_program *p)
+{
+    struct gd_op *o = d->op;
+
+    /* Stopping: the operation stays where it is, for the next daemon. */
+    if (!o || d->stopping || !(p->fanned || p->cmd_id))
+        return;
+    if (o->n_gone < GD_MAX_GONE) {
+        struct gd_gone *g = &o->gone[o->n_gone++];
+        g->pid = p->pid;
+        snprintf(g->name, sizeof(g->name), "%s", p->name);
+        g->during = p->cmd_id ? p->cmd_op : o->kind;
+    }
+    if (o->fanning && p->in_fanout) {
+        p->in_fanout = false;
+        if (--o->fan_waiting == 0)
+            fan_complete(d);
+    }
+}
+
+static void on_all_back(uv_timer_t *t)
+{
+    gd_migrate_recover(t->data);
+}
+
+void gd_migrate_on_registered(struct gd_daemon *d, struct gd_program *p)
+{
+    struct gd_op *o = d->op;
+
+    if (d->recovering) {
+        bool all = true;
+        for (size_t i = 0; i < d->n_expected; i++) {
+            if (d->expected[i] == p->pid)
+                d->expected[i] = 0;
+            all &= d->expected[i] == 0;
+        }
+        if (all) {
+            GD_INFO("every program of the state file is back");
+            uv_timer_stop(&d->grace);
+            uv_timer_start(&d->grace, on_all_back, 0, 0);
+        }
+    }
+    if (o && o->fanning) {
+        /* Registered in the middle: it takes part too. */
+        fan_send(d, p);
+        return;
+    }
+    if ((d->phase == GD_PHASE(PREPARED) || d->phase == GD_PHASE(PREPARING)) &&
+        p->mode == GD_PMODE(PASSTHROUGH))
+        GD_WARN("%s: in passthrough while the GPU is prepared for "
+                "migration",
+                p->conn.name);
+}
+
+void gd_migrate_forget_peer(struct gd_daemon *d, struct gd_peer *peer)
+{
+    if (d->op)
+        for (size_t i = 0; i < d->op->n_waiters; i++)
+            if (d->op->waiters[i].peer == peer)
+                d->op->waiters[i].peer = NULL;
+    gd_status_forget_peer(d, peer);
+}
+
+/* --- prepare ------------------------------------------------------------- */
+
+static void prepare_unloaded(struct gd_daemon *d, int err)
+{
+    struct gd_op *o = d->op;
+
+    if (err || o->cancelled) {
+        back_to_passthrough(d);
+        return;
+    }
+    gd_set_phase(d, GD_PHASE(PREPARED));
+    finish(d);
+}
+
+static void prepare_fanned(struct gd_daemon *d)
+{
+    struct gd_op *o = d->op;
+
+    if (o->err || o->cancelled) {
+        back_to_passthrough(d);
+        return;
+    }
+    gd_driver_unload(d, prepare_unloaded);
+}
+
+static int prepare_args(struct gd_daemon *d, const Crane__Control__Prepare *p,
+                        Crane__Control__MigrationMode *mode,
+                        const char **proxy, uint32_t *deadline, char *why,
+                        size_t why_len)
+{
+    struct crn_endpoint ep;
+
+    *mode = p->mode ? p->mode
+                    : d->cfg.mode == GD_MODE_OFFLINE ? GD_MIG(OFFLINE)
+                                                     : GD_MIG(LIVE);
+    if (*mode != GD_MIG(LIVE) && *mode != GD_MIG(OFFLINE)) {
+        snprintf(why, why_len, "unknown migration mode %d", (int)p->mode);
+        return -EINVAL;
+    }
+    *proxy = p->proxy && *p->proxy ? p->proxy : d->cfg.proxy;
+    if (*mode == GD_MIG(LIVE) && !**proxy) {
+        snprintf(why, why_len, "a live prepare needs a proxy endpoint "
+                               "(none given, none configured)");
+        return -EINVAL;
+    }
+    if (**proxy && (strlen(*proxy) >= sizeof(d->proxy) ||
+                    crn_endpoint_parse(*proxy, &ep) < 0)) {
+        snprintf(why, why_len,
+                 "bad proxy endpoint (unix:PATH or tcp:HOST:PORT)");
+        return -EINVAL;
+    }
+    *deadline = p->deadline_ms ? p->deadline_ms : d->cfg.prepare_deadline_ms;
+    if (*deadline > GD_MAX_DEADLINE_MS) {
+        snprintf(why, why_len, "deadline over one hour");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void gd_migrate_prepare(struct gd_daemon *d, struct gd_peer *peer,
+                        uint64_t id, const Crane__Control__Prepare *p)
+{
+    Crane__Control__MigrationMode mode;
+    const char *proxy;
+    uint32_t deadline;
+    char why[256];
+    struct gd_op *o;
+
+    if (prepare_args(d, p, &mode, &proxy, &deadline, why, sizeof(why)) < 0) {
+        gd_reply_error(d, peer, id, GD_OP(PREPARE), -EINVAL, "%s", why);
+        return;
+    }
+    if (d->op) {
+        gd_reply_error(d, peer, id, GD_OP(PREPARE), -EBUSY,
+                       "a %s is in progress", gd_op_name(d->op->kind));
+        return;
+    }
+    if (d->phase == GD_PHASE(PREPARED)) {
+        /* The host asking again (a lost answer): where things stand. */
+        gd_ack_send_op(d, peer, id, GD_OP(PREPARE), 0, "already prepared",
+                       NULL, 0);
+        return;
+    }
+    if (!(o = op_new(d, GD_OP(PREPARE), deadline))) {
+        gd_reply_error(d, peer, id, GD_OP(PREPARE), -ENOMEM, "out of memory");
+        return;
+    }
+    add_waiter(o, peer, id, GD_OP(PREPARE));
+    o->mode = d->mode = mode;
+    snprintf(d->proxy, sizeof(d->proxy), "%s", proxy);
+    GD_INFO("prepare %s%s%s, deadline %u ms", gd_mig_name(mode),
+            *proxy ? " via " : "", proxy, deadline);
+    gd_set_phase(d, GD_PHASE(PREPARING));
+    fan_out(d, GD_OP(PREPARE), deadline, prepare_fanned);
+}
+
+/* --- the way back: resume, abort, a failed prepare ----------------------- */
+
+static void back_done(struct gd_daemon *d)
+{
+    gd_set_phase(d, GD_PHASE(IDLE));
+    finish(d);
+}
+
+static void back_gpu_ready(struct gd_daemon *d, int err)
+{
+    struct gd_op *o = d->op;
+
+    if (err) {
+        /* Programs stay where they are: remoting ones keep computing,
+         * and none is sent back to a GPU that is not there. */
+        gd_set_phase(d, GD_PHASE(PREPARED));
+        finish(d);
+        return;
+    }
+    if (o->kind == GD_OP(RESUME))
+        fan_out(d, GD_OP(RESUME), o->deadline_ms, back_done);
+    else
+        fan_out(d, GD_OP(ABORT),
+                o->abort_deadline_ms ? o->abort_deadline_ms
+                                     : d->cfg.abort_deadline_ms,
+                back_done);
+}
+
+static void back_loaded(struct gd_daemon *d, int err)
+{
+    if (err) {
+        back_gpu_ready(d, err);
+        return;
+    }
+    gd_driver_wait_gpu(d, back_gpu_ready);
+}
+
+/* Loads the modules if any is out (always for a resume: the GPU may be
+ * new), waits for the GPU, then fans out. */
+static void back_to_passthrough(struct gd_daemon *d)
+{
+    struct gd_op *o = d->op;
+
+    if (o->kind == GD_OP(PREPARE)) {
+        o->rolling_back = true;
+        GD_WARN("prepare %s: returning every program to passthrough",
+                o->cancelled && !o->err ? "aborted" : "failed");
+    }
+    gd_set_phase(d, o->kind == GD_OP(RESUME) ? GD_PHASE(RESUMING)
+                                             : GD_PHASE(ABORTING));
+    if (o->kind == GD_OP(RESUME) || d->modules_unloaded || o->force_load)
+        gd_driver_load(d, back_loaded);
+    else
+        back_gpu_ready(d, 0);
+}
+
+void gd_migrate_resume(struct gd_daemon *d, struct gd_peer *peer,
+                       uint64_t id, const Crane__Control__Resume *r)
+{
+    uint32_t deadline = r->deadline_ms ? r->deadline_ms
+                                       : d->cfg.resume_deadline_ms;
+    struct gd_op *o = d->op;
+
+    if (deadline > GD_MAX_DEADLINE_MS) {
+        gd_reply_error(d, peer, id, GD_OP(RESUME), -EINVAL,
+                       "deadline over one hour");
+        return;
+    }
+    if (o && o->kind == GD_OP(PREPARE) && !o->rolling_back) {
+        gd_reply_error(d, peer, id, GD_OP(RESUME), -EBUSY,
+                       "a prepare is in progress (abort it first)");
+        return;
+    }
+    if (o) {
+        /* Already on the way back: answer when it is there. */
+        if (!add_waiter(o, peer, id, GD_OP(RESUME)))
+            gd_reply_error(d, peer, id, GD_OP(RESUME), -EBUSY,
+                           "too many waiting commands");
+        return;
+    }
+    if (!(o = op_new(d, GD_OP(RESUME), deadline))) {
+        gd_reply_error(d, peer, id, GD_OP(RESUME), -ENOMEM, "out of memory");
+        return;
+    }
+    add_waiter(o, peer, id, GD_OP(RESUME));
+    back_to_passthrough(d);
+}
+
+void gd_migrate_abort(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
+                      const Crane__Control__Abort *a)
+{
+    uint32_t deadline = a->deadline_ms ? a->deadline_ms
+                                       : d->cfg.abort_deadline_ms;
+    struct gd_op *o = d->op;
+
+    if (deadline > GD_MAX_DEADLINE_MS) {
+        gd_reply_error(d, peer, id, GD_OP(ABORT), -EINVAL,
+                       "deadline over one hour");
+        return;
+    }
+    if (o) {
+        if (!add_waiter(o, peer, id, GD_OP(ABORT))) {
+            gd_reply_error(d, peer, id, GD_OP(ABORT), -EBUSY,
+                           "too many waiting commands");
+            return;
+        }
+        if (o->kind == GD_OP(PREPARE) && !o->rolling_back && !o->cancelled) {
+            GD_WARN("abort during the prepare");
+            o->cancelled = true;
+            o->abort_deadline_ms = a->deadline_ms;
+            /* Mid fan-out: turn around now.  Mid modprobe: when it ends. */
+            if (o->fanning)
+                fan_cancel(d);
+        }
+        return;
+    }
+    if (!(o = op_new(d, GD_OP(ABORT), deadline))) {
+        gd_reply_error(d, peer, id, GD_OP(ABORT), -ENOMEM, "out of memory");
+        return;
+    }
+    add_waiter(o, peer, id, GD_OP(ABORT));
+    o->abort_deadline_ms = deadline;
+    back_to_passthrough(d);
+}
+
+/* --- after a restart ------------------------------------------------------ */
+
+/* The grace period ended (or every expected program is back): finish what
+ * the previous daemon left half done. */
+void gd_migrate_recover(struct gd_daemon *d)
+{
+    struct gd_op *o;
+    Crane__Control__Op kind = d->recover_op;
+
+    if (!d->recovering)
+        return;
+    d->recovering = false;
+    uv_timer_stop(&d->grace);
+    if (d->op || kind == GD_OP(NONE))
+        return;
+    GD_WARN("recovering: the previous daemon stopped while %s; %s now",
+            gd_phase_name(d->phase), gd_op_name(kind));
+    o = op_new(d, kind, kind == GD_OP(RESUME) ? d->cfg.resume_deadline_ms
+                                              : d->cfg.abort_deadline_ms);
+    if (!o)
+        return;
+    /* How far the modules got is not known for sure: load them all. */
+    o->force_load = true;
+    back_to_passthrough(d);
+}

@@ -1,0 +1,348 @@
+/* Framed control messages over libuv streams: buffering, decoding, sending. */
+#include "wire.h"
+
+#include "log.h"
+
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int gd_inbuf_init(struct gd_inbuf *b)
+{
+    b->len = 0;
+    b->cap = GD_MAX_FRAME + CRN_FRAME_HEADER_LEN;
+    b->data = malloc(b->cap);
+    return b->data ? 0 : -ENOMEM;
+}
+
+void gd_inbuf_free(struct gd_inbuf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void gd_inbuf_reset(struct gd_inbuf *b)
+{
+    b->len = 0;
+}
+
+uv_buf_t gd_inbuf_space(struct gd_inbuf *b)
+{
+    return uv_buf_init((char *)b->data + b->len,
+                       (unsigned)(b->cap - b->len));
+}
+
+int gd_inbuf_drain(struct gd_inbuf *b,
+                   bool (*fn)(void *arg, const uint8_t *msg, size_t len),
+                   void *arg)
+{
+    size_t off = 0;
+    int rc = 0;
+
+    for (;;) {
+        const uint8_t *msg;
+        size_t msg_len, used;
+
+        rc = crn_frame_decode(b->data + off, b->len - off, GD_MAX_FRAME, &msg,
+                              &msg_len, &used);
+        if (rc == -EAGAIN) {
+            rc = 0;
+            break;
+        }
+        if (rc < 0)
+            break;
+        off += used;
+        if (!fn(arg, msg, msg_len))
+            break;
+    }
+    if (off) {
+        memmove(b->data, b->data + off, b->len - off);
+        b->len -= off;
+    }
+    return rc;
+}
+
+uint8_t *gd_frame_pack(const ProtobufCMessage *msg, size_t *len)
+{
+    size_t n = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf;
+
+    if (n > GD_MAX_FRAME * 16u)
+        return NULL;
+    buf = malloc(CRN_FRAME_HEADER_LEN + n);
+    if (!buf)
+        return NULL;
+    buf[0] = (uint8_t)(n >> 24);
+    buf[1] = (uint8_t)(n >> 16);
+    buf[2] = (uint8_t)(n >> 8);
+    buf[3] = (uint8_t)n;
+    protobuf_c_message_pack(msg, buf + CRN_FRAME_HEADER_LEN);
+    *len = CRN_FRAME_HEADER_LEN + n;
+    return buf;
+}
+
+/* --- connections ------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    struct gd_conn *c = h->data;
+
+    (void)hint;
+    *buf = gd_inbuf_space(&c->in);
+}
+
+static bool deliver(void *arg, const uint8_t *msg, size_t len)
+{
+    struct gd_conn *c = arg;
+
+    return !c->closing && c->frame(c, msg, len) && !c->closing;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct gd_conn *c = s->data;
+
+    (void)buf;
+    if (n == UV_EOF) {
+        gd_conn_close(c, NULL);
+        return;
+    }
+    if (n < 0) {
+        gd_conn_close(c, uv_strerror((int)n));
+        return;
+    }
+    c->in.len += (size_t)n;
+    if (gd_inbuf_drain(&c->in, deliver, c) == -EMSGSIZE && !c->closing) {
+        if (c->too_big)
+            c->too_big(c);
+        gd_conn_close(c, "frame over the 64 KiB limit");
+    }
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct gd_conn *c = h->data;
+
+    gd_inbuf_free(&c->in);
+    c->closed(c);
+}
+
+void gd_conn_close(struct gd_conn *c, const char *why)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    if (why)
+        GD_INFO("%s: closing: %s", c->name, why);
+    uv_close(&c->h.handle, on_closed);
+}
+
+int gd_conn_accept(uv_stream_t *server, struct gd_conn *c,
+                   gd_conn_frame_fn frame, gd_conn_closed_fn closed,
+                   void *owner)
+{
+    int rc;
+
+    c->frame = frame;
+    c->closed = closed;
+    c->owner = owner;
+    c->closing = false;
+    c->too_big = NULL;
+    c->in.data = NULL;
+    snprintf(c->name, sizeof(c->name), "connection");
+    if (server->type == UV_TCP)
+        rc = uv_tcp_init(server->loop, &c->h.tcp);
+    else
+        rc = uv_pipe_init(server->loop, &c->h.pipe, 0);
+    if (rc < 0)
+        return rc;
+    c->h.handle.data = c;
+    rc = gd_inbuf_init(&c->in);
+    if (rc == 0)
+        rc = uv_accept(server, &c->h.stream);
+    if (rc == 0)
+        rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+    if (rc < 0) {
+        GD_WARN("accept: %s", uv_strerror(rc));
+        gd_conn_close(c, NULL);
+    }
+    return rc;
+}
+
+struct gd_write {
+    uv_write_t req;
+    uint8_t *data;
+};
+
+static void on_written(uv_write_t *req, int status)
+{
+    struct gd_write *w = req->data;
+
+    if (status < 0 && status != UV_ECANCELED)
+        GD_DEBUG("write: %s", uv_strerror(status));
+    free(w->data);
+    free(w);
+}
+
+int gd_conn_send(struct gd_conn *c, const ProtobufCMessage *msg)
+{
+    struct gd_write *w;
+    uv_buf_t buf;
+    size_t len;
+    int rc;
+
+    if (c->closing)
+        return -ENOTCONN;
+    if (uv_stream_get_write_queue_size(&c->h.stream) > GD_MAX_QUEUED) {
+        gd_conn_close(c, "peer does not read its replies");
+        return -ENOBUFS;
+    }
+    w = malloc(sizeof(*w));
+    if (!w || !(w->data = gd_frame_pack(msg, &len))) {
+        free(w);
+        gd_conn_close(c, "out of memory");
+        return -ENOMEM;
+    }
+    w->req.data = w;
+    buf = uv_buf_init((char *)w->data, (unsigned)len);
+    rc = uv_write(&w->req, &c->h.stream, &buf, 1, on_written);
+    if (rc < 0) {
+        free(w->data);
+        free(w);
+        gd_conn_close(c, uv_strerror(rc));
+    }
+    return rc;
+}
+
+/* --- listening ----------------------------------------------------------- */
+
+/* A unix socket file left by a daemon that died: nobody accepts on it. */
+static bool stale_socket(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    bool stale;
+    int fd;
+
+    if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+        return false;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    stale = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+            errno == ECONNREFUSED;
+    close(fd);
+    return stale;
+}
+
+/* mkdir -p of PATH's folder (mode 0755 for new ones). */
+static void make_parent(const char *path)
+{
+    char dir[108];
+    char *slash;
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    }
+    mkdir(dir, 0755);
+}
+
+static int listen_unix(uv_loop_t *loop, union gd_listener *l,
+                       const struct crn_endpoint *ep, unsigned mode,
+                       uv_connection_cb cb, char *why, size_t why_len)
+{
+    int rc = uv_pipe_init(loop, &l->pipe, 0);
+
+    if (rc < 0)
+        goto fail;
+    make_parent(ep->path);
+    rc = uv_pipe_bind(&l->pipe, ep->path);
+    if (rc == UV_EADDRINUSE && stale_socket(ep->path)) {
+        unlink(ep->path);
+        rc = uv_pipe_bind(&l->pipe, ep->path);
+    }
+    if (rc == 0 && chmod(ep->path, mode) < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = uv_listen(&l->stream, 64, cb);
+    if (rc == 0)
+        return 0;
+    uv_close(&l->handle, NULL);
+fail:
+    snprintf(why, why_len, "cannot listen on unix:%s: %s", ep->path,
+             uv_strerror(rc));
+    return rc;
+}
+
+static int listen_tcp(uv_loop_t *loop, union gd_listener *l,
+                      const struct crn_endpoint *ep, uv_connection_cb cb,
+                      char *why, size_t why_len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(ep->host, ep->port, &hints, &ai);
+
+    if (rc != 0) {
+        snprintf(why, why_len, "cannot resolve %s: %s", ep->host,
+                 gai_strerror(rc));
+        return -EINVAL;
+    }
+    rc = uv_tcp_init(loop, &l->tcp);
+    if (rc == 0) {
+        rc = uv_tcp_bind(&l->tcp, ai->ai_addr, 0);
+        if (rc == 0)
+            rc = uv_listen(&l->stream, 16, cb);
+        if (rc < 0)
+            uv_close(&l->handle, NULL);
+    }
+    freeaddrinfo(ai);
+    if (rc < 0)
+        snprintf(why, why_len, "cannot listen on tcp:%s:%s: %s", ep->host,
+                 ep->port, uv_strerror(rc));
+    return rc;
+}
+
+int gd_listen(uv_loop_t *loop, union gd_listener *l, const char *endpoint,
+              unsigned mode, uv_connection_cb cb, char *path_out,
+              size_t path_len, char *why, size_t why_len)
+{
+    struct crn_endpoint ep;
+    int rc;
+
+    path_out[0] = '\0';
+    if (crn_endpoint_parse(endpoint, &ep) < 0) {
+        snprintf(why, why_len,
+                 "bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)", endpoint);
+        return -EINVAL;
+    }
+    if (ep.kind == CRN_EP_UNIX) {
+        rc = listen_unix(loop, l, &ep, mode, cb, why, why_len);
+        if (rc == 0)
+            snprintf(path_out, path_len, "%s", ep.path);
+    } else {
+        rc = listen_tcp(loop, l, &ep, cb, why, why_len);
+    }
+    return rc;
+}

@@ -1,0 +1,182 @@
+/* OpenCL event callbacks that may fire after their tenant is gone, or never. */
+#include "callbacks.h"
+
+#include "log.h"
+#include "map.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+enum cb_kind { CB_WATCH, CB_POKE, CB_FREE };
+
+struct cb_rec {
+    enum cb_kind kind;
+    struct px_tenant *t;
+    cl_event ev;                 /* CB_FREE: retained, to wait for */
+    uint64_t event_id, cookie;   /* CB_WATCH */
+    void *data;                  /* CB_FREE */
+};
+
+/*
+ * The registry: record number -> struct cb_rec *.  Process-wide because
+ * the implementation hands callbacks nothing but their data pointer.  Its
+ * lock is taken before a tenant's, never after.
+ */
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct px_map cb_recs;
+static uint64_t cb_next;
+
+static void fire(cl_event ev, cl_int status, void *data)
+{
+    uint64_t id = (uint64_t)(uintptr_t)data;
+    struct cb_rec *r;
+
+    (void)ev;
+    pthread_mutex_lock(&cb_lock);
+    r = (struct cb_rec *)(uintptr_t)px_map_del(&cb_recs, id);
+    if (r && r->t && r->kind == CB_WATCH) {
+        Crane__ServerMessage m = CRANE__SERVER_MESSAGE__INIT;
+        Crane__Notify n = CRANE__NOTIFY__INIT;
+        struct px_out *o;
+        n.event = r->event_id;
+        n.status = status;
+        n.cookie = r->cookie;
+        m.msg_case = CRANE__SERVER_MESSAGE__MSG_NOTIFY;
+        m.notify = &n;
+        o = px_out_pack(&m);
+        if (o)
+            px_tenant_send(r->t, o, true);
+    } else if (r && r->t && r->kind == CB_POKE) {
+        px_tenant_poke(r->t);
+    }
+    pthread_mutex_unlock(&cb_lock);
+    if (r && r->kind == CB_FREE) {
+        clReleaseEvent(r->ev);
+        free(r->data);
+    }
+    free(r);
+}
+
+/* Registers R (taking it) as the callback of EV for STATUS. */
+static cl_int add(struct cb_rec *r, cl_event ev, cl_int status)
+{
+    uint64_t id;
+    cl_int err;
+    int rc;
+
+    if (!r)
+        return CL_OUT_OF_HOST_MEMORY;
+    pthread_mutex_lock(&cb_lock);
+    id = ++cb_next;
+    rc = px_map_put(&cb_recs, id, (uintptr_t)r);
+    pthread_mutex_unlock(&cb_lock);
+    if (rc < 0) {
+        free(r);
+        return CL_OUT_OF_HOST_MEMORY;
+    }
+    /* Not under the lock: the callback may run at once, right here. */
+    err = clSetEventCallback(ev, status, fire, (void *)(uintptr_t)id);
+    if (err != CL_SUCCESS) {
+        pthread_mutex_lock(&cb_lock);
+        px_map_del(&cb_recs, id);
+        pthread_mutex_unlock(&cb_lock);
+        free(r);
+    }
+    return err;
+}
+
+cl_int px_cb_watch(struct px_tenant *t, cl_event ev, cl_int status,
+                   uint64_t event_id, uint64_t cookie)
+{
+    struct cb_rec *r = calloc(1, sizeof(*r));
+
+    if (r) {
+        r->kind = CB_WATCH;
+        r->t = t;
+        r->event_id = event_id;
+        r->cookie = cookie;
+    }
+    return add(r, ev, status);
+}
+
+cl_int px_cb_poke(struct px_tenant *t, cl_event ev)
+{
+    struct cb_rec *r = calloc(1, sizeof(*r));
+
+    if (r) {
+        r->kind = CB_POKE;
+        r->t = t;
+    }
+    return add(r, ev, CL_COMPLETE);
+}
+
+cl_int px_cb_free(struct px_tenant *t, cl_event ev, void *data)
+{
+    struct cb_rec *r = calloc(1, sizeof(*r));
+    cl_int err;
+
+    if (!r)
+        return CL_OUT_OF_HOST_MEMORY;
+    r->kind = CB_FREE;
+    r->t = t;
+    r->ev = ev;
+    r->data = data;
+    clRetainEvent(ev);
+    err = add(r, ev, CL_COMPLETE);
+    if (err != CL_SUCCESS)
+        clReleaseEvent(ev);
+    return err;
+}
+
+struct forget {
+    struct px_tenant *t;
+    struct cb_rec **v;
+    size_t n, cap;
+};
+
+static void collect(uint64_t id, uint64_t val, void *arg)
+{
+    struct forget *f = arg;
+    struct cb_rec *r = (struct cb_rec *)(uintptr_t)val;
+
+    if (r->t != f->t)
+        return;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        struct cb_rec **v = realloc(f->v, cap * sizeof(*v));
+        if (!v) {
+            /* Out of memory: left registered, but cut off from the
+             * tenant; its callback frees it, if it ever comes. */
+            r->t = NULL;
+            return;
+        }
+        f->v = v;
+        f->cap = cap;
+    }
+    f->v[f->n++] = r;
+    r->event_id = id;           /* remembered for the removal below */
+}
+
+void px_cb_forget(struct px_tenant *t)
+{
+    struct forget f = {.t = t};
+
+    pthread_mutex_lock(&cb_lock);
+    px_map_each(&cb_recs, collect, &f);
+    for (size_t i = 0; i < f.n; i++)
+        px_map_del(&cb_recs, f.v[i]->event_id);
+    if (cb_recs.count == 0)
+        px_map_free(&cb_recs);
+    pthread_mutex_unlock(&cb_lock);
+    for (size_t i = 0; i < f.n; i++) {
+        struct cb_rec *r = f.v[i];
+        if (r->kind == CB_FREE) {
+            /* The device may still be copying from it. */
+            clWaitForEvents(1, &r->ev);
+            clReleaseEvent(r->ev);
+            free(r->data);
+        }
+        free(r);
+    }
+    free(f.v);
+}

@@ -1,0 +1,484 @@
+/* One client connection: stream IO, framing, ordered execution, replies. */
+#include "conn.h"
+
+#include "log.h"
+#include "validate.h"
+
+#include "proto/frame.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Room the input buffer keeps free for the next read. */
+#define READ_ROOM (64u << 10)
+/* Requests (bytes) buffered ahead of execution before reading pauses, and
+ * replies (bytes) not yet written before execution pauses. */
+#define MAX_QUEUED (256u << 20)
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_wake(uv_async_t *a);
+
+static void on_close(uv_handle_t *h)
+{
+    struct px_conn *c = h->data;
+
+    if (--c->open_handles > 0)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        c->srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    px_outq_destroy(&c->outq);
+    px_req_free_list(c->inq_head);
+    px_req_free(c->bulk_req);
+    free(c->ibuf);
+    free(c);
+}
+
+void px_conn_accept(struct px_server *srv)
+{
+    struct px_conn *c = calloc(1, sizeof(*c));
+    int rc;
+
+    if (!c) {
+        PX_ERROR("out of memory accepting a connection");
+        return;
+    }
+    c->srv = srv;
+    c->num = ++srv->next_conn;
+    px_outq_init(&c->outq);
+    atomic_init(&c->poked, false);
+    atomic_init(&c->stop, false);
+    if (srv->ep.kind == CRN_EP_TCP)
+        rc = uv_tcp_init(srv->loop, &c->h.tcp);
+    else
+        rc = uv_pipe_init(srv->loop, &c->h.pipe, 0);
+    if (rc < 0) {
+        PX_ERROR("cannot set up connection: %s", uv_strerror(rc));
+        px_outq_destroy(&c->outq);
+        free(c);
+        return;
+    }
+    c->h.handle.data = c;
+    c->open_handles = 1;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    rc = uv_accept(&srv->lis.stream, &c->h.stream);
+    if (rc == 0)
+        rc = uv_async_init(srv->loop, &c->wake, on_wake);
+    if (rc < 0) {
+        PX_WARN("accept failed: %s", uv_strerror(rc));
+        c->finished = true;
+        uv_close(&c->h.handle, on_close);
+        return;
+    }
+    c->wake.data = c;
+    c->open_handles++;
+    if (srv->ep.kind == CRN_EP_TCP)
+        uv_tcp_nodelay(&c->h.tcp, 1);
+    PX_DEBUG("connection %llu accepted", (unsigned long long)c->num);
+    px_conn_schedule(c);
+    rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+    if (rc == 0)
+        c->reading = true;
+}
+
+/* --- output ------------------------------------------------------------- */
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    px_conn_close(req->data, NULL);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    struct px_out *o = req->data;
+    struct px_conn *c = req->handle->data;
+
+    if (status < 0 && status != UV_ECANCELED)
+        px_conn_close(c, uv_strerror(status));
+    px_out_free(o);
+    /* Execution waits while the client reads too slowly. */
+    if (status == 0 && c->h.stream.write_queue_size < MAX_QUEUED)
+        px_conn_schedule(c);
+}
+
+void px_conn_send(struct px_conn *c, struct px_out *o)
+{
+    uv_buf_t bufs[2];
+    int rc;
+
+    if (c->write_closed || c->finished) {
+        px_out_free(o);
+        return;
+    }
+    bufs[0] = uv_buf_init((char *)o->frame, (unsigned)o->frame_len);
+    bufs[1] = uv_buf_init((char *)o->bulk, (unsigned)o->bulk_len);
+    o->wreq.data = o;
+    rc = uv_write(&o->wreq, &c->h.stream, bufs, o->bulk_len ? 2 : 1,
+                  on_write);
+    if (rc < 0) {
+        px_out_free(o);
+        px_conn_close(c, uv_strerror(rc));
+        return;
+    }
+    if (o->close_after) {
+        /* The stream is out of step: say the last word, then close. */
+        c->write_closed = true;
+        c->input_done = true;
+        if (c->reading) {
+            uv_read_stop(&c->h.stream);
+            c->reading = false;
+        }
+        c->shut.data = c;
+        if (uv_shutdown(&c->shut, &c->h.stream, on_shutdown) < 0)
+            px_conn_close(c, NULL);
+    }
+}
+
+/* Writes everything other threads queued. */
+static void drain(struct px_conn *c)
+{
+    struct px_out *o = px_outq_take(&c->outq);
+
+    while (o) {
+        struct px_out *next = o->next;
+        px_conn_send(c, o);
+        o = next;
+    }
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct px_conn *c = a->data;
+
+    drain(c);
+    if (atomic_load(&c->poked))
+        px_conn_schedule(c);
+}
+
+static void sink_push(void *ctx, struct px_out *o)
+{
+    struct px_conn *c = ctx;
+
+    px_outq_push(&c->outq, o);
+    uv_async_send(&c->wake);
+}
+
+static void sink_poke(void *ctx)
+{
+    struct px_conn *c = ctx;
+
+    atomic_store(&c->poked, true);
+    uv_async_send(&c->wake);
+}
+
+struct px_sink px_conn_sink(struct px_conn *c)
+{
+    return (struct px_sink){sink_push, sink_poke, c};
+}
+
+/* --- execution ------------------------------------------------------------ */
+
+static void work_run(uv_work_t *w)
+{
+    struct px_conn *c = w->data;
+    struct px_req *batch = c->batch;
+
+    c->batch = NULL;
+    px_exec_batch(c->tenant, batch, &c->stop);
+}
+
+static void finish_close(struct px_conn *c);
+
+static void work_done(uv_work_t *w, int status)
+{
+    struct px_conn *c = w->data;
+
+    (void)status;
+    c->working = false;
+    px_req_free_list(c->batch);
+    c->batch = NULL;
+    if (c->state == PX_CONN_CLOSING) {
+        finish_close(c);
+        return;
+    }
+    if (!c->reading && !c->input_done && c->inq_bytes < MAX_QUEUED &&
+        uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+        c->reading = true;
+    px_conn_schedule(c);
+}
+
+void px_conn_schedule(struct px_conn *c)
+{
+    bool poked;
+
+    if (c->working || c->state != PX_CONN_READY || !c->tenant ||
+        c->h.stream.write_queue_size >= MAX_QUEUED)
+        return;
+    poked = atomic_exchange(&c->poked, false);
+    if (!c->inq_head && !poked)
+        return;
+    c->batch = c->inq_head;
+    c->inq_head = c->inq_tail = NULL;
+    c->inq_bytes = 0;
+    c->work.data = c;
+    c->working = true;
+    if (uv_queue_work(c->srv->loop, &c->work, work_run, work_done) < 0) {
+        c->working = false;
+        px_conn_close(c, "cannot queue work");
+    }
+}
+
+static void queue_req(struct px_conn *c, struct px_req *r)
+{
+    r->next = NULL;
+    if (c->inq_tail)
+        c->inq_tail->next = r;
+    else
+        c->inq_head = r;
+    c->inq_tail = r;
+    c->inq_bytes += r->bulk_len + 64;
+    if (c->inq_bytes >= MAX_QUEUED && c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+}
+
+/* The stream cannot be followed any more: answer (in order, after what is
+ * queued) and close. */
+static void out_of_step(struct px_conn *c, uint64_t seq, const char *why)
+{
+    struct px_req *r;
+
+    c->input_done = true;
+    if (c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+    if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
+        px_handshake_refuse(c, "%s", why);
+        return;
+    }
+    r = calloc(1, sizeof(*r));
+    if (!r) {
+        px_conn_close(c, "out of memory");
+        return;
+    }
+    r->seq = seq;
+    r->close_after = true;
+    snprintf(r->error, sizeof(r->error), "%s", why);
+    queue_req(c, r);
+}
+
+/* --- input ---------------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct px_conn *c = h->data;
+
+    (void)suggested;
+    if (c->bulk_req) {
+        /* Bulk bytes go straight where the executor wants them. */
+        *buf = uv_buf_init((char *)c->bulk_req->bulk + c->bulk_have,
+                           (unsigned)(c->bulk_req->bulk_len - c->bulk_have));
+        return;
+    }
+    if (c->icap - c->ilen < READ_ROOM) {
+        size_t cap = c->ilen + READ_ROOM * 2;
+        uint8_t *p;
+        if (cap > PX_MAX_FRAME + CRN_FRAME_HEADER_LEN + READ_ROOM)
+            cap = PX_MAX_FRAME + CRN_FRAME_HEADER_LEN + READ_ROOM;
+        p = cap > c->icap ? realloc(c->ibuf, cap) : NULL;
+        if (p) {
+            c->ibuf = p;
+            c->icap = cap;
+        }
+    }
+    *buf = uv_buf_init((char *)c->ibuf + c->ilen,
+                       (unsigned)(c->icap - c->ilen));
+}
+
+/* Handles the message M (taking it) that the frame held; POS_BULK is the
+ * input after the frame, from which bulk bytes are taken.  Returns how
+ * many bytes of bulk it took, or -1 to stop parsing. */
+static long take_message(struct px_conn *c, Crane__ClientMessage *m,
+                         const uint8_t *after, size_t after_len)
+{
+    uint64_t bulk = px_bulk_len(m);
+    struct px_req *r;
+    size_t n;
+
+    if (bulk > PX_MAX_BULK) {
+        char why[96];
+        snprintf(why, sizeof(why), "bulk of %llu bytes over the %u limit",
+                 (unsigned long long)bulk, PX_MAX_BULK);
+        out_of_step(c, m->seq, why);
+        crane__client_message__free_unpacked(m, NULL);
+        return -1;
+    }
+    if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
+        if (bulk) {
+            crane__client_message__free_unpacked(m, NULL);
+            px_handshake_refuse(c, "bulk data before the handshake ended");
+            return -1;
+        }
+        px_handshake(c, m);
+        return 0;
+    }
+    r = calloc(1, sizeof(*r));
+    if (r && bulk)
+        r->bulk = malloc(bulk);
+    if (!r || (bulk && !r->bulk)) {
+        free(r);
+        crane__client_message__free_unpacked(m, NULL);
+        out_of_step(c, 0, "out of memory for the bulk data");
+        return -1;
+    }
+    r->msg = m;
+    r->seq = m->seq;
+    r->bulk_len = bulk;
+    n = after_len < bulk ? after_len : bulk;
+    if (n)
+        memcpy(r->bulk, after, n);
+    if (n < bulk) {
+        c->bulk_req = r;
+        c->bulk_have = n;
+    } else {
+        queue_req(c, r);
+    }
+    return (long)n;
+}
+
+/* Cuts the buffered input into frames and requests. */
+static void parse(struct px_conn *c)
+{
+    size_t pos = 0;
+
+    while (!c->input_done && !c->bulk_req && c->state != PX_CONN_CLOSING) {
+        const uint8_t *msg;
+        size_t len, used;
+        Crane__ClientMessage *m;
+        long took;
+        int rc = crn_frame_decode(c->ibuf + pos, c->ilen - pos, PX_MAX_FRAME,
+                                  &msg, &len, &used);
+        if (rc == -EAGAIN)
+            break;
+        if (rc < 0) {
+            out_of_step(c, 0, "frame over the 1 MiB limit");
+            break;
+        }
+        pos += used;
+        m = crane__client_message__unpack(NULL, len, msg);
+        if (!m) {
+            struct px_req *r;
+            if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
+                px_handshake_refuse(c, "a frame that does not decode");
+                break;
+            }
+            r = calloc(1, sizeof(*r));
+            if (!r) {
+                px_conn_close(c, "out of memory");
+                break;
+            }
+            snprintf(r->error, sizeof(r->error), "frame does not decode");
+            queue_req(c, r);
+            continue;
+        }
+        took = take_message(c, m, c->ibuf + pos, c->ilen - pos);
+        if (took < 0)
+            break;
+        pos += (size_t)took;
+    }
+    if (c->state == PX_CONN_CLOSING || c->input_done) {
+        c->ilen = 0;
+        return;
+    }
+    memmove(c->ibuf, c->ibuf + pos, c->ilen - pos);
+    c->ilen -= pos;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct px_conn *c = s->data;
+
+    (void)buf;
+    if (nread < 0) {
+        px_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
+        return;
+    }
+    if (nread == 0 || c->input_done || c->state == PX_CONN_CLOSING)
+        return;
+    if (c->bulk_req) {
+        c->bulk_have += (size_t)nread;
+        if (c->bulk_have < c->bulk_req->bulk_len)
+            return;
+        queue_req(c, c->bulk_req);
+        c->bulk_req = NULL;
+    } else {
+        c->ilen += (size_t)nread;
+    }
+    parse(c);
+    px_conn_schedule(c);
+}
+
+/* --- closing -------------------------------------------------------------- */
+
+static void finish_close(struct px_conn *c)
+{
+    struct px_tenant *t = c->tenant;
+
+    if (c->finished)
+        return;
+    c->finished = true;
+    if (c->resuming) {
+        c->resuming->waiting = NULL;
+        c->resuming = NULL;
+    }
+    if (t) {
+        px_tenant_detach(t);
+        t->conn = NULL;
+        c->tenant = NULL;
+        px_server_tenant_released(c->srv, t);
+    }
+    uv_close(&c->h.handle, on_close);
+    uv_close((uv_handle_t *)&c->wake, on_close);
+}
+
+void px_conn_close(struct px_conn *c, const char *why)
+{
+    struct px_tenant *t = c->tenant;
+
+    if (c->state == PX_CONN_CLOSING)
+        return;
+    c->state = PX_CONN_CLOSING;
+    atomic_store(&c->stop, true);
+    if (c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+    px_req_free_list(c->inq_head);
+    c->inq_head = c->inq_tail = NULL;
+    px_req_free(c->bulk_req);
+    c->bulk_req = NULL;
+    if (t)
+        PX_INFO("tenant %llu (%s pid %u): disconnected%s%s",
+                (unsigned long long)t->num, t->program, t->pid,
+                why ? ": " : "", why ? why : "");
+    else
+        PX_DEBUG("connection %llu closed%s%s", (unsigned long long)c->num,
+                 why ? ": " : "", why ? why : "");
+    /* A worker blocked on a user event the client will never set must
+     * finish; a tenant kept for --grace keeps its events. */
+    if (t && c->working && (c->srv->grace_ms == 0 || c->srv->stopping))
+        px_tenant_abort_user_events(t);
+    if (!c->working)
+        finish_close(c);
+}

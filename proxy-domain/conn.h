@@ -1,0 +1,89 @@
+/* One client connection: stream IO, framing, ordered execution, replies. */
+#ifndef PX_CONN_H
+#define PX_CONN_H
+
+#include "exec.h"
+#include "outq.h"
+#include "server.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <uv.h>
+
+enum px_conn_state {
+    PX_CONN_HELLO,               /* waiting for Hello */
+    PX_CONN_AUTH,                /* Challenge sent, waiting for Auth */
+    PX_CONN_RESUME_WAIT,         /* its tenant's old connection is closing */
+    PX_CONN_READY,               /* calls flow */
+    PX_CONN_CLOSING,
+};
+
+struct px_conn {
+    struct px_server *srv;
+    struct px_conn *next, *prev; /* the server's list */
+    uint64_t num;                /* for logs */
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+    uv_async_t wake;             /* other threads: output or a poke */
+    uv_shutdown_t shut;
+    int open_handles;
+    enum px_conn_state state;
+    bool finished;               /* handles closing */
+    bool write_closed;           /* shutdown sent: nothing more leaves */
+    bool reading;
+    bool input_done;             /* the stream is out of step: read no more */
+
+    struct px_outq outq;
+    atomic_bool poked;           /* a pending read may have completed */
+    atomic_bool stop;            /* the worker stops executing */
+
+    /* Input: bytes of the frame being assembled, or a bulk being read. */
+    uint8_t *ibuf;
+    size_t ilen, icap;
+    struct px_req *bulk_req;
+    size_t bulk_have;
+
+    /* Requests in order, and the batch a worker is executing. */
+    struct px_req *inq_head, *inq_tail;
+    size_t inq_bytes;
+    uv_work_t work;
+    struct px_req *batch;
+    bool working;
+
+    struct px_tenant *tenant;    /* once the handshake is done */
+    struct px_tenant *resuming;  /* RESUME_WAIT: the tenant it waits for */
+
+    /* Handshake. */
+    uint8_t nonce[32];
+    char program[64];
+    uint32_t pid;
+    uint8_t token[PX_TOKEN_LEN * 2];
+    size_t token_len;
+};
+
+/* Accepts a connection on the server's listener. */
+void px_conn_accept(struct px_server *srv);
+/* Closes C: stops input, drops what was not executed, and lets go of the
+ * tenant once no work item runs.  Safe to call more than once. */
+void px_conn_close(struct px_conn *c, const char *why);
+/* Sends O now (loop thread). */
+void px_conn_send(struct px_conn *c, struct px_out *o);
+/* Starts a work item if requests wait and none runs. */
+void px_conn_schedule(struct px_conn *c);
+/* The sink that gives a tenant's frames to C. */
+struct px_sink px_conn_sink(struct px_conn *c);
+
+/* Handshake (handshake.c): handles one message before READY; takes M. */
+void px_handshake(struct px_conn *c, Crane__ClientMessage *m);
+/* Gives tenant T to C and sends Welcome (RESUMED: it existed before). */
+void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
+                          bool resumed);
+/* Sends Refused{WHY} and closes once it is written. */
+void px_handshake_refuse(struct px_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* PX_CONN_H */

@@ -1,0 +1,344 @@
+/* Executing a tenant's requests in order: dispatch, replies, pending reads. */
+#include "exec.h"
+
+#include "callbacks.h"
+#include "log.h"
+#include "validate.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void px_req_free(struct px_req *r)
+{
+    if (!r)
+        return;
+    if (r->msg)
+        crane__client_message__free_unpacked(r->msg, NULL);
+    free(r->bulk);
+    free(r);
+}
+
+void px_req_free_list(struct px_req *r)
+{
+    while (r) {
+        struct px_req *next = r->next;
+        px_req_free(r);
+        r = next;
+    }
+}
+
+cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof(c->error), fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* Packs R (with the waiting deferred error) and hands it to the tenant's
+ * connection; no flush of pending reads. */
+static int emit_reply(struct px_tenant *t, Crane__Reply *r,
+                      const uint8_t *bulk, size_t bulk_len, void *bulk_owner)
+{
+    struct px_out *o;
+
+    if (t->deferred_seq) {
+        r->deferred_seq = t->deferred_seq;
+        r->deferred_err = t->deferred_err;
+        t->deferred_seq = 0;
+        t->deferred_err = 0;
+    }
+    r->bulk_len = bulk_len;
+    o = px_out_pack_reply(r);
+    if (!o)
+        return -ENOMEM;         /* BULK_OWNER stays the caller's */
+    o->bulk = bulk;
+    o->bulk_len = bulk_len;
+    o->bulk_owner = bulk_owner;
+    px_tenant_send(t, o, false);
+    return 0;
+}
+
+/* Sends a completed read's data in chunks, then its final Reply. */
+static void send_pending(struct px_tenant *t, struct px_pending *p)
+{
+    Crane__Reply r = CRANE__REPLY__INIT;
+    cl_int status = CL_COMPLETE;
+    size_t off = 0;
+
+    clGetEventInfo(p->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                   &status, NULL);
+    if (p->orphan)
+        goto out;
+    r.seq = p->seq;
+    if (status == CL_COMPLETE) {
+        while (off < p->len) {
+            Crane__Reply chunk = CRANE__REPLY__INIT;
+            size_t n = p->len - off;
+            if (n > PX_READ_CHUNK)
+                n = PX_READ_CHUNK;
+            chunk.seq = p->seq;
+            chunk.more = 1;
+            chunk.bulk_offset = off;
+            /* The last chunk's entry owns the staging buffer: entries of
+             * one stream are written, and freed, in order. */
+            if (emit_reply(t, &chunk, p->data + off, n,
+                           off + n == p->len ? p->data : NULL) < 0) {
+                /* Entries already queued may point into the data. */
+                if (off > 0)
+                    p->data = NULL;
+                status = CL_OUT_OF_HOST_MEMORY;
+                break;
+            }
+            off += n;
+        }
+        if (p->len > 0 && off == p->len)
+            p->data = NULL;     /* the last chunk's entry owns it */
+    }
+    r.err = status == CL_COMPLETE ? CL_SUCCESS : status;
+    emit_reply(t, &r, NULL, 0, NULL);
+out:
+    free(p->data);
+    clReleaseEvent(p->ev);
+    free(p);
+}
+
+static bool read_done(const struct px_pending *p)
+{
+    cl_int status = CL_COMPLETE;
+
+    if (clGetEventInfo(p->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                       sizeof(status), &status, NULL) != CL_SUCCESS)
+        return true;
+    return status <= CL_COMPLETE;
+}
+
+void px_exec_flush_reads(struct px_tenant *t, bool wait)
+{
+    struct px_pending **pp = &t->pend_head;
+
+    t->pend_tail = NULL;
+    while (*pp) {
+        struct px_pending *p = *pp;
+        if (wait)
+            clWaitForEvents(1, &p->ev);
+        if (read_done(p)) {
+            *pp = p->next;
+            send_pending(t, p);
+        } else {
+            t->pend_tail = p;
+            pp = &p->next;
+        }
+    }
+}
+
+void px_pending_add(struct px_tenant *t, struct px_pending *p)
+{
+    p->next = NULL;
+    if (t->pend_tail)
+        t->pend_tail->next = p;
+    else
+        t->pend_head = p;
+    t->pend_tail = p;
+}
+
+int px_send_reply(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
+                  size_t bulk_len, void *bulk_owner)
+{
+    if (t->pend_head)
+        px_exec_flush_reads(t, false);
+    return emit_reply(t, r, bulk, bulk_len, bulk_owner);
+}
+
+cl_int px_wait_list(struct px_call *c, const uint64_t *ids, size_t n,
+                    cl_event **out)
+{
+    cl_event *v;
+    cl_int err;
+
+    *out = NULL;
+    if (n == 0)
+        return CL_SUCCESS;
+    v = malloc(n * sizeof(*v));
+    if (!v)
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        v[i] = px_tenant_handle(c->t, ids[i], PX_EVENT, &err);
+        if (!v[i]) {
+            free(v);
+            return px_fail(c, CL_INVALID_EVENT_WAIT_LIST,
+                           "unknown event %llu in the wait list",
+                           (unsigned long long)ids[i]);
+        }
+    }
+    *out = v;
+    return CL_SUCCESS;
+}
+
+cl_int px_event_slot(struct px_call *c, uint64_t id, cl_event *slot,
+                     cl_event **slot_ptr)
+{
+    cl_int err;
+
+    *slot = NULL;
+    *slot_ptr = NULL;
+    if (id == 0)
+        return CL_SUCCESS;
+    err = px_tenant_check_new(c->t, id, PX_EVENT);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "event id %llu is %s",
+                       (unsigned long long)id,
+                       err == CL_INVALID_VALUE ? "not a client id" : "in use");
+    *slot_ptr = slot;
+    return CL_SUCCESS;
+}
+
+cl_int px_event_keep(struct px_call *c, uint64_t id, cl_event ev)
+{
+    if (id == 0 || !ev)
+        return CL_SUCCESS;
+    return px_tenant_add(c->t, id, PX_EVENT, ev, 0, false);
+}
+
+static cl_int not_now(struct px_call *c)
+{
+    return px_fail(c, CL_INVALID_OPERATION,
+                   "handshake message after the handshake");
+}
+
+typedef cl_int exec_fn(struct px_call *c);
+
+/* The executor of each call, by the oneof case of ClientMessage. */
+static exec_fn *const executors[] = {
+    [CRANE__CLIENT_MESSAGE__MSG_HELLO] = not_now,
+    [CRANE__CLIENT_MESSAGE__MSG_AUTH] = not_now,
+    [CRANE__CLIENT_MESSAGE__MSG_GET_INFO] = px_exec_get_info,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_SUB_DEVICES] = px_exec_sub_devices,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_CONTEXT] = px_exec_context,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_QUEUE] = px_exec_queue,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_BUFFER] = px_exec_buffer,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_SUB_BUFFER] = px_exec_sub_buffer,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_IMAGE] = px_exec_image,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_SAMPLER] = px_exec_sampler,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_PROGRAM] = px_exec_program,
+    [CRANE__CLIENT_MESSAGE__MSG_BUILD_PROGRAM] = px_exec_build,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_KERNEL] = px_exec_kernel,
+    [CRANE__CLIENT_MESSAGE__MSG_CREATE_USER_EVENT] = px_exec_user_event,
+    [CRANE__CLIENT_MESSAGE__MSG_RELEASE] = px_exec_release,
+    [CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS] = px_exec_kernel_args,
+    [CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL] = px_exec_launch,
+    [CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND] = px_exec_mem,
+    [CRANE__CLIENT_MESSAGE__MSG_SYNC] = px_exec_sync,
+    [CRANE__CLIENT_MESSAGE__MSG_SET_USER_EVENT_STATUS] =
+        px_exec_user_event_status,
+    [CRANE__CLIENT_MESSAGE__MSG_WATCH_EVENT] = px_exec_watch,
+};
+
+/* Answers a frame that cannot be executed at all. */
+static void answer_bad_frame(struct px_tenant *t, struct px_req *r)
+{
+    Crane__Reply reply = CRANE__REPLY__INIT;
+    struct px_out *o;
+
+    reply.seq = r->seq;
+    reply.err = CL_INVALID_VALUE;
+    reply.error = r->error;
+    PX_WARN("tenant %llu: seq %llu refused: %s", (unsigned long long)t->num,
+            (unsigned long long)r->seq, r->error);
+    if (!r->close_after) {
+        px_send_reply(t, &reply, NULL, 0, NULL);
+        return;
+    }
+    /* The stream is out of step: this is the last frame it carries. */
+    if (t->deferred_seq) {
+        reply.deferred_seq = t->deferred_seq;
+        reply.deferred_err = t->deferred_err;
+        t->deferred_seq = 0;
+    }
+    o = px_out_pack_reply(&reply);
+    if (o) {
+        o->close_after = true;
+        px_tenant_send(t, o, false);
+    }
+}
+
+void px_exec_one(struct px_tenant *t, struct px_req *r)
+{
+    struct px_call c = {.t = t, .m = r->msg};
+    const Crane__ClientMessage *m = r->msg;
+    cl_int err;
+    bool malformed = false;
+
+    if (!m) {
+        answer_bad_frame(t, r);
+        px_req_free(r);
+        return;
+    }
+    crane__reply__init(&c.reply);
+    c.reply.seq = m->seq;
+    c.bulk = r->bulk;
+    c.bulk_len = r->bulk_len;
+    r->bulk = NULL;
+    if (px_validate(m, c.error, sizeof(c.error)) < 0) {
+        err = CL_INVALID_VALUE;
+        /* A call the proxy cannot even name is answered whatever
+         * want_reply says: the client cannot expect anything else. */
+        malformed = m->msg_case == CRANE__CLIENT_MESSAGE__MSG__NOT_SET;
+    } else {
+        err = executors[m->msg_case](&c);
+    }
+    if (err != CL_SUCCESS)
+        PX_DEBUG("tenant %llu: seq %llu (call %d) failed: %d%s%s",
+                 (unsigned long long)t->num, (unsigned long long)m->seq,
+                 (int)m->msg_case, err, c.error[0] ? ": " : "", c.error);
+    if (!c.done && (m->want_reply || malformed)) {
+        c.reply.err = err;
+        if (c.error[0])
+            c.reply.error = c.error;
+        px_send_reply(t, &c.reply, NULL, 0, NULL);
+    } else if (!c.done && err != CL_SUCCESS && t->deferred_seq == 0) {
+        t->deferred_seq = m->seq;
+        t->deferred_err = err;
+    }
+    free(c.value_owner);
+    free(c.bulk);
+    px_req_free(r);
+}
+
+void px_exec_batch(struct px_tenant *t, struct px_req *reqs,
+                   const atomic_bool *stop)
+{
+    if (t->pend_head)
+        px_exec_flush_reads(t, false);
+    while (reqs) {
+        struct px_req *next = reqs->next;
+        if (stop && atomic_load(stop))
+            px_req_free(reqs);
+        else
+            px_exec_one(t, reqs);
+        reqs = next;
+    }
+}
+
+size_t px_exec_teardown(struct px_tenant *t)
+{
+    px_tenant_abort_user_events(t);
+    px_tenant_detach(t);
+    px_cb_forget(t);
+    /* Their staging buffers must outlive the device's copies. */
+    while (t->pend_head) {
+        struct px_pending *p = t->pend_head;
+        t->pend_head = p->next;
+        clWaitForEvents(1, &p->ev);
+        clReleaseEvent(p->ev);
+        free(p->data);
+        free(p);
+    }
+    t->pend_tail = NULL;
+    return px_tenant_release_all(t);
+}

@@ -1,0 +1,131 @@
+/* Executing a tenant's requests in order: dispatch, replies, pending reads. */
+#ifndef PX_EXEC_H
+#define PX_EXEC_H
+
+#include "cl.h"
+#include "tenant.h"
+
+#include "proto/remote.pb-c.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest piece of read data sent after one Reply frame. */
+#define PX_READ_CHUNK (4u << 20)
+
+/*
+ * One message from the stream, decoded, with its bulk bytes.  MSG NULL
+ * means the frame could not be used: ERROR says why, and the executor
+ * answers Reply{seq, CL_INVALID_VALUE, error}.  CLOSE_AFTER: the stream is
+ * out of step; close it once the answer is written.
+ */
+struct px_req {
+    struct px_req *next;
+    Crane__ClientMessage *msg;
+    uint64_t seq;
+    uint8_t *bulk;
+    size_t bulk_len;
+    char error[128];
+    bool close_after;
+};
+
+void px_req_free(struct px_req *r);
+/* Frees a list linked through next. */
+void px_req_free_list(struct px_req *r);
+
+/* A non-blocking read waiting for its event; its data goes out with the
+ * next Reply after the event completes. */
+struct px_pending {
+    struct px_pending *next;
+    uint64_t seq;
+    cl_event ev;                 /* retained by the proxy */
+    uint8_t *data;
+    size_t len;
+    bool orphan;                 /* its stream is gone: send nothing */
+};
+
+/* One call being executed: what an executor gets and fills in. */
+struct px_call {
+    struct px_tenant *t;
+    const Crane__ClientMessage *m;
+    uint8_t *bulk;               /* an executor may take it: set NULL */
+    size_t bulk_len;
+    Crane__Reply reply;          /* value, size_ret, count, statuses */
+    void *value_owner;           /* free()d once the reply is sent */
+    char error[160];             /* why the call was refused */
+    bool done;                   /* the executor answered itself, or will */
+};
+
+/*
+ * Executes REQS in order for T, freeing them.  Before anything else and
+ * before every Reply it sends the data of completed pending reads.  Stops
+ * executing (and only frees) once *STOP is set.  Runs on a worker thread.
+ */
+void px_exec_batch(struct px_tenant *t, struct px_req *reqs,
+                   const atomic_bool *stop);
+
+/* Executes one request and frees it.  Used by px_exec_batch and fuzzing. */
+void px_exec_one(struct px_tenant *t, struct px_req *r);
+
+/* Sends the data of every pending read whose event has completed; with
+ * WAIT, waits for all of them first. */
+void px_exec_flush_reads(struct px_tenant *t, bool wait);
+
+/* Ends a tenant: aborts user events never set, waits for pending reads,
+ * releases every object.  Returns how many objects were released. */
+size_t px_exec_teardown(struct px_tenant *t);
+
+/* --- for the executors (exec_*.c) ----------------------------------------- */
+
+/* Records why the call failed (printf-style) and returns ERR. */
+cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * Sends a Reply for the call: completed pending reads go first, then R
+ * (with the deferred error, if one is waiting) and BULK_LEN bytes at BULK.
+ * BULK_OWNER (may be NULL) is freed after the write.  Returns 0, or
+ * -ENOMEM with BULK_OWNER still the caller's.
+ */
+int px_send_reply(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
+                  size_t bulk_len, void *bulk_owner);
+
+/* Adds the pending read P (taking it) to the tenant's list. */
+void px_pending_add(struct px_tenant *t, struct px_pending *p);
+
+/* Real events for the N ids at IDS, into *OUT (malloc()ed, NULL when N is
+ * 0; the caller frees).  CL_INVALID_EVENT_WAIT_LIST for an unknown id. */
+cl_int px_wait_list(struct px_call *c, const uint64_t *ids, size_t n,
+                    cl_event **out);
+
+/* Before an enqueue that names event ID: checks the id is free.  Returns
+ * the cl_event * to pass (NULL for id 0) via *SLOT_PTR. */
+cl_int px_event_slot(struct px_call *c, uint64_t id, cl_event *slot,
+                     cl_event **slot_ptr);
+/* After the enqueue succeeded: records the event under ID (if not 0). */
+cl_int px_event_keep(struct px_call *c, uint64_t id, cl_event ev);
+
+/* The executors, one per message family. */
+cl_int px_exec_get_info(struct px_call *c);
+cl_int px_exec_sub_devices(struct px_call *c);
+cl_int px_exec_context(struct px_call *c);
+cl_int px_exec_queue(struct px_call *c);
+cl_int px_exec_sampler(struct px_call *c);
+cl_int px_exec_user_event(struct px_call *c);
+cl_int px_exec_release(struct px_call *c);
+cl_int px_exec_buffer(struct px_call *c);
+cl_int px_exec_sub_buffer(struct px_call *c);
+cl_int px_exec_image(struct px_call *c);
+cl_int px_exec_mem(struct px_call *c);
+cl_int px_exec_program(struct px_call *c);
+cl_int px_exec_build(struct px_call *c);
+cl_int px_exec_kernel(struct px_call *c);
+cl_int px_exec_kernel_args(struct px_call *c);
+cl_int px_exec_launch(struct px_call *c);
+cl_int px_exec_sync(struct px_call *c);
+cl_int px_exec_user_event_status(struct px_call *c);
+cl_int px_exec_watch(struct px_call *c);
+
+#endif /* PX_EXEC_H */

@@ -1,0 +1,211 @@
+/* Executors for devices, contexts, queues, samplers, user events, releases. */
+#include "exec.h"
+
+#include "validate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Real devices for the N ids at IDS into V (room for PX_MAX_DEVICES). */
+static cl_int device_list(struct px_call *c, const uint64_t *ids, size_t n,
+                          cl_device_id *v)
+{
+    cl_int err;
+
+    for (size_t i = 0; i < n; i++) {
+        v[i] = px_tenant_handle(c->t, ids[i], PX_DEVICE, &err);
+        if (!v[i])
+            return px_fail(c, err, "unknown device %llu",
+                           (unsigned long long)ids[i]);
+    }
+    return CL_SUCCESS;
+}
+
+/* Checks that every id of IDS (N of them) may name a new object of KIND
+ * and that none appears twice. */
+static cl_int check_new_ids(struct px_call *c, const uint64_t *ids, size_t n,
+                            enum px_kind kind)
+{
+    for (size_t i = 0; i < n; i++) {
+        cl_int err = px_tenant_check_new(c->t, ids[i], kind);
+        if (err != CL_SUCCESS)
+            return px_fail(c, err, "%s id %llu is %s", px_kind_name(kind),
+                           (unsigned long long)ids[i],
+                           err == CL_INVALID_VALUE ? "not a client id"
+                                                   : "in use");
+        for (size_t j = 0; j < i; j++)
+            if (ids[j] == ids[i])
+                return px_fail(c, px_kind_error(kind),
+                               "%s id %llu given twice", px_kind_name(kind),
+                               (unsigned long long)ids[i]);
+    }
+    return CL_SUCCESS;
+}
+
+cl_int px_exec_sub_devices(struct px_call *c)
+{
+    const Crane__CreateSubDevices *s = c->m->create_sub_devices;
+    cl_device_partition_property props[PX_MAX_PROPS + 1];
+    cl_device_id dev, *out;
+    cl_uint n = 0;
+    cl_int err;
+
+    dev = px_tenant_handle(c->t, s->device, PX_DEVICE, &err);
+    if (!dev)
+        return px_fail(c, err, "unknown device %llu",
+                       (unsigned long long)s->device);
+    err = check_new_ids(c, s->ids, s->n_ids, PX_DEVICE);
+    if (err != CL_SUCCESS)
+        return err;
+    for (size_t i = 0; i < s->n_properties; i++)
+        props[i] = (cl_device_partition_property)s->properties[i];
+    props[s->n_properties] = 0;
+    err = clCreateSubDevices(dev, props, 0, NULL, &n);
+    if (err != CL_SUCCESS)
+        return err;
+    c->reply.count = n;
+    if (s->n_ids == 0 || n == 0)
+        return CL_SUCCESS;
+    out = calloc(n, sizeof(*out));
+    if (!out)
+        return CL_OUT_OF_HOST_MEMORY;
+    err = clCreateSubDevices(dev, props, n, out, NULL);
+    for (cl_uint i = 0; err == CL_SUCCESS && i < n; i++) {
+        if (i < s->n_ids)
+            err = px_tenant_add(c->t, s->ids[i], PX_DEVICE, out[i], 0, false);
+        else
+            clReleaseDevice(out[i]);
+        if (err != CL_SUCCESS)
+            for (cl_uint j = i + 1; j < n; j++)
+                clReleaseDevice(out[j]);
+    }
+    free(out);
+    return err;
+}
+
+cl_int px_exec_context(struct px_call *c)
+{
+    const Crane__CreateContext *cc = c->m->create_context;
+    cl_context_properties props[PX_MAX_PROPS + 1];
+    cl_device_id devs[PX_MAX_DEVICES];
+    cl_context ctx;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, cc->id, PX_CONTEXT);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used context id");
+    err = device_list(c, cc->devices, cc->n_devices, devs);
+    if (err != CL_SUCCESS)
+        return err;
+    for (size_t i = 0; i < cc->n_properties; i += 2) {
+        props[i] = (cl_context_properties)cc->properties[i];
+        props[i + 1] = (cl_context_properties)cc->properties[i + 1];
+        if (props[i] == CL_CONTEXT_PLATFORM) {
+            cl_platform_id p = px_tenant_handle(
+                c->t, (uint64_t)cc->properties[i + 1], PX_PLATFORM, &err);
+            if (!p)
+                return px_fail(c, err, "unknown platform %llu",
+                               (unsigned long long)cc->properties[i + 1]);
+            props[i + 1] = (cl_context_properties)p;
+        }
+    }
+    props[cc->n_properties] = 0;
+    ctx = clCreateContext(cc->n_properties ? props : NULL,
+                          (cl_uint)cc->n_devices, devs, NULL, NULL, &err);
+    if (!ctx)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    return px_tenant_add(c->t, cc->id, PX_CONTEXT, ctx, 0, false);
+}
+
+cl_int px_exec_queue(struct px_call *c)
+{
+    const Crane__CreateQueue *q = c->m->create_queue;
+    cl_queue_properties props[PX_MAX_PROPS + 1];
+    cl_command_queue queue;
+    cl_context ctx;
+    cl_device_id dev;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, q->id, PX_QUEUE);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used queue id");
+    ctx = px_tenant_handle(c->t, q->context, PX_CONTEXT, &err);
+    if (!ctx)
+        return px_fail(c, err, "unknown context");
+    dev = px_tenant_handle(c->t, q->device, PX_DEVICE, &err);
+    if (!dev)
+        return px_fail(c, err, "unknown device");
+    if (q->legacy) {
+        queue = clCreateCommandQueue(ctx, dev, q->legacy_properties, &err);
+    } else {
+        for (size_t i = 0; i < q->n_properties; i++)
+            props[i] = q->properties[i];
+        props[q->n_properties] = 0;
+        queue = clCreateCommandQueueWithProperties(
+            ctx, dev, q->n_properties ? props : NULL, &err);
+    }
+    if (!queue)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    return px_tenant_add(c->t, q->id, PX_QUEUE, queue, 0, false);
+}
+
+cl_int px_exec_sampler(struct px_call *c)
+{
+    const Crane__CreateSampler *s = c->m->create_sampler;
+    cl_sampler_properties props[PX_MAX_PROPS + 1];
+    cl_sampler sampler;
+    cl_context ctx;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, s->id, PX_SAMPLER);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used sampler id");
+    ctx = px_tenant_handle(c->t, s->context, PX_CONTEXT, &err);
+    if (!ctx)
+        return px_fail(c, err, "unknown context");
+    for (size_t i = 0; i < s->n_properties; i++)
+        props[i] = s->properties[i];
+    props[s->n_properties] = 0;
+    sampler = clCreateSamplerWithProperties(ctx, props, &err);
+    if (!sampler)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    return px_tenant_add(c->t, s->id, PX_SAMPLER, sampler, 0, false);
+}
+
+cl_int px_exec_user_event(struct px_call *c)
+{
+    const Crane__CreateUserEvent *u = c->m->create_user_event;
+    cl_context ctx;
+    cl_event ev;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, u->id, PX_EVENT);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used event id");
+    ctx = px_tenant_handle(c->t, u->context, PX_CONTEXT, &err);
+    if (!ctx)
+        return px_fail(c, err, "unknown context");
+    ev = clCreateUserEvent(ctx, &err);
+    if (!ev)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    return px_tenant_add(c->t, u->id, PX_EVENT, ev, 0, true);
+}
+
+cl_int px_exec_release(struct px_call *c)
+{
+    const Crane__Release *r = c->m->release;
+    enum px_kind kind = (enum px_kind)r->kind;
+
+    if (kind == PX_PLATFORM || (r->id & PX_PROXY_ID_BIT)) {
+        /* The proxy's platforms and devices are never released. */
+        cl_int err;
+        if (!px_tenant_handle(c->t, r->id, kind, &err))
+            return px_fail(c, err, "unknown %s %llu", px_kind_name(kind),
+                           (unsigned long long)r->id);
+        return CL_SUCCESS;
+    }
+    if (px_tenant_remove(c->t, r->id, kind) != CL_SUCCESS)
+        return px_fail(c, px_kind_error(kind), "unknown %s %llu",
+                       px_kind_name(kind), (unsigned long long)r->id);
+    return CL_SUCCESS;
+}

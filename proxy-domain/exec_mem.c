@@ -1,0 +1,688 @@
+/* Executors for memory objects: buffers, sub-buffers, images, MemCommand. */
+#include "exec.h"
+
+#include "callbacks.h"
+
+#include "log.h"
+#include "validate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Host-pointer flags never reach the proxy's OpenCL: the program's memory
+ * is on the client. */
+#define HOST_PTR_FLAGS (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)
+
+cl_int px_exec_buffer(struct px_call *c)
+{
+    const Crane__CreateBuffer *b = c->m->create_buffer;
+    cl_mem_properties props[PX_MAX_PROPS + 1];
+    cl_mem_flags flags = b->flags & ~(cl_mem_flags)HOST_PTR_FLAGS;
+    cl_context ctx;
+    cl_mem mem;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, b->id, PX_MEM);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used memory object id");
+    ctx = px_tenant_handle(c->t, b->context, PX_CONTEXT, &err);
+    if (!ctx)
+        return px_fail(c, err, "unknown context");
+    err = px_tenant_charge(c->t, b->size);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "buffer of %llu bytes is over the quota",
+                       (unsigned long long)b->size);
+    if (c->bulk_len)
+        flags |= CL_MEM_COPY_HOST_PTR;
+    if (b->n_properties) {
+        for (size_t i = 0; i < b->n_properties; i++)
+            props[i] = b->properties[i];
+        props[b->n_properties] = 0;
+        mem = clCreateBufferWithProperties(ctx, props, flags, b->size,
+                                           c->bulk_len ? c->bulk : NULL,
+                                           &err);
+    } else {
+        mem = clCreateBuffer(ctx, flags, b->size,
+                             c->bulk_len ? c->bulk : NULL, &err);
+    }
+    if (!mem)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    return px_tenant_add(c->t, b->id, PX_MEM, mem, b->size, false);
+}
+
+cl_int px_exec_sub_buffer(struct px_call *c)
+{
+    const Crane__CreateSubBuffer *s = c->m->create_sub_buffer;
+    cl_buffer_region region = {s->origin, s->size};
+    cl_mem parent, mem;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, s->id, PX_MEM);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used memory object id");
+    parent = px_tenant_handle(c->t, s->buffer, PX_MEM, &err);
+    if (!parent)
+        return px_fail(c, err, "unknown buffer");
+    mem = clCreateSubBuffer(parent, s->flags & ~(cl_mem_flags)HOST_PTR_FLAGS,
+                            CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+    if (!mem)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    return px_tenant_add(c->t, s->id, PX_MEM, mem, 0, false);
+}
+
+/* Bytes per pixel of an image format, or 0 for one the proxy cannot size. */
+static size_t element_size(cl_channel_order order, cl_channel_type type)
+{
+    size_t channels, bytes;
+
+    switch (type) {
+    case CL_UNORM_SHORT_565:
+    case CL_UNORM_SHORT_555:
+        return 2;
+    case CL_UNORM_INT_101010:
+    case CL_UNORM_INT_101010_2:
+    case CL_UNORM_INT24:
+        return 4;
+    case CL_SNORM_INT8:
+    case CL_UNORM_INT8:
+    case CL_SIGNED_INT8:
+    case CL_UNSIGNED_INT8:
+        bytes = 1;
+        break;
+    case CL_SNORM_INT16:
+    case CL_UNORM_INT16:
+    case CL_SIGNED_INT16:
+    case CL_UNSIGNED_INT16:
+    case CL_HALF_FLOAT:
+        bytes = 2;
+        break;
+    case CL_SIGNED_INT32:
+    case CL_UNSIGNED_INT32:
+    case CL_FLOAT:
+        bytes = 4;
+        break;
+    default:
+        return 0;
+    }
+    switch (order) {
+    case CL_R:
+    case CL_A:
+    case CL_INTENSITY:
+    case CL_LUMINANCE:
+    case CL_DEPTH:
+        channels = 1;
+        break;
+    case CL_RG:
+    case CL_RA:
+        channels = 2;
+        break;
+    case CL_RGB:
+    case CL_sRGB:
+        channels = 3;
+        break;
+    case CL_RGBA:
+    case CL_BGRA:
+    case CL_ARGB:
+    case CL_ABGR:
+    case CL_sRGBA:
+    case CL_sBGRA:
+        channels = 4;
+        break;
+    default:
+        return 0;
+    }
+    return channels * bytes;
+}
+
+/* Bytes of an image's packed contents: 0 for a type or format the proxy
+ * cannot size (the implementation refuses those), UINT64_MAX when the
+ * dimensions overflow (so that any quota refuses it). */
+static uint64_t image_bytes(const Crane__CreateImage *im)
+{
+    uint64_t w = im->width, h = 1, d = 1, n;
+    size_t elem = element_size(im->channel_order, im->channel_type);
+
+    switch (im->image_type) {
+    case CL_MEM_OBJECT_IMAGE1D:
+    case CL_MEM_OBJECT_IMAGE1D_BUFFER:
+        break;
+    case CL_MEM_OBJECT_IMAGE1D_ARRAY:
+        h = im->array_size;
+        break;
+    case CL_MEM_OBJECT_IMAGE2D:
+        h = im->height;
+        break;
+    case CL_MEM_OBJECT_IMAGE2D_ARRAY:
+        h = im->height;
+        d = im->array_size;
+        break;
+    case CL_MEM_OBJECT_IMAGE3D:
+        h = im->height;
+        d = im->depth;
+        break;
+    default:
+        return 0;
+    }
+    if (px_mul3(w, h, d, &n) || px_mul3(n, elem, 1, &n))
+        return UINT64_MAX;
+    return n;
+}
+
+cl_int px_exec_image(struct px_call *c)
+{
+    const Crane__CreateImage *im = c->m->create_image;
+    cl_mem_properties props[PX_MAX_PROPS + 1];
+    cl_image_format fmt = {im->channel_order, im->channel_type};
+    cl_image_desc desc;
+    cl_mem_flags flags = im->flags & ~(cl_mem_flags)HOST_PTR_FLAGS;
+    uint64_t bytes = 0;
+    cl_context ctx;
+    cl_mem mem;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, im->id, PX_MEM);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used memory object id");
+    ctx = px_tenant_handle(c->t, im->context, PX_CONTEXT, &err);
+    if (!ctx)
+        return px_fail(c, err, "unknown context");
+    memset(&desc, 0, sizeof(desc));
+    desc.image_type = im->image_type;
+    desc.image_width = im->width;
+    desc.image_height = im->height;
+    desc.image_depth = im->depth;
+    desc.image_array_size = im->array_size;
+    desc.num_mip_levels = im->num_mip_levels;
+    desc.num_samples = im->num_samples;
+    if (im->buffer) {
+        /* An image over a buffer: the buffer's bytes, counted already. */
+        desc.mem_object = px_tenant_handle(c->t, im->buffer, PX_MEM, &err);
+        if (!desc.mem_object)
+            return px_fail(c, err, "unknown buffer");
+        desc.image_row_pitch = im->row_pitch;
+        desc.image_slice_pitch = im->slice_pitch;
+        if (c->bulk_len)
+            return px_fail(c, CL_INVALID_HOST_PTR,
+                           "contents given for an image over a buffer");
+    } else {
+        bytes = image_bytes(im);
+        if (c->bulk_len && c->bulk_len != bytes)
+            return px_fail(c, bytes ? CL_INVALID_VALUE
+                                    : CL_IMAGE_FORMAT_NOT_SUPPORTED,
+                           "image contents of %zu bytes for %llu", c->bulk_len,
+                           (unsigned long long)bytes);
+        err = px_tenant_charge(c->t, bytes);
+        if (err != CL_SUCCESS)
+            return px_fail(c, err, "image of %llu bytes is over the quota",
+                           (unsigned long long)bytes);
+    }
+    if (c->bulk_len)
+        flags |= CL_MEM_COPY_HOST_PTR;
+    for (size_t i = 0; i < im->n_properties; i++)
+        props[i] = im->properties[i];
+    props[im->n_properties] = 0;
+    mem = clCreateImageWithProperties(ctx, im->n_properties ? props : NULL,
+                                      flags, &fmt, &desc,
+                                      c->bulk_len ? c->bulk : NULL, &err);
+    if (!mem && err == CL_INVALID_OPERATION && !im->n_properties)
+        /* An OpenCL 1.2 implementation under a 3.0 loader. */
+        mem = clCreateImage(ctx, flags, &fmt, &desc,
+                            c->bulk_len ? c->bulk : NULL, &err);
+    if (!mem)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    return px_tenant_add(c->t, im->id, PX_MEM, mem, bytes, false);
+}
+
+/* --- MemCommand ------------------------------------------------------------ */
+
+/* What every enqueue of one MemCommand shares. */
+struct mem_op {
+    struct px_call *c;
+    const Crane__MemCommand *mc;
+    cl_command_queue q;
+    cl_event *wait;
+    cl_uint nwait;
+    cl_event ev;                 /* the command's event */
+    cl_event *evp;               /* &ev, or NULL when no event is wanted */
+};
+
+static void sizes3(size_t out[3], const uint64_t *in)
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = (size_t)in[i];
+}
+
+static cl_mem mem_arg(struct mem_op *op, uint64_t id, cl_int *err)
+{
+    cl_mem m = px_tenant_handle(op->c->t, id, PX_MEM, err);
+
+    if (!m)
+        px_fail(op->c, *err, "unknown memory object %llu",
+                (unsigned long long)id);
+    return m;
+}
+
+/* Writes: the bulk bytes stay alive until the device has copied them. */
+static cl_int mem_write(struct mem_op *op, cl_mem dst)
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    cl_bool blocking = mc->blocking ? CL_TRUE : CL_FALSE;
+    size_t origin[3], region[3], zero[3] = {0, 0, 0};
+    cl_event ev = NULL;
+    cl_int err;
+
+    if (mc->op == CRANE__MEM_OP__MEM_WRITE) {
+        err = clEnqueueWriteBuffer(op->q, dst, blocking, mc->dst_offset,
+                                   mc->size, c->bulk, op->nwait, op->wait,
+                                   &ev);
+    } else if (mc->op == CRANE__MEM_OP__MEM_WRITE_RECT) {
+        sizes3(origin, mc->dst_origin);
+        sizes3(region, mc->region);
+        err = clEnqueueWriteBufferRect(op->q, dst, blocking, origin, zero,
+                                       region, mc->dst_row_pitch,
+                                       mc->dst_slice_pitch, 0, 0, c->bulk,
+                                       op->nwait, op->wait, &ev);
+    } else {
+        size_t elem = 0;
+        uint64_t want;
+        sizes3(origin, mc->dst_origin);
+        sizes3(region, mc->region);
+        err = clGetImageInfo(dst, CL_IMAGE_ELEMENT_SIZE, sizeof(elem), &elem,
+                             NULL);
+        if (err != CL_SUCCESS)
+            return px_fail(c, CL_INVALID_MEM_OBJECT, "not an image");
+        if (px_mul3(mc->region[0], mc->region[1], mc->region[2], &want) ||
+            px_mul3(want, elem, 1, &want) || want != c->bulk_len)
+            return px_fail(c, CL_INVALID_VALUE,
+                           "image write region does not match bulk_len %zu",
+                           c->bulk_len);
+        err = clEnqueueWriteImage(op->q, dst, blocking, origin, region, 0, 0,
+                                  c->bulk, op->nwait, op->wait, &ev);
+    }
+    if (err != CL_SUCCESS)
+        return err;
+    if (!blocking) {
+        void *data = c->bulk;
+        c->bulk = NULL;
+        if (px_cb_free(c->t, ev, data) != CL_SUCCESS) {
+            clWaitForEvents(1, &ev);
+            free(data);
+        }
+    }
+    op->ev = ev;
+    return CL_SUCCESS;
+}
+
+/*
+ * The packed size of a read, in bytes.  It is bounded by the source's own
+ * size (a region that fits an object holds no more bytes than the object),
+ * so a request can never make the proxy allocate more than the tenant's
+ * device memory.
+ */
+static cl_int read_len(struct mem_op *op, cl_mem src, size_t *len)
+{
+    const Crane__MemCommand *mc = op->mc;
+    size_t elem = 1, have = 0;
+    uint64_t n;
+
+    if (clGetMemObjectInfo(src, CL_MEM_SIZE, sizeof(have), &have, NULL) !=
+        CL_SUCCESS)
+        return px_fail(op->c, CL_INVALID_MEM_OBJECT, "no size");
+    if (mc->op == CRANE__MEM_OP__MEM_READ) {
+        n = mc->size;
+    } else {
+        if (mc->op == CRANE__MEM_OP__MEM_READ_IMAGE &&
+            clGetImageInfo(src, CL_IMAGE_ELEMENT_SIZE, sizeof(elem), &elem,
+                           NULL) != CL_SUCCESS)
+            return px_fail(op->c, CL_INVALID_MEM_OBJECT, "not an image");
+        if (px_mul3(mc->region[0], mc->region[1], mc->region[2], &n) ||
+            px_mul3(n, elem, 1, &n))
+            return px_fail(op->c, CL_INVALID_VALUE, "read region too large");
+    }
+    if (n > have)
+        return px_fail(op->c, CL_INVALID_VALUE,
+                       "read of %llu bytes from an object of %zu",
+                       (unsigned long long)n, have);
+    *len = (size_t)n;
+    return CL_SUCCESS;
+}
+
+/*
+ * A blocking buffer read: every chunk of at most PX_READ_CHUNK bytes is
+ * enqueued at once with its own event, and each leaves as soon as it is
+ * copied, while the device copies the next.  The last chunk's entry owns
+ * the staging buffer (a stream's entries are written and freed in order).
+ * Once a chunk has left, the rest leave too, even after a failure, so that
+ * the buffer always has an owner; the final Reply then carries the error.
+ */
+static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    size_t len = mc->size, n = (len + PX_READ_CHUNK - 1) / PX_READ_CHUNK;
+    cl_event *evs;
+    uint8_t *data;
+    size_t done = 0;
+    bool sent = false;
+    cl_int err = CL_SUCCESS, status;
+
+    if (len == 0)
+        return px_fail(c, CL_INVALID_VALUE, "read of 0 bytes");
+    err = read_len(op, src, &len);
+    if (err != CL_SUCCESS)
+        return err;
+    data = malloc(len);
+    evs = calloc(n, sizeof(*evs));
+    if (!data || !evs) {
+        free(data);
+        free(evs);
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                       len);
+    }
+    for (; done < n; done++) {
+        size_t off = done * PX_READ_CHUNK;
+        size_t k = len - off > PX_READ_CHUNK ? PX_READ_CHUNK : len - off;
+        err = clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset + off,
+                                  k, data + off, op->nwait, op->wait,
+                                  &evs[done]);
+        if (err != CL_SUCCESS)
+            break;
+    }
+    if (err == CL_SUCCESS) {
+        clFlush(op->q);
+        if (op->evp && n == 1) {
+            clRetainEvent(evs[0]);
+            op->ev = evs[0];
+        } else if (op->evp) {
+            err = clEnqueueMarkerWithWaitList(op->q, (cl_uint)n, evs,
+                                              &op->ev);
+        }
+    }
+    if (err != CL_SUCCESS) {
+        /* Nothing has left: wait for the copies, then drop the data. */
+        clWaitForEvents((cl_uint)done, evs);
+        for (size_t i = 0; i < done; i++)
+            clReleaseEvent(evs[i]);
+        free(evs);
+        free(data);
+        return err;
+    }
+    for (size_t i = 0; i < n; i++) {
+        Crane__Reply r = CRANE__REPLY__INIT;
+        size_t off = i * PX_READ_CHUNK;
+        size_t k = len - off > PX_READ_CHUNK ? PX_READ_CHUNK : len - off;
+
+        status = CL_COMPLETE;
+        clWaitForEvents(1, &evs[i]);
+        clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                       sizeof(status), &status, NULL);
+        clReleaseEvent(evs[i]);
+        if (status < 0 && err == CL_SUCCESS)
+            err = status;
+        if (err != CL_SUCCESS && !sent)
+            continue;
+        r.seq = c->m->seq;
+        r.more = 1;
+        r.bulk_offset = off;
+        if (px_send_reply(c->t, &r, data + off, k,
+                          i + 1 == n ? data : NULL) < 0) {
+            /* Entries already queued may point into DATA: leave it. */
+            PX_ERROR("tenant %llu: out of memory sending read %llu",
+                     (unsigned long long)c->t->num,
+                     (unsigned long long)c->m->seq);
+            err = CL_OUT_OF_HOST_MEMORY;
+            sent = true;
+            break;
+        }
+        sent = true;
+    }
+    free(evs);
+    if (!sent)
+        free(data);
+    return err;
+}
+
+/*
+ * Reads into one staging buffer.  Blocking: waits, then sends the data.
+ * Non-blocking: the read becomes pending and leaves with a later Reply once
+ * its event completes, without holding up the tenant's stream.
+ */
+static cl_int mem_read(struct mem_op *op, cl_mem src)
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    size_t origin[3], region[3], zero[3] = {0, 0, 0};
+    struct px_pending *p;
+    cl_event ev = NULL;
+    uint8_t *data;
+    size_t len = 0;
+    cl_int err;
+
+    /* The common path sends the final Reply, after the chunks. */
+    if (mc->blocking && mc->op == CRANE__MEM_OP__MEM_READ)
+        return read_buffer_blocking(op, src);
+    err = read_len(op, src, &len);
+    if (err != CL_SUCCESS)
+        return err;
+    data = malloc(len ? len : 1);
+    p = calloc(1, sizeof(*p));
+    if (!data || !p) {
+        free(data);
+        free(p);
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                       len);
+    }
+    if (mc->op == CRANE__MEM_OP__MEM_READ) {
+        err = clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset, len,
+                                  data, op->nwait, op->wait, &ev);
+    } else if (mc->op == CRANE__MEM_OP__MEM_READ_RECT) {
+        sizes3(origin, mc->src_origin);
+        sizes3(region, mc->region);
+        err = clEnqueueReadBufferRect(op->q, src, CL_FALSE, origin, zero,
+                                      region, mc->src_row_pitch,
+                                      mc->src_slice_pitch, 0, 0, data,
+                                      op->nwait, op->wait, &ev);
+    } else {
+        sizes3(origin, mc->src_origin);
+        sizes3(region, mc->region);
+        err = clEnqueueReadImage(op->q, src, CL_FALSE, origin, region, 0, 0,
+                                 data, op->nwait, op->wait, &ev);
+    }
+    if (err != CL_SUCCESS) {
+        free(data);
+        free(p);
+        return err;
+    }
+    clFlush(op->q);
+    p->seq = c->m->seq;
+    p->ev = ev;
+    p->data = data;
+    p->len = len;
+    if (op->evp) {
+        clRetainEvent(ev);
+        op->ev = ev;
+    }
+    c->done = true;
+    if (mc->blocking) {
+        clWaitForEvents(1, &ev);
+        px_pending_add(c->t, p);
+        px_exec_flush_reads(c->t, false);
+        return CL_SUCCESS;
+    }
+    px_pending_add(c->t, p);
+    /* Wake the connection when the data is ready, so that it leaves even
+     * if the client sends nothing more for a while. */
+    px_cb_poke(c->t, ev);
+    return CL_SUCCESS;
+}
+
+/*
+ * PoCL 3.1 crashes in clEnqueueCopyBufferRect when either side is a
+ * sub-buffer (it should check overlap, or just copy).  Such a side is named
+ * by its parent instead, its offset added to the origin, once the region is
+ * checked to fit the sub-buffer: the same bytes, and the parent's own
+ * overlap check then applies.
+ */
+static cl_int rect_side(struct mem_op *op, cl_mem *m, size_t origin[3],
+                        const size_t region[3], size_t *row, size_t *slice)
+{
+    cl_mem parent = NULL;
+    size_t off = 0, size = 0;
+    uint64_t start, last;
+
+    if (clGetMemObjectInfo(*m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof(parent),
+                           &parent, NULL) != CL_SUCCESS ||
+        !parent)
+        return CL_SUCCESS;
+    if (region[0] == 0 || region[1] == 0 || region[2] == 0)
+        return px_fail(op->c, CL_INVALID_VALUE, "empty region");
+    if (*row == 0)
+        *row = region[0];
+    if (*slice == 0 && __builtin_mul_overflow(region[1], *row, slice))
+        return px_fail(op->c, CL_INVALID_VALUE, "pitch overflows");
+    clGetMemObjectInfo(*m, CL_MEM_OFFSET, sizeof(off), &off, NULL);
+    clGetMemObjectInfo(*m, CL_MEM_SIZE, sizeof(size), &size, NULL);
+    if (px_mul3(origin[2], *slice, 1, &start) ||
+        px_mul3(origin[1], *row, 1, &last) ||
+        __builtin_add_overflow(start, last, &start) ||
+        __builtin_add_overflow(start, origin[0], &start) ||
+        px_mul3(region[2] - 1, *slice, 1, &last) ||
+        __builtin_add_overflow(start, last, &last) ||
+        px_mul3(region[1] - 1, *row, 1, &start) ||
+        __builtin_add_overflow(last, start, &last) ||
+        __builtin_add_overflow(last, region[0], &last) || last > size ||
+        __builtin_add_overflow(origin[0], off, &origin[0]))
+        return px_fail(op->c, CL_INVALID_VALUE,
+                       "rectangle outside the sub-buffer");
+    *m = parent;
+    return CL_SUCCESS;
+}
+
+/* Copies, fills and migrations: one enqueue each, nothing comes back. */
+static cl_int mem_other(struct mem_op *op)
+{
+    const Crane__MemCommand *mc = op->mc;
+    size_t so[3], dO[3], region[3];
+    cl_mem src = NULL, dst = NULL;
+    cl_event *evp = &op->ev;
+    cl_int err = CL_SUCCESS;
+
+    if (mc->n_src_origin)
+        sizes3(so, mc->src_origin);
+    if (mc->n_dst_origin)
+        sizes3(dO, mc->dst_origin);
+    if (mc->n_region)
+        sizes3(region, mc->region);
+    switch (mc->op) {
+    case CRANE__MEM_OP__MEM_COPY:
+    case CRANE__MEM_OP__MEM_COPY_RECT:
+    case CRANE__MEM_OP__MEM_COPY_IMAGE:
+    case CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER:
+    case CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE:
+        if (!(src = mem_arg(op, mc->src, &err)) ||
+            !(dst = mem_arg(op, mc->dst, &err)))
+            return err;
+        break;
+    case CRANE__MEM_OP__MEM_FILL:
+    case CRANE__MEM_OP__MEM_FILL_IMAGE:
+        if (!(dst = mem_arg(op, mc->dst, &err)))
+            return err;
+        break;
+    default:
+        break;
+    }
+    switch (mc->op) {
+    case CRANE__MEM_OP__MEM_COPY:
+        return clEnqueueCopyBuffer(op->q, src, dst, mc->src_offset,
+                                   mc->dst_offset, mc->size, op->nwait,
+                                   op->wait, evp);
+    case CRANE__MEM_OP__MEM_FILL:
+        return clEnqueueFillBuffer(op->q, dst, mc->pattern.data,
+                                   mc->pattern.len, mc->dst_offset, mc->size,
+                                   op->nwait, op->wait, evp);
+    case CRANE__MEM_OP__MEM_COPY_RECT: {
+        size_t srow = mc->src_row_pitch, sslice = mc->src_slice_pitch;
+        size_t drow = mc->dst_row_pitch, dslice = mc->dst_slice_pitch;
+        if ((err = rect_side(op, &src, so, region, &srow, &sslice)) ||
+            (err = rect_side(op, &dst, dO, region, &drow, &dslice)))
+            return err;
+        return clEnqueueCopyBufferRect(op->q, src, dst, so, dO, region, srow,
+                                       sslice, drow, dslice, op->nwait,
+                                       op->wait, evp);
+    }
+    case CRANE__MEM_OP__MEM_COPY_IMAGE:
+        return clEnqueueCopyImage(op->q, src, dst, so, dO, region, op->nwait,
+                                  op->wait, evp);
+    case CRANE__MEM_OP__MEM_FILL_IMAGE:
+        return clEnqueueFillImage(op->q, dst, mc->pattern.data, dO, region,
+                                  op->nwait, op->wait, evp);
+    case CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER:
+        return clEnqueueCopyImageToBuffer(op->q, src, dst, so, region,
+                                          mc->dst_offset, op->nwait, op->wait,
+                                          evp);
+    case CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE:
+        return clEnqueueCopyBufferToImage(op->q, src, dst, mc->src_offset, dO,
+                                          region, op->nwait, op->wait, evp);
+    case CRANE__MEM_OP__MEM_MIGRATE: {
+        cl_mem *mems = calloc(mc->n_objects ? mc->n_objects : 1,
+                              sizeof(*mems));
+        if (!mems)
+            return px_fail(op->c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+        for (size_t i = 0; i < mc->n_objects && err == CL_SUCCESS; i++)
+            mems[i] = mem_arg(op, mc->objects[i], &err);
+        if (err == CL_SUCCESS)
+            err = clEnqueueMigrateMemObjects(op->q, (cl_uint)mc->n_objects,
+                                             mems, mc->flags, op->nwait,
+                                             op->wait, evp);
+        free(mems);
+        return err;
+    }
+    default:
+        return px_fail(op->c, CL_INVALID_VALUE, "unknown memory op");
+    }
+}
+
+cl_int px_exec_mem(struct px_call *c)
+{
+    const Crane__MemCommand *mc = c->m->mem_command;
+    struct mem_op op = {.c = c, .mc = mc};
+    cl_event slot;
+    cl_mem mem;
+    cl_int err;
+
+    op.q = px_tenant_handle(c->t, mc->queue, PX_QUEUE, &err);
+    if (!op.q)
+        return px_fail(c, err, "unknown queue %llu",
+                       (unsigned long long)mc->queue);
+    err = px_event_slot(c, mc->event, &slot, &op.evp);
+    if (err != CL_SUCCESS)
+        return err;
+    err = px_wait_list(c, mc->wait, mc->n_wait, &op.wait);
+    if (err != CL_SUCCESS)
+        return err;
+    op.nwait = (cl_uint)mc->n_wait;
+    switch (mc->op) {
+    case CRANE__MEM_OP__MEM_READ:
+    case CRANE__MEM_OP__MEM_READ_RECT:
+    case CRANE__MEM_OP__MEM_READ_IMAGE:
+        if ((mem = mem_arg(&op, mc->src, &err)) != NULL)
+            err = mem_read(&op, mem);
+        break;
+    case CRANE__MEM_OP__MEM_WRITE:
+    case CRANE__MEM_OP__MEM_WRITE_RECT:
+    case CRANE__MEM_OP__MEM_WRITE_IMAGE:
+        if ((mem = mem_arg(&op, mc->dst, &err)) != NULL)
+            err = mem_write(&op, mem);
+        break;
+    default:
+        err = mem_other(&op);
+        break;
+    }
+    free(op.wait);
+    if (err == CL_SUCCESS && op.evp && op.ev)
+        return px_event_keep(c, mc->event, op.ev);
+    if (op.ev)
+        clReleaseEvent(op.ev);
+    return err;
+}

@@ -1,0 +1,368 @@
+/* Executors for programs and kernels: create, build, arguments, launch. */
+#include "exec.h"
+
+#include "validate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Real devices for N ids at IDS into V (room for PX_MAX_DEVICES). */
+static cl_int devices(struct px_call *c, const uint64_t *ids, size_t n,
+                      cl_device_id *v)
+{
+    cl_int err;
+
+    for (size_t i = 0; i < n; i++) {
+        v[i] = px_tenant_handle(c->t, ids[i], PX_DEVICE, &err);
+        if (!v[i])
+            return px_fail(c, err, "unknown device %llu",
+                           (unsigned long long)ids[i]);
+    }
+    return CL_SUCCESS;
+}
+
+static cl_int program_from_binaries(struct px_call *c, cl_context ctx,
+                                    const cl_device_id *devs,
+                                    cl_program *prog)
+{
+    const Crane__CreateProgram *p = c->m->create_program;
+    size_t n = p->n_devices;
+    size_t *lens = calloc(n, sizeof(*lens));
+    const unsigned char **bins = calloc(n, sizeof(*bins));
+    cl_int *status = calloc(n, sizeof(*status));
+    cl_int err;
+
+    if (!lens || !bins || !status) {
+        free(lens);
+        free(bins);
+        free(status);
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        lens[i] = p->binaries[i].len;
+        bins[i] = p->binaries[i].data;
+    }
+    *prog = clCreateProgramWithBinary(ctx, (cl_uint)n, devs, lens, bins,
+                                      status, &err);
+    free(lens);
+    free(bins);
+    /* The per-device statuses go back with the reply. */
+    c->reply.statuses = status;
+    c->reply.n_statuses = n;
+    c->value_owner = status;
+    return err;
+}
+
+cl_int px_exec_program(struct px_call *c)
+{
+    const Crane__CreateProgram *p = c->m->create_program;
+    cl_device_id devs[PX_MAX_DEVICES];
+    cl_program prog = NULL;
+    cl_context ctx;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, p->id, PX_PROGRAM);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used program id");
+    ctx = px_tenant_handle(c->t, p->context, PX_CONTEXT, &err);
+    if (!ctx)
+        return px_fail(c, err, "unknown context");
+    err = devices(c, p->devices, p->n_devices, devs);
+    if (err != CL_SUCCESS)
+        return err;
+    switch (p->origin) {
+    case CRANE__PROGRAM_ORIGIN__PROGRAM_SOURCE: {
+        const char *src = (const char *)p->source.data;
+        size_t len = p->source.len;
+        if (len == 0)
+            return px_fail(c, CL_INVALID_VALUE, "empty source");
+        prog = clCreateProgramWithSource(ctx, 1, &src, &len, &err);
+        break;
+    }
+    case CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY:
+        err = program_from_binaries(c, ctx, devs, &prog);
+        break;
+    case CRANE__PROGRAM_ORIGIN__PROGRAM_IL:
+        if (p->source.len == 0)
+            return px_fail(c, CL_INVALID_VALUE, "empty IL");
+        prog = clCreateProgramWithIL(ctx, p->source.data, p->source.len,
+                                     &err);
+        break;
+    case CRANE__PROGRAM_ORIGIN__PROGRAM_BUILTIN: {
+        /* The names as a NUL-terminated string. */
+        char *names = malloc(p->source.len + 1);
+        if (!names)
+            return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+        memcpy(names, p->source.data, p->source.len);
+        names[p->source.len] = '\0';
+        prog = clCreateProgramWithBuiltInKernels(ctx, (cl_uint)p->n_devices,
+                                                 devs, names, &err);
+        free(names);
+        break;
+    }
+    default:
+        return px_fail(c, CL_INVALID_VALUE, "unknown program origin");
+    }
+    if (!prog)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    if (err != CL_SUCCESS) {
+        clReleaseProgram(prog);
+        return err;
+    }
+    return px_tenant_add(c->t, p->id, PX_PROGRAM, prog, 0, false);
+}
+
+/* Real programs for N ids at IDS into *OUT (malloc()ed). */
+static cl_int programs(struct px_call *c, const uint64_t *ids, size_t n,
+                       cl_program **out)
+{
+    cl_program *v = calloc(n ? n : 1, sizeof(*v));
+    cl_int err;
+
+    if (!v)
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        v[i] = px_tenant_handle(c->t, ids[i], PX_PROGRAM, &err);
+        if (!v[i]) {
+            free(v);
+            return px_fail(c, err, "unknown program %llu",
+                           (unsigned long long)ids[i]);
+        }
+    }
+    *out = v;
+    return CL_SUCCESS;
+}
+
+static cl_int link_programs(struct px_call *c, const cl_device_id *devs,
+                   cl_program *inputs)
+{
+    const Crane__BuildProgram *b = c->m->build_program;
+    cl_program prog;
+    cl_context ctx;
+    cl_int err;
+
+    err = px_tenant_check_new(c->t, b->link_id, PX_PROGRAM);
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used program id for the link");
+    ctx = px_tenant_handle(c->t, b->context, PX_CONTEXT, &err);
+    if (!ctx)
+        return px_fail(c, err, "unknown context");
+    prog = clLinkProgram(ctx, (cl_uint)b->n_devices,
+                         b->n_devices ? devs : NULL, b->options,
+                         (cl_uint)b->n_inputs, inputs, NULL, NULL, &err);
+    /* A failed link may still make a program, to read its log from. */
+    if (prog) {
+        cl_int kept = px_tenant_add(c->t, b->link_id, PX_PROGRAM, prog, 0,
+                                    false);
+        if (err == CL_SUCCESS)
+            err = kept;
+    }
+    return err;
+}
+
+cl_int px_exec_build(struct px_call *c)
+{
+    const Crane__BuildProgram *b = c->m->build_program;
+    cl_device_id devs[PX_MAX_DEVICES];
+    cl_program prog = NULL, *inputs = NULL;
+    cl_int err;
+
+    err = devices(c, b->devices, b->n_devices, devs);
+    if (err != CL_SUCCESS)
+        return err;
+    if (b->op != CRANE__BUILD_OP__LINK) {
+        prog = px_tenant_handle(c->t, b->program, PX_PROGRAM, &err);
+        if (!prog)
+            return px_fail(c, err, "unknown program %llu",
+                           (unsigned long long)b->program);
+    }
+    err = programs(c, b->inputs, b->n_inputs, &inputs);
+    if (err != CL_SUCCESS)
+        return err;
+    switch (b->op) {
+    case CRANE__BUILD_OP__BUILD:
+        err = clBuildProgram(prog, (cl_uint)b->n_devices,
+                             b->n_devices ? devs : NULL, b->options, NULL,
+                             NULL);
+        break;
+    case CRANE__BUILD_OP__COMPILE:
+        err = clCompileProgram(prog, (cl_uint)b->n_devices,
+                               b->n_devices ? devs : NULL, b->options,
+                               (cl_uint)b->n_inputs,
+                               b->n_inputs ? inputs : NULL,
+                               b->n_inputs ? (const char **)b->input_names
+                                           : NULL,
+                               NULL, NULL);
+        break;
+    case CRANE__BUILD_OP__LINK:
+        err = link_programs(c, devs, inputs);
+        break;
+    default:
+        err = px_fail(c, CL_INVALID_VALUE, "unknown build op");
+        break;
+    }
+    free(inputs);
+    return err;
+}
+
+/* clCreateKernelsInProgram: all of them made, the first ones kept. */
+static cl_int all_kernels(struct px_call *c, cl_program prog)
+{
+    const Crane__CreateKernel *k = c->m->create_kernel;
+    cl_kernel *v;
+    cl_uint n = 0;
+    cl_int err;
+
+    for (size_t i = 0; i < k->n_all_ids; i++) {
+        err = px_tenant_check_new(c->t, k->all_ids[i], PX_KERNEL);
+        for (size_t j = 0; err == CL_SUCCESS && j < i; j++)
+            if (k->all_ids[j] == k->all_ids[i])
+                err = CL_INVALID_KERNEL;
+        if (err != CL_SUCCESS)
+            return px_fail(c, err, "bad or used kernel id %llu",
+                           (unsigned long long)k->all_ids[i]);
+    }
+    err = clCreateKernelsInProgram(prog, 0, NULL, &n);
+    if (err != CL_SUCCESS)
+        return err;
+    c->reply.count = n;
+    if (n == 0 || k->n_all_ids == 0)
+        return CL_SUCCESS;
+    v = calloc(n, sizeof(*v));
+    if (!v)
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+    err = clCreateKernelsInProgram(prog, n, v, NULL);
+    for (cl_uint i = 0; err == CL_SUCCESS && i < n; i++) {
+        if (i < k->n_all_ids)
+            err = px_tenant_add(c->t, k->all_ids[i], PX_KERNEL, v[i], 0,
+                                false);
+        else
+            clReleaseKernel(v[i]);
+        if (err != CL_SUCCESS)
+            for (cl_uint j = i + 1; j < n; j++)
+                clReleaseKernel(v[j]);
+    }
+    free(v);
+    return err;
+}
+
+cl_int px_exec_kernel(struct px_call *c)
+{
+    const Crane__CreateKernel *k = c->m->create_kernel;
+    cl_kernel kernel;
+    cl_program prog;
+    cl_int err;
+
+    if (k->clone_of) {
+        cl_kernel src = px_tenant_handle(c->t, k->clone_of, PX_KERNEL, &err);
+        if (!src)
+            return px_fail(c, err, "unknown kernel %llu",
+                           (unsigned long long)k->clone_of);
+        err = px_tenant_check_new(c->t, k->id, PX_KERNEL);
+        if (err != CL_SUCCESS)
+            return px_fail(c, err, "bad or used kernel id");
+        kernel = clCloneKernel(src, &err);
+    } else {
+        prog = px_tenant_handle(c->t, k->program, PX_PROGRAM, &err);
+        if (!prog)
+            return px_fail(c, err, "unknown program %llu",
+                           (unsigned long long)k->program);
+        if (k->n_all_ids || (!k->id && !k->name[0]))
+            return all_kernels(c, prog);
+        err = px_tenant_check_new(c->t, k->id, PX_KERNEL);
+        if (err != CL_SUCCESS)
+            return px_fail(c, err, "bad or used kernel id");
+        kernel = clCreateKernel(prog, k->name, &err);
+    }
+    if (!kernel)
+        return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
+    return px_tenant_add(c->t, k->id, PX_KERNEL, kernel, 0, false);
+}
+
+/* Sets the N arguments at ARGS on KERNEL. */
+static cl_int set_args(struct px_call *c, cl_kernel kernel,
+                       Crane__KernelArg **args, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const Crane__KernelArg *a = args[i];
+        cl_int err;
+
+        if (a->is_object || a->object) {
+            void *h = NULL;
+            if (a->object) {
+                /* A memory object, or else a sampler. */
+                h = px_tenant_handle(c->t, a->object, PX_MEM, &err);
+                if (!h)
+                    h = px_tenant_handle(c->t, a->object, PX_SAMPLER, &err);
+                if (!h)
+                    return px_fail(c, CL_INVALID_ARG_VALUE,
+                                   "argument %u: unknown object %llu",
+                                   a->index, (unsigned long long)a->object);
+            }
+            err = clSetKernelArg(kernel, a->index, sizeof(cl_mem),
+                                 h ? &h : NULL);
+        } else if (a->is_local) {
+            err = clSetKernelArg(kernel, a->index, a->local_size, NULL);
+        } else {
+            err = clSetKernelArg(kernel, a->index, a->value.len,
+                                 a->value.len ? a->value.data : NULL);
+        }
+        if (err != CL_SUCCESS)
+            return px_fail(c, err, "argument %u", a->index);
+    }
+    return CL_SUCCESS;
+}
+
+cl_int px_exec_kernel_args(struct px_call *c)
+{
+    const Crane__SetKernelArgs *s = c->m->set_kernel_args;
+    cl_kernel kernel;
+    cl_int err;
+
+    kernel = px_tenant_handle(c->t, s->kernel, PX_KERNEL, &err);
+    if (!kernel)
+        return px_fail(c, err, "unknown kernel %llu",
+                       (unsigned long long)s->kernel);
+    return set_args(c, kernel, s->args, s->n_args);
+}
+
+cl_int px_exec_launch(struct px_call *c)
+{
+    const Crane__LaunchKernel *l = c->m->launch_kernel;
+    size_t off[3], gsz[3], lsz[3];
+    cl_event slot, *evp, *wait = NULL;
+    cl_command_queue q;
+    cl_kernel kernel;
+    cl_int err;
+
+    q = px_tenant_handle(c->t, l->queue, PX_QUEUE, &err);
+    if (!q)
+        return px_fail(c, err, "unknown queue %llu",
+                       (unsigned long long)l->queue);
+    kernel = px_tenant_handle(c->t, l->kernel, PX_KERNEL, &err);
+    if (!kernel)
+        return px_fail(c, err, "unknown kernel %llu",
+                       (unsigned long long)l->kernel);
+    err = px_event_slot(c, l->event, &slot, &evp);
+    if (err != CL_SUCCESS)
+        return err;
+    err = set_args(c, kernel, l->args, l->n_args);
+    if (err != CL_SUCCESS)
+        return err;
+    for (uint32_t i = 0; i < l->work_dim; i++) {
+        gsz[i] = l->global_size[i];
+        off[i] = l->n_global_offset ? l->global_offset[i] : 0;
+        lsz[i] = l->n_local_size ? l->local_size[i] : 0;
+    }
+    err = px_wait_list(c, l->wait, l->n_wait, &wait);
+    if (err != CL_SUCCESS)
+        return err;
+    err = clEnqueueNDRangeKernel(q, kernel, l->work_dim,
+                                 l->n_global_offset ? off : NULL, gsz,
+                                 l->n_local_size ? lsz : NULL,
+                                 (cl_uint)l->n_wait, wait, evp);
+    free(wait);
+    if (err != CL_SUCCESS)
+        return err;
+    return px_event_keep(c, l->event, slot);
+}

@@ -1,0 +1,174 @@
+/* crane-proxy: options, logging, signals; runs the remoting server. */
+#include "devices.h"
+#include "log.h"
+#include "server.h"
+
+#include "proto/endpoint.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: crane-proxy --listen ENDPOINT [options]\n"
+    "\n"
+    "Executes remoted OpenCL calls (docs/remoting.md) on this machine's\n"
+    "devices for many clients at once, each a tenant with its own objects.\n"
+    "\n"
+    "  --listen ENDPOINT   unix:PATH or tcp:HOST:PORT (required)\n"
+    "  --device SPEC       devices offered: all (default), gpu, cpu,\n"
+    "                      accelerator, P (platform index) or P:D\n"
+    "  --auth-key FILE     require clients to prove they hold this key\n"
+    "                      (HMAC-SHA256 over a random nonce)\n"
+    "  --quota BYTES       device memory per tenant (suffixes K, M, G;\n"
+    "                      default 0: no limit)\n"
+    "  --grace SECONDS     keep a disconnected tenant's objects this long\n"
+    "                      for a Hello with its resume token (default 0)\n"
+    "  --log-level LEVEL   error, warn, info (default) or debug\n"
+    "  --help              this text\n"
+    "\n"
+    "Signals: SIGINT/SIGTERM stop cleanly (every object released, the unix\n"
+    "socket removed); SIGUSR1 logs a stats line (connections, tenants,\n"
+    "objects, bytes).  UV_THREADPOOL_SIZE (default 64) bounds how many\n"
+    "tenants execute at the same time.\n";
+
+/* Parses a byte count with an optional K, M or G suffix. */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    int shift = 0;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -EINVAL;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    else if (*end)
+        return -EINVAL;
+    if (shift && end[1])
+        return -EINVAL;
+    if (shift && v > (UINT64_MAX >> shift))
+        return -ERANGE;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int parse_seconds(const char *s, uint64_t *ms)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 86400 * 365)
+        return -EINVAL;
+    *ms = (uint64_t)(v * 1000.0 + 0.5);
+    return 0;
+}
+
+static void close_handle(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static int fail(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "crane-proxy: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"device", required_argument, NULL, 'd'},
+        {"auth-key", required_argument, NULL, 'k'},
+        {"quota", required_argument, NULL, 'q'},
+        {"grace", required_argument, NULL, 'g'},
+        {"log-level", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct px_options opts = {.device = "all"};
+    struct crn_endpoint ep;
+    struct px_devices devs;
+    struct px_server srv;
+    uv_loop_t loop;
+    char why[512];
+    int opt, rc;
+
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'l': opts.listen = optarg; break;
+        case 'd': opts.device = optarg; break;
+        case 'k': opts.auth_key = optarg; break;
+        case 'q':
+            if (parse_bytes(optarg, &opts.quota) < 0)
+                return fail("bad --quota '%s' (bytes, K, M or G)", optarg);
+            break;
+        case 'g':
+            if (parse_seconds(optarg, &opts.grace_ms) < 0)
+                return fail("bad --grace '%s' (seconds)", optarg);
+            break;
+        case 'L':
+            if (px_log_set_level(optarg) < 0)
+                return fail("bad --log-level '%s' (error, warn, info, "
+                            "debug)",
+                            optarg);
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            return fail("unknown option '%s' (see --help)",
+                        argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return fail("unexpected argument '%s' (see --help)", argv[optind]);
+    if (!opts.listen)
+        return fail("%s", "--listen ENDPOINT is required (see --help)");
+    if (crn_endpoint_parse(opts.listen, &ep) < 0)
+        return fail("bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
+                    opts.listen);
+
+    /* Before the first work item starts libuv's pool: each tenant's calls
+     * may block one thread while the device works. */
+    setenv("UV_THREADPOOL_SIZE", "64", 0);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (px_devices_open(opts.device, &devs, why, sizeof(why)) < 0)
+        return fail("%s", why);
+    uv_loop_init(&loop);
+    rc = px_server_init(&srv, &loop, &opts, &devs, why, sizeof(why));
+    if (rc < 0) {
+        uv_walk(&loop, close_handle, NULL);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_loop_close(&loop);
+        px_server_fini(&srv);
+        px_devices_close(&devs);
+        return fail("%s", why);
+    }
+    px_server_run(&srv);
+    PX_INFO("stopped");
+    px_server_fini(&srv);
+    if (uv_loop_close(&loop) != 0)
+        PX_WARN("loop closed with handles open");
+    px_devices_close(&devs);
+    return 0;
+}

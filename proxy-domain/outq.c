@@ -1,0 +1,104 @@
+/* Frames waiting to leave for one connection, and how they are packed. */
+#include "outq.h"
+
+#include "log.h"
+
+#include <stdlib.h>
+
+struct px_out *px_out_pack(const Crane__ServerMessage *m)
+{
+    size_t len = crane__server_message__get_packed_size(m);
+    struct px_out *o;
+
+    if (len > UINT32_MAX) {
+        PX_ERROR("message of %zu bytes is too large to frame", len);
+        return NULL;
+    }
+    o = calloc(1, sizeof(*o));
+    if (o)
+        o->frame = malloc(4 + len);
+    if (!o || !o->frame) {
+        PX_ERROR("out of memory packing a %zu-byte message", len);
+        free(o);
+        return NULL;
+    }
+    o->frame[0] = (uint8_t)(len >> 24);
+    o->frame[1] = (uint8_t)(len >> 16);
+    o->frame[2] = (uint8_t)(len >> 8);
+    o->frame[3] = (uint8_t)len;
+    crane__server_message__pack(m, o->frame + 4);
+    o->frame_len = 4 + len;
+    return o;
+}
+
+struct px_out *px_out_pack_reply(const Crane__Reply *r)
+{
+    Crane__ServerMessage m = CRANE__SERVER_MESSAGE__INIT;
+
+    m.msg_case = CRANE__SERVER_MESSAGE__MSG_REPLY;
+    m.reply = (Crane__Reply *)r;
+    return px_out_pack(&m);
+}
+
+void px_out_free(struct px_out *o)
+{
+    if (!o)
+        return;
+    free(o->frame);
+    free(o->bulk_owner);
+    free(o);
+}
+
+void px_out_free_list(struct px_out *o)
+{
+    while (o) {
+        struct px_out *next = o->next;
+        px_out_free(o);
+        o = next;
+    }
+}
+
+void px_outq_init(struct px_outq *q)
+{
+    pthread_mutex_init(&q->lock, NULL);
+    q->head = q->tail = NULL;
+}
+
+void px_outq_destroy(struct px_outq *q)
+{
+    px_out_free_list(px_outq_take(q));
+    pthread_mutex_destroy(&q->lock);
+}
+
+void px_outq_push(struct px_outq *q, struct px_out *o)
+{
+    o->next = NULL;
+    pthread_mutex_lock(&q->lock);
+    if (q->tail)
+        q->tail->next = o;
+    else
+        q->head = o;
+    q->tail = o;
+    pthread_mutex_unlock(&q->lock);
+}
+
+void px_outq_push_front(struct px_outq *q, struct px_out *o)
+{
+    pthread_mutex_lock(&q->lock);
+    o->next = q->head;
+    q->head = o;
+    if (!q->tail)
+        q->tail = o;
+    pthread_mutex_unlock(&q->lock);
+}
+
+struct px_out *px_outq_take(struct px_outq *q)
+{
+    struct px_out *o;
+
+    pthread_mutex_lock(&q->lock);
+    o = q->head;
+    q->head = q->tail = NULL;
+    pthread_mutex_unlock(&q->lock);
+    return o;
+}

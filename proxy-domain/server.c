@@ -1,0 +1,369 @@
+/* crane-proxy's server: the loop, listening, tenants kept across connects. */
+#include "server.h"
+
+#include "conn.h"
+#include "exec.h"
+#include "log.h"
+
+#include "proto/auth.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static void on_connection(uv_stream_t *s, int status)
+{
+    struct px_server *srv = s->data;
+
+    if (status < 0) {
+        PX_WARN("accept: %s", uv_strerror(status));
+        return;
+    }
+    if (srv->stopping)
+        return;
+    px_conn_accept(srv);
+}
+
+/* A unix socket file left by a proxy that died: nobody accepts on it. */
+static bool stale_socket(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    bool stale;
+    int fd;
+
+    if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+        return false;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    stale = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+            errno == ECONNREFUSED;
+    close(fd);
+    return stale;
+}
+
+static int listen_unix(struct px_server *srv, char *why, size_t why_len)
+{
+    int rc = uv_pipe_init(srv->loop, &srv->lis.pipe, 0);
+
+    if (rc < 0)
+        goto fail;
+    srv->listening = true;
+    rc = uv_pipe_bind(&srv->lis.pipe, srv->ep.path);
+    if (rc == UV_EADDRINUSE && stale_socket(srv->ep.path)) {
+        unlink(srv->ep.path);
+        rc = uv_pipe_bind(&srv->lis.pipe, srv->ep.path);
+    }
+    if (rc < 0)
+        goto fail;
+    srv->created_socket = true;
+    rc = uv_listen(&srv->lis.stream, 128, on_connection);
+    if (rc < 0)
+        goto fail;
+    return 0;
+fail:
+    snprintf(why, why_len, "cannot listen on unix:%s: %s", srv->ep.path,
+             uv_strerror(rc));
+    return rc;
+}
+
+static int listen_tcp(struct px_server *srv, char *why, size_t why_len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(srv->ep.host, srv->ep.port, &hints, &ai);
+
+    if (rc != 0) {
+        snprintf(why, why_len, "cannot resolve %s: %s", srv->ep.host,
+                 gai_strerror(rc));
+        return -EINVAL;
+    }
+    rc = uv_tcp_init(srv->loop, &srv->lis.tcp);
+    if (rc == 0) {
+        srv->listening = true;
+        rc = uv_tcp_bind(&srv->lis.tcp, ai->ai_addr, 0);
+    }
+    if (rc == 0)
+        rc = uv_listen(&srv->lis.stream, 128, on_connection);
+    freeaddrinfo(ai);
+    if (rc < 0)
+        snprintf(why, why_len, "cannot listen on tcp:%s:%s: %s", srv->ep.host,
+                 srv->ep.port, uv_strerror(rc));
+    return rc;
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct px_server *srv = s->data;
+
+    if (signum == SIGUSR1) {
+        px_server_stats(srv);
+        return;
+    }
+    PX_INFO("signal %d: stopping", signum);
+    px_server_stop(srv);
+}
+
+int px_server_init(struct px_server *srv, uv_loop_t *loop,
+                   const struct px_options *opts,
+                   const struct px_devices *devs, char *why, size_t why_len)
+{
+    int rc;
+
+    memset(srv, 0, sizeof(*srv));
+    srv->loop = loop;
+    loop->data = srv;
+    srv->devs = devs;
+    srv->quota = opts->quota;
+    srv->grace_ms = opts->grace_ms;
+    if (crn_endpoint_parse(opts->listen, &srv->ep) < 0) {
+        snprintf(why, why_len,
+                 "bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
+                 opts->listen);
+        return -EINVAL;
+    }
+    if (opts->auth_key) {
+        rc = crn_auth_key_load(opts->auth_key, &srv->key, &srv->key_len);
+        if (rc < 0) {
+            snprintf(why, why_len, "cannot use key file %s: %s",
+                     opts->auth_key,
+                     rc == -EINVAL ? "empty"
+                     : rc == -EFBIG ? "larger than 4096 bytes"
+                                    : strerror(-rc));
+            return rc;
+        }
+    }
+    rc = srv->ep.kind == CRN_EP_UNIX ? listen_unix(srv, why, why_len)
+                                     : listen_tcp(srv, why, why_len);
+    if (rc < 0)
+        return rc;
+    srv->lis.handle.data = srv;
+    uv_signal_init(loop, &srv->sig_int);
+    uv_signal_init(loop, &srv->sig_term);
+    uv_signal_init(loop, &srv->sig_usr1);
+    srv->sig_int.data = srv->sig_term.data = srv->sig_usr1.data = srv;
+    uv_signal_start(&srv->sig_int, on_signal, SIGINT);
+    uv_signal_start(&srv->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&srv->sig_usr1, on_signal, SIGUSR1);
+    return 0;
+}
+
+int px_server_run(struct px_server *srv)
+{
+    char ep[400];
+
+    crn_endpoint_format(&srv->ep, ep, sizeof(ep));
+    PX_INFO("listening on %s (quota %llu bytes, grace %llu ms, %s)", ep,
+            (unsigned long long)srv->quota,
+            (unsigned long long)srv->grace_ms,
+            srv->key ? "authentication required" : "no authentication");
+    return uv_run(srv->loop, UV_RUN_DEFAULT);
+}
+
+void px_server_fini(struct px_server *srv)
+{
+    if (srv->key) {
+        explicit_bzero(srv->key, srv->key_len);
+        free(srv->key);
+        srv->key = NULL;
+    }
+}
+
+static void teardown(struct px_server *srv, struct px_tenant *t);
+
+void px_server_stop(struct px_server *srv)
+{
+    if (srv->stopping)
+        return;
+    srv->stopping = true;
+    if (srv->listening) {
+        uv_close(&srv->lis.handle, NULL);
+        srv->listening = false;
+        if (srv->created_socket)
+            unlink(srv->ep.path);
+    }
+    uv_close((uv_handle_t *)&srv->sig_int, NULL);
+    uv_close((uv_handle_t *)&srv->sig_term, NULL);
+    uv_close((uv_handle_t *)&srv->sig_usr1, NULL);
+    for (struct px_conn *c = srv->conns; c; c = c->next)
+        px_conn_close(c, "proxy stopping");
+    /* Tenants kept for --grace go now; those of connections whose work
+     * is still running go when it ends. */
+    for (struct px_tenant *t = srv->tenants, *next; t; t = next) {
+        next = t->next;
+        if (t->conn)
+            continue;
+        if (t->grace_armed) {
+            uv_timer_stop(&t->grace);
+            t->grace_armed = false;
+        }
+        teardown(srv, t);
+    }
+}
+
+void px_server_stats(struct px_server *srv)
+{
+    size_t conns = 0, tenants = 0, detached = 0;
+    uint64_t objects = 0, bytes = 0;
+
+    for (struct px_conn *c = srv->conns; c; c = c->next)
+        conns++;
+    for (struct px_tenant *t = srv->tenants; t; t = t->next) {
+        tenants++;
+        detached += t->conn == NULL;
+        objects += atomic_load(&t->stat_objects);
+        bytes += atomic_load(&t->stat_bytes);
+    }
+    PX_INFO("stats: connections=%zu tenants=%zu detached=%zu objects=%llu "
+            "bytes=%llu releasing=%zu",
+            conns, tenants, detached, (unsigned long long)objects,
+            (unsigned long long)bytes, srv->tearing_down);
+}
+
+struct px_tenant *px_server_new_tenant(struct px_server *srv)
+{
+    struct px_tenant *t = px_tenant_new(srv->devs, srv->next_tenant + 1,
+                                        srv->quota);
+
+    if (!t)
+        return NULL;
+    srv->next_tenant++;
+    t->next = srv->tenants;
+    srv->tenants = t;
+    return t;
+}
+
+struct px_tenant *px_server_find_tenant(struct px_server *srv,
+                                        const uint8_t *token, size_t len)
+{
+    if (len != PX_TOKEN_LEN)
+        return NULL;
+    for (struct px_tenant *t = srv->tenants; t; t = t->next) {
+        uint8_t diff = 0;
+        for (size_t i = 0; i < PX_TOKEN_LEN; i++)
+            diff |= t->token[i] ^ token[i];
+        if (diff == 0)
+            return t;
+    }
+    return NULL;
+}
+
+/* --- teardown: on a worker, since releasing may wait for the device --- */
+
+struct teardown_work {
+    uv_work_t work;
+    struct px_server *srv;
+    struct px_tenant *t;
+    size_t released;
+};
+
+static void teardown_run(uv_work_t *w)
+{
+    struct teardown_work *tw = w->data;
+
+    tw->released = px_exec_teardown(tw->t);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    px_tenant_unref(h->data);
+}
+
+static void teardown_done(uv_work_t *w, int status)
+{
+    struct teardown_work *tw = w->data;
+    struct px_tenant *t = tw->t;
+
+    (void)status;
+    tw->srv->tearing_down--;
+    PX_INFO("tenant %llu (%s pid %u): released %zu objects",
+            (unsigned long long)t->num, t->program, t->pid, tw->released);
+    /* The grace timer holds its own reference until it is closed. */
+    if (t->grace.loop)
+        uv_close((uv_handle_t *)&t->grace, timer_closed);
+    px_tenant_unref(t);
+    free(tw);
+}
+
+static void unlink_tenant(struct px_server *srv, struct px_tenant *t)
+{
+    for (struct px_tenant **p = &srv->tenants; *p; p = &(*p)->next) {
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    }
+    t->next = NULL;
+}
+
+static void teardown(struct px_server *srv, struct px_tenant *t)
+{
+    struct teardown_work *tw = calloc(1, sizeof(*tw));
+
+    unlink_tenant(srv, t);
+    t->closing = true;
+    if (!tw) {
+        /* Out of memory: release here, blocking the loop briefly. */
+        PX_ERROR("tenant %llu: releasing on the loop thread",
+                 (unsigned long long)t->num);
+        px_exec_teardown(t);
+        if (t->grace.loop)
+            uv_close((uv_handle_t *)&t->grace, timer_closed);
+        px_tenant_unref(t);
+        return;
+    }
+    tw->srv = srv;
+    tw->t = t;
+    tw->work.data = tw;
+    srv->tearing_down++;
+    if (uv_queue_work(srv->loop, &tw->work, teardown_run, teardown_done) <
+        0) {
+        tw->released = px_exec_teardown(t);
+        teardown_done(&tw->work, 0);
+    }
+}
+
+static void grace_over(uv_timer_t *timer)
+{
+    struct px_tenant *t = timer->data;
+
+    t->grace_armed = false;
+    PX_INFO("tenant %llu (%s pid %u): grace period over",
+            (unsigned long long)t->num, t->program, t->pid);
+    teardown(timer->loop->data, t);
+}
+
+void px_server_tenant_released(struct px_server *srv, struct px_tenant *t)
+{
+    struct px_conn *next = t->waiting;
+
+    if (next) {
+        t->waiting = NULL;
+        px_handshake_welcome(next, t, true);
+        return;
+    }
+    if (srv->grace_ms && !srv->stopping) {
+        if (!t->grace.loop) {
+            uv_timer_init(srv->loop, &t->grace);
+            t->grace.data = t;
+            px_tenant_ref(t);    /* the timer's, dropped when closed */
+        }
+        uv_timer_start(&t->grace, grace_over, srv->grace_ms, 0);
+        t->grace_armed = true;
+        PX_INFO("tenant %llu (%s pid %u): kept for %llu ms",
+                (unsigned long long)t->num, t->program, t->pid,
+                (unsigned long long)srv->grace_ms);
+        return;
+    }
+    teardown(srv, t);
+}

@@ -1,0 +1,80 @@
+/* crane-proxy's server: the loop, listening, tenants kept across connects. */
+#ifndef PX_SERVER_H
+#define PX_SERVER_H
+
+#include "devices.h"
+#include "tenant.h"
+
+#include "proto/endpoint.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct px_conn;
+
+/* What main() decides. */
+struct px_options {
+    const char *listen;          /* endpoint text */
+    const char *device;          /* --device spec */
+    const char *auth_key;        /* key file, or NULL */
+    uint64_t quota;              /* bytes per tenant, 0: none */
+    uint64_t grace_ms;           /* 0: release at disconnect */
+};
+
+/* Everything lives on one loop thread; only px_conn's queues and the
+ * tenants' locked fields are touched by other threads. */
+struct px_server {
+    uv_loop_t *loop;
+    struct crn_endpoint ep;
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } lis;
+    bool listening;
+    bool created_socket;         /* unlink ep.path at the end */
+    uv_signal_t sig_int, sig_term, sig_usr1;
+    const struct px_devices *devs;
+    uint8_t *key;                /* --auth-key bytes, or NULL */
+    size_t key_len;
+    uint64_t quota;
+    uint64_t grace_ms;
+    struct px_conn *conns;       /* every open connection */
+    struct px_tenant *tenants;   /* every tenant not being torn down */
+    uint64_t next_tenant;
+    uint64_t next_conn;
+    size_t tearing_down;         /* tenants whose teardown is running */
+    bool stopping;
+};
+
+/*
+ * Sets up SRV from OPTS and DEVS: parses and binds the endpoint, loads the
+ * key, installs signal handlers.  Returns 0, or a negative errno with WHY
+ * saying what failed (one line, for the user).
+ */
+int px_server_init(struct px_server *srv, uv_loop_t *loop,
+                   const struct px_options *opts,
+                   const struct px_devices *devs, char *why, size_t why_len);
+/* Runs until SIGINT or SIGTERM has stopped everything. */
+int px_server_run(struct px_server *srv);
+/* Frees what init allocated, after run. */
+void px_server_fini(struct px_server *srv);
+
+/* Begins a clean stop: no more connections, every tenant released. */
+void px_server_stop(struct px_server *srv);
+/* Logs one status line: connections, tenants, objects, bytes. */
+void px_server_stats(struct px_server *srv);
+
+/* Tenants (loop thread). */
+struct px_tenant *px_server_new_tenant(struct px_server *srv);
+/* The live tenant whose token is TOKEN (LEN bytes), or NULL. */
+struct px_tenant *px_server_find_tenant(struct px_server *srv,
+                                        const uint8_t *token, size_t len);
+/* A connection let go of T: hand it to a resuming connection, keep it for
+ * --grace, or tear it down. */
+void px_server_tenant_released(struct px_server *srv, struct px_tenant *t);
+
+#endif /* PX_SERVER_H */

@@ -1,0 +1,36 @@
+/* Limits on what a client may send, and checking a message against them. */
+#ifndef PX_VALIDATE_H
+#define PX_VALIDATE_H
+
+#include "proto/remote.pb-c.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PX_MAX_FRAME (1u << 20)          /* bytes of one frame's message */
+#define PX_MAX_BULK (64u << 20)          /* bulk bytes after one message */
+#define PX_MAX_LIST 4096                 /* ids in a list (wait lists, ...) */
+#define PX_MAX_PROPS 64                  /* property words */
+#define PX_MAX_DEVICES 256               /* devices named by one call */
+#define PX_MAX_NAME 1024                 /* kernel names, programs, ... */
+#define PX_MAX_OPTIONS (64u << 10)       /* build options */
+#define PX_MAX_ARG (64u << 10)           /* bytes of one kernel argument */
+#define PX_MAX_INFO (64u << 20)          /* bytes of one info value */
+#define PX_MAX_TOKEN 64                  /* resume token bytes */
+#define PX_MAX_PATTERN 128               /* fill pattern bytes */
+
+/*
+ * Checks M's fields against the limits above and the shapes the calls need
+ * (lists of the right length, pattern sizes, enum values in range, bulk
+ * present only where data is written), before anything touches OpenCL.
+ * Returns 0, or -EINVAL with WHY (WHY_LEN bytes) saying what is wrong.
+ */
+int px_validate(const Crane__ClientMessage *m, char *why, size_t why_len);
+
+/* The bulk_len M announces (0 when none). */
+uint64_t px_bulk_len(const Crane__ClientMessage *m);
+
+/* A * B * C into *OUT; -EOVERFLOW when it does not fit 64 bits. */
+int px_mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out);
+
+#endif /* PX_VALIDATE_H */

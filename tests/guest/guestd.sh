@@ -1,0 +1,635 @@
+#!/bin/bash
+# crane-guestd tests: the daemon driven by cranectl over a unix host channel,
+# with real OpenCL programs under crane-run, a real crane-proxy, a fake
+# modprobe (tests/guest/fake-modprobe.sh) and fake shims for the programs
+# that misbehave on purpose (build/tests/guest/fake_shim).
+#
+#   guestd.sh --list     the cases
+#   guestd.sh CASE       runs one; exit 0 pass, 1 fail
+set -u
+cd "$(dirname "$0")/../.."
+
+B=${B:-build}
+RUN=$B/bin/crane-run
+GUESTD=${GUESTD:-$B/bin/crane-guestd}  # may be a sanitizer build
+CTL=$B/bin/cranectl
+PROXY=$B/bin/crane-proxy
+WORKER=$B/tests/guest/cl_worker
+FAKE=$B/tests/guest/fake_shim
+CASES="several-live offline exit-mid-prepare never-answers module-busy
+module-busy-second gpu-wait daemon-restart daemon-restart-offline
+daemon-restart-mid-prepare abort-mid-prepare churn bad-host-input
+bad-shim-input port no-daemon cli"
+
+case "${1:-}" in
+--list) echo $CASES; exit 0 ;;
+"" | -h | --help) sed -n '2,8p' "$0"; exit 2 ;;
+esac
+
+T=$(mktemp -d /tmp/crane-guestd-test.XXXXXX)
+PIDS=()
+GD_PID=
+
+cleanup() {
+    touch "$T/stop"
+    for p in "${PIDS[@]}" $GD_PID; do
+        kill "$p" 2>/dev/null
+    done
+    sleep 0.2
+    for p in "${PIDS[@]}" $GD_PID; do
+        kill -9 "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+
+die() { echo "FAIL: $*"; dump; exit 1; }
+dump() {
+    echo "--- crane-guestd log (last 40 lines)"
+    tail -40 "$T/guestd.log" 2>/dev/null
+    for f in "$T"/w*.out; do [ -e "$f" ] && { echo "--- $f"; cat "$f"; }; done
+}
+
+# Writes the config (extra lines from the arguments) and starts the daemon.
+start_daemon() {
+    mkdir -p "$T/mods/dev"
+    if [ ! -e "$T/guestd.conf" ]; then
+        cat >"$T/guestd.conf" <<EOF
+listen = $T/guest.sock
+host = unix:$T/host.sock
+control = unix:$T/ctl.sock
+state_file = $T/guestd.state
+modprobe = $PWD/tests/guest/fake-modprobe.sh
+modules = ${MODULES:-fakegpu}
+gpu_device = $T/mods/dev/fakegpu0
+gpu_type = all
+proxy = unix:$T/proxy.sock
+prepare_deadline_ms = 20000
+abort_deadline_ms = 10000
+gpu_wait_ms = 20000
+reconnect_grace_ms = 5000
+log_level = debug
+EOF
+        for line in "$@"; do echo "$line" >>"$T/guestd.conf"; done
+        for m in ${MODULES:-fakegpu}; do
+            touch "$T/mods/$m.loaded" "$T/mods/dev/${m}0"
+        done
+    fi
+    CRANE_FAKE_MODULES=$T/mods "$GUESTD" --config "$T/guestd.conf" \
+        >>"$T/guestd.log" 2>&1 &
+    GD_PID=$!
+    for _ in $(seq 100); do
+        [ -S "$T/ctl.sock" ] && [ -S "$T/guest.sock" ] && return 0
+        kill -0 "$GD_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    die "crane-guestd did not start"
+}
+
+start_proxy() {
+    "$PROXY" --listen "unix:$T/proxy.sock" >"$T/proxy.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 100); do
+        [ -S "$T/proxy.sock" ] && return 0
+        sleep 0.05
+    done
+    die "crane-proxy did not start"
+}
+
+ctl() { "$CTL" --connect "unix:$T/ctl.sock" --timeout 120 "$@"; }
+
+# worker N: a cl_worker under the shim, registered with the daemon.
+worker() {
+    local n=$1
+    CRANE_SOCKET=$T/guest.sock CRANE_LOG_LEVEL=info \
+        CRANE_LOG_FILE=$T/shim$n.log "$RUN" "$WORKER" --stop-file "$T/stop" \
+        --progress "$T/progress$n" --seconds 240 >"$T/w$n.out" 2>&1 &
+    PIDS+=($!)
+    eval "W$n=$!"
+}
+
+fake() {  # fake NAME BEHAVIOUR: a fake shim
+    "$FAKE" "$T/guest.sock" "$1" "$2" >"$T/fake-$1.out" 2>&1 &
+    PIDS+=($!)
+    eval "F_$1=$!"
+}
+
+# Waits until status lists N programs (and each cl_worker has progressed).
+wait_programs() {
+    local n=$1
+    for _ in $(seq 300); do
+        [ "$(ctl status 2>/dev/null | grep -c '^program ')" -ge "$n" ] &&
+            return 0
+        sleep 0.1
+    done
+    ctl status
+    die "fewer than $n programs registered"
+}
+
+iterations() { cut -d' ' -f1 "$T/progress$1" 2>/dev/null || echo 0; }
+
+# Waits until worker N has computed more than it had.
+advances() {
+    local n=$1 before after
+    before=$(iterations "$n")
+    for _ in $(seq 100); do
+        after=$(iterations "$n")
+        [ "$after" -gt "$before" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# mode_of NAME: the mode status reports for the program NAME.
+modes() { ctl status | awk '$1 == "program" { print $3, $4 }'; }
+
+all_in() {  # all_in MODE: every listed program is in MODE
+    local m
+    m=$(modes)
+    echo "$m" | grep -q . || return 1
+    ! echo "$m" | awk -v want="$1" '$2 != want { bad = 1 } END { exit !bad }'
+}
+
+# Stops the workers and checks each verified every byte.
+finish_workers() {
+    local w
+    touch "$T/stop"
+    for w in "$@"; do
+        for _ in $(seq 300); do
+            grep -q '^PASS\|^FAIL' "$T/w$w.out" 2>/dev/null && break
+            sleep 0.1
+        done
+        grep -q '^PASS cl_worker' "$T/w$w.out" || die "worker $w did not pass"
+        cat "$T/w$w.out"
+    done
+}
+
+expect_ok() {  # expect_ok CMD...: cranectl command that must succeed
+    local out
+    out=$(ctl "$@") || { echo "$out"; die "cranectl $* failed"; }
+    echo "$out"
+}
+
+expect_fail() {  # expect_fail PATTERN CMD...: must fail, output has PATTERN
+    local pat=$1 out
+    shift
+    out=$(ctl "$@") && { echo "$out"; die "cranectl $* succeeded"; }
+    echo "$out"
+    echo "$out" | grep -q -- "$pat" || die "cranectl $*: no '$pat'"
+}
+
+# --- cases -------------------------------------------------------------------
+
+# Three programs at once: live prepare onto the proxy (they keep computing
+# through it), driver unloaded, resume, back to passthrough, every byte
+# verified.
+case_several_live() {
+    start_proxy
+    start_daemon
+    worker 1; worker 2; worker 3
+    wait_programs 3
+    advances 1 || die "worker 1 does not compute"
+    expect_ok prepare --live
+    all_in remoting || die "not every program is remoting"
+    grep -q 'modprobe -r fakegpu' "$T/mods/log" || die "module not unloaded"
+    [ ! -e "$T/mods/dev/fakegpu0" ] || die "device node still there"
+    for w in 1 2 3; do advances $w || die "worker $w stopped while remoting"; done
+    ctl status | grep -q '^phase: prepared' || die "phase is not prepared"
+    expect_ok resume | tee "$T/resume.out"
+    grep -q '^stoppage: max' "$T/resume.out" || die "no stoppage line"
+    all_in passthrough || die "not every program is back in passthrough"
+    advances 1 || die "worker 1 stopped after resume"
+    finish_workers 1 2 3
+}
+
+# Stop-and-copy: programs park (state in RAM, calls held), no proxy needed.
+case_offline() {
+    start_daemon
+    worker 1; worker 2
+    wait_programs 2
+    advances 1 || die "worker 1 does not compute"
+    expect_ok prepare --offline
+    all_in parked || die "not every program is parked"
+    local a b
+    sleep 0.3; a=$(iterations 1); sleep 1; b=$(iterations 1)
+    echo "parked: iterations $a -> $b"
+    [ "$a" = "$b" ] || die "a parked program kept computing"
+    expect_ok resume
+    all_in passthrough || die "not back in passthrough"
+    advances 1 || die "worker 1 did not resume computing"
+    finish_workers 1 2
+}
+
+# A program exits in the middle of the prepare: the others migrate.
+case_exit_mid_prepare() {
+    start_proxy
+    start_daemon
+    worker 1
+    fake leaver exit-on-prepare
+    wait_programs 2
+    expect_ok prepare | tee "$T/prep.out"
+    grep -q 'exited during the operation' "$T/prep.out" ||
+        die "the exited program is not reported"
+    all_in remoting || die "worker 1 is not remoting"
+    expect_ok resume
+    all_in passthrough || die "not back in passthrough"
+    finish_workers 1
+}
+
+# One program never answers: the deadline passes, the prepare fails, the
+# others are returned to passthrough and the driver never left.
+case_never_answers() {
+    start_proxy
+    start_daemon
+    worker 1; worker 2
+    fake mute silent
+    wait_programs 3
+    expect_fail 'did not answer' prepare --deadline 3000
+    ctl status
+    [ "$(modes | awk '$1 == "cl_worker" && $2 == "passthrough"' | wc -l)" \
+        -eq 2 ] || die "the workers are not back in passthrough"
+    ! grep -q 'modprobe -r' "$T/mods/log" 2>/dev/null ||
+        die "the module was unloaded"
+    ctl status | grep -q '^phase: idle' || die "phase is not idle"
+    advances 1 || die "worker 1 stopped"
+    finish_workers 1 2
+}
+
+# The driver module will not unload: abort, programs back in passthrough.
+case_module_busy() {
+    start_proxy
+    start_daemon
+    touch "$T/mods/fakegpu.busy"
+    worker 1; worker 2
+    wait_programs 2
+    expect_fail 'is in use' prepare
+    all_in passthrough || die "not back in passthrough"
+    ctl status | grep -q '^phase: idle' || die "phase is not idle"
+    advances 2 || die "worker 2 stopped"
+    finish_workers 1 2
+}
+
+# Of two modules the second will not unload: the first is loaded again
+# and the GPU waited for before the programs return.
+case_module_busy_second() {
+    MODULES="fakeuvm fakegpu"
+    start_proxy
+    start_daemon
+    touch "$T/mods/fakegpu.busy"
+    worker 1
+    wait_programs 1
+    expect_fail 'modprobe -r fakegpu failed' prepare | tee "$T/prep.out"
+    grep -q 'modprobe fakeuvm .*ok' "$T/prep.out" ||
+        die "fakeuvm was not loaded again"
+    grep -q 'wait for the GPU' "$T/prep.out" || die "no wait for the GPU"
+    [ -e "$T/mods/fakeuvm.loaded" ] || die "fakeuvm is not loaded"
+    all_in passthrough || die "not back in passthrough"
+    finish_workers 1
+}
+
+# The driver takes 2 s to bring the GPU up after loading: resume waits for
+# the device node and the vendor library (no fixed sleep), then resumes.
+case_gpu_wait() {
+    start_proxy
+    start_daemon
+    echo 2 >"$T/mods/fakegpu.delay"
+    worker 1
+    wait_programs 1
+    expect_ok prepare
+    expect_ok resume | tee "$T/resume.out"
+    local waited
+    waited=$(awk '/^step +wait for the GPU/ { print $(NF-1) }' "$T/resume.out")
+    echo "waited ${waited} ms for the GPU"
+    awk -v w="$waited" 'BEGIN { exit !(w >= 1500 && w < 10000) }' ||
+        die "the GPU wait did not follow the device"
+    all_in passthrough || die "not back in passthrough"
+    finish_workers 1
+}
+
+# The daemon dies while programs are remoting; restarted, it knows from
+# the state file and the programs' new registrations, and resumes them.
+case_daemon_restart() {
+    start_proxy
+    start_daemon
+    worker 1; worker 2
+    wait_programs 2
+    expect_ok prepare
+    kill -9 "$GD_PID"
+    wait "$GD_PID" 2>/dev/null
+    grep -q '^phase prepared' "$T/guestd.state" || die "state file: $(cat "$T/guestd.state")"
+    advances 1 || die "worker 1 stopped when the daemon died"
+    start_daemon
+    wait_programs 2
+    ctl status
+    ctl status | grep -q '^phase: prepared' || die "restarted daemon lost the phase"
+    all_in remoting || die "programs not known as remoting"
+    expect_ok resume
+    all_in passthrough || die "not back in passthrough"
+    finish_workers 1 2
+}
+
+# The same with parked programs and a clean stop: they wait for a resume
+# from a daemon that did not exist when they parked.
+case_daemon_restart_offline() {
+    start_daemon
+    worker 1
+    wait_programs 1
+    expect_ok prepare --offline
+    kill -TERM "$GD_PID"         # a clean stop this time: same outcome
+    wait "$GD_PID" 2>/dev/null
+    grep -q '^program .* parked cl_worker' "$T/guestd.state" ||
+        die "state file: $(cat "$T/guestd.state")"
+    start_daemon
+    wait_programs 1
+    ctl status | grep -q '^phase: prepared' || die "restarted daemon lost the phase"
+    all_in parked || die "program not known as parked"
+    expect_ok resume
+    all_in passthrough || die "not back in passthrough"
+    advances 1 || die "worker 1 did not resume computing"
+    finish_workers 1
+}
+
+# The daemon dies in the middle of a prepare (a program is still holding
+# it up); restarted, it finishes the job: every program back in
+# passthrough, the driver loaded.
+case_daemon_restart_mid_prepare() {
+    start_proxy
+    start_daemon
+    worker 1; worker 2
+    fake mute silent
+    wait_programs 3
+    ctl prepare --deadline 60000 >"$T/prep.out" 2>&1 &
+    for _ in $(seq 100); do
+        grep -q '^phase preparing' "$T/guestd.state" 2>/dev/null && break
+        sleep 0.05
+    done
+    sleep 1
+    kill -9 "$GD_PID"
+    wait "$GD_PID" 2>/dev/null
+    grep -q '^phase preparing' "$T/guestd.state" || die "state file: $(cat "$T/guestd.state")"
+    start_daemon
+    for _ in $(seq 200); do
+        ctl status 2>/dev/null | grep -q '^last: abort' && break
+        sleep 0.1
+    done
+    ctl status
+    ctl status | grep -q '^last: abort ok' || die "no recovery abort"
+    ctl status | grep -q '^phase: idle' || die "phase is not idle"
+    [ "$(modes | awk '$1 == "cl_worker" && $2 == "passthrough"' | wc -l)" \
+        -eq 2 ] || die "the workers are not back in passthrough"
+    finish_workers 1 2
+}
+
+# An abort from the host while a prepare waits: the prepare fails as
+# aborted, the programs are back in passthrough.
+case_abort_mid_prepare() {
+    start_proxy
+    start_daemon
+    worker 1
+    fake mute silent
+    wait_programs 2
+    ctl prepare --deadline 60000 >"$T/prep.out" 2>&1 &
+    local prep=$!
+    sleep 1.5
+    # The mute program answers the abort no more than the prepare.
+    expect_fail 'mute.* did not answer abort' abort --deadline 2000
+    wait $prep && die "the aborted prepare succeeded"
+    cat "$T/prep.out"
+    grep -q 'FAILED' "$T/prep.out" || die "prepare not reported failed"
+    [ "$(modes | awk '$1 == "cl_worker" && $2 == "passthrough"' | wc -l)" \
+        -eq 1 ] || die "worker not back in passthrough"
+    finish_workers 1
+}
+
+# Programs start and exit all the time, some in the middle of a switch,
+# while prepares and resumes follow each other: every program still
+# verifies every byte and exits 0, and the daemon serves on.
+case_churn() {
+    start_proxy
+    start_daemon
+    (
+        for i in $(seq 10); do
+            CRANE_SOCKET=$T/guest.sock "$RUN" "$B/tests/programs/longrun" 150 \
+                >"$T/churn.$i" 2>&1
+            echo "exit $?" >>"$T/churn.$i"
+        done
+    ) &
+    local loop=$!
+    PIDS+=($loop)
+    while kill -0 $loop 2>/dev/null; do
+        ctl prepare --deadline 3000 >/dev/null 2>&1
+        ctl resume >/dev/null 2>&1
+    done
+    wait $loop
+    cat "$T"/churn.* | sort | uniq -c
+    [ "$(cat "$T"/churn.* | grep -c '^PASS longrun')" -eq 10 ] ||
+        die "a program failed"
+    [ "$(cat "$T"/churn.* | grep -c '^exit 0')" -eq 10 ] ||
+        die "a program exited non-zero"
+    local switched
+    switched=$(grep -c 'longrun.*: prepare done' "$T/guestd.log")
+    echo "switches to the proxy: $switched"
+    [ "$switched" -ge 3 ] || die "too few programs were switched"
+    expect_ok status
+}
+
+# Malformed and unexpected host messages: each rejected with a reason, the
+# daemon serves on.
+case_bad_host_input() {
+    start_daemon
+    worker 1
+    wait_programs 1
+    python3 - "$T/host.sock" <<'EOF' || die "bad host input not rejected"
+import socket, struct, sys
+def frame(b): return struct.pack(">I", len(b)) + b
+def ack(s):
+    hdr = b""
+    while len(hdr) < 4:
+        c = s.recv(4 - len(hdr))
+        if not c: return None
+        hdr += c
+    n = struct.unpack(">I", hdr)[0]
+    body = b""
+    while len(body) < n:
+        body += s.recv(n - len(body))
+    return body
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+    return s
+s = conn()
+cases = [
+    ("garbage", b"\xff\xff\xff\xff\xff", b"undecodable"),
+    ("empty (no command)", b"", b"unknown or missing command"),
+    ("unknown field only", b"\xf8\x07\x01", b"unknown or missing command"),
+    # prepare{mode=7}
+    ("bad mode", b"\x08\x05\x5a\x02\x08\x07", b"unknown migration mode"),
+    # prepare{mode=live, proxy="nonsense"}
+    ("bad proxy", b"\x08\x06\x5a\x0c\x08\x01\x12\x08nonsense", b"bad proxy"),
+    # prepare{deadline_ms=99999999}
+    ("huge deadline", b"\x08\x07\x5a\x05\x18\xff\xc1\xd7\x2f", b"over one hour"),
+]
+for name, body, want in cases:
+    s.sendall(frame(body))
+    r = ack(s)
+    print(name, "->", r)
+    if r is None or want not in r:
+        sys.exit("%s: expected %r" % (name, want))
+# A frame over 64 KiB: an error, then the connection is closed.
+s.sendall(struct.pack(">I", 1 << 20) + b"x" * 100)
+r = ack(s)
+print("oversize ->", r)
+if r is not None and ack(s) is not None:
+    sys.exit("oversize: connection still open")
+# Half a frame, then hang up.
+s = conn(); s.sendall(b"\x00\x00\x00\x10\x08"); s.close()
+EOF
+    kill -0 "$GD_PID" || die "crane-guestd died"
+    expect_ok status
+    # Unexpected order: resume while a prepare is in progress; abort then.
+    fake mute silent
+    wait_programs 2
+    ctl prepare --deadline 60000 >/dev/null 2>&1 &
+    sleep 1
+    expect_fail 'a prepare is in progress' resume
+    expect_fail 'a prepare is in progress' prepare
+    ctl abort --deadline 1000
+    kill -0 "$GD_PID" || die "crane-guestd died"
+    finish_workers 1
+}
+
+# Shims that break the protocol are cut off; the daemon serves on.
+case_bad_shim_input() {
+    start_daemon
+    worker 1
+    fake junk garbage
+    fake early no-register
+    python3 - "$T/guest.sock" <<'EOF'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(struct.pack(">I", 1 << 30))      # a frame of 1 GiB announced
+s.settimeout(5)
+print("oversize shim frame: connection", "closed" if s.recv(1) == b"" else "open")
+EOF
+    for _ in $(seq 50); do
+        grep -q 'junk.*closing' "$T/guestd.log" &&
+            grep -q 'first message is not a Register' "$T/guestd.log" && break
+        sleep 0.1
+    done
+    grep 'closing' "$T/guestd.log"
+    grep -q 'first message is not a Register' "$T/guestd.log" ||
+        die "no-register shim not refused"
+    wait_programs 1
+    [ "$(ctl status | grep -c '^program ')" -eq 1 ] || die "bad shims listed"
+    expect_ok status
+    finish_workers 1
+}
+
+# The host channel as a character device (a pty stands in for the
+# virtio-serial port): commands work; the host hanging up is normal and
+# costs no CPU.
+case_port() {
+    python3 - "$T" "$GUESTD" "$PWD" <<'EOF' || die "port test failed"
+import os, pty, struct, subprocess, sys, time, tty
+t, guestd, cwd = sys.argv[1:4]
+master, slave = pty.openpty()
+tty.setraw(master)
+name = os.ttyname(slave)
+os.makedirs(t + "/mods/dev", exist_ok=True)
+log = open(t + "/guestd.log", "a")
+d = subprocess.Popen([guestd, "--listen", t + "/guest.sock", "--host", name,
+                      "--control", "unix:" + t + "/ctl.sock",
+                      "--state", t + "/guestd.state", "--log-level", "debug"],
+                     stdout=log, stderr=log)
+os.close(slave)
+try:
+    time.sleep(0.5)
+    def ask(body):
+        os.write(master, struct.pack(">I", len(body)) + body)
+        hdr = b""
+        deadline = time.time() + 10
+        while len(hdr) < 4 and time.time() < deadline:
+            hdr += os.read(master, 4 - len(hdr))
+        n = struct.unpack(">I", hdr)[0]
+        out = b""
+        while len(out) < n:
+            out += os.read(master, n - len(out))
+        return out
+    r = ask(b"\x08\x2a\x52\x00")          # status, id 42
+    print("status over the port ->", r[:60])
+    assert r.startswith(b"\x08\x2a"), "reply does not carry id 42"
+    r = ask(b"\xff\xff")
+    assert b"undecodable" in r, r
+    os.close(master)                        # the host hangs up
+    time.sleep(2)
+    with open("/proc/%d/stat" % d.pid) as f:
+        fields = f.read().split(")")[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    print("daemon CPU time after the hang-up: %.2f s" % cpu)
+    assert cpu < 0.5, "daemon spins while the host is away"
+    out = subprocess.run([cwd + "/build/bin/cranectl", "--connect",
+                          "unix:" + t + "/ctl.sock", "status"],
+                         capture_output=True, text=True)
+    print(out.stdout)
+    assert out.returncode == 0 and "phase: idle" in out.stdout
+finally:
+    d.terminate()
+    d.wait()
+EOF
+    grep -q 'host side disconnected' "$T/guestd.log" ||
+        die "hang-up not noticed"
+}
+
+# No daemon: a program under the shim runs as before and exits at once.
+case_no_daemon() {
+    local a b t0 t1
+    a=$("$B/tests/programs/longrun" 300) || die "native run failed"
+    t0=$(date +%s%N)
+    b=$(CRANE_SOCKET=$T/nobody.sock CRANE_LOG_LEVEL=warn "$RUN" \
+        "$B/tests/programs/longrun" 300 2>&1) || die "shim run failed"
+    t1=$(date +%s%N)
+    echo "native: $a; shim, no daemon: $b ($(( (t1 - t0) / 1000000 )) ms)"
+    [ "$a" = "$b" ] || die "output differs (warnings?)"
+    # The default socket path too, and CRANE_SOCKET=none.
+    b=$(CRANE_SOCKET=none "$RUN" "$B/tests/programs/longrun" 300 2>&1) ||
+        die "CRANE_SOCKET=none run failed"
+    [ "$a" = "$b" ] || die "output differs with CRANE_SOCKET=none"
+    # A process that makes no OpenCL call starts no control thread.
+    start_daemon
+    CRANE_SOCKET=$T/guest.sock "$RUN" sleep 1.5 &
+    PIDS+=($!)
+    sleep 1
+    [ "$(ctl status | grep -c '^program ')" -eq 0 ] ||
+        die "a process without OpenCL registered"
+}
+
+# Help, bad options and bad configs: one-line reasons, right exit codes.
+case_cli() {
+    "$GUESTD" --help | grep -q 'usage: crane-guestd' || die "guestd --help"
+    "$CTL" --help | grep -q 'usage: cranectl' || die "cranectl --help"
+    "$GUESTD" --bogus 2>&1; [ $? -eq 1 ] || die "guestd bad option"
+    "$CTL" frobnicate 2>&1; [ $? -eq 2 ] || die "cranectl bad command"
+    "$CTL" status --proxy x 2>&1; [ $? -eq 2 ] || die "cranectl bad option"
+    "$CTL" prepare --deadline soon 2>&1; [ $? -eq 2 ] || die "bad deadline"
+    "$CTL" --connect "unix:$T/none.sock" status 2>&1
+    [ $? -eq 3 ] || die "cranectl without daemon"
+    echo "modules = -r evil" >"$T/bad.conf"
+    "$GUESTD" --config "$T/bad.conf" --check-config 2>&1 | tee "$T/err"
+    grep -q 'bad.conf:1: bad modules' "$T/err" || die "bad module accepted"
+    echo "no equals sign" >"$T/bad.conf"
+    "$GUESTD" --config "$T/bad.conf" 2>&1 | grep -q 'expected key = value' ||
+        die "bad line accepted"
+    echo "colour = blue" >"$T/bad.conf"
+    "$GUESTD" --config "$T/bad.conf" 2>&1 | grep -q "unknown setting" ||
+        die "unknown setting accepted"
+    "$GUESTD" --config "$T/missing.conf" 2>&1 | grep -q 'cannot read' ||
+        die "missing config accepted"
+    "$GUESTD" --config guest-daemon/crane-guestd.conf --check-config |
+        grep -q '^host = /dev/virtio-ports/org.crane.guest.0' ||
+        die "example config unreadable"
+}
+
+fn="case_${1//-/_}"
+declare -F "$fn" >/dev/null || { echo "unknown case $1"; exit 2; }
+"$fn"
+echo "PASS $1"

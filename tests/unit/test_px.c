@@ -1,0 +1,188 @@
+/* Unit tests of crane-proxy's pure parts: the id map and message checks. */
+#include "runner.h"
+
+#include "proxy-domain/map.h"
+#include "proxy-domain/validate.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Random puts, deletes and gets on clustered keys, against a plain array:
+ * deletion must keep every other key findable (backward shift). */
+TEST(px_map_random)
+{
+    enum { N = 3000 };
+    static uint64_t ref[N];
+    struct px_map m = {0};
+    size_t live = 0;
+
+    memset(ref, 0, sizeof(ref));
+    srand(7);
+    for (int it = 0; it < 300000; it++) {
+        int k = rand() % N;
+        uint64_t key = (uint64_t)k * 0x10000 + 1;
+        switch (rand() % 3) {
+        case 0: {
+            uint64_t v = (uint64_t)rand() + 1;
+            ASSERT_EQ(px_map_put(&m, key, v), 0);
+            ref[k] = v;
+            break;
+        }
+        case 1:
+            ASSERT_EQ(px_map_del(&m, key), ref[k]);
+            ref[k] = 0;
+            break;
+        default:
+            ASSERT_EQ(px_map_get(&m, key), ref[k]);
+        }
+    }
+    for (int k = 0; k < N; k++)
+        live += ref[k] != 0;
+    ASSERT_EQ(m.count, live);
+    ASSERT_EQ(px_map_put(&m, 0, 1), -EINVAL);
+    ASSERT_EQ(px_map_get(&m, 0), 0);
+    px_map_free(&m);
+    ASSERT_EQ(px_map_get(&m, 1), 0);
+    ASSERT_EQ(px_map_del(&m, 1), 0);
+}
+
+static int check(Crane__ClientMessage *m)
+{
+    char why[160];
+
+    return px_validate(m, why, sizeof(why));
+}
+
+TEST(px_validate_launch)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__LaunchKernel l = CRANE__LAUNCH_KERNEL__INIT;
+    Crane__KernelArg a = CRANE__KERNEL_ARG__INIT, *av = &a;
+    uint64_t sizes[3] = {8, 8, 8};
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL;
+    m.launch_kernel = &l;
+    l.work_dim = 2;
+    l.n_global_size = 2;
+    l.global_size = sizes;
+    ASSERT_EQ(check(&m), 0);
+    l.n_local_size = 2;
+    l.local_size = sizes;
+    ASSERT_EQ(check(&m), 0);
+    l.n_local_size = 1;
+    ASSERT_EQ(check(&m), -EINVAL);
+    l.n_local_size = 0;
+    l.work_dim = 4;
+    ASSERT_EQ(check(&m), -EINVAL);
+    l.work_dim = 0;
+    ASSERT_EQ(check(&m), -EINVAL);
+    l.work_dim = 3;
+    ASSERT_EQ(check(&m), -EINVAL);      /* 2 global sizes */
+    l.work_dim = 2;
+    l.n_wait = PX_MAX_LIST + 1;
+    ASSERT_EQ(check(&m), -EINVAL);
+    l.n_wait = 0;
+    /* An argument is one of object, local size or value. */
+    l.n_args = 1;
+    l.args = &av;
+    a.is_object = 1;
+    a.object = 5;
+    ASSERT_EQ(check(&m), 0);
+    a.is_local = 1;
+    ASSERT_EQ(check(&m), -EINVAL);
+    a.is_object = 0;
+    a.object = 0;
+    a.local_size = 64;
+    ASSERT_EQ(check(&m), 0);
+    a.value.len = 4;
+    ASSERT_EQ(check(&m), -EINVAL);
+}
+
+TEST(px_validate_mem)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
+    uint64_t three[3] = {4, 4, 2};
+    uint8_t pattern[17] = {0};
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+    m.mem_command = &mc;
+    mc.op = CRANE__MEM_OP__MEM_WRITE;
+    mc.size = 64;
+    mc.bulk_len = 64;
+    ASSERT_EQ(check(&m), 0);
+    mc.bulk_len = 63;
+    ASSERT_EQ(check(&m), -EINVAL);      /* bulk must match */
+    mc.op = CRANE__MEM_OP__MEM_READ;
+    ASSERT_EQ(check(&m), -EINVAL);      /* no bulk on reads */
+    mc.bulk_len = 0;
+    ASSERT_EQ(check(&m), 0);
+    mc.op = CRANE__MEM_OP__MEM_WRITE_RECT;
+    mc.n_dst_origin = 3;
+    mc.dst_origin = three;
+    mc.n_region = 3;
+    mc.region = three;
+    mc.bulk_len = 32;
+    ASSERT_EQ(check(&m), 0);
+    mc.n_region = 2;
+    ASSERT_EQ(check(&m), -EINVAL);
+    mc.n_region = 3;
+    mc.n_src_origin = 3;
+    mc.src_origin = three;
+    ASSERT_EQ(check(&m), -EINVAL);      /* an origin it does not use */
+    mc.n_src_origin = 0;
+    three[0] = UINT64_MAX;
+    ASSERT_EQ(check(&m), -EINVAL);      /* the region overflows */
+    three[0] = 4;
+    mc.op = CRANE__MEM_OP__MEM_FILL_IMAGE;
+    mc.bulk_len = 0;
+    mc.pattern.data = pattern;
+    mc.pattern.len = 16;
+    ASSERT_EQ(check(&m), 0);
+    mc.pattern.len = 17;
+    ASSERT_EQ(check(&m), -EINVAL);
+    mc.op = 99;
+    ASSERT_EQ(check(&m), -EINVAL);
+    mc.op = CRANE__MEM_OP__MEM_WRITE;
+    mc.n_dst_origin = mc.n_region = 0;
+    mc.pattern.len = 0;
+    mc.size = mc.bulk_len = (uint64_t)PX_MAX_BULK + 1;
+    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(px_bulk_len(&m), (uint64_t)PX_MAX_BULK + 1);
+}
+
+TEST(px_validate_other)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__CreateContext cc = CRANE__CREATE_CONTEXT__INIT;
+    Crane__Release r = CRANE__RELEASE__INIT;
+    Crane__GetInfo g = CRANE__GET_INFO__INIT;
+    uint64_t dev = 1;
+    int64_t props[3] = {1, 2, 3};
+
+    ASSERT_EQ(check(&m), -EINVAL);      /* no call */
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_CONTEXT;
+    m.create_context = &cc;
+    ASSERT_EQ(check(&m), -EINVAL);      /* no devices */
+    cc.n_devices = 1;
+    cc.devices = &dev;
+    ASSERT_EQ(check(&m), 0);
+    cc.n_properties = 3;
+    cc.properties = props;
+    ASSERT_EQ(check(&m), -EINVAL);      /* not pairs */
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_RELEASE;
+    m.release = &r;
+    ASSERT_EQ(check(&m), -EINVAL);      /* kind 0 */
+    r.kind = CRANE__OBJ_KIND__OBJ_EVENT;
+    ASSERT_EQ(check(&m), 0);
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_GET_INFO;
+    m.get_info = &g;
+    g.fn = CRANE__INFO_FN__INFO_DEVICE;
+    ASSERT_EQ(check(&m), 0);
+    g.size = (uint64_t)PX_MAX_INFO + 1;
+    ASSERT_EQ(check(&m), -EINVAL);
+    g.size = 0;
+    g.fn = 18;
+    ASSERT_EQ(check(&m), -EINVAL);
+}
