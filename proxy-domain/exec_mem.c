@@ -362,7 +362,7 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     struct px_call *c = op->c;
     size_t len = mc->size, n = (len + PX_READ_CHUNK - 1) / PX_READ_CHUNK;
     cl_event *evs;
-    uint8_t *data;
+    uint8_t **chunks;
     size_t done = 0;
     bool sent = false;
     cl_int err = CL_SUCCESS, status;
@@ -372,10 +372,12 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     err = read_len(op, src, &len);
     if (err != CL_SUCCESS)
         return err;
-    data = malloc(len);
+    /* One staging buffer per chunk, each owned by its own reply entry:
+     * chunk-sized allocations are reused from the heap (see main.c). */
+    chunks = calloc(n, sizeof(*chunks));
     evs = calloc(n, sizeof(*evs));
-    if (!data || !evs) {
-        free(data);
+    if (!chunks || !evs) {
+        free(chunks);
         free(evs);
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
                        len);
@@ -383,11 +385,19 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     for (; done < n; done++) {
         size_t off = done * PX_READ_CHUNK;
         size_t k = len - off > PX_READ_CHUNK ? PX_READ_CHUNK : len - off;
-        err = clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset + off,
-                                  k, data + off, op->nwait, op->wait,
-                                  &evs[done]);
-        if (err != CL_SUCCESS)
+        if (!(chunks[done] = malloc(k))) {
+            err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                          len);
             break;
+        }
+        err = clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset + off,
+                                  k, chunks[done], op->nwait, op->wait,
+                                  &evs[done]);
+        if (err != CL_SUCCESS) {
+            free(chunks[done]);
+            chunks[done] = NULL;
+            break;
+        }
     }
     if (err == CL_SUCCESS) {
         clFlush(op->q);
@@ -402,10 +412,12 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     if (err != CL_SUCCESS) {
         /* Nothing has left: wait for the copies, then drop the data. */
         clWaitForEvents((cl_uint)done, evs);
-        for (size_t i = 0; i < done; i++)
+        for (size_t i = 0; i < done; i++) {
             clReleaseEvent(evs[i]);
+            free(chunks[i]);
+        }
         free(evs);
-        free(data);
+        free(chunks);
         return err;
     }
     for (size_t i = 0; i < n; i++) {
@@ -420,26 +432,33 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
         clReleaseEvent(evs[i]);
         if (status < 0 && err == CL_SUCCESS)
             err = status;
-        if (err != CL_SUCCESS && !sent)
+        if ((err != CL_SUCCESS && !sent) || !chunks[i]) {
+            free(chunks[i]);
+            chunks[i] = NULL;
             continue;
+        }
         r.seq = c->m->seq;
         r.more = 1;
         r.bulk_offset = off;
-        if (px_send_reply(c->t, &r, data + off, k,
-                          i + 1 == n ? data : NULL) < 0) {
-            /* Entries already queued may point into DATA: leave it. */
+        if (px_send_reply(c->t, &r, chunks[i], k, chunks[i]) < 0) {
             PX_ERROR("tenant %llu: out of memory sending read %llu",
                      (unsigned long long)c->t->num,
                      (unsigned long long)c->m->seq);
             err = CL_OUT_OF_HOST_MEMORY;
+            /* This chunk was not queued; the later ones never will be. */
+            free(chunks[i]);
+            for (size_t j = i + 1; j < n; j++) {
+                clWaitForEvents(1, &evs[j]);
+                clReleaseEvent(evs[j]);
+                free(chunks[j]);
+            }
             sent = true;
             break;
         }
         sent = true;
     }
     free(evs);
-    if (!sent)
-        free(data);
+    free(chunks);
     return err;
 }
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,11 @@ int main(int argc, char **argv)
      * may block one thread while the device works. */
     setenv("UV_THREADPOOL_SIZE", "64", 0);
     signal(SIGPIPE, SIG_IGN);
+    /* Chunks of up to 4 MiB come and go all the time: keep them in the
+     * heap instead of a fresh mmap each, which costs a page fault per 4 KiB
+     * touched (measured: a third of the proxy's time in bulk transfers). */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
 
     if (px_devices_open(opts.device, &devs, why, sizeof(why)) < 0)
         return fail("%s", why);
