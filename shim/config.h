@@ -13,6 +13,7 @@ struct shim_config {
     long rehome_timeout_ms;      /* CRANE_REHOME_TIMEOUT_MS */
     const char *report_file;     /* CRANE_REHOME_REPORT */
     bool arg_info;               /* CRANE_ARG_INFO=0 turns it off */
+    bool binary_cache;           /* CRANE_BINARY_CACHE=0 turns it off */
     bool start_remote;           /* CRANE_BACKEND=remote:ENDPOINT */
     const char *remote;          /* the proxy endpoint: from CRANE_BACKEND,
                                     else CRANE_PROXY */

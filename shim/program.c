@@ -73,6 +73,11 @@ int shim_program_realize(struct shim_program *p)
     switch (p->origin) {
     case SHIM_FROM_SOURCE: {
         const char *src = p->source;
+        char *opts = p->cache ? build_options(p->options) : NULL;
+        bool cached = opts && shim_program_cache_realize(p, opts);
+        free(opts);
+        if (cached)
+            return 0;
         p->obj.real = VENDOR(ctx)->clCreateProgramWithSource(ctx, 1, &src,
                                                              NULL, &err);
         break;
@@ -443,6 +448,10 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
             n_headers, n_headers ? real_heads : NULL, header_names, NULL,
             NULL);
     free(full);
+    if (err == CL_SUCCESS)
+        shim_program_cache_fill(p);
+    else
+        shim_program_cache_free(p);
     atomic_store(&p->arg_info, shim_config.arg_info);
     p->arg_info_hidden = shim_config.arg_info &&
                          !(options && strstr(options, "-cl-kernel-arg-info"));
@@ -701,5 +710,6 @@ void shim_program_destroy(struct shim_program *p)
     free(p->options);
     free(p->source);
     free(p->il);
+    shim_program_cache_free(p);
     shim_obj_release_child(&p->context->obj);
 }

@@ -156,6 +156,7 @@ struct shim_program {
     cl_uint n_inputs;
     struct shim_spec_const *spec;
     cl_uint n_spec;
+    struct shim_program_cache *cache;  /* binaries for a faster rebuild */
     atomic_bool arg_info;        /* built with -cl-kernel-arg-info */
     bool arg_info_hidden;        /* ...which the program did not ask for */
 };
@@ -221,6 +222,11 @@ void shim_store_unlock(void);
 struct shim_obj *shim_store_first(void);
 struct shim_obj *shim_store_last(void);
 size_t shim_store_count(enum shim_kind kind);
+
+/* Kept binaries of programs built from source (program_cache.c). */
+void shim_program_cache_fill(struct shim_program *p);
+bool shim_program_cache_realize(struct shim_program *p, char *options);
+void shim_program_cache_free(struct shim_program *p);
 
 /* Per-kind destructor and rebuild hooks, called by the store and re-home. */
 void shim_platform_destroy(struct shim_platform *p);

@@ -1,0 +1,137 @@
+/* Binaries of programs built from source, kept so that a re-home onto the
+ * same device model loads them instead of compiling the source again (a
+ * compile is most of a re-home's rebuild: ~100 ms on NVIDIA). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "shim.h"
+
+#define KEY_LEN 512
+
+struct shim_program_cache {
+    cl_uint n;
+    struct shim_device **devices;  /* the shadows the binaries are for */
+    char (*keys)[KEY_LEN];         /* device model of each */
+    size_t *sizes;
+    unsigned char **bins;
+};
+
+/* What must match for a binary to load: the device's name, the driver's
+ * version and the OpenCL version it speaks. */
+static void device_key(cl_device_id real, char key[KEY_LEN])
+{
+    char name[200] = "", driver[150] = "", version[150] = "";
+
+    VENDOR(real)->clGetDeviceInfo(real, CL_DEVICE_NAME, sizeof(name) - 1,
+                                  name, NULL);
+    VENDOR(real)->clGetDeviceInfo(real, CL_DRIVER_VERSION, sizeof(driver) - 1,
+                                  driver, NULL);
+    VENDOR(real)->clGetDeviceInfo(real, CL_DEVICE_VERSION,
+                                  sizeof(version) - 1, version, NULL);
+    snprintf(key, KEY_LEN, "%s|%s|%s", name, driver, version);
+}
+
+void shim_program_cache_free(struct shim_program *p)
+{
+    struct shim_program_cache *c = p->cache;
+
+    if (!c)
+        return;
+    for (cl_uint i = 0; i < c->n; i++)
+        free(c->bins ? c->bins[i] : NULL);
+    free(c->devices);
+    free(c->keys);
+    free(c->sizes);
+    free(c->bins);
+    free(c);
+    p->cache = NULL;
+}
+
+static struct shim_device *shadow_of(struct shim_program *p, void *real)
+{
+    for (cl_uint d = 0; d < p->context->n_devices; d++)
+        if (p->context->devices[d]->obj.real == real)
+            return p->context->devices[d];
+    return NULL;
+}
+
+/* After a successful build from source: keep what the vendor made. */
+void shim_program_cache_fill(struct shim_program *p)
+{
+    void *r = p->obj.real;
+    cl_device_id real[64];
+    size_t got = 0;
+    struct shim_program_cache *c;
+
+    shim_program_cache_free(p);
+    if (!shim_config.binary_cache || p->origin != SHIM_FROM_SOURCE ||
+        p->step != SHIM_BUILT || p->n_spec)
+        return;
+    if (VENDOR(r)->clGetProgramInfo(r, CL_PROGRAM_DEVICES, sizeof(real), real,
+                                    &got) != CL_SUCCESS ||
+        got == 0)
+        return;
+    if (!(c = calloc(1, sizeof(*c))))
+        return;
+    c->n = (cl_uint)(got / sizeof(cl_device_id));
+    c->devices = calloc(c->n, sizeof(*c->devices));
+    c->keys = calloc(c->n, sizeof(*c->keys));
+    c->sizes = calloc(c->n, sizeof(*c->sizes));
+    c->bins = calloc(c->n, sizeof(*c->bins));
+    p->cache = c;
+    if (!c->devices || !c->keys || !c->sizes || !c->bins ||
+        VENDOR(r)->clGetProgramInfo(r, CL_PROGRAM_BINARY_SIZES,
+                                    c->n * sizeof(size_t), c->sizes,
+                                    NULL) != CL_SUCCESS)
+        goto drop;
+    for (cl_uint i = 0; i < c->n; i++) {
+        if (!c->sizes[i] || !(c->devices[i] = shadow_of(p, real[i])) ||
+            !(c->bins[i] = malloc(c->sizes[i])))
+            goto drop;
+        device_key(real[i], c->keys[i]);
+    }
+    if (VENDOR(r)->clGetProgramInfo(r, CL_PROGRAM_BINARIES,
+                                    c->n * sizeof(unsigned char *), c->bins,
+                                    NULL) != CL_SUCCESS)
+        goto drop;
+    return;
+drop:
+    shim_program_cache_free(p);
+}
+
+/* Creates and builds P's real program from its kept binaries if every
+ * device is still the same model; false (nothing created) otherwise, and
+ * the caller compiles the source. */
+bool shim_program_cache_realize(struct shim_program *p, char *options)
+{
+    struct shim_program_cache *c = p->cache;
+    void *ctx = p->context->obj.real;
+    cl_device_id devs[64];
+    cl_int err;
+    char key[KEY_LEN];
+
+    if (!c || c->n > 64)
+        return false;
+    for (cl_uint i = 0; i < c->n; i++) {
+        devs[i] = c->devices[i]->obj.real;
+        device_key(devs[i], key);
+        if (strcmp(key, c->keys[i]) != 0)
+            return false;
+    }
+    void *real = VENDOR(ctx)->clCreateProgramWithBinary(
+        ctx, c->n, devs, c->sizes, (const unsigned char **)c->bins, NULL,
+        &err);
+    if (!real)
+        return false;
+    err = VENDOR(real)->clBuildProgram(real, c->n, devs, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        LOG_DEBUG("program: kept binary did not build (%d); compiling", err);
+        VENDOR(real)->clReleaseProgram(real);
+        return false;
+    }
+    p->obj.real = real;
+    return true;
+}
