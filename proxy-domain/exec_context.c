@@ -1,4 +1,5 @@
 /* Executors for devices, contexts, queues, samplers, user events, releases. */
+#include "ctxpool.h"
 #include "exec.h"
 
 #include "validate.h"
@@ -110,8 +111,17 @@ cl_int px_exec_context(struct px_call *c)
         }
     }
     props[cc->n_properties] = 0;
-    ctx = clCreateContext(cc->n_properties ? props : NULL,
-                          (cl_uint)cc->n_devices, devs, NULL, NULL, &err);
+    /* One device and at most its platform: a spare made ahead will do. */
+    ctx = NULL;
+    if (cc->n_devices == 1 &&
+        (cc->n_properties == 0 ||
+         (cc->n_properties == 2 && props[0] == CL_CONTEXT_PLATFORM)))
+        ctx = px_ctxpool_take(devs[0], cc->n_properties
+                                           ? (cl_platform_id)props[1]
+                                           : NULL);
+    if (!ctx)
+        ctx = clCreateContext(cc->n_properties ? props : NULL,
+                              (cl_uint)cc->n_devices, devs, NULL, NULL, &err);
     if (!ctx)
         return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
     return px_tenant_add(c->t, cc->id, PX_CONTEXT, ctx, 0, false);

@@ -1,4 +1,5 @@
 /* crane-proxy: options, logging, signals; runs the remoting server. */
+#include "ctxpool.h"
 #include "devices.h"
 #include "log.h"
 #include "server.h"
@@ -160,6 +161,7 @@ int main(int argc, char **argv)
 
     if (px_devices_open(opts.device, &devs, why, sizeof(why)) < 0)
         return fail("%s", why);
+    px_ctxpool_init(&devs);
     uv_loop_init(&loop);
     rc = px_server_init(&srv, &loop, &opts, &devs, why, sizeof(why));
     if (rc < 0) {
@@ -167,6 +169,7 @@ int main(int argc, char **argv)
         uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
         px_server_fini(&srv);
+        px_ctxpool_fini();
         px_devices_close(&devs);
         return fail("%s", why);
     }
@@ -175,6 +178,7 @@ int main(int argc, char **argv)
     px_server_fini(&srv);
     if (uv_loop_close(&loop) != 0)
         PX_WARN("loop closed with handles open");
+    px_ctxpool_fini();
     px_devices_close(&devs);
     return 0;
 }

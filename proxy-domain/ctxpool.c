@@ -1,0 +1,95 @@
+/* Contexts made ahead of time, one spare per offered device.
+ *
+ * Creating a context is the slowest step of rebuilding a program's objects
+ * on NVIDIA (~100 ms, a CUDA context each), and a program switching onto the
+ * proxy waits for it with its calls held.  A spare made while nobody waits
+ * turns that into a hand-over; the next spare is made in the background. */
+#include "ctxpool.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "log.h"
+
+#define MAX_SPARES 64
+
+struct spare {
+    cl_device_id dev;
+    cl_platform_id platform;
+    cl_context ctx;              /* NULL while being made or taken */
+    pthread_t maker;
+    bool making;
+};
+
+static struct pool {
+    pthread_mutex_t lock;
+    struct spare spares[MAX_SPARES];
+    size_t n;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static cl_context make(cl_device_id dev)
+{
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    if (!ctx)
+        PX_WARN("spare context: clCreateContext gave %d", err);
+    return ctx;
+}
+
+static void *maker_main(void *arg)
+{
+    struct spare *s = arg;
+    cl_context ctx = make(s->dev);
+
+    pthread_mutex_lock(&pool.lock);
+    s->ctx = ctx;
+    pthread_mutex_unlock(&pool.lock);
+    return NULL;
+}
+
+void px_ctxpool_init(const struct px_devices *d)
+{
+    for (size_t p = 0; p < d->nplat; p++)
+        for (size_t i = 0; i < d->plats[p].ndev && pool.n < MAX_SPARES; i++) {
+            struct spare *s = &pool.spares[pool.n++];
+            s->dev = d->plats[p].devs[i].handle;
+            s->platform = d->plats[p].handle;
+            s->ctx = make(s->dev);
+        }
+}
+
+cl_context px_ctxpool_take(cl_device_id dev, cl_platform_id platform)
+{
+    cl_context ctx = NULL;
+
+    pthread_mutex_lock(&pool.lock);
+    for (size_t i = 0; i < pool.n; i++) {
+        struct spare *s = &pool.spares[i];
+        if (s->dev != dev || !s->ctx || (platform && platform != s->platform))
+            continue;
+        ctx = s->ctx;
+        s->ctx = NULL;
+        /* The previous maker finished (it left a context): reap it. */
+        if (s->making)
+            pthread_join(s->maker, NULL);
+        s->making = pthread_create(&s->maker, NULL, maker_main, s) == 0;
+        break;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return ctx;
+}
+
+void px_ctxpool_fini(void)
+{
+    for (size_t i = 0; i < pool.n; i++) {
+        struct spare *s = &pool.spares[i];
+        if (s->making)
+            pthread_join(s->maker, NULL);
+        s->making = false;
+        if (s->ctx)
+            clReleaseContext(s->ctx);
+        s->ctx = NULL;
+    }
+    pool.n = 0;
+}
