@@ -81,6 +81,11 @@ int shim_context_realize(struct shim_context *c)
 
     if (c->n_devices == 0 || c->n_devices > 64)
         return -EINVAL;
+    if (c->premade) {            /* made while the program ran elsewhere */
+        c->obj.real = c->premade;
+        c->premade = NULL;
+        return 0;
+    }
     for (cl_uint i = 0; i < c->n_devices; i++)
         devs[i] = c->devices[i]->obj.real;
     if (c->props && !(props = real_props(c->props)))

@@ -52,6 +52,7 @@ static struct native {
     cl_uint n_platforms;
     unsigned char fd_before[MAX_FDS / 8];  /* fds open before the load */
     unsigned loads;
+    bool loaded;                 /* load() succeeded, no unload() since */
     bool namespaces_exhausted;
 } nat;
 
@@ -234,8 +235,12 @@ static int native_load(void)
     char tried[PATH_MAX + 64];
     bool fresh_namespace = !shim_config.base_namespace;
     Lmid_t lmid = LM_ID_NEWLM;
-    int rc = find_vendors(tried, sizeof(tried));
+    int rc;
 
+    /* Loaded ahead of a switch back from the proxy (prewarm.c). */
+    if (nat.loaded)
+        return 0;
+    rc = find_vendors(tried, sizeof(tried));
     if (rc < 0) {
         LOG_ERROR("native: cannot list OpenCL vendors in %s: %s", tried,
                   strerror(-rc));
@@ -305,6 +310,7 @@ static int native_load(void)
         return -ENOENT;
     }
     nat.loads++;
+    nat.loaded = true;
     LOG_INFO("native: loaded %u platform(s) from %u vendor(s), load #%u",
              nat.n_platforms, nat.n_vendors, nat.loads);
     return 0;
@@ -312,6 +318,7 @@ static int native_load(void)
 
 static int native_unload(void)
 {
+    nat.loaded = false;
     for (unsigned v = 0; v < nat.n_vendors; v++) {
         if (nat.vendors[v].handle && dlclose(nat.vendors[v].handle) != 0)
             LOG_WARN("native: dlclose(%s): %s", nat.vendors[v].path,

@@ -477,7 +477,8 @@ static void reopen(struct pass *ps, struct shim_rehome_times *t, double t0)
 }
 
 /* Takes the rehome lock and closes the gate; -EDEADLK from a callback. */
-static int begin(struct shim_rehome_times *t, double *t0)
+static int begin(const struct shim_backend_ops *to,
+                 struct shim_rehome_times *t, double *t0)
 {
     memset(t, 0, sizeof(*t));
     if (shim_init() < 0)
@@ -492,6 +493,10 @@ static int begin(struct shim_rehome_times *t, double *t0)
         return -EBUSY;
     }
     background_join();
+    /* Back from the proxy: what does not depend on the program's state is
+     * done while it still runs. */
+    if (to == &shim_native_ops && shim.backend == &shim_remote_ops)
+        shim_prewarm_native();
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
@@ -515,7 +520,7 @@ int shim_switch(const struct shim_backend_ops *to,
     struct pass ps = {.n_hq = 0};
     const struct shim_backend_ops *from = shim.backend;
     double t0;
-    int rc = begin(t, &t0);
+    int rc = begin(to, t, &t0);
 
     if (rc < 0) {
         report(t, rc, from ? from->name : "none", to->name);
@@ -543,7 +548,7 @@ int shim_park(struct shim_rehome_times *t)
 {
     struct pass ps = {.n_hq = 0};
     double t0;
-    int rc = begin(t, &t0);
+    int rc = begin(NULL, t, &t0);
 
     if (rc < 0)
         return rc;

@@ -74,6 +74,7 @@ struct shim_platform {
 
 struct shim_context {
     struct shim_obj obj;
+    void *premade;               /* made by prewarm.c for the next realize */
     cl_context_properties *props;  /* 0-terminated, shim platform inside */
     struct shim_device **devices;
     cl_uint n_devices;
@@ -222,6 +223,10 @@ void shim_store_unlock(void);
 struct shim_obj *shim_store_first(void);
 struct shim_obj *shim_store_last(void);
 size_t shim_store_count(enum shim_kind kind);
+
+/* Before a switch from the proxy back to the vendor: load the vendor and
+ * make the contexts while the program still runs (prewarm.c). */
+void shim_prewarm_native(void);
 
 /* Kept binaries of programs built from source (program_cache.c). */
 void shim_program_cache_fill(struct shim_program *p);
