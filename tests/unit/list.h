@@ -40,3 +40,8 @@ TEST_ENTRY(dirty_rect)
 TEST_ENTRY(args_only_writable_buffers_get_dirty)
 TEST_ENTRY(args_bad_handles_are_errors)
 TEST_ENTRY(entry_table_complete)
+
+/* shim/remote_map.c: tests/unit/test_remote.c */
+TEST_ENTRY(remote_map_ids)
+TEST_ENTRY(remote_map_addresses)
+TEST_ENTRY(remote_map_churn)
