@@ -131,6 +131,11 @@ struct rc_watch {
     void *data;
 };
 
+/* Registers a watch; returns its cookie for WatchEvent (0: no memory).
+ * Take returns it once, for the Notify that names it, else NULL. */
+uint64_t shim_remote_watch_add(struct rc_watch *w);
+struct rc_watch *shim_remote_watch_take(uint64_t cookie);
+
 /* The chunk size of streamed writes and reads. */
 size_t shim_remote_chunk(void);
 

@@ -318,11 +318,19 @@ static int drain(size_t len)
 
 static void notify(const Crane__Notify *n)
 {
-    struct cb_item *it = calloc(1, sizeof(*it));
+    struct rc_watch *w = shim_remote_watch_take(n->cookie);
+    struct cb_item *it;
 
-    if (!it)
+    if (!w) {
+        LOG_WARN("remote: the proxy named an unknown callback %llu",
+                 (unsigned long long)n->cookie);
         return;
-    it->watch = (struct rc_watch *)(uintptr_t)n->cookie;
+    }
+    if (!(it = calloc(1, sizeof(*it)))) {
+        free(w);
+        return;
+    }
+    it->watch = w;
     it->status = n->status;
     pthread_mutex_lock(&cn.lock);
     if (cn.cb_tail)

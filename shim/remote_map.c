@@ -97,7 +97,8 @@ static void map_clear(struct u64_map *m)
 }
 
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct u64_map by_id, by_addr;
+static struct u64_map by_id, by_addr, watches;
+static uint64_t next_cookie = 2;  /* 0 and 1 are the map's marks */
 
 int shim_remote_track(struct rc_obj *o)
 {
@@ -140,11 +141,41 @@ struct rc_obj *shim_remote_by_addr(const void *p)
     return o;
 }
 
-/* Forgets everything: the connection is gone and with it every object. */
+/* Event callbacks travel as cookies, never as addresses: a Notify naming
+ * a cookie we did not hand out (or one already used) finds nothing. */
+uint64_t shim_remote_watch_add(struct rc_watch *w)
+{
+    uint64_t cookie;
+
+    pthread_mutex_lock(&maps_lock);
+    cookie = next_cookie++;
+    if (map_put(&watches, cookie, w) < 0)
+        cookie = 0;
+    pthread_mutex_unlock(&maps_lock);
+    return cookie;
+}
+
+struct rc_watch *shim_remote_watch_take(uint64_t cookie)
+{
+    pthread_mutex_lock(&maps_lock);
+    void **v = map_find(&watches, cookie);
+    struct rc_watch *w = v ? *v : NULL;
+    if (v)
+        map_del(&watches, cookie);
+    pthread_mutex_unlock(&maps_lock);
+    return w;
+}
+
+/* Forgets everything: the connection is gone and with it every object and
+ * every callback still waiting. */
 void shim_remote_maps_clear(void)
 {
     pthread_mutex_lock(&maps_lock);
     map_clear(&by_id);
     map_clear(&by_addr);
+    for (size_t i = 0; i < watches.cap; i++)
+        if (watches.keys[i] > GONE)
+            free(watches.vals[i]);
+    map_clear(&watches);
     pthread_mutex_unlock(&maps_lock);
 }

@@ -1117,12 +1117,16 @@ static cl_int CL_API_CALL rc_clSetEventCallback(
     w->data = data;
     we.event = ID(e);
     we.status = type;
-    we.cookie = (uint64_t)(uintptr_t)w;
+    we.cookie = shim_remote_watch_add(w);
+    if (!we.cookie) {
+        free(w);
+        return CL_OUT_OF_HOST_MEMORY;
+    }
     RC_MSG(m, watch_event, WATCH_EVENT, &we);
     struct rc_reply r;
     cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
     shim_remote_reply_free(&r);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS && shim_remote_watch_take(we.cookie))
         free(w);
     return err;
 }
