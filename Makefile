@@ -30,6 +30,7 @@ include proto/proto.mk
 -include proxy-domain/proxy.mk
 -include bench/remote/remote.mk
 -include guest-daemon/guestd.mk
+-include host-daemon/hostd.mk
 
 all: $(SHIM_LIB) $(CRANE_RUN) $(PROTO_LIB) programs bench
 

@@ -206,6 +206,20 @@ for t in $(tests/guest/guestd.sh --list); do
     case_ "guest/$t" bash tests/guest/guestd.sh "$t"
 done
 
+echo "# host daemon: history and metrics"
+# SQLite history, Prometheus metrics and JSON (tests/hostd/); built only
+# where SQLite is, so a missing binary skips.
+HOSTD_TESTS=$B/tests/hostd-tests
+if [ -x "$HOSTD_TESTS" ]; then
+    for t in $($HOSTD_TESTS --list); do
+        case_ "hostd/$t" $HOSTD_TESTS "$t"
+    done
+    case_ "hostd/valgrind" valgrind -q --error-exitcode=1 --leak-check=full \
+        $HOSTD_TESTS --no-fork $($HOSTD_TESTS --list)
+else
+    case_ "hostd/not-built" exit 77
+fi
+
 echo "# fuzzing the frame decoder"
 case_ "fuzz/frame" build/fuzz/fuzz_frame -max_total_time=20 \
     -rss_limit_mb=1024

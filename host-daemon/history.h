@@ -1,0 +1,114 @@
+/* Durable migration history: migrations and their steps in SQLite. */
+#ifndef HD_HISTORY_H
+#define HD_HISTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bounds on what is stored; longer input is refused with -EINVAL. */
+#define HD_ID_MAX 64          /* [A-Za-z0-9._-], not empty */
+#define HD_NAME_MAX 255       /* domain and host names, not empty */
+#define HD_ERROR_MAX 1023     /* error text, may be empty */
+#define HD_PHASE_MAX 63       /* step phase names, not empty */
+#define HD_PROGRAM_MAX 255    /* a program's name, empty when pid is 0 */
+#define HD_STEPS_MAX 4096     /* steps of one migration */
+#define HD_LIST_MAX 1000      /* migrations one list call returns */
+
+enum hd_mode { HD_MODE_LIVE = 1, HD_MODE_OFFLINE = 2 };
+
+enum hd_result {
+    HD_RESULT_RUNNING = 0,    /* not finished yet */
+    HD_RESULT_OK = 1,
+    HD_RESULT_FAILED = 2,     /* failed, and the VM could not be restored */
+    HD_RESULT_ROLLED_BACK = 3 /* failed, the VM runs on where it was */
+};
+
+/* Times are seconds since the Unix epoch; end_time is 0 while running. */
+struct hd_migration {
+    char id[HD_ID_MAX + 1];
+    char domain[HD_NAME_MAX + 1];
+    char src_host[HD_NAME_MAX + 1];
+    char dst_host[HD_NAME_MAX + 1];
+    enum hd_mode mode;
+    double start_time;
+    double end_time;
+    enum hd_result result;
+    char error[HD_ERROR_MAX + 1];
+    uint64_t bytes_moved;
+};
+
+/*
+ * One step of a migration: a host step (pid 0, program "": "detach",
+ * "migrate", "attach", ...) or one program's switch (its pid and name).
+ * A program's steps in phase "pre" and "post" are its stoppage times: how
+ * long its OpenCL calls were held before and after the move.
+ */
+struct hd_step {
+    char phase[HD_PHASE_MAX + 1];
+    uint32_t pid;
+    char program[HD_PROGRAM_MAX + 1];
+    double start_offset;      /* seconds from the migration's start */
+    double duration;          /* seconds */
+};
+
+/* Sums over every migration stored, running ones included. */
+struct hd_totals {
+    uint64_t by_result[4];    /* indexed by enum hd_result */
+    uint64_t bytes_moved;
+};
+
+struct hd_history;
+
+/*
+ * Opens (creating it if needed) the database at PATH in WAL mode; *OUT owns
+ * the connection until hd_history_close.  One struct hd_history per thread:
+ * other threads and processes open their own, and WAL lets readers go on
+ * while one writes.  -EPROTO: the file has a newer schema than this code;
+ * -EIO: SQLite failed (logged).
+ */
+int hd_history_open(const char *path, struct hd_history **out);
+void hd_history_close(struct hd_history *h);
+
+/* Stores a whole migration and its N steps in one transaction.  -EEXIST:
+ * the id is taken. */
+int hd_history_record(struct hd_history *h, const struct hd_migration *m,
+                      const struct hd_step *steps, size_t n);
+
+/* A migration as it happens: begin (result must be RUNNING), add steps and
+ * progress, finish.  -ENOENT: no such id; -EALREADY: it already finished;
+ * -ENOSPC: HD_STEPS_MAX steps already. */
+int hd_history_begin(struct hd_history *h, const struct hd_migration *m);
+int hd_history_add_step(struct hd_history *h, const char *id,
+                        const struct hd_step *step);
+int hd_history_progress(struct hd_history *h, const char *id,
+                        uint64_t bytes_moved);
+int hd_history_finish(struct hd_history *h, const char *id,
+                      enum hd_result result, double end_time,
+                      const char *error);
+
+/* The newest LIMIT (1..HD_LIST_MAX) migrations, newest first, into a
+ * malloc'ed array the caller frees (NULL when *N is 0). */
+int hd_history_list(struct hd_history *h, size_t limit,
+                    struct hd_migration **out, size_t *n);
+
+/* Migration ID into *M and its steps, in order, into a malloc'ed array
+ * *STEPS the caller frees (NULL when *N is 0).  -ENOENT: no such id. */
+int hd_history_get(struct hd_history *h, const char *id,
+                   struct hd_migration *m, struct hd_step **steps,
+                   size_t *n);
+
+int hd_history_totals(struct hd_history *h, struct hd_totals *t);
+
+/* Calls FN for each program step in phase "pre" or "post", with its phase
+ * and duration; FN returns 0 or -errno, and its first error ends the walk
+ * and is returned. */
+typedef int hd_stoppage_fn(void *arg, const char *phase, double seconds);
+int hd_history_each_stoppage(struct hd_history *h, hd_stoppage_fn *fn,
+                             void *arg);
+
+/* Names as stored and shown: "live", "offline"; "running", "ok",
+ * "failed", "rolled-back".  NULL for values out of range. */
+const char *hd_mode_name(enum hd_mode mode);
+const char *hd_result_name(enum hd_result result);
+
+#endif /* HD_HISTORY_H */

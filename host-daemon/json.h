@@ -1,0 +1,35 @@
+/* JSON rendering of the migration history for the HTTP API. */
+#ifndef HD_JSON_H
+#define HD_JSON_H
+
+#include <stddef.h>
+
+#include "buf.h"
+#include "history.h"
+
+/*
+ * Appends S as a JSON string, quotes included: '"' and '\\' escaped,
+ * control characters as \n, \t, ... or \u00XX, DEL as \u007f, valid UTF-8
+ * copied as is, and each byte of an invalid UTF-8 sequence (overlong forms,
+ * surrogates, past U+10FFFF, truncated) as \ufffd, so that the output is
+ * always valid JSON in valid UTF-8.  Returns 0 or OUT's error.
+ */
+int hd_json_put_string(struct hd_buf *out, const char *s);
+
+/*
+ * One migration as an object:
+ *   {"id":..,"domain":..,"source":..,"destination":..,"mode":"live",
+ *    "start_time":S,"end_time":S|null,"result":"ok","error":..,
+ *    "bytes_moved":N}
+ * then "steps":[{"phase":..,"pid":N|null,"program":..|null,
+ * "start_offset":S,"duration":S},...] (STEPS may be NULL when N_STEPS is
+ * 0).  -EINVAL: a mode or result out of range.
+ */
+int hd_json_migration(struct hd_buf *out, const struct hd_migration *m,
+                      const struct hd_step *steps, size_t n_steps);
+
+/* {"migrations":[...]}, each without steps. */
+int hd_json_migration_list(struct hd_buf *out,
+                           const struct hd_migration *list, size_t n);
+
+#endif /* HD_JSON_H */

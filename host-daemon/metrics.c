@@ -1,0 +1,160 @@
+/* Prometheus text exposition of the migration history's metrics. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+/*
+ * Bucket bounds: a stoppage is a few milliseconds for a small program and
+ * seconds for one with GiB of GPU state; 1-2.5-5 steps over 0.001..10 s.
+ * Written as text so that the exposition shows exactly these numbers.
+ */
+static const double bucket_le[HD_STOPPAGE_BUCKETS] = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25,  0.5,    1,     2.5,  5,     10,
+};
+static const char *const bucket_le_text[HD_STOPPAGE_BUCKETS] = {
+    "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+    "0.25",  "0.5",    "1",     "2.5",  "5",     "10",
+};
+
+static const char *const phase_names[HD_PHASE_COUNT] = {
+    [HD_PHASE_PRE] = "pre",
+    [HD_PHASE_POST] = "post",
+};
+
+/* The results crane_migrations_total counts, in exposition order. */
+static const enum hd_result counted_results[] = {
+    HD_RESULT_OK, HD_RESULT_FAILED, HD_RESULT_ROLLED_BACK,
+};
+
+int hd_metrics_observe(struct hd_metrics *m, const char *phase,
+                       double seconds)
+{
+    int p;
+
+    if (m == NULL || phase == NULL || !isfinite(seconds) || seconds < 0)
+        return -EINVAL;
+    for (p = 0; p < HD_PHASE_COUNT; p++)
+        if (strcmp(phase, phase_names[p]) == 0)
+            break;
+    if (p == HD_PHASE_COUNT)
+        return -EINVAL;
+    for (int i = 0; i < HD_STOPPAGE_BUCKETS; i++)
+        if (seconds <= bucket_le[i])
+            m->stoppage[p].buckets[i]++;
+    m->stoppage[p].count++;
+    m->stoppage[p].sum += seconds;
+    return 0;
+}
+
+static int observe_cb(void *arg, const char *phase, double seconds)
+{
+    /* The history returns only "pre" and "post"; a hand-edited row with a
+     * negative time is skipped rather than failing the whole scrape. */
+    int rc = hd_metrics_observe(arg, phase, seconds);
+
+    return rc == -EINVAL ? 0 : rc;
+}
+
+int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m)
+{
+    int rc;
+
+    if (h == NULL || m == NULL)
+        return -EINVAL;
+    memset(m, 0, sizeof(*m));
+    rc = hd_history_totals(h, &m->totals);
+    if (rc == 0)
+        rc = hd_history_each_stoppage(h, observe_cb, m);
+    return rc;
+}
+
+int hd_metrics_put_label_value(struct hd_buf *out, const char *value)
+{
+    const char *p = value;
+
+    if (out == NULL || value == NULL)
+        return -EINVAL;
+    while (*p != '\0') {
+        size_t run = strcspn(p, "\\\"\n");
+
+        hd_buf_put(out, p, run);
+        p += run;
+        if (*p == '\0')
+            break;
+        hd_buf_puts(out, *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : "\\n");
+        p++;
+    }
+    return out->err;
+}
+
+/* NAME{LABEL="VALUE"} or NAME{LABEL="VALUE",le="LE"}, then " ". */
+static void put_series(struct hd_buf *out, const char *name,
+                       const char *label, const char *value, const char *le)
+{
+    hd_buf_printf(out, "%s{%s=\"", name, label);
+    hd_metrics_put_label_value(out, value);
+    hd_buf_puts(out, "\"");
+    if (le != NULL)
+        hd_buf_printf(out, ",le=\"%s\"", le);
+    hd_buf_puts(out, "} ");
+}
+
+#define STOPPAGE "crane_migration_stoppage_seconds"
+
+static void render_stoppage(const struct hd_metrics *m, struct hd_buf *out)
+{
+
+    hd_buf_printf(out,
+                  "# HELP %s Time a program's OpenCL calls were held, per "
+                  "program and migration phase.\n# TYPE %s histogram\n",
+                  STOPPAGE, STOPPAGE);
+    for (int p = 0; p < HD_PHASE_COUNT; p++) {
+        for (int i = 0; i < HD_STOPPAGE_BUCKETS; i++) {
+            put_series(out, STOPPAGE "_bucket", "phase", phase_names[p],
+                       bucket_le_text[i]);
+            hd_buf_printf(out, "%llu\n",
+                          (unsigned long long)m->stoppage[p].buckets[i]);
+        }
+        put_series(out, STOPPAGE "_bucket", "phase", phase_names[p], "+Inf");
+        hd_buf_printf(out, "%llu\n", (unsigned long long)m->stoppage[p].count);
+        put_series(out, STOPPAGE "_sum", "phase", phase_names[p], NULL);
+        hd_buf_put_double(out, m->stoppage[p].sum);
+        hd_buf_puts(out, "\n");
+        put_series(out, STOPPAGE "_count", "phase", phase_names[p], NULL);
+        hd_buf_printf(out, "%llu\n", (unsigned long long)m->stoppage[p].count);
+    }
+}
+
+int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
+{
+    if (m == NULL || out == NULL)
+        return -EINVAL;
+    render_stoppage(m, out);
+    hd_buf_puts(out, "# HELP crane_migrations_total Finished migrations, "
+                     "by result.\n# TYPE crane_migrations_total counter\n");
+    for (size_t i = 0; i < sizeof(counted_results) / sizeof(*counted_results);
+         i++) {
+        enum hd_result r = counted_results[i];
+
+        put_series(out, "crane_migrations_total", "result", hd_result_name(r),
+                   NULL);
+        hd_buf_printf(out, "%llu\n",
+                      (unsigned long long)m->totals.by_result[r]);
+    }
+    hd_buf_printf(out,
+                  "# HELP crane_migrations_running Migrations in progress.\n"
+                  "# TYPE crane_migrations_running gauge\n"
+                  "crane_migrations_running %llu\n",
+                  (unsigned long long)
+                      m->totals.by_result[HD_RESULT_RUNNING]);
+    hd_buf_printf(out,
+                  "# HELP crane_migration_bytes_total Bytes moved by "
+                  "migrations, running ones included.\n"
+                  "# TYPE crane_migration_bytes_total counter\n"
+                  "crane_migration_bytes_total %llu\n",
+                  (unsigned long long)m->totals.bytes_moved);
+    return out->err;
+}

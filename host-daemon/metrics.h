@@ -1,0 +1,46 @@
+/* Prometheus text exposition of the migration history's metrics. */
+#ifndef HD_METRICS_H
+#define HD_METRICS_H
+
+#include "buf.h"
+#include "history.h"
+
+/* Upper bounds (seconds) of crane_migration_stoppage_seconds' buckets. */
+#define HD_STOPPAGE_BUCKETS 13
+
+/* The stoppage phases the histogram has a series for, always shown. */
+enum hd_stoppage_phase { HD_PHASE_PRE, HD_PHASE_POST, HD_PHASE_COUNT };
+
+/* Everything one scrape shows; filled from the history, or by hand. */
+struct hd_metrics {
+    struct hd_totals totals;
+    struct {
+        uint64_t buckets[HD_STOPPAGE_BUCKETS]; /* cumulative, as exposed */
+        uint64_t count;
+        double sum;
+    } stoppage[HD_PHASE_COUNT];
+};
+
+/* Adds one program's stoppage of SECONDS in PHASE ("pre" or "post");
+ * -EINVAL for another phase or a negative or non-finite time. */
+int hd_metrics_observe(struct hd_metrics *m, const char *phase,
+                       double seconds);
+
+/* Fills *M from the history: totals by result, bytes moved (running
+ * migrations' progress included) and every stoppage recorded. */
+int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m);
+
+/*
+ * Appends M in the Prometheus text format (version 0.0.4) to OUT:
+ *   crane_migration_stoppage_seconds{phase}  histogram
+ *   crane_migrations_total{result}           counter (finished ones)
+ *   crane_migrations_running                 gauge
+ *   crane_migration_bytes_total              counter
+ * Returns 0 or OUT's error.
+ */
+int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out);
+
+/* Appends VALUE escaped for a label value (\\, \", \n), without quotes. */
+int hd_metrics_put_label_value(struct hd_buf *out, const char *value);
+
+#endif /* HD_METRICS_H */

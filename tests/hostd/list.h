@@ -1,0 +1,30 @@
+/* The host daemon's unit tests: a TEST_ENTRY(name) row per TEST(name). */
+
+/*
+ * Expanded twice by tests/unit/runner.c (compiled by host-daemon/hostd.mk
+ * against this list), so it has no include guard.  A test's name starts
+ * with its area, which is also its file's name (history_* tests live in
+ * test_history.c).
+ */
+
+/* host-daemon/history.c: tests/hostd/test_history.c */
+TEST_ENTRY(history_roundtrip)
+TEST_ENTRY(history_live_progress)
+TEST_ENTRY(history_record_is_atomic)
+TEST_ENTRY(history_reopen_keeps_everything)
+TEST_ENTRY(history_newer_schema_refused)
+TEST_ENTRY(history_concurrent_writer)
+TEST_ENTRY(history_bad_inputs)
+
+/* host-daemon/metrics.c: tests/hostd/test_metrics.c */
+TEST_ENTRY(metrics_golden)
+TEST_ENTRY(metrics_empty_history)
+TEST_ENTRY(metrics_bucket_bounds)
+TEST_ENTRY(metrics_label_escaping)
+
+/* host-daemon/json.c: tests/hostd/test_json.c */
+TEST_ENTRY(json_string_escaping)
+TEST_ENTRY(json_invalid_utf8)
+TEST_ENTRY(json_migration_with_steps)
+TEST_ENTRY(json_migration_list)
+TEST_ENTRY(json_bad_inputs)
