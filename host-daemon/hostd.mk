@@ -1,5 +1,6 @@
-# Make fragment: the host daemon's library (history, metrics, JSON) and its
-# unit tests.  Built only where SQLite is (pkg-config sqlite3).
+# Make fragment: the host daemon's library (history, metrics, JSON, HTTP)
+# and its unit tests.  Built only where SQLite is (pkg-config sqlite3); the
+# HTTP server (http.c) and its tests only where libmicrohttpd is too.
 #
 # Included by the top-level Makefile; builds in the variant folder $(B)
 # (build, or build-address with SAN=address).
@@ -18,6 +19,16 @@ HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/metrics.c \
 HOSTD_LIB_OBJS := $(HOSTD_LIB_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_LIB := $(B)/lib/libcrane-hostd.a
 HOSTD_LIBS := $(HOSTD_LIB) $(SQLITE_LIBS) -lm
+HOSTD_DEFS :=
+
+# The HTTP server; HD_HAVE_HTTP turns on its tests (tests/hostd/list.h).
+ifeq ($(shell pkg-config --exists libmicrohttpd && echo yes),yes)
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
+HOSTD_LIB_SRCS += host-daemon/http.c
+HOSTD_LIB_OBJS += $(B)/obj/host-daemon/http.o
+HOSTD_LIBS += $(shell pkg-config --libs libmicrohttpd)
+HOSTD_DEFS += -DHD_HAVE_HTTP
+endif
 
 HOSTD_TEST_SRCS := $(sort $(wildcard tests/hostd/*.c))
 HOSTD_TEST_OBJS := $(HOSTD_TEST_SRCS:%.c=$(B)/obj/%.o) \
@@ -30,7 +41,7 @@ hostd-tests: $(HOSTD_TEST_BIN)
 
 $(B)/obj/host-daemon/%.o: host-daemon/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SQLITE_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) -c -o $@ $<
 
 $(HOSTD_LIB): $(HOSTD_LIB_OBJS)
 	@mkdir -p $(@D)
@@ -39,7 +50,8 @@ $(HOSTD_LIB): $(HOSTD_LIB_OBJS)
 
 $(B)/obj/tests/hostd/%.o: tests/hostd/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SQLITE_CFLAGS) -I. -Itests/unit -c -o $@ $<
+	$(CC) $(CFLAGS) $(SQLITE_CFLAGS) $(HOSTD_DEFS) -I. -Itests/unit -c \
+	    -o $@ $<
 
 # The shared runner includes "list.h" from its own folder first, so it is
 # compiled from a copy in a folder of its own, where -iquote tests/hostd
@@ -50,7 +62,8 @@ $(B)/obj/tests/hostd/runner/runner.c: tests/unit/runner.c
 
 $(B)/obj/tests/hostd/runner/runner.o: $(B)/obj/tests/hostd/runner/runner.c \
                                       tests/hostd/list.h
-	$(CC) $(CFLAGS) -iquote tests/hostd -iquote tests/unit -c -o $@ $<
+	$(CC) $(CFLAGS) $(HOSTD_DEFS) -iquote tests/hostd -iquote tests/unit \
+	    -c -o $@ $<
 
 $(HOSTD_TEST_BIN): $(HOSTD_TEST_OBJS) $(HOSTD_LIB)
 	@mkdir -p $(@D)

@@ -4,7 +4,7 @@ set -e
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
 opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo python3-pyopencl
 ffmpeg clpeak
-libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev"
+libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libmicrohttpd-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

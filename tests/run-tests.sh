@@ -206,9 +206,10 @@ for t in $(tests/guest/guestd.sh --list); do
     case_ "guest/$t" bash tests/guest/guestd.sh "$t"
 done
 
-echo "# host daemon: history and metrics"
-# SQLite history, Prometheus metrics and JSON (tests/hostd/); built only
-# where SQLite is, so a missing binary skips.
+echo "# host daemon: history, metrics and HTTP"
+# SQLite history, Prometheus metrics, JSON and the HTTP server on loopback
+# (tests/hostd/); built only where SQLite is (the http_* tests only where
+# libmicrohttpd is too), so a missing binary skips.
 HOSTD_TESTS=$B/tests/hostd-tests
 if [ -x "$HOSTD_TESTS" ]; then
     for t in $($HOSTD_TESTS --list); do

@@ -28,3 +28,10 @@ TEST_ENTRY(json_invalid_utf8)
 TEST_ENTRY(json_migration_with_steps)
 TEST_ENTRY(json_migration_list)
 TEST_ENTRY(json_bad_inputs)
+
+/* host-daemon/http.c: tests/hostd/test_http.c (built with libmicrohttpd) */
+#ifdef HD_HAVE_HTTP
+TEST_ENTRY(http_routes)
+TEST_ENTRY(http_errors)
+TEST_ENTRY(http_odd_requests)
+#endif

@@ -1,0 +1,321 @@
+/* The host daemon's HTTP server (libmicrohttpd): routes to JSON and metrics. */
+#include "http.h"
+
+#include "buf.h"
+#include "json.h"
+#include "log.h"
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Limits on what one client may hold of the server. */
+#define HTTP_CONN_LIMIT 64          /* connections at once */
+#define HTTP_CONN_TIMEOUT_S 30      /* idle seconds before a close */
+#define HTTP_CONN_MEMORY (32 << 10) /* request line and headers, bytes */
+
+#define CT_JSON "application/json"
+#define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+
+struct hd_http {
+    struct MHD_Daemon *daemon;
+    struct hd_history *history; /* borrowed; used by the server thread */
+    uint16_t port;
+};
+
+/* Queues STATUS with BODY (LEN bytes, copied) of type CTYPE. */
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+                             const char *ctype, const char *body, size_t len)
+{
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+
+    r = MHD_create_response_from_buffer(len, (void *)body,
+                                        MHD_RESPMEM_MUST_COPY);
+    if (r == NULL) {
+        HD_ERROR("http: cannot create a response of %zu bytes", len);
+        return MHD_NO;
+    }
+    if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype) !=
+            MHD_YES ||
+        (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
+         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") !=
+             MHD_YES)) {
+        HD_ERROR("http: cannot add a response header");
+        MHD_destroy_response(r);
+        return MHD_NO;
+    }
+    ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* An error answer: {"error":MSG}. */
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status,
+                                   const char *msg)
+{
+    char body[128];
+    int n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", msg);
+
+    return reply(c, status, CT_JSON, body, (size_t)n);
+}
+
+/* Answers with OUT's text, or 500 when rendering failed with ERR. */
+static enum MHD_Result reply_buf(struct MHD_Connection *c, int err,
+                                 struct hd_buf *out, const char *ctype)
+{
+    enum MHD_Result ret;
+
+    if (err == 0)
+        err = out->err;
+    if (err != 0 || out->data == NULL) {
+        HD_ERROR("http: rendering an answer failed: %s", strerror(-err));
+        ret = reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error");
+    } else {
+        ret = reply(c, MHD_HTTP_OK, ctype, out->data, out->len);
+    }
+    hd_buf_free(out);
+    return ret;
+}
+
+static enum MHD_Result serve_metrics(struct hd_http *s,
+                                     struct MHD_Connection *c)
+{
+    struct hd_metrics m = {0};
+    struct hd_buf out = {0};
+    int err = hd_metrics_collect(s->history, &m);
+
+    if (err == 0)
+        err = hd_metrics_render(&m, &out);
+    return reply_buf(c, err, &out, CT_METRICS);
+}
+
+/* Parses ?limit= (absent: the default) into *LIMIT; -EINVAL when it is not
+ * a plain decimal in 1..HD_HTTP_LIST_MAX. */
+static int parse_limit(struct MHD_Connection *c, size_t *limit)
+{
+    const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+                                                "limit");
+    size_t n = 0;
+
+    *limit = HD_HTTP_LIST_DEFAULT;
+    if (v == NULL)
+        return 0;
+    if (*v == '\0')
+        return -EINVAL;
+    for (; *v != '\0'; v++) {
+        if (*v < '0' || *v > '9')
+            return -EINVAL;
+        n = n * 10 + (size_t)(*v - '0');
+        if (n > HD_HTTP_LIST_MAX)
+            return -EINVAL;
+    }
+    if (n == 0)
+        return -EINVAL;
+    *limit = n;
+    return 0;
+}
+
+static enum MHD_Result serve_list(struct hd_http *s, struct MHD_Connection *c)
+{
+    struct hd_migration *list = NULL;
+    struct hd_buf out = {0};
+    size_t limit, n = 0;
+    int err;
+
+    if (parse_limit(c, &limit) != 0)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad limit");
+    err = hd_history_list(s->history, limit, &list, &n);
+    if (err == 0)
+        err = hd_json_migration_list(&out, list, n);
+    free(list);
+    return reply_buf(c, err, &out, CT_JSON);
+}
+
+/* Whether ID is a well-formed migration id: [A-Za-z0-9._-]{1,HD_ID_MAX}. */
+static int id_is_valid(const char *id)
+{
+    size_t i;
+
+    for (i = 0; id[i] != '\0'; i++) {
+        char ch = id[i];
+
+        if (i >= HD_ID_MAX ||
+            !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+              (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+              ch == '-'))
+            return 0;
+    }
+    return i > 0;
+}
+
+static enum MHD_Result serve_one(struct hd_http *s, struct MHD_Connection *c,
+                                 const char *id)
+{
+    struct hd_migration m;
+    struct hd_step *steps = NULL;
+    struct hd_buf out = {0};
+    size_t n = 0;
+    int err;
+
+    if (!id_is_valid(id))
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad migration id");
+    err = hd_history_get(s->history, id, &m, &steps, &n);
+    if (err == -ENOENT)
+        return reply_error(c, MHD_HTTP_NOT_FOUND, "no such migration");
+    if (err == 0)
+        err = hd_json_migration(&out, &m, steps, n);
+    free(steps);
+    return reply_buf(c, err, &out, CT_JSON);
+}
+
+/* libmicrohttpd's request handler: called once the headers are in (and
+ * again for each piece of a body, which no route takes). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **req)
+{
+    static const char prefix[] = "/api/migrations/";
+    struct hd_http *s = cls;
+
+    (void)version;
+    (void)upload;
+    (void)upload_size;
+    (void)req;
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+        strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+                           "method not allowed");
+    if (strcmp(url, "/metrics") == 0)
+        return serve_metrics(s, c);
+    if (strcmp(url, "/api/migrations") == 0)
+        return serve_list(s, c);
+    if (strncmp(url, prefix, sizeof(prefix) - 1) == 0)
+        return serve_one(s, c, url + sizeof(prefix) - 1);
+    return reply_error(c, MHD_HTTP_NOT_FOUND, "not found");
+}
+
+/* libmicrohttpd's own messages go to our log. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[256];
+    size_t n;
+
+    (void)cls;
+    vsnprintf(line, sizeof(line), fmt, ap);
+    n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    HD_WARN("http: libmicrohttpd: %s", line);
+}
+
+/*
+ * libmicrohttpd percent-decodes the path and query values in place, so
+ * "%00" would cut a string short ("/api/migrations/m-1%00x" would name
+ * m-1).  Nothing a route accepts needs escaping (ids are unreserved
+ * characters, limits digits), so they are taken as sent: a '%' left in an
+ * id or a limit makes it invalid.
+ */
+static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    return strlen(s);
+}
+
+/* Fills *SA (and *FLAGS with MHD_USE_IPv6 for v6) from ADDR and PORT. */
+static int parse_addr(const char *addr, uint16_t port,
+                      struct sockaddr_storage *sa, unsigned *flags)
+{
+    struct sockaddr_in *v4 = (struct sockaddr_in *)sa;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)sa;
+
+    memset(sa, 0, sizeof(*sa));
+    if (addr == NULL)
+        addr = "127.0.0.1";
+    if (inet_pton(AF_INET, addr, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, addr, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        *flags |= MHD_USE_IPv6;
+        return 0;
+    }
+    HD_ERROR("http: \"%.64s\" is not a numeric IPv4 or IPv6 address", addr);
+    return -EINVAL;
+}
+
+int hd_http_start(struct hd_http **out, const char *addr, uint16_t port,
+                  struct hd_history *h)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+                     MHD_USE_ERROR_LOG;
+    struct sockaddr_storage sa;
+    const union MHD_DaemonInfo *info;
+    struct hd_http *s;
+    int err;
+
+    if (out == NULL || h == NULL) {
+        HD_ERROR("http: start without %s", out == NULL ? "out" : "history");
+        return -EINVAL;
+    }
+    *out = NULL;
+    err = parse_addr(addr, port, &sa, &flags);
+    if (err != 0)
+        return err;
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        HD_ERROR("http: out of memory");
+        return -ENOMEM;
+    }
+    s->history = h;
+    s->daemon = MHD_start_daemon(
+        flags, port, NULL, NULL, on_request, s,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONN_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+        MHD_OPTION_END);
+    if (s->daemon == NULL) {
+        HD_ERROR("http: cannot serve on %s port %u",
+                 addr != NULL ? addr : "127.0.0.1", (unsigned)port);
+        free(s);
+        return -EIO;
+    }
+    info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    if (info == NULL || info->port == 0) {
+        HD_ERROR("http: cannot learn the port bound");
+        hd_http_stop(s);
+        return -EIO;
+    }
+    s->port = info->port;
+    HD_INFO("http: serving on %s port %u", addr != NULL ? addr : "127.0.0.1",
+            (unsigned)s->port);
+    *out = s;
+    return 0;
+}
+
+uint16_t hd_http_port(const struct hd_http *s)
+{
+    return s->port;
+}
+
+void hd_http_stop(struct hd_http *s)
+{
+    if (s == NULL)
+        return;
+    MHD_stop_daemon(s->daemon);
+    free(s);
+}

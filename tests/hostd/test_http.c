@@ -1,0 +1,349 @@
+/* Tests of host-daemon/http.c: each route over a real socket, bad input. */
+#ifdef HD_HAVE_HTTP
+
+#include "runner.h"
+
+#include "fixture.h"
+#include "host-daemon/http.h"
+#include "host-daemon/json.h"
+#include "host-daemon/metrics.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define CT_JSON "application/json"
+#define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+
+/* One answer as the tiny client below read it. */
+struct answer {
+    int status;
+    char ctype[128];
+    char allow[64];
+    char *body;      /* owned, NUL-terminated */
+    size_t body_len;
+};
+
+static void answer_free(struct answer *a)
+{
+    free(a->body);
+    a->body = NULL;
+}
+
+/* Copies header NAME's value from the header block HEAD into DST. */
+static void find_header(const char *head, const char *name, char *dst,
+                        size_t cap)
+{
+    size_t nlen = strlen(name);
+    const char *p = strstr(head, "\r\n");
+
+    dst[0] = '\0';
+    while (p != NULL && p[2] != '\r') {
+        p += 2;
+        if (strncasecmp(p, name, nlen) == 0 && p[nlen] == ':') {
+            const char *v = p + nlen + 1, *end = strstr(v, "\r\n");
+
+            while (*v == ' ')
+                v++;
+            ASSERT(end != NULL && (size_t)(end - v) < cap);
+            memcpy(dst, v, (size_t)(end - v));
+            dst[end - v] = '\0';
+            return;
+        }
+        p = strstr(p, "\r\n");
+    }
+}
+
+/*
+ * Sends REQ (LEN bytes, a whole request) to 127.0.0.1:PORT and reads the
+ * answer until the server closes (requests say "Connection: close").
+ */
+static void exchange(uint16_t port, const char *req, size_t len,
+                     struct answer *a)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    struct timeval tv = {.tv_sec = 10};
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap), *sep;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ASSERT(buf != NULL && fd >= 0);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    for (size_t off = 0; off < len;) {
+        ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
+
+        if (w < 0)
+            break; /* the server may answer and close before reading all */
+        off += (size_t)w;
+    }
+    for (;;) {
+        ssize_t r;
+
+        if (n + 1 == cap) {
+            ASSERT(cap < (64u << 20));
+            cap *= 2;
+            ASSERT((buf = realloc(buf, cap)) != NULL);
+        }
+        r = recv(fd, buf + n, cap - n - 1, 0);
+        if (r < 0 && errno == ECONNRESET)
+            break;
+        ASSERT(r >= 0);
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    ASSERT_EQ(sscanf(buf, "HTTP/1.%*c %d", &a->status), 1);
+    sep = strstr(buf, "\r\n\r\n");
+    ASSERT(sep != NULL);
+    sep[2] = '\0';
+    find_header(buf, "Content-Type", a->ctype, sizeof(a->ctype));
+    find_header(buf, "Allow", a->allow, sizeof(a->allow));
+    a->body_len = n - (size_t)(sep + 4 - buf);
+    a->body = malloc(a->body_len + 1);
+    ASSERT(a->body != NULL);
+    memcpy(a->body, sep + 4, a->body_len + 1);
+    free(buf);
+}
+
+/* METHOD TARGET over HTTP/1.1 with "Connection: close". */
+static void request(uint16_t port, const char *method, const char *target,
+                    struct answer *a)
+{
+    size_t len = strlen(method) + strlen(target) + 64;
+    char *req = malloc(len);
+
+    ASSERT(req != NULL);
+    snprintf(req, len,
+             "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+             method, target);
+    exchange(port, req, strlen(req), a);
+    free(req);
+}
+
+/* Fails unless METHOD TARGET answers STATUS with type CTYPE and, when BODY
+ * is not NULL, exactly BODY. */
+static void expect(uint16_t port, const char *method, const char *target,
+                   int status, const char *ctype, const char *body)
+{
+    struct answer a = {0};
+
+    request(port, method, target, &a);
+    ASSERT_EQ(a.status, status);
+    ASSERT_STR_EQ(a.ctype, ctype);
+    if (body != NULL)
+        ASSERT_STR_EQ(a.body, body);
+    answer_free(&a);
+}
+
+/* A history with two migrations, m-1 (three steps) and the newer m-2. */
+struct world {
+    struct fixture_db db;
+    struct hd_history *h;
+    struct hd_http *http;
+    uint16_t port;
+};
+
+static void world_make(struct world *w)
+{
+    struct hd_migration m1 = fixture_migration("m-1", "vm \"one\"", 1000);
+    struct hd_migration m2 = fixture_migration("m-2", "vm-two", 2000);
+    struct hd_step steps[] = {
+        fixture_step("pre", 42, "matmul", 0, 0.125),
+        fixture_step("migrate", 0, NULL, 0.125, 2),
+        fixture_step("post", 42, "matmul", 2.125, 0.25),
+    };
+
+    m2.result = HD_RESULT_ROLLED_BACK;
+    snprintf(m2.error, sizeof(m2.error), "no free GPU");
+    fixture_db_make(&w->db);
+    ASSERT_EQ(hd_history_open(w->db.path, &w->h), 0);
+    ASSERT_EQ(hd_history_record(w->h, &m1, steps, 3), 0);
+    ASSERT_EQ(hd_history_record(w->h, &m2, NULL, 0), 0);
+}
+
+static void world_serve(struct world *w)
+{
+    ASSERT_EQ(hd_http_start(&w->http, "127.0.0.1", 0, w->h), 0);
+    w->port = hd_http_port(w->http);
+    ASSERT(w->port != 0);
+}
+
+static void world_free(struct world *w)
+{
+    hd_http_stop(w->http);
+    hd_history_close(w->h);
+    fixture_db_remove(&w->db);
+}
+
+TEST(http_routes)
+{
+    struct world w = {0};
+    struct hd_metrics m = {0};
+    struct hd_buf metrics = {0}, all = {0}, newest = {0}, one = {0};
+    struct hd_migration *list, m1;
+    struct hd_step *steps;
+    struct answer a = {0};
+    size_t n, n_steps;
+
+    /* What each route should answer, rendered before the server owns H. */
+    world_make(&w);
+    ASSERT_EQ(hd_metrics_collect(w.h, &m), 0);
+    ASSERT_EQ(hd_metrics_render(&m, &metrics), 0);
+    ASSERT_EQ(hd_history_list(w.h, 100, &list, &n), 0);
+    ASSERT_EQ(n, 2);
+    ASSERT_STR_EQ(list[0].id, "m-2");
+    ASSERT_EQ(hd_json_migration_list(&all, list, 2), 0);
+    ASSERT_EQ(hd_json_migration_list(&newest, list, 1), 0);
+    free(list);
+    ASSERT_EQ(hd_history_get(w.h, "m-1", &m1, &steps, &n_steps), 0);
+    ASSERT_EQ(hd_json_migration(&one, &m1, steps, n_steps), 0);
+    free(steps);
+    ASSERT(strstr(metrics.data, "crane_migrations_total{result=\"ok\"} 1") !=
+           NULL);
+    ASSERT(strstr(one.data, "\"steps\":[{\"phase\":\"pre\"") != NULL);
+
+    world_serve(&w);
+    expect(w.port, "GET", "/metrics", 200, CT_METRICS, metrics.data);
+    expect(w.port, "GET", "/api/migrations", 200, CT_JSON, all.data);
+    expect(w.port, "GET", "/api/migrations?limit=1", 200, CT_JSON,
+           newest.data);
+    expect(w.port, "GET", "/api/migrations?limit=1000", 200, CT_JSON,
+           all.data);
+    expect(w.port, "GET", "/api/migrations/m-1", 200, CT_JSON, one.data);
+    /* HEAD: the same status and type, no body. */
+    request(w.port, "HEAD", "/api/migrations/m-1", &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT_STR_EQ(a.ctype, CT_JSON);
+    ASSERT_EQ(a.body_len, 0);
+    answer_free(&a);
+
+    hd_buf_free(&metrics);
+    hd_buf_free(&all);
+    hd_buf_free(&newest);
+    hd_buf_free(&one);
+    world_free(&w);
+}
+
+TEST(http_errors)
+{
+    static const char *const not_found[] = {
+        "/", "/index.html", "/api", "/api/", "/metrics/", "/api/migrationsx",
+        "/METRICS", "/api/../metrics",
+    };
+    static const char *const bad_limit[] = {
+        "0", "1001", "-1", "abc", "1x", "", "99999999999999999999999",
+    };
+    struct world w = {0};
+    char id65[128];
+    struct answer a = {0};
+
+    world_make(&w);
+    world_serve(&w);
+    expect(w.port, "GET", "/api/migrations/m-3", 404, CT_JSON,
+           "{\"error\":\"no such migration\"}\n");
+    expect(w.port, "GET", "/api/migrations/a;b", 400, CT_JSON,
+           "{\"error\":\"bad migration id\"}\n");
+    expect(w.port, "GET", "/api/migrations/m%201", 400, CT_JSON, NULL);
+    expect(w.port, "GET", "/api/migrations/", 400, CT_JSON, NULL);
+    expect(w.port, "GET", "/api/migrations/m-1/x", 400, CT_JSON, NULL);
+    expect(w.port, "GET", "/api/migrations/m-1%00x", 400, CT_JSON, NULL);
+    expect(w.port, "GET", "/api/migrations/%C3%A9", 400, CT_JSON, NULL);
+    expect(w.port, "GET", "/api/migrations/..%2Fmetrics", 400, CT_JSON,
+           NULL);
+    memset(id65, 'a', 65);
+    id65[65] = '\0';
+    {
+        char target[160];
+
+        snprintf(target, sizeof(target), "/api/migrations/%s", id65);
+        expect(w.port, "GET", target, 400, CT_JSON, NULL);
+        target[strlen(target) - 1] = '\0'; /* 64: valid, unknown */
+        expect(w.port, "GET", target, 404, CT_JSON, NULL);
+    }
+    for (size_t i = 0; i < sizeof(not_found) / sizeof(*not_found); i++)
+        expect(w.port, "GET", not_found[i], 404, CT_JSON,
+               "{\"error\":\"not found\"}\n");
+    for (size_t i = 0; i < sizeof(bad_limit) / sizeof(*bad_limit); i++) {
+        char target[96];
+
+        snprintf(target, sizeof(target), "/api/migrations?limit=%s",
+                 bad_limit[i]);
+        expect(w.port, "GET", target, 400, CT_JSON,
+               "{\"error\":\"bad limit\"}\n");
+    }
+    /* Not percent-decoded: "%31" is not a number, "%00" cuts nothing. */
+    expect(w.port, "GET", "/api/migrations?limit=%31", 400, CT_JSON, NULL);
+    expect(w.port, "GET", "/api/migrations?limit=1%00", 400, CT_JSON, NULL);
+    request(w.port, "POST", "/metrics", &a);
+    ASSERT_EQ(a.status, 405);
+    ASSERT_STR_EQ(a.ctype, CT_JSON);
+    ASSERT_STR_EQ(a.allow, "GET, HEAD");
+    ASSERT_STR_EQ(a.body, "{\"error\":\"method not allowed\"}\n");
+    answer_free(&a);
+    expect(w.port, "DELETE", "/api/migrations/m-1", 405, CT_JSON, NULL);
+    expect(w.port, "PUT", "/nowhere", 405, CT_JSON, NULL);
+    world_free(&w);
+}
+
+TEST(http_odd_requests)
+{
+    static const char garbage[] = "\x01\x02 nonsense\r\n\r\n";
+    static const char body[] =
+        "POST /api/migrations HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        "Content-Length: 5\r\n\r\nhello";
+    size_t long_len = 256 << 10;
+    char *target = malloc(long_len + 1);
+    struct world w = {0};
+    struct hd_http *again = NULL;
+    struct answer a = {0};
+
+    ASSERT(target != NULL);
+    world_make(&w);
+    /* Bad arguments and a taken port fail cleanly. */
+    ASSERT_EQ(hd_http_start(&again, "localhost", 0, w.h), -EINVAL);
+    ASSERT_EQ(hd_http_start(&again, "127.0.0.1", 0, NULL), -EINVAL);
+    ASSERT(again == NULL);
+    world_serve(&w);
+    ASSERT_EQ(hd_http_start(&again, "127.0.0.1", w.port, w.h), -EIO);
+    ASSERT(again == NULL);
+
+    /* A very long URL is refused before it reaches a route. */
+    memcpy(target, "/api/migrations/", 16);
+    memset(target + 16, 'a', long_len - 16);
+    target[long_len] = '\0';
+    request(w.port, "GET", target, &a);
+    ASSERT_EQ(a.status, 414);
+    answer_free(&a);
+    /* An id of a few kilobytes fits the request buffer: 400. */
+    target[4096] = '\0';
+    expect(w.port, "GET", target, 400, CT_JSON, NULL);
+    free(target);
+
+    exchange(w.port, garbage, sizeof(garbage) - 1, &a);
+    ASSERT_EQ(a.status, 400);
+    answer_free(&a);
+    exchange(w.port, body, sizeof(body) - 1, &a);
+    ASSERT_EQ(a.status, 405);
+    answer_free(&a);
+    expect(w.port, "GET", "/api/migrations?limit=1&limit=2&x=%zz&&=", 200,
+           CT_JSON, NULL);
+    expect(w.port, "GET", "//metrics", 404, CT_JSON, NULL);
+    expect(w.port, "GET", "http://localhost/metrics", 404, CT_JSON, NULL);
+
+    /* Still serving after all that. */
+    expect(w.port, "GET", "/api/migrations?limit=2", 200, CT_JSON, NULL);
+    world_free(&w);
+}
+
+#endif /* HD_HAVE_HTTP */
