@@ -165,12 +165,54 @@ static cl_int CL_API_CALL rc_clEnqueueBarrier(cl_command_queue q)
 
 /* --- memory commands ------------------------------------------------------- */
 
-/* Sends C with its wait list and event; reads wait for their bytes in DST
+/* A memory command being built: the message, its queue, and room for the
+ * origins and region the message points at. */
+struct cmd {
+    Crane__MemCommand c;
+    cl_command_queue q;
+    uint64_t src_origin[3], dst_origin[3], region[3];
+};
+
+static void cmd_init(struct cmd *x, cl_command_queue q, Crane__MemOp op,
+                     cl_mem src, cl_mem dst)
+{
+    *x = (struct cmd){.c = CRANE__MEM_COMMAND__INIT, .q = q};
+    x->c.queue = ID(q);
+    x->c.op = op;
+    x->c.src = ID(src);
+    x->c.dst = ID(dst);
+}
+
+static uint64_t *copy3(uint64_t out[3], const size_t *in)
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = in[i];
+    return out;
+}
+
+/* The 3-element origins (NULL: the op has none on that side) and region. */
+static void cmd_geom(struct cmd *x, const size_t *src_origin,
+                     const size_t *dst_origin, const size_t *region)
+{
+    if (src_origin) {
+        x->c.src_origin = copy3(x->src_origin, src_origin);
+        x->c.n_src_origin = 3;
+    }
+    if (dst_origin) {
+        x->c.dst_origin = copy3(x->dst_origin, dst_origin);
+        x->c.n_dst_origin = 3;
+    }
+    x->c.region = copy3(x->region, region);
+    x->c.n_region = 3;
+}
+
+/* Sends X with its wait list and event; reads wait for their bytes in DST
  * (or leave them to arrive later when DETACHED). */
-static cl_int mem_command(Crane__MemCommand *c, cl_uint n, const cl_event *wl,
+static cl_int mem_command(struct cmd *x, cl_uint n, const cl_event *wl,
                           cl_event *ev, const void *bulk, size_t bulk_len,
                           void *dst, size_t dst_len, bool detached)
 {
+    Crane__MemCommand *c = &x->c;
     struct ids w;
     struct rc_obj *e;
     cl_int err = ids_of(&w, n, wl);
@@ -181,7 +223,7 @@ static cl_int mem_command(Crane__MemCommand *c, cl_uint n, const cl_event *wl,
         ids_done(&w);
         return err;
     }
-    touch((cl_command_queue)shim_remote_by_id(c->queue));
+    touch(x->q);
     c->wait = w.v;
     c->n_wait = w.n;
     c->event = e ? e->id : 0;
@@ -200,6 +242,13 @@ static cl_int mem_command(Crane__MemCommand *c, cl_uint n, const cl_event *wl,
     return event_done(err, ev, e);
 }
 
+/* A command that moves no bytes between the program and the proxy. */
+static cl_int device_command(struct cmd *x, cl_uint n, const cl_event *wl,
+                             cl_event *ev)
+{
+    return mem_command(x, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
 /* Writes SIZE bytes at OFFSET of DST in chunks, the wait list on the first
  * and the event on the last, so the proxy copies one chunk to the device
  * while the next is on the wire. */
@@ -213,13 +262,11 @@ static cl_int write_chunks(cl_command_queue q, cl_mem dst, size_t offset,
     do {
         size_t len = size - done < chunk ? size - done : chunk;
         bool last = done + len == size;
-        Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-        c.queue = ID(q);
-        c.op = CRANE__MEM_OP__MEM_WRITE;
-        c.dst = ID(dst);
-        c.dst_offset = offset + done;
-        c.size = len;
-        err = mem_command(&c, done ? 0 : n, done ? NULL : wl,
+        struct cmd x;
+        cmd_init(&x, q, CRANE__MEM_OP__MEM_WRITE, NULL, dst);
+        x.c.dst_offset = offset + done;
+        x.c.size = len;
+        err = mem_command(&x, done ? 0 : n, done ? NULL : wl,
                           last ? ev : NULL, (const char *)src + done, len,
                           NULL, 0, false);
         done += len;
@@ -244,17 +291,15 @@ static cl_int CL_API_CALL rc_clEnqueueReadBuffer(
     cl_command_queue q, cl_mem b, cl_bool blocking, size_t offset,
     size_t size, void *ptr, cl_uint n, const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    struct cmd x;
 
     if (!ptr)
         return CL_INVALID_VALUE;
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_READ;
-    c.src = ID(b);
-    c.src_offset = offset;
-    c.size = size;
-    c.blocking = blocking;
-    return mem_command(&c, n, wl, ev, NULL, 0, ptr, size, !blocking);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_READ, b, NULL);
+    x.c.src_offset = offset;
+    x.c.size = size;
+    x.c.blocking = blocking;
+    return mem_command(&x, n, wl, ev, NULL, 0, ptr, size, !blocking);
 }
 
 /* Host-side layout of a rect or image transfer. */
@@ -293,15 +338,9 @@ static struct host_layout layout(const size_t *region, size_t elem,
     return l;
 }
 
-static void set3(uint64_t *dst, const size_t *src)
-{
-    for (int i = 0; i < 3; i++)
-        dst[i] = src ? src[i] : 0;
-}
-
 /* A read into a packed bounce buffer, then spread with the host pitches.
  * Non-blocking reads of this kind are done blocking. */
-static cl_int read_packed(Crane__MemCommand *c, const struct host_layout *l,
+static cl_int read_packed(struct cmd *x, const struct host_layout *l,
                           void *ptr, cl_uint n, const cl_event *wl,
                           cl_event *ev)
 {
@@ -310,15 +349,15 @@ static cl_int read_packed(Crane__MemCommand *c, const struct host_layout *l,
 
     if (!tmp)
         return CL_OUT_OF_HOST_MEMORY;
-    c->blocking = true;
-    cl_int err = mem_command(c, n, wl, ev, NULL, 0, tmp, len, false);
+    x->c.blocking = true;
+    cl_int err = mem_command(x, n, wl, ev, NULL, 0, tmp, len, false);
     if (err == CL_SUCCESS)
         unpack(ptr, tmp, l);
     free(tmp);
     return err;
 }
 
-static cl_int write_packed(Crane__MemCommand *c, const struct host_layout *l,
+static cl_int write_packed(struct cmd *x, const struct host_layout *l,
                            const void *ptr, cl_uint n, const cl_event *wl,
                            cl_event *ev)
 {
@@ -328,9 +367,15 @@ static cl_int write_packed(Crane__MemCommand *c, const struct host_layout *l,
     if (!tmp)
         return CL_OUT_OF_HOST_MEMORY;
     pack(tmp, ptr, l);
-    cl_int err = mem_command(c, n, wl, ev, tmp, len, NULL, 0, false);
+    cl_int err = mem_command(x, n, wl, ev, tmp, len, NULL, 0, false);
     free(tmp);
     return err;
+}
+
+/* Where a rect transfer starts in the program's memory. */
+static size_t host_offset(const size_t *origin, const struct host_layout *l)
+{
+    return origin[2] * l->slice + origin[1] * l->row + origin[0];
 }
 
 static cl_int CL_API_CALL rc_clEnqueueReadBufferRect(
@@ -339,27 +384,18 @@ static cl_int CL_API_CALL rc_clEnqueueReadBufferRect(
     size_t buf_slice, size_t host_row, size_t host_slice, void *ptr,
     cl_uint n, const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t o[3], r[3];
+    struct cmd x;
 
     (void)blocking;
     if (!ptr || !buf_origin || !host_origin || !region)
         return CL_INVALID_VALUE;
     struct host_layout l = layout(region, 1, host_row, host_slice);
-    set3(o, buf_origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_READ_RECT;
-    c.src = ID(b);
-    c.src_origin = o;
-    c.n_src_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    c.src_row_pitch = buf_row;
-    c.src_slice_pitch = buf_slice;
-    char *at = (char *)ptr + host_origin[2] * l.slice +
-               host_origin[1] * l.row + host_origin[0];
-    return read_packed(&c, &l, at, n, wl, ev);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_READ_RECT, b, NULL);
+    cmd_geom(&x, buf_origin, NULL, region);
+    x.c.src_row_pitch = buf_row;
+    x.c.src_slice_pitch = buf_slice;
+    return read_packed(&x, &l, (char *)ptr + host_offset(host_origin, &l), n,
+                       wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueWriteBufferRect(
@@ -368,43 +404,32 @@ static cl_int CL_API_CALL rc_clEnqueueWriteBufferRect(
     size_t buf_slice, size_t host_row, size_t host_slice, const void *ptr,
     cl_uint n, const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t o[3], r[3];
+    struct cmd x;
 
     (void)blocking;
     if (!ptr || !buf_origin || !host_origin || !region)
         return CL_INVALID_VALUE;
     struct host_layout l = layout(region, 1, host_row, host_slice);
-    set3(o, buf_origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_WRITE_RECT;
-    c.dst = ID(b);
-    c.dst_origin = o;
-    c.n_dst_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    c.dst_row_pitch = buf_row;
-    c.dst_slice_pitch = buf_slice;
-    const char *at = (const char *)ptr + host_origin[2] * l.slice +
-                     host_origin[1] * l.row + host_origin[0];
-    return write_packed(&c, &l, at, n, wl, ev);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_WRITE_RECT, NULL, b);
+    cmd_geom(&x, NULL, buf_origin, region);
+    x.c.dst_row_pitch = buf_row;
+    x.c.dst_slice_pitch = buf_slice;
+    return write_packed(&x, &l,
+                        (const char *)ptr + host_offset(host_origin, &l), n,
+                        wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueCopyBuffer(
     cl_command_queue q, cl_mem src, cl_mem dst, size_t src_off,
     size_t dst_off, size_t size, cl_uint n, const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    struct cmd x;
 
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_COPY;
-    c.src = ID(src);
-    c.dst = ID(dst);
-    c.src_offset = src_off;
-    c.dst_offset = dst_off;
-    c.size = size;
-    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_COPY, src, dst);
+    x.c.src_offset = src_off;
+    x.c.dst_offset = dst_off;
+    x.c.size = size;
+    return device_command(&x, n, wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueCopyBufferRect(
@@ -413,47 +438,33 @@ static cl_int CL_API_CALL rc_clEnqueueCopyBufferRect(
     size_t src_slice, size_t dst_row, size_t dst_slice, cl_uint n,
     const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t so[3], d[3], r[3];
+    struct cmd x;
 
     if (!src_origin || !dst_origin || !region)
         return CL_INVALID_VALUE;
-    set3(so, src_origin);
-    set3(d, dst_origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_COPY_RECT;
-    c.src = ID(src);
-    c.dst = ID(dst);
-    c.src_origin = so;
-    c.n_src_origin = 3;
-    c.dst_origin = d;
-    c.n_dst_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    c.src_row_pitch = src_row;
-    c.src_slice_pitch = src_slice;
-    c.dst_row_pitch = dst_row;
-    c.dst_slice_pitch = dst_slice;
-    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_COPY_RECT, src, dst);
+    cmd_geom(&x, src_origin, dst_origin, region);
+    x.c.src_row_pitch = src_row;
+    x.c.src_slice_pitch = src_slice;
+    x.c.dst_row_pitch = dst_row;
+    x.c.dst_slice_pitch = dst_slice;
+    return device_command(&x, n, wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueFillBuffer(
     cl_command_queue q, cl_mem b, const void *pattern, size_t pattern_size,
     size_t offset, size_t size, cl_uint n, const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    struct cmd x;
 
     if (!pattern || !pattern_size || pattern_size > 128)
         return CL_INVALID_VALUE;
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_FILL;
-    c.dst = ID(b);
-    c.dst_offset = offset;
-    c.size = size;
-    c.pattern.data = (uint8_t *)pattern;
-    c.pattern.len = pattern_size;
-    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_FILL, NULL, b);
+    x.c.dst_offset = offset;
+    x.c.size = size;
+    x.c.pattern.data = (uint8_t *)pattern;
+    x.c.pattern.len = pattern_size;
+    return device_command(&x, n, wl, ev);
 }
 
 static size_t elem_of(cl_mem image)
@@ -467,23 +478,15 @@ static cl_int CL_API_CALL rc_clEnqueueReadImage(
     const size_t *region, size_t row, size_t slice, void *ptr, cl_uint n,
     const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t o[3], r[3];
+    struct cmd x;
 
     (void)blocking;
     if (!ptr || !origin || !region)
         return CL_INVALID_VALUE;
     struct host_layout l = layout(region, elem_of(image), row, slice);
-    set3(o, origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_READ_IMAGE;
-    c.src = ID(image);
-    c.src_origin = o;
-    c.n_src_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    return read_packed(&c, &l, ptr, n, wl, ev);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_READ_IMAGE, image, NULL);
+    cmd_geom(&x, origin, NULL, region);
+    return read_packed(&x, &l, ptr, n, wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueWriteImage(
@@ -491,23 +494,15 @@ static cl_int CL_API_CALL rc_clEnqueueWriteImage(
     const size_t *region, size_t row, size_t slice, const void *ptr,
     cl_uint n, const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t o[3], r[3];
+    struct cmd x;
 
     (void)blocking;
     if (!ptr || !origin || !region)
         return CL_INVALID_VALUE;
     struct host_layout l = layout(region, elem_of(image), row, slice);
-    set3(o, origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_WRITE_IMAGE;
-    c.dst = ID(image);
-    c.dst_origin = o;
-    c.n_dst_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    return write_packed(&c, &l, ptr, n, wl, ev);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_WRITE_IMAGE, NULL, image);
+    cmd_geom(&x, NULL, origin, region);
+    return write_packed(&x, &l, ptr, n, wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueFillImage(
@@ -515,23 +510,15 @@ static cl_int CL_API_CALL rc_clEnqueueFillImage(
     const size_t *origin, const size_t *region, cl_uint n,
     const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t o[3], r[3];
+    struct cmd x;
 
     if (!color || !origin || !region)
         return CL_INVALID_VALUE;
-    set3(o, origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_FILL_IMAGE;
-    c.dst = ID(image);
-    c.dst_origin = o;
-    c.n_dst_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    c.pattern.data = (uint8_t *)color;
-    c.pattern.len = 16;
-    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_FILL_IMAGE, NULL, image);
+    cmd_geom(&x, NULL, origin, region);
+    x.c.pattern.data = (uint8_t *)color;
+    x.c.pattern.len = 16;
+    return device_command(&x, n, wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueCopyImage(
@@ -539,25 +526,13 @@ static cl_int CL_API_CALL rc_clEnqueueCopyImage(
     const size_t *dst_origin, const size_t *region, cl_uint n,
     const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t so[3], d[3], r[3];
+    struct cmd x;
 
     if (!src_origin || !dst_origin || !region)
         return CL_INVALID_VALUE;
-    set3(so, src_origin);
-    set3(d, dst_origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_COPY_IMAGE;
-    c.src = ID(src);
-    c.dst = ID(dst);
-    c.src_origin = so;
-    c.n_src_origin = 3;
-    c.dst_origin = d;
-    c.n_dst_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_COPY_IMAGE, src, dst);
+    cmd_geom(&x, src_origin, dst_origin, region);
+    return device_command(&x, n, wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueCopyImageToBuffer(
@@ -565,23 +540,14 @@ static cl_int CL_API_CALL rc_clEnqueueCopyImageToBuffer(
     const size_t *region, size_t dst_off, cl_uint n, const cl_event *wl,
     cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t so[3], r[3];
+    struct cmd x;
 
     if (!src_origin || !region)
         return CL_INVALID_VALUE;
-    set3(so, src_origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER;
-    c.src = ID(src);
-    c.dst = ID(dst);
-    c.src_origin = so;
-    c.n_src_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    c.dst_offset = dst_off;
-    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER, src, dst);
+    cmd_geom(&x, src_origin, NULL, region);
+    x.c.dst_offset = dst_off;
+    return device_command(&x, n, wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueCopyBufferToImage(
@@ -589,23 +555,14 @@ static cl_int CL_API_CALL rc_clEnqueueCopyBufferToImage(
     const size_t *dst_origin, const size_t *region, cl_uint n,
     const cl_event *wl, cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
-    uint64_t d[3], r[3];
+    struct cmd x;
 
     if (!dst_origin || !region)
         return CL_INVALID_VALUE;
-    set3(d, dst_origin);
-    set3(r, region);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE;
-    c.src = ID(src);
-    c.dst = ID(dst);
-    c.src_offset = src_off;
-    c.dst_origin = d;
-    c.n_dst_origin = 3;
-    c.region = r;
-    c.n_region = 3;
-    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE, src, dst);
+    cmd_geom(&x, NULL, dst_origin, region);
+    x.c.src_offset = src_off;
+    return device_command(&x, n, wl, ev);
 }
 
 static cl_int CL_API_CALL rc_clEnqueueMigrateMemObjects(
@@ -613,19 +570,18 @@ static cl_int CL_API_CALL rc_clEnqueueMigrateMemObjects(
     cl_mem_migration_flags flags, cl_uint n, const cl_event *wl,
     cl_event *ev)
 {
-    Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
+    struct cmd x;
     uint64_t ids[256];
 
     if (!n_objs || !objs || n_objs > 256)
         return CL_INVALID_VALUE;
     for (cl_uint i = 0; i < n_objs; i++)
         ids[i] = ID(objs[i]);
-    c.queue = ID(q);
-    c.op = CRANE__MEM_OP__MEM_MIGRATE;
-    c.objects = ids;
-    c.n_objects = n_objs;
-    c.flags = flags;
-    return mem_command(&c, n, wl, ev, NULL, 0, NULL, 0, false);
+    cmd_init(&x, q, CRANE__MEM_OP__MEM_MIGRATE, NULL, NULL);
+    x.c.objects = ids;
+    x.c.n_objects = n_objs;
+    x.c.flags = flags;
+    return device_command(&x, n, wl, ev);
 }
 
 /* --- maps ---------------------------------------------------------------------- */

@@ -369,6 +369,20 @@ static cl_int CL_API_CALL rc_clReleaseDevice(cl_device_id d)
     return CL_INVALID_DEVICE;
 }
 
+/* A 0-terminated list of 64-bit name/value properties as the message's
+ * pairs (at most 15 pairs, the rest is ignored); returns their count. */
+static size_t prop_pairs(uint64_t out[32], const cl_ulong *props)
+{
+    size_t n = 0;
+
+    while (props && props[n] && n < 30) {
+        out[n] = props[n];
+        out[n + 1] = props[n + 1];
+        n += 2;
+    }
+    return n;
+}
+
 /* --- contexts and queues ------------------------------------------------------ */
 
 static cl_context CL_API_CALL rc_clCreateContext(
@@ -425,11 +439,7 @@ static cl_command_queue create_queue(cl_context c, cl_device_id d,
     uint64_t pv[32];
     size_t np = 0;
 
-    while (props && props[np] && np < 30) {
-        pv[np] = props[np];
-        pv[np + 1] = props[np + 1];
-        np += 2;
-    }
+    np = prop_pairs(pv, props);
     struct rc_obj *o = obj_new(SHIM_QUEUE, sizeof(struct rc_queue));
     if (!o) {
         SET_ERR(CL_OUT_OF_HOST_MEMORY);
@@ -492,11 +502,7 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
     bool with_data =
         host && (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR));
 
-    while (props && props[np] && np < 30) {
-        pv[np] = props[np];
-        pv[np + 1] = props[np + 1];
-        np += 2;
-    }
+    np = prop_pairs(pv, props);
     struct rc_mem *mem = mem_new(flags, size, host);
     if (!mem) {
         SET_ERR(CL_OUT_OF_HOST_MEMORY);
@@ -605,11 +611,7 @@ static cl_mem create_image(cl_context c, const cl_mem_properties *props,
         SET_ERR(CL_OUT_OF_HOST_MEMORY);
         return NULL;
     }
-    while (props && props[np] && np < 30) {
-        pv[np] = props[np];
-        pv[np + 1] = props[np + 1];
-        np += 2;
-    }
+    np = prop_pairs(pv, props);
     size_t reg[3];
     shim_image_desc_region(desc, reg);
     struct rc_mem *mem = mem_new(flags, reg[0] * elem * reg[1] * reg[2], host);
@@ -678,11 +680,7 @@ static cl_sampler create_sampler(cl_context c, const cl_sampler_properties *p,
     uint64_t pv[32];
     size_t np = 0;
 
-    while (p && p[np] && np < 30) {
-        pv[np] = p[np];
-        pv[np + 1] = p[np + 1];
-        np += 2;
-    }
+    np = prop_pairs(pv, p);
     struct rc_obj *o = obj_new(SHIM_SAMPLER, sizeof(struct rc_obj));
     if (!o) {
         SET_ERR(CL_OUT_OF_HOST_MEMORY);
