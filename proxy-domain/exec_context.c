@@ -71,15 +71,9 @@ cl_int px_exec_sub_devices(struct px_call *c)
     if (!out)
         return CL_OUT_OF_HOST_MEMORY;
     err = clCreateSubDevices(dev, props, n, out, NULL);
-    for (cl_uint i = 0; err == CL_SUCCESS && i < n; i++) {
-        if (i < s->n_ids)
-            err = px_tenant_add(c->t, s->ids[i], PX_DEVICE, out[i], 0, false);
-        else
-            clReleaseDevice(out[i]);
-        if (err != CL_SUCCESS)
-            for (cl_uint j = i + 1; j < n; j++)
-                clReleaseDevice(out[j]);
-    }
+    if (err == CL_SUCCESS)
+        err = px_tenant_adopt(c->t, s->ids, s->n_ids, PX_DEVICE,
+                              (void **)out, n);
     free(out);
     return err;
 }

@@ -232,16 +232,9 @@ static cl_int all_kernels(struct px_call *c, cl_program prog)
     if (!v)
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
     err = clCreateKernelsInProgram(prog, n, v, NULL);
-    for (cl_uint i = 0; err == CL_SUCCESS && i < n; i++) {
-        if (i < k->n_all_ids)
-            err = px_tenant_add(c->t, k->all_ids[i], PX_KERNEL, v[i], 0,
-                                false);
-        else
-            clReleaseKernel(v[i]);
-        if (err != CL_SUCCESS)
-            for (cl_uint j = i + 1; j < n; j++)
-                clReleaseKernel(v[j]);
-    }
+    if (err == CL_SUCCESS)
+        err = px_tenant_adopt(c->t, k->all_ids, k->n_all_ids, PX_KERNEL,
+                              (void **)v, n);
     free(v);
     return err;
 }

@@ -208,6 +208,21 @@ static void drop(struct px_tenant *t, struct px_obj *o)
     free(o);
 }
 
+cl_int px_tenant_adopt(struct px_tenant *t, const uint64_t *ids,
+                       size_t n_ids, enum px_kind kind, void **handles,
+                       size_t n)
+{
+    cl_int err = CL_SUCCESS;
+
+    for (size_t i = 0; i < n; i++) {
+        if (err == CL_SUCCESS && i < n_ids)
+            err = px_tenant_add(t, ids[i], kind, handles[i], 0, false);
+        else
+            release_handle(kind, handles[i]);
+    }
+    return err;
+}
+
 cl_int px_tenant_remove(struct px_tenant *t, uint64_t id, enum px_kind kind)
 {
     struct px_obj *o = px_tenant_obj(t, id, kind);

@@ -127,6 +127,13 @@ cl_int px_tenant_check_new(struct px_tenant *t, uint64_t id,
 cl_int px_tenant_add(struct px_tenant *t, uint64_t id, enum px_kind kind,
                      void *handle, uint64_t bytes, bool user_event);
 
+/* Takes N handles of KIND a call made at once (sub-devices, a program's
+ * kernels): the first N_IDS become objects IDS, the rest are released, and
+ * after a failure every one not yet recorded is released too. */
+cl_int px_tenant_adopt(struct px_tenant *t, const uint64_t *ids,
+                       size_t n_ids, enum px_kind kind, void **handles,
+                       size_t n);
+
 /* Releases the client's object ID of KIND and forgets the id. */
 cl_int px_tenant_remove(struct px_tenant *t, uint64_t id, enum px_kind kind);
 
