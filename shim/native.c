@@ -363,4 +363,5 @@ const struct shim_backend_ops shim_native_ops = {
     .unload = native_unload,
     .platforms = native_platforms,
     .extension = native_extension,
+    .prewarm = shim_prewarm_native,
 };

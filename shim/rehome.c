@@ -493,10 +493,10 @@ static int begin(const struct shim_backend_ops *to,
         return -EBUSY;
     }
     background_join();
-    /* Back from the proxy: what does not depend on the program's state is
-     * done while it still runs. */
-    if (to == &shim_native_ops && shim.backend == &shim_remote_ops)
-        shim_prewarm_native();
+    /* Onto another backend: what does not depend on the program's state
+     * is done while it still runs. */
+    if (to && to != shim.backend && to->prewarm)
+        to->prewarm();
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
