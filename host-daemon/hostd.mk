@@ -1,13 +1,18 @@
-# Make fragment: the host daemon's library (history, metrics, JSON, HTTP)
-# and its unit tests.  Built only where SQLite is (pkg-config sqlite3); the
-# HTTP server (http.c) and its tests only where libmicrohttpd is too.
+# Make fragment: the host daemon: its library (history, metrics, JSON, HTTP,
+# dashboard), crane-hostd, crane-migrate, and their tests.
 #
-# Included by the top-level Makefile; builds in the variant folder $(B)
-# (build, or build-address with SAN=address).
-#   HOSTD_LIB        $(B)/lib/libcrane-hostd.a
+# Included by the top-level Makefile after proto/proto.mk; builds in the
+# variant folder $(B) (build, or build-address with SAN=address).
+#   HOSTD_LIB        $(B)/lib/libcrane-hostd.a (needs SQLite)
 #   HOSTD_TEST_BIN   $(B)/tests/hostd-tests: the tests of tests/hostd/,
 #                    listed in tests/hostd/list.h and run by the unit-test
 #                    runner (tests/unit/runner.c); `make check` builds it.
+#   HOSTD_BIN        $(B)/bin/crane-hostd (needs libvirt, libxml2, libuv
+#                    and libmicrohttpd too); the libxl backend is built in
+#                    when libxenlight is there (package libxen-dev)
+#   MIGRATE_BIN      $(B)/bin/crane-migrate
+#   HOSTD_TOOLS      $(B)/tests/hostd-serve: serves a history file over
+#                    HTTP (the dashboard's browser test)
 
 ifeq ($(shell pkg-config --exists sqlite3 && echo yes),yes)
 
@@ -25,7 +30,7 @@ HOSTD_DEFS :=
 ifeq ($(shell pkg-config --exists libmicrohttpd && echo yes),yes)
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
 HOSTD_LIB_SRCS += host-daemon/http.c
-HOSTD_LIB_OBJS += $(B)/obj/host-daemon/http.o
+HOSTD_LIB_OBJS += $(B)/obj/host-daemon/http.o $(B)/obj/gen/dashboard.o
 HOSTD_LIBS += $(shell pkg-config --libs libmicrohttpd)
 HOSTD_DEFS += -DHD_HAVE_HTTP
 endif
@@ -68,6 +73,107 @@ $(B)/obj/tests/hostd/runner/runner.o: $(B)/obj/tests/hostd/runner/runner.c \
 $(HOSTD_TEST_BIN): $(HOSTD_TEST_OBJS) $(HOSTD_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(HOSTD_TEST_OBJS) $(HOSTD_LIBS) $(LDFLAGS) -pthread
+
+# The dashboard page, embedded in the library as bytes
+# (hd_dashboard_html[], hd_dashboard_html_len): one file to edit, nothing
+# to install.
+$(B)/gen/dashboard.c: host-daemon/dashboard.html
+	@mkdir -p $(@D)
+	{ echo '/* Generated from host-daemon/dashboard.html; do not edit. */'; \
+	  echo 'const unsigned char hd_dashboard_html[] = {'; \
+	  od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; \
+	  echo 'const unsigned long hd_dashboard_html_len = sizeof(hd_dashboard_html);'; \
+	} > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/gen/dashboard.o: $(B)/gen/dashboard.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# --- the daemon and crane-migrate ---------------------------------------------
+ifeq ($(shell pkg-config --exists libvirt libxml-2.0 libmicrohttpd && echo yes),yes)
+
+VIRT_CFLAGS := $(shell pkg-config --cflags libvirt libxml-2.0)
+VIRT_LIBS := $(shell pkg-config --libs libvirt libxml-2.0)
+ifndef UV_LIBS
+UV_CFLAGS := $(shell pkg-config --cflags libuv 2>/dev/null)
+UV_LIBS := $(or $(shell pkg-config --libs libuv 2>/dev/null),-luv)
+endif
+
+# crane-migrate's own files; the library's; everything else is the daemon.
+MIGRATE_SRCS := host-daemon/crane-migrate.c
+HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) \
+                host-daemon/hv_libxl.c, \
+                $(sort $(wildcard host-daemon/*.c)))
+HOSTD_DAEMON_DEFS :=
+XL_LIBS :=
+ifeq ($(shell pkg-config --exists xenlight && echo yes),yes)
+HOSTD_SRCS += host-daemon/hv_libxl.c
+HOSTD_DAEMON_DEFS += -DHD_HAVE_LIBXL
+VIRT_CFLAGS += $(shell pkg-config --cflags xenlight)
+XL_LIBS := $(shell pkg-config --libs xenlight xentoollog)
+endif
+HOSTD_OBJS := $(HOSTD_SRCS:%.c=$(B)/obj/%.o)
+MIGRATE_OBJS := $(MIGRATE_SRCS:%.c=$(B)/obj/%.o)
+HOSTD_BIN := $(B)/bin/crane-hostd
+MIGRATE_BIN := $(B)/bin/crane-migrate
+HOSTD_SERVE_BIN := $(B)/tests/hostd-serve
+HOSTD_FAKE_BIN := $(B)/tests/hostd-fake
+# The daemon's objects without main(), for tests that drive its parts.
+HOSTD_CORE_OBJS := $(filter-out $(B)/obj/host-daemon/main.o,$(HOSTD_OBJS))
+HOSTD_HV_TEST_SRCS := $(sort $(wildcard tests/hostd-hv/*.c))
+HOSTD_HV_TEST_OBJS := $(HOSTD_HV_TEST_SRCS:%.c=$(B)/obj/%.o)
+HOSTD_HV_TEST_BIN := $(B)/tests/hostd-hv-tests
+
+all: $(HOSTD_BIN) $(MIGRATE_BIN) $(HOSTD_SERVE_BIN) $(HOSTD_FAKE_BIN) \
+     $(if $(HOSTD_HV_TEST_SRCS),$(HOSTD_HV_TEST_BIN))
+
+$(HOSTD_OBJS) $(MIGRATE_OBJS): | $(PROTO_GEN_H)
+$(HOSTD_OBJS) $(MIGRATE_OBJS): CFLAGS += $(PROTO_CFLAGS) $(VIRT_CFLAGS) \
+    $(UV_CFLAGS) $(HOSTD_DAEMON_DEFS)
+
+$(HOSTD_BIN): $(HOSTD_OBJS) $(HOSTD_LIB) $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(HOSTD_OBJS) $(HOSTD_LIBS) $(PROTO_LIBS) $(VIRT_LIBS) \
+	    $(XL_LIBS) $(UV_LIBS) $(LDFLAGS) -lm -pthread
+
+$(MIGRATE_BIN): $(MIGRATE_OBJS) $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(MIGRATE_OBJS) $(PROTO_LIBS) $(LDFLAGS) -lm
+
+$(B)/obj/tests/hostd-tools/%.o: tests/hostd-tools/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(HOSTD_DEFS) -I. -c -o $@ $<
+
+$(HOSTD_SERVE_BIN): $(B)/obj/tests/hostd-tools/serve.o $(HOSTD_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(HOSTD_LIBS) $(LDFLAGS) -pthread
+
+# A stand-in crane-hostd for crane-migrate's tests (the client hop only).
+$(B)/obj/tests/hostd-tools/fake_hostd.o: | $(PROTO_GEN_H)
+$(B)/obj/tests/hostd-tools/fake_hostd.o: CFLAGS += $(PROTO_CFLAGS)
+$(HOSTD_FAKE_BIN): $(B)/obj/tests/hostd-tools/fake_hostd.o $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(PROTO_LIBS) $(LDFLAGS) -lm
+
+# Tests of the daemon's parts against real libvirt (test:///default and
+# the e2e instances): tests/hostd-hv/*.c with the daemon's objects.
+$(HOSTD_HV_TEST_OBJS): | $(PROTO_GEN_H)
+$(HOSTD_HV_TEST_OBJS): CFLAGS += $(PROTO_CFLAGS) $(VIRT_CFLAGS) $(UV_CFLAGS) \
+    $(HOSTD_DAEMON_DEFS)
+$(B)/obj/tests/hostd-hv/%.o: tests/hostd-hv/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I. -c -o $@ $<
+
+$(HOSTD_HV_TEST_BIN): $(HOSTD_HV_TEST_OBJS) $(HOSTD_CORE_OBJS) $(HOSTD_LIB) \
+                      $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(HOSTD_HV_TEST_OBJS) $(HOSTD_CORE_OBJS) $(HOSTD_LIBS) \
+	    $(PROTO_LIBS) $(VIRT_LIBS) $(XL_LIBS) $(UV_LIBS) $(LDFLAGS) -lm \
+	    -pthread
+
+-include $(HOSTD_OBJS:.o=.d) $(MIGRATE_OBJS:.o=.d) $(HOSTD_HV_TEST_OBJS:.o=.d)
+endif
 
 -include $(HOSTD_LIB_OBJS:.o=.d) $(HOSTD_TEST_OBJS:.o=.d)
 

@@ -1,0 +1,319 @@
+/* The destination side: a VM arrives, gets a free GPU, its programs resume;
+ * VMs that found no free GPU wait for one. */
+#include "arrive.h"
+
+#include "guest.h"
+#include "log.h"
+#include "proto/frame.h"
+#include "pool.h"
+#include "run.h"
+#include "waits.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WAITING_MAX 64
+
+struct waiter {
+    char id[HD_ID_MAX + 1];
+    char domain[HV_NAME_MAX + 1];
+    double start_wall;            /* the migration's start */
+};
+
+struct hd_waiting {
+    pthread_mutex_t lock;         /* the list and `retrying` */
+    pthread_mutex_t attach_lock;  /* one attach-and-resume at a time */
+    struct waiter list[WAITING_MAX];
+    size_t n;
+    bool retrying;
+};
+
+int hd_waiting_new(struct hd_waiting **out)
+{
+    struct hd_waiting *w = calloc(1, sizeof(*w));
+
+    if (!w)
+        return -ENOMEM;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_mutex_init(&w->attach_lock, NULL);
+    *out = w;
+    return 0;
+}
+
+void hd_waiting_free(struct hd_waiting *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->attach_lock);
+    free(w);
+}
+
+static void waiting_add(struct hd_waiting *w, const char *id,
+                        const char *domain, double start_wall)
+{
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->list[i].domain, domain) == 0)
+            w->list[i] = w->list[--w->n];
+    if (w->n < WAITING_MAX) {
+        struct waiter *e = &w->list[w->n++];
+        snprintf(e->id, sizeof(e->id), "%s", id);
+        snprintf(e->domain, sizeof(e->domain), "%s", domain);
+        e->start_wall = start_wall;
+    } else {
+        HD_ERROR("%s: more than %d VMs wait for a GPU; this one is not "
+                 "retried (cranectl resume in the guest once a GPU is "
+                 "attached)", domain, WAITING_MAX);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/*
+ * Gives DOMAIN a free GPU and brings its programs back: OK; REMOTING when
+ * there is no free GPU or it would not attach (the VM goes on remoting);
+ * FAILED when the guest did not come back (WHY says why).
+ */
+static Crane__Hostd__Result attach_and_resume(struct hd_daemon *d,
+                                              struct hd_run *run,
+                                              const char *domain, char *why,
+                                              size_t why_len)
+{
+    struct hd_guest_reply gr;
+    struct hv_domain dom;
+    const struct hv_gpu *gpu;
+    struct hd_wait wait;
+    double t;
+    int rc;
+
+    pthread_mutex_lock(&d->waiting->attach_lock);
+    t = hd_run_elapsed(run);
+    if ((rc = hd_pool_reserve(d->pool, d->hv_ops, d->hv, domain, &gpu)) < 0) {
+        snprintf(why, why_len, "no free GPU on %s%s%s", d->cfg.host_name,
+                 rc == -EBUSY ? "" : ": ", rc == -EBUSY ? "" : strerror(-rc));
+        hd_run_step(run, "wait-gpu", 0, NULL, t, 0, rc, why);
+        pthread_mutex_unlock(&d->waiting->attach_lock);
+        return CRANE__HOSTD__RESULT__RESULT_REMOTING;
+    }
+    hd_run_say(run, "attach", -1, "attaching %s", gpu->name);
+    hd_wait_arm(d->waits, &wait, HV_EV_DEVICE_ADDED, domain, gpu->alias);
+    rc = d->hv_ops->attach(d->hv, domain, gpu);
+    if (rc == 0 && hd_wait_for(d->waits, &wait, d->cfg.attach_timeout_ms) < 0 &&
+        d->hv_ops->has_gpu(d->hv, domain, gpu) != 1)
+        rc = -ETIMEDOUT;
+    else if (rc < 0)
+        hd_wait_disarm(d->waits, &wait);
+    hd_pool_unreserve(d->pool, gpu);
+    if (rc < 0) {
+        snprintf(why, why_len, "%s would not attach: %s", gpu->name,
+                 strerror(-rc));
+        hd_run_step(run, "attach", 0, NULL, t, hd_run_elapsed(run) - t, rc,
+                    why);
+        pthread_mutex_unlock(&d->waiting->attach_lock);
+        return CRANE__HOSTD__RESULT__RESULT_REMOTING;
+    }
+    hd_run_step(run, "attach", 0, NULL, t, hd_run_elapsed(run) - t, 0,
+                gpu->name);
+    pthread_mutex_unlock(&d->waiting->attach_lock);
+
+    t = hd_run_elapsed(run);
+    hd_run_say(run, "resume", -1, "bringing programs back to the GPU");
+    if ((rc = d->hv_ops->domain(d->hv, domain, &dom)) < 0 || !*dom.channel) {
+        snprintf(why, why_len, "%s has no guest channel here", domain);
+        return CRANE__HOSTD__RESULT__RESULT_FAILED;
+    }
+    if ((rc = hd_guest_resume(dom.channel, d->cfg.resume_deadline_ms,
+                              &gr)) < 0) {
+        snprintf(why, why_len, "the guest daemon did not answer resume: %s",
+                 strerror(-rc));
+        hd_run_step(run, "resume", 0, NULL, t, hd_run_elapsed(run) - t, rc,
+                    why);
+        return CRANE__HOSTD__RESULT__RESULT_FAILED;
+    }
+    hd_run_guest_steps(run, gr.ack, "post", t);
+    rc = gr.ack->err;
+    if (rc < 0)
+        snprintf(why, why_len, "the guest could not resume: %.300s",
+                 gr.ack->error);
+    hd_run_step(run, "resume", 0, NULL, t, hd_run_elapsed(run) - t, rc,
+                rc < 0 ? why : NULL);
+    hd_guest_reply_free(&gr);
+    return rc < 0 ? CRANE__HOSTD__RESULT__RESULT_FAILED
+                  : CRANE__HOSTD__RESULT__RESULT_OK;
+}
+
+static bool valid_id(const char *s)
+{
+    size_t n = strlen(s);
+
+    return n > 0 && n <= HD_ID_MAX &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789._-") == n;
+}
+
+int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
+                    const Crane__Hostd__Arrive *a, const char *src_host)
+{
+    Crane__Hostd__PeerReply r = CRANE__HOSTD__PEER_REPLY__INIT;
+    Crane__Hostd__ArriveReply ar = CRANE__HOSTD__ARRIVE_REPLY__INIT;
+    Crane__Hostd__Step **ptrs = NULL;
+    Crane__Hostd__Result result;
+    struct hv_domain dom;
+    struct hd_run run;
+    char why[512] = "";
+    int rc;
+
+    r.id = id;
+    r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_ARRIVE;
+    r.arrive = &ar;
+    if (!valid_id(a->migration_id) || !*a->domain ||
+        strlen(a->domain) > HV_NAME_MAX) {
+        ar.result = CRANE__HOSTD__RESULT__RESULT_FAILED;
+        ar.error = "bad arrive: migration id or domain name";
+        return crn_frame_write(fd, &r.base);
+    }
+    hd_run_begin(&run, d, a->migration_id, a->domain, src_host,
+                 d->cfg.host_name,
+                 a->mode == CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE
+                     ? HD_MODE_OFFLINE
+                     : HD_MODE_LIVE,
+                 -1);
+    if ((rc = d->hv_ops->domain(d->hv, a->domain, &dom)) < 0 ||
+        !dom.running) {
+        snprintf(why, sizeof(why), "%s does not run on %s", a->domain,
+                 d->cfg.host_name);
+        result = CRANE__HOSTD__RESULT__RESULT_FAILED;
+    } else {
+        result = attach_and_resume(d, &run, a->domain, why, sizeof(why));
+    }
+    ar.result = result;
+    ar.error = why;
+    if ((ptrs = calloc(run.n_steps + 1, sizeof(*ptrs)))) {
+        for (size_t i = 0; i < run.n_steps; i++)
+            ptrs[i] = &run.steps[i];
+        ar.steps = ptrs;
+        ar.n_steps = run.n_steps;
+    }
+    rc = crn_frame_write(fd, &r.base);
+    free(ptrs);
+    if (result == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
+        HD_WARN("%s: %s; it remotes until a GPU is free", a->domain, why);
+        waiting_add(d->waiting, run.m.id, a->domain, run.m.start_time);
+        hd_run_leave(&run);
+    } else {
+        hd_run_end(&run, result, *why ? why : NULL);
+    }
+    return rc;
+}
+
+/* --- VMs waiting for a GPU ----------------------------------------------- */
+
+static bool take_next(struct hd_waiting *w, struct waiter *out)
+{
+    bool got = false;
+
+    pthread_mutex_lock(&w->lock);
+    if (w->n > 0) {
+        *out = w->list[0];
+        w->list[0] = w->list[--w->n];
+        got = true;
+    } else {
+        w->retrying = false;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return got;
+}
+
+static void retry_job(void *arg)
+{
+    struct hd_daemon *d = arg;
+    struct waiter again[WAITING_MAX];
+    size_t n_again = 0;
+    struct waiter e;
+
+    while (take_next(d->waiting, &e)) {
+        struct hv_domain dom;
+        struct hd_run run;
+        char why[512] = "";
+        Crane__Hostd__Result r;
+
+        hd_run_continue(&run, d, e.id, e.domain, e.start_wall);
+        if (d->hv_ops->domain(d->hv, e.domain, &dom) < 0 || !dom.running) {
+            hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_FAILED,
+                       "the VM stopped running here while it waited for "
+                       "a GPU");
+            continue;
+        }
+        r = attach_and_resume(d, &run, e.domain, why, sizeof(why));
+        if (r == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
+            hd_run_leave(&run);
+            again[n_again++] = e;
+            /* No GPU for this one: none for the others either. */
+            break;
+        }
+        hd_run_end(&run, r, *why ? why : NULL);
+    }
+    for (size_t i = 0; i < n_again; i++)
+        waiting_add(d->waiting, again[i].id, again[i].domain,
+                    again[i].start_wall);
+    pthread_mutex_lock(&d->waiting->lock);
+    d->waiting->retrying = false;
+    pthread_mutex_unlock(&d->waiting->lock);
+}
+
+void hd_waiting_kick(struct hd_daemon *d)
+{
+    bool start;
+
+    pthread_mutex_lock(&d->waiting->lock);
+    start = d->waiting->n > 0 && !d->waiting->retrying;
+    if (start)
+        d->waiting->retrying = true;
+    pthread_mutex_unlock(&d->waiting->lock);
+    if (start && hd_job_start(d, retry_job, d) < 0) {
+        pthread_mutex_lock(&d->waiting->lock);
+        d->waiting->retrying = false;
+        pthread_mutex_unlock(&d->waiting->lock);
+    }
+}
+
+int hd_waiting_recover(struct hd_daemon *d)
+{
+    struct hd_history *h;
+    struct hd_migration *list = NULL;
+    size_t n = 0;
+    int rc;
+
+    if ((rc = hd_history_open(d->cfg.history, &h)) < 0)
+        return rc;
+    rc = hd_history_list(h, HD_LIST_MAX, &list, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const struct hd_migration *m = &list[i];
+        const struct hv_gpu *gpu;
+        struct hv_domain dom;
+
+        if (m->result != HD_RESULT_RUNNING)
+            continue;
+        if (strcmp(m->dst_host, d->cfg.host_name) == 0 &&
+            strcmp(m->src_host, d->cfg.host_name) != 0 &&
+            d->hv_ops->domain(d->hv, m->domain, &dom) == 0 && dom.running &&
+            hd_pool_held_by(d->pool, d->hv_ops, d->hv, m->domain, &gpu) ==
+                -ENOENT) {
+            HD_INFO("%s (migration %s) still waits for a GPU", m->domain,
+                    m->id);
+            waiting_add(d->waiting, m->id, m->domain, m->start_time);
+            continue;
+        }
+        HD_WARN("migration %s of %s was cut short by a daemon restart",
+                m->id, m->domain);
+        hd_history_finish(h, m->id, HD_RESULT_FAILED, hd_wall(),
+                          "crane-hostd stopped during this migration; "
+                          "check the VM");
+    }
+    free(list);
+    hd_history_close(h);
+    return rc;
+}

@@ -1,0 +1,28 @@
+/* The destination side: a VM arrives, gets a free GPU, its programs resume;
+ * VMs that found no free GPU wait for one. */
+#ifndef HD_ARRIVE_H
+#define HD_ARRIVE_H
+
+#include "daemon.h"
+#include "proto/hostd.pb-c.h"
+
+#include <stdint.h>
+
+int hd_waiting_new(struct hd_waiting **out);
+void hd_waiting_free(struct hd_waiting *w);
+
+/* Answers a peer's Arrive (request ID) on FD: attach, resume, reply with
+ * the steps.  Returns the write's result. */
+int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
+                    const Crane__Hostd__Arrive *a, const char *src_host);
+
+/* Loop thread: when VMs wait and no retry runs, starts a job that gives
+ * each a free GPU while there are some. */
+void hd_waiting_kick(struct hd_daemon *d);
+
+/* At start-up: migrations the history still has as running.  Those this
+ * host received whose VM runs here without a GPU wait again; the others
+ * are marked failed (the daemon stopped in their middle). */
+int hd_waiting_recover(struct hd_daemon *d);
+
+#endif /* HD_ARRIVE_H */

@@ -1,0 +1,237 @@
+/* crane-hostd's settings: defaults, config file, command-line overrides. */
+#include "config.h"
+
+#include "proto/conffile.h"
+#include "proto/endpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void hd_config_defaults(struct hd_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->uri, sizeof(cfg->uri), "qemu:///system");
+    snprintf(cfg->backend, sizeof(cfg->backend), "libvirt");
+    if (gethostname(cfg->host_name, sizeof(cfg->host_name) - 1) < 0 ||
+        !cfg->host_name[0])
+        snprintf(cfg->host_name, sizeof(cfg->host_name), "localhost");
+    snprintf(cfg->control, sizeof(cfg->control), "unix:/run/crane/hostd.sock");
+    cfg->control_mode = 0600;
+    snprintf(cfg->peer_listen, sizeof(cfg->peer_listen), "tcp:0.0.0.0:%u",
+             HD_PEER_PORT);
+    cfg->peer_port = HD_PEER_PORT;
+    snprintf(cfg->peer_key, sizeof(cfg->peer_key), "/etc/crane/hostd.key");
+    snprintf(cfg->http, sizeof(cfg->http), "127.0.0.1:7411");
+    snprintf(cfg->history, sizeof(cfg->history), "/var/lib/crane/hostd.db");
+    snprintf(cfg->channel, sizeof(cfg->channel), "org.crane.guest.0");
+    cfg->detach_timeout_ms = 10000;
+    cfg->attach_timeout_ms = 10000;
+    cfg->prepare_deadline_ms = 30000;
+    cfg->resume_deadline_ms = 60000;
+    cfg->gpu_retry_ms = 5000;
+    snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+}
+
+static int text(char *dst, size_t len, const char *v)
+{
+    if (strlen(v) >= len)
+        return -EINVAL;
+    memcpy(dst, v, strlen(v) + 1);
+    return 0;
+}
+
+static int ms(uint32_t *dst, const char *v)
+{
+    char *end;
+    unsigned long n;
+
+    errno = 0;
+    n = strtoul(v, &end, 10);
+    if (errno || end == v || *end || *v == '-' || n == 0 || n > 86400000UL)
+        return -EINVAL;
+    *dst = (uint32_t)n;
+    return 0;
+}
+
+/* "none" or empty turns an optional listener off. */
+static int optional(char *dst, size_t len, const char *v)
+{
+    return text(dst, len, strcmp(v, "none") == 0 ? "" : v);
+}
+
+/* ADDR:PORT with a numeric address (IPv6 in brackets). */
+static int http_address(const char *v)
+{
+    char ep[HD_TEXT + 8];
+    struct crn_endpoint e;
+
+    snprintf(ep, sizeof(ep), "tcp:%s", v);
+    return crn_endpoint_parse(ep, &e);
+}
+
+/* NAME pci:DDDD:BB:SS.F  or  NAME xml:FILE */
+static int gpu_line(struct hd_config *cfg, const char *v)
+{
+    struct hd_gpu_conf *g;
+    const char *sp = strchr(v, ' ');
+    const char *what;
+    size_t name_len;
+    unsigned d, b, s, f;
+    char tail;
+
+    if (cfg->n_gpus >= HD_MAX_GPUS || !sp)
+        return -EINVAL;
+    name_len = (size_t)(sp - v);
+    if (name_len == 0 || name_len >= sizeof(g->name) ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789_-") != name_len)
+        return -EINVAL;
+    what = sp + strspn(sp, " ");
+    g = &cfg->gpus[cfg->n_gpus];
+    memset(g, 0, sizeof(*g));
+    memcpy(g->name, v, name_len);
+    for (size_t i = 0; i < cfg->n_gpus; i++)
+        if (strcmp(cfg->gpus[i].name, g->name) == 0)
+            return -EINVAL;
+    if (strncmp(what, "pci:", 4) == 0) {
+        if (sscanf(what + 4, "%4x:%2x:%2x.%1x%c", &d, &b, &s, &f, &tail) != 4 ||
+            strlen(what + 4) != 12 || s > 31 || f > 7)
+            return -EINVAL;
+        snprintf(g->pci, sizeof(g->pci), "%04x:%02x:%02x.%x", d, b, s, f);
+    } else if (strncmp(what, "xml:", 4) == 0 && what[4] == '/') {
+        if (text(g->xml_file, sizeof(g->xml_file), what + 4) < 0)
+            return -EINVAL;
+    } else {
+        return -EINVAL;
+    }
+    cfg->n_gpus++;
+    return 0;
+}
+
+int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
+                  char *why, size_t why_len)
+{
+    struct crn_endpoint ep;
+    const char *hint = "";
+    int rc;
+
+    if (strcmp(key, "uri") == 0) {
+        rc = *v ? text(cfg->uri, sizeof(cfg->uri), v) : -EINVAL;
+        hint = "a hypervisor URI, e.g. qemu:///system";
+    } else if (strcmp(key, "backend") == 0) {
+        rc = strcmp(v, "libvirt") == 0 || strcmp(v, "libxl") == 0
+                 ? text(cfg->backend, sizeof(cfg->backend), v)
+                 : -EINVAL;
+        hint = "libvirt or libxl";
+    } else if (strcmp(key, "host_name") == 0) {
+        rc = *v && strlen(v) < 256 ? text(cfg->host_name,
+                                          sizeof(cfg->host_name), v)
+                                   : -EINVAL;
+    } else if (strcmp(key, "control") == 0) {
+        rc = crn_endpoint_parse(v, &ep) == 0 && ep.kind == CRN_EP_UNIX
+                 ? text(cfg->control, sizeof(cfg->control), v)
+                 : -EINVAL;
+        hint = "unix:PATH";
+    } else if (strcmp(key, "control_mode") == 0) {
+        char *end;
+        unsigned long m = strtoul(v, &end, 8);
+        rc = *v && !*end && m <= 0777 ? (cfg->control_mode = (unsigned)m, 0)
+                                      : -EINVAL;
+        hint = "an octal file mode";
+    } else if (strcmp(key, "peer_listen") == 0) {
+        rc = strcmp(v, "none") == 0 || (crn_endpoint_parse(v, &ep) == 0 &&
+                                        ep.kind == CRN_EP_TCP)
+                 ? optional(cfg->peer_listen, sizeof(cfg->peer_listen), v)
+                 : -EINVAL;
+        hint = "tcp:ADDRESS:PORT or none";
+    } else if (strcmp(key, "peer_port") == 0) {
+        char *end;
+        unsigned long p = strtoul(v, &end, 10);
+        rc = *v && !*end && p > 0 && p < 65536
+                 ? (cfg->peer_port = (uint16_t)p, 0)
+                 : -EINVAL;
+        hint = "1-65535";
+    } else if (strcmp(key, "peer_key") == 0) {
+        rc = strcmp(v, "none") == 0 || v[0] == '/'
+                 ? optional(cfg->peer_key, sizeof(cfg->peer_key), v)
+                 : -EINVAL;
+        hint = "an absolute path, or none (peers unauthenticated)";
+    } else if (strcmp(key, "http") == 0) {
+        rc = strcmp(v, "none") == 0 || http_address(v) == 0
+                 ? optional(cfg->http, sizeof(cfg->http), v)
+                 : -EINVAL;
+        hint = "ADDRESS:PORT or none";
+    } else if (strcmp(key, "history") == 0) {
+        rc = v[0] == '/' || strcmp(v, ":memory:") == 0
+                 ? text(cfg->history, sizeof(cfg->history), v)
+                 : -EINVAL;
+        hint = "an absolute path";
+    } else if (strcmp(key, "channel") == 0) {
+        rc = *v ? text(cfg->channel, sizeof(cfg->channel), v) : -EINVAL;
+    } else if (strcmp(key, "gpu") == 0) {
+        rc = gpu_line(cfg, v);
+        hint = "NAME pci:DDDD:BB:SS.F or NAME xml:/PATH, unique names, "
+               "at most 16";
+    } else if (strcmp(key, "detach_timeout_ms") == 0) {
+        rc = ms(&cfg->detach_timeout_ms, v);
+    } else if (strcmp(key, "attach_timeout_ms") == 0) {
+        rc = ms(&cfg->attach_timeout_ms, v);
+    } else if (strcmp(key, "prepare_deadline_ms") == 0) {
+        rc = ms(&cfg->prepare_deadline_ms, v);
+    } else if (strcmp(key, "resume_deadline_ms") == 0) {
+        rc = ms(&cfg->resume_deadline_ms, v);
+    } else if (strcmp(key, "gpu_retry_ms") == 0) {
+        rc = ms(&cfg->gpu_retry_ms, v);
+    } else if (strcmp(key, "log_level") == 0) {
+        rc = strcmp(v, "error") == 0 || strcmp(v, "warn") == 0 ||
+                     strcmp(v, "info") == 0 || strcmp(v, "debug") == 0
+                 ? text(cfg->log_level, sizeof(cfg->log_level), v)
+                 : -EINVAL;
+        hint = "error, warn, info or debug";
+    } else {
+        snprintf(why, why_len, "unknown key '%s'", key);
+        return -EINVAL;
+    }
+    if (rc < 0 && strstr(key, "_ms"))
+        hint = "milliseconds, 1 to 86400000";
+    if (rc < 0)
+        snprintf(why, why_len, "bad %s '%s'%s%s%s", key, v, *hint ? " (" : "",
+                 hint, *hint ? ")" : "");
+    return rc < 0 ? -EINVAL : 0;
+}
+
+static int set_cb(void *arg, const char *key, const char *value, char *why,
+                  size_t why_len)
+{
+    return hd_config_set(arg, key, value, why, why_len);
+}
+
+int hd_config_load(struct hd_config *cfg, const char *path, int must_exist,
+                   char *why, size_t why_len)
+{
+    return crn_conf_read(path, must_exist, set_cb, cfg, why, why_len);
+}
+
+void hd_config_print(const struct hd_config *c)
+{
+    printf("uri = %s\nbackend = %s\nhost_name = %s\ncontrol = %s\n"
+           "control_mode = %04o\npeer_listen = %s\npeer_port = %u\n"
+           "peer_key = %s\nhttp = %s\nhistory = %s\nchannel = %s\n",
+           c->uri, c->backend, c->host_name, c->control, c->control_mode,
+           *c->peer_listen ? c->peer_listen : "none", c->peer_port,
+           *c->peer_key ? c->peer_key : "none", *c->http ? c->http : "none",
+           c->history, c->channel);
+    for (size_t i = 0; i < c->n_gpus; i++)
+        printf("gpu = %s %s%s\n", c->gpus[i].name,
+               *c->gpus[i].pci ? "pci:" : "xml:",
+               *c->gpus[i].pci ? c->gpus[i].pci : c->gpus[i].xml_file);
+    printf("detach_timeout_ms = %u\nattach_timeout_ms = %u\n"
+           "prepare_deadline_ms = %u\nresume_deadline_ms = %u\n"
+           "gpu_retry_ms = %u\nlog_level = %s\n",
+           c->detach_timeout_ms, c->attach_timeout_ms,
+           c->prepare_deadline_ms, c->resume_deadline_ms, c->gpu_retry_ms,
+           c->log_level);
+}

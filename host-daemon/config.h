@@ -1,0 +1,53 @@
+/* crane-hostd's settings: defaults, config file, command-line overrides. */
+#ifndef HD_CONFIG_H
+#define HD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HD_CONFIG_DEFAULT "/etc/crane/hostd.conf"
+#define HD_MAX_GPUS 16
+#define HD_TEXT 256
+#define HD_PEER_PORT 7410
+
+/* One `gpu = NAME pci:ADDRESS` or `gpu = NAME xml:FILE` line. */
+struct hd_gpu_conf {
+    char name[64];
+    char pci[16];                /* 0000:65:00.0, or "" */
+    char xml_file[HD_TEXT];      /* device XML file, or "" */
+};
+
+struct hd_config {
+    char uri[HD_TEXT];           /* the hypervisor's URI */
+    char backend[16];            /* libvirt, libxl */
+    char host_name[HD_TEXT];     /* this host in logs, history, peers */
+    char control[HD_TEXT];       /* crane-migrate's endpoint (unix:PATH) */
+    unsigned control_mode;
+    char peer_listen[HD_TEXT];   /* tcp:ADDR:PORT for other hosts, "" none */
+    uint16_t peer_port;          /* a peer's port when only its host is known */
+    char peer_key[HD_TEXT];      /* shared key file; "" (none): no auth */
+    char http[HD_TEXT];          /* ADDR:PORT of the dashboard, "" none */
+    char history[HD_TEXT];       /* SQLite file */
+    char channel[HD_TEXT];       /* the guest channel's virtio-serial name */
+    struct hd_gpu_conf gpus[HD_MAX_GPUS];
+    size_t n_gpus;
+    uint32_t detach_timeout_ms;  /* for the guest to let the GPU go */
+    uint32_t attach_timeout_ms;
+    uint32_t prepare_deadline_ms;
+    uint32_t resume_deadline_ms;
+    uint32_t gpu_retry_ms;       /* VMs waiting for a GPU: retry period */
+    char log_level[16];
+};
+
+void hd_config_defaults(struct hd_config *cfg);
+/* Reads PATH over CFG (MUST_EXIST false: a missing file is fine).  0, or a
+ * negative errno with WHY holding "FILE:LINE: reason". */
+int hd_config_load(struct hd_config *cfg, const char *path, int must_exist,
+                   char *why, size_t why_len);
+/* Sets one key as a config line would.  0 or -EINVAL with WHY. */
+int hd_config_set(struct hd_config *cfg, const char *key, const char *value,
+                  char *why, size_t why_len);
+/* Prints every setting as the config file would hold it. */
+void hd_config_print(const struct hd_config *cfg);
+
+#endif /* HD_CONFIG_H */

@@ -1,0 +1,132 @@
+/* The host end of a guest's channel: commands to crane-guestd, its answers. */
+#include "guest.h"
+
+#include "daemon.h"
+#include "io.h"
+#include "log.h"
+#include "proto/frame.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What crane-guestd may send: one report per program, at most 1 MiB. */
+#define GUEST_MAX_FRAME (1u << 20)
+/* Beyond a command's own deadline: the daemon's own steps and the wire. */
+#define GUEST_MARGIN_MS 15000
+
+static uint64_t next_id(void)
+{
+    static uint64_t id;
+    return __atomic_add_fetch(&id, 1, __ATOMIC_RELAXED) + (uint64_t)getpid() * 1000000;
+}
+
+static int call(const char *path, Crane__Control__HostMessage *m,
+                uint32_t wait_ms, struct hd_guest_reply *r)
+{
+    double deadline = hd_now() + wait_ms / 1000.0;
+    int fd, rc;
+
+    memset(r, 0, sizeof(*r));
+    m->id = next_id();
+    if ((fd = hd_unix_connect(path)) < 0) {
+        HD_WARN("guest %s: cannot connect: %s", path, strerror(-fd));
+        return fd;
+    }
+    hd_send_timeout(fd, 10);
+    if ((rc = crn_frame_write(fd, &m->base)) < 0) {
+        HD_WARN("guest %s: cannot send: %s", path, strerror(-rc));
+        close(fd);
+        return rc;
+    }
+    /* Answers to earlier commands that timed out may still come first:
+     * skip them by id. */
+    for (;;) {
+        uint8_t *buf;
+        size_t len;
+        Crane__Control__GuestMessage *g;
+
+        if ((rc = hd_frame_read_by(fd, GUEST_MAX_FRAME, deadline, &buf,
+                                   &len)) < 0) {
+            HD_WARN("guest %s: no answer: %s", path, strerror(-rc));
+            break;
+        }
+        g = crane__control__guest_message__unpack(NULL, len, buf);
+        free(buf);
+        if (!g || g->msg_case != CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK) {
+            HD_WARN("guest %s: malformed answer", path);
+            if (g)
+                crane__control__guest_message__free_unpacked(g, NULL);
+            rc = -EPROTO;
+            break;
+        }
+        if (g->id != m->id) {
+            crane__control__guest_message__free_unpacked(g, NULL);
+            continue;
+        }
+        r->msg = g;
+        r->ack = g->ack;
+        rc = 0;
+        break;
+    }
+    close(fd);
+    return rc;
+}
+
+int hd_guest_prepare(const char *path, int mode, const char *proxy,
+                     uint32_t deadline_ms, struct hd_guest_reply *r)
+{
+    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
+    Crane__Control__Prepare p = CRANE__CONTROL__PREPARE__INIT;
+
+    p.mode = (Crane__Control__MigrationMode)mode;
+    p.proxy = (char *)(proxy ? proxy : "");
+    p.deadline_ms = deadline_ms;
+    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE;
+    m.prepare = &p;
+    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
+}
+
+int hd_guest_resume(const char *path, uint32_t deadline_ms,
+                    struct hd_guest_reply *r)
+{
+    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
+    Crane__Control__Resume c = CRANE__CONTROL__RESUME__INIT;
+
+    c.deadline_ms = deadline_ms;
+    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME;
+    m.resume = &c;
+    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
+}
+
+int hd_guest_abort(const char *path, uint32_t deadline_ms,
+                   struct hd_guest_reply *r)
+{
+    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
+    Crane__Control__Abort c = CRANE__CONTROL__ABORT__INIT;
+
+    c.deadline_ms = deadline_ms;
+    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT;
+    m.abort = &c;
+    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
+}
+
+int hd_guest_status(const char *path, uint32_t timeout_ms,
+                    struct hd_guest_reply *r)
+{
+    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
+    Crane__Control__StatusRequest c = CRANE__CONTROL__STATUS_REQUEST__INIT;
+
+    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS;
+    m.status = &c;
+    return call(path, &m, timeout_ms, r);
+}
+
+void hd_guest_reply_free(struct hd_guest_reply *r)
+{
+    if (r->msg)
+        crane__control__guest_message__free_unpacked(r->msg, NULL);
+    r->msg = NULL;
+    r->ack = NULL;
+}

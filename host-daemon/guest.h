@@ -1,0 +1,32 @@
+/* The host end of a guest's channel: commands to crane-guestd, its answers. */
+#ifndef HD_GUEST_H
+#define HD_GUEST_H
+
+#include "proto/control.pb-c.h"
+
+#include <stdint.h>
+
+/* An answer: MSG owns ACK; free with hd_guest_reply_free. */
+struct hd_guest_reply {
+    Crane__Control__GuestMessage *msg;
+    const Crane__Control__Ack *ack;
+};
+
+/*
+ * Each connects to the channel's unix socket PATH, sends one command and
+ * waits for its answer: the command's own deadline plus a margin for the
+ * guest daemon to answer.  0 with *R filled when the guest daemon answered
+ * (look at R->ack->err for its result); -ETIMEDOUT, -ECONNREFUSED, ... when
+ * it did not (logged, with WHY).  MODE: CRANE__CONTROL__MIGRATION_MODE__*.
+ */
+int hd_guest_prepare(const char *path, int mode, const char *proxy,
+                     uint32_t deadline_ms, struct hd_guest_reply *r);
+int hd_guest_resume(const char *path, uint32_t deadline_ms,
+                    struct hd_guest_reply *r);
+int hd_guest_abort(const char *path, uint32_t deadline_ms,
+                   struct hd_guest_reply *r);
+int hd_guest_status(const char *path, uint32_t timeout_ms,
+                    struct hd_guest_reply *r);
+void hd_guest_reply_free(struct hd_guest_reply *r);
+
+#endif /* HD_GUEST_H */

@@ -1,0 +1,117 @@
+/* The hypervisor interface crane-hostd drives: libvirt (KVM/QEMU, Xen via
+ * libvirt's libxl driver) or libxl directly. */
+#ifndef HD_HV_H
+#define HD_HV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#define HV_NAME_MAX 255      /* domain names */
+#define HV_ALIAS_MAX 127     /* device aliases: "ua-" and [A-Za-z0-9_-] */
+#define HV_PATH_MAX 107      /* a unix socket path (sockaddr_un) */
+
+/*
+ * One GPU of this host's pool.  XML is the device element libvirt attaches
+ * (a <hostdev> for a PCI address, or any device for a stand-in) and carries
+ * <alias name='ALIAS'/>, by which the device is found in a domain and
+ * detached.  PCI is the address (0000:65:00.0) for a PCI GPU, "" for a
+ * stand-in; the libxl backend needs it.
+ */
+struct hv_gpu {
+    char name[64];
+    char alias[HV_ALIAS_MAX + 1];
+    char pci[16];
+    char *xml;               /* owned by the pool */
+};
+
+/* What the daemon needs to know of one domain. */
+struct hv_domain {
+    char name[HV_NAME_MAX + 1];
+    char uuid[37];
+    bool running;
+    /* The host end of the guest channel (the unix socket of the
+     * virtio-serial port named CHANNEL_NAME), "" when it has none. */
+    char channel[HV_PATH_MAX + 1];
+};
+
+enum hv_event_kind {
+    HV_EV_DEVICE_REMOVED = 1,  /* ALIAS left DOMAIN (unplug completed) */
+    HV_EV_DEVICE_ADDED,        /* ALIAS is in DOMAIN */
+    HV_EV_DOMAIN_STARTED,      /* DOMAIN runs here (started, or arrived
+                                  by migration, or resumed) */
+    HV_EV_DOMAIN_STOPPED,      /* DOMAIN no longer runs here (shut off,
+                                  crashed, migrated away) */
+};
+
+struct hv_event {
+    enum hv_event_kind kind;
+    char domain[HV_NAME_MAX + 1];
+    char alias[HV_ALIAS_MAX + 1]; /* device events only */
+};
+
+/* Called on the loop thread for every event of every domain. */
+typedef void hv_event_fn(void *arg, const struct hv_event *ev);
+
+/* A migration job as the hypervisor reports it. */
+struct hv_job {
+    bool active;
+    double elapsed;          /* seconds */
+    uint64_t data_total;     /* bytes */
+    uint64_t data_processed;
+    uint64_t data_remaining;
+    double downtime;         /* seconds, when known (after it finished) */
+};
+
+struct hv_migrate_args {
+    const char *dest_uri;    /* the destination's hypervisor URI */
+    const char *migrate_uri; /* the migration stream's URI, or NULL */
+    const char *dest_xml;    /* the domain XML for the destination, or NULL */
+    bool live, p2p, persistent, undefine_source;
+};
+
+struct hv;
+
+/* A backend.  open and close run on the loop thread; every other entry may
+ * be called from any thread, concurrently (each blocks its caller); all
+ * return 0 or -errno and log where they fail. */
+struct hv_ops {
+    const char *name;        /* "libvirt", "libxl" */
+    /* Connects to URI; events of every domain go to FN on LOOP's thread. */
+    int (*open)(const char *uri, const char *channel_name, uv_loop_t *loop,
+                hv_event_fn *fn, void *arg, struct hv **out);
+    void (*close)(struct hv *hv);
+    /* -ENOENT: no such domain. */
+    int (*domain)(struct hv *hv, const char *name, struct hv_domain *out);
+    /* For each of the N pool GPUs, the running domain holding it into
+     * HOLDER[i] ("" when free). */
+    int (*holders)(struct hv *hv, const struct hv_gpu *gpus, size_t n,
+                   char (*holder)[HV_NAME_MAX + 1]);
+    /* Asks for the GPU to be unplugged; the removal completes with
+     * HV_EV_DEVICE_REMOVED (the guest must let it go).  -ENOENT: the
+     * domain does not hold it. */
+    int (*detach)(struct hv *hv, const char *domain, const struct hv_gpu *gpu);
+    /* Plugs the GPU in; HV_EV_DEVICE_ADDED follows. */
+    int (*attach)(struct hv *hv, const char *domain, const struct hv_gpu *gpu);
+    /* 1 when DOMAIN holds GPU now, 0 when not. */
+    int (*has_gpu)(struct hv *hv, const char *domain, const struct hv_gpu *gpu);
+    /* Migrates DOMAIN; returns when it is done or failed.  Blocking. */
+    int (*migrate)(struct hv *hv, const char *domain,
+                   const struct hv_migrate_args *args);
+    /* The running migration job of DOMAIN (or the last one's stats). */
+    int (*job)(struct hv *hv, const char *domain, struct hv_job *out);
+    /* Pauses DOMAIN (virsh migrate --timeout: forces a live migration to
+     * finish). */
+    int (*suspend)(struct hv *hv, const char *domain);
+};
+
+extern const struct hv_ops hv_libvirt_ops;
+#ifdef HD_HAVE_LIBXL
+extern const struct hv_ops hv_libxl_ops;
+#endif
+
+/* The backend called NAME, or NULL. */
+const struct hv_ops *hv_backend(const char *name);
+
+#endif /* HD_HV_H */

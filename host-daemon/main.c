@@ -1,0 +1,301 @@
+/* crane-hostd: drives the hypervisor for GPU VM migrations on one host. */
+#include "arrive.h"
+#include "config.h"
+#include "daemon.h"
+#include "history.h"
+#include "http.h"
+#include "listen.h"
+#include "log.h"
+#include "pool.h"
+#include "proto/auth.h"
+#include "waits.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+static const char usage[] =
+    "usage: crane-hostd [--config FILE] [--uri URI] [--backend NAME]\n"
+    "                   [--control unix:PATH] [--peer-listen tcp:ADDR:PORT|none]\n"
+    "                   [--peer-key FILE|none] [--http ADDR:PORT|none]\n"
+    "                   [--history FILE] [--host-name NAME] [--gpu 'NAME pci:ADDR']\n"
+    "                   [--gpu 'NAME xml:FILE'] [--log-level LEVEL]\n"
+    "                   [--check-config] [--help]\n"
+    "\n"
+    "The host daemon of crane: migrates VMs that hold a passthrough GPU.  On\n"
+    "crane-migrate's request it has the guest take its programs off the GPU,\n"
+    "unplugs the GPU, migrates the VM (libvirt or libxl) and has the\n"
+    "destination's crane-hostd plug in a free GPU of its pool and bring the\n"
+    "programs back; every failure is rolled back.  It records every\n"
+    "migration (SQLite) and serves a dashboard, a JSON API and Prometheus\n"
+    "metrics over HTTP.\n"
+    "\n"
+    "Settings come from " HD_CONFIG_DEFAULT " (a missing default file means\n"
+    "the defaults; --config FILE must exist); options override them:\n"
+    "  --uri URI            hypervisor (default qemu:///system)\n"
+    "  --backend NAME       libvirt (default) or libxl (when built in)\n"
+    "  --control unix:PATH  crane-migrate's socket (/run/crane/hostd.sock)\n"
+    "  --peer-listen EP     where other hosts' crane-hostd connect\n"
+    "                       (tcp:0.0.0.0:7410; none: this host receives no VM)\n"
+    "  --peer-key FILE      shared key of all hosts (/etc/crane/hostd.key);\n"
+    "                       none: peers are not authenticated\n"
+    "  --http ADDR:PORT     dashboard, /api, /metrics (127.0.0.1:7411; none)\n"
+    "  --history FILE       migration history (/var/lib/crane/hostd.db)\n"
+    "  --host-name NAME     this host in logs and history (hostname)\n"
+    "  --gpu 'NAME pci:0000:65:00.0' | 'NAME xml:/etc/crane/gpu0.xml'\n"
+    "                       a GPU of this host's pool (repeat; replaces the\n"
+    "                       config file's gpu lines)\n"
+    "  --log-level LEVEL    error, warn, info (default), debug\n"
+    "  --check-config       print the settings and exit\n"
+    "\n"
+    "Logs go to stderr.  SIGINT/SIGTERM stop it after running migrations end.\n"
+    "Exit status: 0 stopped cleanly, 1 could not start, 2 bad usage.\n";
+
+static struct hd_daemon daemon_state;
+static struct hd_listeners *listeners;
+static uv_signal_t sig_int, sig_term;
+static uv_timer_t retry_timer, stop_timer;
+
+static void on_hv_event(void *arg, const struct hv_event *ev)
+{
+    struct hd_daemon *d = arg;
+
+    HD_DEBUG("event %d %s %s", ev->kind, ev->domain, ev->alias);
+    hd_waits_signal(d->waits, ev);
+    /* A GPU may have come free. */
+    if (ev->kind == HV_EV_DEVICE_REMOVED || ev->kind == HV_EV_DOMAIN_STOPPED)
+        hd_waiting_kick(d);
+}
+
+static void on_retry(uv_timer_t *t)
+{
+    hd_waiting_kick(t->data);
+}
+
+static void on_stop_poll(uv_timer_t *t)
+{
+    struct hd_daemon *d = t->data;
+    unsigned jobs;
+
+    pthread_mutex_lock(&d->jobs_lock);
+    jobs = d->jobs;
+    pthread_mutex_unlock(&d->jobs_lock);
+    if (jobs == 0)
+        uv_stop(d->loop);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct hd_daemon *d = s->data;
+
+    HD_INFO("signal %d: stopping once running migrations end", signum);
+    pthread_mutex_lock(&d->jobs_lock);
+    d->stopping = true;
+    pthread_mutex_unlock(&d->jobs_lock);
+    hd_listen_stop(listeners);
+    uv_timer_stop(&retry_timer);
+    /* Jobs need the loop (libvirt's events) until they end. */
+    uv_timer_start(&stop_timer, on_stop_poll, 0, 100);
+}
+
+static int bad_usage(const char *what)
+{
+    fprintf(stderr, "crane-hostd: %s (see --help)\n", what);
+    return 2;
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "uri", required_argument, NULL, 'u' },
+        { "backend", required_argument, NULL, 'b' },
+        { "control", required_argument, NULL, 'C' },
+        { "peer-listen", required_argument, NULL, 'p' },
+        { "peer-key", required_argument, NULL, 'k' },
+        { "http", required_argument, NULL, 'H' },
+        { "history", required_argument, NULL, 'y' },
+        { "host-name", required_argument, NULL, 'n' },
+        { "gpu", required_argument, NULL, 'g' },
+        { "log-level", required_argument, NULL, 'l' },
+        { "check-config", no_argument, NULL, 'K' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const char *const keys[256] = {
+        ['u'] = "uri", ['b'] = "backend", ['C'] = "control",
+        ['p'] = "peer_listen", ['k'] = "peer_key", ['H'] = "http",
+        ['y'] = "history", ['n'] = "host_name", ['g'] = "gpu",
+        ['l'] = "log_level",
+    };
+    struct hd_daemon *d = &daemon_state;
+    struct { int key; const char *value; } over[64];
+    const char *config = HD_CONFIG_DEFAULT;
+    int n_over = 0, must_exist = 0, check_only = 0, gpus_given = 0, o, rc;
+    struct hd_history *http_history = NULL;
+    struct hd_http *http = NULL;
+    char why[600] = "";
+    uv_loop_t loop;
+
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c':
+            config = optarg;
+            must_exist = 1;
+            break;
+        case 'K':
+            check_only = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case '?':
+            return bad_usage("unknown option");
+        default:
+            if (n_over == 64)
+                return bad_usage("too many options");
+            over[n_over].key = o;
+            over[n_over++].value = optarg;
+        }
+    }
+    if (optind < argc)
+        return bad_usage("unexpected argument");
+
+    hd_config_defaults(&d->cfg);
+    if (hd_config_load(&d->cfg, config, must_exist, why, sizeof(why)) < 0) {
+        fprintf(stderr, "crane-hostd: %s\n", why);
+        return 1;
+    }
+    for (int i = 0; i < n_over; i++) {
+        if (over[i].key == 'g' && !gpus_given++)
+            d->cfg.n_gpus = 0;
+        if (hd_config_set(&d->cfg, keys[over[i].key], over[i].value, why,
+                          sizeof(why)) < 0) {
+            fprintf(stderr, "crane-hostd: %s\n", why);
+            return 2;
+        }
+    }
+    if (check_only) {
+        hd_config_print(&d->cfg);
+        return 0;
+    }
+    hd_log_set_level(d->cfg.log_level);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (!(d->hv_ops = hv_backend(d->cfg.backend))) {
+        fprintf(stderr, "crane-hostd: backend %s is not built in\n",
+                d->cfg.backend);
+        return 1;
+    }
+    if (*d->cfg.peer_key &&
+        (rc = crn_auth_key_load(d->cfg.peer_key, &d->key, &d->key_len)) < 0) {
+        fprintf(stderr, "crane-hostd: peer key %s: %s (peer_key = none "
+                "turns authentication off)\n", d->cfg.peer_key,
+                strerror(-rc));
+        return 1;
+    }
+    if (!*d->cfg.peer_key)
+        HD_WARN("peer_key = none: other hosts are not authenticated");
+    pthread_mutex_init(&d->jobs_lock, NULL);
+    pthread_cond_init(&d->jobs_done, NULL);
+    uv_loop_init(&loop);
+    d->loop = &loop;
+
+    rc = hd_pool_new(&d->cfg, &d->pool, why, sizeof(why));
+    if (rc == 0)
+        rc = hd_waits_new(&d->waits);
+    if (rc == 0)
+        rc = hd_waiting_new(&d->waiting);
+    if (rc < 0) {
+        fprintf(stderr, "crane-hostd: %s\n", *why ? why : strerror(-rc));
+        goto out;
+    }
+    {
+        /* The history's folder, as a package would create it. */
+        char dir[HD_TEXT];
+        char *slash;
+        snprintf(dir, sizeof(dir), "%.*s", (int)sizeof(dir) - 1, d->cfg.history);
+        if ((slash = strrchr(dir, '/')) && slash != dir) {
+            *slash = '\0';
+            mkdir(dir, 0755);
+        }
+    }
+    if ((rc = hd_history_open(d->cfg.history, &http_history)) < 0) {
+        fprintf(stderr, "crane-hostd: history %s: %s\n", d->cfg.history,
+                strerror(-rc));
+        goto out;
+    }
+    if ((rc = d->hv_ops->open(d->cfg.uri, d->cfg.channel, d->loop,
+                              on_hv_event, d, &d->hv)) < 0) {
+        fprintf(stderr, "crane-hostd: cannot connect to %s: %s\n",
+                d->cfg.uri, strerror(-rc));
+        goto out;
+    }
+    hd_waiting_recover(d);
+    if (*d->cfg.http) {
+        char addr[HD_TEXT];
+        char *colon;
+        snprintf(addr, sizeof(addr), "%.*s", (int)sizeof(addr) - 1, d->cfg.http);
+        colon = strrchr(addr, ':');
+        *colon = '\0';
+        if (addr[0] == '[') {
+            memmove(addr, addr + 1, strlen(addr));
+            addr[strlen(addr) - 1] = '\0';
+        }
+        if ((rc = hd_http_start(&http, addr, (uint16_t)atoi(colon + 1),
+                                http_history)) < 0) {
+            fprintf(stderr, "crane-hostd: cannot serve HTTP on %s\n",
+                    d->cfg.http);
+            goto out;
+        }
+    }
+    if ((rc = hd_listen_start(d, &listeners, why, sizeof(why))) < 0) {
+        fprintf(stderr, "crane-hostd: %s\n", why);
+        goto out;
+    }
+    uv_signal_init(d->loop, &sig_int);
+    uv_signal_init(d->loop, &sig_term);
+    sig_int.data = sig_term.data = d;
+    uv_signal_start(&sig_int, on_signal, SIGINT);
+    uv_signal_start(&sig_term, on_signal, SIGTERM);
+    uv_timer_init(d->loop, &retry_timer);
+    uv_timer_init(d->loop, &stop_timer);
+    retry_timer.data = stop_timer.data = d;
+    uv_timer_start(&retry_timer, on_retry, d->cfg.gpu_retry_ms,
+                   d->cfg.gpu_retry_ms);
+    HD_INFO("crane-hostd on %s: %s (%s), %zu GPU(s), control %s, peers %s, "
+            "http %s", d->cfg.host_name, d->cfg.uri, d->hv_ops->name,
+            hd_pool_size(d->pool), d->cfg.control,
+            *d->cfg.peer_listen ? d->cfg.peer_listen : "none",
+            http ? d->cfg.http : "none");
+    uv_run(d->loop, UV_RUN_DEFAULT);
+    hd_jobs_wait(d);
+    rc = 0;
+out:
+    hd_http_stop(http);
+    if (d->hv)
+        d->hv_ops->close(d->hv);
+    uv_walk(d->loop, close_walk, NULL);
+    uv_run(d->loop, UV_RUN_DEFAULT);
+    hd_listen_free(listeners);
+    uv_loop_close(d->loop);
+    hd_history_close(http_history);
+    hd_waiting_free(d->waiting);
+    hd_waits_free(d->waits);
+    hd_pool_free(d->pool);
+    free(d->key);
+    HD_INFO("crane-hostd stopped");
+    return rc < 0 ? 1 : 0;
+}

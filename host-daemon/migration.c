@@ -1,0 +1,422 @@
+/* The source side of a migration: prepare, detach, migrate, hand over. */
+#include "migration.h"
+
+#include "guest.h"
+#include "log.h"
+#include "peer.h"
+#include "pool.h"
+#include "run.h"
+#include "waits.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* How often the job's progress is read while the hypervisor copies. */
+#define PROGRESS_PERIOD_MS 500
+
+struct mig {
+    struct hd_daemon *d;
+    const Crane__Hostd__MigrateRequest *q;
+    struct hd_run run;
+    struct hv_domain dom;
+    const struct hv_gpu *gpu;
+    struct hd_peer *peer;
+    char why[768];
+};
+
+int hd_peer_endpoint_for(const char *uri, unsigned port, char *out,
+                         size_t len)
+{
+    const char *h = strstr(uri, "://");
+    size_t n;
+
+    if (!h)
+        return -EINVAL;
+    h += 3;
+    if (strchr(h, '@') && strchr(h, '@') < strchr(h, '/'))
+        h = strchr(h, '@') + 1;       /* user@host */
+    n = strcspn(h, ":/?");
+    if (*h == '[')                     /* [v6]:port */
+        n = strcspn(h, "]") + 1;
+    if (n == 0 || n > 255)
+        return -EINVAL;
+    snprintf(out, len, "tcp:%.*s:%u", (int)n, h, port);
+    return 0;
+}
+
+static bool live(const struct mig *m)
+{
+    return m->q->live;
+}
+
+/* Brings the programs back to passthrough on the GPU the VM still has. */
+static Crane__Hostd__Result rollback_guest(struct mig *m, bool prepared)
+{
+    struct hd_guest_reply gr;
+    double t = hd_run_elapsed(&m->run);
+    int rc;
+
+    hd_run_say(&m->run, "rollback", -1, "%s",
+               prepared ? "bringing programs back to the GPU"
+                        : "undoing the prepare");
+    /* Abort undoes a prepare whatever it reached: modules loaded again,
+     * the GPU waited for, every program back to passthrough. */
+    rc = hd_guest_abort(m->dom.channel, m->d->cfg.resume_deadline_ms, &gr);
+    if (rc == 0) {
+        hd_run_guest_steps(&m->run, gr.ack, "post", t);
+        rc = gr.ack->err;
+        hd_guest_reply_free(&gr);
+    }
+    hd_run_step(&m->run, "rollback", 0, NULL, t, hd_run_elapsed(&m->run) - t,
+                rc, NULL);
+    if (rc < 0) {
+        size_t l = strlen(m->why);
+        snprintf(m->why + l, sizeof(m->why) - l,
+                 "; rollback: the guest did not come back (%s): run "
+                 "`cranectl resume` in the VM", strerror(-rc));
+        return CRANE__HOSTD__RESULT__RESULT_FAILED;
+    }
+    return CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
+}
+
+/* Plugs the GPU back in on the source, then the programs. */
+static Crane__Hostd__Result rollback_attach(struct mig *m)
+{
+    struct hd_wait w;
+    double t = hd_run_elapsed(&m->run);
+    int rc;
+
+    hd_run_say(&m->run, "rollback", -1, "re-attaching %s", m->gpu->name);
+    hd_wait_arm(m->d->waits, &w, HV_EV_DEVICE_ADDED, m->dom.name,
+                m->gpu->alias);
+    if ((rc = m->d->hv_ops->attach(m->d->hv, m->dom.name, m->gpu)) < 0)
+        hd_wait_disarm(m->d->waits, &w);
+    else if (hd_wait_for(m->d->waits, &w, m->d->cfg.attach_timeout_ms) < 0 &&
+             m->d->hv_ops->has_gpu(m->d->hv, m->dom.name, m->gpu) != 1)
+        rc = -ETIMEDOUT;
+    hd_run_step(&m->run, "rollback: attach", 0, NULL, t,
+                hd_run_elapsed(&m->run) - t, rc, NULL);
+    if (rc < 0) {
+        size_t l = strlen(m->why);
+        snprintf(m->why + l, sizeof(m->why) - l,
+                 "; rollback: %s would not re-attach (%s): programs stay "
+                 "remoting", m->gpu->name, strerror(-rc));
+        return CRANE__HOSTD__RESULT__RESULT_FAILED;
+    }
+    return rollback_guest(m, true);
+}
+
+static int fail(struct mig *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int fail(struct mig *m, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(m->why, sizeof(m->why), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The domain, its GPU, its channel, the destination: nothing changes. */
+static int check(struct mig *m)
+{
+    struct hd_daemon *d = m->d;
+    Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+    Crane__Hostd__Check c = CRANE__HOSTD__CHECK__INIT;
+    Crane__Hostd__PeerReply *r = NULL;
+    char ep[300], why[512];
+    double t = hd_run_elapsed(&m->run);
+    int rc;
+
+    if ((rc = d->hv_ops->domain(d->hv, m->q->domain, &m->dom)) < 0)
+        return fail(m, "no domain %s here (%s)", m->q->domain, strerror(-rc));
+    if (!m->dom.running)
+        return fail(m, "%s is not running", m->dom.name);
+    if (!*m->dom.channel)
+        return fail(m, "%s has no guest channel %s (a <channel type='unix'> "
+                    "with target name %s)", m->dom.name, d->cfg.channel,
+                    d->cfg.channel);
+    if ((rc = hd_pool_held_by(d->pool, d->hv_ops, d->hv, m->dom.name,
+                              &m->gpu)) < 0)
+        return fail(m, rc == -ENOENT ? "%s holds none of this host's GPUs "
+                                       "(use virsh migrate)"
+                                     : "%s: cannot read its devices",
+                    m->dom.name);
+    if (*m->q->peer)
+        snprintf(ep, sizeof(ep), "%s", m->q->peer);
+    else if (hd_peer_endpoint_for(m->q->dest_uri, d->cfg.peer_port, ep,
+                                  sizeof(ep)) < 0)
+        return fail(m, "%s names no host: give the destination's "
+                    "crane-hostd with --peer tcp:HOST:PORT", m->q->dest_uri);
+    if ((rc = hd_peer_open(ep, d->key, d->key_len, d->cfg.host_name,
+                           &m->peer, why, sizeof(why))) < 0)
+        return fail(m, "destination crane-hostd: %s", why);
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_CHECK;
+    req.check = &c;
+    if ((rc = hd_peer_call(m->peer, &req, 10000, &r)) < 0 ||
+        r->msg_case != CRANE__HOSTD__PEER_REPLY__MSG_CHECK) {
+        if (r)
+            crane__hostd__peer_reply__free_unpacked(r, NULL);
+        return fail(m, "destination crane-hostd did not answer check");
+    }
+    hd_run_say(&m->run, "check", -1,
+               "%s holds %s; destination %s has %u of %u GPUs free%s",
+               m->dom.name, m->gpu->name, hd_peer_host(m->peer),
+               r->check->gpus_free, r->check->gpus_total,
+               r->check->gpus_free ? ""
+                                   : ": programs will remote there until "
+                                     "one is free");
+    crane__hostd__peer_reply__free_unpacked(r, NULL);
+    hd_run_step(&m->run, "check", 0, NULL, t, hd_run_elapsed(&m->run) - t, 0,
+                NULL);
+    return 0;
+}
+
+static int prepare(struct mig *m)
+{
+    struct hd_guest_reply gr;
+    double t = hd_run_elapsed(&m->run);
+    int rc;
+
+    hd_run_say(&m->run, "prepare", -1, "taking programs off the GPU (%s)",
+               live(m) ? "live: onto the proxy" : "offline: parked in RAM");
+    rc = hd_guest_prepare(m->dom.channel,
+                          live(m) ? CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE
+                                  : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE,
+                          m->q->proxy, m->d->cfg.prepare_deadline_ms, &gr);
+    if (rc < 0) {
+        hd_run_step(&m->run, "prepare", 0, NULL, t,
+                    hd_run_elapsed(&m->run) - t, rc, "no answer");
+        return fail(m, "the guest daemon did not answer prepare: %s",
+                    strerror(-rc));
+    }
+    hd_run_guest_steps(&m->run, gr.ack, "pre", t);
+    rc = gr.ack->err;
+    if (rc < 0)
+        fail(m, "prepare failed in the guest: %.500s", gr.ack->error);
+    hd_run_step(&m->run, "prepare", 0, NULL, t, hd_run_elapsed(&m->run) - t,
+                rc, rc < 0 ? m->why : NULL);
+    hd_guest_reply_free(&gr);
+    return rc < 0 ? -1 : 0;
+}
+
+static int detach(struct mig *m)
+{
+    struct hd_daemon *d = m->d;
+    struct hd_wait w;
+    double t = hd_run_elapsed(&m->run);
+    int rc;
+
+    hd_run_say(&m->run, "detach", -1, "unplugging %s", m->gpu->name);
+    hd_wait_arm(d->waits, &w, HV_EV_DEVICE_REMOVED, m->dom.name,
+                m->gpu->alias);
+    if ((rc = d->hv_ops->detach(d->hv, m->dom.name, m->gpu)) < 0) {
+        hd_wait_disarm(d->waits, &w);
+        fail(m, "cannot unplug %s: %s", m->gpu->name, strerror(-rc));
+    } else if ((rc = hd_wait_for(d->waits, &w, d->cfg.detach_timeout_ms)) <
+                   0 &&
+               d->hv_ops->has_gpu(d->hv, m->dom.name, m->gpu) == 0) {
+        rc = 0;                        /* gone, the event was missed */
+    } else if (rc < 0) {
+        fail(m, "the guest did not let %s go within %.1f s", m->gpu->name,
+             d->cfg.detach_timeout_ms / 1000.0);
+    }
+    hd_run_step(&m->run, "detach", 0, NULL, t, hd_run_elapsed(&m->run) - t,
+                rc, rc < 0 ? m->why : NULL);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Reads the job's progress while the hypervisor copies; suspends the VM
+ * after --timeout seconds as virsh does. */
+struct watch {
+    struct mig *m;
+    pthread_t thread;
+    atomic_bool done;
+};
+
+static void *watch_job(void *arg)
+{
+    struct watch *w = arg;
+    struct mig *m = w->m;
+    double start = hd_now();
+    bool suspended = false;
+    int last = -1;
+
+    while (!atomic_load(&w->done)) {
+        struct timespec ts = { 0, PROGRESS_PERIOD_MS * 1000000L };
+        struct hv_job job;
+
+        nanosleep(&ts, NULL);
+        if (atomic_load(&w->done))
+            break;
+        if (m->q->timeout_s && !suspended &&
+            hd_now() - start >= m->q->timeout_s) {
+            suspended = true;
+            hd_run_say(&m->run, "migrate", -1,
+                       "still copying after %u s: suspending the VM",
+                       m->q->timeout_s);
+            m->d->hv_ops->suspend(m->d->hv, m->dom.name);
+        }
+        if (m->d->hv_ops->job(m->d->hv, m->dom.name, &job) < 0 || !job.active)
+            continue;
+        if (job.data_processed)
+            hd_run_bytes(&m->run, job.data_processed);
+        if (m->q->verbose && job.data_total) {
+            int pct = (int)(100.0 * (double)(job.data_total -
+                                             job.data_remaining) /
+                            (double)job.data_total);
+            if (pct != last)
+                hd_run_say(&m->run, "migrate", pct, "Migration: [%3d %%]",
+                           pct);
+            last = pct;
+        }
+    }
+    return NULL;
+}
+
+static int migrate(struct mig *m)
+{
+    struct hd_daemon *d = m->d;
+    struct hv_migrate_args a = {
+        .dest_uri = m->q->dest_uri,
+        .migrate_uri = *m->q->migrate_uri ? m->q->migrate_uri : NULL,
+        .dest_xml = *m->q->dest_xml ? m->q->dest_xml : NULL,
+        .live = m->q->live,
+        .p2p = m->q->p2p,
+        .persistent = m->q->persistent,
+        .undefine_source = m->q->undefine_source,
+    };
+    struct watch w = { .m = m };
+    struct hv_job job;
+    double t = hd_run_elapsed(&m->run);
+    bool watching;
+    int rc;
+
+    hd_run_say(&m->run, "migrate", -1, "migrating to %s (%s%s)",
+               m->q->dest_uri, m->q->live ? "live" : "offline",
+               m->q->p2p ? ", peer-to-peer" : "");
+    atomic_init(&w.done, false);
+    watching = pthread_create(&w.thread, NULL, watch_job, &w) == 0;
+    rc = d->hv_ops->migrate(d->hv, m->dom.name, &a);
+    atomic_store(&w.done, true);
+    if (watching)
+        pthread_join(w.thread, NULL);
+    if (rc < 0) {
+        fail(m, "migration failed: %s (hypervisor log has the cause)",
+             strerror(-rc));
+    } else if (d->hv_ops->job(d->hv, m->dom.name, &job) == 0) {
+        if (job.data_processed)
+            hd_run_bytes(&m->run, job.data_processed);
+        if (job.downtime > 0)
+            hd_run_step(&m->run, "downtime", 0, NULL,
+                        hd_run_elapsed(&m->run) - job.downtime, job.downtime,
+                        0, NULL);
+    }
+    hd_run_step(&m->run, "migrate", 0, NULL, t, hd_run_elapsed(&m->run) - t,
+                rc, rc < 0 ? m->why : NULL);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The destination attaches a GPU and resumes the programs. */
+static Crane__Hostd__Result hand_over(struct mig *m)
+{
+    Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+    Crane__Hostd__Arrive a = CRANE__HOSTD__ARRIVE__INIT;
+    Crane__Hostd__PeerReply *r = NULL;
+    Crane__Hostd__Result result;
+    double t = hd_run_elapsed(&m->run);
+    int rc;
+
+    hd_run_say(&m->run, "arrive", -1, "%s attaches a GPU and resumes",
+               hd_peer_host(m->peer));
+    a.migration_id = m->run.m.id;
+    a.domain = m->dom.name;
+    a.mode = live(m) ? CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE
+                     : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE;
+    a.src_host = m->d->cfg.host_name;
+    a.deadline_ms = m->d->cfg.resume_deadline_ms;
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_ARRIVE;
+    req.arrive = &a;
+    rc = hd_peer_call(m->peer, &req,
+                      m->d->cfg.resume_deadline_ms + 120000, &r);
+    if (rc < 0 || r->msg_case != CRANE__HOSTD__PEER_REPLY__MSG_ARRIVE) {
+        fail(m, "the VM runs on %s but its crane-hostd did not answer (%s): "
+             "its programs remote until it resumes them (cranectl resume "
+             "in the VM)", hd_peer_host(m->peer),
+             rc < 0 ? strerror(-rc) : "refused");
+        if (r)
+            crane__hostd__peer_reply__free_unpacked(r, NULL);
+        hd_run_step(&m->run, "arrive", 0, NULL, t,
+                    hd_run_elapsed(&m->run) - t, rc < 0 ? rc : -EPROTO,
+                    m->why);
+        return CRANE__HOSTD__RESULT__RESULT_FAILED;
+    }
+    hd_run_peer_steps(&m->run, r->arrive->steps, r->arrive->n_steps, t);
+    result = r->arrive->result;
+    if (result != CRANE__HOSTD__RESULT__RESULT_OK &&
+        result != CRANE__HOSTD__RESULT__RESULT_REMOTING)
+        result = CRANE__HOSTD__RESULT__RESULT_FAILED;
+    if (result != CRANE__HOSTD__RESULT__RESULT_OK)
+        fail(m, "on %s: %.500s%s", hd_peer_host(m->peer), r->arrive->error,
+             result == CRANE__HOSTD__RESULT__RESULT_REMOTING
+                 ? "; programs remote until a GPU is free there, then "
+                   "resume by themselves"
+                 : "");
+    hd_run_step(&m->run, "arrive", 0, NULL, t, hd_run_elapsed(&m->run) - t,
+                0, NULL);
+    crane__hostd__peer_reply__free_unpacked(r, NULL);
+    return result;
+}
+
+void hd_migration_run(struct hd_daemon *d, int client_fd,
+                      const Crane__Hostd__MigrateRequest *q)
+{
+    struct mig *m = calloc(1, sizeof(*m));
+    Crane__Hostd__Result result;
+    char dst[300];
+
+    if (!m)
+        return;
+    m->d = d;
+    m->q = q;
+    if (*q->peer)
+        snprintf(dst, sizeof(dst), "%s", q->peer + (strncmp(q->peer, "tcp:",
+                                                            4) ? 0 : 4));
+    else if (hd_peer_endpoint_for(q->dest_uri, d->cfg.peer_port, dst,
+                                  sizeof(dst)) == 0)
+        memmove(dst, dst + 4, strlen(dst + 4) + 1);
+    else
+        snprintf(dst, sizeof(dst), "%s", q->dest_uri);
+    hd_run_begin(&m->run, d, NULL, q->domain, d->cfg.host_name, dst,
+                 q->live ? HD_MODE_LIVE : HD_MODE_OFFLINE, client_fd);
+    hd_run_say(&m->run, "start", -1, "migration %s of %s to %s",
+               m->run.m.id, q->domain, q->dest_uri);
+
+    if (check(m) < 0) {
+        /* Nothing was touched. */
+        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
+        hd_run_step(&m->run, "check", 0, NULL, 0, hd_run_elapsed(&m->run),
+                    -EINVAL, m->why);
+    } else if (prepare(m) < 0) {
+        result = rollback_guest(m, false);
+    } else if (detach(m) < 0) {
+        /* The GPU is still there (or its unplug still pending). */
+        result = rollback_guest(m, true);
+    } else if (migrate(m) < 0) {
+        result = rollback_attach(m);
+    } else {
+        result = hand_over(m);
+    }
+    hd_run_end(&m->run, result, result == CRANE__HOSTD__RESULT__RESULT_OK
+                                    ? NULL
+                                    : m->why);
+    hd_peer_close(m->peer);
+    free(m);
+}

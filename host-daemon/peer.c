@@ -1,0 +1,386 @@
+/* The host-to-host protocol: the source's client, the destination's server. */
+#include "peer.h"
+
+#include "arrive.h"
+#include "io.h"
+#include "log.h"
+#include "pool.h"
+#include "proto/auth.h"
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PEER_NONCE_LEN 32
+#define PEER_HANDSHAKE_MS 10000
+/* A connection with no request for this long is closed. */
+#define PEER_IDLE_S 600
+
+static const char server_label[] = "crane-hostd server";
+static const char client_label[] = "crane-hostd client";
+
+struct hd_peer {
+    int fd;
+    uint64_t next_id;
+    char host[256];
+};
+
+/* HMAC(key, LABEL || NONCE) */
+static int proof(const uint8_t *key, size_t key_len, const char *label,
+                 const uint8_t *nonce, size_t nonce_len, uint8_t out[32])
+{
+    uint8_t msg[64 + PEER_NONCE_LEN];
+    size_t l = strlen(label);
+
+    if (nonce_len != PEER_NONCE_LEN || l > 64)
+        return -EINVAL;
+    memcpy(msg, label, l);
+    memcpy(msg + l, nonce, nonce_len);
+    return crn_hmac_sha256(key, key_len, msg, l + nonce_len, out);
+}
+
+static int same_mac(const uint8_t *a, const ProtobufCBinaryData *b)
+{
+    uint8_t diff = 0;
+
+    if (b->len != CRN_SHA256_LEN)
+        return 0;
+    for (size_t i = 0; i < CRN_SHA256_LEN; i++)
+        diff |= a[i] ^ b->data[i];
+    return diff == 0;
+}
+
+static void copy_host(char *dst, size_t len, const char *src)
+{
+    size_t i = 0;
+
+    /* A peer's name goes to logs and history: printable ASCII only. */
+    for (; src && src[i] && i + 1 < len; i++)
+        dst[i] = src[i] > 32 && src[i] < 127 ? src[i] : '?';
+    dst[i] = '\0';
+}
+
+/* --- client -------------------------------------------------------------- */
+
+static int exchange(struct hd_peer *p, Crane__Hostd__PeerRequest *req,
+                    double deadline, Crane__Hostd__PeerReply **out)
+{
+    uint8_t *buf;
+    size_t len;
+    int rc;
+
+    req->id = ++p->next_id;
+    if ((rc = crn_frame_write(p->fd, &req->base)) < 0)
+        return rc;
+    for (;;) {
+        Crane__Hostd__PeerReply *r;
+
+        if ((rc = hd_frame_read_by(p->fd, HD_PEER_MAX_FRAME, deadline, &buf,
+                                   &len)) < 0)
+            return rc;
+        r = crane__hostd__peer_reply__unpack(NULL, len, buf);
+        free(buf);
+        if (!r || r->msg_case == CRANE__HOSTD__PEER_REPLY__MSG__NOT_SET) {
+            if (r)
+                crane__hostd__peer_reply__free_unpacked(r, NULL);
+            return -EPROTO;
+        }
+        if (r->id == req->id) {
+            *out = r;
+            return 0;
+        }
+        crane__hostd__peer_reply__free_unpacked(r, NULL);
+    }
+}
+
+static int handshake(struct hd_peer *p, const uint8_t *key, size_t key_len,
+                     const char *my_host, char *why, size_t why_len)
+{
+    Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+    Crane__Hostd__Hello hello = CRANE__HOSTD__HELLO__INIT;
+    Crane__Hostd__Auth auth = CRANE__HOSTD__AUTH__INIT;
+    Crane__Hostd__PeerReply *r = NULL;
+    double deadline = hd_now() + PEER_HANDSHAKE_MS / 1000.0;
+    uint8_t nonce[PEER_NONCE_LEN], mac[CRN_SHA256_LEN];
+    int rc;
+
+    if ((rc = crn_random_bytes(nonce, sizeof(nonce))) < 0)
+        return rc;
+    hello.version = 1;
+    hello.nonce.data = nonce;
+    hello.nonce.len = sizeof(nonce);
+    hello.host = (char *)my_host;
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_HELLO;
+    req.hello = &hello;
+    if ((rc = exchange(p, &req, deadline, &r)) < 0) {
+        snprintf(why, why_len, "no answer to hello: %s", strerror(-rc));
+        return rc;
+    }
+    if (r->msg_case == CRANE__HOSTD__PEER_REPLY__MSG_REFUSED) {
+        snprintf(why, why_len, "refused: %.200s", r->refused->error);
+        rc = -EACCES;
+    } else if (r->msg_case == CRANE__HOSTD__PEER_REPLY__MSG_WELCOME) {
+        copy_host(p->host, sizeof(p->host), r->welcome->host);
+        if (key) {
+            snprintf(why, why_len, "%s does not authenticate (no peer_key "
+                     "there) but we have a key", p->host);
+            rc = -EACCES;
+        }
+    } else if (r->msg_case == CRANE__HOSTD__PEER_REPLY__MSG_CHALLENGE) {
+        Crane__Hostd__Challenge *c = r->challenge;
+
+        copy_host(p->host, sizeof(p->host), c->host);
+        if (!key) {
+            snprintf(why, why_len, "%s asks for a key and we have none "
+                     "(peer_key)", p->host);
+            rc = -EACCES;
+        } else if (proof(key, key_len, server_label, nonce, sizeof(nonce),
+                         mac) < 0 || !same_mac(mac, &c->mac)) {
+            snprintf(why, why_len, "%s does not hold our key", p->host);
+            rc = -EACCES;
+        } else if ((rc = proof(key, key_len, client_label, c->nonce.data,
+                               c->nonce.len, mac)) < 0) {
+            snprintf(why, why_len, "bad challenge from %s", p->host);
+            rc = -EPROTO;
+        } else {
+            crane__hostd__peer_reply__free_unpacked(r, NULL);
+            r = NULL;
+            auth.mac.data = mac;
+            auth.mac.len = sizeof(mac);
+            req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_AUTH;
+            req.auth = &auth;
+            if ((rc = exchange(p, &req, deadline, &r)) < 0) {
+                snprintf(why, why_len, "no answer to auth: %s",
+                         strerror(-rc));
+                return rc;
+            }
+            if (r->msg_case != CRANE__HOSTD__PEER_REPLY__MSG_WELCOME) {
+                snprintf(why, why_len, "%s refused our key", p->host);
+                rc = -EACCES;
+            }
+        }
+    } else {
+        snprintf(why, why_len, "unexpected answer to hello");
+        rc = -EPROTO;
+    }
+    crane__hostd__peer_reply__free_unpacked(r, NULL);
+    return rc;
+}
+
+int hd_peer_open(const char *endpoint, const uint8_t *key, size_t key_len,
+                 const char *my_host, struct hd_peer **out, char *why,
+                 size_t why_len)
+{
+    struct crn_endpoint ep;
+    struct hd_peer *p;
+    int rc;
+
+    if (crn_endpoint_parse(endpoint, &ep) < 0) {
+        snprintf(why, why_len, "bad peer endpoint '%s'", endpoint);
+        return -EINVAL;
+    }
+    if (!(p = calloc(1, sizeof(*p))))
+        return -ENOMEM;
+    if ((p->fd = crn_endpoint_connect(&ep)) < 0) {
+        rc = p->fd;
+        snprintf(why, why_len, "cannot connect to %s: %s", endpoint,
+                 strerror(-rc));
+        free(p);
+        return rc;
+    }
+    hd_send_timeout(p->fd, 30);
+    if ((rc = handshake(p, key, key_len, my_host, why, why_len)) < 0) {
+        hd_peer_close(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+const char *hd_peer_host(const struct hd_peer *p)
+{
+    return p->host;
+}
+
+int hd_peer_call(struct hd_peer *p, Crane__Hostd__PeerRequest *req,
+                 uint32_t timeout_ms, Crane__Hostd__PeerReply **out)
+{
+    return exchange(p, req, hd_now() + timeout_ms / 1000.0, out);
+}
+
+void hd_peer_close(struct hd_peer *p)
+{
+    if (!p)
+        return;
+    close(p->fd);
+    free(p);
+}
+
+/* --- server -------------------------------------------------------------- */
+
+static int reply(int fd, Crane__Hostd__PeerReply *r)
+{
+    return crn_frame_write(fd, &r->base);
+}
+
+static int refuse(int fd, uint64_t id, int err, const char *why)
+{
+    Crane__Hostd__PeerReply r = CRANE__HOSTD__PEER_REPLY__INIT;
+    Crane__Hostd__Refused f = CRANE__HOSTD__REFUSED__INIT;
+
+    f.err = err;
+    f.error = (char *)why;
+    r.id = id;
+    r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_REFUSED;
+    r.refused = &f;
+    return reply(fd, &r);
+}
+
+/* Reads one request by DEADLINE; NULL on close, error or garbage. */
+static Crane__Hostd__PeerRequest *read_request(int fd, double deadline,
+                                               const char *who)
+{
+    Crane__Hostd__PeerRequest *q;
+    uint8_t *buf;
+    size_t len;
+    int rc;
+
+    if ((rc = hd_frame_read_by(fd, HD_PEER_MAX_FRAME, deadline, &buf,
+                               &len)) < 0) {
+        if (rc != -ENODATA)
+            HD_WARN("peer %s: %s", who, strerror(-rc));
+        return NULL;
+    }
+    q = crane__hostd__peer_request__unpack(NULL, len, buf);
+    free(buf);
+    if (!q || q->msg_case == CRANE__HOSTD__PEER_REQUEST__MSG__NOT_SET) {
+        HD_WARN("peer %s: malformed request", who);
+        if (q)
+            crane__hostd__peer_request__free_unpacked(q, NULL);
+        return NULL;
+    }
+    return q;
+}
+
+/* Hello -> Challenge -> Auth -> Welcome, or Hello -> Welcome without a
+ * key.  0 when the peer may go on; WHO gets its name. */
+static int serve_handshake(struct hd_daemon *d, int fd, char *who,
+                           size_t who_len)
+{
+    Crane__Hostd__PeerReply r = CRANE__HOSTD__PEER_REPLY__INIT;
+    Crane__Hostd__Challenge c = CRANE__HOSTD__CHALLENGE__INIT;
+    Crane__Hostd__Welcome w = CRANE__HOSTD__WELCOME__INIT;
+    Crane__Hostd__PeerRequest *q;
+    double deadline = hd_now() + PEER_HANDSHAKE_MS / 1000.0;
+    uint8_t nonce[PEER_NONCE_LEN], mac[CRN_SHA256_LEN];
+    int rc = -EACCES;
+
+    if (!(q = read_request(fd, deadline, who)))
+        return -EPROTO;
+    if (q->msg_case != CRANE__HOSTD__PEER_REQUEST__MSG_HELLO ||
+        q->hello->version != 1) {
+        refuse(fd, q->id, -EPROTO, "expected hello, version 1");
+        crane__hostd__peer_request__free_unpacked(q, NULL);
+        return -EPROTO;
+    }
+    copy_host(who, who_len, q->hello->host);
+    w.host = d->cfg.host_name;
+    r.id = q->id;
+    if (!d->key) {
+        r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_WELCOME;
+        r.welcome = &w;
+        crane__hostd__peer_request__free_unpacked(q, NULL);
+        return reply(fd, &r);
+    }
+    if (proof(d->key, d->key_len, server_label, q->hello->nonce.data,
+              q->hello->nonce.len, mac) < 0 ||
+        crn_random_bytes(nonce, sizeof(nonce)) < 0) {
+        refuse(fd, q->id, -EPROTO, "bad hello");
+        crane__hostd__peer_request__free_unpacked(q, NULL);
+        return -EPROTO;
+    }
+    crane__hostd__peer_request__free_unpacked(q, NULL);
+    c.nonce.data = nonce;
+    c.nonce.len = sizeof(nonce);
+    c.mac.data = mac;
+    c.mac.len = sizeof(mac);
+    c.host = d->cfg.host_name;
+    r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_CHALLENGE;
+    r.challenge = &c;
+    if ((rc = reply(fd, &r)) < 0)
+        return rc;
+    if (!(q = read_request(fd, deadline, who)))
+        return -EPROTO;
+    if (q->msg_case != CRANE__HOSTD__PEER_REQUEST__MSG_AUTH ||
+        proof(d->key, d->key_len, client_label, nonce, sizeof(nonce),
+              mac) < 0 ||
+        !same_mac(mac, &q->auth->mac)) {
+        HD_WARN("peer %s: authentication failed", who);
+        refuse(fd, q->id, -EACCES, "authentication failed");
+        crane__hostd__peer_request__free_unpacked(q, NULL);
+        return -EACCES;
+    }
+    r.id = q->id;
+    r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_WELCOME;
+    r.welcome = &w;
+    crane__hostd__peer_request__free_unpacked(q, NULL);
+    return reply(fd, &r);
+}
+
+static int serve_check(struct hd_daemon *d, int fd, uint64_t id)
+{
+    Crane__Hostd__PeerReply r = CRANE__HOSTD__PEER_REPLY__INIT;
+    Crane__Hostd__CheckReply c = CRANE__HOSTD__CHECK_REPLY__INIT;
+    unsigned free_count = 0;
+    int rc;
+
+    if ((rc = hd_pool_free_count(d->pool, d->hv_ops, d->hv, &free_count)) < 0)
+        return refuse(fd, id, rc, "cannot read the GPU pool");
+    c.gpus_total = (uint32_t)hd_pool_size(d->pool);
+    c.gpus_free = free_count;
+    c.host = d->cfg.host_name;
+    r.id = id;
+    r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_CHECK;
+    r.check = &c;
+    return reply(fd, &r);
+}
+
+void hd_peer_serve(struct hd_daemon *d, int fd)
+{
+    char who[256] = "?";
+    int rc;
+
+    hd_send_timeout(fd, 30);
+    if (serve_handshake(d, fd, who, sizeof(who)) < 0) {
+        close(fd);
+        return;
+    }
+    HD_INFO("peer %s: connected", who);
+    for (;;) {
+        Crane__Hostd__PeerRequest *q =
+            read_request(fd, hd_now() + PEER_IDLE_S, who);
+
+        if (!q)
+            break;
+        switch (q->msg_case) {
+        case CRANE__HOSTD__PEER_REQUEST__MSG_CHECK:
+            rc = serve_check(d, fd, q->id);
+            break;
+        case CRANE__HOSTD__PEER_REQUEST__MSG_ARRIVE:
+            rc = hd_arrive_serve(d, fd, q->id, q->arrive, who);
+            break;
+        default:
+            rc = refuse(fd, q->id, -EPROTO, "unexpected request");
+            break;
+        }
+        crane__hostd__peer_request__free_unpacked(q, NULL);
+        if (rc < 0)
+            break;
+    }
+    HD_INFO("peer %s: closed", who);
+    close(fd);
+}

@@ -1,0 +1,38 @@
+/* The host-to-host protocol: the source's client, the destination's server. */
+#ifndef HD_PEER_H
+#define HD_PEER_H
+
+#include "daemon.h"
+#include "proto/hostd.pb-c.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a peer may send in one frame. */
+#define HD_PEER_MAX_FRAME (64u * 1024)
+
+struct hd_peer;
+
+/*
+ * Connects to the crane-hostd at ENDPOINT (tcp:HOST:PORT) and
+ * authenticates both ways with KEY (NULL: none; then a peer that asks for
+ * one is refused, and so is one that does not when we have one).  WHY
+ * gets one line on failure.  -ECONNREFUSED, -ETIMEDOUT, -EACCES (keys
+ * differ), -EPROTO.
+ */
+int hd_peer_open(const char *endpoint, const uint8_t *key, size_t key_len,
+                 const char *my_host, struct hd_peer **out, char *why,
+                 size_t why_len);
+/* The peer's host name, as it said. */
+const char *hd_peer_host(const struct hd_peer *p);
+/* Sends REQ (its id is set here) and waits up to TIMEOUT_MS for the reply
+ * with its id; *OUT is freed with crane__hostd__peer_reply__free_unpacked. */
+int hd_peer_call(struct hd_peer *p, Crane__Hostd__PeerRequest *req,
+                 uint32_t timeout_ms, Crane__Hostd__PeerReply **out);
+void hd_peer_close(struct hd_peer *p);
+
+/* Serves one accepted peer connection FD until it closes (a job thread);
+ * owns FD. */
+void hd_peer_serve(struct hd_daemon *d, int fd);
+
+#endif /* HD_PEER_H */

@@ -1,0 +1,200 @@
+/* This host's GPU pool: which GPU each domain holds, which are free. */
+#include "pool.h"
+
+#include "hv_xml.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POOL_XML_MAX (64 * 1024)
+
+struct hd_pool {
+    pthread_mutex_t lock;        /* reservations */
+    size_t n;
+    struct hv_gpu gpus[HD_MAX_GPUS];
+    bool reserved[HD_MAX_GPUS];
+};
+
+static int read_small_file(const char *path, char **out)
+{
+    FILE *f = fopen(path, "re");
+    char *buf;
+    size_t n;
+
+    if (!f)
+        return -errno;
+    buf = malloc(POOL_XML_MAX + 1);
+    if (!buf) {
+        fclose(f);
+        return -ENOMEM;
+    }
+    n = fread(buf, 1, POOL_XML_MAX + 1, f);
+    fclose(f);
+    if (n == 0 || n > POOL_XML_MAX) {
+        free(buf);
+        return n ? -EFBIG : -EINVAL;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return 0;
+}
+
+static int pci_gpu(struct hv_gpu *g, const struct hd_gpu_conf *c)
+{
+    unsigned d, b, s, f;
+    char xml[512];
+
+    sscanf(c->pci, "%x:%x:%x.%x", &d, &b, &s, &f);
+    snprintf(g->alias, sizeof(g->alias), "ua-crane-%s", c->name);
+    snprintf(g->pci, sizeof(g->pci), "%s", c->pci);
+    snprintf(xml, sizeof(xml),
+             "<hostdev mode='subsystem' type='pci' managed='yes'>"
+             "<source><address domain='0x%04x' bus='0x%02x' slot='0x%02x'"
+             " function='0x%x'/></source><alias name='%s'/></hostdev>",
+             d, b, s, f, g->alias);
+    return (g->xml = strdup(xml)) ? 0 : -ENOMEM;
+}
+
+int hd_pool_new(const struct hd_config *cfg, struct hd_pool **out,
+                char *why, size_t why_len)
+{
+    struct hd_pool *p = calloc(1, sizeof(*p));
+    int rc = 0;
+
+    if (!p)
+        return -ENOMEM;
+    pthread_mutex_init(&p->lock, NULL);
+    for (size_t i = 0; i < cfg->n_gpus && rc == 0; i++) {
+        const struct hd_gpu_conf *c = &cfg->gpus[i];
+        struct hv_gpu *g = &p->gpus[i];
+
+        snprintf(g->name, sizeof(g->name), "%s", c->name);
+        if (*c->pci) {
+            rc = pci_gpu(g, c);
+        } else if ((rc = read_small_file(c->xml_file, &g->xml)) < 0) {
+            snprintf(why, why_len, "gpu %s: cannot read %s: %s", c->name,
+                     c->xml_file, strerror(-rc));
+        } else if ((rc = hv_xml_device_alias(g->xml, g->alias,
+                                             sizeof(g->alias))) < 0) {
+            snprintf(why, why_len,
+                     "gpu %s: %s has no <alias name='ua-...'/>", c->name,
+                     c->xml_file);
+        }
+        p->n = i + 1;
+        for (size_t j = 0; j < i && rc == 0; j++)
+            if (strcmp(p->gpus[j].alias, g->alias) == 0) {
+                snprintf(why, why_len, "gpu %s: alias %s used twice",
+                         c->name, g->alias);
+                rc = -EINVAL;
+            }
+    }
+    if (rc < 0) {
+        hd_pool_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void hd_pool_free(struct hd_pool *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        free(p->gpus[i].xml);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+size_t hd_pool_size(const struct hd_pool *p)
+{
+    return p->n;
+}
+
+int hd_pool_held_by(struct hd_pool *p, const struct hv_ops *ops,
+                    struct hv *hv, const char *domain,
+                    const struct hv_gpu **out)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        int rc = ops->has_gpu(hv, domain, &p->gpus[i]);
+
+        if (rc < 0)
+            return rc;
+        if (rc == 1) {
+            *out = &p->gpus[i];
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+/* Marks free GPUs in FREE[]; returns how many, or -errno. */
+static int scan_free(struct hd_pool *p, const struct hv_ops *ops,
+                     struct hv *hv, bool *free_gpu)
+{
+    char (*holder)[HV_NAME_MAX + 1];
+    int rc, n = 0;
+
+    if (p->n == 0)
+        return 0;
+    if (!(holder = calloc(p->n, sizeof(*holder))))
+        return -ENOMEM;
+    rc = ops->holders(hv, p->gpus, p->n, holder);
+    for (size_t i = 0; rc == 0 && i < p->n; i++) {
+        free_gpu[i] = !holder[i][0] && !p->reserved[i];
+        n += free_gpu[i];
+    }
+    free(holder);
+    return rc < 0 ? rc : n;
+}
+
+int hd_pool_reserve(struct hd_pool *p, const struct hv_ops *ops,
+                    struct hv *hv, const char *domain,
+                    const struct hv_gpu **out)
+{
+    bool free_gpu[HD_MAX_GPUS] = { 0 };
+    int rc;
+
+    pthread_mutex_lock(&p->lock);
+    rc = scan_free(p, ops, hv, free_gpu);
+    if (rc == 0)
+        rc = -EBUSY;
+    for (size_t i = 0; rc > 0 && i < p->n; i++)
+        if (free_gpu[i]) {
+            p->reserved[i] = true;
+            *out = &p->gpus[i];
+            HD_INFO("pool: %s reserved for %s", p->gpus[i].name, domain);
+            rc = 0;
+        }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+void hd_pool_unreserve(struct hd_pool *p, const struct hv_gpu *gpu)
+{
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < p->n; i++)
+        if (&p->gpus[i] == gpu)
+            p->reserved[i] = false;
+    pthread_mutex_unlock(&p->lock);
+}
+
+int hd_pool_free_count(struct hd_pool *p, const struct hv_ops *ops,
+                       struct hv *hv, unsigned *free_count)
+{
+    bool free_gpu[HD_MAX_GPUS] = { 0 };
+    int rc;
+
+    pthread_mutex_lock(&p->lock);
+    rc = scan_free(p, ops, hv, free_gpu);
+    pthread_mutex_unlock(&p->lock);
+    if (rc < 0)
+        return rc;
+    *free_count = (unsigned)rc;
+    return 0;
+}

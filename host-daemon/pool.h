@@ -1,0 +1,37 @@
+/* This host's GPU pool: which GPU each domain holds, which are free. */
+#ifndef HD_POOL_H
+#define HD_POOL_H
+
+#include "config.h"
+#include "hv.h"
+
+#include <stddef.h>
+
+struct hd_pool;
+
+/* Builds the pool from CFG's gpu lines: a PCI address becomes a managed
+ * <hostdev> aliased ua-crane-NAME; a device XML file must carry its own
+ * ua- alias.  -EINVAL with WHY for a bad file. */
+int hd_pool_new(const struct hd_config *cfg, struct hd_pool **out,
+                char *why, size_t why_len);
+void hd_pool_free(struct hd_pool *pool);
+
+size_t hd_pool_size(const struct hd_pool *pool);
+
+/* The pool GPU DOMAIN holds now into *OUT; -ENOENT when none. */
+int hd_pool_held_by(struct hd_pool *pool, const struct hv_ops *ops,
+                    struct hv *hv, const char *domain,
+                    const struct hv_gpu **out);
+
+/* Picks a GPU no running domain holds and no one has reserved, and
+ * reserves it for DOMAIN until hd_pool_unreserve.  -EBUSY: none free. */
+int hd_pool_reserve(struct hd_pool *pool, const struct hv_ops *ops,
+                    struct hv *hv, const char *domain,
+                    const struct hv_gpu **out);
+void hd_pool_unreserve(struct hd_pool *pool, const struct hv_gpu *gpu);
+
+/* How many GPUs are free now (not held, not reserved). */
+int hd_pool_free_count(struct hd_pool *pool, const struct hv_ops *ops,
+                       struct hv *hv, unsigned *free_count);
+
+#endif /* HD_POOL_H */

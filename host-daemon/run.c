@@ -1,0 +1,276 @@
+/* One migration as it happens on this host: its steps, history, progress. */
+#include "run.h"
+
+#include "log.h"
+#include "proto/auth.h"
+#include "proto/frame.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void new_id(char *id, size_t len)
+{
+    uint8_t r[3] = { 0 };
+
+    crn_random_bytes(r, sizeof(r));
+    snprintf(id, len, "m%.0f-%02x%02x%02x", hd_wall() * 1000, r[0], r[1],
+             r[2]);
+}
+
+int hd_run_begin(struct hd_run *run, struct hd_daemon *d, const char *id,
+                 const char *domain, const char *src, const char *dst,
+                 enum hd_mode mode, int client_fd)
+{
+    int rc;
+
+    memset(run, 0, sizeof(*run));
+    run->d = d;
+    run->client_fd = client_fd;
+    run->t0 = hd_now();
+    if (id)
+        snprintf(run->m.id, sizeof(run->m.id), "%s", id);
+    else
+        new_id(run->m.id, sizeof(run->m.id));
+    snprintf(run->m.domain, sizeof(run->m.domain), "%s", domain);
+    snprintf(run->m.src_host, sizeof(run->m.src_host), "%s", src);
+    snprintf(run->m.dst_host, sizeof(run->m.dst_host), "%s", dst);
+    run->m.mode = mode;
+    run->m.start_time = hd_wall();
+    run->m.result = HD_RESULT_RUNNING;
+    /* The history is where operators look, but a migration must not fail
+     * because the disk is full: it goes on, logged. */
+    if ((rc = hd_history_open(d->cfg.history, &run->h)) < 0) {
+        HD_ERROR("migration %s: history %s unavailable: %s", run->m.id,
+                 d->cfg.history, strerror(-rc));
+        run->h = NULL;
+    } else if ((rc = hd_history_begin(run->h, &run->m)) < 0) {
+        HD_ERROR("migration %s: cannot record it: %s", run->m.id,
+                 strerror(-rc));
+    }
+    return 0;
+}
+
+int hd_run_continue(struct hd_run *run, struct hd_daemon *d, const char *id,
+                    const char *domain, double start_wall)
+{
+    int rc;
+
+    memset(run, 0, sizeof(*run));
+    run->d = d;
+    run->client_fd = -1;
+    run->t0 = hd_now() - (hd_wall() - start_wall);
+    snprintf(run->m.id, sizeof(run->m.id), "%s", id);
+    snprintf(run->m.domain, sizeof(run->m.domain), "%s", domain);
+    run->m.start_time = start_wall;
+    if ((rc = hd_history_open(d->cfg.history, &run->h)) < 0) {
+        HD_ERROR("migration %s: history %s unavailable: %s", id,
+                 d->cfg.history, strerror(-rc));
+        run->h = NULL;
+    }
+    return 0;
+}
+
+static void free_steps(struct hd_run *run)
+{
+    for (size_t i = 0; i < run->n_steps; i++) {
+        free(run->steps[i].phase);
+        free(run->steps[i].program);
+        free(run->steps[i].error);
+    }
+    free(run->steps);
+    run->steps = NULL;
+    run->n_steps = run->cap_steps = 0;
+}
+
+void hd_run_leave(struct hd_run *run)
+{
+    free_steps(run);
+    hd_history_close(run->h);
+    run->h = NULL;
+}
+
+double hd_run_elapsed(const struct hd_run *run)
+{
+    return hd_now() - run->t0;
+}
+
+static void send_reply(struct hd_run *run, Crane__Hostd__DaemonReply *r)
+{
+    if (run->client_fd < 0)
+        return;
+    if (crn_frame_write(run->client_fd, &r->base) < 0) {
+        /* crane-migrate went away: the migration goes on regardless. */
+        HD_INFO("migration %s: client gone, going on without it",
+                run->m.id);
+        run->client_fd = -1;
+    }
+}
+
+void hd_run_say(struct hd_run *run, const char *phase, int percent,
+                const char *fmt, ...)
+{
+    Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__Progress p = CRANE__HOSTD__PROGRESS__INIT;
+    char text[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (percent < 0)
+        HD_INFO("migration %s %s: %s: %s", run->m.id, run->m.domain, phase,
+                text);
+    p.phase = (char *)phase;
+    p.text = text;
+    p.elapsed = hd_run_elapsed(run);
+    p.percent = percent;
+    p.bytes = run->m.bytes_moved;
+    r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_PROGRESS;
+    r.progress = &p;
+    send_reply(run, &r);
+}
+
+static char *dup_or_empty(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
+                 const char *program, double start, double seconds, int err,
+                 const char *error)
+{
+    struct hd_step hs = { .pid = pid };
+    Crane__Hostd__Step *s;
+    int rc;
+
+    if (start < 0)
+        start = 0;
+    if (seconds < 0)
+        seconds = 0;
+    snprintf(hs.phase, sizeof(hs.phase), "%s", phase);
+    snprintf(hs.program, sizeof(hs.program), "%s",
+             pid ? (program && *program ? program : "?") : "");
+    hs.start_offset = start;
+    hs.duration = seconds;
+    if (run->h && (rc = hd_history_add_step(run->h, run->m.id, &hs)) < 0)
+        HD_WARN("migration %s: step %s not recorded: %s", run->m.id, phase,
+                strerror(-rc));
+    if (run->n_steps == run->cap_steps) {
+        size_t cap = run->cap_steps ? run->cap_steps * 2 : 16;
+        Crane__Hostd__Step *n = realloc(run->steps, cap * sizeof(*n));
+
+        if (!n)
+            return;
+        run->steps = n;
+        run->cap_steps = cap;
+    }
+    s = &run->steps[run->n_steps];
+    crane__hostd__step__init(s);
+    s->phase = dup_or_empty(hs.phase);
+    s->program = dup_or_empty(hs.program);
+    s->error = dup_or_empty(error);
+    if (!s->phase || !s->program || !s->error) {
+        free(s->phase);
+        free(s->program);
+        free(s->error);
+        return;
+    }
+    s->pid = pid;
+    s->start = start;
+    s->seconds = seconds;
+    s->err = err;
+    run->n_steps++;
+}
+
+void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
+                        const char *program_phase, double sent)
+{
+    char name[64];
+
+    for (size_t i = 0; i < ack->n_steps; i++) {
+        const Crane__Control__DaemonStep *st = ack->steps[i];
+
+        snprintf(name, sizeof(name), "guest: %s", st->name);
+        hd_run_step(run, name, 0, NULL, sent, st->seconds, st->err,
+                    st->error);
+    }
+    for (size_t i = 0; i < ack->n_programs; i++) {
+        const Crane__Control__ProgramReport *p = ack->programs[i];
+        double held = p->times ? p->times->total : 0;
+
+        /* The program's calls were held for the last HELD seconds before
+         * its answer, which came ELAPSED after the command left. */
+        if (!p->pid)
+            continue;
+        hd_run_step(run, program_phase, p->pid, p->program,
+                    sent + p->elapsed - held, held, p->err, p->error);
+    }
+}
+
+void hd_run_peer_steps(struct hd_run *run, Crane__Hostd__Step **steps,
+                       size_t n, double offset)
+{
+    for (size_t i = 0; i < n && i < HD_STEPS_MAX; i++)
+        hd_run_step(run, steps[i]->phase, steps[i]->pid, steps[i]->program,
+                    offset + steps[i]->start, steps[i]->seconds,
+                    steps[i]->err, steps[i]->error);
+}
+
+void hd_run_bytes(struct hd_run *run, uint64_t bytes)
+{
+    run->m.bytes_moved = bytes;
+    if (run->h)
+        hd_history_progress(run->h, run->m.id, bytes);
+}
+
+enum hd_result hd_run_history_result(Crane__Hostd__Result r)
+{
+    switch (r) {
+    case CRANE__HOSTD__RESULT__RESULT_OK:
+    case CRANE__HOSTD__RESULT__RESULT_REMOTING:
+        return HD_RESULT_OK;
+    case CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK:
+        return HD_RESULT_ROLLED_BACK;
+    default:
+        return HD_RESULT_FAILED;
+    }
+}
+
+void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
+                const char *error)
+{
+    Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
+    Crane__Hostd__Step **ptrs = calloc(run->n_steps + 1, sizeof(*ptrs));
+    int rc;
+
+    if (run->h &&
+        (rc = hd_history_finish(run->h, run->m.id,
+                                hd_run_history_result(result), hd_wall(),
+                                error ? error : "")) < 0)
+        HD_ERROR("migration %s: end not recorded: %s", run->m.id,
+                 strerror(-rc));
+    done.result = result;
+    done.error = (char *)(error ? error : "");
+    done.id = run->m.id;
+    done.seconds = hd_run_elapsed(run);
+    done.bytes = run->m.bytes_moved;
+    done.dest_host = run->m.dst_host;
+    if (ptrs) {
+        for (size_t i = 0; i < run->n_steps; i++)
+            ptrs[i] = &run->steps[i];
+        done.steps = ptrs;
+        done.n_steps = run->n_steps;
+    }
+    r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
+    r.done = &done;
+    send_reply(run, &r);
+    HD_INFO("migration %s %s: %s in %.3f s%s%s", run->m.id, run->m.domain,
+            hd_result_name(hd_run_history_result(result)), done.seconds,
+            error ? ": " : "", error ? error : "");
+    free(ptrs);
+    hd_run_leave(run);
+}

@@ -1,0 +1,21 @@
+/* Reads `key = value` configuration files: the one parser every daemon uses. */
+#ifndef CRANE_PROTO_CONFFILE_H
+#define CRANE_PROTO_CONFFILE_H
+
+#include <stddef.h>
+
+/* Sets one key; returns 0, or -EINVAL with WHY (one line, no file:line). */
+typedef int crn_conf_set_fn(void *arg, const char *key, const char *value,
+                            char *why, size_t why_len);
+
+/*
+ * Reads PATH line by line: `key = value`, `#` starts a comment, blank lines
+ * are skipped, spaces around keys and values are trimmed, a line is at most
+ * 1 KiB.  Calls SET for each pair, in order.  MUST_EXIST false lets a
+ * missing file mean "nothing to set".  Returns 0, or a negative errno with
+ * WHY holding one line ("FILE:LINE: reason").
+ */
+int crn_conf_read(const char *path, int must_exist, crn_conf_set_fn *set,
+                  void *arg, char *why, size_t why_len);
+
+#endif /* CRANE_PROTO_CONFFILE_H */
