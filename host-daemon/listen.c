@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 /* A request names a domain, URIs and perhaps a whole domain XML. */
-#define CLIENT_MAX_FRAME (1u << 20)
+#define CLIENT_MAX_FRAME (64u * 1024)
 #define CLIENT_REQUEST_S 10
 #define BUSY_MAX 64
 

@@ -273,8 +273,7 @@ static void *watch_job(void *arg)
                                              job.data_remaining) /
                             (double)job.data_total);
             if (pct != last)
-                hd_run_say(&m->run, "migrate", pct, "Migration: [%3d %%]",
-                           pct);
+                hd_run_say(&m->run, "migrate", pct, "%s", "");
             last = pct;
         }
     }
