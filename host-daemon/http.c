@@ -1,4 +1,4 @@
-/* The host daemon's HTTP server (libmicrohttpd): routes to JSON and metrics. */
+/* The host daemon's HTTP server (libmicrohttpd): dashboard, JSON, metrics. */
 #include "http.h"
 
 #include "buf.h"
@@ -22,6 +22,23 @@
 
 #define CT_JSON "application/json"
 #define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+#define CT_HTML "text/html; charset=utf-8"
+
+/*
+ * The dashboard's policy: nothing may load but the page's own inline script
+ * and style, which may only fetch from this server.  Trusted Types make the
+ * browser refuse any HTML built from strings (innerHTML and the like), so
+ * data from the API can only ever become text.
+ */
+#define DASHBOARD_CSP                                                        \
+    "default-src 'none'; script-src 'unsafe-inline'; "                       \
+    "style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; "       \
+    "form-action 'none'; frame-ancestors 'none'; "                           \
+    "require-trusted-types-for 'script'; trusted-types 'none'"
+
+/* host-daemon/dashboard.html, embedded by the build (hostd.mk). */
+extern const unsigned char hd_dashboard_html[];
+extern const unsigned long hd_dashboard_html_len;
 
 struct hd_http {
     struct MHD_Daemon *daemon;
@@ -29,24 +46,39 @@ struct hd_http {
     uint16_t port;
 };
 
-/* Queues STATUS with BODY (LEN bytes, copied) of type CTYPE. */
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
-                             const char *ctype, const char *body, size_t len)
+/* A response header: NAME and VALUE. */
+struct header {
+    const char *name;
+    const char *value;
+};
+
+/*
+ * Queues STATUS with BODY (LEN bytes, copied unless MODE says it is
+ * static) of type CTYPE, with the headers every answer has and the N in
+ * EXTRA.
+ */
+static enum MHD_Result reply_with(struct MHD_Connection *c, unsigned status,
+                                  const char *ctype, const void *body,
+                                  size_t len, enum MHD_ResponseMemoryMode mode,
+                                  const struct header *extra, size_t n)
 {
     struct MHD_Response *r;
     enum MHD_Result ret;
+    int ok;
 
-    r = MHD_create_response_from_buffer(len, (void *)body,
-                                        MHD_RESPMEM_MUST_COPY);
+    r = MHD_create_response_from_buffer(len, (void *)body, mode);
     if (r == NULL) {
         HD_ERROR("http: cannot create a response of %zu bytes", len);
         return MHD_NO;
     }
-    if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype) !=
-            MHD_YES ||
-        (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
-         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") !=
-             MHD_YES)) {
+    ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype) ==
+             MHD_YES &&
+         MHD_add_response_header(r, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS,
+                                 "nosniff") == MHD_YES;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = MHD_add_response_header(r, extra[i].name, extra[i].value) ==
+             MHD_YES;
+    if (!ok) {
         HD_ERROR("http: cannot add a response header");
         MHD_destroy_response(r);
         return MHD_NO;
@@ -54,6 +86,16 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
     ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+/* Queues STATUS with BODY (LEN bytes, copied) of type CTYPE. */
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+                             const char *ctype, const char *body, size_t len)
+{
+    static const struct header allow = {MHD_HTTP_HEADER_ALLOW, "GET, HEAD"};
+
+    return reply_with(c, status, ctype, body, len, MHD_RESPMEM_MUST_COPY,
+                      &allow, status == MHD_HTTP_METHOD_NOT_ALLOWED ? 1 : 0);
 }
 
 /* An error answer: {"error":MSG}. */
@@ -82,6 +124,20 @@ static enum MHD_Result reply_buf(struct MHD_Connection *c, int err,
     }
     hd_buf_free(out);
     return ret;
+}
+
+/* The dashboard page, straight from the library's read-only data. */
+static enum MHD_Result serve_dashboard(struct MHD_Connection *c)
+{
+    static const struct header headers[] = {
+        {MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY, DASHBOARD_CSP},
+        {MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache"},
+        {"Referrer-Policy", "no-referrer"},
+    };
+
+    return reply_with(c, MHD_HTTP_OK, CT_HTML, hd_dashboard_html,
+                      (size_t)hd_dashboard_html_len, MHD_RESPMEM_PERSISTENT,
+                      headers, sizeof(headers) / sizeof(*headers));
 }
 
 static enum MHD_Result serve_metrics(struct hd_http *s,
@@ -193,6 +249,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED,
                            "method not allowed");
+    if (strcmp(url, "/") == 0 || strcmp(url, "/dashboard") == 0)
+        return serve_dashboard(c);
     if (strcmp(url, "/metrics") == 0)
         return serve_metrics(s, c);
     if (strcmp(url, "/api/migrations") == 0)

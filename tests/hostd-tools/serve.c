@@ -125,15 +125,73 @@ static int write_fixture(const char *path)
     return rc;
 }
 
+/*
+ * Moves the fixture's running migration one event on, as the daemon would
+ * from its own connection: the memory copy ends (the "migrate" step, all
+ * bytes moved), the GPU is attached, the programs resume (their "post"
+ * steps), and finally the VM resumes and the migration finishes ok.
+ * -EALREADY once it has finished.
+ */
+static int advance_fixture(const char *path)
+{
+    static const char id[] = "m-running";
+    struct hd_step next[2];
+    struct hd_migration m;
+    struct hd_step *steps = NULL;
+    struct hd_history *h = NULL;
+    size_t n = 0, n_next = 0;
+    int rc;
+
+    rc = hd_history_open(path, &h);
+    if (rc == 0)
+        rc = hd_history_get(h, id, &m, &steps, &n);
+    free(steps);
+    if (rc == 0 && m.result != HD_RESULT_RUNNING)
+        rc = -EALREADY;
+    if (rc != 0)
+        goto out;
+    switch (n) {
+    case 5:
+        next[n_next++] = step("migrate", 0, NULL, 0.3145, 6.0);
+        rc = hd_history_progress(h, id, 8600000000ull);
+        break;
+    case 6:
+        next[n_next++] = step("attach", 0, NULL, 6.3145, 0.88);
+        break;
+    case 7:
+        next[n_next++] = step("post", PID_A, PROG_A, 7.1945, 0.0431);
+        next[n_next++] = step("post", PID_B, PROG_B, 7.1945, 0.0587);
+        break;
+    case 9:
+        next[n_next++] = step("resume", 0, NULL, 7.2532, 0.003);
+        break;
+    default:
+        fprintf(stderr, "hostd-serve: %s has %zu steps, not the fixture's\n",
+                id, n);
+        rc = -EPROTO;
+    }
+    for (size_t i = 0; rc == 0 && i < n_next; i++)
+        rc = hd_history_add_step(h, id, &next[i]);
+    if (rc == 0 && n == 9)
+        rc = hd_history_finish(h, id, HD_RESULT_OK, m.start_time + 7.2562,
+                               "");
+out:
+    hd_history_close(h);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hostd-serve HISTORY.db PORT\n"
                "       hostd-serve --fixture HISTORY.db\n"
+               "       hostd-serve --advance HISTORY.db\n"
                "Serves the dashboard, /api and /metrics of HISTORY.db on"
                " 127.0.0.1:PORT (0: any free port, printed) until stdin"
                " closes; with --fixture, writes a sample history (finished,"
                " rolled-back, failed and running migrations) into the new"
-               " file HISTORY.db instead.\n");
+               " file HISTORY.db instead; with --advance, moves that"
+               " fixture's running migration one event on (exit 3 once it"
+               " has finished).\n");
 }
 
 int main(int argc, char **argv)
@@ -157,6 +215,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "hostd-serve: cannot write a fixture to %s: %s\n",
                     argv[2], strerror(-rc));
         return rc < 0 ? 1 : 0;
+    }
+    if (!strcmp(argv[1], "--advance")) {
+        rc = advance_fixture(argv[2]);
+        if (rc < 0 && rc != -EALREADY)
+            fprintf(stderr, "hostd-serve: cannot advance %s: %s\n", argv[2],
+                    strerror(-rc));
+        return rc == -EALREADY ? 3 : rc < 0 ? 1 : 0;
     }
     if ((rc = hd_history_open(argv[1], &h)) < 0 ||
         (rc = hd_http_start(&s, NULL, (uint16_t)atoi(argv[2]), h)) < 0) {

@@ -21,12 +21,24 @@
 
 #define CT_JSON "application/json"
 #define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+#define CT_HTML "text/html; charset=utf-8"
+#define DASHBOARD_CSP                                                        \
+    "default-src 'none'; script-src 'unsafe-inline'; "                       \
+    "style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; "       \
+    "form-action 'none'; frame-ancestors 'none'; "                           \
+    "require-trusted-types-for 'script'; trusted-types 'none'"
+
+/* The page the library embeds (host-daemon/dashboard.html). */
+extern const unsigned char hd_dashboard_html[];
+extern const unsigned long hd_dashboard_html_len;
 
 /* One answer as the tiny client below read it. */
 struct answer {
     int status;
     char ctype[128];
     char allow[64];
+    char csp[512];
+    char nosniff[32];
     char *body;      /* owned, NUL-terminated */
     size_t body_len;
 };
@@ -109,6 +121,9 @@ static void exchange(uint16_t port, const char *req, size_t len,
     sep[2] = '\0';
     find_header(buf, "Content-Type", a->ctype, sizeof(a->ctype));
     find_header(buf, "Allow", a->allow, sizeof(a->allow));
+    find_header(buf, "Content-Security-Policy", a->csp, sizeof(a->csp));
+    find_header(buf, "X-Content-Type-Options", a->nosniff,
+                sizeof(a->nosniff));
     a->body_len = n - (size_t)(sep + 4 - buf);
     a->body = malloc(a->body_len + 1);
     ASSERT(a->body != NULL);
@@ -141,6 +156,7 @@ static void expect(uint16_t port, const char *method, const char *target,
     request(port, method, target, &a);
     ASSERT_EQ(a.status, status);
     ASSERT_STR_EQ(a.ctype, ctype);
+    ASSERT_STR_EQ(a.nosniff, "nosniff");
     if (body != NULL)
         ASSERT_STR_EQ(a.body, body);
     answer_free(&a);
@@ -177,6 +193,27 @@ static void world_serve(struct world *w)
     ASSERT_EQ(hd_http_start(&w->http, "127.0.0.1", 0, w->h), 0);
     w->port = hd_http_port(w->http);
     ASSERT(w->port != 0);
+}
+
+/* Fails unless METHOD TARGET answers the dashboard page with its headers
+ * (and its bytes, for GET). */
+static void expect_dashboard(uint16_t port, const char *method,
+                             const char *target)
+{
+    struct answer a = {0};
+
+    request(port, method, target, &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT_STR_EQ(a.ctype, CT_HTML);
+    ASSERT_STR_EQ(a.csp, DASHBOARD_CSP);
+    ASSERT_STR_EQ(a.nosniff, "nosniff");
+    if (strcmp(method, "HEAD") == 0) {
+        ASSERT_EQ(a.body_len, 0);
+    } else {
+        ASSERT_EQ(a.body_len, hd_dashboard_html_len);
+        ASSERT_MEM_EQ(a.body, hd_dashboard_html, a.body_len);
+    }
+    answer_free(&a);
 }
 
 static void world_free(struct world *w)
@@ -221,6 +258,19 @@ TEST(http_routes)
     expect(w.port, "GET", "/api/migrations?limit=1000", 200, CT_JSON,
            all.data);
     expect(w.port, "GET", "/api/migrations/m-1", 200, CT_JSON, one.data);
+    /* The dashboard: the embedded page, whole, at both paths; a query
+     * (the page's own links use the fragment) changes nothing. */
+    ASSERT(hd_dashboard_html_len > 1000);
+    ASSERT(memmem(hd_dashboard_html, hd_dashboard_html_len,
+                  "id=\"timeline\"", 13) != NULL);
+    expect_dashboard(w.port, "GET", "/");
+    expect_dashboard(w.port, "GET", "/dashboard");
+    expect_dashboard(w.port, "GET", "/?id=m-1");
+    expect_dashboard(w.port, "HEAD", "/");
+    /* Only the page has a policy. */
+    request(w.port, "GET", "/metrics", &a);
+    ASSERT_STR_EQ(a.csp, "");
+    answer_free(&a);
     /* HEAD: the same status and type, no body. */
     request(w.port, "HEAD", "/api/migrations/m-1", &a);
     ASSERT_EQ(a.status, 200);
@@ -238,8 +288,9 @@ TEST(http_routes)
 TEST(http_errors)
 {
     static const char *const not_found[] = {
-        "/", "/index.html", "/api", "/api/", "/metrics/", "/api/migrationsx",
-        "/METRICS", "/api/../metrics",
+        "/index.html", "/api", "/api/", "/metrics/", "/api/migrationsx",
+        "/METRICS", "/api/../metrics", "/dashboard/", "/dashboard.html",
+        "/Dashboard", "//", "/dashboard%00", "/favicon.ico",
     };
     static const char *const bad_limit[] = {
         "0", "1001", "-1", "abc", "1x", "", "99999999999999999999999",
@@ -293,6 +344,8 @@ TEST(http_errors)
     answer_free(&a);
     expect(w.port, "DELETE", "/api/migrations/m-1", 405, CT_JSON, NULL);
     expect(w.port, "PUT", "/nowhere", 405, CT_JSON, NULL);
+    expect(w.port, "POST", "/", 405, CT_JSON, NULL);
+    expect(w.port, "POST", "/dashboard", 405, CT_JSON, NULL);
     world_free(&w);
 }
 
