@@ -103,12 +103,12 @@ endif
 # crane-migrate's own files; the library's; everything else is the daemon.
 MIGRATE_SRCS := host-daemon/crane-migrate.c
 HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) \
-                host-daemon/hv_libxl.c, \
+                host-daemon/hv_libxl%.c, \
                 $(sort $(wildcard host-daemon/*.c)))
 HOSTD_DAEMON_DEFS :=
 XL_LIBS :=
 ifeq ($(shell pkg-config --exists xenlight && echo yes),yes)
-HOSTD_SRCS += host-daemon/hv_libxl.c
+HOSTD_SRCS += $(sort $(wildcard host-daemon/hv_libxl*.c))
 HOSTD_DAEMON_DEFS += -DHD_HAVE_LIBXL
 VIRT_CFLAGS += $(shell pkg-config --cflags xenlight)
 XL_LIBS := $(shell pkg-config --libs xenlight xentoollog)
