@@ -111,6 +111,11 @@ extern const struct hv_ops hv_libvirt_ops;
 extern const struct hv_ops hv_libxl_ops;
 #endif
 
+/* The hypervisor's own words for the last failure of a backend call on
+ * this thread (backends set it where they log), "" when none. */
+const char *hv_last_error(void);
+void hv_set_last_error(const char *text);
+
 /* The backend called NAME, or NULL. */
 const struct hv_ops *hv_backend(const char *name);
 

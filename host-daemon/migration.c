@@ -298,6 +298,7 @@ static int migrate(struct mig *m)
     bool watching;
     int rc;
 
+    hv_set_last_error(NULL);
     hd_run_say(&m->run, "migrate", -1, "migrating to %s (%s%s)",
                m->q->dest_uri, m->q->live ? "live" : "offline",
                m->q->p2p ? ", peer-to-peer" : "");
@@ -308,8 +309,8 @@ static int migrate(struct mig *m)
     if (watching)
         pthread_join(w.thread, NULL);
     if (rc < 0) {
-        fail(m, "migration failed: %s (hypervisor log has the cause)",
-             strerror(-rc));
+        fail(m, "migration failed: %s", *hv_last_error() ? hv_last_error()
+                                                          : strerror(-rc));
     } else if (d->hv_ops->job(d->hv, m->dom.name, &job) == 0) {
         if (job.data_processed)
             hd_run_bytes(&m->run, job.data_processed);

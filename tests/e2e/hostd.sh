@@ -1,0 +1,249 @@
+#!/bin/bash
+# e2e: crane-hostd and crane-migrate against two real libvirtd and QEMU (TCG): a migration and its rollbacks.
+#
+# Usage: tests/e2e/hostd.sh --list | CASE | cleanup
+#   migrate        live p2p migration src -> dst of a guest running
+#                  crane-guestd: prepare, unplug (device-removed), migrate,
+#                  plug on dst (device-added), resume; exit 0, history ok,
+#                  the dashboard checked in headless Chromium on that history
+#   detach-timeout the guest ignores the unplug (acpi_mask_gpe): rolled
+#                  back on the source, programs back, exit 1
+#   migrate-fails  the migration stream cannot be set up: GPU re-attached on
+#                  the source, programs back, exit 1
+#   no-free-gpu    dst's only GPU is held by another VM: the VM runs on dst
+#                  remoting (exit 4) until that VM stops; then dst's
+#                  crane-hostd attaches the GPU and resumes it by itself
+#   cleanup        stops the libvirtd instances the cases share
+# Each case starts its own pair of crane-hostd (src, dst) on loopback and
+# boots its own guest; the libvirtd instances "hsrc" and "hdst" are started
+# by the first case and kept for the others.  Exit 0 pass, 1 fail, 77 skip.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+CASES="migrate detach-timeout migrate-fails no-free-gpu"
+TIMEOUT=${CRANE_E2E_TIMEOUT:-60}
+SRC=hsrc
+DST=hdst
+B=$E2E_ROOT/build
+W=$E2E_DIR/hostd
+HOSTD_PIDS=""
+EVPIDS=""
+FAILED=0
+
+case "${1:-}" in
+--list) echo $CASES; exit 0 ;;
+cleanup)
+    "$E2E_ROOT/tests/e2e/libvirtd.sh" stop "$SRC"
+    "$E2E_ROOT/tests/e2e/libvirtd.sh" stop "$DST"
+    exit 0 ;;
+"" | -*) echo "usage: $0 --list | CASE | cleanup" >&2; exit 2 ;;
+esac
+CASE=$1
+DOM=crane-hd-$CASE
+WORK=$W/$CASE
+
+fail() { e2e_log "FAIL: $*"; FAILED=1; }
+step() { # step NAME FILE REGEX [N]
+    if e2e_wait_for "$2" "$3" "$TIMEOUT" "${4:-1}"; then
+        e2e_log "$1: $(e2e_since "$T0") s"
+    else
+        fail "$1: not seen within ${TIMEOUT}s"
+    fi
+}
+finish() {
+    if [ $FAILED = 0 ]; then e2e_log "$CASE: PASS"; exit 0; fi
+    e2e_log "$CASE: FAIL (logs in $WORK)"
+    for f in "$WORK"/hostd-*.log; do
+        [ -f "$f" ] && { echo "--- $f"; tail -15 "$f"; }
+    done
+    exit 1
+}
+cleanup() {
+    for p in $EVPIDS; do kill "$p" 2>/dev/null; done
+    for p in $HOSTD_PIDS; do kill "$p" 2>/dev/null; done
+    for p in $HOSTD_PIDS; do wait "$p" 2>/dev/null; done
+    for u in "${SURI:-}" "${DURI:-}"; do
+        [ -n "$u" ] || continue
+        for d in "$DOM" "$DOM-blocker"; do
+            virsh -q -c "$u" destroy "$d" > /dev/null 2>&1
+            virsh -q -c "$u" undefine "$d" > /dev/null 2>&1
+        done
+    done
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+for bin in crane-hostd crane-migrate cranectl; do
+    [ -x "$B/bin/$bin" ] || { echo "skip: $B/bin/$bin not built"; exit 77; }
+done
+e2e_guestd_image || exit 1
+SURI=$("$E2E_ROOT/tests/e2e/libvirtd.sh" start "$SRC") || exit 1
+DURI=$("$E2E_ROOT/tests/e2e/libvirtd.sh" start "$DST") || exit 1
+VS="virsh -q -c $SURI"
+VD="virsh -q -c $DURI"
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+head -c 32 /dev/urandom > "$WORK/key"
+e2e_rng_xml > "$WORK/rng.xml"
+
+# hostd NAME URI PEER_PORT HTTP_PORT: a crane-hostd for one "host", its
+# pool the rng stand-in.
+hostd() {
+    cat > "$WORK/$1.conf" <<EOF
+uri = $2
+host_name = $1
+control = unix:$WORK/$1-hostd.sock
+peer_listen = tcp:127.0.0.1:$3
+peer_key = $WORK/key
+http = 127.0.0.1:$4
+history = $WORK/$1.db
+gpu = gpu0 xml:$WORK/rng.xml
+detach_timeout_ms = 5000
+attach_timeout_ms = 10000
+prepare_deadline_ms = 20000
+resume_deadline_ms = 30000
+gpu_retry_ms = 1000
+log_level = debug
+EOF
+    "$B/bin/crane-hostd" --config "$WORK/$1.conf" > "$WORK/hostd-$1.log" 2>&1 &
+    HOSTD_PIDS="$HOSTD_PIDS $!"
+}
+# Ports from the case's position, so that cases never share one.
+n=0
+for c in $CASES; do n=$((n + 1)); [ "$c" = "$CASE" ] && break; done
+PORT0=$((17400 + n * 10))
+hostd src "$SURI" $PORT0 $((PORT0 + 1))
+hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3))
+T0=$(e2e_now)
+step "crane-hostd src up" "$WORK/hostd-src.log" 'crane-hostd on src'
+step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
+
+# The guest: crane-guestd inside, the rng as its GPU.
+KARGS=""
+[ "$CASE" = detach-timeout ] && KARGS="acpi_mask_gpe=0x01"
+e2e_domain_xml "$DOM" "$WORK" "$E2E_GUESTD_VM" "$KARGS" > "$WORK/domain.xml"
+$VS define "$WORK/domain.xml" > /dev/null || { fail "define"; finish; }
+# The destination XML: libvirt's (with the uuid it gave), without the GPU,
+# with new paths for what the source QEMU holds open.
+$VS dumpxml --migratable "$DOM" | e2e_dest_xml "$WORK" > "$WORK/dest.xml"
+virsh -c "$SURI" event --all --loop --timestamp > "$WORK/events-src.log" 2>&1 &
+EVPIDS="$EVPIDS $!"
+virsh -c "$DURI" event --all --loop --timestamp > "$WORK/events-dst.log" 2>&1 &
+EVPIDS="$EVPIDS $!"
+
+if [ "$CASE" = no-free-gpu ]; then
+    # Another VM on dst holds dst's only GPU: no kernel, it just sits in
+    # the firmware holding the device.
+    cat > "$WORK/blocker.xml" <<EOF
+<domain type='qemu'>
+  <name>$DOM-blocker</name>
+  <memory unit='MiB'>32</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+$(e2e_rng_xml | sed 's/^/    /')
+    <memballoon model='none'/>
+  </devices>
+</domain>
+EOF
+    $VD create "$WORK/blocker.xml" > /dev/null || { fail "blocker"; finish; }
+fi
+
+T0=$(e2e_now)
+$VS start "$DOM" > /dev/null || { fail "start"; finish; }
+step "guest ready on src" "$WORK/console.log" '^CRANE-GUEST-READY'
+step "crane-guestd up in the guest" "$WORK/console.log" 'CRANE-GUESTD-UP'
+step "guest sees its GPU" "$WORK/console.log" '^CRANE-RNG present'
+
+# crane-migrate ARGS...: runs it against src's crane-hostd; sets RC.  The
+# proxy is named because a live prepare needs one; the stand-in programs
+# never connect to it.
+migrate() {
+    T0=$(e2e_now)
+    "$B/bin/crane-migrate" --connect "unix:$WORK/src-hostd.sock" \
+        --peer "tcp:127.0.0.1:$((PORT0 + 2))" --proxy tcp:127.0.0.1:7000 \
+        --verbose "$@" \
+        > "$WORK/migrate.out" 2>&1
+    RC=$?
+    e2e_log "crane-migrate exit $RC after $(e2e_since "$T0") s"
+    sed 's/^/    /' "$WORK/migrate.out"
+}
+# guest_phase SOCKET: crane-guestd's phase, asked over the channel.
+guest_phase() {
+    "$B/bin/cranectl" --connect "unix:$1" --timeout 20 status 2>&1 |
+        sed -n 's/^phase: *\([a-z]*\).*/\1/p'
+}
+# result DB: the newest migration's result, from that host's HTTP API.
+api() { curl -sf "http://127.0.0.1:$1/api/migrations" 2>/dev/null; }
+newest_result() {
+    api "$1" | python3 -c 'import json,sys
+m = json.load(sys.stdin)["migrations"]
+print(m[0]["result"] if m else "none")'
+}
+
+case $CASE in
+migrate)
+    migrate --live --p2p --persistent --undefinesource --xml "$WORK/dest.xml" \
+        "$DOM" "$DURI" tcp://127.0.0.1
+    [ $RC = 0 ] || fail "crane-migrate exit $RC, expected 0"
+    grep -q '^result: ok' "$WORK/migrate.out" || fail "no 'result: ok'"
+    grep -q 'device-removed.*ua-gpu0' "$WORK/events-src.log" || fail "no device-removed on src"
+    step "device-added on dst" "$WORK/events-dst.log" 'device-added.*ua-gpu0'
+    step "guest on dst sees its GPU" "$WORK/console-dst.log" '^CRANE-RNG present'
+    [ "$($VD domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on dst"
+    $VS dominfo "$DOM" > /dev/null 2>&1 && fail "still defined on src"
+    [ "$(guest_phase "$WORK/guest0-dst.sock")" = idle ] || fail "guest not idle on dst"
+    [ "$(newest_result $((PORT0 + 1)))" = ok ] || fail "src history: not ok"
+    [ "$(newest_result $((PORT0 + 3)))" = ok ] || fail "dst history: not ok"
+    curl -sf "http://127.0.0.1:$((PORT0 + 1))/metrics" |
+        grep -q '^crane_migrations_total{result="ok"} 1' || fail "metrics: no ok"
+    # The dashboard, in headless Chromium, on the history this wrote.
+    if [ -x "$E2E_ROOT/tests/hostd/dashboard.sh" ]; then
+        # The daemon still runs: copy its WAL too.
+        cp "$WORK/src.db" "$WORK/src-copy.db"
+        [ -f "$WORK/src.db-wal" ] && cp "$WORK/src.db-wal" "$WORK/src-copy.db-wal"
+        bash "$E2E_ROOT/tests/hostd/dashboard.sh" "$WORK/src-copy.db" \
+            > "$WORK/dashboard.out" 2>&1
+        r=$?
+        sed 's/^/    /' "$WORK/dashboard.out" | tail -5
+        [ $r = 0 ] || [ $r = 77 ] || fail "dashboard on the real history"
+    fi
+    ;;
+detach-timeout)
+    migrate --live --p2p --xml "$WORK/dest.xml" "$DOM" "$DURI" tcp://127.0.0.1
+    [ $RC = 1 ] || fail "crane-migrate exit $RC, expected 1 (rolled back)"
+    grep -q 'did not let gpu0 go' "$WORK/migrate.out" || fail "no detach timeout reported"
+    [ "$($VS domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on src"
+    [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle on src"
+    [ "$(newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
+    ;;
+migrate-fails)
+    # 192.0.2.1 (TEST-NET-1) is no address of this host: the destination's
+    # QEMU cannot listen there and the migration fails after the unplug.
+    migrate --live --p2p --xml "$WORK/dest.xml" "$DOM" "$DURI" tcp://192.0.2.1
+    [ $RC = 1 ] || fail "crane-migrate exit $RC, expected 1 (rolled back)"
+    grep -q 'migration failed' "$WORK/migrate.out" || fail "no migration failure reported"
+    step "device-added again on src" "$WORK/events-src.log" 'device-added.*ua-gpu0'
+    step "guest sees its GPU again" "$WORK/console.log" '^CRANE-RNG present' 2
+    [ "$($VS domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on src"
+    [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle on src"
+    [ "$(newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
+    ;;
+no-free-gpu)
+    migrate --live --p2p --persistent --undefinesource --xml "$WORK/dest.xml" \
+        "$DOM" "$DURI" tcp://127.0.0.1
+    [ $RC = 4 ] || fail "crane-migrate exit $RC, expected 4 (remoting)"
+    [ "$($VD domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on dst"
+    [ "$(guest_phase "$WORK/guest0-dst.sock")" = prepared ] || fail "guest not waiting (prepared) on dst"
+    T0=$(e2e_now)
+    $VD destroy "$DOM-blocker" > /dev/null || fail "destroy blocker"
+    step "dst attaches the freed GPU" "$WORK/events-dst.log" "device-added.*'$DOM'.*ua-gpu0|'$DOM'.*device-added.*ua-gpu0"
+    step "guest on dst sees its GPU" "$WORK/console-dst.log" '^CRANE-RNG present'
+    step "dst resumed it by itself" "$WORK/hostd-dst.log" "migration .* $DOM: ok"
+    [ "$(guest_phase "$WORK/guest0-dst.sock")" = idle ] || fail "guest not idle on dst"
+    ;;
+*) echo "unknown case $CASE" >&2; exit 2 ;;
+esac
+finish
