@@ -166,10 +166,11 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
         rc = text(cfg->vendors_dir, sizeof(cfg->vendors_dir), v);
     } else if (strcmp(key, "gpu_type") == 0) {
         rc = strcmp(v, "gpu") == 0 || strcmp(v, "cpu") == 0 ||
-                     strcmp(v, "accelerator") == 0 || strcmp(v, "all") == 0
+                     strcmp(v, "accelerator") == 0 ||
+                     strcmp(v, "all") == 0 || strcmp(v, "none") == 0
                  ? text(cfg->gpu_type, sizeof(cfg->gpu_type), v)
                  : -EINVAL;
-        hint = "gpu, cpu, accelerator or all";
+        hint = "gpu, cpu, accelerator, all or none";
     } else if (strcmp(key, "proxy") == 0) {
         rc = !*v || crn_endpoint_parse(v, &ep) == 0
                  ? text(cfg->proxy, sizeof(cfg->proxy), v)

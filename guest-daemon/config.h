@@ -28,7 +28,8 @@ struct gd_config {
     size_t n_gpu_devices;
     char vendor_lib[GD_TEXT];    /* probed library; "": every .icd's */
     char vendors_dir[GD_TEXT];   /* where .icd files are */
-    char gpu_type[16];           /* gpu, cpu, accelerator, all */
+    char gpu_type[16];           /* gpu, cpu, accelerator, all; none:
+                                    the device nodes alone, no probe */
     char proxy[GD_TEXT];         /* default proxy for live prepares */
     enum gd_default_mode mode;   /* default migration mode */
     uint32_t prepare_deadline_ms;

@@ -3,14 +3,19 @@
 #
 # Usage: vmimages/build-initramfs.sh OUTDIR
 # Writes OUTDIR/vmlinuz, OUTDIR/initramfs.img and OUTDIR/kernel-version.
-# The kernel .deb is downloaded once into OUTDIR/cache (apt-get download, so
-# it comes from the machine's configured mirror) and unpacked with dpkg -x.
+# The kernel .deb is downloaded once into $CRANE_VM_CACHE (default
+# OUTDIR/cache; several guest images may share one) with apt-get download,
+# so it comes from the machine's configured mirror, and unpacked with
+# dpkg -x.
 #
-# The guest's /init mounts proc, sys and dev, loads the virtio modules,
-# prints "CRANE-GUEST-READY" on the serial console (ttyS0), reports the
-# stand-in GPU (virtio-rng) appearing and disappearing as "CRANE-RNG
-# present" / "CRANE-RNG absent", powers off on the ACPI power button
-# (virsh shutdown), and then idles.
+# The guest's /init mounts proc, sys and dev, loads the virtio modules
+# (decompressed under /lib/modules/VERSION/ with a modules.dep, so busybox
+# modprobe works in the guest too), prints "CRANE-GUEST-READY" on the
+# serial console (ttyS0), reports the stand-in GPU (virtio-rng) appearing
+# and disappearing as "CRANE-RNG present" / "CRANE-RNG absent" (and keeps
+# the link /dev/crane-gpu0 while it is present: the node a GPU driver would
+# make), powers off on the ACPI power button (virsh shutdown), and then
+# idles.
 #
 # Hooks for later tests (crane-guestd in the guest):
 #   CRANE_INITRAMFS_FILES="SRC[:DEST] ..."  extra files copied in (DEST
@@ -25,8 +30,11 @@ set -eu
 usage() { echo "usage: $0 OUTDIR" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 OUT=$1
-mkdir -p "$OUT/cache"
+mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+CACHE=${CRANE_VM_CACHE:-$OUT/cache}
+mkdir -p "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
 
 MODULES="virtio_pci virtio_console virtio_rng virtio_net virtio_blk evdev button
 ${CRANE_INITRAMFS_MODULES:-}"
@@ -45,12 +53,12 @@ fi
 KPKG=$(apt-cache depends linux-image-amd64 |
     sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -1)
 [ -n "$KPKG" ] || { echo "build-initramfs: cannot resolve linux-image-amd64" >&2; exit 1; }
-KTREE=$OUT/cache/$KPKG
+KTREE=$CACHE/$KPKG
 if [ ! -f "$KTREE/.unpacked" ]; then
-    (cd "$OUT/cache" && rm -f "$KPKG"_*.deb &&
+    (cd "$CACHE" && rm -f "$KPKG"_*.deb &&
         apt-get -q -o APT::Sandbox::User=root download "$KPKG")
     rm -rf "$KTREE"
-    dpkg -x "$OUT"/cache/"$KPKG"_*.deb "$KTREE"
+    dpkg -x "$CACHE"/"$KPKG"_*.deb "$KTREE"
     : > "$KTREE/.unpacked"
 fi
 KVER=$(ls "$KTREE/lib/modules" | head -1)
@@ -58,41 +66,51 @@ if [ ! -f "$KTREE/lib/modules/$KVER/modules.dep" ]; then
     depmod -b "$KTREE" "$KVER"
 fi
 
-# 2. The initramfs tree.
-ROOT=$OUT/cache/root
+# 2. The initramfs tree (staged in OUTDIR, as the cache may be shared).
+ROOT=$OUT/root
+KMOD=$ROOT/lib/modules/$KVER
 rm -rf "$ROOT"
 mkdir -p "$ROOT"/bin "$ROOT"/sbin "$ROOT"/usr/bin "$ROOT"/usr/sbin \
     "$ROOT"/proc "$ROOT"/sys "$ROOT"/dev "$ROOT"/tmp "$ROOT"/run \
     "$ROOT"/etc/crane-init.d "$ROOT"/etc/acpi/PWRF "$ROOT"/lib/crane-modules \
-    "$ROOT"/opt/crane "$ROOT"/root
+    "$KMOD" "$ROOT"/opt/crane "$ROOT"/root
 cp "$BUSYBOX" "$ROOT/bin/busybox"
 for app in $("$BUSYBOX" --list); do
     [ -e "$ROOT/bin/$app" ] || ln -s busybox "$ROOT/bin/$app"
 done
 
 # Modules in load order (dependencies first), decompressed so that busybox
-# insmod can load them whatever compression the kernel package uses.
+# insmod and modprobe can load them whatever compression the kernel package
+# uses, at their usual place under /lib/modules/VERSION/ (the order file
+# lists those paths relative to it) with a modules.dep made by depmod.
 : > "$ROOT/lib/crane-modules/order"
 for m in $MODULES; do
     modprobe -d "$KTREE" -S "$KVER" --show-depends "$m" 2>/dev/null |
-        sed -n 's/^insmod \([^ ]*\).*/\1/p' > "$OUT/cache/deps" ||
+        sed -n 's/^insmod \([^ ]*\).*/\1/p' > "$OUT/deps" ||
         { echo "build-initramfs: no module $m" >&2; exit 1; }
-    if [ ! -s "$OUT/cache/deps" ]; then
+    if [ ! -s "$OUT/deps" ]; then
         # Built into the kernel: nothing to load.
         continue
     fi
     while read -r ko; do
-        base=$(basename "$ko"); base=${base%.xz}; base=${base%.zst}; base=${base%.gz}
-        grep -qx "$base" "$ROOT/lib/crane-modules/order" && continue
+        rel=${ko#"$KTREE/lib/modules/$KVER/"}
+        rel=${rel%.xz}; rel=${rel%.zst}; rel=${rel%.gz}
+        grep -qx "$rel" "$ROOT/lib/crane-modules/order" && continue
+        mkdir -p "$(dirname "$KMOD/$rel")"
         case $ko in
-        *.xz) xz -dc "$ko" > "$ROOT/lib/crane-modules/$base" ;;
-        *.zst) zstd -qdc "$ko" > "$ROOT/lib/crane-modules/$base" ;;
-        *.gz) gzip -dc "$ko" > "$ROOT/lib/crane-modules/$base" ;;
-        *) cp "$ko" "$ROOT/lib/crane-modules/$base" ;;
+        *.xz) xz -dc "$ko" > "$KMOD/$rel" ;;
+        *.zst) zstd -qdc "$ko" > "$KMOD/$rel" ;;
+        *.gz) gzip -dc "$ko" > "$KMOD/$rel" ;;
+        *) cp "$ko" "$KMOD/$rel" ;;
         esac
-        echo "$base" >> "$ROOT/lib/crane-modules/order"
-    done < "$OUT/cache/deps"
+        echo "$rel" >> "$ROOT/lib/crane-modules/order"
+    done < "$OUT/deps"
 done
+rm -f "$OUT/deps"
+for f in modules.builtin modules.builtin.modinfo modules.order; do
+    [ -f "$KTREE/lib/modules/$KVER/$f" ] && cp "$KTREE/lib/modules/$KVER/$f" "$KMOD/"
+done
+depmod -b "$ROOT" "$KVER"
 
 # Hooks: extra files, executables with their libraries.
 for spec in ${CRANE_INITRAMFS_FILES:-}; do
@@ -131,7 +149,7 @@ mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
 exec < /dev/console > /dev/console 2>&1
 while read -r ko; do
-    insmod "/lib/crane-modules/$ko" || echo "CRANE-INSMOD-FAILED $ko"
+    insmod "/lib/modules/$(uname -r)/$ko" || echo "CRANE-INSMOD-FAILED $ko"
 done < /lib/crane-modules/order
 # busybox mdev populates /dev/vport* and /dev/virtio-ports/ names.
 [ -w /proc/sys/kernel/hotplug ] && echo /bin/mdev > /proc/sys/kernel/hotplug
@@ -146,15 +164,19 @@ acpid -c /etc/acpi -l /run/acpid.log 2>/dev/null
 for h in /etc/crane-init.d/*; do
     [ -x "$h" ] && "$h"
 done
-# The stand-in GPU watcher: one line on the console per change.
+# The stand-in GPU watcher: one line on the console per change, and the
+# link /dev/crane-gpu0 -> hwrng while virtio_rng drives a device (as a GPU
+# driver's node: /dev/hwrng itself is built into the kernel and stays).
 (
     last=""
     while :; do
         if [ -e /sys/bus/virtio/drivers/virtio_rng ] &&
            ls /sys/bus/virtio/drivers/virtio_rng | grep -q virtio; then
             now=present
+            ln -sf hwrng /dev/crane-gpu0
         else
             now=absent
+            rm -f /dev/crane-gpu0
         fi
         if [ "$now" != "$last" ]; then
             echo "CRANE-RNG $now $(cut -d' ' -f1 /proc/uptime)"

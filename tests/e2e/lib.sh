@@ -3,6 +3,9 @@
 E2E_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 E2E_DIR=${CRANE_E2E_DIR:-/tmp/crane-e2e}
 E2E_VM=${CRANE_VM_DIR:-$E2E_ROOT/build/e2e-vm}
+# The guest with crane-guestd inside (vmimages/build-guest.sh), sharing
+# E2E_VM's kernel download.
+E2E_GUESTD_VM=${CRANE_GUESTD_VM_DIR:-$E2E_VM/guestd}
 export CRANE_E2E_DIR=$E2E_DIR
 
 e2e_now() { date +%s.%N; }
@@ -10,10 +13,35 @@ e2e_now() { date +%s.%N; }
 e2e_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
 e2e_log() { echo "[$(date +%T.%3N)] $*"; }
 
-# e2e_guest_image: builds the initramfs guest when it is missing.
+# e2e_stale IMAGE FILE...: true when IMAGE is missing or older than a FILE.
+e2e_stale() {
+    _img=$1
+    shift
+    [ -f "$_img" ] || return 0
+    for _f in "$@"; do
+        [ -n "$(find "$_f" -newer "$_img" 2>/dev/null)" ] && return 0
+    done
+    return 1
+}
+
+# e2e_guest_image: builds the initramfs guest when it is missing or older
+# than its build script.
 e2e_guest_image() {
-    if [ ! -f "$E2E_VM/vmlinuz" ] || [ ! -f "$E2E_VM/initramfs.img" ]; then
+    if [ ! -f "$E2E_VM/vmlinuz" ] ||
+        e2e_stale "$E2E_VM/initramfs.img" "$E2E_ROOT/vmimages/build-initramfs.sh"; then
         "$E2E_ROOT/vmimages/build-initramfs.sh" "$E2E_VM" >&2 || return 1
+    fi
+}
+
+# e2e_guestd_image: builds the guest with crane-guestd (E2E_GUESTD_VM) when
+# it is missing or older than the daemon, cranectl or the build's files.
+e2e_guestd_image() {
+    if [ ! -f "$E2E_GUESTD_VM/vmlinuz" ] ||
+        e2e_stale "$E2E_GUESTD_VM/initramfs.img" \
+            "$E2E_ROOT/build/bin/crane-guestd" "$E2E_ROOT/build/bin/cranectl" \
+            "$E2E_ROOT"/vmimages/*.sh "$E2E_ROOT"/vmimages/guestd/*; then
+        CRANE_VM_CACHE=$E2E_VM/cache \
+            "$E2E_ROOT/vmimages/build-guest.sh" "$E2E_GUESTD_VM" >&2 || return 1
     fi
 }
 
@@ -32,6 +60,22 @@ e2e_wait_for() {
     done
 }
 
+# e2e_ctl SOCKET OUT WANT ARGS...: build/bin/cranectl ARGS connected to a
+# guest's channel socket (the host end crane-hostd uses), waiting up to
+# CRANE_E2E_TIMEOUT s; output to OUT and indented on stdout after one timed
+# line. 0 when cranectl exited WANT (0 done, 1 failed), else 1.
+e2e_ctl() {
+    _sock=$1 _out=$2 _want=$3
+    shift 3
+    _t0=$(e2e_now)
+    "$E2E_ROOT/build/bin/cranectl" --connect "unix:$_sock" \
+        --timeout "${CRANE_E2E_TIMEOUT:-30}" "$@" > "$_out" 2>&1
+    _rc=$?
+    e2e_log "cranectl $*: exit $_rc in $(e2e_since "$_t0") s"
+    grep -v '^programs: 0$' "$_out" | sed 's/^/    /'
+    [ "$_rc" = "$_want" ]
+}
+
 # e2e_rng_xml: the stand-in GPU (virtio-rng with a user alias).
 e2e_rng_xml() {
     cat <<XML
@@ -42,10 +86,16 @@ e2e_rng_xml() {
 XML
 }
 
-# e2e_domain_xml NAME DIR: a TCG q35 domain booting the initramfs guest,
-# console to DIR/console.log, guest channel on DIR/guest0.sock, the rng
-# stand-in, and spare pcie-root-ports for hotplug.
+# e2e_domain_xml NAME DIR [IMAGE_DIR [KERNEL_ARGS]]: a TCG q35 domain
+# booting the initramfs guest of IMAGE_DIR (default E2E_VM; E2E_GUESTD_VM
+# for crane-guestd inside), console to DIR/console.log, guest channel on
+# DIR/guest0.sock, the rng stand-in, and spare pcie-root-ports for hotplug.
+# KERNEL_ARGS are appended to the guest's command line, e.g.
+# "acpi_mask_gpe=0x01": the guest then ignores ACPI PCI hotplug (QEMU
+# signals it on GPE 1 on q35) and an unplug never completes
+# (tests/e2e/unplug-ignored.sh).
 e2e_domain_xml() {
+    _img=${3:-$E2E_VM}
     cat <<XML
 <domain type='qemu'>
   <name>$1</name>
@@ -53,9 +103,9 @@ e2e_domain_xml() {
   <vcpu>1</vcpu>
   <os>
     <type arch='x86_64' machine='q35'>hvm</type>
-    <kernel>$E2E_VM/vmlinuz</kernel>
-    <initrd>$E2E_VM/initramfs.img</initrd>
-    <cmdline>console=ttyS0 quiet panic=-1</cmdline>
+    <kernel>$_img/vmlinuz</kernel>
+    <initrd>$_img/initramfs.img</initrd>
+    <cmdline>console=ttyS0 quiet panic=-1${4:+ $4}</cmdline>
   </os>
   <features><acpi/></features>
   <on_poweroff>destroy</on_poweroff>
@@ -83,4 +133,16 @@ $(e2e_rng_xml | sed 's/^/    /')
   </devices>
 </domain>
 XML
+}
+
+# e2e_dest_xml DIR < XML > DEST_XML: the destination XML of a live
+# migration from a domain XML (e2e_domain_xml's, or `virsh dumpxml
+# --migratable`): the paths the source QEMU holds open renamed
+# (DIR/guest0.sock -> DIR/guest0-dst.sock, DIR/console.log ->
+# DIR/console-dst.log) and the stand-in GPU removed (it is detached before
+# the migration and attached again on the destination).
+e2e_dest_xml() {
+    sed -e "s|$1/guest0.sock|$1/guest0-dst.sock|g" \
+        -e "s|$1/console.log|$1/console-dst.log|g" \
+        -e "/<rng[ >]/,/<\/rng>/d"
 }

@@ -81,9 +81,7 @@ step "device-removed on $SRC" "$WORK/events-src.log" 'device-removed.*ua-gpu0'
 step "guest sees the rng gone" "$WORK/console.log" '^CRANE-RNG absent'
 
 # The destination XML: same domain, new paths for what the source holds open.
-$VS dumpxml --migratable "$DOM" |
-    sed -e "s|$WORK/guest0.sock|$WORK/guest0-dst.sock|" \
-        -e "s|$WORK/console.log|$WORK/console-dst.log|" > "$WORK/dest.xml"
+$VS dumpxml --migratable "$DOM" | e2e_dest_xml "$WORK" > "$WORK/dest.xml"
 grep -q guest0-dst.sock "$WORK/dest.xml" || fail "socket path not renamed"
 
 T0=$(e2e_now)

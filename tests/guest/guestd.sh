@@ -17,7 +17,7 @@ PROXY=$B/bin/crane-proxy
 WORKER=$B/tests/guest/cl_worker
 FAKE=$B/tests/guest/fake_shim
 CASES="several-live offline exit-mid-prepare never-answers module-busy
-module-busy-second gpu-wait daemon-restart daemon-restart-offline
+module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare abort-mid-prepare churn bad-host-input
 bad-shim-input port no-daemon cli"
 
@@ -305,6 +305,43 @@ case_gpu_wait() {
         die "the GPU wait did not follow the device"
     all_in passthrough || die "not back in passthrough"
     finish_workers 1
+}
+
+# gpu_type = none (a guest without OpenCL, as the e2e guest): resume waits
+# for the device node alone and runs no probe (the vendor library named
+# does not exist, so a probe would fail); a node that comes too late fails
+# the resume, which stays prepared and may be retried.
+case_gpu_none() {
+    start_daemon "gpu_type = none" "vendor_lib = $T/no-such-vendor.so" \
+        "gpu_wait_ms = 3000"
+    "$GUESTD" --config "$T/guestd.conf" --check-config |
+        grep -q '^gpu_type = none$' || die "gpu_type none not read back"
+    echo 1 >"$T/mods/fakegpu.delay"
+    expect_ok prepare --offline
+    [ ! -e "$T/mods/dev/fakegpu0" ] || die "device node still there"
+    expect_ok resume | tee "$T/resume.out"
+    grep -q '^step *wait for the GPU (device nodes) *ok' "$T/resume.out" ||
+        die "no node-only GPU wait"
+    local waited
+    waited=$(awk '/^step +wait for the GPU/ { print $(NF-1) }' "$T/resume.out")
+    awk -v w="$waited" 'BEGIN { exit !(w >= 700 && w < 2500) }' ||
+        die "the GPU wait (${waited} ms) did not follow the device node"
+    ! grep -q 'probe-gpu\|vendor library' "$T/guestd.log" ||
+        die "a GPU probe ran"
+    ctl status | grep -q '^phase: idle' || die "phase is not idle"
+    # The node comes after 5 s, the daemon waits 3 s: the resume fails
+    # and stays prepared; retried once the node is there, it succeeds.
+    expect_ok prepare --offline
+    echo 5 >"$T/mods/fakegpu.delay"
+    expect_fail 'fakegpu0 is missing' resume
+    ctl status | grep -q '^phase: prepared' || die "phase is not prepared"
+    for _ in $(seq 100); do
+        [ -e "$T/mods/dev/fakegpu0" ] && break
+        sleep 0.05
+    done
+    rm -f "$T/mods/fakegpu.delay"
+    expect_ok resume
+    ctl status | grep -q '^phase: idle' || die "phase is not idle"
 }
 
 # The daemon dies while programs are remoting; restarted, it knows from
