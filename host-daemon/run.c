@@ -188,25 +188,31 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
 void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
                         const char *program_phase, double sent)
 {
+    double at = sent, fan_out = sent;
     char name[64];
 
+    /* The guest daemon's steps run one after the other, in the order
+     * listed; the programs' fan-out ("programs prepare (N)") is one of
+     * them, and each program's time counts from its start. */
     for (size_t i = 0; i < ack->n_steps; i++) {
         const Crane__Control__DaemonStep *st = ack->steps[i];
 
+        if (strncmp(st->name, "programs", 8) == 0)
+            fan_out = at;
         snprintf(name, sizeof(name), "guest: %s", st->name);
-        hd_run_step(run, name, 0, NULL, sent, st->seconds, st->err,
-                    st->error);
+        hd_run_step(run, name, 0, NULL, at, st->seconds, st->err, st->error);
+        at += st->seconds > 0 ? st->seconds : 0;
     }
     for (size_t i = 0; i < ack->n_programs; i++) {
         const Crane__Control__ProgramReport *p = ack->programs[i];
         double held = p->times ? p->times->total : 0;
 
         /* The program's calls were held for the last HELD seconds before
-         * its answer, which came ELAPSED after the command left. */
+         * its answer, which came ELAPSED after the fan-out began. */
         if (!p->pid)
             continue;
         hd_run_step(run, program_phase, p->pid, p->program,
-                    sent + p->elapsed - held, held, p->err, p->error);
+                    fan_out + p->elapsed - held, held, p->err, p->error);
     }
 }
 

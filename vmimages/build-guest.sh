@@ -33,11 +33,17 @@ for p in crane-guestd cranectl; do
         exit 1
     }
 done
+[ -x "$TOP/build/tests/guest/fake_shim" ] || {
+    echo "build-guest: build/tests/guest/fake_shim missing" \
+        "(make build/tests/guest/fake_shim)" >&2
+    exit 1
+}
 # A config the daemon would refuse stops the build, not the guest.
 "$BIN/crane-guestd" --config "$FILES/guestd.conf" --check-config > /dev/null
 
-CRANE_INITRAMFS_BINS="$BIN/crane-guestd $BIN/cranectl ${CRANE_INITRAMFS_BINS:-}" \
+CRANE_INITRAMFS_BINS="$BIN/crane-guestd $BIN/cranectl $TOP/build/tests/guest/fake_shim ${CRANE_INITRAMFS_BINS:-}" \
 CRANE_INITRAMFS_FILES="$FILES/guestd.conf:/etc/crane/guestd.conf
 $FILES/crane-modprobe:/usr/sbin/crane-modprobe
-$FILES/50-crane-guestd:/etc/crane-init.d/50-crane-guestd ${CRANE_INITRAMFS_FILES:-}" \
+$FILES/50-crane-guestd:/etc/crane-init.d/50-crane-guestd
+$FILES/60-stand-in-programs:/etc/crane-init.d/60-stand-in-programs ${CRANE_INITRAMFS_FILES:-}" \
     "$HERE/build-initramfs.sh" "$1"

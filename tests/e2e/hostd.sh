@@ -156,6 +156,7 @@ $VS start "$DOM" > /dev/null || { fail "start"; finish; }
 step "guest ready on src" "$WORK/console.log" '^CRANE-GUEST-READY'
 step "crane-guestd up in the guest" "$WORK/console.log" 'CRANE-GUESTD-UP'
 step "guest sees its GPU" "$WORK/console.log" '^CRANE-RNG present'
+step "two stand-in programs registered" "$WORK/console.log" '^CRANE-PROGRAMS 2'
 
 # crane-migrate ARGS...: runs it against src's crane-hostd; sets RC.  The
 # proxy is named because a live prepare needs one; the stand-in programs
@@ -189,6 +190,8 @@ migrate)
         "$DOM" "$DURI" tcp://127.0.0.1
     [ $RC = 0 ] || fail "crane-migrate exit $RC, expected 0"
     grep -q '^result: ok' "$WORK/migrate.out" || fail "no 'result: ok'"
+    grep -q '^stoppage: .* over 2 program' "$WORK/migrate.out" ||
+        fail "no stoppage of the two programs"
     grep -q 'device-removed.*ua-gpu0' "$WORK/events-src.log" || fail "no device-removed on src"
     step "device-added on dst" "$WORK/events-dst.log" 'device-added.*ua-gpu0'
     step "guest on dst sees its GPU" "$WORK/console-dst.log" '^CRANE-RNG present'

@@ -39,6 +39,7 @@ e2e_guestd_image() {
     if [ ! -f "$E2E_GUESTD_VM/vmlinuz" ] ||
         e2e_stale "$E2E_GUESTD_VM/initramfs.img" \
             "$E2E_ROOT/build/bin/crane-guestd" "$E2E_ROOT/build/bin/cranectl" \
+            "$E2E_ROOT/build/tests/guest/fake_shim" \
             "$E2E_ROOT"/vmimages/*.sh "$E2E_ROOT"/vmimages/guestd/*; then
         CRANE_VM_CACHE=$E2E_VM/cache \
             "$E2E_ROOT/vmimages/build-guest.sh" "$E2E_GUESTD_VM" >&2 || return 1

@@ -33,14 +33,24 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* HELD: seconds from the command's arrival to this answer, the time a real
+ * shim would hold the program's calls. */
 static int send_ack(int fd, uint64_t id, Crane__Control__Op op, int err,
-                    Crane__Control__ProgramMode mode)
+                    Crane__Control__ProgramMode mode, double held)
 {
     Crane__Control__ShimMessage m = CRANE__CONTROL__SHIM_MESSAGE__INIT;
     Crane__Control__ProgramAck a = CRANE__CONTROL__PROGRAM_ACK__INIT;
     Crane__Control__StepTimes t = CRANE__CONTROL__STEP_TIMES__INIT;
 
-    t.total = 0.001;
+    t.total = held;
     a.op = op;
     a.err = err;
     a.error = err ? (char *)"refused on purpose" : (char *)"";
@@ -77,7 +87,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (strcmp(how, "no-register") == 0) {
-        send_ack(fd, 1, CRANE__CONTROL__OP__OP_PREPARE, 0, mode);
+        send_ack(fd, 1, CRANE__CONTROL__OP__OP_PREPARE, 0, mode, 0);
     } else {
         reg.version = 1;
         reg.pid = (uint32_t)getpid();
@@ -137,12 +147,13 @@ int main(int argc, char **argv)
             break;
         }
         uint64_t id = d->id;
+        double arrived = now_s();
         crane__control__daemon_message__free_unpacked(d, NULL);
         if (strcmp(how, "silent") == 0)
             continue;
         if (delay && op != CRANE__CONTROL__OP__OP_QUERY)
             sleep_ms(delay);
-        if (send_ack(fd, id, op, err, mode) < 0)
+        if (send_ack(fd, id, op, err, mode, now_s() - arrived) < 0)
             return 0;
     }
 }
