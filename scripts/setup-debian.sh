@@ -4,7 +4,8 @@ set -e
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
 opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo python3-pyopencl
 ffmpeg clpeak
-libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libmicrohttpd-dev"
+libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libmicrohttpd-dev
+libvirt-dev libxml2-dev libxen-dev chromium curl"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -15,4 +16,10 @@ if [ -n "$missing" ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends $missing
+fi
+# The host daemon's end-to-end tests and demo: QEMU, libvirtd,
+# busybox-static and the libvirt-qemu user (tests/e2e/run.sh skips
+# without them).
+if [ "$(id -u)" = 0 ]; then
+    "$(dirname "$0")/../vmimages/setup-vm-host.sh"
 fi

@@ -221,6 +221,36 @@ else
     case_ "hostd/not-built" exit 77
 fi
 
+echo "# host daemon: crane-migrate, the dashboard, the libvirt backend"
+# crane-migrate against a stand-in crane-hostd (every option, result and
+# malformed answer); the dashboard in headless Chromium on a fixture
+# history, live updates included (skips without chromium); the libvirt
+# backend and its event loop against libvirt's test driver.
+for t in $(tests/hostd/migrate-cli.sh --list); do
+    case_ "hostd/migrate-cli/$t" bash tests/hostd/migrate-cli.sh "$t"
+done
+case_ "hostd/dashboard" bash tests/hostd/dashboard.sh
+HV_TESTS=$B/tests/hostd-hv-tests
+if [ -x "$HV_TESTS" ]; then
+    for t in $($HV_TESTS --list); do
+        case_ "hostd-hv/$t" $HV_TESTS "$t"
+    done
+fi
+
+echo "# end-to-end: real libvirtd and QEMU (TCG)"
+# tests/e2e/run.sh builds the guest images once (build/e2e-vm) and exits 77
+# (skip) when not root or without vmimages/setup-vm-host.sh's packages.
+# hotplug, migrate, unplug-ignored: the hypervisor by hand; guestd: the
+# guest daemon over its real virtio-serial channel; hostd: crane-hostd and
+# crane-migrate between two libvirtd, a migration and every rollback.
+for t in hotplug migrate guestd unplug-ignored; do
+    case_ "e2e/$t" tests/e2e/run.sh "$t"
+done
+for t in $(tests/e2e/hostd.sh --list); do
+    case_ "e2e/hostd/$t" tests/e2e/run.sh "hostd.sh $t"
+done
+case_ "e2e/hostd/cleanup" tests/e2e/hostd.sh cleanup
+
 echo "# fuzzing the frame decoder"
 case_ "fuzz/frame" build/fuzz/fuzz_frame -max_total_time=20 \
     -rss_limit_mb=1024

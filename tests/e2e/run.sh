@@ -3,7 +3,8 @@
 #
 # Usage: tests/e2e/run.sh TEST...
 # TEST is a script of tests/e2e (hotplug, migrate, guestd, unplug-ignored)
-# or a path. Exits 77 (skip) with one line saying why when not root or when
+# or a path, optionally followed by its arguments in the same word
+# ("hostd.sh migrate"). Exits 77 (skip) with one line saying why when not root or when
 # what vmimages/setup-vm-host.sh installs is missing; otherwise builds the
 # guest images when missing or stale (build/e2e-vm: the busybox guest;
 # build/e2e-vm/guestd: with crane-guestd; the kernel .deb is downloaded once
@@ -48,9 +49,13 @@ e2e_log "e2e: guest images ready: $(e2e_since "$T0") s"
 
 failed=""
 for t in "$@"; do
-    case $t in
-    */*) script=$t ;;
-    *) script=$E2E_ROOT/tests/e2e/${t%.sh}.sh ;;
+    # "SCRIPT ARGS": a test script that runs one named case.
+    name=${t%% *}
+    args=""
+    [ "$name" = "$t" ] || args=${t#* }
+    case $name in
+    */*) script=$name ;;
+    *) script=$E2E_ROOT/tests/e2e/${name%.sh}.sh ;;
     esac
     if [ ! -x "$script" ]; then
         e2e_log "e2e: FAIL: no test $t ($script)"
@@ -59,7 +64,8 @@ for t in "$@"; do
     fi
     T0=$(e2e_now)
     e2e_log "e2e: $t"
-    if "$script" < /dev/null 9>&-; then
+    # shellcheck disable=SC2086
+    if "$script" $args < /dev/null 9>&-; then
         e2e_log "e2e: $t passed in $(e2e_since "$T0") s"
     else
         e2e_log "e2e: $t FAILED after $(e2e_since "$T0") s"
