@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/conffile.h"
 #include "proto/endpoint.h"
 
 void gd_config_defaults(struct gd_config *cfg)
@@ -232,61 +233,14 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
     return rc < 0 ? -EINVAL : 0;
 }
 
-static char *trim(char *s)
+static int set_cb(void *arg, const char *key, const char *value, char *why,
+                  size_t why_len)
 {
-    char *end;
-
-    while (isspace((unsigned char)*s))
-        s++;
-    end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1]))
-        *--end = '\0';
-    return s;
+    return gd_config_set(arg, key, value, why, why_len);
 }
 
 int gd_config_load(struct gd_config *cfg, const char *path, int must_exist,
                    char *why, size_t why_len)
 {
-    FILE *f = fopen(path, "re");
-    char line[1200], msg[400];
-    unsigned lineno = 0;
-    int rc = 0;
-
-    if (!f) {
-        rc = -errno;
-        if (rc == -ENOENT && !must_exist)
-            return 0;
-        snprintf(why, why_len, "cannot read %s: %s", path, strerror(-rc));
-        return rc;
-    }
-    while (fgets(line, sizeof(line), f)) {
-        char *eq, *key, *value, *hash;
-
-        lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            snprintf(why, why_len, "%s:%u: line too long", path, lineno);
-            rc = -EINVAL;
-            break;
-        }
-        if ((hash = strchr(line, '#')))
-            *hash = '\0';
-        key = trim(line);
-        if (!*key)
-            continue;
-        if (!(eq = strchr(key, '='))) {
-            snprintf(why, why_len, "%s:%u: expected key = value", path,
-                     lineno);
-            rc = -EINVAL;
-            break;
-        }
-        *eq = '\0';
-        value = trim(eq + 1);
-        key = trim(key);
-        if ((rc = gd_config_set(cfg, key, value, msg, sizeof(msg))) < 0) {
-            snprintf(why, why_len, "%s:%u: %s", path, lineno, msg);
-            break;
-        }
-    }
-    fclose(f);
-    return rc;
+    return crn_conf_read(path, must_exist, set_cb, cfg, why, why_len);
 }
