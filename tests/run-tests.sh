@@ -235,6 +235,8 @@ if [ -x "$HV_TESTS" ]; then
     for t in $($HV_TESTS --list); do
         case_ "hostd-hv/$t" $HV_TESTS "$t"
     done
+    case_ "hostd-hv/valgrind" env HVT_SLOW=10 valgrind -q --error-exitcode=1 \
+        --leak-check=full $HV_TESTS --no-fork
 fi
 
 echo "# end-to-end: real libvirtd and QEMU (TCG)"
@@ -249,7 +251,16 @@ done
 for t in $(tests/e2e/hostd.sh --list); do
     case_ "e2e/hostd/$t" tests/e2e/run.sh "hostd.sh $t"
 done
+# crane-hostd built with AddressSanitizer, on both hosts, for the migration.
+case_ "e2e/hostd-asan/migrate" env HOSTD=$BA/bin/crane-hostd \
+    ASAN_OPTIONS=abort_on_error=1 tests/e2e/run.sh "hostd.sh migrate"
 case_ "e2e/hostd/cleanup" tests/e2e/hostd.sh cleanup
+# The libvirt backend's own tests against two real libvirtd: a booted
+# guest's unplug/replug and a live migration through hv_libvirt_ops, under
+# valgrind.
+case_ "e2e/hostd-hv" tests/e2e/run.sh "$PWD/tests/hostd-hv/run-e2e.sh"
+case_ "e2e/hostd-hv-valgrind" env VALGRIND=1 \
+    tests/e2e/run.sh "$PWD/tests/hostd-hv/run-e2e.sh"
 
 echo "# fuzzing the frame decoder"
 case_ "fuzz/frame" build/fuzz/fuzz_frame -max_total_time=20 \

@@ -30,7 +30,8 @@ check: all $(UNIT_BIN)
 	tests/run-tests.sh
 
 SHIM_LIB_ASAN_TARGETS := build-address/lib/libcrane.so \
-    build-address/bin/crane-run build-address/tests/unit-tests
+    build-address/bin/crane-run build-address/tests/unit-tests \
+    $(if $(HOSTD_BIN),build-address/bin/crane-hostd)
 
 .PHONY: unit
 -include $(UNIT_OBJS:.o=.d)

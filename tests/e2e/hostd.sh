@@ -14,6 +14,7 @@
 #                  remoting (exit 4) until that VM stops; then dst's
 #                  crane-hostd attaches the GPU and resumes it by itself
 #   cleanup        stops the libvirtd instances the cases share
+# HOSTD names the crane-hostd binary (default build/bin/crane-hostd).
 # Each case starts its own pair of crane-hostd (src, dst) on loopback and
 # boots its own guest; the libvirtd instances "hsrc" and "hdst" are started
 # by the first case and kept for the others.  Exit 0 pass, 1 fail, 77 skip.
@@ -51,6 +52,16 @@ step() { # step NAME FILE REGEX [N]
     fi
 }
 finish() {
+    # Both daemons must stop cleanly on SIGTERM: exit 0, nothing from a
+    # sanitizer.
+    for p in $HOSTD_PIDS; do kill -TERM "$p" 2>/dev/null; done
+    for p in $HOSTD_PIDS; do
+        wait "$p"
+        r=$?
+        [ $r = 0 ] || fail "crane-hostd (pid $p) exited $r on SIGTERM"
+    done
+    HOSTD_PIDS=""
+    grep -l 'Sanitizer' "$WORK"/hostd-*.log 2>/dev/null && fail "sanitizer report"
     if [ $FAILED = 0 ]; then e2e_log "$CASE: PASS"; exit 0; fi
     e2e_log "$CASE: FAIL (logs in $WORK)"
     for f in "$WORK"/hostd-*.log; do
@@ -73,8 +84,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for bin in crane-hostd crane-migrate cranectl; do
-    [ -x "$B/bin/$bin" ] || { echo "skip: $B/bin/$bin not built"; exit 77; }
+HOSTD=${HOSTD:-$B/bin/crane-hostd}
+for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/cranectl"; do
+    [ -x "$bin" ] || { echo "skip: $bin not built"; exit 77; }
 done
 e2e_guestd_image || exit 1
 SURI=$("$E2E_ROOT/tests/e2e/libvirtd.sh" start "$SRC") || exit 1
@@ -106,7 +118,7 @@ resume_deadline_ms = 30000
 gpu_retry_ms = 1000
 log_level = debug
 EOF
-    "$B/bin/crane-hostd" --config "$WORK/$1.conf" > "$WORK/hostd-$1.log" 2>&1 &
+    "$HOSTD" --config "$WORK/$1.conf" > "$WORK/hostd-$1.log" 2>&1 &
     HOSTD_PIDS="$HOSTD_PIDS $!"
 }
 # Ports from the case's position, so that cases never share one.
