@@ -104,6 +104,8 @@ struct hv_ops {
     /* Pauses DOMAIN (virsh migrate --timeout: forces a live migration to
      * finish). */
     int (*suspend)(struct hv *hv, const char *domain);
+    /* Lets a suspended DOMAIN run again (a failed migration's rollback). */
+    int (*unpause)(struct hv *hv, const char *domain);
 };
 
 extern const struct hv_ops hv_libvirt_ops;

@@ -676,7 +676,8 @@ out:
     return rc;
 }
 
-static int lv_suspend(struct hv *hv, const char *domain)
+/* Pauses DOMAIN (PAUSE) or lets it run again. */
+static int set_paused(struct hv *hv, const char *domain, bool pause)
 {
     virDomainPtr dom;
     int rc;
@@ -684,10 +685,20 @@ static int lv_suspend(struct hv *hv, const char *domain)
     rc = lookup(hv, domain, &dom);
     if (rc < 0)
         return rc;
-    if (virDomainSuspend(dom) < 0)
-        rc = failed("suspending domain", domain);
+    if ((pause ? virDomainSuspend(dom) : virDomainResume(dom)) < 0)
+        rc = failed(pause ? "suspending domain" : "resuming domain", domain);
     virDomainFree(dom);
     return rc;
+}
+
+static int lv_suspend(struct hv *hv, const char *domain)
+{
+    return set_paused(hv, domain, true);
+}
+
+static int lv_unpause(struct hv *hv, const char *domain)
+{
+    return set_paused(hv, domain, false);
 }
 
 const struct hv_ops hv_libvirt_ops = {
@@ -702,4 +713,5 @@ const struct hv_ops hv_libvirt_ops = {
     .migrate = lv_migrate,
     .job = lv_job,
     .suspend = lv_suspend,
+    .unpause = lv_unpause,
 };

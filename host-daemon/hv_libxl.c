@@ -495,27 +495,39 @@ static int xl_has_gpu(struct hv *hv, const char *domain,
     return rc ? rc : holds(hv, domid, &a);
 }
 
-/* Pausing the guest stops it dirtying memory, so libxl's live migration
- * finishes with its next round (virsh migrate --timeout does the same). */
-static int xl_suspend(struct hv *hv, const char *domain)
+/* Pauses DOMAIN (PAUSE) or lets it run again. */
+static int set_paused(struct hv *hv, const char *domain, bool pause)
 {
     uint32_t domid;
     int rc, xrc;
 
     if (!hv || !domain)
         return -EINVAL;
-    rc = hv_libxl__check(hv, "suspend");
+    rc = hv_libxl__check(hv, pause ? "suspend" : "unpause");
     if (!rc)
         rc = hv_libxl__domid(hv, domain, &domid);
     if (rc)
         return rc;
-    xrc = libxl_domain_pause(hv->ctx, domid, NULL);
+    xrc = pause ? libxl_domain_pause(hv->ctx, domid, NULL)
+                : libxl_domain_unpause(hv->ctx, domid, NULL);
     if (xrc) {
-        HD_ERROR("libxl: cannot pause %s: %s", domain,
-                 hv_libxl__strerror(xrc));
+        HD_ERROR("libxl: cannot %s %s: %s", pause ? "pause" : "unpause",
+                 domain, hv_libxl__strerror(xrc));
         return hv_libxl__errno(xrc);
     }
     return 0;
+}
+
+/* Pausing the guest stops it dirtying memory, so libxl's live migration
+ * finishes with its next round (virsh migrate --timeout does the same). */
+static int xl_suspend(struct hv *hv, const char *domain)
+{
+    return set_paused(hv, domain, true);
+}
+
+static int xl_unpause(struct hv *hv, const char *domain)
+{
+    return set_paused(hv, domain, false);
 }
 
 const struct hv_ops hv_libxl_ops = {
@@ -530,4 +542,5 @@ const struct hv_ops hv_libxl_ops = {
     .migrate = hv_libxl__migrate,
     .job = hv_libxl__job,
     .suspend = xl_suspend,
+    .unpause = xl_unpause,
 };

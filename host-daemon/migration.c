@@ -239,6 +239,7 @@ struct watch {
     struct mig *m;
     pthread_t thread;
     atomic_bool done;
+    atomic_bool suspended;       /* by --timeout */
 };
 
 static void *watch_job(void *arg)
@@ -259,6 +260,7 @@ static void *watch_job(void *arg)
         if (m->q->timeout_s && !suspended &&
             hd_now() - start >= m->q->timeout_s) {
             suspended = true;
+            atomic_store(&w->suspended, true);
             hd_run_say(&m->run, "migrate", -1,
                        "still copying after %u s: suspending the VM",
                        m->q->timeout_s);
@@ -303,6 +305,7 @@ static int migrate(struct mig *m)
                m->q->dest_uri, m->q->live ? "live" : "offline",
                m->q->p2p ? ", peer-to-peer" : "");
     atomic_init(&w.done, false);
+    atomic_init(&w.suspended, false);
     watching = pthread_create(&w.thread, NULL, watch_job, &w) == 0;
     rc = d->hv_ops->migrate(d->hv, m->dom.name, &a);
     atomic_store(&w.done, true);
@@ -311,6 +314,9 @@ static int migrate(struct mig *m)
     if (rc < 0) {
         fail(m, "migration failed: %s", *hv_last_error() ? hv_last_error()
                                                           : strerror(-rc));
+        /* --timeout paused it: it runs on here. */
+        if (atomic_load(&w.suspended))
+            d->hv_ops->unpause(d->hv, m->dom.name);
     } else if (d->hv_ops->job(d->hv, m->dom.name, &job) == 0) {
         if (job.data_processed)
             hd_run_bytes(&m->run, job.data_processed);

@@ -237,8 +237,13 @@ detach-timeout)
 migrate-fails)
     # 192.0.2.1 (TEST-NET-1) is no address of this host: the destination's
     # QEMU cannot listen there and the migration fails after the unplug.
-    migrate --live --p2p --xml "$WORK/dest.xml" "$DOM" "$DURI" tcp://192.0.2.1
+    # --timeout 1: if libvirt is still trying after a second, the VM is
+    # suspended as virsh does; the rollback must let it run again.
+    migrate --live --p2p --timeout 1 --xml "$WORK/dest.xml" "$DOM" "$DURI" \
+        tcp://192.0.2.1
     [ $RC = 1 ] || fail "crane-migrate exit $RC, expected 1 (rolled back)"
+    grep -q 'suspending the VM' "$WORK/migrate.out" &&
+        e2e_log "(the VM was suspended by --timeout before libvirt gave up)"
     grep -q 'migration failed' "$WORK/migrate.out" || fail "no migration failure reported"
     step "device-added again on src" "$WORK/events-src.log" 'device-added.*ua-gpu0'
     step "guest sees its GPU again" "$WORK/console.log" '^CRANE-RNG present' 2
