@@ -235,8 +235,9 @@ if [ -x "$HV_TESTS" ]; then
     for t in $($HV_TESTS --list); do
         case_ "hostd-hv/$t" $HV_TESTS "$t"
     done
+    # Each test forked under valgrind, timeouts scaled for it.
     case_ "hostd-hv/valgrind" env HVT_SLOW=10 valgrind -q --error-exitcode=1 \
-        --leak-check=full $HV_TESTS --no-fork
+        --leak-check=full $HV_TESTS
 fi
 
 echo "# end-to-end: real libvirtd and QEMU (TCG)"
