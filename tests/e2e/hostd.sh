@@ -11,8 +11,9 @@
 #   migrate-fails  the migration stream cannot be set up: GPU re-attached on
 #                  the source, programs back, exit 1
 #   no-free-gpu    dst's only GPU is held by another VM: the VM runs on dst
-#                  remoting (exit 4) until that VM stops; then dst's
-#                  crane-hostd attaches the GPU and resumes it by itself
+#                  remoting (exit 4); dst's crane-hostd restarts and finds
+#                  it waiting in its history; once the other VM stops it
+#                  attaches the GPU and resumes it by itself
 #   cleanup        stops the libvirtd instances the cases share
 # HOSTD names the crane-hostd binary (default build/bin/crane-hostd).
 # Each case starts its own pair of crane-hostd (src, dst) on loopback and
@@ -118,8 +119,9 @@ resume_deadline_ms = 30000
 gpu_retry_ms = 1000
 log_level = debug
 EOF
-    "$HOSTD" --config "$WORK/$1.conf" > "$WORK/hostd-$1.log" 2>&1 &
+    "$HOSTD" --config "$WORK/$1.conf" >> "$WORK/hostd-$1.log" 2>&1 &
     HOSTD_PIDS="$HOSTD_PIDS $!"
+    eval "PID_$1=$!"
 }
 # Ports from the case's position, so that cases never share one.
 n=0
@@ -257,6 +259,16 @@ no-free-gpu)
     [ $RC = 4 ] || fail "crane-migrate exit $RC, expected 4 (remoting)"
     [ "$($VD domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on dst"
     [ "$(guest_phase "$WORK/guest0-dst.sock")" = prepared ] || fail "guest not waiting (prepared) on dst"
+    # dst's crane-hostd restarts meanwhile: it finds the waiting VM in its
+    # history and takes it up again.
+    kill -TERM "$PID_dst"
+    wait "$PID_dst" || fail "crane-hostd dst exited $? on SIGTERM"
+    HOSTD_PIDS=${HOSTD_PIDS% $PID_dst}
+    T0=$(e2e_now)
+    hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3))
+    step "crane-hostd dst restarted" "$WORK/hostd-dst.log" 'crane-hostd on dst' 2
+    grep -q "$DOM (migration .*) still waits for a GPU" "$WORK/hostd-dst.log" ||
+        fail "the restarted crane-hostd did not take the waiting VM up"
     T0=$(e2e_now)
     $VD destroy "$DOM-blocker" > /dev/null || fail "destroy blocker"
     step "dst attaches the freed GPU" "$WORK/events-dst.log" "device-added.*'$DOM'.*ua-gpu0|'$DOM'.*device-added.*ua-gpu0"
