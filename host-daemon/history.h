@@ -17,11 +17,15 @@
 enum hd_mode { HD_MODE_LIVE = 1, HD_MODE_OFFLINE = 2 };
 
 enum hd_result {
-    HD_RESULT_RUNNING = 0,    /* not finished yet */
+    HD_RESULT_RUNNING = 0,     /* not finished yet */
     HD_RESULT_OK = 1,
-    HD_RESULT_FAILED = 2,     /* failed, and the VM could not be restored */
-    HD_RESULT_ROLLED_BACK = 3 /* failed, the VM runs on where it was */
+    HD_RESULT_FAILED = 2,      /* failed, and the VM could not be restored */
+    HD_RESULT_ROLLED_BACK = 3, /* failed, the VM runs on where it was */
+    HD_RESULT_REMOTING = 4     /* moved, but the destination had no free GPU:
+                                  its programs run remotely until that host
+                                  attaches one */
 };
+#define HD_RESULT_COUNT 5      /* values of enum hd_result: 0 .. 4 */
 
 /* Times are seconds since the Unix epoch; end_time is 0 while running. */
 struct hd_migration {
@@ -53,7 +57,7 @@ struct hd_step {
 
 /* Sums over every migration stored, running ones included. */
 struct hd_totals {
-    uint64_t by_result[4];    /* indexed by enum hd_result */
+    uint64_t by_result[HD_RESULT_COUNT]; /* indexed by enum hd_result */
     uint64_t bytes_moved;
 };
 
@@ -63,8 +67,10 @@ struct hd_history;
  * Opens (creating it if needed) the database at PATH in WAL mode; *OUT owns
  * the connection until hd_history_close.  One struct hd_history per thread:
  * other threads and processes open their own, and WAL lets readers go on
- * while one writes.  -EPROTO: the file has a newer schema than this code;
- * -EIO: SQLite failed (logged).
+ * while one writes.  A file of an older schema version is upgraded in place,
+ * in one transaction, keeping every row.  -EPROTO: the file has a newer
+ * schema than this code; -EIO: SQLite failed, or an older file cannot be
+ * upgraded (logged; the file is left as it was).
  */
 int hd_history_open(const char *path, struct hd_history **out);
 void hd_history_close(struct hd_history *h);
@@ -107,7 +113,7 @@ int hd_history_each_stoppage(struct hd_history *h, hd_stoppage_fn *fn,
                              void *arg);
 
 /* Names as stored and shown: "live", "offline"; "running", "ok",
- * "failed", "rolled-back".  NULL for values out of range. */
+ * "failed", "rolled-back", "remoting".  NULL for values out of range. */
 const char *hd_mode_name(enum hd_mode mode);
 const char *hd_result_name(enum hd_result result);
 

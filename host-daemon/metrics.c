@@ -24,10 +24,14 @@ static const char *const phase_names[HD_PHASE_COUNT] = {
     [HD_PHASE_POST] = "post",
 };
 
-/* The results crane_migrations_total counts, in exposition order. */
+/* The results crane_migrations_total counts (every finished one), in
+ * exposition order: metrics.h. */
 static const enum hd_result counted_results[] = {
-    HD_RESULT_OK, HD_RESULT_FAILED, HD_RESULT_ROLLED_BACK,
+    HD_RESULT_OK, HD_RESULT_FAILED, HD_RESULT_ROLLED_BACK, HD_RESULT_REMOTING,
 };
+_Static_assert(sizeof(counted_results) / sizeof(*counted_results) ==
+                   HD_RESULT_COUNT - 1,
+               "every result but running is counted");
 
 int hd_metrics_observe(struct hd_metrics *m, const char *phase,
                        double seconds)

@@ -31,9 +31,12 @@ int hd_metrics_observe(struct hd_metrics *m, const char *phase,
 int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m);
 
 /*
- * Appends M in the Prometheus text format (version 0.0.4) to OUT:
- *   crane_migration_stoppage_seconds{phase}  histogram
- *   crane_migrations_total{result}           counter (finished ones)
+ * Appends M in the Prometheus text format (version 0.0.4) to OUT, in this
+ * order:
+ *   crane_migration_stoppage_seconds{phase}  histogram: "pre", then "post"
+ *   crane_migrations_total{result}           counter of finished ones:
+ *                                            "ok", "failed", "rolled-back",
+ *                                            "remoting", each always shown
  *   crane_migrations_running                 gauge
  *   crane_migration_bytes_total              counter
  * Returns 0 or OUT's error.

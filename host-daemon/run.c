@@ -236,8 +236,9 @@ enum hd_result hd_run_history_result(Crane__Hostd__Result r)
 {
     switch (r) {
     case CRANE__HOSTD__RESULT__RESULT_OK:
-    case CRANE__HOSTD__RESULT__RESULT_REMOTING:
         return HD_RESULT_OK;
+    case CRANE__HOSTD__RESULT__RESULT_REMOTING:
+        return HD_RESULT_REMOTING;
     case CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK:
         return HD_RESULT_ROLLED_BACK;
     default:

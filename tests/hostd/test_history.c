@@ -151,6 +151,282 @@ TEST(history_record_is_atomic)
     fixture_db_remove(&f);
 }
 
+/* --- the file as SQLite sees it, on a connection of the test's own ------- */
+
+static sqlite3 *raw_open(const char *path)
+{
+    sqlite3 *db = NULL;
+
+    ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    return db;
+}
+
+static void raw_exec(sqlite3 *db, const char *sql)
+{
+    ASSERT_EQ(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+}
+
+/* The first column of SQL's first row as an integer; -1 without a row. */
+static int64_t raw_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *s = NULL;
+    int64_t v = -1;
+
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* The first column of SQL's first row as text, to sqlite3_free ("" for
+ * NULL or no row). */
+static char *raw_text(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *s = NULL;
+    const char *t = NULL;
+    char *v;
+
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        t = (const char *)sqlite3_column_text(s, 0);
+    v = sqlite3_mprintf("%s", t != NULL ? t : "");
+    sqlite3_finalize(s);
+    ASSERT(v != NULL);
+    return v;
+}
+
+#define MIGRATIONS_SQL                                                       \
+    "SELECT sql FROM sqlite_master WHERE type = 'table' AND"                 \
+    " name = 'migrations'"
+
+/*
+ * A file exactly as the crane-hostd of schema version 1 wrote it: the
+ * version table open_schema() created, then history.c's schema_v1, in WAL
+ * mode; then rows as that code stored them.
+ */
+static const char v1_schema[] =
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
+    "CREATE TABLE migrations ("
+    " id TEXT PRIMARY KEY,"
+    " domain TEXT NOT NULL,"
+    " src_host TEXT NOT NULL,"
+    " dst_host TEXT NOT NULL,"
+    " mode TEXT NOT NULL CHECK (mode IN ('live', 'offline')),"
+    " start_time REAL NOT NULL,"
+    " end_time REAL NOT NULL DEFAULT 0,"
+    " result TEXT NOT NULL CHECK (result IN"
+    "  ('running', 'ok', 'failed', 'rolled-back')),"
+    " error TEXT NOT NULL DEFAULT '',"
+    " bytes_moved INTEGER NOT NULL DEFAULT 0 CHECK (bytes_moved >= 0));"
+    "CREATE INDEX migrations_by_start ON migrations (start_time);"
+    "CREATE TABLE steps ("
+    " migration_id TEXT NOT NULL REFERENCES migrations (id)"
+    "  ON DELETE CASCADE,"
+    " seq INTEGER NOT NULL,"
+    " phase TEXT NOT NULL,"
+    " pid INTEGER,"
+    " program TEXT,"
+    " start_offset REAL NOT NULL,"
+    " duration REAL NOT NULL,"
+    " PRIMARY KEY (migration_id, seq));"
+    "INSERT INTO schema_version (version) VALUES (1);";
+
+/* Three migrations: old-ok and old-rb start in the same second (old-rb,
+ * stored later, is listed first), old-run is still running; a row deleted
+ * before them leaves their rowids starting at 2. */
+static const char v1_rows[] =
+    "INSERT INTO migrations VALUES ('gone', 'vm', 'host-a', 'host-b',"
+    " 'live', 1, 2, 'failed', '', 0);"
+    "INSERT INTO migrations VALUES ('old-ok', 'vm-α', 'host-a', 'host-b',"
+    " 'live', 100, 102.5, 'ok', '', 1048576);"
+    "DELETE FROM migrations WHERE id = 'gone';"
+    "INSERT INTO steps VALUES ('old-ok', 0, 'pre', 4242, 'matmul', 0.01,"
+    " 0.125);"
+    "INSERT INTO steps VALUES ('old-ok', 1, 'detach', NULL, NULL, 0.2,"
+    " 0.75);"
+    "INSERT INTO migrations VALUES ('old-rb', 'vm-β', 'host-a', 'host-b',"
+    " 'offline', 100, 130, 'rolled-back', 'detach timed out', 1099511627776);"
+    "INSERT INTO migrations (id, domain, src_host, dst_host, mode,"
+    " start_time, result) VALUES ('old-run', 'vm-γ', 'host-a', 'host-c',"
+    " 'live', 50, 'running');"
+    "INSERT INTO steps VALUES ('old-run', 0, 'pre', 4242, 'matmul', 0.01,"
+    " 0.125);";
+
+static void make_v1_file(const char *path)
+{
+    sqlite3 *db = raw_open(path);
+    char *mode = raw_text(db, "PRAGMA journal_mode = WAL");
+
+    ASSERT_STR_EQ(mode, "wal");
+    sqlite3_free(mode);
+    raw_exec(db, "BEGIN IMMEDIATE");
+    raw_exec(db, v1_schema);
+    raw_exec(db, v1_rows);
+    raw_exec(db, "COMMIT");
+    ASSERT_EQ(sqlite3_close(db), SQLITE_OK);
+}
+
+/* The three migrations of v1_rows, as hd_history_get returns them. */
+static void v1_expected(struct hd_migration *ok, struct hd_migration *rb,
+                        struct hd_migration *run)
+{
+    *ok = fixture_migration("old-ok", "vm-α", 100);
+    *rb = fixture_migration("old-rb", "vm-β", 100);
+    rb->mode = HD_MODE_OFFLINE;
+    rb->end_time = 130;
+    rb->result = HD_RESULT_ROLLED_BACK;
+    snprintf(rb->error, sizeof(rb->error), "detach timed out");
+    rb->bytes_moved = UINT64_C(1) << 40;
+    *run = fixture_migration("old-run", "vm-γ", 50);
+    snprintf(run->dst_host, sizeof(run->dst_host), "host-c");
+    run->end_time = 0;
+    run->result = HD_RESULT_RUNNING;
+    run->bytes_moved = 0;
+}
+
+/* Every row of v1_rows is there, in list order, with its steps. */
+static void expect_v1_rows(struct hd_history *h)
+{
+    struct hd_migration ok, rb, run;
+    struct hd_migration *list = NULL;
+    size_t n = 0;
+
+    v1_expected(&ok, &rb, &run);
+    ASSERT_EQ(hd_history_list(h, HD_LIST_MAX, &list, &n), 0);
+    ASSERT(n >= 3);
+    fixture_assert_same_migration(&list[n - 3], &rb);
+    fixture_assert_same_migration(&list[n - 2], &ok);
+    free(list);
+    expect_stored(h, &ok, two_steps, 2);
+    expect_stored(h, &rb, NULL, 0);
+}
+
+/* The schema of a file at version 2, checked on a connection of its own;
+ * returns the migrations table's SQL, to sqlite3_free. */
+static char *expect_v2_file(const char *path)
+{
+    sqlite3 *db = raw_open(path);
+    char *sql;
+
+    ASSERT_EQ(raw_int(db, "SELECT count(*) FROM schema_version"), 1);
+    ASSERT_EQ(raw_int(db, "SELECT version FROM schema_version"), 2);
+    sql = raw_text(db, MIGRATIONS_SQL);
+    ASSERT(strstr(sql, "'rolled-back', 'remoting'") != NULL);
+    ASSERT_EQ(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE"
+                          " name = 'migrations_by_start' AND"
+                          " tbl_name = 'migrations'"),
+              1);
+    ASSERT_EQ(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE"
+                          " name LIKE 'migrations_v%'"),
+              0);
+    {
+        char *parent = raw_text(db, "SELECT \"table\" FROM"
+                                    " pragma_foreign_key_list('steps')");
+
+        ASSERT_STR_EQ(parent, "migrations");
+        sqlite3_free(parent);
+    }
+    ASSERT_EQ(raw_int(db, "SELECT count(*) FROM pragma_foreign_key_check"),
+              0);
+    {
+        char *ok = raw_text(db, "PRAGMA integrity_check");
+
+        ASSERT_STR_EQ(ok, "ok");
+        sqlite3_free(ok);
+    }
+    /* The CHECK still keeps out what is not a result. */
+    ASSERT_EQ(sqlite3_exec(db, "INSERT INTO migrations (id, domain,"
+                               " src_host, dst_host, mode, start_time,"
+                               " result) VALUES ('x', 'd', 'a', 'b', 'live',"
+                               " 1, 'moved')",
+                           NULL, NULL, NULL),
+              SQLITE_CONSTRAINT);
+    ASSERT_EQ(sqlite3_close(db), SQLITE_OK);
+    return sql;
+}
+
+/*
+ * A file of schema version 1 (before "remoting"), opened by this code: it
+ * is upgraded in place, every migration and step kept, "remoting" storable;
+ * opening it again changes nothing.  A version-1 file whose upgrade cannot
+ * pass the foreign key check is refused and left as it was.
+ */
+static void upgrade_from_v1(void)
+{
+    struct fixture_db f;
+    struct hd_history *h = NULL;
+    struct hd_migration ok, rb, run;
+    struct hd_migration moved = fixture_migration("new-r", "vm-δ", 200);
+    struct hd_step arrive = fixture_step("arrive", 0, NULL, 2, 0.5);
+    char *sql, *again;
+    sqlite3 *db;
+
+    fixture_db_make(&f);
+    make_v1_file(f.path);
+    h = open_ok(f.path);
+    expect_v1_rows(h);
+    v1_expected(&ok, &rb, &run);
+    expect_stored(h, &run, two_steps, 1);
+    /* "remoting" is a result now: finishing a running one, recording a
+     * new one. */
+    ASSERT_EQ(hd_history_finish(h, "old-run", HD_RESULT_REMOTING, 60,
+                                "on host-c: no free GPU"),
+              0);
+    run.result = HD_RESULT_REMOTING;
+    run.end_time = 60;
+    snprintf(run.error, sizeof(run.error), "on host-c: no free GPU");
+    expect_stored(h, &run, two_steps, 1);
+    moved.result = HD_RESULT_REMOTING;
+    ASSERT_EQ(hd_history_record(h, &moved, &arrive, 1), 0);
+    expect_stored(h, &moved, &arrive, 1);
+    hd_history_close(h);
+    sql = expect_v2_file(f.path);
+    /* Rowids kept: they order the list within a second. */
+    db = raw_open(f.path);
+    again = raw_text(db, "SELECT group_concat(rowid, ',') FROM (SELECT rowid"
+                         " FROM migrations WHERE id LIKE 'old-%' ORDER BY"
+                         " id)");
+    ASSERT_STR_EQ(again, "2,3,4");
+    sqlite3_free(again);
+    ASSERT_EQ(sqlite3_close(db), SQLITE_OK);
+
+    /* Reopened: nothing to upgrade, nothing changed. */
+    h = open_ok(f.path);
+    expect_v1_rows(h);
+    expect_stored(h, &run, two_steps, 1);
+    expect_stored(h, &moved, &arrive, 1);
+    hd_history_close(h);
+    again = expect_v2_file(f.path);
+    ASSERT_STR_EQ(again, sql);
+    sqlite3_free(again);
+    sqlite3_free(sql);
+    fixture_db_remove(&f);
+
+    /* A step of no migration (foreign keys were off when it was written):
+     * the upgrade's foreign key check refuses it and rolls back. */
+    fixture_db_make(&f);
+    make_v1_file(f.path);
+    db = raw_open(f.path);
+    raw_exec(db, "INSERT INTO steps VALUES ('ghost', 0, 'pre', 7, 'p', 0,"
+                 " 1)");
+    sql = raw_text(db, MIGRATIONS_SQL);
+    ASSERT_EQ(sqlite3_close(db), SQLITE_OK);
+    h = NULL;
+    ASSERT_EQ(hd_history_open(f.path, &h), -EIO);
+    ASSERT(h == NULL);
+    db = raw_open(f.path);
+    ASSERT_EQ(raw_int(db, "SELECT version FROM schema_version"), 1);
+    again = raw_text(db, MIGRATIONS_SQL);
+    ASSERT_STR_EQ(again, sql);
+    ASSERT_EQ(raw_int(db, "SELECT count(*) FROM migrations"), 3);
+    ASSERT_EQ(raw_int(db, "SELECT count(*) FROM steps"), 4);
+    ASSERT_EQ(sqlite3_close(db), SQLITE_OK);
+    sqlite3_free(again);
+    sqlite3_free(sql);
+    fixture_db_remove(&f);
+}
+
 TEST(history_reopen_keeps_everything)
 {
     struct fixture_db f;
@@ -189,6 +465,9 @@ TEST(history_reopen_keeps_everything)
     expect_stored(h, &run, two_steps, 1);
     hd_history_close(h);
     fixture_db_remove(&f);
+
+    /* A restart into a newer crane-hostd: the file is upgraded. */
+    upgrade_from_v1();
 }
 
 TEST(history_newer_schema_refused)
@@ -198,14 +477,22 @@ TEST(history_newer_schema_refused)
     sqlite3 *db;
 
     fixture_db_make(&f);
+    /* A new file is created at version 2 directly. */
     hd_history_close(open_ok(f.path));
-    ASSERT_EQ(sqlite3_open(f.path, &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 99",
-                           NULL, NULL, NULL),
-              SQLITE_OK);
-    ASSERT_EQ(sqlite3_close(db), SQLITE_OK);
-    ASSERT_EQ(hd_history_open(f.path, &h), -EPROTO);
-    ASSERT(h == NULL);
+    sqlite3_free(expect_v2_file(f.path));
+    /* Version 3 and later are refused, the file left as it was. */
+    for (int i = 0; i < 2; i++) {
+        db = raw_open(f.path);
+        raw_exec(db, i == 0 ? "UPDATE schema_version SET version = 3"
+                            : "UPDATE schema_version SET version = 99");
+        ASSERT_EQ(sqlite3_close(db), SQLITE_OK);
+        ASSERT_EQ(hd_history_open(f.path, &h), -EPROTO);
+        ASSERT(h == NULL);
+        db = raw_open(f.path);
+        ASSERT_EQ(raw_int(db, "SELECT version FROM schema_version"),
+                  i == 0 ? 3 : 99);
+        ASSERT_EQ(sqlite3_close(db), SQLITE_OK);
+    }
     fixture_db_remove(&f);
 }
 

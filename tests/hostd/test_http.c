@@ -162,7 +162,8 @@ static void expect(uint16_t port, const char *method, const char *target,
     answer_free(&a);
 }
 
-/* A history with two migrations, m-1 (three steps) and the newer m-2. */
+/* A history with three migrations: m-1 (ok, three steps), the newer m-r
+ * (remoting, one step) and the newest m-2 (rolled back). */
 struct world {
     struct fixture_db db;
     struct hd_history *h;
@@ -174,6 +175,8 @@ static void world_make(struct world *w)
 {
     struct hd_migration m1 = fixture_migration("m-1", "vm \"one\"", 1000);
     struct hd_migration m2 = fixture_migration("m-2", "vm-two", 2000);
+    struct hd_migration mr = fixture_migration("m-r", "vm-r", 1500);
+    struct hd_step arrive = fixture_step("arrive", 0, NULL, 1, 0.5);
     struct hd_step steps[] = {
         fixture_step("pre", 42, "matmul", 0, 0.125),
         fixture_step("migrate", 0, NULL, 0.125, 2),
@@ -182,10 +185,13 @@ static void world_make(struct world *w)
 
     m2.result = HD_RESULT_ROLLED_BACK;
     snprintf(m2.error, sizeof(m2.error), "no free GPU");
+    mr.result = HD_RESULT_REMOTING;
+    snprintf(mr.error, sizeof(mr.error), "on host-b: no free GPU");
     fixture_db_make(&w->db);
     ASSERT_EQ(hd_history_open(w->db.path, &w->h), 0);
     ASSERT_EQ(hd_history_record(w->h, &m1, steps, 3), 0);
     ASSERT_EQ(hd_history_record(w->h, &m2, NULL, 0), 0);
+    ASSERT_EQ(hd_history_record(w->h, &mr, &arrive, 1), 0);
 }
 
 static void world_serve(struct world *w)
@@ -238,9 +244,10 @@ TEST(http_routes)
     ASSERT_EQ(hd_metrics_collect(w.h, &m), 0);
     ASSERT_EQ(hd_metrics_render(&m, &metrics), 0);
     ASSERT_EQ(hd_history_list(w.h, 100, &list, &n), 0);
-    ASSERT_EQ(n, 2);
+    ASSERT_EQ(n, 3);
     ASSERT_STR_EQ(list[0].id, "m-2");
-    ASSERT_EQ(hd_json_migration_list(&all, list, 2), 0);
+    ASSERT_STR_EQ(list[1].id, "m-r");
+    ASSERT_EQ(hd_json_migration_list(&all, list, 3), 0);
     ASSERT_EQ(hd_json_migration_list(&newest, list, 1), 0);
     free(list);
     ASSERT_EQ(hd_history_get(w.h, "m-1", &m1, &steps, &n_steps), 0);
@@ -248,6 +255,12 @@ TEST(http_routes)
     free(steps);
     ASSERT(strstr(metrics.data, "crane_migrations_total{result=\"ok\"} 1") !=
            NULL);
+    ASSERT(strstr(metrics.data,
+                  "crane_migrations_total{result=\"remoting\"} 1") != NULL);
+    ASSERT(strstr(all.data, "{\"id\":\"m-r\",\"domain\":\"vm-r\",") !=
+           NULL);
+    ASSERT(strstr(all.data, "\"result\":\"remoting\",\"error\":\"on "
+                            "host-b: no free GPU\"") != NULL);
     ASSERT(strstr(one.data, "\"steps\":[{\"phase\":\"pre\"") != NULL);
 
     world_serve(&w);
@@ -258,6 +271,14 @@ TEST(http_routes)
     expect(w.port, "GET", "/api/migrations?limit=1000", 200, CT_JSON,
            all.data);
     expect(w.port, "GET", "/api/migrations/m-1", 200, CT_JSON, one.data);
+    /* A remoting migration is shown as such, whole and exactly. */
+    expect(w.port, "GET", "/api/migrations/m-r", 200, CT_JSON,
+           "{\"id\":\"m-r\",\"domain\":\"vm-r\",\"source\":\"host-a\","
+           "\"destination\":\"host-b\",\"mode\":\"live\","
+           "\"start_time\":1500,\"end_time\":1502.5,\"result\":\"remoting\","
+           "\"error\":\"on host-b: no free GPU\",\"bytes_moved\":1048576,"
+           "\"steps\":[{\"phase\":\"arrive\",\"pid\":null,\"program\":null,"
+           "\"start_offset\":1,\"duration\":0.5}]}");
     /* The dashboard: the embedded page, whole, at both paths; a query
      * (the page's own links use the fragment) changes nothing. */
     ASSERT(hd_dashboard_html_len > 1000);

@@ -60,12 +60,13 @@ static char *scrape(struct hd_history *h)
     "were held, per program and migration phase.\n"                          \
     "# TYPE crane_migration_stoppage_seconds histogram\n"
 
-#define COUNTERS(ok, failed, rolled, running, bytes)                         \
+#define COUNTERS(ok, failed, rolled, remoting, running, bytes)               \
     "# HELP crane_migrations_total Finished migrations, by result.\n"        \
     "# TYPE crane_migrations_total counter\n"                                \
     "crane_migrations_total{result=\"ok\"} " #ok "\n"                       \
     "crane_migrations_total{result=\"failed\"} " #failed "\n"               \
     "crane_migrations_total{result=\"rolled-back\"} " #rolled "\n"          \
+    "crane_migrations_total{result=\"remoting\"} " #remoting "\n"          \
     "# HELP crane_migrations_running Migrations in progress.\n"              \
     "# TYPE crane_migrations_running gauge\n"                                \
     "crane_migrations_running " #running "\n"                                \
@@ -74,7 +75,7 @@ static char *scrape(struct hd_history *h)
     "# TYPE crane_migration_bytes_total counter\n"                           \
     "crane_migration_bytes_total " #bytes "\n"
 
-/* A known history: four migrations, every result, host steps that do not
+/* A known history: five migrations, every result, host steps that do not
  * count, a stoppage exactly on a bucket bound and one past the last. */
 TEST(metrics_golden)
 {
@@ -82,13 +83,14 @@ TEST(metrics_golden)
         HISTOGRAM_HEAD
         BUCKETS("pre", 1, 1, 2, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, "0.0675")
         BUCKETS("post", 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 3, "13.8")
-        COUNTERS(1, 1, 1, 1, 5120);
+        COUNTERS(1, 1, 1, 1, 1, 7168);
     struct fixture_db f;
     struct hd_history *h = NULL;
     struct hd_migration a = fixture_migration("m-a", "vm-a", 100);
     struct hd_migration b = fixture_migration("m-b", "vm-b", 200);
     struct hd_migration c = fixture_migration("m-c", "vm-c", 300);
     struct hd_migration d = fixture_migration("m-d", "vm-d", 400);
+    struct hd_migration e = fixture_migration("m-e", "vm-e", 500);
     struct hd_step sa[] = {
         fixture_step("detach", 0, NULL, 0, 0.8),
         fixture_step("pre", 101, "matmul", 0, 0.004),
@@ -100,6 +102,7 @@ TEST(metrics_golden)
     struct hd_step sb = fixture_step("pre", 7, "sim", 0, 0.001);
     struct hd_step sc = fixture_step("post", 9, "train", 2, 12);
     struct hd_step sd = fixture_step("pre", 11, "render", 0, 0.05);
+    struct hd_step se = fixture_step("arrive", 0, NULL, 3, 0.5);
     char *text;
 
     a.bytes_moved = 1000;
@@ -110,12 +113,15 @@ TEST(metrics_golden)
     d.result = HD_RESULT_RUNNING;
     d.end_time = 0;
     d.bytes_moved = 0;
+    e.result = HD_RESULT_REMOTING;
+    e.bytes_moved = 2048;
 
     fixture_db_make(&f);
     ASSERT_EQ(hd_history_open(f.path, &h), 0);
     ASSERT_EQ(hd_history_record(h, &a, sa, sizeof(sa) / sizeof(*sa)), 0);
     ASSERT_EQ(hd_history_record(h, &b, &sb, 1), 0);
     ASSERT_EQ(hd_history_record(h, &c, &sc, 1), 0);
+    ASSERT_EQ(hd_history_record(h, &e, &se, 1), 0);
     ASSERT_EQ(hd_history_begin(h, &d), 0);
     ASSERT_EQ(hd_history_add_step(h, "m-d", &sd), 0);
     ASSERT_EQ(hd_history_progress(h, "m-d", 4096), 0);
@@ -134,7 +140,7 @@ TEST(metrics_empty_history)
         HISTOGRAM_HEAD
         BUCKETS("pre", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
         BUCKETS("post", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
-        COUNTERS(0, 0, 0, 0, 0);
+        COUNTERS(0, 0, 0, 0, 0, 0);
     struct fixture_db f;
     struct hd_history *h = NULL;
     char *text;
