@@ -69,6 +69,15 @@ struct hv_migrate_args {
     const char *migrate_uri; /* the migration stream's URI, or NULL */
     const char *dest_xml;    /* the domain XML for the destination, or NULL */
     bool live, p2p, persistent, undefine_source;
+    /* For a backend that carries the migration stream itself (libxl):
+     * opens a connection to the destination's crane-hostd, ready for the
+     * stream, and hands back its fd in *FD, which the backend then owns
+     * and closes.  0 or -errno.  The daemon supplies it (its authenticated
+     * peer link, peer.c), so that the backend needs no peer protocol.
+     * Called on the thread that called migrate, with STREAM_ARG.  The
+     * libvirt backend ignores it. */
+    int (*open_stream)(void *stream_arg, int *fd);
+    void *stream_arg;
 };
 
 struct hv;

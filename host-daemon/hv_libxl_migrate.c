@@ -7,18 +7,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "hv_libxl.h"
 #include "log.h"
 
-#define CONNECT_TIMEOUT_MS 10000
+/* libxl's save helper writes the stream with blocking writes: one that
+ * cannot move a byte for this long fails the send (the copy here is then
+ * resumed), instead of hanging on a destination that is gone. */
+#define STREAM_SEND_TIMEOUT_S 120
 /* After the last byte of the stream the destination still builds the
  * domain's devices and starts its device model before it answers. */
 #define ANSWER_TIMEOUT_MS 120000
@@ -125,117 +128,6 @@ uint32_t hv_libxl__get_be32(const unsigned char *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
            (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-/* --- the destination's address ------------------------------------------- */
-
-struct endpoint {
-    char host[256];
-    char port[6];
-};
-
-/* "xen+tcp://HOST:PORT" or "tcp://HOST:PORT", a final "/" allowed; HOST a
- * name, an IPv4 address or "[IPv6]". */
-static int parse_endpoint(const char *uri, struct endpoint *ep)
-{
-    const char *rest, *host, *host_end, *port;
-    size_t host_len, port_len;
-    long port_num;
-
-    if (strncmp(uri, "xen+tcp://", 10) == 0)
-        rest = uri + 10;
-    else if (strncmp(uri, "tcp://", 6) == 0)
-        rest = uri + 6;
-    else
-        return -EINVAL;
-    if (*rest == '[') {
-        host = rest + 1;
-        host_end = strchr(host, ']');
-        if (!host_end || host_end[1] != ':')
-            return -EINVAL;
-        port = host_end + 2;
-    } else {
-        host = rest;
-        host_end = strchr(host, ':');
-        if (!host_end)
-            return -EINVAL;
-        port = host_end + 1;
-    }
-    host_len = (size_t)(host_end - host);
-    if (host_len == 0 || host_len >= sizeof(ep->host) ||
-        strcspn(host, "/@?#[] \t") < host_len)
-        return -EINVAL;
-    port_len = strspn(port, "0123456789");
-    if (port_len == 0 || port_len > 5 ||
-        (port[port_len] && strcmp(port + port_len, "/") != 0))
-        return -EINVAL;
-    memcpy(ep->port, port, port_len);
-    ep->port[port_len] = '\0';
-    port_num = strtol(ep->port, NULL, 10);
-    if (port_num < 1 || port_num > 65535)
-        return -EINVAL;
-    memcpy(ep->host, host, host_len);
-    ep->host[host_len] = '\0';
-    return 0;
-}
-
-/* One connect attempt to AI, bounded by CONNECT_TIMEOUT_MS. */
-static int connect_one(const struct addrinfo *ai, int *fd_out)
-{
-    int fd, flags, err = 0;
-    socklen_t err_len = sizeof(err);
-
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                ai->ai_protocol);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
-        err = errno;
-    } else {
-        int rc = wait_fd(fd, POLLOUT, hv_libxl__now_ms() + CONNECT_TIMEOUT_MS);
-
-        if (rc < 0)
-            err = -rc;
-        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) < 0)
-            err = errno;
-    }
-    /* Blocking again: libxl's save helper writes to it with plain write. */
-    flags = fcntl(fd, F_GETFL);
-    if (!err && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0))
-        err = errno;
-    if (err) {
-        close(fd);
-        return -err;
-    }
-    *fd_out = fd;
-    return 0;
-}
-
-static int connect_endpoint(const struct endpoint *ep, int *fd_out)
-{
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC,
-        .ai_socktype = SOCK_STREAM,
-        .ai_flags = AI_NUMERICSERV,
-    };
-    struct addrinfo *res, *ai;
-    int rc = getaddrinfo(ep->host, ep->port, &hints, &res);
-
-    if (rc) {
-        HD_ERROR("libxl: cannot resolve %s: %s", ep->host, gai_strerror(rc));
-        return -EHOSTUNREACH;
-    }
-    rc = -EHOSTUNREACH;
-    for (ai = res; ai; ai = ai->ai_next) {
-        rc = connect_one(ai, fd_out);
-        if (rc == 0)
-            break;
-    }
-    freeaddrinfo(res);
-    if (rc < 0)
-        HD_ERROR("libxl: cannot connect to %s port %s: %s", ep->host,
-                 ep->port, strerror(-rc));
-    return rc;
 }
 
 /* --- job records --------------------------------------------------------- */
@@ -446,30 +338,45 @@ static int send_domain(struct hv *hv, uint32_t domid, const char *domain,
     return 0;
 }
 
+/* Makes FD, from the daemon's open_stream, fit for libxl's save helper:
+ * blocking, and a send timeout of its own. */
+static int stream_setup(int fd)
+{
+    struct timeval tv = {.tv_sec = STREAM_SEND_TIMEOUT_S};
+    int flags = fcntl(fd, F_GETFL);
+
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+        return -errno;
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 &&
+        errno != ENOTSOCK)
+        return -errno;
+    return 0;
+}
+
 int hv_libxl__migrate(struct hv *hv, const char *domain,
                       const struct hv_migrate_args *args)
 {
-    const char *target;
-    struct endpoint ep;
     uint32_t domid;
     int fd = -1, rc;
 
     if (!hv || !domain || !args)
         return -EINVAL;
-    target = args->migrate_uri && args->migrate_uri[0] ? args->migrate_uri
-                                                       : args->dest_uri;
     if (args->dest_xml) {
         HD_ERROR("libxl: migrate %s: a destination XML cannot be used with "
                  "libxl",
                  domain);
         return -EOPNOTSUPP;
     }
-    if (!target || parse_endpoint(target, &ep) < 0) {
-        HD_ERROR("libxl: migrate %s: bad destination '%s' (want "
-                 "xen+tcp://HOST:PORT)",
-                 domain, target ? target : "");
+    if (!args->open_stream) {
+        HD_ERROR("libxl: migrate %s: no way to reach the destination's "
+                 "crane-hostd (the stream goes over its peer connection)",
+                 domain);
         return -EINVAL;
     }
+    if (args->migrate_uri && args->migrate_uri[0])
+        HD_WARN("libxl: migrate %s: migration URI %s ignored: the stream "
+                "goes over the connection to the destination's crane-hostd",
+                domain, args->migrate_uri);
     rc = hv_libxl__check(hv, "migrate");
     if (!rc)
         rc = hv_libxl__domid(hv, domain, &domid);
@@ -480,17 +387,28 @@ int hv_libxl__migrate(struct hv *hv, const char *domain,
     if (rc)
         return rc;
 
-    rc = connect_endpoint(&ep, &fd);
+    rc = args->open_stream(args->stream_arg, &fd);
+    if (rc < 0) {
+        HD_ERROR("libxl: migrate %s: no stream to the destination's "
+                 "crane-hostd: %s",
+                 domain, strerror(-rc));
+        fd = -1;
+    } else if (fd < 0) {
+        rc = -EBADF;
+    } else if ((rc = stream_setup(fd)) < 0) {
+        HD_ERROR("libxl: migrate %s: cannot set up the stream: %s", domain,
+                 strerror(-rc));
+    }
     if (!rc)
         rc = send_config(hv, domid, domain, fd);
     if (!rc) {
-        HD_INFO("libxl: migrating %s (domain %u, %s) to %s port %s", domain,
-                (unsigned)domid, args->live ? "live" : "offline", ep.host,
-                ep.port);
+        HD_INFO("libxl: migrating %s (domain %u, %s) to %s", domain,
+                (unsigned)domid, args->live ? "live" : "offline",
+                args->dest_uri ? args->dest_uri : "the destination");
         rc = send_domain(hv, domid, domain, fd, args->live);
     }
     if (!rc)
-        HD_INFO("libxl: %s migrated to %s", domain, ep.host);
+        HD_INFO("libxl: %s migrated", domain);
     if (fd >= 0)
         close(fd);
     job_end(hv, domain);

@@ -282,6 +282,32 @@ static void *watch_job(void *arg)
     return NULL;
 }
 
+/* hv_migrate_args.open_stream (the libxl backend): a connection of its
+ * own to the destination's crane-hostd that check reached, authenticated
+ * the same way, turned into the migration stream by XenStream. */
+static int open_stream(void *arg, int *fd)
+{
+    struct mig *m = arg;
+    struct hd_daemon *d = m->d;
+    char ep[300], why[512];
+    int rc;
+
+    if (*m->q->peer)
+        snprintf(ep, sizeof(ep), "%s", m->q->peer);
+    else if (hd_peer_endpoint_for(m->q->dest_uri, d->cfg.peer_port, ep,
+                                  sizeof(ep)) < 0)
+        return -EINVAL;               /* not reached: check passed */
+    rc = hd_peer_open_xen_stream(ep, d->key, d->key_len, d->cfg.host_name,
+                                 m->run.m.id, m->dom.name, fd, why,
+                                 sizeof(why));
+    if (rc < 0) {
+        HD_ERROR("migration %s: destination crane-hostd: %s", m->run.m.id,
+                 why);
+        hv_set_last_error(why);       /* the operator's reason */
+    }
+    return rc;
+}
+
 static int migrate(struct mig *m)
 {
     struct hd_daemon *d = m->d;
@@ -293,6 +319,8 @@ static int migrate(struct mig *m)
         .p2p = m->q->p2p,
         .persistent = m->q->persistent,
         .undefine_source = m->q->undefine_source,
+        .open_stream = open_stream,
+        .stream_arg = m,
     };
     struct watch w = { .m = m };
     struct hv_job job;

@@ -2,6 +2,7 @@
 #include "peer.h"
 
 #include "arrive.h"
+#include "history.h"
 #include "io.h"
 #include "log.h"
 #include "pool.h"
@@ -9,16 +10,30 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 
+#ifdef HD_HAVE_LIBXL
+#include "hv_libxl.h"
+#endif
+
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define PEER_NONCE_LEN 32
 #define PEER_HANDSHAKE_MS 10000
 /* A connection with no request for this long is closed. */
 #define PEER_IDLE_S 600
+/* How long the source waits for a XenStream to be accepted. */
+#define PEER_STREAM_ACCEPT_MS 10000
+/* libxl's stream has no deadline of its own: a source that vanishes
+ * mid-stream is noticed by TCP keepalive, after about two minutes. */
+#define PEER_STREAM_KEEPIDLE_S 60
+#define PEER_STREAM_KEEPINTVL_S 10
+#define PEER_STREAM_KEEPCNT 6
 
 static const char server_label[] = "crane-hostd server";
 static const char client_label[] = "crane-hostd client";
@@ -62,6 +77,39 @@ static void copy_host(char *dst, size_t len, const char *src)
     for (; src && src[i] && i + 1 < len; i++)
         dst[i] = src[i] > 32 && src[i] < 127 ? src[i] : '?';
     dst[i] = '\0';
+}
+
+/* Text from a peer for logs and history: printable ASCII and spaces. */
+static void copy_text(char *dst, size_t len, const char *src)
+{
+    size_t i = 0;
+
+    for (; src && src[i] && i + 1 < len; i++)
+        dst[i] = src[i] >= 32 && src[i] < 127 ? src[i] : '?';
+    dst[i] = '\0';
+}
+
+/* A migration id as the history stores it: [A-Za-z0-9._-], 1..HD_ID_MAX. */
+static bool valid_id(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    return n > 0 && n <= HD_ID_MAX &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789._-") == n;
+}
+
+/* A domain name: 1..HV_NAME_MAX bytes, no control characters. */
+static bool valid_domain(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || n > HV_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 32 || s[i] == 127)
+            return false;
+    return true;
 }
 
 /* --- client -------------------------------------------------------------- */
@@ -216,8 +264,57 @@ void hd_peer_close(struct hd_peer *p)
 {
     if (!p)
         return;
-    close(p->fd);
+    if (p->fd >= 0)
+        close(p->fd);
     free(p);
+}
+
+int hd_peer_open_xen_stream(const char *endpoint, const uint8_t *key,
+                            size_t key_len, const char *my_host,
+                            const char *migration_id, const char *domain,
+                            int *fd, char *why, size_t why_len)
+{
+    Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+    Crane__Hostd__XenStream x = CRANE__HOSTD__XEN_STREAM__INIT;
+    Crane__Hostd__PeerReply *r = NULL;
+    struct hd_peer *p = NULL;
+    char text[256];
+    int rc;
+
+    if (!fd || !valid_id(migration_id) || !valid_domain(domain)) {
+        snprintf(why, why_len, "bad migration id or domain name");
+        return -EINVAL;
+    }
+    if ((rc = hd_peer_open(endpoint, key, key_len, my_host, &p, why,
+                           why_len)) < 0)
+        return rc;
+    x.migration_id = (char *)migration_id;
+    x.domain = (char *)domain;
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_XEN_STREAM;
+    req.xen_stream = &x;
+    if ((rc = hd_peer_call(p, &req, PEER_STREAM_ACCEPT_MS, &r)) < 0) {
+        snprintf(why, why_len, "%s did not answer the stream request: %s",
+                 p->host, strerror(-rc));
+    } else if (r->msg_case == CRANE__HOSTD__PEER_REPLY__MSG_REFUSED) {
+        /* Its own errno when it is one, for the caller's rollback. */
+        rc = r->refused->err < 0 && r->refused->err > -4096
+                 ? r->refused->err
+                 : -EPROTO;
+        copy_text(text, sizeof(text), r->refused->error);
+        snprintf(why, why_len, "%s refused the stream: %s", p->host, text);
+    } else if (r->msg_case != CRANE__HOSTD__PEER_REPLY__MSG_XEN_STREAM) {
+        rc = -EPROTO;
+        snprintf(why, why_len, "unexpected answer from %s to the stream "
+                 "request", p->host);
+    }
+    if (r)
+        crane__hostd__peer_reply__free_unpacked(r, NULL);
+    if (rc == 0) {
+        *fd = p->fd;
+        p->fd = -1;
+    }
+    hd_peer_close(p);
+    return rc;
 }
 
 /* --- server -------------------------------------------------------------- */
@@ -349,9 +446,84 @@ static int serve_check(struct hd_daemon *d, int fd, uint64_t id)
     return reply(fd, &r);
 }
 
+/* Whether this daemon's backend is libxl, which alone takes XenStream. */
+static bool backend_is_libxl(const struct hd_daemon *d)
+{
+#ifdef HD_HAVE_LIBXL
+    return d->hv_ops == &hv_libxl_ops;
+#else
+    (void)d;
+    return false;
+#endif
+}
+
+/* Makes a source that disappears mid-stream end the connection. */
+static void keepalive(int fd)
+{
+    int on = 1, idle = PEER_STREAM_KEEPIDLE_S,
+        intvl = PEER_STREAM_KEEPINTVL_S, cnt = PEER_STREAM_KEEPCNT;
+
+    /* Best effort: without it the stream still works. */
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) == 0) {
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    }
+}
+
+/* XenStream: once accepted, the rest of the connection is a libxl
+ * migration for hv_libxl_receive, on this (job) thread.  The connection
+ * ends after it, whatever the outcome. */
+static int serve_xen_stream(struct hd_daemon *d, int fd, uint64_t id,
+                            const Crane__Hostd__XenStream *x,
+                            const char *who)
+{
+    Crane__Hostd__PeerReply r = CRANE__HOSTD__PEER_REPLY__INIT;
+    Crane__Hostd__XenStreamReply a = CRANE__HOSTD__XEN_STREAM_REPLY__INIT;
+    char dom[HV_NAME_MAX + 1];
+    int rc;
+
+    if (!valid_id(x->migration_id) || !valid_domain(x->domain)) {
+        HD_WARN("peer %s: bad xen stream request", who);
+        refuse(fd, id, -EINVAL, "bad xen stream: migration id or domain "
+               "name");
+        return -EINVAL;
+    }
+    if (!backend_is_libxl(d)) {
+        HD_WARN("peer %s: refused the libxl stream of migration %s: this "
+                "host's backend is %s", who, x->migration_id,
+                d->hv_ops ? d->hv_ops->name : "none");
+        refuse(fd, id, -EOPNOTSUPP, "this host's backend is not libxl");
+        return -EOPNOTSUPP;
+    }
+    copy_text(dom, sizeof(dom), x->domain);
+    keepalive(fd);
+    a.host = d->cfg.host_name;
+    r.id = id;
+    r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_XEN_STREAM;
+    r.xen_stream = &a;
+    if ((rc = reply(fd, &r)) < 0)
+        return rc;
+    HD_INFO("peer %s: receiving %s (migration %s) with libxl", who, dom,
+            x->migration_id);
+#ifdef HD_HAVE_LIBXL
+    rc = hv_libxl_receive(d->hv, fd);
+#else
+    rc = -EOPNOTSUPP;                  /* not reached: backend_is_libxl */
+#endif
+    if (rc < 0)
+        HD_WARN("peer %s: %s (migration %s) not received: %s", who, dom,
+                x->migration_id, strerror(-rc));
+    else
+        HD_INFO("peer %s: %s (migration %s) received", who, dom,
+                x->migration_id);
+    return rc;
+}
+
 void hd_peer_serve(struct hd_daemon *d, int fd)
 {
     char who[256] = "?";
+    bool last = false;
     int rc;
 
     hd_send_timeout(fd, 30);
@@ -373,12 +545,16 @@ void hd_peer_serve(struct hd_daemon *d, int fd)
         case CRANE__HOSTD__PEER_REQUEST__MSG_ARRIVE:
             rc = hd_arrive_serve(d, fd, q->id, q->arrive, who);
             break;
+        case CRANE__HOSTD__PEER_REQUEST__MSG_XEN_STREAM:
+            rc = serve_xen_stream(d, fd, q->id, q->xen_stream, who);
+            last = true;
+            break;
         default:
             rc = refuse(fd, q->id, -EPROTO, "unexpected request");
             break;
         }
         crane__hostd__peer_request__free_unpacked(q, NULL);
-        if (rc < 0)
+        if (rc < 0 || last)
             break;
     }
     HD_INFO("peer %s: closed", who);

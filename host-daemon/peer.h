@@ -31,8 +31,26 @@ int hd_peer_call(struct hd_peer *p, Crane__Hostd__PeerRequest *req,
                  uint32_t timeout_ms, Crane__Hostd__PeerReply **out);
 void hd_peer_close(struct hd_peer *p);
 
+/*
+ * Opens a connection of its own to the crane-hostd at ENDPOINT,
+ * authenticated as hd_peer_open does, and asks it to receive a libxl
+ * migration stream (XenStream, proto/hostd.proto) of DOMAIN for migration
+ * MIGRATION_ID.  Once it accepts, *FD is that connection's socket, blocking,
+ * in step just after the accepting frame: the caller owns it, writes the
+ * conversation of hv_libxl.h on it, and closes it.  WHY gets one line on
+ * failure.  The errors of hd_peer_open; -EINVAL for a bad id or name;
+ * the destination's own -errno when it refuses (-EOPNOTSUPP: its backend
+ * is not libxl); -EPROTO for any other answer.
+ */
+int hd_peer_open_xen_stream(const char *endpoint, const uint8_t *key,
+                            size_t key_len, const char *my_host,
+                            const char *migration_id, const char *domain,
+                            int *fd, char *why, size_t why_len);
+
 /* Serves one accepted peer connection FD until it closes (a job thread);
- * owns FD. */
+ * owns FD.  A XenStream request, when this host's backend is libxl, hands
+ * the rest of the connection to hv_libxl_receive on this thread and ends
+ * it after; any other backend refuses it. */
 void hd_peer_serve(struct hd_daemon *d, int fd);
 
 #endif /* HD_PEER_H */

@@ -54,3 +54,12 @@ TEST(peer_auth, 30)
 TEST(peer_wrong_key, 30)
 TEST(peer_bad_input, 30)
 TEST(peer_arrive_validated, 30)
+
+/* libxl migration streams over the peer protocol (XenStream), without
+ * Xen: refusals, the handshake first, the client's fd against a stand-in
+ * destination, and the libxl server's accept path (skipped without
+ * libxen-dev). */
+TEST(peer_xen_stream_refused, 30)
+TEST(peer_xen_stream_before_auth, 30)
+TEST(peer_xen_stream_accepted, 30)
+TEST(peer_xen_stream_libxl_receiver, 30)

@@ -1,5 +1,6 @@
 /* Tests of crane-hostd's own parts: settings, the peer protocol's
- * authentication and validation, event waits, peer endpoints. */
+ * authentication and validation, event waits, peer endpoints, libxl
+ * migration streams over the peer protocol. */
 #include "harness.h"
 
 #include "host-daemon/arrive.h"
@@ -9,10 +10,12 @@
 #include "host-daemon/peer.h"
 #include "host-daemon/pool.h"
 #include "host-daemon/waits.h"
+#include "proto/auth.h"
 #include "proto/frame.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -166,9 +169,11 @@ static void *serve_one(void *p)
     return NULL;
 }
 
-/* A destination with KEY (NULL: none) and an empty GPU pool, serving one
+/* A destination with KEY (NULL: none), backend OPS (NULL: none, and no
+ * hypervisor handle either way) and an empty GPU pool, serving one
  * connection on a loopback port. */
-static void server_start(struct server *s, const char *key)
+static void server_start_ops(struct server *s, const char *key,
+                             const struct hv_ops *ops)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET };
     socklen_t len = sizeof(sa);
@@ -177,6 +182,7 @@ static void server_start(struct server *s, const char *key)
     memset(s, 0, sizeof(*s));
     hd_config_defaults(&s->d.cfg);
     snprintf(s->d.cfg.host_name, sizeof(s->d.cfg.host_name), "dst");
+    s->d.hv_ops = ops;
     if (key) {
         s->d.key = (uint8_t *)strdup(key);
         s->d.key_len = strlen(key);
@@ -191,6 +197,11 @@ static void server_start(struct server *s, const char *key)
     CHECK_INT(getsockname(s->lfd, (struct sockaddr *)&sa, &len), ==, 0);
     s->port = ntohs(sa.sin_port);
     CHECK_INT(pthread_create(&s->thread, NULL, serve_one, s), ==, 0);
+}
+
+static void server_start(struct server *s, const char *key)
+{
+    server_start_ops(s, key, NULL);
 }
 
 static void server_stop(struct server *s)
@@ -325,4 +336,466 @@ void test_peer_arrive_validated(void)
     crane__hostd__peer_reply__free_unpacked(r, NULL);
     hd_peer_close(p);
     server_stop(&s);
+}
+
+/* --- libxl migration streams over the peer protocol (XenStream) ---------- */
+
+/* The backend that accepts a XenStream, or NULL in a build without it.
+ * The test daemon's hypervisor handle stays NULL: a real receiver then
+ * gives up at once (hv_libxl_receive's -EINVAL), reading nothing. */
+static const struct hv_ops *libxl_ops(void)
+{
+#ifdef HD_HAVE_LIBXL
+    return &hv_libxl_ops;
+#else
+    return NULL;
+#endif
+}
+
+static int raw_connect(uint16_t port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    CHECK(fd >= 0);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons(port);
+    CHECK_INT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    return fd;
+}
+
+/* One PeerReply frame from FD; NULL at the end of the stream or on
+ * garbage. */
+static Crane__Hostd__PeerReply *read_reply(int fd)
+{
+    Crane__Hostd__PeerReply *r;
+    uint8_t *buf;
+    size_t len;
+
+    if (crn_frame_read(fd, &buf, &len, HD_PEER_MAX_FRAME) < 0)
+        return NULL;
+    r = crane__hostd__peer_reply__unpack(NULL, len, buf);
+    free(buf);
+    return r;
+}
+
+/* Sends a XenStream for vm1 on FD, raw. */
+static void send_xen_stream(int fd, uint64_t id)
+{
+    Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+    Crane__Hostd__XenStream x = CRANE__HOSTD__XEN_STREAM__INIT;
+
+    x.migration_id = "m-1";
+    x.domain = "vm1";
+    req.id = id;
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_XEN_STREAM;
+    req.xen_stream = &x;
+    CHECK_INT(crn_frame_write(fd, &req.base), ==, 0);
+}
+
+static int open_stream(uint16_t port, const char *key, const char *id,
+                       const char *domain, int *fd, char *why, size_t len)
+{
+    char ep[64];
+
+    snprintf(ep, sizeof(ep), "tcp:127.0.0.1:%u", port);
+    return hd_peer_open_xen_stream(ep, (const uint8_t *)key,
+                                   key ? strlen(key) : 0, "src", id, domain,
+                                   fd, why, len);
+}
+
+/* A daemon whose backend is not libxl refuses the stream, and so does any
+ * daemon for a bad id or name, ending the connection. */
+void test_peer_xen_stream_refused(void)
+{
+    const struct hv_ops *others[] = { NULL, &hv_libvirt_ops };
+    Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+    Crane__Hostd__XenStream x = CRANE__HOSTD__XEN_STREAM__INIT;
+    Crane__Hostd__Check c = CRANE__HOSTD__CHECK__INIT;
+    Crane__Hostd__PeerReply *r = NULL;
+    struct hd_peer *p = NULL;
+    struct server s;
+    char why[300] = "";
+    int fd;
+
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        fd = -1;
+        server_start_ops(&s, "k", others[i]);
+        CHECK_INT(open_stream(s.port, "k", "m-1", "vm1", &fd, why,
+                              sizeof(why)), ==, -EOPNOTSUPP);
+        CHECK_INT(fd, ==, -1);
+        CHECK(strstr(why, "dst refused the stream") != NULL);
+        CHECK(strstr(why, "not libxl") != NULL);
+        server_stop(&s);
+    }
+
+    /* The server checks the names itself, even with libxl behind it. */
+    server_start_ops(&s, "k", libxl_ops());
+    CHECK_INT(open_peer(&s, "k", &p, why, sizeof(why)), ==, 0);
+    x.migration_id = "../../etc/passwd";
+    x.domain = "vm1";
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_XEN_STREAM;
+    req.xen_stream = &x;
+    CHECK_INT(hd_peer_call(p, &req, 5000, &r), ==, 0);
+    CHECK_INT(r->msg_case, ==, CRANE__HOSTD__PEER_REPLY__MSG_REFUSED);
+    CHECK_INT(r->refused->err, ==, -EINVAL);
+    CHECK(strstr(r->refused->error, "bad xen stream") != NULL);
+    crane__hostd__peer_reply__free_unpacked(r, NULL);
+    r = NULL;
+    /* ... and the connection is over. */
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_CHECK;
+    req.check = &c;
+    CHECK(hd_peer_call(p, &req, 5000, &r) < 0);
+    hd_peer_close(p);
+    server_stop(&s);
+
+    /* The client checks them before it connects. */
+    fd = -1;
+    CHECK_INT(open_stream(1, NULL, "m 1", "vm1", &fd, why, sizeof(why)), ==,
+              -EINVAL);
+    CHECK_INT(open_stream(1, NULL, "", "vm1", &fd, why, sizeof(why)), ==,
+              -EINVAL);
+    CHECK_INT(open_stream(1, NULL, "m-1", "", &fd, why, sizeof(why)), ==,
+              -EINVAL);
+    CHECK_INT(open_stream(1, NULL, "m-1", "vm\n1", &fd, why, sizeof(why)),
+              ==, -EINVAL);
+    CHECK_INT(fd, ==, -1);
+}
+
+/* No stream without the handshake: not as the first request, not in
+ * place of Auth, not with the wrong key. */
+void test_peer_xen_stream_before_auth(void)
+{
+    Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+    Crane__Hostd__Hello hello = CRANE__HOSTD__HELLO__INIT;
+    Crane__Hostd__PeerReply *r;
+    uint8_t nonce[32] = { 1 }, b;
+    struct server s;
+    char why[300] = "";
+    int fd = -1;
+
+    server_start_ops(&s, "k", libxl_ops());
+    fd = raw_connect(s.port);
+    send_xen_stream(fd, 1);
+    CHECK((r = read_reply(fd)) != NULL);
+    CHECK_INT(r->msg_case, ==, CRANE__HOSTD__PEER_REPLY__MSG_REFUSED);
+    CHECK(strstr(r->refused->error, "expected hello") != NULL);
+    crane__hostd__peer_reply__free_unpacked(r, NULL);
+    CHECK_INT(read(fd, &b, 1), ==, 0);
+    close(fd);
+    server_stop(&s);
+
+    server_start_ops(&s, "k", libxl_ops());
+    fd = raw_connect(s.port);
+    hello.version = 1;
+    hello.nonce.data = nonce;
+    hello.nonce.len = sizeof(nonce);
+    hello.host = "src";
+    req.id = 1;
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_HELLO;
+    req.hello = &hello;
+    CHECK_INT(crn_frame_write(fd, &req.base), ==, 0);
+    CHECK((r = read_reply(fd)) != NULL);
+    CHECK_INT(r->msg_case, ==, CRANE__HOSTD__PEER_REPLY__MSG_CHALLENGE);
+    crane__hostd__peer_reply__free_unpacked(r, NULL);
+    send_xen_stream(fd, 2);
+    CHECK((r = read_reply(fd)) != NULL);
+    CHECK_INT(r->msg_case, ==, CRANE__HOSTD__PEER_REPLY__MSG_REFUSED);
+    CHECK_INT(r->refused->err, ==, -EACCES);
+    crane__hostd__peer_reply__free_unpacked(r, NULL);
+    CHECK_INT(read(fd, &b, 1), ==, 0);
+    close(fd);
+    server_stop(&s);
+
+    fd = -1;
+    server_start_ops(&s, "k", libxl_ops());
+    CHECK_INT(open_stream(s.port, "not k", "m-1", "vm1", &fd, why,
+                          sizeof(why)), ==, -EACCES);
+    CHECK_INT(fd, ==, -1);
+    server_stop(&s);
+}
+
+/*
+ * A stand-in destination for the client side: the server's half of the
+ * handshake with a key, then one answer to the XenStream request.  On
+ * acceptance its reply frame and one raw byte (0x5a) go out in one write,
+ * so the client must stop reading at the frame's end; then it reads a
+ * 16-byte header raw and answers 0, as a receiver's verdict.
+ */
+enum double_mode {
+    DOUBLE_ACCEPT,
+    DOUBLE_REFUSE,          /* Refused{-EBUSY, text with a control byte} */
+    DOUBLE_REFUSE_ODD,      /* Refused{err 7}: not an -errno */
+    DOUBLE_WRONG_REPLY,     /* a CheckReply */
+};
+
+struct double_server {
+    int lfd;
+    uint16_t port;
+    pthread_t thread;
+    const char *key;
+    enum double_mode mode;
+    char failed[200];       /* what went wrong there, "" when nothing */
+    char migration_id[80], domain[300];
+    uint8_t header[16];
+};
+
+static Crane__Hostd__PeerRequest *double_read(int fd)
+{
+    Crane__Hostd__PeerRequest *q;
+    uint8_t *buf;
+    size_t len;
+
+    if (crn_frame_read(fd, &buf, &len, HD_PEER_MAX_FRAME) < 0)
+        return NULL;
+    q = crane__hostd__peer_request__unpack(NULL, len, buf);
+    free(buf);
+    return q;
+}
+
+/* HMAC(key, LABEL || NONCE), as peer.c proves a key. */
+static void double_proof(const char *key, const char *label,
+                         const uint8_t *nonce, uint8_t mac[32])
+{
+    uint8_t msg[64 + 32];
+    size_t l = strlen(label);
+
+    memcpy(msg, label, l);
+    memcpy(msg + l, nonce, 32);
+    crn_hmac_sha256(key, strlen(key), msg, l + 32, mac);
+}
+
+/* The reply frame R followed by EXTRA raw bytes, in one write. */
+static int double_send(int fd, Crane__Hostd__PeerReply *r,
+                       const uint8_t *extra, size_t extra_len)
+{
+    uint8_t buf[512];
+    size_t n = crane__hostd__peer_reply__get_packed_size(r);
+
+    if (4 + n + extra_len > sizeof(buf))
+        return -EMSGSIZE;
+    buf[0] = (uint8_t)(n >> 24);
+    buf[1] = (uint8_t)(n >> 16);
+    buf[2] = (uint8_t)(n >> 8);
+    buf[3] = (uint8_t)n;
+    crane__hostd__peer_reply__pack(r, buf + 4);
+    if (extra_len)
+        memcpy(buf + 4 + n, extra, extra_len);
+    n += 4 + extra_len;
+    return write(fd, buf, n) == (ssize_t)n ? 0 : -EIO;
+}
+
+static void double_conversation(struct double_server *ds, int fd)
+{
+    Crane__Hostd__PeerReply r = CRANE__HOSTD__PEER_REPLY__INIT;
+    Crane__Hostd__Challenge c = CRANE__HOSTD__CHALLENGE__INIT;
+    Crane__Hostd__Welcome w = CRANE__HOSTD__WELCOME__INIT;
+    Crane__Hostd__Refused f = CRANE__HOSTD__REFUSED__INIT;
+    Crane__Hostd__CheckReply cr = CRANE__HOSTD__CHECK_REPLY__INIT;
+    Crane__Hostd__XenStreamReply x = CRANE__HOSTD__XEN_STREAM_REPLY__INIT;
+    Crane__Hostd__PeerRequest *q;
+    uint8_t nonce[32], mac[32], extra = 0x5a, verdict = 0;
+
+    /* Hello -> Challenge */
+    if (!(q = double_read(fd)) ||
+        q->msg_case != CRANE__HOSTD__PEER_REQUEST__MSG_HELLO ||
+        q->hello->nonce.len != 32) {
+        snprintf(ds->failed, sizeof(ds->failed), "no hello");
+        goto out;
+    }
+    double_proof(ds->key, "crane-hostd server", q->hello->nonce.data, mac);
+    crn_random_bytes(nonce, sizeof(nonce));
+    c.nonce.data = nonce;
+    c.nonce.len = sizeof(nonce);
+    c.mac.data = mac;
+    c.mac.len = sizeof(mac);
+    c.host = "double";
+    r.id = q->id;
+    r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_CHALLENGE;
+    r.challenge = &c;
+    crane__hostd__peer_request__free_unpacked(q, NULL);
+    if (double_send(fd, &r, NULL, 0) < 0) {
+        snprintf(ds->failed, sizeof(ds->failed), "cannot send challenge");
+        return;
+    }
+    /* Auth -> Welcome */
+    double_proof(ds->key, "crane-hostd client", nonce, mac);
+    if (!(q = double_read(fd)) ||
+        q->msg_case != CRANE__HOSTD__PEER_REQUEST__MSG_AUTH ||
+        q->auth->mac.len != 32 || memcmp(q->auth->mac.data, mac, 32) != 0) {
+        snprintf(ds->failed, sizeof(ds->failed), "bad auth");
+        goto out;
+    }
+    w.host = "double";
+    r.id = q->id;
+    r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_WELCOME;
+    r.welcome = &w;
+    crane__hostd__peer_request__free_unpacked(q, NULL);
+    if (double_send(fd, &r, NULL, 0) < 0) {
+        snprintf(ds->failed, sizeof(ds->failed), "cannot send welcome");
+        return;
+    }
+    /* XenStream -> the answer of this mode */
+    if (!(q = double_read(fd)) ||
+        q->msg_case != CRANE__HOSTD__PEER_REQUEST__MSG_XEN_STREAM) {
+        snprintf(ds->failed, sizeof(ds->failed), "no xen stream request");
+        goto out;
+    }
+    snprintf(ds->migration_id, sizeof(ds->migration_id), "%s",
+             q->xen_stream->migration_id);
+    snprintf(ds->domain, sizeof(ds->domain), "%s", q->xen_stream->domain);
+    r.id = q->id;
+    switch (ds->mode) {
+    case DOUBLE_ACCEPT:
+        x.host = "double";
+        r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_XEN_STREAM;
+        r.xen_stream = &x;
+        break;
+    case DOUBLE_REFUSE:
+    case DOUBLE_REFUSE_ODD:
+        f.err = ds->mode == DOUBLE_REFUSE ? -EBUSY : 7;
+        f.error = "busy\x01now";
+        r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_REFUSED;
+        r.refused = &f;
+        break;
+    case DOUBLE_WRONG_REPLY:
+        r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_CHECK;
+        r.check = &cr;
+        break;
+    }
+    crane__hostd__peer_request__free_unpacked(q, NULL);
+    q = NULL;
+    if (double_send(fd, &r, &extra, ds->mode == DOUBLE_ACCEPT) < 0) {
+        snprintf(ds->failed, sizeof(ds->failed), "cannot answer");
+        return;
+    }
+    if (ds->mode != DOUBLE_ACCEPT)
+        return;
+    /* The stream, raw. */
+    if (crn_bulk_read(fd, ds->header, sizeof(ds->header)) < 0 ||
+        crn_bulk_write(fd, &verdict, 1) < 0)
+        snprintf(ds->failed, sizeof(ds->failed), "no raw stream");
+out:
+    if (q)
+        crane__hostd__peer_request__free_unpacked(q, NULL);
+}
+
+static void *double_serve(void *arg)
+{
+    struct double_server *ds = arg;
+    uint8_t b;
+    int fd = accept(ds->lfd, NULL, NULL);
+
+    if (fd < 0) {
+        snprintf(ds->failed, sizeof(ds->failed), "no connection");
+        return NULL;
+    }
+    double_conversation(ds, fd);
+    /* Until the client lets go. */
+    while (read(fd, &b, 1) > 0)
+        ;
+    close(fd);
+    return NULL;
+}
+
+static void double_start(struct double_server *ds, const char *key,
+                         enum double_mode mode)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    socklen_t len = sizeof(sa);
+
+    memset(ds, 0, sizeof(*ds));
+    ds->key = key;
+    ds->mode = mode;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ds->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(ds->lfd >= 0);
+    CHECK_INT(bind(ds->lfd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    CHECK_INT(listen(ds->lfd, 1), ==, 0);
+    CHECK_INT(getsockname(ds->lfd, (struct sockaddr *)&sa, &len), ==, 0);
+    ds->port = ntohs(sa.sin_port);
+    CHECK_INT(pthread_create(&ds->thread, NULL, double_serve, ds), ==, 0);
+}
+
+static void double_stop(struct double_server *ds)
+{
+    shutdown(ds->lfd, SHUT_RDWR);
+    pthread_join(ds->thread, NULL);
+    close(ds->lfd);
+}
+
+/* After acceptance the caller gets the connection, blocking and in step
+ * right after the accepting frame; refusals and odd answers become
+ * errors with the destination's reason. */
+void test_peer_xen_stream_accepted(void)
+{
+    static const uint8_t header[16] = { 'C', 'R', 'N', 'X', 'L', 'M', 'I',
+                                        'G', 0, 0, 0, 1, 0, 0, 0, 1 };
+    struct double_server ds;
+    char why[300] = "";
+    uint8_t b;
+    int fd = -1;
+
+    double_start(&ds, "shared secret", DOUBLE_ACCEPT);
+    CHECK_INT(open_stream(ds.port, "shared secret", "mig-42", "vm1", &fd, why,
+                          sizeof(why)), ==, 0);
+    CHECK(fd >= 0);
+    CHECK_INT(fcntl(fd, F_GETFL) & O_NONBLOCK, ==, 0);
+    CHECK_INT(read(fd, &b, 1), ==, 1);
+    CHECK_INT(b, ==, 0x5a);
+    CHECK_INT(write(fd, header, sizeof(header)), ==, sizeof(header));
+    CHECK_INT(read(fd, &b, 1), ==, 1);
+    CHECK_INT(b, ==, 0);
+    close(fd);
+    double_stop(&ds);
+    CHECK_STR(ds.failed, "");
+    CHECK_STR(ds.migration_id, "mig-42");
+    CHECK_STR(ds.domain, "vm1");
+    CHECK(memcmp(ds.header, header, sizeof(header)) == 0);
+
+    fd = -1;
+    double_start(&ds, "shared secret", DOUBLE_REFUSE);
+    CHECK_INT(open_stream(ds.port, "shared secret", "mig-42", "vm1", &fd, why,
+                          sizeof(why)), ==, -EBUSY);
+    CHECK_STR(why, "double refused the stream: busy?now");
+    double_stop(&ds);
+    CHECK_STR(ds.failed, "");
+
+    double_start(&ds, "shared secret", DOUBLE_REFUSE_ODD);
+    CHECK_INT(open_stream(ds.port, "shared secret", "mig-42", "vm1", &fd, why,
+                          sizeof(why)), ==, -EPROTO);
+    double_stop(&ds);
+    CHECK_STR(ds.failed, "");
+
+    double_start(&ds, "shared secret", DOUBLE_WRONG_REPLY);
+    CHECK_INT(open_stream(ds.port, "shared secret", "mig-42", "vm1", &fd, why,
+                          sizeof(why)), ==, -EPROTO);
+    CHECK(strstr(why, "unexpected answer") != NULL);
+    double_stop(&ds);
+    CHECK_STR(ds.failed, "");
+    CHECK_INT(fd, ==, -1);
+}
+
+/* A daemon whose backend is libxl accepts the stream and hands the
+ * connection to hv_libxl_receive, then ends it.  Without Xen its handle is
+ * NULL here, so the receiver gives up at once: the source sees the
+ * connection close (a real sender then fails before suspending). */
+void test_peer_xen_stream_libxl_receiver(void)
+{
+#ifdef HD_HAVE_LIBXL
+    struct server s;
+    char why[300] = "";
+    uint8_t b;
+    int fd = -1;
+
+    server_start_ops(&s, "k", &hv_libxl_ops);
+    CHECK_INT(open_stream(s.port, "k", "m-1", "vm1", &fd, why, sizeof(why)),
+              ==, 0);
+    CHECK(fd >= 0);
+    CHECK_INT(read(fd, &b, 1), ==, 0);
+    close(fd);
+    server_stop(&s);
+#else
+    hvt_skip("built without libxl (libxen-dev)");
+#endif
 }
