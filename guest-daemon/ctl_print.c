@@ -7,6 +7,8 @@
  */
 #include "ctl_print.h"
 
+#include "proto/stoppage.h"
+
 #include <string.h>
 
 static const char *op_name(Crane__Control__Op op)
@@ -48,12 +50,6 @@ static void bytes(char *buf, size_t len, unsigned long long b)
         snprintf(buf, len, "%lluB", b);
 }
 
-/* Seconds the program's calls were held.  Coming back from stop-and-copy
- * the calls waited since the park (`block`) and then for the unpark. */
-static double held(const Crane__Control__StepTimes *t)
-{
-    return t->block > t->total ? t->block + t->total : t->total;
-}
 
 static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
 {
@@ -67,7 +63,7 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
             : r->err                                  ? "FAILED"
                                                       : "ok");
     if (t && r->last_op != CRANE__CONTROL__OP__OP_NONE)
-        fprintf(out, " %9.1f %9.1f", held(t) * 1e3, r->elapsed * 1e3);
+        fprintf(out, " %9.1f %9.1f", crn_held_seconds(t) * 1e3, r->elapsed * 1e3);
     fputc('\n', out);
     if (r->error && *r->error)
         fprintf(out, "        %s\n", r->error);
@@ -78,7 +74,7 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
                 "        held %.1f ms = %s %.1f + finish %.1f + extract "
                 "%.1f + release %.1f + unload %.1f + load %.1f + rebuild "
                 "%.1f + reinject %.1f; %s out, %s back, %u objects\n",
-                held(t) * 1e3, t->block > t->total ? "parked" : "block",
+                crn_held_seconds(t) * 1e3, t->block > t->total ? "parked" : "block",
                 t->block * 1e3, t->finish * 1e3,
                 t->extract * 1e3, t->release * 1e3, t->unload * 1e3,
                 t->load * 1e3, t->rebuild * 1e3, t->reinject * 1e3, moved,
@@ -126,7 +122,7 @@ int ctl_print_ack(FILE *out, const Crane__Control__Ack *a)
         print_program(out, r);
         if (r->times && r->last_op == a->op && !r->err &&
             r->times->total > 0) {
-            double h = held(r->times);
+            double h = crn_held_seconds(r->times);
             if (h > max)
                 max = h;
             sum += h;

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
+#include "proto/stoppage.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -205,7 +206,8 @@ void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
     }
     for (size_t i = 0; i < ack->n_programs; i++) {
         const Crane__Control__ProgramReport *p = ack->programs[i];
-        double held = p->times ? p->times->total : 0;
+        /* Back from stop-and-copy this includes the time parked. */
+        double held = crn_held_seconds(p->times);
 
         /* The program's calls were held for the last HELD seconds before
          * its answer, which came ELAPSED after the fan-out began. */

@@ -126,6 +126,12 @@ echo "   a virtio-rng standing in for its GPU (no passthrough here)"
 rc=0
 tests/e2e/run.sh "hostd.sh migrate" || rc=$?
 tests/e2e/hostd.sh cleanup
+if [ $rc = 0 ]; then
+    echo
+    echo "== a VM whose OpenCL program (cl_worker on PoCL, under the shim) keeps"
+    echo "   its state through a stop-and-copy migration by crane-migrate"
+    tests/e2e/run.sh "$PWD/tests/e2e/hostd-opencl.sh" || rc=$?
+fi
 case $rc in
 0) echo "== VM migration: done (history and dashboard checked)" ;;
 77) echo "== VM migration: skipped (needs root and vmimages/setup-vm-host.sh)" ;;

@@ -252,6 +252,10 @@ done
 for t in $(tests/e2e/hostd.sh --list); do
     case_ "e2e/hostd/$t" tests/e2e/run.sh "hostd.sh $t"
 done
+# A real OpenCL program (cl_worker on PoCL, under the shim) in the guest,
+# through a stop-and-copy migration by crane-hostd; it must print PASS on
+# the destination.
+case_ "e2e/hostd-opencl" tests/e2e/run.sh "$PWD/tests/e2e/hostd-opencl.sh"
 # crane-hostd built with AddressSanitizer, on both hosts, for the migration.
 case_ "e2e/hostd-asan/migrate" env HOSTD=$BA/bin/crane-hostd \
     ASAN_OPTIONS=abort_on_error=1 tests/e2e/run.sh "hostd.sh migrate"

@@ -147,3 +147,63 @@ e2e_dest_xml() {
         -e "s|$1/console.log|$1/console-dst.log|g" \
         -e "/<rng[ >]/,/<\/rng>/d"
 }
+
+# The OpenCL guest (vmimages/build-clguest.sh): crane-guestd and cl_worker
+# under the shim on PoCL, from a read-only disk, sharing E2E_VM's kernel.
+E2E_CLGUEST_VM=${CRANE_CLGUEST_VM_DIR:-$E2E_VM/clguest}
+
+# e2e_clguest_image: builds E2E_CLGUEST_VM when it is missing or older than
+# its scripts and files, the daemon, cranectl, the shim, crane-run or
+# cl_worker (about 7 s, 280 MB).
+e2e_clguest_image() {
+    if [ ! -f "$E2E_CLGUEST_VM/vmlinuz" ] || [ ! -f "$E2E_CLGUEST_VM/cl-root.img" ] ||
+        e2e_stale "$E2E_CLGUEST_VM/initramfs.img" \
+            "$E2E_ROOT/build/bin/crane-guestd" "$E2E_ROOT/build/bin/cranectl" \
+            "$E2E_ROOT/build/bin/crane-run" "$E2E_ROOT/build/lib/libcrane.so" \
+            "$E2E_ROOT/build/tests/guest/cl_worker" \
+            "$E2E_ROOT"/vmimages/*.sh "$E2E_ROOT"/vmimages/guestd/* \
+            "$E2E_ROOT"/vmimages/clguest/*; then
+        CRANE_VM_CACHE=$E2E_VM/cache \
+            "$E2E_ROOT/vmimages/build-clguest.sh" "$E2E_CLGUEST_VM" >&2 || return 1
+    fi
+}
+
+# e2e_cl_domain_xml NAME DIR IMAGE_DIR MEM_MIB [KERNEL_ARGS]: e2e_domain_xml's
+# domain with MEM_MIB of RAM and IMAGE_DIR/cl-root.img as a read-only virtio
+# disk (vda). libvirt migrates it without --copy-storage: a read-only disk
+# needs no cache mode check, and both "hosts" see the same file.
+e2e_cl_domain_xml() {
+    e2e_domain_xml "$1" "$2" "$3" "${5:-}" |
+        sed "s|<memory unit='MiB'>256</memory>|<memory unit='MiB'>$4</memory>|" |
+        awk -v img="$3/cl-root.img" '
+            /<controller type=.virtio-serial.\/>/ {
+                print "    <disk type=\x27file\x27 device=\x27disk\x27>"
+                print "      <driver name=\x27qemu\x27 type=\x27raw\x27/>"
+                print "      <source file=\x27" img "\x27/>"
+                print "      <target dev=\x27vda\x27 bus=\x27virtio\x27/>"
+                print "      <readonly/>"
+                print "    </disk>"
+            }
+            { print }'
+}
+
+# e2e_wait_count FILE PREFIX FIELD MIN TIMEOUT_S: waits until a line of FILE
+# starting with PREFIX has field FIELD >= MIN (e.g. CRANE-CL-PROGRESS
+# UPTIME ITERATIONS SECONDS, field 3), polling every 20 ms; prints that
+# field of the newest such line. 0 when seen, 1 on timeout.
+e2e_wait_count() {
+    _end=$(awk -v n="$(date +%s.%N)" -v t="$5" 'BEGIN { printf "%.3f", n + t }')
+    while :; do
+        if [ -f "$1" ]; then
+            _v=$(awk -v p="$2" -v f="$3" 'index($0, p) == 1 { v = $f } END { print v }' "$1")
+            if [ -n "$_v" ] && [ "$_v" -ge "$4" ] 2>/dev/null; then
+                echo "$_v"
+                return 0
+            fi
+        fi
+        if awk -v n="$(date +%s.%N)" -v e="$_end" 'BEGIN { exit !(n > e) }'; then
+            return 1
+        fi
+        sleep 0.02
+    done
+}

@@ -1,0 +1,198 @@
+#!/bin/sh
+# Builds the OpenCL e2e test guest: the crane-guestd initramfs guest plus a read-only ext4 disk with cl_worker, the crane shim and PoCL.
+#
+# Usage: vmimages/build-clguest.sh OUTDIR
+# Writes OUTDIR/vmlinuz, OUTDIR/initramfs.img, OUTDIR/kernel-version
+# (vmimages/build-initramfs.sh; set CRANE_VM_CACHE to share the kernel
+# download) and OUTDIR/cl-root.img, the disk the domain gets read-only as
+# vda. Needs build/bin/crane-guestd, cranectl, crane-run,
+# build/lib/libcrane.so and build/tests/guest/cl_worker (CRANE_BIN names
+# another bin folder), PoCL (pocl-opencl-icd), busybox-static and
+# mkfs.ext4 (e2fsprogs, for `mkfs.ext4 -d`: no loop device).
+#
+# The initramfs: crane-guestd and cranectl with the files of
+# vmimages/guestd/ (guestd.conf: mode offline, gpu_type none, virtio_rng as
+# the GPU driver; crane-modprobe; the hook 50-crane-guestd), not its
+# stand-in programs; the ext4 modules; and vmimages/clguest/70-cl-worker,
+# which mounts the disk and runs cl_worker under crane-run in a chroot of it
+# (see that file for its console lines).
+#
+# cl-root.img holds only what cl_worker needs at run time, found by tracing
+# it on this host (strace -f -e openat,execve):
+#   /opt/crane/bin/{crane-run,cl_worker}, /opt/crane/lib/libcrane.so;
+#   busybox (static) as /usr/bin/sh, env, dirname, basename...: crane-run is
+#       a shell script;
+#   /etc/OpenCL/vendors/pocl.icd, the libpocl it names, PoCL's device
+#       plugins (LIBDIR/pocl/), its headers (/usr/share/pocl/include) and
+#       one kernel library, kernel-TRIPLE-$CRANE_CLGUEST_KERNELLIB.bc
+#       (default sse2: the guest sets POCL_KERNELLIB_NAME to match);
+#   the linker PoCL runs to turn each kernel into a shared object
+#       (/usr/bin/ld, binutils' ld.bfd) and its inputs: libc.so and libm.so
+#       (linker scripts) with what they name, and from the newest GCC of
+#       /usr/lib/gcc/TRIPLE/: crtbegin.o (clang's driver looks for it to
+#       find the GCC installation and its -L paths), libgcc.a, libgcc_s.so;
+#   /etc/os-release, /etc/debian_version (clang's distribution check);
+#   the ldd closure of every executable and library above, with symlinks
+#   kept (the usr-merged /bin, /lib, /lib64 links too);
+#   empty mount points /proc, /sys, /dev, /tmp, /run/crane.
+# Then, when run as root, cl_worker runs once in a chroot of the tree
+# (unshare -m, CRANE_SOCKET=none, 1 s) so a missing file stops the build,
+# not the guest; CRANE_CLGUEST_CHECK=0 skips that.
+set -eu
+
+usage() { echo "usage: $0 OUTDIR" >&2; exit 2; }
+[ $# -eq 1 ] || usage
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+BIN=${CRANE_BIN:-$TOP/build/bin}
+LIB=$(cd "$BIN/../lib" 2>/dev/null && pwd || echo "$TOP/build/lib")
+WORKER=$TOP/build/tests/guest/cl_worker
+KLIB=${CRANE_CLGUEST_KERNELLIB:-sse2}
+GUESTD=$HERE/guestd
+T0=$(date +%s.%N)
+
+die() { echo "build-clguest: $*" >&2; exit 1; }
+for f in "$BIN/crane-guestd" "$BIN/cranectl" "$BIN/crane-run" "$WORKER"; do
+    [ -x "$f" ] || die "$f missing (make $f)"
+done
+[ -f "$LIB/libcrane.so" ] || die "$LIB/libcrane.so missing (make build/lib/libcrane.so)"
+for t in mkfs.ext4 ldd busybox; do
+    command -v "$t" > /dev/null || die "$t missing"
+done
+ICD=/etc/OpenCL/vendors/pocl.icd
+[ -f "$ICD" ] || die "$ICD missing (apt-get install pocl-opencl-icd)"
+"$BIN/crane-guestd" --config "$GUESTD/guestd.conf" --check-config > /dev/null
+
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd)
+ROOT=$OUT/cl-root
+rm -rf "$ROOT"
+mkdir -p "$ROOT/usr/bin" "$ROOT/usr/sbin" "$ROOT/usr/lib" "$ROOT/usr/lib64" \
+    "$ROOT/proc" "$ROOT/sys" "$ROOT/dev" "$ROOT/tmp" "$ROOT/run/crane" \
+    "$ROOT/etc" "$ROOT/opt/crane/bin" "$ROOT/opt/crane/lib"
+for d in bin sbin lib lib64; do ln -s "usr/$d" "$ROOT/$d"; done
+
+# add PATH: copies PATH to the same place under ROOT; a symlink is copied
+# as a symlink and its target added too (a chain such as /usr/bin/ld ->
+# x86_64-linux-gnu-ld -> x86_64-linux-gnu-ld.bfd, or libclang-cpp.so.15 ->
+# ../llvm-15/lib/...). Directories are taken physically (/lib -> usr/lib),
+# as ROOT has the same links.
+add() {
+    _p=$1
+    while :; do
+        _d=$(cd "$(dirname "$_p")" && pwd -P) || die "no directory for $_p"
+        _p=$_d/$(basename "$_p")
+        if [ -e "$ROOT$_p" ] || [ -L "$ROOT$_p" ]; then return 0; fi
+        mkdir -p "$ROOT$_d"
+        if [ -L "$_p" ]; then
+            cp -P "$_p" "$ROOT$_p"
+            _t=$(readlink "$_p")
+            case $_t in /*) _p=$_t ;; *) _p=$_d/$_t ;; esac
+        else
+            [ -f "$_p" ] || die "$_p missing"
+            cp "$_p" "$ROOT$_p"
+            return 0
+        fi
+    done
+}
+# add_elf FILE...: each FILE and the shared libraries ldd lists for it.
+add_elf() {
+    for _f in "$@"; do
+        add "$_f"
+        for _l in $(ldd "$_f" | grep -o '/[^ ]*'); do add "$_l"; done
+    done
+}
+# add_ldscript FILE: a linker script and the absolute paths it names.
+add_ldscript() {
+    add "$1"
+    for _l in $(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\/[a-z]/) print $i }' "$1"); do
+        add "$_l"
+    done
+}
+
+# crane and the program.
+cp "$BIN/crane-run" "$WORKER" "$ROOT/opt/crane/bin/"
+cp "$LIB/libcrane.so" "$ROOT/opt/crane/lib/"
+for f in "$WORKER" "$LIB/libcrane.so"; do
+    for l in $(ldd "$f" | grep -o '/[^ ]*'); do add "$l"; done
+done
+
+# PoCL: the vendor file, the library it names, its device plugins, headers
+# and one kernel library.
+add "$ICD"
+POCL=$(head -n 1 "$ICD")
+case $POCL in
+/*) ;;
+*)
+    # A bare name: where the dynamic linker would look.
+    for d in /usr/lib/*-linux-gnu /usr/lib /usr/local/lib /usr/lib64; do
+        [ -f "$d/$POCL" ] && { POCL=$d/$POCL; break; }
+    done ;;
+esac
+[ -n "$POCL" ] && [ -f "$POCL" ] || die "cannot find the library $ICD names"
+PLIB=$(cd "$(dirname "$POCL")" && pwd -P)
+add_elf "$POCL"
+for so in "$PLIB"/pocl/*.so; do add_elf "$so"; done
+PSHARE=$(cd "$PLIB/../../share/pocl" && pwd -P) || die "no share/pocl next to $PLIB"
+for h in "$PSHARE"/include/*; do add "$h"; done
+set -- "$PSHARE"/kernel-*-"$KLIB".bc
+[ -f "$1" ] || die "no PoCL kernel library $KLIB in $PSHARE"
+add "$1"
+
+# The linker PoCL runs, and what it links each kernel with.
+add_elf "$(command -v ld)"
+add_ldscript "$PLIB/libc.so"
+add_ldscript "$PLIB/libm.so"
+GCCDIR=$(ls -d /usr/lib/gcc/*/*/crtbegin.o 2>/dev/null | sort -V | tail -n 1)
+[ -n "$GCCDIR" ] || die "no GCC installation (crtbegin.o) under /usr/lib/gcc"
+GCCDIR=$(dirname "$GCCDIR")
+for f in crtbegin.o libgcc.a libgcc_s.so; do add "$GCCDIR/$f"; done
+for f in /etc/os-release /etc/debian_version; do
+    [ -e "$f" ] && add "$f"
+done
+
+# busybox for crane-run (sh, dirname, basename) and the hook (env).
+cp "$(command -v busybox)" "$ROOT/usr/bin/busybox"
+for app in $("$ROOT/usr/bin/busybox" --list); do
+    [ -e "$ROOT/usr/bin/$app" ] || [ -L "$ROOT/usr/bin/$app" ] ||
+        ln -s busybox "$ROOT/usr/bin/$app"
+done
+
+# The check: cl_worker for a second in a chroot of the tree.
+if [ "${CRANE_CLGUEST_CHECK:-1}" != 0 ] && [ "$(id -u)" = 0 ] &&
+    command -v unshare > /dev/null; then
+    unshare -m sh -c '
+        R=$1 K=$2
+        mount -t proc proc "$R/proc" && mount -t sysfs sysfs "$R/sys" &&
+        mount -o bind /dev "$R/dev" && mount -t tmpfs tmpfs "$R/tmp" || exit 1
+        exec chroot "$R" /usr/bin/env -i PATH=/usr/bin HOME=/tmp \
+            POCL_CACHE_DIR=/tmp/pocl-cache POCL_KERNELLIB_NAME=$K \
+            CRANE_SOCKET=none /opt/crane/bin/crane-run \
+            /opt/crane/bin/cl_worker --seconds 1 --words 4096' \
+        sh "$ROOT" "$KLIB" > "$OUT/check.out" 2>&1 ||
+        { cat "$OUT/check.out" >&2; die "cl_worker fails in $ROOT"; }
+    grep -q '^PASS' "$OUT/check.out" ||
+        { cat "$OUT/check.out" >&2; die "cl_worker did not pass in $ROOT"; }
+fi
+
+# The disk: no journal (read-only), no reserved blocks, room for 5 %.
+KB=$(du -sk "$ROOT" | cut -f1)
+INODES=$(find "$ROOT" | wc -l)
+rm -f "$OUT/cl-root.img.tmp"
+mkfs.ext4 -q -F -L crane-cl -O ^has_journal,^metadata_csum -m 0 \
+    -N $((INODES + 64)) -E root_owner=0:0 -d "$ROOT" \
+    "$OUT/cl-root.img.tmp" $((KB + KB / 20 + 2048))k > /dev/null
+mv "$OUT/cl-root.img.tmp" "$OUT/cl-root.img"
+rm -rf "$ROOT"
+
+CRANE_INITRAMFS_BINS="$BIN/crane-guestd $BIN/cranectl ${CRANE_INITRAMFS_BINS:-}" \
+CRANE_INITRAMFS_FILES="$GUESTD/guestd.conf:/etc/crane/guestd.conf
+$GUESTD/crane-modprobe:/usr/sbin/crane-modprobe
+$GUESTD/50-crane-guestd:/etc/crane-init.d/50-crane-guestd
+$HERE/clguest/70-cl-worker:/etc/crane-init.d/70-cl-worker ${CRANE_INITRAMFS_FILES:-}" \
+CRANE_INITRAMFS_MODULES="ext4 ${CRANE_INITRAMFS_MODULES:-}" \
+    "$HERE/build-initramfs.sh" "$OUT"
+echo "build-clguest: $OUT/cl-root.img ($((KB / 1024)) MiB of files," \
+    "$INODES inodes, image $(du -k "$OUT/cl-root.img" | cut -f1) KiB used of" \
+    "$(($(stat -c %s "$OUT/cl-root.img") / 1024)) KiB) in" \
+    "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
