@@ -26,6 +26,7 @@ void hd_config_defaults(struct hd_config *cfg)
     snprintf(cfg->peer_key, sizeof(cfg->peer_key), "/etc/crane/hostd.key");
     snprintf(cfg->http, sizeof(cfg->http), "127.0.0.1:7411");
     snprintf(cfg->history, sizeof(cfg->history), "/var/lib/crane/hostd.db");
+    cfg->history_keep_days = 365;
     snprintf(cfg->channel, sizeof(cfg->channel), "org.crane.guest.0");
     cfg->detach_timeout_ms = 10000;
     cfg->attach_timeout_ms = 10000;
@@ -169,6 +170,13 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
                  ? text(cfg->history, sizeof(cfg->history), v)
                  : -EINVAL;
         hint = "an absolute path";
+    } else if (strcmp(key, "history_keep_days") == 0) {
+        char *end;
+        unsigned long n = strtoul(v, &end, 10);
+        rc = *v && *v != '-' && !*end && n <= 36500
+                 ? (cfg->history_keep_days = (uint32_t)n, 0)
+                 : -EINVAL;
+        hint = "days, 0 (keep all) to 36500";
     } else if (strcmp(key, "channel") == 0) {
         rc = *v ? text(cfg->channel, sizeof(cfg->channel), v) : -EINVAL;
     } else if (strcmp(key, "gpu") == 0) {
@@ -219,11 +227,12 @@ void hd_config_print(const struct hd_config *c)
 {
     printf("uri = %s\nbackend = %s\nhost_name = %s\ncontrol = %s\n"
            "control_mode = %04o\npeer_listen = %s\npeer_port = %u\n"
-           "peer_key = %s\nhttp = %s\nhistory = %s\nchannel = %s\n",
+           "peer_key = %s\nhttp = %s\nhistory = %s\n"
+           "history_keep_days = %u\nchannel = %s\n",
            c->uri, c->backend, c->host_name, c->control, c->control_mode,
            *c->peer_listen ? c->peer_listen : "none", c->peer_port,
            *c->peer_key ? c->peer_key : "none", *c->http ? c->http : "none",
-           c->history, c->channel);
+           c->history, c->history_keep_days, c->channel);
     for (size_t i = 0; i < c->n_gpus; i++)
         printf("gpu = %s %s%s\n", c->gpus[i].name,
                *c->gpus[i].pci ? "pci:" : "xml:",

@@ -28,6 +28,7 @@ struct hd_config {
     char peer_key[HD_TEXT];      /* shared key file; "" (none): no auth */
     char http[HD_TEXT];          /* ADDR:PORT of the dashboard, "" none */
     char history[HD_TEXT];       /* SQLite file */
+    uint32_t history_keep_days;  /* finished migrations kept; 0: all */
     char channel[HD_TEXT];       /* the guest channel's virtio-serial name */
     struct hd_gpu_conf gpus[HD_MAX_GPUS];
     size_t n_gpus;

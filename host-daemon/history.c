@@ -98,6 +98,7 @@ enum stmt_id {
     ST_GET_STEPS,
     ST_TOTALS,
     ST_STOPPAGES,
+    ST_PRUNE,
     ST_COUNT
 };
 
@@ -130,6 +131,9 @@ static const char *const stmt_sql[ST_COUNT] = {
         "SELECT phase, duration FROM steps"
         " WHERE pid IS NOT NULL AND phase IN ('pre', 'post')"
         " ORDER BY migration_id, seq",
+    /* Steps go with their migration (ON DELETE CASCADE). */
+    [ST_PRUNE] = "DELETE FROM migrations"
+                 " WHERE result != 'running' AND end_time < ?",
 };
 
 _Static_assert(HD_STEPS_MAX == 4096, "ST_GET_STEPS's LIMIT is HD_STEPS_MAX");
@@ -487,6 +491,24 @@ int hd_history_finish(struct hd_history *h, const char *id,
         sqlite3_bind_text(s, 4, id, -1, SQLITE_STATIC);
         rc = stmt_run(h, s);
     }
+    return tx_end(h, rc);
+}
+
+int hd_history_prune(struct hd_history *h, double before, unsigned *removed)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    if (h == NULL || !seconds_ok(before))
+        return -EINVAL;
+    rc = tx_begin(h, 1);
+    if (rc != 0)
+        return rc;
+    s = stmt_get(h, ST_PRUNE);
+    sqlite3_bind_double(s, 1, before);
+    rc = stmt_run(h, s);
+    if (rc == 0 && removed != NULL)
+        *removed = (unsigned)sqlite3_changes(h->db);
     return tx_end(h, rc);
 }
 

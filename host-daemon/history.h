@@ -92,6 +92,11 @@ int hd_history_finish(struct hd_history *h, const char *id,
                       enum hd_result result, double end_time,
                       const char *error);
 
+/* Removes the finished migrations that ended before BEFORE (seconds since
+ * the epoch), with their steps, in one transaction; running ones stay.
+ * *REMOVED (may be NULL) gets how many went. */
+int hd_history_prune(struct hd_history *h, double before, unsigned *removed);
+
 /* The newest LIMIT (1..HD_LIST_MAX) migrations, newest first, into a
  * malloc'ed array the caller frees (NULL when *N is 0). */
 int hd_history_list(struct hd_history *h, size_t limit,

@@ -59,7 +59,25 @@ static const char usage[] =
 static struct hd_daemon daemon_state;
 static struct hd_listeners *listeners;
 static uv_signal_t sig_int, sig_term;
-static uv_timer_t retry_timer, stop_timer;
+static uv_timer_t retry_timer, stop_timer, prune_timer;
+
+/* Finished migrations older than history_keep_days go (at start-up, then
+ * daily), so the file does not grow forever. */
+static void on_prune(uv_timer_t *t)
+{
+    struct hd_daemon *d = t->data;
+    struct hd_history *h;
+    unsigned removed = 0;
+
+    if (!d->cfg.history_keep_days ||
+        hd_history_open(d->cfg.history, &h) < 0)
+        return;
+    if (hd_history_prune(h, hd_wall() - d->cfg.history_keep_days * 86400.0,
+                         &removed) == 0 && removed)
+        HD_INFO("history: %u migration(s) older than %u days removed",
+                removed, d->cfg.history_keep_days);
+    hd_history_close(h);
+}
 
 static void on_hv_event(void *arg, const struct hv_event *ev)
 {
@@ -99,6 +117,7 @@ static void on_signal(uv_signal_t *s, int signum)
     pthread_mutex_unlock(&d->jobs_lock);
     hd_listen_stop(listeners);
     uv_timer_stop(&retry_timer);
+    uv_timer_stop(&prune_timer);
     /* Jobs need the loop (libvirt's events) until they end. */
     uv_timer_start(&stop_timer, on_stop_poll, 0, 100);
 }
@@ -272,7 +291,9 @@ int main(int argc, char **argv)
     uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_timer_init(d->loop, &retry_timer);
     uv_timer_init(d->loop, &stop_timer);
-    retry_timer.data = stop_timer.data = d;
+    uv_timer_init(d->loop, &prune_timer);
+    retry_timer.data = stop_timer.data = prune_timer.data = d;
+    uv_timer_start(&prune_timer, on_prune, 0, 86400 * 1000);
     uv_timer_start(&retry_timer, on_retry, d->cfg.gpu_retry_ms,
                    d->cfg.gpu_retry_ms);
     HD_INFO("crane-hostd on %s: %s (%s), %zu GPU(s), control %s, peers %s, "

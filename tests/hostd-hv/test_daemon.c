@@ -62,6 +62,11 @@ void test_config_keys(void)
               ==, 0);
     CHECK_INT(hd_config_set(&c, "http", "localhost", why, sizeof(why)), ==,
               -EINVAL);
+    CHECK_INT(hd_config_set(&c, "history_keep_days", "0", why, sizeof(why)),
+              ==, 0);
+    CHECK_INT(c.history_keep_days, ==, 0);
+    CHECK_INT(hd_config_set(&c, "history_keep_days", "-1", why, sizeof(why)),
+              ==, -EINVAL);
     CHECK_INT(hd_config_set(&c, "frob", "1", why, sizeof(why)), ==, -EINVAL);
     CHECK(strstr(why, "unknown key 'frob'") != NULL);
 }

@@ -15,6 +15,7 @@ TEST_ENTRY(history_reopen_keeps_everything)
 TEST_ENTRY(history_newer_schema_refused)
 TEST_ENTRY(history_concurrent_writer)
 TEST_ENTRY(history_bad_inputs)
+TEST_ENTRY(history_prune)
 
 /* host-daemon/metrics.c: tests/hostd/test_metrics.c */
 TEST_ENTRY(metrics_golden)

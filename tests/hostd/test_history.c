@@ -685,3 +685,51 @@ TEST(history_bad_inputs)
     hd_history_close(NULL);
     fixture_db_remove(&f);
 }
+
+/* Old finished migrations go, with their steps; recent and running stay. */
+TEST(history_prune)
+{
+    struct fixture_db f;
+    struct hd_history *h;
+    struct hd_migration old = fixture_migration("m-old", "vm", 1000);
+    struct hd_migration recent = fixture_migration("m-new", "vm", 5000);
+    struct hd_migration running = fixture_migration("m-run", "vm", 900);
+    struct hd_migration got;
+    struct hd_step *steps = NULL;
+    size_t n = 0;
+    unsigned removed = 99;
+
+    fixture_db_make(&f);
+    h = open_ok(f.path);
+    running.result = HD_RESULT_RUNNING;
+    running.end_time = 0;
+    ASSERT_EQ(hd_history_record(h, &old, two_steps, 2), 0);
+    ASSERT_EQ(hd_history_record(h, &recent, two_steps, 2), 0);
+    ASSERT_EQ(hd_history_begin(h, &running), 0);
+    ASSERT_EQ(hd_history_prune(h, 3000, &removed), 0);
+    ASSERT_EQ(removed, 1);
+    ASSERT_EQ(hd_history_get(h, "m-old", &got, &steps, &n), -ENOENT);
+    expect_stored(h, &recent, two_steps, 2);
+    ASSERT_EQ(hd_history_get(h, "m-run", &got, &steps, &n), 0);
+    free(steps);
+    ASSERT_EQ(hd_history_prune(h, 3000, &removed), 0);
+    ASSERT_EQ(removed, 0);
+    {
+        /* Its steps went with it. */
+        sqlite3 *db = NULL;
+        sqlite3_stmt *q = NULL;
+
+        ASSERT_EQ(sqlite3_open(f.path, &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM steps WHERE"
+                                         " migration_id = 'm-old'", -1, &q,
+                                     NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+        ASSERT_EQ(sqlite3_column_int(q, 0), 0);
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+    }
+    ASSERT_EQ(hd_history_prune(h, NAN, NULL), -EINVAL);
+    ASSERT_EQ(hd_history_prune(NULL, 3000, NULL), -EINVAL);
+    hd_history_close(h);
+    fixture_db_remove(&f);
+}
