@@ -43,6 +43,8 @@ enum hv_event_kind {
                                   by migration, or resumed) */
     HV_EV_DOMAIN_STOPPED,      /* DOMAIN no longer runs here (shut off,
                                   crashed, migrated away) */
+    HV_EV_CONNECTION_LOST,     /* the hypervisor connection is gone (no
+                                  domain); may come from any thread */
 };
 
 struct hv_event {

@@ -186,6 +186,10 @@ static void on_connection_closed(virConnectPtr conn, int reason, void *opaque)
     (void)conn;
     HD_ERROR("libvirt: connection to %s lost (%s)", hv->uri,
              reason >= 0 && reason < 4 ? reasons[reason] : "unknown");
+    if (reason != VIR_CONNECT_CLOSE_REASON_CLIENT) {
+        struct hv_event ev = {.kind = HV_EV_CONNECTION_LOST};
+        hv->fn(hv->arg, &ev);
+    }
 }
 
 /* --- open and close (loop thread) ------------------------------------------- */

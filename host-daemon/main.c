@@ -54,7 +54,8 @@ static const char usage[] =
     "  --check-config       print the settings and exit\n"
     "\n"
     "Logs go to stderr.  SIGINT/SIGTERM stop it after running migrations end.\n"
-    "Exit status: 0 stopped cleanly, 1 could not start, 2 bad usage.\n";
+    "Exit status: 0 stopped cleanly, 1 could not start or lost the hypervisor\n"
+    "connection (a service manager should restart it), 2 bad usage.\n";
 
 static struct hd_daemon daemon_state;
 static struct hd_listeners *listeners;
@@ -79,9 +80,31 @@ static void on_prune(uv_timer_t *t)
     hd_history_close(h);
 }
 
+static uv_async_t lost_async;
+static int exit_status;
+
+static void on_signal(uv_signal_t *s, int signum);
+static void stop(struct hd_daemon *d);
+
+/* libvirt went away (restarted, crashed): stop with status 1 once running
+ * migrations end, and let the service manager start a fresh daemon, which
+ * connects again and takes waiting VMs up from the history. */
+static void on_lost(uv_async_t *a)
+{
+    HD_ERROR("the hypervisor connection is lost: stopping (exit 1) so that "
+             "the service manager restarts crane-hostd");
+    exit_status = 1;
+    stop(a->data);
+}
+
 static void on_hv_event(void *arg, const struct hv_event *ev)
 {
     struct hd_daemon *d = arg;
+
+    if (ev->kind == HV_EV_CONNECTION_LOST) {
+        uv_async_send(&lost_async);      /* any thread */
+        return;
+    }
 
     HD_DEBUG("event %d %s %s", ev->kind, ev->domain, ev->alias);
     hd_waits_signal(d->waits, ev);
@@ -109,10 +132,18 @@ static void on_stop_poll(uv_timer_t *t)
 
 static void on_signal(uv_signal_t *s, int signum)
 {
-    struct hd_daemon *d = s->data;
-
     HD_INFO("signal %d: stopping once running migrations end", signum);
+    stop(s->data);
+}
+
+/* Stops accepting, then ends the loop once every job has ended. */
+static void stop(struct hd_daemon *d)
+{
     pthread_mutex_lock(&d->jobs_lock);
+    if (d->stopping) {
+        pthread_mutex_unlock(&d->jobs_lock);
+        return;
+    }
     d->stopping = true;
     pthread_mutex_unlock(&d->jobs_lock);
     hd_listen_stop(listeners);
@@ -256,6 +287,8 @@ int main(int argc, char **argv)
                 strerror(-rc));
         goto out;
     }
+    uv_async_init(d->loop, &lost_async, on_lost);
+    lost_async.data = d;
     if ((rc = d->hv_ops->open(d->cfg.uri, d->cfg.channel, d->loop,
                               on_hv_event, d, &d->hv)) < 0) {
         fprintf(stderr, "crane-hostd: cannot connect to %s: %s\n",
@@ -303,7 +336,7 @@ int main(int argc, char **argv)
             http ? d->cfg.http : "none");
     uv_run(d->loop, UV_RUN_DEFAULT);
     hd_jobs_wait(d);
-    rc = 0;
+    rc = -exit_status;
 out:
     hd_http_stop(http);
     if (d->hv)

@@ -246,7 +246,7 @@ echo "# end-to-end: real libvirtd and QEMU (TCG)"
 # hotplug, migrate, unplug-ignored: the hypervisor by hand; guestd: the
 # guest daemon over its real virtio-serial channel; hostd: crane-hostd and
 # crane-migrate between two libvirtd, a migration and every rollback.
-for t in hotplug migrate guestd unplug-ignored; do
+for t in hotplug migrate guestd unplug-ignored hostd-lost; do
     case_ "e2e/$t" tests/e2e/run.sh "$t"
 done
 for t in $(tests/e2e/hostd.sh --list); do
