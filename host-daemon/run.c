@@ -147,14 +147,16 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
     Crane__Hostd__Step *s;
     int rc;
 
-    if (start < 0)
-        start = 0;
+    /* A program's stoppage may have begun before this host's part of the
+     * migration (parked at the source): the history holds offsets from
+     * this host's start, the report the true one, which the source shifts
+     * into its own time. */
     if (seconds < 0)
         seconds = 0;
     snprintf(hs.phase, sizeof(hs.phase), "%s", phase);
     snprintf(hs.program, sizeof(hs.program), "%s",
              pid ? (program && *program ? program : "?") : "");
-    hs.start_offset = start;
+    hs.start_offset = start > 0 ? start : 0;
     hs.duration = seconds;
     if (run->h && (rc = hd_history_add_step(run->h, run->m.id, &hs)) < 0)
         HD_WARN("migration %s: step %s not recorded: %s", run->m.id, phase,
@@ -189,32 +191,39 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
 void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
                         const char *program_phase, double sent)
 {
-    double at = sent, fan_out = sent;
+    double at = sent, fan_out = sent, fan_out_len = -1;
     char name[64];
 
     /* The guest daemon's steps run one after the other, in the order
      * listed; the programs' fan-out ("programs prepare (N)") is one of
-     * them, and each program's time counts from its start. */
+     * them, and each program answers within it. */
     for (size_t i = 0; i < ack->n_steps; i++) {
         const Crane__Control__DaemonStep *st = ack->steps[i];
+        double len = st->seconds > 0 ? st->seconds : 0;
 
-        if (strncmp(st->name, "programs", 8) == 0)
+        if (strncmp(st->name, "programs", 8) == 0) {
             fan_out = at;
+            fan_out_len = len;
+        }
         snprintf(name, sizeof(name), "guest: %s", st->name);
         hd_run_step(run, name, 0, NULL, at, st->seconds, st->err, st->error);
-        at += st->seconds > 0 ? st->seconds : 0;
+        at += len;
     }
     for (size_t i = 0; i < ack->n_programs; i++) {
         const Crane__Control__ProgramReport *p = ack->programs[i];
         /* Back from stop-and-copy this includes the time parked. */
         double held = crn_held_seconds(p->times);
+        double answered = p->elapsed;
 
-        /* The program's calls were held for the last HELD seconds before
-         * its answer, which came ELAPSED after the fan-out began. */
+        /* Its calls were held for the HELD seconds before its answer,
+         * which came within the fan-out (the guest's own clock may say
+         * otherwise: clamp). */
         if (!p->pid)
             continue;
+        if (fan_out_len >= 0 && answered > fan_out_len)
+            answered = fan_out_len;
         hd_run_step(run, program_phase, p->pid, p->program,
-                    fan_out + p->elapsed - held, held, p->err, p->error);
+                    fan_out + answered - held, held, p->err, p->error);
     }
 }
 
