@@ -84,14 +84,7 @@ progress() {
 }
 finish() {
     # Both daemons must stop cleanly on SIGTERM.
-    for p in $HOSTD_PIDS; do kill -TERM "$p" 2>/dev/null; done
-    for p in $HOSTD_PIDS; do
-        wait "$p"
-        r=$?
-        [ $r = 0 ] || fail "crane-hostd (pid $p) exited $r on SIGTERM"
-    done
-    HOSTD_PIDS=""
-    grep -l 'Sanitizer' "$WORK"/hostd-*.log 2>/dev/null && fail "sanitizer report"
+    e2e_hostd_stop || fail "a crane-hostd did not stop cleanly (above)"
     e2e_log "whole test: $(e2e_since "$TALL") s"
     if [ $FAILED = 0 ]; then e2e_log "hostd-opencl: PASS"; exit 0; fi
     e2e_log "hostd-opencl: FAIL (logs in $WORK)"
@@ -135,31 +128,14 @@ mkdir -p "$WORK"
 head -c 32 /dev/urandom > "$WORK/key"
 e2e_rng_xml > "$WORK/rng.xml"
 
-# hostd NAME URI PEER_PORT HTTP_PORT: a crane-hostd for one "host", its
-# pool the rng stand-in. A parked program's stoppage includes the whole
-# migration: the resume deadline leaves room for PoCL reloading under TCG.
-hostd() {
-    cat > "$WORK/$1.conf" <<EOF
-uri = $2
-host_name = $1
-control = unix:$WORK/$1-hostd.sock
-peer_listen = tcp:127.0.0.1:$3
-peer_key = $WORK/key
-http = 127.0.0.1:$4
-history = $WORK/$1.db
-gpu = gpu0 xml:$WORK/rng.xml
-detach_timeout_ms = 5000
-attach_timeout_ms = 10000
-prepare_deadline_ms = 30000
-resume_deadline_ms = 60000
-gpu_retry_ms = 1000
-log_level = debug
-EOF
-    "$HOSTD" --config "$WORK/$1.conf" >> "$WORK/hostd-$1.log" 2>&1 &
-    HOSTD_PIDS="$HOSTD_PIDS $!"
-}
-hostd src "$SURI" $PORT0 $((PORT0 + 1))
-hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3))
+# Each crane-hostd: the rng stand-in as its GPU.  A parked program's
+# stoppage includes the whole migration: the resume deadline leaves room
+# for PoCL reloading under TCG.
+E2E_WORK=$WORK
+HOSTD_CONF="prepare_deadline_ms = 30000
+resume_deadline_ms = 60000"
+e2e_hostd src "$SURI" $PORT0 $((PORT0 + 1)) "$HOSTD_CONF"
+e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$HOSTD_CONF"
 T0=$(e2e_now)
 step "crane-hostd src up" "$WORK/hostd-src.log" 'crane-hostd on src'
 step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
@@ -231,22 +207,12 @@ grep -q '^CRANE-CL-RESULT' "$C" && fail "cl_worker ended on src too"
 [ "$($VD domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on dst"
 $VS dominfo "$DOM" > /dev/null 2>&1 && fail "still defined on src"
 for port in $((PORT0 + 1)) $((PORT0 + 3)); do
-    r=$(curl -sf "http://127.0.0.1:$port/api/migrations" 2>/dev/null |
-        python3 -c 'import json,sys
-m = json.load(sys.stdin)["migrations"]
-print(m[0]["result"] if m else "none")' 2>/dev/null)
+    r=$(e2e_newest_result $port 2>/dev/null)
     [ "$r" = ok ] || fail "history on port $port: '$r', not ok"
 done
 
 e2e_log "cl_worker: $IT_SRC iterations on src before the migration," \
     "${BACK:-?} when the GPU came back on dst, $IT_DST at its first progress there, $(echo "$RESULT" | sed -n 's/.*iterations=\([0-9]*\).*/\1/p') in all"
-# From the host's clock: cl_worker's calls were held from the start of its
-# pre step to the end of its post step (parked all the while between).
-HELD=$(awk '$1 == "step" && $4 == "cl_worker" && $2 == "pre" { a = $5 }
-    $1 == "step" && $4 == "cl_worker" && $2 == "post" { b = $5 + $6 / 1000 }
-    END { if (a != "" && b != "") printf "%.3f s (from %.3f s to %.3f s of the migration)", b - a, a, b }' \
-    "$WORK/migrate.out")
-e2e_log "cl_worker's OpenCL calls held: ${HELD:-unknown}"
 e2e_log "cl_worker stoppage: ${STOP:-none}; crane-migrate $MIGRATE_S s" \
     "($(sed -n 's/^total: //p' "$WORK/migrate.out"), $(sed -n 's/^bytes: //p' "$WORK/migrate.out"))"
 finish

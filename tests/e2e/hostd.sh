@@ -55,14 +55,7 @@ step() { # step NAME FILE REGEX [N]
 finish() {
     # Both daemons must stop cleanly on SIGTERM: exit 0, nothing from a
     # sanitizer.
-    for p in $HOSTD_PIDS; do kill -TERM "$p" 2>/dev/null; done
-    for p in $HOSTD_PIDS; do
-        wait "$p"
-        r=$?
-        [ $r = 0 ] || fail "crane-hostd (pid $p) exited $r on SIGTERM"
-    done
-    HOSTD_PIDS=""
-    grep -l 'Sanitizer' "$WORK"/hostd-*.log 2>/dev/null && fail "sanitizer report"
+    e2e_hostd_stop || fail "a crane-hostd did not stop cleanly (above)"
     if [ $FAILED = 0 ]; then e2e_log "$CASE: PASS"; exit 0; fi
     e2e_log "$CASE: FAIL (logs in $WORK)"
     for f in "$WORK"/hostd-*.log; do
@@ -100,35 +93,15 @@ mkdir -p "$WORK"
 head -c 32 /dev/urandom > "$WORK/key"
 e2e_rng_xml > "$WORK/rng.xml"
 
-# hostd NAME URI PEER_PORT HTTP_PORT: a crane-hostd for one "host", its
-# pool the rng stand-in.
-hostd() {
-    cat > "$WORK/$1.conf" <<EOF
-uri = $2
-host_name = $1
-control = unix:$WORK/$1-hostd.sock
-peer_listen = tcp:127.0.0.1:$3
-peer_key = $WORK/key
-http = 127.0.0.1:$4
-history = $WORK/$1.db
-gpu = gpu0 xml:$WORK/rng.xml
-detach_timeout_ms = 5000
-attach_timeout_ms = 10000
-prepare_deadline_ms = 20000
-resume_deadline_ms = 30000
-gpu_retry_ms = 1000
-log_level = debug
-EOF
-    "$HOSTD" --config "$WORK/$1.conf" >> "$WORK/hostd-$1.log" 2>&1 &
-    HOSTD_PIDS="$HOSTD_PIDS $!"
-    eval "PID_$1=$!"
-}
 # Ports from the case's position, so that cases never share one.
 n=0
 for c in $CASES; do n=$((n + 1)); [ "$c" = "$CASE" ] && break; done
 PORT0=$((17400 + n * 10))
-hostd src "$SURI" $PORT0 $((PORT0 + 1))
-hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3))
+E2E_WORK=$WORK
+HOSTD_CONF="prepare_deadline_ms = 20000
+resume_deadline_ms = 30000"
+e2e_hostd src "$SURI" $PORT0 $((PORT0 + 1)) "$HOSTD_CONF"
+e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$HOSTD_CONF"
 T0=$(e2e_now)
 step "crane-hostd src up" "$WORK/hostd-src.log" 'crane-hostd on src'
 step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
@@ -190,13 +163,6 @@ guest_phase() {
     "$B/bin/cranectl" --connect "unix:$1" --timeout 20 status 2>&1 |
         sed -n 's/^phase: *\([a-z]*\).*/\1/p'
 }
-# result DB: the newest migration's result, from that host's HTTP API.
-api() { curl -sf "http://127.0.0.1:$1/api/migrations" 2>/dev/null; }
-newest_result() {
-    api "$1" | python3 -c 'import json,sys
-m = json.load(sys.stdin)["migrations"]
-print(m[0]["result"] if m else "none")'
-}
 
 case $CASE in
 migrate)
@@ -212,8 +178,8 @@ migrate)
     [ "$($VD domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on dst"
     $VS dominfo "$DOM" > /dev/null 2>&1 && fail "still defined on src"
     [ "$(guest_phase "$WORK/guest0-dst.sock")" = idle ] || fail "guest not idle on dst"
-    [ "$(newest_result $((PORT0 + 1)))" = ok ] || fail "src history: not ok"
-    [ "$(newest_result $((PORT0 + 3)))" = ok ] || fail "dst history: not ok"
+    [ "$(e2e_newest_result $((PORT0 + 1)))" = ok ] || fail "src history: not ok"
+    [ "$(e2e_newest_result $((PORT0 + 3)))" = ok ] || fail "dst history: not ok"
     curl -sf "http://127.0.0.1:$((PORT0 + 1))/metrics" |
         grep -q '^crane_migrations_total{result="ok"} 1' || fail "metrics: no ok"
     # The dashboard, in headless Chromium, on the history this wrote.
@@ -234,7 +200,7 @@ detach-timeout)
     grep -q 'did not let gpu0 go' "$WORK/migrate.out" || fail "no detach timeout reported"
     [ "$($VS domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on src"
     [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle on src"
-    [ "$(newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
+    [ "$(e2e_newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
     ;;
 migrate-fails)
     # 192.0.2.1 (TEST-NET-1) is no address of this host: the destination's
@@ -251,7 +217,7 @@ migrate-fails)
     step "guest sees its GPU again" "$WORK/console.log" '^CRANE-RNG present' 2
     [ "$($VS domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on src"
     [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle on src"
-    [ "$(newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
+    [ "$(e2e_newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
     ;;
 no-free-gpu)
     migrate --live --p2p --persistent --undefinesource --xml "$WORK/dest.xml" \
@@ -265,7 +231,7 @@ no-free-gpu)
     wait "$PID_dst" || fail "crane-hostd dst exited $? on SIGTERM"
     HOSTD_PIDS=${HOSTD_PIDS% $PID_dst}
     T0=$(e2e_now)
-    hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3))
+    e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$HOSTD_CONF"
     step "crane-hostd dst restarted" "$WORK/hostd-dst.log" 'crane-hostd on dst' 2
     grep -q "$DOM (migration .*) still waits for a GPU" "$WORK/hostd-dst.log" ||
         fail "the restarted crane-hostd did not take the waiting VM up"

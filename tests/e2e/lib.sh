@@ -207,3 +207,64 @@ e2e_wait_count() {
         sleep 0.02
     done
 }
+
+# --- crane-hostd pairs (hostd.sh, hostd-opencl.sh) ---------------------------
+# They keep the running daemons' pids in HOSTD_PIDS, and each one's in
+# PID_<NAME>; HOSTD is the binary, E2E_WORK the test's folder (key, rng.xml,
+# configs, logs and histories go there).
+
+# e2e_hostd NAME URI PEER_PORT HTTP_PORT [CONFIG_LINE...]: starts a
+# crane-hostd for one "host" (its pool: the ua-gpu0 rng; peers on loopback
+# with the key E2E_WORK/key), logging to E2E_WORK/hostd-NAME.log.
+e2e_hostd() {
+    _n=$1 _u=$2 _pp=$3 _hp=$4
+    shift 4
+    {
+        cat <<EOF2
+uri = $_u
+host_name = $_n
+control = unix:$E2E_WORK/$_n-hostd.sock
+peer_listen = tcp:127.0.0.1:$_pp
+peer_key = $E2E_WORK/key
+http = 127.0.0.1:$_hp
+history = $E2E_WORK/$_n.db
+gpu = gpu0 xml:$E2E_WORK/rng.xml
+detach_timeout_ms = 5000
+attach_timeout_ms = 10000
+gpu_retry_ms = 1000
+log_level = debug
+EOF2
+        for _l in "$@"; do echo "$_l"; done
+    } > "$E2E_WORK/$_n.conf"
+    "$HOSTD" --config "$E2E_WORK/$_n.conf" >> "$E2E_WORK/hostd-$_n.log" 2>&1 &
+    HOSTD_PIDS="$HOSTD_PIDS $!"
+    eval "PID_$_n=$!"
+}
+
+# e2e_hostd_stop: SIGTERM to every daemon of HOSTD_PIDS (call it in the
+# shell that started them, not in $(...)); prints one line per
+# daemon that did not exit 0 or left a sanitizer report; 1 when any did.
+e2e_hostd_stop() {
+    _bad=0
+    for _p in $HOSTD_PIDS; do kill -TERM "$_p" 2>/dev/null; done
+    for _p in $HOSTD_PIDS; do
+        wait "$_p"
+        _r=$?
+        [ $_r = 0 ] || { echo "crane-hostd (pid $_p) exited $_r on SIGTERM"; _bad=1; }
+    done
+    HOSTD_PIDS=""
+    if grep -l 'Sanitizer' "$E2E_WORK"/hostd-*.log 2>/dev/null; then
+        echo "sanitizer report"
+        _bad=1
+    fi
+    return $_bad
+}
+
+# e2e_newest_result HTTP_PORT: the result of the newest migration in that
+# crane-hostd's history (its JSON API), "none" when empty.
+e2e_newest_result() {
+    curl -sf "http://127.0.0.1:$1/api/migrations" 2>/dev/null |
+        python3 -c 'import json,sys
+m = json.load(sys.stdin)["migrations"]
+print(m[0]["result"] if m else "none")'
+}
