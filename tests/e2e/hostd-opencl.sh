@@ -63,15 +63,6 @@ done
     skip "PoCL not installed (pocl-opencl-icd, libpocl2, ocl-icd-libopencl1)"
 command -v mkfs.ext4 > /dev/null || skip "mkfs.ext4 missing (e2fsprogs)"
 
-fail() { e2e_log "FAIL: $*"; FAILED=1; }
-# step NAME FILE REGEX [N [TIMEOUT]]: waits for a line, logs the time since T0.
-step() {
-    if e2e_wait_for "$2" "$3" "${5:-$TIMEOUT}" "${4:-1}"; then
-        e2e_log "$1: $(e2e_since "$T0") s"
-    else
-        fail "$1: not seen within ${5:-$TIMEOUT}s"
-    fi
-}
 # progress NAME FILE MIN: waits for a CRANE-CL-PROGRESS line with at least
 # MIN iterations; sets IT to its count.
 progress() {

@@ -44,14 +44,6 @@ CASE=$1
 DOM=crane-hd-$CASE
 WORK=$W/$CASE
 
-fail() { e2e_log "FAIL: $*"; FAILED=1; }
-step() { # step NAME FILE REGEX [N]
-    if e2e_wait_for "$2" "$3" "$TIMEOUT" "${4:-1}"; then
-        e2e_log "$1: $(e2e_since "$T0") s"
-    else
-        fail "$1: not seen within ${TIMEOUT}s"
-    fi
-}
 finish() {
     # Both daemons must stop cleanly on SIGTERM: exit 0, nothing from a
     # sanitizer.

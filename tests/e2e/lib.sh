@@ -268,3 +268,20 @@ e2e_newest_result() {
 m = json.load(sys.stdin)["migrations"]
 print(m[0]["result"] if m else "none")'
 }
+
+# --- checks of the test scripts ---------------------------------------------
+
+# fail WHY: logs a failed check and marks the test failed (FAILED=1); the
+# script goes on and ends with its own verdict.
+fail() { e2e_log "FAIL: $*"; FAILED=1; }
+
+# step NAME FILE REGEX [N [TIMEOUT_S]]: waits until N lines (1) of FILE match
+# REGEX, up to TIMEOUT_S (default $TIMEOUT), and logs the seconds since T0;
+# a fail() when they do not come.
+step() {
+    if e2e_wait_for "$2" "$3" "${5:-$TIMEOUT}" "${4:-1}"; then
+        e2e_log "$1: $(e2e_since "$T0") s"
+    else
+        fail "$1: not seen within ${5:-$TIMEOUT}s"
+    fi
+}

@@ -38,14 +38,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-fail() { e2e_log "FAIL: $*"; FAILED=1; }
-step() { # step NAME FILE REGEX [N]: wait, print the time since T0
-    if e2e_wait_for "$2" "$3" "$TIMEOUT" "${4:-1}"; then
-        e2e_log "$1: $(e2e_since "$T0") s"
-    else
-        fail "$1: not seen within ${TIMEOUT}s"
-    fi
-}
 finish() {
     if [ $FAILED = 0 ]; then e2e_log "migrate: PASS"; exit 0; fi
     e2e_log "migrate: FAIL (logs in $WORK, $E2E_DIR/$SRC/log, $E2E_DIR/$DST/log)"
