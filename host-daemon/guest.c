@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "io.h"
 #include "log.h"
+#include "proto/endpoint.h"
 #include "proto/frame.h"
 
 #include <errno.h>
@@ -26,11 +27,15 @@ static int call(const char *path, Crane__Control__HostMessage *m,
                 uint32_t wait_ms, struct hd_guest_reply *r)
 {
     double deadline = hd_now() + wait_ms / 1000.0;
+    struct crn_endpoint ep = { .kind = CRN_EP_UNIX };
     int fd, rc;
 
     memset(r, 0, sizeof(*r));
     m->id = next_id();
-    if ((fd = hd_unix_connect(path)) < 0) {
+    if (strlen(path) >= sizeof(ep.path))
+        return -ENAMETOOLONG;
+    memcpy(ep.path, path, strlen(path) + 1);
+    if ((fd = crn_endpoint_connect(&ep)) < 0) {
         HD_WARN("guest %s: cannot connect: %s", path, strerror(-fd));
         return fd;
     }

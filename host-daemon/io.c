@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 /* Reads exactly LEN bytes by DEADLINE; AT_START tells a clean close (no
@@ -72,24 +71,6 @@ int hd_frame_read_by(int fd, size_t max, double deadline, uint8_t **buf,
     *buf = b;
     *len = n;
     return 0;
-}
-
-int hd_unix_connect(const char *path)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    int fd;
-
-    if (strlen(path) >= sizeof(sa.sun_path))
-        return -ENAMETOOLONG;
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        int rc = -errno;
-        close(fd);
-        return rc;
-    }
-    return fd;
 }
 
 void hd_send_timeout(int fd, unsigned seconds)

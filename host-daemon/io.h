@@ -11,9 +11,6 @@
 int hd_frame_read_by(int fd, size_t max, double deadline, uint8_t **buf,
                      size_t *len);
 
-/* Connects to a unix socket PATH (blocking, close-on-exec): fd or -errno. */
-int hd_unix_connect(const char *path);
-
 /* Sets SO_SNDTIMEO so that a stuck peer cannot block a writer forever. */
 void hd_send_timeout(int fd, unsigned seconds);
 

@@ -60,13 +60,7 @@ static int proof(const uint8_t *key, size_t key_len, const char *label,
 
 static int same_mac(const uint8_t *a, const ProtobufCBinaryData *b)
 {
-    uint8_t diff = 0;
-
-    if (b->len != CRN_SHA256_LEN)
-        return 0;
-    for (size_t i = 0; i < CRN_SHA256_LEN; i++)
-        diff |= a[i] ^ b->data[i];
-    return diff == 0;
+    return b->len == CRN_SHA256_LEN && crn_auth_equal(a, b->data, b->len);
 }
 
 static void copy_host(char *dst, size_t len, const char *src)

@@ -216,3 +216,13 @@ fail:
     close(fd);
     return err;
 }
+
+int crn_auth_equal(const void *a, const void *b, size_t len)
+{
+    const uint8_t *x = a, *y = b;
+    uint8_t diff = 0;
+
+    for (size_t i = 0; i < len; i++)
+        diff |= x[i] ^ y[i];
+    return diff == 0;
+}

@@ -20,6 +20,10 @@
 int crn_hmac_sha256(const void *key, size_t key_len, const void *msg,
                     size_t msg_len, uint8_t out[32]);
 
+/* 1 when the LEN bytes at A and B are equal, else 0, in a time that does
+ * not depend on where they differ (for secrets and MACs). */
+int crn_auth_equal(const void *a, const void *b, size_t len);
+
 /* Fills the LEN bytes at BUF from the kernel's random source (getrandom).
  * Returns 0 or a negative errno. */
 int crn_random_bytes(void *buf, size_t len);

@@ -41,16 +41,6 @@ void px_handshake_refuse(struct px_conn *c, const char *fmt, ...)
     px_conn_send(c, o);
 }
 
-/* Constant-time comparison of two LEN-byte secrets. */
-static bool same_secret(const uint8_t *a, const uint8_t *b, size_t len)
-{
-    uint8_t diff = 0;
-
-    for (size_t i = 0; i < len; i++)
-        diff |= a[i] ^ b[i];
-    return diff == 0;
-}
-
 void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
                           bool resumed)
 {
@@ -228,7 +218,7 @@ static void auth(struct px_conn *c, const Crane__Auth *a)
     if (crn_hmac_sha256(c->srv->key, c->srv->key_len, c->nonce,
                         sizeof(c->nonce), want) < 0 ||
         a->mac.len != sizeof(want) ||
-        !same_secret(a->mac.data, want, sizeof(want))) {
+        !crn_auth_equal(a->mac.data, want, sizeof(want))) {
         px_handshake_refuse(c, "authentication failed");
         return;
     }

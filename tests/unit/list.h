@@ -22,6 +22,7 @@ TEST_ENTRY(auth_hmac_rfc4231)
 TEST_ENTRY(auth_hmac_edges)
 TEST_ENTRY(auth_random_bytes)
 TEST_ENTRY(auth_key_load)
+TEST_ENTRY(auth_equal)
 
 /* proxy-domain/map.c, validate.c: tests/unit/test_px.c */
 TEST_ENTRY(px_map_random)

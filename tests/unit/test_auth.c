@@ -182,3 +182,17 @@ TEST(auth_key_load)
     ASSERT_EQ(crn_auth_key_load("/nonexistent/key", &key, &len), -ENOENT);
     ASSERT_EQ(crn_auth_key_load(NULL, &key, &len), -EINVAL);
 }
+
+TEST(auth_equal)
+{
+    uint8_t a[32] = { 0 }, b[32] = { 0 };
+
+    ASSERT_EQ(crn_auth_equal(a, b, sizeof(a)), 1);
+    ASSERT_EQ(crn_auth_equal(a, b, 0), 1);
+    b[31] = 1;                       /* the last byte counts */
+    ASSERT_EQ(crn_auth_equal(a, b, sizeof(a)), 0);
+    ASSERT_EQ(crn_auth_equal(a, b, 31), 1);
+    b[31] = 0;
+    b[0] = 0x80;                     /* so does the first */
+    ASSERT_EQ(crn_auth_equal(a, b, sizeof(a)), 0);
+}
