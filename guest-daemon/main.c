@@ -158,7 +158,7 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
         if (gd_config_set(&d->cfg, set_keys[i], set_values[i], why,
                           sizeof(why)) < 0)
             return fail("%s", why);
-    gd_log_set_level(d->cfg.log_level);
+    crn_log_set_level(d->cfg.log_level);
     if (check) {
         print_config(&d->cfg);
         return 0;
@@ -181,7 +181,7 @@ int main(int argc, char **argv)
         strcmp(argv[5], "--vendors-dir") == 0)
         return gd_probe_gpu(argv[2], argv[4], argv[6]);
 
-    gd_log_init("crane-guestd");
+    crn_log_init("crane-guestd");
     if ((rc = configure(&d, argc, argv)) >= 0)
         return rc;
     signal(SIGPIPE, SIG_IGN);

@@ -20,10 +20,10 @@ SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3)
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3)
 
 HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/metrics.c \
-                  host-daemon/json.c host-daemon/buf.c host-daemon/log.c
+                  host-daemon/json.c host-daemon/buf.c
 HOSTD_LIB_OBJS := $(HOSTD_LIB_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_LIB := $(B)/lib/libcrane-hostd.a
-HOSTD_LIBS := $(HOSTD_LIB) $(SQLITE_LIBS) -lm
+HOSTD_LIBS := $(HOSTD_LIB) $(PROTO_LIBS) $(SQLITE_LIBS) -lm
 HOSTD_DEFS :=
 
 # The HTTP server; HD_HAVE_HTTP turns on its tests (tests/hostd/list.h).
@@ -46,7 +46,7 @@ hostd-tests: $(HOSTD_TEST_BIN)
 
 $(B)/obj/host-daemon/%.o: host-daemon/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) -I. $(SQLITE_CFLAGS) $(MHD_CFLAGS) -c -o $@ $<
 
 $(HOSTD_LIB): $(HOSTD_LIB_OBJS)
 	@mkdir -p $(@D)

@@ -86,7 +86,7 @@ static int failed(const char *what, const char *domain)
     int rc = errno_of(err);
 
     hv_set_last_error(err != NULL ? err->message : NULL);
-    hd_log(rc == -ENOENT ? HD_LOG_INFO : HD_LOG_ERROR, "libvirt: %s%s%s: %s",
+    crn_log(rc == -ENOENT ? CRN_LOG_INFO : CRN_LOG_ERROR, "libvirt: %s%s%s: %s",
            what, domain != NULL ? " " : "", domain != NULL ? domain : "",
            err != NULL && err->message != NULL ? err->message
                                                : "unknown error");

@@ -100,7 +100,7 @@ static void ignore_sigpipe(void)
 static int xl_open(const char *uri, const char *channel_name, uv_loop_t *loop,
                    hv_event_fn *fn, void *arg, struct hv **out)
 {
-    bool debug = hd_log_enabled(HD_LOG_DEBUG);
+    bool debug = crn_log_enabled(CRN_LOG_DEBUG);
     struct hv *hv;
     int rc;
 

@@ -241,7 +241,8 @@ int main(int argc, char **argv)
         hd_config_print(&d->cfg);
         return 0;
     }
-    hd_log_set_level(d->cfg.log_level);
+    crn_log_init("crane-hostd");
+    crn_log_set_level(d->cfg.log_level);
     signal(SIGPIPE, SIG_IGN);
 
     if (!(d->hv_ops = hv_backend(d->cfg.backend))) {

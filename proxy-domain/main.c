@@ -114,6 +114,7 @@ int main(int argc, char **argv)
     int opt, rc;
 
     opterr = 0;
+    crn_log_init("crane-proxy");
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (opt) {
         case 'l': opts.listen = optarg; break;
@@ -128,7 +129,7 @@ int main(int argc, char **argv)
                 return fail("bad --grace '%s' (seconds)", optarg);
             break;
         case 'L':
-            if (px_log_set_level(optarg) < 0)
+            if (crn_log_set_level(optarg) < 0)
                 return fail("bad --log-level '%s' (error, warn, info, "
                             "debug)",
                             optarg);

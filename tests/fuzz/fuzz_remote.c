@@ -282,7 +282,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     char why[256];
 
-    px_log_set_level("error");
+    crn_log_set_level("error");
     if (px_devices_open("all", &devs, why, sizeof(why)) < 0) {
         fprintf(stderr, "fuzz_remote: %s\n", why);
         abort();
