@@ -37,36 +37,24 @@ void gd_config_defaults(struct gd_config *cfg)
     cfg->reconnect_grace_ms = 5000;
 }
 
-static int text(char *dst, size_t len, const char *v)
-{
-    if (strlen(v) >= len)
-        return -ENAMETOOLONG;
-    snprintf(dst, len, "%s", v);
-    return 0;
-}
-
 static int ms(uint32_t *dst, const char *v)
 {
-    char *end;
     unsigned long n;
+    int rc = crn_conf_uint(v, 10, 0, 24ul * 3600 * 1000, &n);
 
-    errno = 0;
-    n = strtoul(v, &end, 10);
-    if (errno || end == v || *end || *v == '-' || n > 24ul * 3600 * 1000)
-        return -EINVAL;
-    *dst = (uint32_t)n;
-    return 0;
+    if (rc == 0)
+        *dst = (uint32_t)n;
+    return rc;
 }
 
 static int file_mode(unsigned *dst, const char *v)
 {
-    char *end;
-    unsigned long n = strtoul(v, &end, 8);
+    unsigned long n;
+    int rc = crn_conf_uint(v, 8, 0, 0777, &n);
 
-    if (end == v || *end || n > 0777)
-        return -EINVAL;
-    *dst = (unsigned)n;
-    return 0;
+    if (rc == 0)
+        *dst = (unsigned)n;
+    return rc;
 }
 
 /* Whitespace-separated words into a fixed table. */
@@ -123,7 +111,7 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
     if (strcmp(key, "listen") == 0) {
         if (strncmp(v, "unix:", 5) == 0)
             v += 5;
-        rc = v[0] == '/' && strlen(v) < 108 ? text(cfg->listen,
+        rc = v[0] == '/' && strlen(v) < 108 ? crn_conf_text(cfg->listen,
                                                     sizeof(cfg->listen), v)
                                             : -EINVAL;
         hint = "an absolute socket path";
@@ -133,23 +121,23 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
     } else if (strcmp(key, "host") == 0) {
         rc = endpoint_or_path(v);
         if (rc == 0)
-            rc = text(cfg->host, sizeof(cfg->host), v);
+            rc = crn_conf_text(cfg->host, sizeof(cfg->host), v);
         hint = "a port path, unix:PATH or tcp:HOST:PORT";
     } else if (strcmp(key, "control") == 0) {
         rc = !*v || strcmp(v, "none") == 0 ? (cfg->control[0] = '\0', 0)
              : crn_endpoint_parse(v, &ep) == 0
-                 ? text(cfg->control, sizeof(cfg->control), v)
+                 ? crn_conf_text(cfg->control, sizeof(cfg->control), v)
                  : -EINVAL;
         hint = "unix:PATH, tcp:HOST:PORT or none";
     } else if (strcmp(key, "control_mode") == 0) {
         rc = file_mode(&cfg->control_mode, v);
         hint = "octal, e.g. 0600";
     } else if (strcmp(key, "state_file") == 0) {
-        rc = v[0] == '/' ? text(cfg->state_file, sizeof(cfg->state_file), v)
+        rc = v[0] == '/' ? crn_conf_text(cfg->state_file, sizeof(cfg->state_file), v)
                          : -EINVAL;
         hint = "an absolute path";
     } else if (strcmp(key, "modprobe") == 0) {
-        rc = *v ? text(cfg->modprobe, sizeof(cfg->modprobe), v) : -EINVAL;
+        rc = *v ? crn_conf_text(cfg->modprobe, sizeof(cfg->modprobe), v) : -EINVAL;
         hint = "a command";
     } else if (strcmp(key, "modules") == 0) {
         rc = words(&cfg->modules[0][0], sizeof(cfg->modules[0]),
@@ -162,19 +150,19 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
                    GD_MAX_DEVICES, &cfg->n_gpu_devices, v);
         hint = "up to 8 paths";
     } else if (strcmp(key, "vendor_lib") == 0) {
-        rc = text(cfg->vendor_lib, sizeof(cfg->vendor_lib), v);
+        rc = crn_conf_text(cfg->vendor_lib, sizeof(cfg->vendor_lib), v);
     } else if (strcmp(key, "vendors_dir") == 0) {
-        rc = text(cfg->vendors_dir, sizeof(cfg->vendors_dir), v);
+        rc = crn_conf_text(cfg->vendors_dir, sizeof(cfg->vendors_dir), v);
     } else if (strcmp(key, "gpu_type") == 0) {
         rc = strcmp(v, "gpu") == 0 || strcmp(v, "cpu") == 0 ||
                      strcmp(v, "accelerator") == 0 ||
                      strcmp(v, "all") == 0 || strcmp(v, "none") == 0
-                 ? text(cfg->gpu_type, sizeof(cfg->gpu_type), v)
+                 ? crn_conf_text(cfg->gpu_type, sizeof(cfg->gpu_type), v)
                  : -EINVAL;
         hint = "gpu, cpu, accelerator, all or none";
     } else if (strcmp(key, "proxy") == 0) {
         rc = !*v || crn_endpoint_parse(v, &ep) == 0
-                 ? text(cfg->proxy, sizeof(cfg->proxy), v)
+                 ? crn_conf_text(cfg->proxy, sizeof(cfg->proxy), v)
                  : -EINVAL;
         hint = "unix:PATH or tcp:HOST:PORT";
     } else if (strcmp(key, "mode") == 0) {
@@ -189,7 +177,7 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
     } else if (strcmp(key, "log_level") == 0) {
         rc = strcmp(v, "error") == 0 || strcmp(v, "warn") == 0 ||
                      strcmp(v, "info") == 0 || strcmp(v, "debug") == 0
-                 ? text(cfg->log_level, sizeof(cfg->log_level), v)
+                 ? crn_conf_text(cfg->log_level, sizeof(cfg->log_level), v)
                  : -EINVAL;
         hint = "error, warn, info or debug";
     } else {
@@ -227,10 +215,7 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
             return -EINVAL;
         }
     }
-    if (rc < 0)
-        snprintf(why, why_len, "bad %s '%s'%s%s%s", key, v, *hint ? " (" : "",
-                 hint, *hint ? ")" : "");
-    return rc < 0 ? -EINVAL : 0;
+    return rc < 0 ? crn_conf_bad(why, why_len, key, v, hint) : 0;
 }
 
 static int set_cb(void *arg, const char *key, const char *value, char *why,

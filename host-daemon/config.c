@@ -36,31 +36,21 @@ void hd_config_defaults(struct hd_config *cfg)
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
 }
 
-static int text(char *dst, size_t len, const char *v)
-{
-    if (strlen(v) >= len)
-        return -EINVAL;
-    memcpy(dst, v, strlen(v) + 1);
-    return 0;
-}
-
+/* Whole milliseconds, 1 ms to a day. */
 static int ms(uint32_t *dst, const char *v)
 {
-    char *end;
     unsigned long n;
+    int rc = crn_conf_uint(v, 10, 1, 86400000UL, &n);
 
-    errno = 0;
-    n = strtoul(v, &end, 10);
-    if (errno || end == v || *end || *v == '-' || n == 0 || n > 86400000UL)
-        return -EINVAL;
-    *dst = (uint32_t)n;
-    return 0;
+    if (rc == 0)
+        *dst = (uint32_t)n;
+    return rc;
 }
 
 /* "none" or empty turns an optional listener off. */
 static int optional(char *dst, size_t len, const char *v)
 {
-    return text(dst, len, strcmp(v, "none") == 0 ? "" : v);
+    return crn_conf_text(dst, len, strcmp(v, "none") == 0 ? "" : v);
 }
 
 /* ADDR:PORT with a numeric address (IPv6 in brackets). */
@@ -103,7 +93,7 @@ static int gpu_line(struct hd_config *cfg, const char *v)
             return -EINVAL;
         snprintf(g->pci, sizeof(g->pci), "%04x:%02x:%02x.%x", d, b, s, f);
     } else if (strncmp(what, "xml:", 4) == 0 && what[4] == '/') {
-        if (text(g->xml_file, sizeof(g->xml_file), what + 4) < 0)
+        if (crn_conf_text(g->xml_file, sizeof(g->xml_file), what + 4) < 0)
             return -EINVAL;
     } else {
         return -EINVAL;
@@ -117,30 +107,30 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
 {
     struct crn_endpoint ep;
     const char *hint = "";
+    unsigned long n;
     int rc;
 
     if (strcmp(key, "uri") == 0) {
-        rc = *v ? text(cfg->uri, sizeof(cfg->uri), v) : -EINVAL;
+        rc = *v ? crn_conf_text(cfg->uri, sizeof(cfg->uri), v) : -EINVAL;
         hint = "a hypervisor URI, e.g. qemu:///system";
     } else if (strcmp(key, "backend") == 0) {
         rc = strcmp(v, "libvirt") == 0 || strcmp(v, "libxl") == 0
-                 ? text(cfg->backend, sizeof(cfg->backend), v)
+                 ? crn_conf_text(cfg->backend, sizeof(cfg->backend), v)
                  : -EINVAL;
         hint = "libvirt or libxl";
     } else if (strcmp(key, "host_name") == 0) {
-        rc = *v && strlen(v) < 256 ? text(cfg->host_name,
+        rc = *v && strlen(v) < 256 ? crn_conf_text(cfg->host_name,
                                           sizeof(cfg->host_name), v)
                                    : -EINVAL;
     } else if (strcmp(key, "control") == 0) {
         rc = crn_endpoint_parse(v, &ep) == 0 && ep.kind == CRN_EP_UNIX
-                 ? text(cfg->control, sizeof(cfg->control), v)
+                 ? crn_conf_text(cfg->control, sizeof(cfg->control), v)
                  : -EINVAL;
         hint = "unix:PATH";
     } else if (strcmp(key, "control_mode") == 0) {
-        char *end;
-        unsigned long m = strtoul(v, &end, 8);
-        rc = *v && !*end && m <= 0777 ? (cfg->control_mode = (unsigned)m, 0)
-                                      : -EINVAL;
+        rc = crn_conf_uint(v, 8, 0, 0777, &n);
+        if (rc == 0)
+            cfg->control_mode = (unsigned)n;
         hint = "an octal file mode";
     } else if (strcmp(key, "peer_listen") == 0) {
         rc = strcmp(v, "none") == 0 || (crn_endpoint_parse(v, &ep) == 0 &&
@@ -149,11 +139,9 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
                  : -EINVAL;
         hint = "tcp:ADDRESS:PORT or none";
     } else if (strcmp(key, "peer_port") == 0) {
-        char *end;
-        unsigned long p = strtoul(v, &end, 10);
-        rc = *v && !*end && p > 0 && p < 65536
-                 ? (cfg->peer_port = (uint16_t)p, 0)
-                 : -EINVAL;
+        rc = crn_conf_uint(v, 10, 1, 65535, &n);
+        if (rc == 0)
+            cfg->peer_port = (uint16_t)n;
         hint = "1-65535";
     } else if (strcmp(key, "peer_key") == 0) {
         rc = strcmp(v, "none") == 0 || v[0] == '/'
@@ -167,18 +155,16 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
         hint = "ADDRESS:PORT or none";
     } else if (strcmp(key, "history") == 0) {
         rc = v[0] == '/' || strcmp(v, ":memory:") == 0
-                 ? text(cfg->history, sizeof(cfg->history), v)
+                 ? crn_conf_text(cfg->history, sizeof(cfg->history), v)
                  : -EINVAL;
         hint = "an absolute path";
     } else if (strcmp(key, "history_keep_days") == 0) {
-        char *end;
-        unsigned long n = strtoul(v, &end, 10);
-        rc = *v && *v != '-' && !*end && n <= 36500
-                 ? (cfg->history_keep_days = (uint32_t)n, 0)
-                 : -EINVAL;
+        rc = crn_conf_uint(v, 10, 0, 36500, &n);
+        if (rc == 0)
+            cfg->history_keep_days = (uint32_t)n;
         hint = "days, 0 (keep all) to 36500";
     } else if (strcmp(key, "channel") == 0) {
-        rc = *v ? text(cfg->channel, sizeof(cfg->channel), v) : -EINVAL;
+        rc = *v ? crn_conf_text(cfg->channel, sizeof(cfg->channel), v) : -EINVAL;
     } else if (strcmp(key, "gpu") == 0) {
         rc = gpu_line(cfg, v);
         hint = "NAME pci:DDDD:BB:SS.F or NAME xml:/PATH, unique names, "
@@ -196,7 +182,7 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
     } else if (strcmp(key, "log_level") == 0) {
         rc = strcmp(v, "error") == 0 || strcmp(v, "warn") == 0 ||
                      strcmp(v, "info") == 0 || strcmp(v, "debug") == 0
-                 ? text(cfg->log_level, sizeof(cfg->log_level), v)
+                 ? crn_conf_text(cfg->log_level, sizeof(cfg->log_level), v)
                  : -EINVAL;
         hint = "error, warn, info or debug";
     } else {
@@ -205,10 +191,7 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
     }
     if (rc < 0 && strstr(key, "_ms"))
         hint = "milliseconds, 1 to 86400000";
-    if (rc < 0)
-        snprintf(why, why_len, "bad %s '%s'%s%s%s", key, v, *hint ? " (" : "",
-                 hint, *hint ? ")" : "");
-    return rc < 0 ? -EINVAL : 0;
+    return rc < 0 ? crn_conf_bad(why, why_len, key, v, hint) : 0;
 }
 
 static int set_cb(void *arg, const char *key, const char *value, char *why,

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static char *trim(char *s)
@@ -69,4 +70,38 @@ int crn_conf_read(const char *path, int must_exist, crn_conf_set_fn *set,
     }
     fclose(f);
     return rc;
+}
+
+int crn_conf_text(char *dst, size_t len, const char *v)
+{
+    size_t n = strlen(v);
+
+    if (n >= len)
+        return -EINVAL;
+    memcpy(dst, v, n + 1);
+    return 0;
+}
+
+int crn_conf_uint(const char *v, int base, unsigned long min,
+                  unsigned long max, unsigned long *out)
+{
+    char *end;
+    unsigned long n;
+
+    if (!isdigit((unsigned char)*v))
+        return -EINVAL;
+    errno = 0;
+    n = strtoul(v, &end, base);
+    if (errno || *end || n < min || n > max)
+        return -EINVAL;
+    *out = n;
+    return 0;
+}
+
+int crn_conf_bad(char *why, size_t why_len, const char *key, const char *v,
+                 const char *hint)
+{
+    snprintf(why, why_len, "bad %s '%s'%s%s%s", key, v, *hint ? " (" : "",
+             hint, *hint ? ")" : "");
+    return -EINVAL;
 }

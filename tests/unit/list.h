@@ -24,6 +24,10 @@ TEST_ENTRY(auth_random_bytes)
 TEST_ENTRY(auth_key_load)
 TEST_ENTRY(auth_equal)
 
+/* proto/conffile.c: tests/unit/test_conffile.c */
+TEST_ENTRY(conffile_read)
+TEST_ENTRY(conffile_values)
+
 /* proxy-domain/map.c, validate.c: tests/unit/test_px.c */
 TEST_ENTRY(px_map_random)
 TEST_ENTRY(px_validate_launch)
