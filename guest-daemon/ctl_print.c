@@ -7,7 +7,7 @@
  */
 #include "ctl_print.h"
 
-#include "proto/stoppage.h"
+#include "proto/report.h"
 
 #include <string.h>
 
@@ -38,25 +38,12 @@ static const char *mig_name(Crane__Control__MigrationMode m)
     return (unsigned)m < sizeof(n) / sizeof(*n) ? n[m] : "?";
 }
 
-static void bytes(char *buf, size_t len, unsigned long long b)
-{
-    if (b >= 1ull << 30)
-        snprintf(buf, len, "%.1fGiB", b / 1073741824.0);
-    else if (b >= 1ull << 20)
-        snprintf(buf, len, "%.1fMiB", b / 1048576.0);
-    else if (b >= 1ull << 10)
-        snprintf(buf, len, "%.1fKiB", b / 1024.0);
-    else
-        snprintf(buf, len, "%lluB", b);
-}
-
-
 static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
 {
     const Crane__Control__StepTimes *t = r->times;
     char state[32], moved[32], back[32];
 
-    bytes(state, sizeof(state), r->state_bytes);
+    crn_format_bytes(state, sizeof(state), r->state_bytes);
     fprintf(out, "program %-7u %-16s %-12s %9s  %-8s %-6s", r->pid,
             r->program, mode_name(r->mode), state, op_name(r->last_op),
             r->last_op == CRANE__CONTROL__OP__OP_NONE ? "-"
@@ -68,8 +55,8 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
     if (r->error && *r->error)
         fprintf(out, "        %s\n", r->error);
     if (t && t->total > 0) {
-        bytes(moved, sizeof(moved), t->bytes_extracted);
-        bytes(back, sizeof(back), t->bytes_reinjected);
+        crn_format_bytes(moved, sizeof(moved), t->bytes_extracted);
+        crn_format_bytes(back, sizeof(back), t->bytes_reinjected);
         fprintf(out,
                 "        held %.1f ms = %s %.1f + finish %.1f + extract "
                 "%.1f + release %.1f + unload %.1f + load %.1f + rebuild "

@@ -14,6 +14,7 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/hostd.pb-c.h"
+#include "proto/report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -468,18 +469,6 @@ static void show_progress(struct mig_view *v, const Crane__Hostd__Progress *p,
     fflush(v->out);
 }
 
-static void human_bytes(char *buf, size_t len, unsigned long long b)
-{
-    if (b >= 1ull << 30)
-        snprintf(buf, len, "%.1fGiB", b / 1073741824.0);
-    else if (b >= 1ull << 20)
-        snprintf(buf, len, "%.1fMiB", b / 1048576.0);
-    else if (b >= 1ull << 10)
-        snprintf(buf, len, "%.1fKiB", b / 1024.0);
-    else
-        snprintf(buf, len, "%lluB", b);
-}
-
 /* One program's stoppage, summed over its steps of each phase. */
 struct mig_program {
     uint32_t pid;
@@ -606,7 +595,7 @@ static int print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
     }
     if (print_programs(out, d) < 0)
         fprintf(out, "stoppage: (out of memory)\n");
-    human_bytes(moved, sizeof(moved), d->bytes);
+    crn_format_bytes(moved, sizeof(moved), d->bytes);
     fprintf(out, "migration: %s\n", clean(id, sizeof(id), d->id, true));
     if (d->dest_host && *d->dest_host)
         fprintf(out, "destination: %s\n",

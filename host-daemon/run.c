@@ -4,7 +4,7 @@
 #include "log.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
-#include "proto/stoppage.h"
+#include "proto/report.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,8 +1,11 @@
-/* A program's stoppage from the times its shim reports (control.proto). */
-#ifndef CRANE_PROTO_STOPPAGE_H
-#define CRANE_PROTO_STOPPAGE_H
+/* What reports show: a program's stoppage from its shim's times
+ * (control.proto), sizes for people. */
+#ifndef CRANE_PROTO_REPORT_H
+#define CRANE_PROTO_REPORT_H
 
 #include "proto/control.pb-c.h"
+
+#include <stddef.h>
 
 /*
  * Seconds the program's OpenCL calls were held by one command.  Coming back
@@ -12,4 +15,7 @@
  */
 double crn_held_seconds(const Crane__Control__StepTimes *t);
 
-#endif /* CRANE_PROTO_STOPPAGE_H */
+/* B bytes as "12.3MiB" (binary units, one decimal; "512B" below 1 KiB). */
+void crn_format_bytes(char *buf, size_t len, unsigned long long b);
+
+#endif /* CRANE_PROTO_REPORT_H */
