@@ -302,8 +302,19 @@ void test_peer_bad_input(void)
     req.check = &c;
     CHECK_INT(crn_frame_write(fd, &req.base), ==, 0);
     /* A Refused answer, then the connection closes. */
-    while (read(fd, buf, sizeof(buf)) > 0)
-        ;
+    {
+        Crane__Hostd__PeerReply *r;
+        uint8_t *frame;
+        size_t len;
+
+        CHECK_INT(crn_frame_read(fd, &frame, &len, 4096), ==, 0);
+        r = crane__hostd__peer_reply__unpack(NULL, len, frame);
+        free(frame);
+        CHECK(r != NULL);
+        CHECK_INT(r->msg_case, ==, CRANE__HOSTD__PEER_REPLY__MSG_REFUSED);
+        crane__hostd__peer_reply__free_unpacked(r, NULL);
+    }
+    CHECK_INT(read(fd, buf, sizeof(buf)), ==, 0);
     close(fd);
     server_stop(&s);
 
