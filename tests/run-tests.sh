@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs every test stage after `make check` has built everything; prints one
-# line per case and ends with "N passed, M failed".
+# line per case and ends with "N passed, M failed, K skipped".
 set -u
 cd "$(dirname "$0")/.."
 
@@ -15,22 +15,49 @@ pass=0
 fail=0
 skip=0
 
-# case NAME CMD...: runs CMD with a timeout, records ok / not ok / skip (77).
+# case_ NAME CMD...: runs CMD with a timeout and records ok / not ok / skip.
+# Exit 77 is a skip, printed with its reason (the log's last line); a CMD
+# given as a path that is not there fails: a missing binary is no skip.
 case_() {
     local name=$1
     shift
     local log="$LOGDIR/${name//\//_}.log"
+    if [[ "$1" == */* && ! -x "$1" ]]; then
+        fail=$((fail + 1)); echo "not ok - $name (missing binary $1)"
+        return
+    fi
     # bash -c, so that cases may be the shell functions exported below.
     timeout "${CASE_TIMEOUT:-300}" bash -c '"$@"' case "$@" >"$log" 2>&1
     local rc=$?
     if [ $rc -eq 0 ]; then
         pass=$((pass + 1)); echo "ok - $name"
     elif [ $rc -eq 77 ]; then
-        skip=$((skip + 1)); echo "ok - $name # SKIP"
+        local why
+        why=$(grep -v '^[[:space:]]*$' "$log" | tail -1)
+        skip=$((skip + 1)); echo "ok - $name # SKIP ${why:-no reason given}"
     else
         fail=$((fail + 1)); echo "not ok - $name (exit $rc, log $log)"
         tail -5 "$log" | sed 's/^/#   /'
     fi
+}
+
+# skip_ NAME REASON: a case that cannot run here, said as a skip.
+skip_() {
+    skip=$((skip + 1)); echo "ok - $1 # SKIP $2"
+}
+
+# fuzz_case NAME FUZZER ARGS...: libFuzzer exits 77 (or any non-zero) on a
+# finding, so here every non-zero status fails; the artifact is named in
+# the log.
+fuzz_case() {
+    local name=$1
+    shift
+    if [ ! -x "$1" ]; then
+        fail=$((fail + 1)); echo "not ok - $name (missing fuzzer $1)"
+        return
+    fi
+    case_ "$name" bash -c '"$@"; rc=$?; [ $rc -eq 77 ] && exit 1; exit $rc' \
+        fuzz "$@"
 }
 
 # Re-homes that happened, and that every attempt either worked or was
@@ -129,12 +156,12 @@ echo "# third-party programs from Debian packages"
 if command -v clinfo >/dev/null; then
     case_ "thirdparty/clinfo" clinfo_same
 else
-    case_ "thirdparty/clinfo" exit 77
+    skip_ "thirdparty/clinfo" "clinfo is not installed"
 fi
 if /usr/bin/python3 -c 'import pyopencl' 2>/dev/null; then
     case_ "thirdparty/pyopencl" py_same
 else
-    case_ "thirdparty/pyopencl" exit 77
+    skip_ "thirdparty/pyopencl" "python3-pyopencl is not installed"
 fi
 # Each script compares native, shim and re-homed runs itself and exits 77
 # when its tool is missing. clpeak: one case per test, each with a period
@@ -218,7 +245,7 @@ if [ -x "$HOSTD_TESTS" ]; then
     case_ "hostd/valgrind" valgrind -q --error-exitcode=1 --leak-check=full \
         $HOSTD_TESTS --no-fork $($HOSTD_TESTS --list)
 else
-    case_ "hostd/not-built" exit 77
+    case_ "hostd/tests" "$HOSTD_TESTS"  # fails: the binary is missing
 fi
 
 echo "# host daemon: crane-migrate, the dashboard, the libvirt backend"
@@ -238,6 +265,8 @@ if [ -x "$HV_TESTS" ]; then
     # Each test forked under valgrind, timeouts scaled for it.
     case_ "hostd-hv/valgrind" env HVT_SLOW=10 valgrind -q --error-exitcode=1 \
         --leak-check=full $HV_TESTS
+else
+    case_ "hostd-hv/tests" "$HV_TESTS"  # fails: the binary is missing
 fi
 
 echo "# end-to-end: real libvirtd and QEMU (TCG)"
@@ -268,15 +297,15 @@ case_ "e2e/hostd-hv-valgrind" env VALGRIND=1 \
     tests/e2e/run.sh "$PWD/tests/hostd-hv/run-e2e.sh"
 
 echo "# fuzzing the frame decoder"
-case_ "fuzz/frame" build/fuzz/fuzz_frame -max_total_time=20 \
+fuzz_case "fuzz/frame" build/fuzz/fuzz_frame -max_total_time=20 \
     -rss_limit_mb=1024
 # The proxy's decoding, validation and execution on PoCL; the corpus (seeded
 # by the target when empty) is kept between runs.
 mkdir -p "$LOGDIR/fuzz-remote-corpus"
-case_ "fuzz/remote" build/fuzz/fuzz_remote -max_total_time=20 \
+fuzz_case "fuzz/remote" build/fuzz/fuzz_remote -max_total_time=20 \
     -rss_limit_mb=2048 -artifact_prefix="$LOGDIR/fuzz-remote-" \
     "$LOGDIR/fuzz-remote-corpus"
 
 total=$((pass + fail + skip))
-echo "$((pass + skip)) passed, $fail failed (of $total; $skip skipped)"
+echo "$pass passed, $fail failed, $skip skipped (of $total)"
 [ $fail -eq 0 ]
