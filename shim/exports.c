@@ -5,9 +5,9 @@
 #include "log.h"
 #include "shim.h"
 
-#define SHIM_MANUAL(ret, name, params)
+#define SHIM_MANUAL(ret, name, params, remote)
 
-#define SHIM_FWD(name, params, args, target, err)                       \
+#define SHIM_FWD(name, params, args, target, err, remote)                       \
     SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL name params             \
     {                                                                   \
         if (!SHIM_LIVE(target))                                         \
@@ -28,7 +28,7 @@
 #define WAITLIST wl_.n, (const cl_event *)wl_.real
 #define EVENT event ? &ev_ : NULL
 
-#define SHIM_ENQ(name, params, args, before, after)                     \
+#define SHIM_ENQ(name, params, args, before, after, remote)                     \
     SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL name params             \
     {                                                                   \
         if (!SHIM_LIVE(command_queue))                                  \
@@ -58,7 +58,7 @@
         return ret_;                                                    \
     }
 
-#define SHIM_MAP(name, params, args, memobj, before)                    \
+#define SHIM_MAP(name, params, args, memobj, before, remote)                    \
     SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL name params              \
     {                                                                   \
         struct shim_xlate wl_;                                          \
@@ -100,10 +100,10 @@
 #undef SHIM_MANUAL
 
 /* The table ICD loaders call through: every shim handle points here. */
-#define SHIM_FWD(name, params, args, target, err) .name = name,
-#define SHIM_ENQ(name, params, args, before, after) .name = name,
-#define SHIM_MAP(name, params, args, memobj, before) .name = name,
-#define SHIM_MANUAL(ret, name, params) .name = name,
+#define SHIM_FWD(name, params, args, target, err, remote) .name = name,
+#define SHIM_ENQ(name, params, args, before, after, remote) .name = name,
+#define SHIM_MAP(name, params, args, memobj, before, remote) .name = name,
+#define SHIM_MANUAL(ret, name, params, remote) .name = name,
 const struct _cl_icd_dispatch shim_icd_dispatch = {
 #include "cl_api.def"
 };
@@ -118,10 +118,10 @@ struct shim_entry {
     void *fn;
 };
 
-#define SHIM_FWD(name, params, args, target, err) {#name, (void *)name},
-#define SHIM_ENQ(name, params, args, before, after) {#name, (void *)name},
-#define SHIM_MAP(name, params, args, memobj, before) {#name, (void *)name},
-#define SHIM_MANUAL(ret, name, params) {#name, (void *)name},
+#define SHIM_FWD(name, params, args, target, err, remote) {#name, (void *)name},
+#define SHIM_ENQ(name, params, args, before, after, remote) {#name, (void *)name},
+#define SHIM_MAP(name, params, args, memobj, before, remote) {#name, (void *)name},
+#define SHIM_MANUAL(ret, name, params, remote) {#name, (void *)name},
 static const struct shim_entry shim_entries[] = {
 #include "cl_api.def"
     {"clIcdGetPlatformIDsKHR", (void *)clIcdGetPlatformIDsKHR},

@@ -139,10 +139,113 @@ struct rc_watch *shim_remote_watch_take(uint64_t cookie);
 /* The chunk size of streamed writes and reads. */
 size_t shim_remote_chunk(void);
 
-extern struct _cl_icd_dispatch shim_remote_dispatch;
+/* --- helpers the remote_*.c files share (remote_obj.c) -------------------- */
+
+/* The id behind a remote handle, 0 for NULL. */
+#define RC_ID(h) ((h) ? ((const struct rc_obj *)(h))->id : 0)
+#define RC_SET_ERR(e)           \
+    do {                        \
+        if (errcode_ret)        \
+            *errcode_ret = (e); \
+    } while (0)
+
+/* A new object of SIZE bytes with a fresh id, registered in the maps. */
+void *rc_obj_new(enum shim_kind kind, size_t size);
+/* Sends a creation batched; on failure the object is forgotten again. */
+void *rc_created(struct rc_obj *o, Crane__ClientMessage *m, const void *bulk,
+                 size_t bulk_len, cl_int *errcode_ret);
+/* Sends a creation whose error the program must see at once; KEEP (if not
+ * NULL) receives the reply. */
+void *rc_created_sync(struct rc_obj *o, Crane__ClientMessage *m,
+                      const void *bulk, size_t bulk_len, cl_int *errcode_ret,
+                      struct rc_reply *keep);
+/* Releases the tenant's reference to H, of kind KIND. */
+cl_int rc_release(void *h, enum shim_kind kind);
+
+/* A wait list as ids, on the stack when short. */
+struct rc_ids {
+    uint64_t stack[32];
+    uint64_t *v;
+    size_t n;
+};
+cl_int rc_ids_of(struct rc_ids *x, cl_uint n, const cl_event *events);
+void rc_ids_done(struct rc_ids *x);
+/* An event for the command if the program wants one (OUT not NULL), and
+ * its hand-over once the command was sent. */
+cl_int rc_event_for(cl_event *out, struct rc_obj **e);
+cl_int rc_event_done(cl_int err, cl_event *out, struct rc_obj *e);
+/* Work went to Q: its next clFinish must ask the proxy. */
+void rc_touch(cl_command_queue q);
+/* Events made by enqueues: a fresh id the proxy will name its event by. */
+struct rc_obj *shim_remote_event_new(void);
+void shim_remote_event_drop(struct rc_obj *e);
+
+/* A query: GetInfo of FN on ID (remote_info.c). */
+cl_int rc_get_info(Crane__InfoFn fn, uint64_t id, uint64_t other,
+                   cl_uint param, size_t size, void *value, size_t *size_ret);
+/* A 0-terminated list of 64-bit name/value properties as the message's
+ * pairs (at most 15 pairs); returns their count (remote_context.c). */
+size_t rc_prop_pairs(uint64_t out[32], const cl_ulong *props);
+/* A Sync message of OP; with REPLY it waits for the answer
+ * (remote_event.c). */
+cl_int rc_sync_call(Crane__SyncOp op, cl_command_queue q, cl_uint n,
+                    const cl_event *events, cl_event *event, bool reply);
+/* An image's bytes per pixel, 0 for a buffer (remote_enqueue_mem.c). */
+size_t rc_elem_of(cl_mem image);
+/* Sends a kernel's changed arguments (remote_kernel.c). */
+cl_int shim_remote_send_args(struct rc_kernel *k);
+/* Frees a memory object's client side: its maps (remote_enqueue_map.c). */
+void shim_remote_mem_free(struct rc_mem *m);
+
+/* --- the rows of cl_api.def as the remote backend sees them --------------- */
+
+/*
+ * RC_ROW(WHAT, ret, name, params, remote) becomes
+ * WHAT##REMOTE(ret, name, params, reason), WHAT##LOCAL(...) or
+ * WHAT##REFUSED(...) after the row's `remote` column (REMOTE, LOCAL or
+ * REFUSE("reason")); any other column fails to compile.
+ */
+#define RC_CAT_(a, b) a##b
+#define RC_CAT(a, b) RC_CAT_(a, b)
+#define RC_REMOTE REMOTE, ""
+#define RC_LOCAL LOCAL, "the shim answers it itself, never through a backend"
+#define RC_REFUSE(reason) REFUSED, reason
+#define RC_ROW(what, ret, name, params, remote) \
+    RC_ROW_(what, ret, name, params, RC_##remote)
+#define RC_ROW_(what, ret, name, params, ...) \
+    RC_ROW__(what, ret, name, params, __VA_ARGS__)
+#define RC_ROW__(what, ret, name, params, kind, reason) \
+    RC_CAT(what, kind)(ret, name, params, reason)
+
+/* Every REMOTE row's implementation, checked against the row's prototype;
+ * hidden, so a REMOTE row nobody defines fails the link of libcrane.so. */
+#define RC_WHAT RC_PROTO_
+#define RC_PROTO_REMOTE(ret, name, params, reason) \
+    __attribute__((visibility("hidden"))) ret CL_API_CALL rc_##name params;
+#define RC_PROTO_LOCAL(ret, name, params, reason)
+#define RC_PROTO_REFUSED(ret, name, params, reason)
+#include "remote_rows.h"
+#undef RC_WHAT
+#undef RC_PROTO_REMOTE
+#undef RC_PROTO_LOCAL
+#undef RC_PROTO_REFUSED
+
+/* What the remote backend does with each row: for the unit test and
+ * docs/remoting.md's list (remote_dispatch.c). */
+enum shim_remote_kind { SHIM_REMOTE_IMPL, SHIM_REMOTE_LOCAL, SHIM_REMOTE_REFUSED };
+struct shim_remote_row {
+    const char *name;
+    enum shim_remote_kind kind;
+    const char *reason;          /* "" for implemented rows */
+    size_t slot;                 /* offset in struct _cl_icd_dispatch */
+};
+extern const struct shim_remote_row shim_remote_rows[];
+extern const size_t shim_remote_n_rows;
+
+extern const struct _cl_icd_dispatch shim_remote_dispatch;
 extern const struct shim_backend_ops shim_remote_ops;
 
-/* Message helpers (remote_calls.c). */
+/* A message of type CASE with its payload in FIELD. */
 #define RC_MSG(var, field, CASE, payload)                          \
     Crane__ClientMessage var = CRANE__CLIENT_MESSAGE__INIT;        \
     var.msg_case = CRANE__CLIENT_MESSAGE__MSG_##CASE;              \

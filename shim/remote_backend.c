@@ -1,26 +1,11 @@
-/* The remote backend's ops: connecting counts as loading, and its dispatch
- * table, filled once from the rows of remote_objects.c and
- * remote_enqueue.c (entries left NULL make the shim return
- * CL_INVALID_OPERATION: SVM, pipes, native kernels, interop). */
+/* The remote backend's ops: connecting counts as loading; its dispatch
+ * table is shim/remote_dispatch.c. */
 #include <errno.h>
 
 #include "remote.h"
 
-void shim_remote_objects_fill(struct _cl_icd_dispatch *t);
-void shim_remote_enqueue_fill(struct _cl_icd_dispatch *t);
-
-struct _cl_icd_dispatch shim_remote_dispatch;
-static pthread_once_t fill_once = PTHREAD_ONCE_INIT;
-
-static void fill(void)
-{
-    shim_remote_objects_fill(&shim_remote_dispatch);
-    shim_remote_enqueue_fill(&shim_remote_dispatch);
-}
-
 static int remote_load(void)
 {
-    pthread_once(&fill_once, fill);
     return shim_remote_connect();
 }
 
@@ -32,6 +17,8 @@ static int remote_unload(void)
     return 0;
 }
 
+/* Extension functions are the shim's own entries (clGetExtensionFunction*
+ * rows are LOCAL): the proxy's vendor extensions are not remoted. */
 static void *remote_extension(cl_platform_id real, const char *name)
 {
     (void)real;

@@ -46,7 +46,9 @@ TEST_ENTRY(args_only_writable_buffers_get_dirty)
 TEST_ENTRY(args_bad_handles_are_errors)
 TEST_ENTRY(entry_table_complete)
 
-/* shim/remote_map.c: tests/unit/test_remote.c */
+/* shim/remote_map.c, remote_dispatch.c: tests/unit/test_remote.c */
 TEST_ENTRY(remote_map_ids)
 TEST_ENTRY(remote_map_addresses)
 TEST_ENTRY(remote_map_churn)
+TEST_ENTRY(remote_table_every_row)
+TEST_ENTRY(remote_table_refusals_answer)
