@@ -14,37 +14,39 @@
 static cl_int *const errcode_ret = NULL;
 
 static cl_int refused(atomic_flag *once, const char *name, bool local,
-                      const char *reason) {
-  if (!atomic_flag_test_and_set(once)) {
-    if (local)
-      LOG_ERROR("remote: %s reached the remote backend, which it must "
-                "never (%s): answering CL_INVALID_OPERATION",
-                name, reason);
-    else
-      LOG_WARN("remote: %s is not available remoted: %s "
-               "(CL_INVALID_OPERATION; docs/remoting.md)",
-               name, reason);
-  }
-  return CL_INVALID_OPERATION;
+                      const char *reason)
+{
+    if (!atomic_flag_test_and_set(once)) {
+        if (local)
+            LOG_ERROR("remote: %s reached the remote backend, which it must "
+                      "never (%s): answering CL_INVALID_OPERATION",
+                      name, reason);
+        else
+            LOG_WARN("remote: %s is not available remoted: %s "
+                     "(CL_INVALID_OPERATION; docs/remoting.md)",
+                     name, reason);
+    }
+    return CL_INVALID_OPERATION;
 }
 
-#define RC_STUB(ret, name, params, local, reason)                              \
-  static ret CL_API_CALL rc_stub_##name params {                               \
-    static atomic_flag once_ = ATOMIC_FLAG_INIT;                               \
-    cl_int err_ = refused(&once_, #name, local, reason);                       \
-    if (errcode_ret)                                                           \
-      *errcode_ret = err_;                                                     \
-    return (ret) _Generic((ret *)0, cl_int * : err_, default : 0);             \
-  }
+#define RC_STUB(ret, name, params, local, reason)                      \
+    static ret CL_API_CALL rc_stub_##name params                       \
+    {                                                                  \
+        static atomic_flag once_ = ATOMIC_FLAG_INIT;                   \
+        cl_int err_ = refused(&once_, #name, local, reason);           \
+        if (errcode_ret)                                               \
+            *errcode_ret = err_;                                       \
+        return (ret) _Generic((ret *)0, cl_int * : err_, default : 0); \
+    }
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #define RC_WHAT RC_STUB_
 #define RC_STUB_REMOTE(ret, name, params, reason)
-#define RC_STUB_LOCAL(ret, name, params, reason)                               \
-  RC_STUB(ret, name, params, true, reason)
-#define RC_STUB_REFUSED(ret, name, params, reason)                             \
-  RC_STUB(ret, name, params, false, reason)
+#define RC_STUB_LOCAL(ret, name, params, reason) \
+    RC_STUB(ret, name, params, true, reason)
+#define RC_STUB_REFUSED(ret, name, params, reason) \
+    RC_STUB(ret, name, params, false, reason)
 #include "remote_rows.h"
 #undef RC_WHAT
 #pragma GCC diagnostic pop
@@ -61,14 +63,14 @@ const struct _cl_icd_dispatch shim_remote_dispatch = {
 
 /* The rows with what happens to them, for tests and the documentation. */
 #define RC_WHAT RC_LIST_
-#define RC_LIST_ROW(name, kind, reason)                                        \
-  {#name, kind, reason, offsetof(struct _cl_icd_dispatch, name)},
-#define RC_LIST_REMOTE(ret, name, params, reason)                              \
-  RC_LIST_ROW(name, SHIM_REMOTE_IMPL, reason)
-#define RC_LIST_LOCAL(ret, name, params, reason)                               \
-  RC_LIST_ROW(name, SHIM_REMOTE_LOCAL, reason)
-#define RC_LIST_REFUSED(ret, name, params, reason)                             \
-  RC_LIST_ROW(name, SHIM_REMOTE_REFUSED, reason)
+#define RC_LIST_ROW(name, kind, reason) \
+    {#name, kind, reason, offsetof(struct _cl_icd_dispatch, name)},
+#define RC_LIST_REMOTE(ret, name, params, reason) \
+    RC_LIST_ROW(name, SHIM_REMOTE_IMPL, reason)
+#define RC_LIST_LOCAL(ret, name, params, reason) \
+    RC_LIST_ROW(name, SHIM_REMOTE_LOCAL, reason)
+#define RC_LIST_REFUSED(ret, name, params, reason) \
+    RC_LIST_ROW(name, SHIM_REMOTE_REFUSED, reason)
 const struct shim_remote_row shim_remote_rows[] = {
 #include "remote_rows.h"
 };

@@ -9,307 +9,320 @@
 
 /* --- kernels */
 
-static struct rc_kernel *kernel_new(void) {
-  struct rc_kernel *k = rc_obj_new(SHIM_KERNEL, sizeof(struct rc_kernel));
-  if (k)
-    pthread_mutex_init(&k->lock, NULL);
-  return k;
+static struct rc_kernel *kernel_new(void)
+{
+    struct rc_kernel *k = rc_obj_new(SHIM_KERNEL, sizeof(struct rc_kernel));
+    if (k)
+        pthread_mutex_init(&k->lock, NULL);
+    return k;
 }
 
 cl_kernel CL_API_CALL rc_clCreateKernel(cl_program p, const char *name,
-                                        cl_int *errcode_ret) {
-  Crane__CreateKernel ck = CRANE__CREATE_KERNEL__INIT;
+                                        cl_int *errcode_ret)
+{
+    Crane__CreateKernel ck = CRANE__CREATE_KERNEL__INIT;
 
-  if (!name) {
-    RC_SET_ERR(CL_INVALID_VALUE);
-    return NULL;
-  }
-  struct rc_kernel *k = kernel_new();
-  if (!k) {
-    RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
-    return NULL;
-  }
-  ck.id = k->obj.id;
-  ck.program = RC_ID(p);
-  ck.name = (char *)name;
-  RC_MSG(m, create_kernel, CREATE_KERNEL, &ck);
-  /* Programs check for a wrong name; the shim asks for the kernel's
-   * arguments right after anyway, so waiting costs little. */
-  return rc_created_sync(&k->obj, &m, NULL, 0, errcode_ret, NULL);
+    if (!name) {
+        RC_SET_ERR(CL_INVALID_VALUE);
+        return NULL;
+    }
+    struct rc_kernel *k = kernel_new();
+    if (!k) {
+        RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    ck.id = k->obj.id;
+    ck.program = RC_ID(p);
+    ck.name = (char *)name;
+    RC_MSG(m, create_kernel, CREATE_KERNEL, &ck);
+    /* Programs check for a wrong name; the shim asks for the kernel's
+     * arguments right after anyway, so waiting costs little. */
+    return rc_created_sync(&k->obj, &m, NULL, 0, errcode_ret, NULL);
 }
 
 cl_int CL_API_CALL rc_clCreateKernelsInProgram(cl_program p, cl_uint n,
                                                cl_kernel *kernels,
-                                               cl_uint *n_ret) {
-  Crane__CreateKernel ck = CRANE__CREATE_KERNEL__INIT;
-  struct rc_kernel *made[256];
-  uint64_t ids[256];
-  struct rc_reply r;
+                                               cl_uint *n_ret)
+{
+    Crane__CreateKernel ck = CRANE__CREATE_KERNEL__INIT;
+    struct rc_kernel *made[256];
+    uint64_t ids[256];
+    struct rc_reply r;
 
-  if (kernels && n > 256)
-    n = 256;
-  for (cl_uint i = 0; kernels && i < n; i++) {
-    if (!(made[i] = kernel_new())) {
-      while (i--) {
-        shim_remote_untrack(&made[i]->obj);
-        free(made[i]);
-      }
-      return CL_OUT_OF_HOST_MEMORY;
+    if (kernels && n > 256)
+        n = 256;
+    for (cl_uint i = 0; kernels && i < n; i++) {
+        if (!(made[i] = kernel_new())) {
+            while (i--) {
+                shim_remote_untrack(&made[i]->obj);
+                free(made[i]);
+            }
+            return CL_OUT_OF_HOST_MEMORY;
+        }
+        ids[i] = made[i]->obj.id;
     }
-    ids[i] = made[i]->obj.id;
-  }
-  ck.program = RC_ID(p);
-  ck.all_ids = ids;
-  ck.n_all_ids = kernels ? n : 0;
-  RC_MSG(m, create_kernel, CREATE_KERNEL, &ck);
-  cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
-  cl_uint count = err == CL_SUCCESS ? (cl_uint)r.reply->count : 0;
-  shim_remote_reply_free(&r);
-  if (err == CL_SUCCESS && kernels && count > n)
-    err = CL_INVALID_VALUE;
-  for (cl_uint i = 0; kernels && i < n; i++) {
-    if (err == CL_SUCCESS && i < count) {
-      kernels[i] = (cl_kernel)made[i];
-    } else {
-      shim_remote_untrack(&made[i]->obj);
-      free(made[i]);
+    ck.program = RC_ID(p);
+    ck.all_ids = ids;
+    ck.n_all_ids = kernels ? n : 0;
+    RC_MSG(m, create_kernel, CREATE_KERNEL, &ck);
+    cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    cl_uint count = err == CL_SUCCESS ? (cl_uint)r.reply->count : 0;
+    shim_remote_reply_free(&r);
+    if (err == CL_SUCCESS && kernels && count > n)
+        err = CL_INVALID_VALUE;
+    for (cl_uint i = 0; kernels && i < n; i++) {
+        if (err == CL_SUCCESS && i < count) {
+            kernels[i] = (cl_kernel)made[i];
+        } else {
+            shim_remote_untrack(&made[i]->obj);
+            free(made[i]);
+        }
     }
-  }
-  if (err == CL_SUCCESS && n_ret)
-    *n_ret = count;
-  return err;
+    if (err == CL_SUCCESS && n_ret)
+        *n_ret = count;
+    return err;
 }
 
-cl_kernel CL_API_CALL rc_clCloneKernel(cl_kernel src, cl_int *errcode_ret) {
-  struct rc_kernel *from = (void *)src;
-  Crane__CreateKernel ck = CRANE__CREATE_KERNEL__INIT;
+cl_kernel CL_API_CALL rc_clCloneKernel(cl_kernel src, cl_int *errcode_ret)
+{
+    struct rc_kernel *from = (void *)src;
+    Crane__CreateKernel ck = CRANE__CREATE_KERNEL__INIT;
 
-  /* The proxy clones what it has: send the cached changes first. */
-  cl_int err = shim_remote_send_args(from);
-  if (err != CL_SUCCESS) {
-    RC_SET_ERR(err);
-    return NULL;
-  }
-  struct rc_kernel *k = kernel_new();
-  if (!k) {
-    RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
-    return NULL;
-  }
-  pthread_mutex_lock(&from->lock);
-  k->args = calloc(from->n_args ? from->n_args : 1, sizeof(*k->args));
-  for (cl_uint i = 0; k->args && i < from->n_args; i++) {
-    k->args[i] = from->args[i];
-    k->args[i].value = NULL;
-    if (from->args[i].value && (k->args[i].value = malloc(from->args[i].size)))
-      memcpy(k->args[i].value, from->args[i].value, from->args[i].size);
-  }
-  k->n_args = k->args ? from->n_args : 0;
-  pthread_mutex_unlock(&from->lock);
-  ck.id = k->obj.id;
-  ck.clone_of = from->obj.id;
-  RC_MSG(m, create_kernel, CREATE_KERNEL, &ck);
-  return rc_created(&k->obj, &m, NULL, 0, errcode_ret);
+    /* The proxy clones what it has: send the cached changes first. */
+    cl_int err = shim_remote_send_args(from);
+    if (err != CL_SUCCESS) {
+        RC_SET_ERR(err);
+        return NULL;
+    }
+    struct rc_kernel *k = kernel_new();
+    if (!k) {
+        RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    pthread_mutex_lock(&from->lock);
+    k->args = calloc(from->n_args ? from->n_args : 1, sizeof(*k->args));
+    for (cl_uint i = 0; k->args && i < from->n_args; i++) {
+        k->args[i] = from->args[i];
+        k->args[i].value = NULL;
+        if (from->args[i].value &&
+            (k->args[i].value = malloc(from->args[i].size)))
+            memcpy(k->args[i].value, from->args[i].value, from->args[i].size);
+    }
+    k->n_args = k->args ? from->n_args : 0;
+    pthread_mutex_unlock(&from->lock);
+    ck.id = k->obj.id;
+    ck.clone_of = from->obj.id;
+    RC_MSG(m, create_kernel, CREATE_KERNEL, &ck);
+    return rc_created(&k->obj, &m, NULL, 0, errcode_ret);
 }
 
-cl_int CL_API_CALL rc_clReleaseKernel(cl_kernel h) {
-  struct rc_kernel *k = (void *)h;
-  cl_int err = rc_release(h, SHIM_KERNEL);
+cl_int CL_API_CALL rc_clReleaseKernel(cl_kernel h)
+{
+    struct rc_kernel *k = (void *)h;
+    cl_int err = rc_release(h, SHIM_KERNEL);
 
-  for (cl_uint i = 0; i < k->n_args; i++)
-    free(k->args[i].value);
-  free(k->args);
-  pthread_mutex_destroy(&k->lock);
-  free(k);
-  return err;
+    for (cl_uint i = 0; i < k->n_args; i++)
+        free(k->args[i].value);
+    free(k->args);
+    pthread_mutex_destroy(&k->lock);
+    free(k);
+    return err;
 }
 
 /* --- kernel arguments and launches */
 
 cl_int CL_API_CALL rc_clSetKernelArg(cl_kernel h, cl_uint index, size_t size,
-                                     const void *value) {
-  struct rc_kernel *k = (void *)h;
-  struct rc_obj *obj = NULL;
+                                     const void *value)
+{
+    struct rc_kernel *k = (void *)h;
+    struct rc_obj *obj = NULL;
 
-  if (index > 4096 || size > 65536)
-    return CL_INVALID_ARG_INDEX;
-  if (value && size == sizeof(void *))
-    obj = shim_remote_by_addr(*(void *const *)value);
-  pthread_mutex_lock(&k->lock);
-  if (index >= k->n_args) {
-    cl_uint n = index + 1 > 2 * k->n_args ? index + 1 : 2 * k->n_args;
-    struct rc_arg *a = realloc(k->args, n * sizeof(*a));
-    if (!a) {
-      pthread_mutex_unlock(&k->lock);
-      return CL_OUT_OF_HOST_MEMORY;
+    if (index > 4096 || size > 65536)
+        return CL_INVALID_ARG_INDEX;
+    if (value && size == sizeof(void *))
+        obj = shim_remote_by_addr(*(void *const *)value);
+    pthread_mutex_lock(&k->lock);
+    if (index >= k->n_args) {
+        cl_uint n = index + 1 > 2 * k->n_args ? index + 1 : 2 * k->n_args;
+        struct rc_arg *a = realloc(k->args, n * sizeof(*a));
+        if (!a) {
+            pthread_mutex_unlock(&k->lock);
+            return CL_OUT_OF_HOST_MEMORY;
+        }
+        memset(a + k->n_args, 0, (n - k->n_args) * sizeof(*a));
+        k->args = a;
+        k->n_args = n;
     }
-    memset(a + k->n_args, 0, (n - k->n_args) * sizeof(*a));
-    k->args = a;
-    k->n_args = n;
-  }
-  struct rc_arg *a = &k->args[index];
-  free(a->value);
-  a->value = NULL;
-  a->is_object = obj != NULL;
-  a->is_local = !value;
-  a->object = obj ? obj->id : 0;
-  a->size = size;
-  if (value && !obj && size) {
-    if (!(a->value = malloc(size))) {
-      pthread_mutex_unlock(&k->lock);
-      return CL_OUT_OF_HOST_MEMORY;
+    struct rc_arg *a = &k->args[index];
+    free(a->value);
+    a->value = NULL;
+    a->is_object = obj != NULL;
+    a->is_local = !value;
+    a->object = obj ? obj->id : 0;
+    a->size = size;
+    if (value && !obj && size) {
+        if (!(a->value = malloc(size))) {
+            pthread_mutex_unlock(&k->lock);
+            return CL_OUT_OF_HOST_MEMORY;
+        }
+        memcpy(a->value, value, size);
     }
-    memcpy(a->value, value, size);
-  }
-  if (!a->changed)
-    k->n_changed++;
-  a->changed = true;
-  pthread_mutex_unlock(&k->lock);
-  return CL_SUCCESS;
+    if (!a->changed)
+        k->n_changed++;
+    a->changed = true;
+    pthread_mutex_unlock(&k->lock);
+    return CL_SUCCESS;
 }
 
 /* The changed arguments as messages; caller holds k->lock. */
 static size_t collect_args(struct rc_kernel *k, Crane__KernelArg *store,
-                           Crane__KernelArg **ptrs) {
-  size_t n = 0;
+                           Crane__KernelArg **ptrs)
+{
+    size_t n = 0;
 
-  for (cl_uint i = 0; i < k->n_args && n < k->n_changed; i++) {
-    struct rc_arg *a = &k->args[i];
-    if (!a->changed)
-      continue;
-    Crane__KernelArg ka = CRANE__KERNEL_ARG__INIT;
-    ka.index = i;
-    ka.is_object = a->is_object;
-    ka.object = a->object;
-    ka.is_local = a->is_local;
-    ka.local_size = a->is_local ? a->size : 0;
-    ka.value.data = a->value;
-    ka.value.len = a->value ? a->size : 0;
-    store[n] = ka;
-    ptrs[n] = &store[n];
-    n++;
-  }
-  return n;
+    for (cl_uint i = 0; i < k->n_args && n < k->n_changed; i++) {
+        struct rc_arg *a = &k->args[i];
+        if (!a->changed)
+            continue;
+        Crane__KernelArg ka = CRANE__KERNEL_ARG__INIT;
+        ka.index = i;
+        ka.is_object = a->is_object;
+        ka.object = a->object;
+        ka.is_local = a->is_local;
+        ka.local_size = a->is_local ? a->size : 0;
+        ka.value.data = a->value;
+        ka.value.len = a->value ? a->size : 0;
+        store[n] = ka;
+        ptrs[n] = &store[n];
+        n++;
+    }
+    return n;
 }
 
-static void args_sent(struct rc_kernel *k) {
-  for (cl_uint i = 0; i < k->n_args; i++)
-    k->args[i].changed = false;
-  k->n_changed = 0;
+static void args_sent(struct rc_kernel *k)
+{
+    for (cl_uint i = 0; i < k->n_args; i++)
+        k->args[i].changed = false;
+    k->n_changed = 0;
 }
 
 #define ARGS_ON_STACK 32
 
-cl_int shim_remote_send_args(struct rc_kernel *k) {
-  Crane__KernelArg store[ARGS_ON_STACK], *ptrs[ARGS_ON_STACK];
-  Crane__KernelArg *hs = NULL, **hp = NULL;
-  cl_int err = CL_SUCCESS;
+cl_int shim_remote_send_args(struct rc_kernel *k)
+{
+    Crane__KernelArg store[ARGS_ON_STACK], *ptrs[ARGS_ON_STACK];
+    Crane__KernelArg *hs = NULL, **hp = NULL;
+    cl_int err = CL_SUCCESS;
 
-  pthread_mutex_lock(&k->lock);
-  if (!k->n_changed)
-    goto out;
-  Crane__KernelArg *s = store, **p = ptrs;
-  if (k->n_changed > ARGS_ON_STACK) {
-    hs = malloc(k->n_changed * sizeof(*hs));
-    hp = malloc(k->n_changed * sizeof(*hp));
-    if (!hs || !hp) {
-      err = CL_OUT_OF_HOST_MEMORY;
-      goto out;
+    pthread_mutex_lock(&k->lock);
+    if (!k->n_changed)
+        goto out;
+    Crane__KernelArg *s = store, **p = ptrs;
+    if (k->n_changed > ARGS_ON_STACK) {
+        hs = malloc(k->n_changed * sizeof(*hs));
+        hp = malloc(k->n_changed * sizeof(*hp));
+        if (!hs || !hp) {
+            err = CL_OUT_OF_HOST_MEMORY;
+            goto out;
+        }
+        s = hs;
+        p = hp;
     }
-    s = hs;
-    p = hp;
-  }
-  Crane__SetKernelArgs sa = CRANE__SET_KERNEL_ARGS__INIT;
-  sa.kernel = k->obj.id;
-  sa.n_args = collect_args(k, s, p);
-  sa.args = p;
-  RC_MSG(m, set_kernel_args, SET_KERNEL_ARGS, &sa);
-  err = shim_remote_send(&m, NULL, 0);
-  if (err == CL_SUCCESS)
-    args_sent(k);
+    Crane__SetKernelArgs sa = CRANE__SET_KERNEL_ARGS__INIT;
+    sa.kernel = k->obj.id;
+    sa.n_args = collect_args(k, s, p);
+    sa.args = p;
+    RC_MSG(m, set_kernel_args, SET_KERNEL_ARGS, &sa);
+    err = shim_remote_send(&m, NULL, 0);
+    if (err == CL_SUCCESS)
+        args_sent(k);
 out:
-  pthread_mutex_unlock(&k->lock);
-  free(hs);
-  free(hp);
-  return err;
+    pthread_mutex_unlock(&k->lock);
+    free(hs);
+    free(hp);
+    return err;
 }
 
 static cl_int launch(cl_command_queue q, cl_kernel h, cl_uint dim,
                      const size_t *offset, const size_t *global,
                      const size_t *local, cl_uint n, const cl_event *wl,
-                     cl_event *ev) {
-  struct rc_kernel *k = (void *)h;
-  Crane__LaunchKernel lk = CRANE__LAUNCH_KERNEL__INIT;
-  Crane__KernelArg store[ARGS_ON_STACK], *ptrs[ARGS_ON_STACK];
-  Crane__KernelArg *hs = NULL, **hp = NULL;
-  uint64_t off[3], gl[3], lo[3];
-  struct rc_ids w;
-  struct rc_obj *e = NULL;
-  cl_int err;
+                     cl_event *ev)
+{
+    struct rc_kernel *k = (void *)h;
+    Crane__LaunchKernel lk = CRANE__LAUNCH_KERNEL__INIT;
+    Crane__KernelArg store[ARGS_ON_STACK], *ptrs[ARGS_ON_STACK];
+    Crane__KernelArg *hs = NULL, **hp = NULL;
+    uint64_t off[3], gl[3], lo[3];
+    struct rc_ids w;
+    struct rc_obj *e = NULL;
+    cl_int err;
 
-  if (dim < 1 || dim > 3)
-    return CL_INVALID_WORK_DIMENSION;
-  if (!global)
-    return CL_INVALID_GLOBAL_WORK_SIZE;
-  for (cl_uint i = 0; i < dim; i++) {
-    off[i] = offset ? offset[i] : 0;
-    gl[i] = global[i];
-    lo[i] = local ? local[i] : 0;
-  }
-  if ((err = rc_ids_of(&w, n, wl)) != CL_SUCCESS)
-    return err;
-  if ((err = rc_event_for(ev, &e)) != CL_SUCCESS) {
-    rc_ids_done(&w);
-    return err;
-  }
-  pthread_mutex_lock(&k->lock);
-  Crane__KernelArg *s = store, **p = ptrs;
-  if (k->n_changed > ARGS_ON_STACK) {
-    hs = malloc(k->n_changed * sizeof(*hs));
-    hp = malloc(k->n_changed * sizeof(*hp));
-    if (!hs || !hp) {
-      err = CL_OUT_OF_HOST_MEMORY;
-      goto out;
+    if (dim < 1 || dim > 3)
+        return CL_INVALID_WORK_DIMENSION;
+    if (!global)
+        return CL_INVALID_GLOBAL_WORK_SIZE;
+    for (cl_uint i = 0; i < dim; i++) {
+        off[i] = offset ? offset[i] : 0;
+        gl[i] = global[i];
+        lo[i] = local ? local[i] : 0;
     }
-    s = hs;
-    p = hp;
-  }
-  rc_touch(q);
-  lk.queue = RC_ID(q);
-  lk.kernel = k->obj.id;
-  lk.work_dim = dim;
-  lk.global_offset = off;
-  lk.n_global_offset = offset ? dim : 0;
-  lk.global_size = gl;
-  lk.n_global_size = dim;
-  lk.local_size = lo;
-  lk.n_local_size = local ? dim : 0;
-  lk.n_args = collect_args(k, s, p);
-  lk.args = p;
-  lk.wait = w.v;
-  lk.n_wait = w.n;
-  lk.event = e ? e->id : 0;
-  RC_MSG(m, launch_kernel, LAUNCH_KERNEL, &lk);
-  err = shim_remote_send(&m, NULL, 0);
-  if (err == CL_SUCCESS)
-    args_sent(k);
+    if ((err = rc_ids_of(&w, n, wl)) != CL_SUCCESS)
+        return err;
+    if ((err = rc_event_for(ev, &e)) != CL_SUCCESS) {
+        rc_ids_done(&w);
+        return err;
+    }
+    pthread_mutex_lock(&k->lock);
+    Crane__KernelArg *s = store, **p = ptrs;
+    if (k->n_changed > ARGS_ON_STACK) {
+        hs = malloc(k->n_changed * sizeof(*hs));
+        hp = malloc(k->n_changed * sizeof(*hp));
+        if (!hs || !hp) {
+            err = CL_OUT_OF_HOST_MEMORY;
+            goto out;
+        }
+        s = hs;
+        p = hp;
+    }
+    rc_touch(q);
+    lk.queue = RC_ID(q);
+    lk.kernel = k->obj.id;
+    lk.work_dim = dim;
+    lk.global_offset = off;
+    lk.n_global_offset = offset ? dim : 0;
+    lk.global_size = gl;
+    lk.n_global_size = dim;
+    lk.local_size = lo;
+    lk.n_local_size = local ? dim : 0;
+    lk.n_args = collect_args(k, s, p);
+    lk.args = p;
+    lk.wait = w.v;
+    lk.n_wait = w.n;
+    lk.event = e ? e->id : 0;
+    RC_MSG(m, launch_kernel, LAUNCH_KERNEL, &lk);
+    err = shim_remote_send(&m, NULL, 0);
+    if (err == CL_SUCCESS)
+        args_sent(k);
 out:
-  pthread_mutex_unlock(&k->lock);
-  free(hs);
-  free(hp);
-  rc_ids_done(&w);
-  return rc_event_done(err, ev, e);
+    pthread_mutex_unlock(&k->lock);
+    free(hs);
+    free(hp);
+    rc_ids_done(&w);
+    return rc_event_done(err, ev, e);
 }
 
 cl_int CL_API_CALL rc_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k,
                                              cl_uint dim, const size_t *offset,
                                              const size_t *global,
                                              const size_t *local, cl_uint n,
-                                             const cl_event *wl, cl_event *ev) {
-  return launch(q, k, dim, offset, global, local, n, wl, ev);
+                                             const cl_event *wl, cl_event *ev)
+{
+    return launch(q, k, dim, offset, global, local, n, wl, ev);
 }
 
 cl_int CL_API_CALL rc_clEnqueueTask(cl_command_queue q, cl_kernel k, cl_uint n,
-                                    const cl_event *wl, cl_event *ev) {
-  size_t one = 1;
-  return launch(q, k, 1, NULL, &one, &one, n, wl, ev);
+                                    const cl_event *wl, cl_event *ev)
+{
+    size_t one = 1;
+    return launch(q, k, 1, NULL, &one, &one, n, wl, ev);
 }

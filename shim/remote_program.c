@@ -9,132 +9,138 @@
 
 /* --- programs */
 
-cl_program CL_API_CALL rc_clCreateProgramWithSource(cl_context c, cl_uint count,
+cl_program CL_API_CALL rc_clCreateProgramWithSource(cl_context c,
+                                                    cl_uint count,
                                                     const char **strings,
                                                     const size_t *lengths,
-                                                    cl_int *errcode_ret) {
-  Crane__CreateProgram cp = CRANE__CREATE_PROGRAM__INIT;
-  size_t total = 0;
+                                                    cl_int *errcode_ret)
+{
+    Crane__CreateProgram cp = CRANE__CREATE_PROGRAM__INIT;
+    size_t total = 0;
 
-  if (!count || !strings) {
-    RC_SET_ERR(CL_INVALID_VALUE);
-    return NULL;
-  }
-  for (cl_uint i = 0; i < count; i++) {
-    if (!strings[i]) {
-      RC_SET_ERR(CL_INVALID_VALUE);
-      return NULL;
+    if (!count || !strings) {
+        RC_SET_ERR(CL_INVALID_VALUE);
+        return NULL;
     }
-    total += lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
-  }
-  char *src = malloc(total + 1);
-  struct rc_obj *o =
-      src ? rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj)) : NULL;
-  if (!o) {
+    for (cl_uint i = 0; i < count; i++) {
+        if (!strings[i]) {
+            RC_SET_ERR(CL_INVALID_VALUE);
+            return NULL;
+        }
+        total += lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
+    }
+    char *src = malloc(total + 1);
+    struct rc_obj *o =
+        src ? rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj)) : NULL;
+    if (!o) {
+        free(src);
+        RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    size_t at = 0;
+    for (cl_uint i = 0; i < count; i++) {
+        size_t n = lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
+        memcpy(src + at, strings[i], n);
+        at += n;
+    }
+    cp.id = o->id;
+    cp.context = RC_ID(c);
+    cp.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_SOURCE;
+    cp.source.data = (uint8_t *)src;
+    cp.source.len = total;
+    RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
+    cl_program p = rc_created(o, &m, NULL, 0, errcode_ret);
     free(src);
-    RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
-    return NULL;
-  }
-  size_t at = 0;
-  for (cl_uint i = 0; i < count; i++) {
-    size_t n = lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
-    memcpy(src + at, strings[i], n);
-    at += n;
-  }
-  cp.id = o->id;
-  cp.context = RC_ID(c);
-  cp.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_SOURCE;
-  cp.source.data = (uint8_t *)src;
-  cp.source.len = total;
-  RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
-  cl_program p = rc_created(o, &m, NULL, 0, errcode_ret);
-  free(src);
-  return p;
+    return p;
 }
 
 cl_program CL_API_CALL rc_clCreateProgramWithBinary(
     cl_context c, cl_uint n, const cl_device_id *devs, const size_t *lengths,
-    const unsigned char **bins, cl_int *status, cl_int *errcode_ret) {
-  Crane__CreateProgram cp = CRANE__CREATE_PROGRAM__INIT;
-  uint64_t ids[64];
-  ProtobufCBinaryData b[64];
-  struct rc_reply r;
+    const unsigned char **bins, cl_int *status, cl_int *errcode_ret)
+{
+    Crane__CreateProgram cp = CRANE__CREATE_PROGRAM__INIT;
+    uint64_t ids[64];
+    ProtobufCBinaryData b[64];
+    struct rc_reply r;
 
-  if (!n || n > 64 || !devs || !lengths || !bins) {
-    RC_SET_ERR(CL_INVALID_VALUE);
-    return NULL;
-  }
-  for (cl_uint i = 0; i < n; i++) {
-    ids[i] = RC_ID(devs[i]);
-    b[i].data = (uint8_t *)bins[i];
-    b[i].len = bins[i] ? lengths[i] : 0;
-  }
-  struct rc_obj *o = rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj));
-  if (!o) {
-    RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
-    return NULL;
-  }
-  cp.id = o->id;
-  cp.context = RC_ID(c);
-  cp.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY;
-  cp.devices = ids;
-  cp.n_devices = n;
-  cp.binaries = b;
-  cp.n_binaries = n;
-  RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
-  cl_program p = rc_created_sync(o, &m, NULL, 0, errcode_ret, &r);
-  for (cl_uint i = 0; status && r.reply && i < n; i++)
-    status[i] =
-        i < r.reply->n_statuses ? r.reply->statuses[i] : CL_INVALID_BINARY;
-  shim_remote_reply_free(&r);
-  return p;
+    if (!n || n > 64 || !devs || !lengths || !bins) {
+        RC_SET_ERR(CL_INVALID_VALUE);
+        return NULL;
+    }
+    for (cl_uint i = 0; i < n; i++) {
+        ids[i] = RC_ID(devs[i]);
+        b[i].data = (uint8_t *)bins[i];
+        b[i].len = bins[i] ? lengths[i] : 0;
+    }
+    struct rc_obj *o = rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj));
+    if (!o) {
+        RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    cp.id = o->id;
+    cp.context = RC_ID(c);
+    cp.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY;
+    cp.devices = ids;
+    cp.n_devices = n;
+    cp.binaries = b;
+    cp.n_binaries = n;
+    RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
+    cl_program p = rc_created_sync(o, &m, NULL, 0, errcode_ret, &r);
+    for (cl_uint i = 0; status && r.reply && i < n; i++)
+        status[i] =
+            i < r.reply->n_statuses ? r.reply->statuses[i] : CL_INVALID_BINARY;
+    shim_remote_reply_free(&r);
+    return p;
 }
 
 static cl_program program_from_bytes(cl_context c, Crane__ProgramOrigin org,
                                      const void *bytes, size_t len,
                                      const cl_device_id *devs, cl_uint n,
-                                     cl_int *errcode_ret) {
-  Crane__CreateProgram cp = CRANE__CREATE_PROGRAM__INIT;
-  uint64_t ids[64];
+                                     cl_int *errcode_ret)
+{
+    Crane__CreateProgram cp = CRANE__CREATE_PROGRAM__INIT;
+    uint64_t ids[64];
 
-  if (n > 64) {
-    RC_SET_ERR(CL_INVALID_VALUE);
-    return NULL;
-  }
-  for (cl_uint i = 0; i < n; i++)
-    ids[i] = RC_ID(devs[i]);
-  struct rc_obj *o = rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj));
-  if (!o) {
-    RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
-    return NULL;
-  }
-  cp.id = o->id;
-  cp.context = RC_ID(c);
-  cp.origin = org;
-  cp.source.data = (uint8_t *)bytes;
-  cp.source.len = len;
-  cp.devices = ids;
-  cp.n_devices = n;
-  RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
-  return rc_created_sync(o, &m, NULL, 0, errcode_ret, NULL);
+    if (n > 64) {
+        RC_SET_ERR(CL_INVALID_VALUE);
+        return NULL;
+    }
+    for (cl_uint i = 0; i < n; i++)
+        ids[i] = RC_ID(devs[i]);
+    struct rc_obj *o = rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj));
+    if (!o) {
+        RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    cp.id = o->id;
+    cp.context = RC_ID(c);
+    cp.origin = org;
+    cp.source.data = (uint8_t *)bytes;
+    cp.source.len = len;
+    cp.devices = ids;
+    cp.n_devices = n;
+    RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
+    return rc_created_sync(o, &m, NULL, 0, errcode_ret, NULL);
 }
 
 cl_program CL_API_CALL rc_clCreateProgramWithIL(cl_context c, const void *il,
                                                 size_t len,
-                                                cl_int *errcode_ret) {
-  return program_from_bytes(c, CRANE__PROGRAM_ORIGIN__PROGRAM_IL, il, len, NULL,
-                            0, errcode_ret);
+                                                cl_int *errcode_ret)
+{
+    return program_from_bytes(c, CRANE__PROGRAM_ORIGIN__PROGRAM_IL, il, len,
+                              NULL, 0, errcode_ret);
 }
 
 cl_program CL_API_CALL rc_clCreateProgramWithBuiltInKernels(
     cl_context c, cl_uint n, const cl_device_id *devs, const char *names,
-    cl_int *errcode_ret) {
-  if (!names) {
-    RC_SET_ERR(CL_INVALID_VALUE);
-    return NULL;
-  }
-  return program_from_bytes(c, CRANE__PROGRAM_ORIGIN__PROGRAM_BUILTIN, names,
-                            strlen(names), devs, n, errcode_ret);
+    cl_int *errcode_ret)
+{
+    if (!names) {
+        RC_SET_ERR(CL_INVALID_VALUE);
+        return NULL;
+    }
+    return program_from_bytes(c, CRANE__PROGRAM_ORIGIN__PROGRAM_BUILTIN, names,
+                              strlen(names), devs, n, errcode_ret);
 }
 
 typedef void(CL_CALLBACK *build_notify_fn)(cl_program, void *);
@@ -142,43 +148,45 @@ typedef void(CL_CALLBACK *build_notify_fn)(cl_program, void *);
 static cl_int build(Crane__BuildOp op, cl_program p, cl_context c, cl_uint n,
                     const cl_device_id *devs, const char *options,
                     cl_uint n_inputs, const cl_program *inputs,
-                    const char **names, uint64_t link_id) {
-  Crane__BuildProgram bp = CRANE__BUILD_PROGRAM__INIT;
-  uint64_t ids[64], in[256];
-  struct rc_reply r;
+                    const char **names, uint64_t link_id)
+{
+    Crane__BuildProgram bp = CRANE__BUILD_PROGRAM__INIT;
+    uint64_t ids[64], in[256];
+    struct rc_reply r;
 
-  if (n > 64 || n_inputs > 256)
-    return CL_INVALID_VALUE;
-  for (cl_uint i = 0; i < n; i++)
-    ids[i] = RC_ID(devs[i]);
-  for (cl_uint i = 0; i < n_inputs; i++)
-    in[i] = RC_ID(inputs[i]);
-  bp.op = op;
-  bp.program = RC_ID(p);
-  bp.context = RC_ID(c);
-  bp.devices = ids;
-  bp.n_devices = n;
-  bp.options = (char *)(options ? options : "");
-  bp.inputs = in;
-  bp.n_inputs = n_inputs;
-  bp.input_names = (char **)names;
-  bp.n_input_names = names ? n_inputs : 0;
-  bp.link_id = link_id;
-  RC_MSG(m, build_program, BUILD_PROGRAM, &bp);
-  cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
-  shim_remote_reply_free(&r);
-  return err;
+    if (n > 64 || n_inputs > 256)
+        return CL_INVALID_VALUE;
+    for (cl_uint i = 0; i < n; i++)
+        ids[i] = RC_ID(devs[i]);
+    for (cl_uint i = 0; i < n_inputs; i++)
+        in[i] = RC_ID(inputs[i]);
+    bp.op = op;
+    bp.program = RC_ID(p);
+    bp.context = RC_ID(c);
+    bp.devices = ids;
+    bp.n_devices = n;
+    bp.options = (char *)(options ? options : "");
+    bp.inputs = in;
+    bp.n_inputs = n_inputs;
+    bp.input_names = (char **)names;
+    bp.n_input_names = names ? n_inputs : 0;
+    bp.link_id = link_id;
+    RC_MSG(m, build_program, BUILD_PROGRAM, &bp);
+    cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    shim_remote_reply_free(&r);
+    return err;
 }
 
 cl_int CL_API_CALL rc_clBuildProgram(cl_program p, cl_uint n,
                                      const cl_device_id *devs,
                                      const char *options,
-                                     build_notify_fn notify, void *data) {
-  cl_int err = build(CRANE__BUILD_OP__BUILD, p, NULL, n, devs, options, 0, NULL,
-                     NULL, 0);
-  if (notify)
-    notify(p, data);
-  return err;
+                                     build_notify_fn notify, void *data)
+{
+    cl_int err = build(CRANE__BUILD_OP__BUILD, p, NULL, n, devs, options, 0,
+                       NULL, NULL, 0);
+    if (notify)
+        notify(p, data);
+    return err;
 }
 
 cl_int CL_API_CALL rc_clCompileProgram(cl_program p, cl_uint n,
@@ -186,12 +194,13 @@ cl_int CL_API_CALL rc_clCompileProgram(cl_program p, cl_uint n,
                                        const char *options, cl_uint n_headers,
                                        const cl_program *headers,
                                        const char **names,
-                                       build_notify_fn notify, void *data) {
-  cl_int err = build(CRANE__BUILD_OP__COMPILE, p, NULL, n, devs, options,
-                     n_headers, headers, names, 0);
-  if (notify)
-    notify(p, data);
-  return err;
+                                       build_notify_fn notify, void *data)
+{
+    cl_int err = build(CRANE__BUILD_OP__COMPILE, p, NULL, n, devs, options,
+                       n_headers, headers, names, 0);
+    if (notify)
+        notify(p, data);
+    return err;
 }
 
 cl_program CL_API_CALL rc_clLinkProgram(cl_context c, cl_uint n,
@@ -199,37 +208,40 @@ cl_program CL_API_CALL rc_clLinkProgram(cl_context c, cl_uint n,
                                         const char *options, cl_uint n_inputs,
                                         const cl_program *inputs,
                                         build_notify_fn notify, void *data,
-                                        cl_int *errcode_ret) {
-  struct rc_obj *o = rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj));
+                                        cl_int *errcode_ret)
+{
+    struct rc_obj *o = rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj));
 
-  if (!o) {
-    RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
-    return NULL;
-  }
-  cl_int err = build(CRANE__BUILD_OP__LINK, NULL, c, n, devs, options, n_inputs,
-                     inputs, NULL, o->id);
-  RC_SET_ERR(err);
-  /* A failed link may still make a program (with a log to read). */
-  if (err != CL_SUCCESS && err != CL_LINK_PROGRAM_FAILURE) {
-    shim_remote_untrack(o);
-    free(o);
-    o = NULL;
-  }
-  if (notify && o)
-    notify((cl_program)o, data);
-  return (cl_program)o;
+    if (!o) {
+        RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    cl_int err = build(CRANE__BUILD_OP__LINK, NULL, c, n, devs, options,
+                       n_inputs, inputs, NULL, o->id);
+    RC_SET_ERR(err);
+    /* A failed link may still make a program (with a log to read). */
+    if (err != CL_SUCCESS && err != CL_LINK_PROGRAM_FAILURE) {
+        shim_remote_untrack(o);
+        free(o);
+        o = NULL;
+    }
+    if (notify && o)
+        notify((cl_program)o, data);
+    return (cl_program)o;
 }
 
-cl_int CL_API_CALL rc_clReleaseProgram(cl_program p) {
-  cl_int err = rc_release(p, SHIM_PROGRAM);
-  free(p);
-  return err;
+cl_int CL_API_CALL rc_clReleaseProgram(cl_program p)
+{
+    cl_int err = rc_release(p, SHIM_PROGRAM);
+    free(p);
+    return err;
 }
 
 /* A hint that the compiler may be unloaded: the proxy's compiler serves
  * every tenant, so the hint is answered here and goes no further. */
-cl_int CL_API_CALL rc_clUnloadPlatformCompiler(cl_platform_id platform) {
-  const struct rc_obj *p = (const void *)platform;
+cl_int CL_API_CALL rc_clUnloadPlatformCompiler(cl_platform_id platform)
+{
+    const struct rc_obj *p = (const void *)platform;
 
-  return p && p->kind == SHIM_PLATFORM ? CL_SUCCESS : CL_INVALID_PLATFORM;
+    return p && p->kind == SHIM_PLATFORM ? CL_SUCCESS : CL_INVALID_PLATFORM;
 }
