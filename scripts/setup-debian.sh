@@ -1,6 +1,14 @@
 #!/bin/sh
 # Installs the Debian 12 packages crane needs to build and test, if missing.
+#
+# As root it first runs vmimages/setup-vm-host.sh: QEMU 10 and libvirt 11
+# from bookworm-backports (pinned to those packages only), busybox-static
+# and the libvirt-qemu user, for the end-to-end VM tests and `make demo`.
+# It goes first so that libvirt-dev below is already backports' 11.3.
 set -e
+if [ "$(id -u)" = 0 ]; then
+    "$(dirname "$0")/../vmimages/setup-vm-host.sh"
+fi
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
 opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo python3-pyopencl
 ffmpeg clpeak
@@ -16,10 +24,4 @@ if [ -n "$missing" ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends $missing
-fi
-# The host daemon's end-to-end tests and demo: QEMU, libvirtd,
-# busybox-static and the libvirt-qemu user (tests/e2e/run.sh skips
-# without them).
-if [ "$(id -u)" = 0 ]; then
-    "$(dirname "$0")/../vmimages/setup-vm-host.sh"
 fi
