@@ -284,13 +284,15 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
     c.bulk = r->bulk;
     c.bulk_len = r->bulk_len;
     r->bulk = NULL;
-    if (px_validate(m, c.error, sizeof(c.error)) < 0) {
-        err = CL_INVALID_VALUE;
+    err = px_validate(m, c.error, sizeof(c.error));
+    if (err != CL_SUCCESS) {
         /* A call the proxy cannot even name is answered whatever
          * want_reply says: the client cannot expect anything else. */
         malformed = m->msg_case == CRANE__CLIENT_MESSAGE__MSG__NOT_SET;
     } else {
-        err = executors[m->msg_case](&c);
+        err = px_validate_call(&c);
+        if (err == CL_SUCCESS)
+            err = executors[m->msg_case](&c);
     }
     if (err != CL_SUCCESS)
         PX_DEBUG("tenant %llu: seq %llu (call %d) failed: %d%s%s",

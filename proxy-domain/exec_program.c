@@ -165,6 +165,7 @@ cl_int px_exec_build(struct px_call *c)
     const Crane__BuildProgram *b = c->m->build_program;
     cl_device_id devs[PX_MAX_DEVICES];
     cl_program prog = NULL, *inputs = NULL;
+    char *options = NULL;
     cl_int err;
 
     err = devices(c, b->devices, b->n_devices, devs);
@@ -179,15 +180,21 @@ cl_int px_exec_build(struct px_call *c)
     err = programs(c, b->inputs, b->n_inputs, &inputs);
     if (err != CL_SUCCESS)
         return err;
+    /* Argument info lets validate_dev.c check each argument's kind. */
+    if (b->op != CRANE__BUILD_OP__LINK &&
+        !(options = px_build_options(b->options))) {
+        free(inputs);
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+    }
     switch (b->op) {
     case CRANE__BUILD_OP__BUILD:
         err = clBuildProgram(prog, (cl_uint)b->n_devices,
-                             b->n_devices ? devs : NULL, b->options, NULL,
+                             b->n_devices ? devs : NULL, options, NULL,
                              NULL);
         break;
     case CRANE__BUILD_OP__COMPILE:
         err = clCompileProgram(prog, (cl_uint)b->n_devices,
-                               b->n_devices ? devs : NULL, b->options,
+                               b->n_devices ? devs : NULL, options,
                                (cl_uint)b->n_inputs,
                                b->n_inputs ? inputs : NULL,
                                b->n_inputs ? (const char **)b->input_names
@@ -201,6 +208,7 @@ cl_int px_exec_build(struct px_call *c)
         err = px_fail(c, CL_INVALID_VALUE, "unknown build op");
         break;
     }
+    free(options);
     free(inputs);
     return err;
 }
@@ -340,6 +348,8 @@ cl_int px_exec_launch(struct px_call *c)
     if (err != CL_SUCCESS)
         return err;
     err = set_args(c, kernel, l->args, l->n_args);
+    if (err == CL_SUCCESS)
+        err = px_validate_launch(c, q, kernel);
     if (err != CL_SUCCESS)
         return err;
     for (uint32_t i = 0; i < l->work_dim; i++) {

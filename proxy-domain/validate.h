@@ -2,6 +2,8 @@
 #ifndef PX_VALIDATE_H
 #define PX_VALIDATE_H
 
+#include "cl.h"
+
 #include "proto/remote.pb-c.h"
 
 #include <stddef.h>
@@ -20,12 +22,35 @@
 #define PX_MAX_PATTERN 128               /* fill pattern bytes */
 
 /*
- * Checks M's fields against the limits above and the shapes the calls need
+ * Checks M's fields against the limits above, the shapes the calls need
  * (lists of the right length, pattern sizes, enum values in range, bulk
- * present only where data is written), before anything touches OpenCL.
- * Returns 0, or -EINVAL with WHY (WHY_LEN bytes) saying what is wrong.
+ * present only where data is written) and what the OpenCL specification
+ * allows in each field the vendor gets (flags, properties, image
+ * descriptors and formats, partition schemes, queue properties), before
+ * anything touches OpenCL.  Returns 0, or the (negative) OpenCL error the
+ * specification names for the fault, CL_INVALID_VALUE for a malformed
+ * message, with WHY (WHY_LEN bytes) saying what is wrong.
  */
 int px_validate(const Crane__ClientMessage *m, char *why, size_t why_len);
+
+struct px_call;
+
+/*
+ * validate_dev.c: checks C's call against what only the tenant's objects
+ * can tell: the devices' reported capabilities (device-side queues, queue
+ * properties, image support, sizes, formats, mipmaps) and the argument
+ * kinds the kernel declares (buffer, image, sampler, pipe, __local, value).
+ * Runs after px_validate and before the executor.  Returns CL_SUCCESS or
+ * the error the specification names, with C's error text set.
+ */
+cl_int px_validate_call(struct px_call *c);
+/* Before an enqueue of kernel K on queue Q, its arguments set: refuses a
+ * launch whose __local memory exceeds the device's (PoCL asserts). */
+cl_int px_validate_launch(struct px_call *c, cl_command_queue q,
+                          cl_kernel k);
+/* Build options with -cl-kernel-arg-info added, so that the argument kinds
+ * can be checked (malloc()ed; NULL when out of memory). */
+char *px_build_options(const char *options);
 
 /* The bulk_len M announces (0 when none). */
 uint64_t px_bulk_len(const Crane__ClientMessage *m);

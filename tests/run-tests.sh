@@ -199,6 +199,13 @@ for t in $($PROXY_TEST --list); do
     case_ "proxy-asan/$t" env CRANE_PROXY=$BA/bin/crane-proxy \
         ASAN_OPTIONS=abort_on_error=1 $PROXY_TEST "$t"
 done
+# One call per case that the vendor cannot safely take (PoCL aborts, exits
+# or crashes on each) or the specification forbids: the error it names
+# comes back and the proxy keeps serving (tests/proxy/refuse_test.c).
+REFUSE_TEST=$B/tests/proxy/refuse_test
+for t in $($REFUSE_TEST --list); do
+    case_ "proxy-refuse/$t" $REFUSE_TEST "$t"
+done
 case_ "proxy/help" $B/bin/crane-proxy --help
 case_ "proxy/no-listen" proxy_bad
 case_ "proxy/bad-endpoint" proxy_bad --listen nowhere:1
@@ -295,6 +302,14 @@ case_ "e2e/hostd/cleanup" tests/e2e/hostd.sh cleanup
 case_ "e2e/hostd-hv" tests/e2e/run.sh "$PWD/tests/hostd-hv/run-e2e.sh"
 case_ "e2e/hostd-hv-valgrind" env VALGRIND=1 \
     tests/e2e/run.sh "$PWD/tests/hostd-hv/run-e2e.sh"
+
+echo "# fuzzing: every past finding replayed"
+# Each file in tests/fuzz/regress/TARGET/ once made its fuzzer fail; given
+# as files, libFuzzer runs each once and fails if any still does.
+for d in tests/fuzz/regress/*/; do
+    target=$(basename "$d")
+    fuzz_case "fuzz/regress-$target" build/fuzz/fuzz_$target "$d"*
+done
 
 echo "# fuzzing the frame decoder"
 fuzz_case "fuzz/frame" build/fuzz/fuzz_frame -max_total_time=20 \

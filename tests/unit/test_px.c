@@ -71,17 +71,17 @@ TEST(px_validate_launch)
     l.local_size = sizes;
     ASSERT_EQ(check(&m), 0);
     l.n_local_size = 1;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     l.n_local_size = 0;
     l.work_dim = 4;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     l.work_dim = 0;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     l.work_dim = 3;
-    ASSERT_EQ(check(&m), -EINVAL);      /* 2 global sizes */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* 2 global sizes */
     l.work_dim = 2;
     l.n_wait = PX_MAX_LIST + 1;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     l.n_wait = 0;
     /* An argument is one of object, local size or value. */
     l.n_args = 1;
@@ -90,13 +90,13 @@ TEST(px_validate_launch)
     a.object = 5;
     ASSERT_EQ(check(&m), 0);
     a.is_local = 1;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     a.is_object = 0;
     a.object = 0;
     a.local_size = 64;
     ASSERT_EQ(check(&m), 0);
     a.value.len = 4;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
 }
 
 TEST(px_validate_mem)
@@ -113,9 +113,9 @@ TEST(px_validate_mem)
     mc.bulk_len = 64;
     ASSERT_EQ(check(&m), 0);
     mc.bulk_len = 63;
-    ASSERT_EQ(check(&m), -EINVAL);      /* bulk must match */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* bulk must match */
     mc.op = CRANE__MEM_OP__MEM_READ;
-    ASSERT_EQ(check(&m), -EINVAL);      /* no bulk on reads */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* no bulk on reads */
     mc.bulk_len = 0;
     ASSERT_EQ(check(&m), 0);
     mc.op = CRANE__MEM_OP__MEM_WRITE_RECT;
@@ -126,14 +126,14 @@ TEST(px_validate_mem)
     mc.bulk_len = 32;
     ASSERT_EQ(check(&m), 0);
     mc.n_region = 2;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     mc.n_region = 3;
     mc.n_src_origin = 3;
     mc.src_origin = three;
-    ASSERT_EQ(check(&m), -EINVAL);      /* an origin it does not use */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* an origin it does not use */
     mc.n_src_origin = 0;
     three[0] = UINT64_MAX;
-    ASSERT_EQ(check(&m), -EINVAL);      /* the region overflows */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* the region overflows */
     three[0] = 4;
     mc.op = CRANE__MEM_OP__MEM_FILL_IMAGE;
     mc.bulk_len = 0;
@@ -141,14 +141,14 @@ TEST(px_validate_mem)
     mc.pattern.len = 16;
     ASSERT_EQ(check(&m), 0);
     mc.pattern.len = 17;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     mc.op = 99;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     mc.op = CRANE__MEM_OP__MEM_WRITE;
     mc.n_dst_origin = mc.n_region = 0;
     mc.pattern.len = 0;
     mc.size = mc.bulk_len = (uint64_t)PX_MAX_BULK + 1;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     ASSERT_EQ(px_bulk_len(&m), (uint64_t)PX_MAX_BULK + 1);
 }
 
@@ -161,19 +161,19 @@ TEST(px_validate_other)
     uint64_t dev = 1;
     int64_t props[3] = {1, 2, 3};
 
-    ASSERT_EQ(check(&m), -EINVAL);      /* no call */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* no call */
     m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_CONTEXT;
     m.create_context = &cc;
-    ASSERT_EQ(check(&m), -EINVAL);      /* no devices */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* no devices */
     cc.n_devices = 1;
     cc.devices = &dev;
     ASSERT_EQ(check(&m), 0);
     cc.n_properties = 3;
     cc.properties = props;
-    ASSERT_EQ(check(&m), -EINVAL);      /* not pairs */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* not pairs */
     m.msg_case = CRANE__CLIENT_MESSAGE__MSG_RELEASE;
     m.release = &r;
-    ASSERT_EQ(check(&m), -EINVAL);      /* kind 0 */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* kind 0 */
     r.kind = CRANE__OBJ_KIND__OBJ_EVENT;
     ASSERT_EQ(check(&m), 0);
     m.msg_case = CRANE__CLIENT_MESSAGE__MSG_GET_INFO;
@@ -181,8 +181,8 @@ TEST(px_validate_other)
     g.fn = CRANE__INFO_FN__INFO_DEVICE;
     ASSERT_EQ(check(&m), 0);
     g.size = (uint64_t)PX_MAX_INFO + 1;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
     g.size = 0;
     g.fn = 18;
-    ASSERT_EQ(check(&m), -EINVAL);
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
 }
