@@ -38,9 +38,18 @@ static cl_int program_from_binaries(struct px_call *c, cl_context ctx,
         free(status);
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
     }
+    /* Inline, or one after another in the bulk (validate.c checked that
+     * the lengths add up to it). */
+    size_t at = 0;
     for (size_t i = 0; i < n; i++) {
-        lens[i] = p->binaries[i].len;
-        bins[i] = p->binaries[i].data;
+        if (p->bulk_len) {
+            lens[i] = p->binary_lens[i];
+            bins[i] = c->bulk + at;
+            at += lens[i];
+        } else {
+            lens[i] = p->binaries[i].len;
+            bins[i] = p->binaries[i].data;
+        }
     }
     *prog = clCreateProgramWithBinary(ctx, (cl_uint)n, devs, lens, bins,
                                       status, &err);
@@ -70,10 +79,13 @@ cl_int px_exec_program(struct px_call *c)
     err = devices(c, p->devices, p->n_devices, devs);
     if (err != CL_SUCCESS)
         return err;
+    /* Source, IL or names: inline, or the whole bulk. */
+    const uint8_t *bytes = p->bulk_len ? c->bulk : p->source.data;
+    size_t bytes_len = p->bulk_len ? c->bulk_len : p->source.len;
     switch (p->origin) {
     case CRANE__PROGRAM_ORIGIN__PROGRAM_SOURCE: {
-        const char *src = (const char *)p->source.data;
-        size_t len = p->source.len;
+        const char *src = (const char *)bytes;
+        size_t len = bytes_len;
         if (len == 0)
             return px_fail(c, CL_INVALID_VALUE, "empty source");
         prog = clCreateProgramWithSource(ctx, 1, &src, &len, &err);
@@ -83,18 +95,17 @@ cl_int px_exec_program(struct px_call *c)
         err = program_from_binaries(c, ctx, devs, &prog);
         break;
     case CRANE__PROGRAM_ORIGIN__PROGRAM_IL:
-        if (p->source.len == 0)
+        if (bytes_len == 0)
             return px_fail(c, CL_INVALID_VALUE, "empty IL");
-        prog = clCreateProgramWithIL(ctx, p->source.data, p->source.len,
-                                     &err);
+        prog = clCreateProgramWithIL(ctx, bytes, bytes_len, &err);
         break;
     case CRANE__PROGRAM_ORIGIN__PROGRAM_BUILTIN: {
         /* The names as a NUL-terminated string. */
-        char *names = malloc(p->source.len + 1);
+        char *names = malloc(bytes_len + 1);
         if (!names)
             return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
-        memcpy(names, p->source.data, p->source.len);
-        names[p->source.len] = '\0';
+        memcpy(names, bytes, bytes_len);
+        names[bytes_len] = '\0';
         prog = clCreateProgramWithBuiltInKernels(ctx, (cl_uint)p->n_devices,
                                                  devs, names, &err);
         free(names);

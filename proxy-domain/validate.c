@@ -46,6 +46,8 @@ uint64_t px_bulk_len(const Crane__ClientMessage *m)
         return m->create_image->bulk_len;
     case CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND:
         return m->mem_command->bulk_len;
+    case CRANE__CLIENT_MESSAGE__MSG_CREATE_PROGRAM:
+        return m->create_program->bulk_len;
     default:
         return 0;
     }
@@ -668,6 +670,40 @@ static int check_info(const Crane__GetInfo *g, char *why, size_t why_len)
     return 0;
 }
 
+/* --- remote backend additions (shim/remote_*.c's newer messages) ------- */
+
+/* A program's bytes as bulk: within the bulk limit, and for binaries one
+ * length per device adding up to the bulk, with nothing inline beside. */
+static int check_program_bulk(const Crane__CreateProgram *p, char *why,
+                              size_t why_len)
+{
+    uint64_t sum = 0;
+
+    if (!p->bulk_len)
+        return p->n_binary_lens
+                   ? BAD("binary lengths without bulk program bytes")
+                   : 0;
+    if (p->bulk_len > PX_MAX_BULK)
+        return BAD("program bulk of %llu bytes (at most %u)",
+                   (unsigned long long)p->bulk_len, PX_MAX_BULK);
+    if (p->source.len || p->n_binaries)
+        return BAD("program bytes both inline and as bulk");
+    if (p->origin != CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY)
+        return p->n_binary_lens ? BAD("binary lengths for a program not "
+                                      "made from binaries")
+                                : 0;
+    if (p->n_binary_lens != p->n_devices)
+        return BAD("%zu binary lengths for %zu devices", p->n_binary_lens,
+                   p->n_devices);
+    for (size_t i = 0; i < p->n_binary_lens; i++)
+        if (__builtin_add_overflow(sum, p->binary_lens[i], &sum))
+            return BAD("binary lengths overflow");
+    if (sum != p->bulk_len)
+        return BAD("binary lengths add up to %llu, bulk is %llu bytes",
+                   (unsigned long long)sum, (unsigned long long)p->bulk_len);
+    return 0;
+}
+
 static int check_program(const Crane__CreateProgram *p, char *why,
                          size_t why_len)
 {
@@ -676,6 +712,8 @@ static int check_program(const Crane__CreateProgram *p, char *why,
         return BAD("unknown program origin %d", (int)p->origin);
     if (check_list(p->n_devices, PX_MAX_DEVICES, "devices", why, why_len))
         return CL_INVALID_VALUE;
+    if (p->bulk_len || p->n_binary_lens)
+        return check_program_bulk(p, why, why_len);
     if (p->origin == CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY &&
         (p->n_binaries != p->n_devices || p->n_devices == 0))
         return BAD("%zu binaries for %zu devices", p->n_binaries,

@@ -136,6 +136,12 @@ struct rc_watch {
 uint64_t shim_remote_watch_add(struct rc_watch *w);
 struct rc_watch *shim_remote_watch_take(uint64_t cookie);
 
+/* Program bytes (source, IL, all binaries together) above INLINE travel as
+ * bulk after their CreateProgram; more than MAX is refused (the proxy's
+ * PX_MAX_BULK, docs/remoting.md). */
+#define SHIM_REMOTE_PROGRAM_INLINE (256u << 10)
+#define SHIM_REMOTE_MAX_BULK (64u << 20)
+
 /* The chunk size of streamed writes and reads. */
 size_t shim_remote_chunk(void);
 
@@ -159,6 +165,8 @@ void *rc_created(struct rc_obj *o, Crane__ClientMessage *m, const void *bulk,
 void *rc_created_sync(struct rc_obj *o, Crane__ClientMessage *m,
                       const void *bulk, size_t bulk_len, cl_int *errcode_ret,
                       struct rc_reply *keep);
+/* Forgets O, made by rc_obj_new but never sent. */
+void rc_forget(struct rc_obj *o);
 /* Releases the tenant's reference to H, of kind KIND. */
 cl_int rc_release(void *h, enum shim_kind kind);
 

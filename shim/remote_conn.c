@@ -129,8 +129,15 @@ static int queue_locked(Crane__ClientMessage *m, const void *bulk,
 
     if (atomic_load(&cn.dead))
         return -EPIPE;
-    if (len > MAX_FRAME)
+    if (len > MAX_FRAME) {
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field(
+                &crane__client_message__descriptor, (unsigned)m->msg_case);
+        LOG_ERROR("remote: a %s message of %zu bytes exceeds the %u-byte "
+                  "frame limit: not sent",
+                  f ? f->name : "?", len, MAX_FRAME);
         return -EMSGSIZE;
+    }
     bool inline_bulk = bulk_len <= BULK_INLINE;
     if ((rc = batch_reserve(4 + len + (inline_bulk ? bulk_len : 0))) < 0)
         return rc;

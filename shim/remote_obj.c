@@ -61,6 +61,12 @@ void *rc_created_sync(struct rc_obj *o, Crane__ClientMessage *m,
     return o;
 }
 
+void rc_forget(struct rc_obj *o)
+{
+    shim_remote_untrack(o);
+    free(o);
+}
+
 cl_int rc_release(void *h, enum shim_kind kind)
 {
     struct rc_obj *o = h;

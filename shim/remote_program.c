@@ -9,6 +9,28 @@
 
 /* --- programs */
 
+/* Puts LEN program bytes at BYTES into CP: inline when small, else
+ * announced as bulk (the caller sends BYTES after the message).  Refuses,
+ * logged, what exceeds the channel's bulk limit. */
+static int program_bytes(Crane__CreateProgram *cp, const void *bytes,
+                         size_t len, cl_int *errcode_ret)
+{
+    if (len > SHIM_REMOTE_MAX_BULK) {
+        LOG_ERROR("remote: a program of %zu bytes exceeds the remoting "
+                  "limit of %u bytes (docs/remoting.md): not created",
+                  len, SHIM_REMOTE_MAX_BULK);
+        RC_SET_ERR(CL_OUT_OF_RESOURCES);
+        return -EMSGSIZE;
+    }
+    if (len > SHIM_REMOTE_PROGRAM_INLINE)
+        cp->bulk_len = len;
+    else if (cp->origin != CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY) {
+        cp->source.data = (uint8_t *)bytes;
+        cp->source.len = len;
+    }
+    return 0;
+}
+
 cl_program CL_API_CALL rc_clCreateProgramWithSource(cl_context c,
                                                     cl_uint count,
                                                     const char **strings,
@@ -46,10 +68,13 @@ cl_program CL_API_CALL rc_clCreateProgramWithSource(cl_context c,
     cp.id = o->id;
     cp.context = RC_ID(c);
     cp.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_SOURCE;
-    cp.source.data = (uint8_t *)src;
-    cp.source.len = total;
     RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
-    cl_program p = rc_created(o, &m, NULL, 0, errcode_ret);
+    cl_program p = NULL;
+    if (program_bytes(&cp, src, total, errcode_ret) == 0)
+        p = rc_created(o, &m, cp.bulk_len ? src : NULL, cp.bulk_len,
+                       errcode_ret);
+    else
+        rc_forget(o);
     free(src);
     return p;
 }
@@ -59,9 +84,11 @@ cl_program CL_API_CALL rc_clCreateProgramWithBinary(
     const unsigned char **bins, cl_int *status, cl_int *errcode_ret)
 {
     Crane__CreateProgram cp = CRANE__CREATE_PROGRAM__INIT;
-    uint64_t ids[64];
+    uint64_t ids[64], lens[64];
     ProtobufCBinaryData b[64];
-    struct rc_reply r;
+    unsigned char *joined = NULL;
+    struct rc_reply r = {0};
+    size_t total = 0;
 
     if (!n || n > 64 || !devs || !lengths || !bins) {
         RC_SET_ERR(CL_INVALID_VALUE);
@@ -71,24 +98,47 @@ cl_program CL_API_CALL rc_clCreateProgramWithBinary(
         ids[i] = RC_ID(devs[i]);
         b[i].data = (uint8_t *)bins[i];
         b[i].len = bins[i] ? lengths[i] : 0;
+        lens[i] = b[i].len;
+        total += b[i].len;
+    }
+    cp.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY;
+    if (program_bytes(&cp, NULL, total, errcode_ret) < 0)
+        return NULL;
+    if (cp.bulk_len) {
+        /* One bulk, the binaries one after another. */
+        if (!(joined = malloc(total))) {
+            RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
+            return NULL;
+        }
+        size_t at = 0;
+        for (cl_uint i = 0; i < n; i++) {
+            if (b[i].len)
+                memcpy(joined + at, b[i].data, b[i].len);
+            at += b[i].len;
+        }
+        cp.binary_lens = lens;
+        cp.n_binary_lens = n;
+    } else {
+        cp.binaries = b;
+        cp.n_binaries = n;
     }
     struct rc_obj *o = rc_obj_new(SHIM_PROGRAM, sizeof(struct rc_obj));
     if (!o) {
+        free(joined);
         RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
         return NULL;
     }
     cp.id = o->id;
     cp.context = RC_ID(c);
-    cp.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY;
     cp.devices = ids;
     cp.n_devices = n;
-    cp.binaries = b;
-    cp.n_binaries = n;
     RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
-    cl_program p = rc_created_sync(o, &m, NULL, 0, errcode_ret, &r);
+    cl_program p =
+        rc_created_sync(o, &m, joined, cp.bulk_len, errcode_ret, &r);
+    free(joined);
     for (cl_uint i = 0; status && r.reply && i < n; i++)
-        status[i] =
-            i < r.reply->n_statuses ? r.reply->statuses[i] : CL_INVALID_BINARY;
+        status[i] = i < r.reply->n_statuses ? r.reply->statuses[i]
+                                            : CL_INVALID_BINARY;
     shim_remote_reply_free(&r);
     return p;
 }
@@ -115,12 +165,15 @@ static cl_program program_from_bytes(cl_context c, Crane__ProgramOrigin org,
     cp.id = o->id;
     cp.context = RC_ID(c);
     cp.origin = org;
-    cp.source.data = (uint8_t *)bytes;
-    cp.source.len = len;
     cp.devices = ids;
     cp.n_devices = n;
+    if (program_bytes(&cp, bytes, len, errcode_ret) < 0) {
+        rc_forget(o);
+        return NULL;
+    }
     RC_MSG(m, create_program, CREATE_PROGRAM, &cp);
-    return rc_created_sync(o, &m, NULL, 0, errcode_ret, NULL);
+    return rc_created_sync(o, &m, cp.bulk_len ? bytes : NULL, cp.bulk_len,
+                           errcode_ret, NULL);
 }
 
 cl_program CL_API_CALL rc_clCreateProgramWithIL(cl_context c, const void *il,

@@ -257,6 +257,68 @@ static void step_compile_link(struct state *st)
     free(bin);
 }
 
+/* Words of the big program's constant table: its source (~3 MiB) and its
+ * binary (the table alone is 0.94 MiB, plus code) each exceed one 1 MiB message. */
+#define TABLE_WORDS (240u * 1024u)
+
+static cl_uint table_word(cl_uint j)
+{
+    return (j * 2654435761u) >> 3;
+}
+
+/* Model of the lookup kernel. */
+static void lookup_model(cl_uint *d, cl_uint f)
+{
+    for (size_t i = 0; i < N; i++)
+        d[i] = d[i] * f + table_word((d[i] ^ (cl_uint)i) % TABLE_WORDS);
+}
+
+/* A program bigger than any one message: built from a big source, then
+ * made again from its big binary, both run and checked. */
+static void step_big_program(struct state *st)
+{
+    cl_ulong max_const = 0;
+    size_t cap = (size_t)TABLE_WORDS * 12 + 512, at = 0, size;
+    char *src;
+    unsigned char *bin;
+    cl_program big, big_bin;
+    cl_kernel k[2];
+
+    CHECK(clGetDeviceInfo(st->device, CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE,
+                          sizeof(max_const), &max_const, NULL));
+    if (max_const < (cl_ulong)TABLE_WORDS * sizeof(cl_uint)) {
+        fprintf(stderr, "note: constant buffers of %llu bytes: big program "
+                        "step skipped\n",
+                (unsigned long long)max_const);
+        return;
+    }
+    if ((src = malloc(cap)) == NULL)
+        fail("out of memory");
+    at += (size_t)snprintf(src + at, cap - at,
+                           "__constant uint table[%u] = {", TABLE_WORDS);
+    for (cl_uint j = 0; j < TABLE_WORDS; j++)
+        at += (size_t)snprintf(src + at, cap - at, "%uu,", table_word(j));
+    snprintf(src + at, cap - at,
+             "};\n__kernel void lookup(__global uint *d, uint f)\n{\n"
+             "    size_t i = get_global_id(0);\n"
+             "    d[i] = d[i] * f + table[(d[i] ^ (uint)i) %% %uu];\n}\n",
+             TABLE_WORDS);
+    big = build_source(st->context, st->device, src, "");
+    bin = get_binary(big, &size);
+    EXPECT(size > (1u << 20), "big program's binary has only %zu bytes",
+           size);
+    big_bin = from_binary(st, bin, size);
+    k[0] = make_kernel(big, "lookup");
+    k[1] = make_kernel(big_bin, "lookup");
+    run_kernels(st, k, 2, lookup_model, "big programs");
+    CHECK(clReleaseKernel(k[0]));
+    CHECK(clReleaseKernel(k[1]));
+    CHECK(clReleaseProgram(big_bin));
+    CHECK(clReleaseProgram(big));
+    free(bin);
+    free(src);
+}
+
 int main(void)
 {
     static struct state st;
@@ -279,6 +341,7 @@ int main(void)
 
     step_binaries(&st);
     step_compile_link(&st);
+    step_big_program(&st);
 
     CHECK(clReleaseCommandQueue(st.queue));
     CHECK(clReleaseContext(st.context));
