@@ -33,6 +33,7 @@ TEST_ENTRY(px_map_random)
 TEST_ENTRY(px_validate_launch)
 TEST_ENTRY(px_validate_mem)
 TEST_ENTRY(px_validate_other)
+TEST_ENTRY(px_validate_program_bulk)
 
 /* shim/objects.c, dirty.c, kernel.c: tests/unit/test_shadow.c */
 TEST_ENTRY(shadow_refcounts)

@@ -186,3 +186,37 @@ TEST(px_validate_other)
     g.fn = 18;
     ASSERT_EQ(check(&m), CL_INVALID_VALUE);
 }
+
+/* Program bytes as bulk: lengths that add up, nothing inline beside. */
+TEST(px_validate_program_bulk)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__CreateProgram p = CRANE__CREATE_PROGRAM__INIT;
+    uint64_t devs[2] = {1, 2}, lens[2] = {3u << 20, 2u << 20};
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_PROGRAM;
+    m.create_program = &p;
+    p.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_SOURCE;
+    p.bulk_len = 3u << 20;
+    ASSERT_EQ(check(&m), 0);
+    ASSERT_EQ(px_bulk_len(&m), 3u << 20);
+    p.source.len = 1;
+    ASSERT_EQ(check(&m), -EINVAL);      /* inline and bulk */
+    p.source.len = 0;
+    p.bulk_len = (uint64_t)PX_MAX_BULK + 1;
+    ASSERT_EQ(check(&m), -EINVAL);      /* over the limit */
+    p.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY;
+    p.devices = devs;
+    p.n_devices = 2;
+    p.binary_lens = lens;
+    p.n_binary_lens = 2;
+    p.bulk_len = 5u << 20;
+    ASSERT_EQ(check(&m), 0);
+    p.bulk_len = 4u << 20;
+    ASSERT_EQ(check(&m), -EINVAL);      /* lengths do not add up */
+    p.bulk_len = 5u << 20;
+    p.n_binary_lens = 1;
+    ASSERT_EQ(check(&m), -EINVAL);      /* one length for two devices */
+    p.bulk_len = 0;
+    ASSERT_EQ(check(&m), -EINVAL);      /* lengths without bulk */
+}
