@@ -201,10 +201,10 @@ TEST(px_validate_program_bulk)
     ASSERT_EQ(check(&m), 0);
     ASSERT_EQ(px_bulk_len(&m), 3u << 20);
     p.source.len = 1;
-    ASSERT_EQ(check(&m), -EINVAL);      /* inline and bulk */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* inline and bulk */
     p.source.len = 0;
     p.bulk_len = (uint64_t)PX_MAX_BULK + 1;
-    ASSERT_EQ(check(&m), -EINVAL);      /* over the limit */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* over the limit */
     p.origin = CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY;
     p.devices = devs;
     p.n_devices = 2;
@@ -213,10 +213,10 @@ TEST(px_validate_program_bulk)
     p.bulk_len = 5u << 20;
     ASSERT_EQ(check(&m), 0);
     p.bulk_len = 4u << 20;
-    ASSERT_EQ(check(&m), -EINVAL);      /* lengths do not add up */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* lengths do not add up */
     p.bulk_len = 5u << 20;
     p.n_binary_lens = 1;
-    ASSERT_EQ(check(&m), -EINVAL);      /* one length for two devices */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* one length for two devices */
     p.bulk_len = 0;
-    ASSERT_EQ(check(&m), -EINVAL);      /* lengths without bulk */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* lengths without bulk */
 }
