@@ -14,7 +14,13 @@ void gd_config_defaults(struct gd_config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     snprintf(cfg->listen, sizeof(cfg->listen), "/run/crane/guest.sock");
-    cfg->listen_mode = 0666;
+    cfg->listen_mode = 0660;
+    snprintf(cfg->program_group, sizeof(cfg->program_group), "crane");
+    cfg->register_timeout_ms = 5000;
+    cfg->max_programs = 1024;
+    cfg->host_handshake_ms = 10000;
+    cfg->host_idle_ms = 600000;
+    cfg->host_keepalive_s = 30;
     snprintf(cfg->host, sizeof(cfg->host),
              "/dev/virtio-ports/org.crane.guest.0");
     snprintf(cfg->control, sizeof(cfg->control), "unix:/run/crane/ctl.sock");
@@ -117,7 +123,33 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
         hint = "an absolute socket path";
     } else if (strcmp(key, "listen_mode") == 0) {
         rc = file_mode(&cfg->listen_mode, v);
-        hint = "octal, e.g. 0666";
+        hint = "octal, e.g. 0660";
+    } else if (strcmp(key, "program_group") == 0) {
+        rc = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                       "0123456789_.-") == strlen(v) && v[0] != '-'
+                 ? crn_conf_text(cfg->program_group,
+                                 sizeof(cfg->program_group), v)
+                 : -EINVAL;
+        hint = "a group name, or empty for the daemon's group";
+    } else if (strcmp(key, "max_programs") == 0) {
+        unsigned long n;
+        rc = crn_conf_uint(v, 10, 1, 65536, &n);
+        if (rc == 0)
+            cfg->max_programs = (unsigned)n;
+        hint = "1 to 65536 connections";
+    } else if (strcmp(key, "host_keepalive_s") == 0) {
+        unsigned long n;
+        rc = crn_conf_uint(v, 10, 0, 7200, &n);
+        if (rc == 0)
+            cfg->host_keepalive_s = (uint32_t)n;
+        hint = "seconds, 0 for off";
+    } else if (strcmp(key, "host_key") == 0) {
+        rc = !*v || strcmp(v, "none") == 0
+                 ? (cfg->host_key[0] = '\0', 0)
+             : v[0] == '/' ? crn_conf_text(cfg->host_key,
+                                           sizeof(cfg->host_key), v)
+                           : -EINVAL;
+        hint = "an absolute path to a key file, or none";
     } else if (strcmp(key, "host") == 0) {
         rc = endpoint_or_path(v);
         if (rc == 0)
@@ -199,6 +231,11 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
              offsetof(struct gd_config, modprobe_timeout_ms)},
             {"reconnect_grace_ms",
              offsetof(struct gd_config, reconnect_grace_ms)},
+            {"register_timeout_ms",
+             offsetof(struct gd_config, register_timeout_ms)},
+            {"host_handshake_ms",
+             offsetof(struct gd_config, host_handshake_ms)},
+            {"host_idle_ms", offsetof(struct gd_config, host_idle_ms)},
         };
         for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++) {
             if (strcmp(key, times[i].key) == 0) {
@@ -207,6 +244,13 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
                 if (rc == 0 && strcmp(key, "gpu_poll_ms") == 0 &&
                     cfg->gpu_poll_ms < 10)
                     rc = -EINVAL;
+                /* 0 would close every connection at once. */
+                if (rc == 0 && (strcmp(key, "register_timeout_ms") == 0 ||
+                                strcmp(key, "host_handshake_ms") == 0) &&
+                    *(uint32_t *)((char *)cfg + times[i].off) < 100) {
+                    rc = -EINVAL;
+                    hint = "milliseconds, at least 100";
+                }
                 break;
             }
         }

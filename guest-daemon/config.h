@@ -14,9 +14,16 @@ enum gd_default_mode { GD_MODE_LIVE = 1, GD_MODE_OFFLINE = 2 };
 
 struct gd_config {
     char listen[GD_TEXT];        /* the shims' unix socket (a path) */
-    unsigned listen_mode;        /* its file mode (0666: every user) */
+    unsigned listen_mode;        /* its file mode (0660: owner and group) */
+    char program_group[64];      /* the socket's group ("": the daemon's) */
+    uint32_t register_timeout_ms;  /* a connection must register by then */
+    unsigned max_programs;       /* connections on the shims' socket */
     char host[GD_TEXT];          /* virtio-serial port path, or unix:/tcp:
                                     to listen on (tests) */
+    char host_key[GD_TEXT];      /* shared key file; required for tcp: */
+    uint32_t host_handshake_ms;  /* to authenticate on a keyed channel */
+    uint32_t host_idle_ms;       /* a host connection with nothing asked */
+    uint32_t host_keepalive_s;   /* TCP keepalive idle time; 0: off */
     char control[GD_TEXT];       /* cranectl's endpoint; "" for none */
     unsigned control_mode;       /* its file mode (0600: root only) */
     char state_file[GD_TEXT];

@@ -38,6 +38,17 @@ static const char *mig_name(Crane__Control__MigrationMode m)
     return (unsigned)m < sizeof(n) / sizeof(*n) ? n[m] : "?";
 }
 
+/* The MODE column: the mode the shim reported, unless a command is in
+ * flight (switching) or it stopped answering (unresponsive). */
+static const char *shown_mode(const Crane__Control__ProgramReport *r)
+{
+    if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_SWITCHING)
+        return "switching";
+    if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_UNRESPONSIVE)
+        return "unresponsive";
+    return mode_name(r->mode);
+}
+
 static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
 {
     const Crane__Control__StepTimes *t = r->times;
@@ -45,13 +56,23 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
 
     crn_format_bytes(state, sizeof(state), r->state_bytes);
     fprintf(out, "program %-7u %-16s %-12s %9s  %-8s %-6s", r->pid,
-            r->program, mode_name(r->mode), state, op_name(r->last_op),
+            r->program, shown_mode(r), state, op_name(r->last_op),
             r->last_op == CRANE__CONTROL__OP__OP_NONE ? "-"
             : r->err                                  ? "FAILED"
                                                       : "ok");
     if (t && r->last_op != CRANE__CONTROL__OP__OP_NONE)
         fprintf(out, " %9.1f %9.1f", crn_held_seconds(t) * 1e3, r->elapsed * 1e3);
     fputc('\n', out);
+    if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_SWITCHING)
+        fprintf(out, "        switching: %s pending for %.1f s; last reported "
+                     "%s\n",
+                op_name(r->pending_op), r->pending_for, mode_name(r->mode));
+    else if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_UNRESPONSIVE)
+        fprintf(out, "        unresponsive: no answer for %.1f s (%s "
+                     "pending); last reported %s\n",
+                r->pending_for,
+                r->pending_op ? op_name(r->pending_op) : "nothing",
+                mode_name(r->mode));
     if (r->error && *r->error)
         fprintf(out, "        %s\n", r->error);
     if (t && t->total > 0) {

@@ -12,8 +12,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
-/* Connections at most: programs, and host or cranectl peers. */
-#define GD_MAX_PROGRAMS 1024
+/* Host or cranectl connections at most (programs: cfg.max_programs). */
 #define GD_MAX_HOST_CONNS 16
 
 /* Short names for the generated enums. */
@@ -21,6 +20,7 @@
 #define GD_PHASE(x) CRANE__CONTROL__PHASE__PHASE_##x
 #define GD_PMODE(x) CRANE__CONTROL__PROGRAM_MODE__PROGRAM_##x
 #define GD_MIG(x) CRANE__CONTROL__MIGRATION_MODE__MIGRATION_##x
+#define GD_PSTATE(x) CRANE__CONTROL__PROGRAM_STATE__STATE_##x
 
 struct gd_daemon;
 struct gd_op;
@@ -38,8 +38,10 @@ struct gd_program {
     struct gd_conn conn;         /* first: the connection is the program */
     struct gd_daemon *d;
     struct gd_program *next;
-    bool refused;                /* over GD_MAX_PROGRAMS: closed at once */
+    bool refused;                /* over max_programs: closed at once */
     bool registered;
+    double accepted_at;
+    double last_heard;           /* its last frame */
     pid_t pid;                   /* from the socket's credentials */
     uid_t uid;
     char name[64];
@@ -52,7 +54,10 @@ struct gd_program {
     uint64_t cmd_id;
     Crane__Control__Op cmd_op;
     double cmd_sent;
+    double silent_since;         /* sending of the oldest unanswered one */
     uint64_t query_id;
+    double query_sent;
+    bool query_late;             /* a status round ended without its answer */
     unsigned query_round;        /* the status round that asked */
     /* This program's part in the current operation's fan-out. */
     bool in_fanout;              /* waited for */
@@ -94,6 +99,8 @@ struct gd_daemon {
     bool shim_listening;
     char shim_path[108];
     struct gd_program *programs;
+    uv_timer_t reg_timer;        /* closes those late to register */
+    uint64_t n_evicted, n_refused;  /* at the max_programs bound */
     uint64_t next_id;            /* command ids, from 1 */
     /* The host side (host.c). */
     struct gd_host *host;

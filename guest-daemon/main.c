@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -51,9 +52,15 @@ static int fail(const char *fmt, const char *arg)
 
 static void print_config(const struct gd_config *c)
 {
-    printf("listen = %s\nlisten_mode = %04o\nhost = %s\ncontrol = %s\n"
+    printf("listen = %s\nlisten_mode = %04o\nprogram_group = %s\n"
+           "register_timeout_ms = %u\nmax_programs = %u\nhost = %s\n"
+           "host_key = %s\nhost_handshake_ms = %u\nhost_idle_ms = %u\n"
+           "host_keepalive_s = %u\ncontrol = %s\n"
            "control_mode = %04o\nstate_file = %s\nmodprobe = %s\nmodules =",
-           c->listen, c->listen_mode, c->host,
+           c->listen, c->listen_mode, c->program_group,
+           c->register_timeout_ms, c->max_programs, c->host,
+           c->host_key[0] ? c->host_key : "none", c->host_handshake_ms,
+           c->host_idle_ms, c->host_keepalive_s,
            c->control[0] ? c->control : "none", c->control_mode,
            c->state_file, c->modprobe);
     for (size_t i = 0; i < c->n_modules; i++)
@@ -72,6 +79,35 @@ static void print_config(const struct gd_config *c)
            c->abort_deadline_ms, c->gpu_wait_ms, c->gpu_poll_ms,
            c->probe_timeout_ms, c->modprobe_timeout_ms,
            c->reconnect_grace_ms, c->log_level);
+}
+
+/* Room for max_programs connections plus the daemon's own descriptors:
+ * raises the soft limit on open files up to the hard one, and lowers
+ * max_programs (with a warning) when even that is too little. */
+static void fit_open_files(struct gd_config *cfg)
+{
+    const rlim_t reserve = GD_MAX_HOST_CONNS + 64;
+    struct rlimit rl;
+    rlim_t want = (rlim_t)cfg->max_programs + reserve;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    if (rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want
+                          ? want
+                          : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < want) {
+        unsigned fit = rl.rlim_cur > reserve + 1
+                           ? (unsigned)(rl.rlim_cur - reserve)
+                           : 1;
+        GD_WARN("max_programs %u: only %llu open files allowed; serving "
+                "at most %u program connections",
+                cfg->max_programs, (unsigned long long)rl.rlim_cur, fit);
+        cfg->max_programs = fit;
+    }
 }
 
 static void close_handle(uv_handle_t *h, void *arg)
@@ -185,6 +221,7 @@ int main(int argc, char **argv)
     if ((rc = configure(&d, argc, argv)) >= 0)
         return rc;
     signal(SIGPIPE, SIG_IGN);
+    fit_open_files(&d.cfg);
     n = readlink("/proc/self/exe", d.self_exe, sizeof(d.self_exe) - 1);
     if (n <= 0)
         return fail("%s", "cannot find my own executable in /proc/self/exe");

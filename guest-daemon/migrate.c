@@ -15,10 +15,18 @@
  * still present, so every program is back in passthrough before the
  * prepare is answered.  A program that missed a deadline is still sent the
  * later abort (it runs it once its switch ends) but is not waited for.
+ *
+ * Before the driver goes, every user of the GPU must be accounted for
+ * (account_gpu_users): each process holding a gpu_device node open must be
+ * a registered program whose shim said it is off the GPU.  A program that
+ * did not answer the prepare in time fails the prepare when it holds the
+ * GPU (or when no gpu_device is configured, so nobody can tell); when it
+ * provably holds none, it is left out and the migration goes on.
  */
 #include "migrate.h"
 
 #include "driver.h"
+#include "gpu_users.h"
 #include "log.h"
 #include "programs.h"
 #include "status.h"
@@ -111,7 +119,7 @@ static void finish(struct gd_daemon *d)
     struct gd_op *o = d->op;
     double secs = gd_now() - o->started;
     int err = o->err ? o->err : o->back_err;
-    const char *why = o->err ? o->error : o->back_error;
+    const char *why = o->err ? o->error : err ? o->back_error : o->note;
 
     if (o->kind == GD_OP(PREPARE) && o->cancelled && !o->err) {
         err = -ECANCELED;
@@ -121,7 +129,7 @@ static void finish(struct gd_daemon *d)
             o->kind == GD_OP(PREPARE) ? " " : "",
             o->kind == GD_OP(PREPARE) ? gd_mig_name(o->mode) : "",
             err ? "FAILED" : "done", secs * 1e3, gd_phase_name(d->phase),
-            err ? ": " : "", err ? why : "");
+            *why ? ": " : "", why);
     for (size_t i = 0; i < o->n_waiters; i++) {
         const struct gd_waiter *w = &o->waiters[i];
         int werr = err;
@@ -170,8 +178,11 @@ static void fan_send(struct gd_daemon *d, struct gd_program *p)
         prep.deadline_ms = left;
         m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_PREPARE;
         m.prepare = &prep;
-        /* Everyone is waited for before the driver goes. */
-        p->unresponsive = false;
+        /* Everyone is waited for before the driver goes, except a
+         * program still silent on an earlier command: its shim runs
+         * commands in order, so it cannot answer this one first. */
+        if (!p->cmd_id)
+            p->unresponsive = false;
         break;
     case GD_OP(RESUME):
         res.deadline_ms = left;
@@ -231,9 +242,12 @@ static void fan_deadline(uv_timer_t *t)
         p->last_elapsed = gd_now() - p->cmd_sent;
         GD_WARN("%s: no answer to %s within the deadline", p->conn.name,
                 gd_op_name(o->fan_op));
-        gd_op_fail(d, -ETIMEDOUT, "%s did not answer %s within %.0f ms",
-                p->conn.name, gd_op_name(o->fan_op),
-                (o->fan_deadline - o->fan_started) * 1e3);
+        /* A prepare decides in account_gpu_users whether it can go on
+         * without this program. */
+        if (o->fan_op != GD_OP(PREPARE))
+            gd_op_fail(d, -ETIMEDOUT, "%s did not answer %s within %.0f ms",
+                       p->conn.name, gd_op_name(o->fan_op),
+                       (o->fan_deadline - o->fan_started) * 1e3);
     }
     o->fan_waiting = 0;
     fan_complete(d);
@@ -381,11 +395,95 @@ static void prepare_unloaded(struct gd_daemon *d, int err)
     finish(d);
 }
 
+static struct gd_program *registered_pid(struct gd_daemon *d, pid_t pid)
+{
+    for (struct gd_program *p = d->programs; p; p = p->next)
+        if (p->registered && !p->conn.closing && p->pid == pid)
+            return p;
+    return NULL;
+}
+
+/* Whether P's shim answered this prepare and said it is off the GPU. */
+static bool off_gpu(const struct gd_program *p, Crane__Control__MigrationMode m)
+{
+    return p->mode == GD_PMODE(REMOTE_ONLY) ||
+           (!p->cmd_id && p->last_op == GD_OP(PREPARE) && !p->last_err &&
+            reached(p, GD_OP(PREPARE), m));
+}
+
+/*
+ * The last check before the driver is unloaded: every process holding a
+ * gpu_device node is a registered program off the GPU, and every
+ * registered program is off the GPU or provably holds no node (then it is
+ * left out, with a note in the answer).  Returns 0, or fails the
+ * operation and returns -EBUSY.
+ */
+static int account_gpu_users(struct gd_daemon *d)
+{
+    struct gd_op *o = d->op;
+    struct gd_gpu_user users[32];
+    double t0 = gd_now();
+    size_t excluded = 0;
+    char names[160] = "";
+    char step[64];
+    int n, err = 0;
+
+    n = gd_gpu_users(&d->cfg, users, sizeof(users) / sizeof(*users));
+    if (n < 0) {
+        gd_op_fail(d, n, "cannot list the GPU's users in /proc: %s",
+                   strerror(-n));
+        err = n;
+    }
+    for (int i = 0; i < n && (size_t)i < sizeof(users) / sizeof(*users) &&
+                    !err; i++) {
+        struct gd_program *p = registered_pid(d, users[i].pid);
+        if (p && off_gpu(p, o->mode))
+            continue;
+        if (p)
+            gd_op_fail(d, -EBUSY, "%s holds %s but %s", p->conn.name,
+                       users[i].node,
+                       p->cmd_id ? "did not answer the prepare"
+                                 : "is still on the GPU");
+        else
+            gd_op_fail(d, -EBUSY, "pid %d (%s) holds %s but is not a "
+                       "registered program (not under the shim, or not "
+                       "registered yet)",
+                       (int)users[i].pid, users[i].comm, users[i].node);
+        err = -EBUSY;
+    }
+    for (struct gd_program *p = d->programs; p && !err; p = p->next) {
+        if (!p->registered || p->conn.closing || off_gpu(p, o->mode))
+            continue;
+        if (d->cfg.n_gpu_devices == 0) {
+            gd_op_fail(d, -ETIMEDOUT, "%s did not answer the prepare "
+                       "within %u ms (and with no gpu_device configured, "
+                       "its use of the GPU cannot be ruled out)",
+                       p->conn.name, o->deadline_ms);
+            err = -ETIMEDOUT;
+            break;
+        }
+        /* It holds no node (else it was found above): left out. */
+        GD_WARN("%s: no answer to the prepare, holds no GPU device node: "
+                "left out of the migration", p->conn.name);
+        if (strlen(names) + strlen(p->conn.name) + 3 < sizeof(names))
+            snprintf(names + strlen(names), sizeof(names) - strlen(names),
+                     "%s%s", excluded ? ", " : "", p->conn.name);
+        excluded++;
+    }
+    if (excluded && !err)
+        snprintf(o->note, sizeof(o->note),
+                 "%zu program(s) did not answer and hold no GPU device, "
+                 "left out: %s", excluded, names);
+    snprintf(step, sizeof(step), "account for GPU users (%d)", n < 0 ? 0 : n);
+    gd_op_step(d, step, err, err ? o->error : NULL, gd_now() - t0);
+    return err;
+}
+
 static void prepare_fanned(struct gd_daemon *d)
 {
     struct gd_op *o = d->op;
 
-    if (o->err || o->cancelled) {
+    if (o->err || o->cancelled || account_gpu_users(d) < 0) {
         back_to_passthrough(d);
         return;
     }

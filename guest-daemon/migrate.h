@@ -39,6 +39,7 @@ struct gd_op {
     char error[256];
     int back_err;
     char back_error[256];
+    char note[256];              /* said with a success (exclusions) */
     bool cancelled;              /* an abort arrived during the prepare */
     bool rolling_back;
     bool force_load;             /* load modules even if none is out */

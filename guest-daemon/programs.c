@@ -13,6 +13,7 @@
 #include "status.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,7 @@ static bool on_ack(struct gd_program *p, uint64_t id,
     p->mode = valid_mode(a->mode);
     p->state_bytes = a->state_bytes;
     p->unresponsive = false;
+    p->query_late = false;
     if (query || a->op == GD_OP(QUERY)) {
         /* A size refresh, perhaps for a status round already answered. */
         if (query)
@@ -163,6 +165,7 @@ static bool on_frame(struct gd_conn *c, const uint8_t *buf, size_t len)
         gd_conn_close(c, "undecodable message");
         return false;
     }
+    p->last_heard = gd_now();
     if (!p->registered &&
         m->msg_case != CRANE__CONTROL__SHIM_MESSAGE__MSG_REGISTER)
         gd_conn_close(c, "first message is not a Register");
@@ -200,19 +203,87 @@ static void on_closed(struct gd_conn *c)
     free(p);
 }
 
+/* --- the bound on connections, and the registration timeout -------------- */
+
+/*
+ * Which connection goes when a new one would pass max_programs: the one
+ * that has waited longest without registering; else the registered
+ * program silent longest among those that missed a deadline (its shim, if
+ * alive, connects again); else none, and the newcomer is refused.  A
+ * program that is refused or evicted while it holds the GPU is still
+ * found by the prepare's check of the GPU device nodes (gpu_users.c), so a
+ * full socket can delay a migration but never unload the driver under it.
+ */
+static struct gd_program *eviction_victim(struct gd_daemon *d)
+{
+    struct gd_program *oldest = NULL, *silent = NULL;
+
+    for (struct gd_program *p = d->programs; p; p = p->next) {
+        if (p->conn.closing)
+            continue;
+        if (!p->registered) {
+            if (!oldest || p->accepted_at < oldest->accepted_at)
+                oldest = p;
+        } else if (p->unresponsive &&
+                   (!silent || p->last_heard < silent->last_heard)) {
+            silent = p;
+        }
+    }
+    return oldest ? oldest : silent;
+}
+
 static size_t count_connections(const struct gd_daemon *d)
 {
     size_t n = 0;
 
     for (const struct gd_program *p = d->programs; p; p = p->next)
-        n++;
+        n += !p->conn.closing;
     return n;
+}
+
+static void arm_register_sweep(struct gd_daemon *d);
+
+/* Closes every connection that did not register within
+ * register_timeout_ms of its accept. */
+static void on_register_sweep(uv_timer_t *t)
+{
+    struct gd_daemon *d = t->data;
+    double now = gd_now(), limit = d->cfg.register_timeout_ms / 1e3;
+
+    for (struct gd_program *p = d->programs; p; p = p->next)
+        if (!p->registered && !p->conn.closing &&
+            now - p->accepted_at >= limit)
+            gd_conn_close(&p->conn, "no Register within register_timeout_ms");
+    arm_register_sweep(d);
+}
+
+/* Runs the sweep when the oldest unregistered connection is due (no timer
+ * while every connection is registered). */
+static void arm_register_sweep(struct gd_daemon *d)
+{
+    double first = 0, due;
+    bool any = false;
+
+    for (const struct gd_program *p = d->programs; p; p = p->next) {
+        if (p->registered || p->conn.closing)
+            continue;
+        if (!any || p->accepted_at < first)
+            first = p->accepted_at;
+        any = true;
+    }
+    if (!any || d->stopping) {
+        uv_timer_stop(&d->reg_timer);
+        return;
+    }
+    due = (first + d->cfg.register_timeout_ms / 1e3 - gd_now()) * 1e3;
+    uv_timer_start(&d->reg_timer, on_register_sweep,
+                   due < 1 ? 1 : (uint64_t)due + 1, 0);
 }
 
 static void on_connection(uv_stream_t *s, int status)
 {
     struct gd_daemon *d = s->data;
-    struct gd_program *p;
+    struct gd_program *p, *victim = NULL;
     struct ucred cred;
     socklen_t cred_len = sizeof(cred);
     uv_os_fd_t fd;
@@ -223,15 +294,28 @@ static void on_connection(uv_stream_t *s, int status)
     }
     if (d->stopping || !(p = calloc(1, sizeof(*p))))
         return;
-    if (count_connections(d) >= GD_MAX_PROGRAMS) {
-        /* Accepted only to be closed at once. */
-        GD_WARN("shim socket: %d connections already; refusing one",
-                GD_MAX_PROGRAMS);
+    if (count_connections(d) >= d->cfg.max_programs &&
+        !(victim = eviction_victim(d))) {
+        /* Accepted only to be closed at once: every connection is a
+         * registered program that answers. */
+        if (d->n_refused++ % 1000 == 0)
+            GD_WARN("shim socket: %u registered programs already "
+                    "(max_programs); refusing a connection (%llu so far)",
+                    d->cfg.max_programs, (unsigned long long)d->n_refused);
         p->refused = true;
+    }
+    if (victim) {
+        if (d->n_evicted++ % 1000 == 0)
+            GD_WARN("shim socket: %u connections (max_programs): evicting "
+                    "%s to make room (%llu so far)",
+                    d->cfg.max_programs, victim->conn.name,
+                    (unsigned long long)d->n_evicted);
+        gd_conn_close(&victim->conn, NULL);
     }
     p->d = d;
     p->pid = -1;
     p->mode = GD_PMODE(UNKNOWN);
+    p->accepted_at = p->last_heard = gd_now();
     p->next = d->programs;
     d->programs = p;
     if (gd_conn_accept(s, &p->conn, on_frame, on_closed, p) < 0)
@@ -247,6 +331,40 @@ static void on_connection(uv_stream_t *s, int status)
     }
     snprintf(p->conn.name, sizeof(p->conn.name), "shim pid %d", (int)p->pid);
     GD_DEBUG("%s: connected", p->conn.name);
+    if (!uv_is_active((uv_handle_t *)&d->reg_timer))
+        arm_register_sweep(d);
+}
+
+/* Gives the socket file to cfg.program_group: programs of its members
+ * may register, nobody else's (with the default mode 0660).  A group that
+ * does not exist leaves the daemon's own group: only its user's programs
+ * (root's) register, and a warning says so. */
+static int give_socket_to_group(struct gd_daemon *d, char *why,
+                                size_t why_len)
+{
+    const char *name = d->cfg.program_group;
+    struct group gr, *found = NULL;
+    char buf[4096];
+    int rc;
+
+    if (!*name)
+        return 0;
+    rc = getgrnam_r(name, &gr, buf, sizeof(buf), &found);
+    if (!found) {
+        GD_WARN("program_group %s: %s; the shims' socket %s keeps the "
+                "daemon's group, so only the daemon's user's programs can "
+                "register (create the group: groupadd --system %s)",
+                name, rc ? strerror(rc) : "no such group", d->shim_path,
+                name);
+        return 0;
+    }
+    if (chown(d->shim_path, (uid_t)-1, gr.gr_gid) < 0) {
+        rc = -errno;
+        snprintf(why, why_len, "cannot give %s to group %s: %s",
+                 d->shim_path, name, strerror(-rc));
+        return rc;
+    }
+    return 0;
 }
 
 int gd_programs_listen(struct gd_daemon *d, char *why, size_t why_len)
@@ -255,6 +373,8 @@ int gd_programs_listen(struct gd_daemon *d, char *why, size_t why_len)
     int rc;
 
     snprintf(endpoint, sizeof(endpoint), "unix:%s", d->cfg.listen);
+    uv_timer_init(d->loop, &d->reg_timer);
+    d->reg_timer.data = d;
     rc = gd_listen(d->loop, &d->shim_lis, endpoint, d->cfg.listen_mode,
                    on_connection, d->shim_path, sizeof(d->shim_path), why,
                    why_len);
@@ -262,11 +382,14 @@ int gd_programs_listen(struct gd_daemon *d, char *why, size_t why_len)
         return rc;
     d->shim_lis.handle.data = d;
     d->shim_listening = true;
-    return 0;
+    return give_socket_to_group(d, why, why_len);
 }
 
 void gd_programs_close(struct gd_daemon *d)
 {
+    uv_timer_stop(&d->reg_timer);
+    if (!uv_is_closing((uv_handle_t *)&d->reg_timer))
+        uv_close((uv_handle_t *)&d->reg_timer, NULL);
     if (d->shim_listening) {
         uv_close(&d->shim_lis.handle, NULL);
         d->shim_listening = false;
@@ -281,6 +404,8 @@ int gd_program_command(struct gd_program *p, Crane__Control__Op op,
                        Crane__Control__DaemonMessage *m)
 {
     m->id = ++p->d->next_id;
+    if (!p->cmd_id)
+        p->silent_since = gd_now();
     p->cmd_id = m->id;
     p->cmd_op = op;
     p->cmd_sent = gd_now();
@@ -296,6 +421,7 @@ int gd_program_query(struct gd_program *p)
     m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_QUERY;
     m.query = &q;
     p->query_id = m.id;
+    p->query_sent = gd_now();
     return gd_conn_send(&p->conn, &m.base);
 }
 
@@ -319,6 +445,22 @@ void gd_program_report(const struct gd_program *p,
     r->times = t;
     r->elapsed = p->last_elapsed;
     r->age = gd_now() - p->registered_at;
+    /* The truth as far as the daemon knows it: a program with a command
+     * in flight is switching (whatever mode it last reported), one that
+     * let a deadline or a status query pass is unresponsive. */
+    if (p->unresponsive || p->query_late)
+        r->state = GD_PSTATE(UNRESPONSIVE);
+    else if (p->cmd_id)
+        r->state = GD_PSTATE(SWITCHING);
+    else
+        r->state = GD_PSTATE(IDLE);
+    if (p->cmd_id) {
+        r->pending_op = p->cmd_op;
+        r->pending_for = gd_now() - p->silent_since;
+    } else if (p->query_late) {
+        r->pending_op = GD_OP(QUERY);
+        r->pending_for = gd_now() - p->query_sent;
+    }
 }
 
 size_t gd_programs_count(const struct gd_daemon *d)

@@ -12,12 +12,14 @@
  *   garbage          sends bytes that are no message
  *   no-register      sends an ack before registering
  * Prints "registered" once its Register is sent; exits 0 when the daemon
- * closes the connection.
+ * closes the connection.  With FAKE_SHIM_HOLD=PATH in the environment it
+ * holds PATH open all along, as a program holds the GPU's device node.
  */
 #include "proto/control.pb-c.h"
 #include "proto/frame.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +82,11 @@ int main(int argc, char **argv)
     }
     how = argv[3];
     delay = argc > 4 ? atol(argv[4]) : 0;
+    if (getenv("FAKE_SHIM_HOLD") &&
+        open(getenv("FAKE_SHIM_HOLD"), O_RDONLY) < 0) {
+        perror("fake_shim: FAKE_SHIM_HOLD");
+        return 1;
+    }
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[1]);
     fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {

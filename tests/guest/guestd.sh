@@ -16,7 +16,9 @@ CTL=$B/bin/cranectl
 PROXY=$B/bin/crane-proxy
 WORKER=$B/tests/guest/cl_worker
 FAKE=$B/tests/guest/fake_shim
-CASES="several-live offline exit-mid-prepare never-answers module-busy
+CASES="several-live offline exit-mid-prepare never-answers
+never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
+register-timeout socket-perms module-busy
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare abort-mid-prepare churn bad-host-input
 bad-shim-input port no-daemon cli"
@@ -45,6 +47,7 @@ cleanup() {
 trap cleanup EXIT
 
 die() { echo "FAIL: $*"; dump; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
 dump() {
     echo "--- crane-guestd log (last 40 lines)"
     tail -40 "$T/guestd.log" 2>/dev/null
@@ -109,8 +112,8 @@ worker() {
     eval "W$n=$!"
 }
 
-fake() {  # fake NAME BEHAVIOUR: a fake shim
-    "$FAKE" "$T/guest.sock" "$1" "$2" >"$T/fake-$1.out" 2>&1 &
+fake() {  # fake NAME BEHAVIOUR [DELAY_MS]: a fake shim
+    "$FAKE" "$T/guest.sock" "$@" >"$T/fake-$1.out" 2>&1 &
     PIDS+=($!)
     eval "F_$1=$!"
 }
@@ -237,23 +240,224 @@ case_exit_mid_prepare() {
     finish_workers 1
 }
 
-# One program never answers: the deadline passes, the prepare fails, the
-# others are returned to passthrough and the driver never left.
+# One program never answers and holds no GPU device: at the deadline it
+# alone is left out (status: unresponsive), the others migrate, the driver
+# goes; a second prepare does not wait for it again.
 case_never_answers() {
     start_proxy
     start_daemon
     worker 1; worker 2
     fake mute silent
     wait_programs 3
-    expect_fail 'did not answer' prepare --deadline 3000
-    ctl status
+    expect_ok prepare --deadline 3000 | tee "$T/prep.out"
+    grep -q '^result: ok: 1 program(s) did not answer and hold no GPU device, left out: program mute' \
+        "$T/prep.out" || die "the left-out program is not named"
+    grep -q '^program .* mute .*unresponsive' "$T/prep.out" ||
+        die "mute not reported unresponsive in the answer"
+    ctl status | tee "$T/status.out"
+    grep -q '^program .* mute .*unresponsive' "$T/status.out" ||
+        die "mute not reported unresponsive"
+    grep -q 'unresponsive: no answer for .* (prepare pending)' "$T/status.out" ||
+        die "no unresponsive detail"
+    [ "$(modes | awk '$1 == "cl_worker" && $2 == "remoting"' | wc -l)" \
+        -eq 2 ] || die "the workers are not remoting"
+    grep -q 'modprobe -r fakegpu' "$T/mods/log" || die "module not unloaded"
+    expect_ok resume
+    [ "$(modes | awk '$1 == "cl_worker" && $2 == "passthrough"' | wc -l)" \
+        -eq 2 ] || die "the workers are not back in passthrough"
+    # Still silent on the earlier commands: not waited for this time.
+    expect_ok prepare --deadline 60000 | grep -q 'left out: program mute' ||
+        die "mute not left out at once"
+    expect_ok resume
+    advances 1 || die "worker 1 stopped"
+    finish_workers 1 2
+}
+
+# One program never answers and holds the GPU's device node: the driver
+# must not go, so the prepare fails and is undone; the others are back in
+# passthrough and the driver never left.
+case_never_answers_holding_gpu() {
+    start_proxy
+    start_daemon
+    worker 1; worker 2
+    FAKE_SHIM_HOLD=$T/mods/dev/fakegpu0 fake mute silent
+    wait_programs 3
+    expect_fail 'mute.* holds .*fakegpu0 but did not answer the prepare' \
+        prepare --deadline 3000
+    ctl status | tee "$T/status.out"
+    grep -q '^program .* mute .*unresponsive' "$T/status.out" ||
+        die "mute not reported unresponsive"
     [ "$(modes | awk '$1 == "cl_worker" && $2 == "passthrough"' | wc -l)" \
         -eq 2 ] || die "the workers are not back in passthrough"
     ! grep -q 'modprobe -r' "$T/mods/log" 2>/dev/null ||
         die "the module was unloaded"
-    ctl status | grep -q '^phase: idle' || die "phase is not idle"
+    grep -q '^phase: idle' "$T/status.out" || die "phase is not idle"
     advances 1 || die "worker 1 stopped"
     finish_workers 1 2
+}
+
+# A process holds the GPU's device node but never registered (not under
+# the shim): no prepare succeeds while it does; once it is gone, one does.
+case_unregistered_gpu_user() {
+    start_proxy
+    start_daemon
+    worker 1
+    wait_programs 1
+    sleep 600 3<"$T/mods/dev/fakegpu0" &
+    local holder=$!
+    PIDS+=($holder)
+    expect_fail "pid $holder (sleep) holds .*fakegpu0 but is not a registered program" \
+        prepare --live
+    ! grep -q 'modprobe -r' "$T/mods/log" 2>/dev/null ||
+        die "the module was unloaded"
+    all_in passthrough || die "worker not back in passthrough"
+    kill "$holder"; wait "$holder" 2>/dev/null
+    expect_ok prepare --live | grep -q '^step *account for GPU users (0) *ok' ||
+        die "no accounting step"
+    all_in remoting || die "worker not remoting"
+    expect_ok resume
+    finish_workers 1
+}
+
+# Status tells where a program stands during and after a slow switch:
+# "switching" while its command is in flight; "unresponsive" once the
+# deadline passed without an answer (not the mode it had before); its
+# real mode when its answer comes at last.
+case_status_switching() {
+    start_daemon
+    fake slow ok 4000
+    wait_programs 1
+    ctl prepare --offline --deadline 30000 >"$T/prep.out" 2>&1 &
+    local prep=$!
+    for _ in $(seq 50); do
+        ctl status | grep -q '^program .* slow .*switching' && break
+        sleep 0.1
+    done
+    ctl status | tee "$T/status.out"
+    grep -q '^program .* slow .*switching' "$T/status.out" ||
+        die "not shown switching"
+    grep -q 'switching: prepare pending for .*; last reported passthrough' \
+        "$T/status.out" || die "no switching detail"
+    wait $prep || die "the slow prepare failed"
+    all_in parked || die "not parked after its answer"
+    expect_ok resume
+    # Now a deadline shorter than the switch.
+    expect_ok prepare --offline --deadline 1000 | tee "$T/prep.out"
+    grep -q '^program .* slow .*unresponsive' "$T/prep.out" ||
+        die "the late program is not reported unresponsive"
+    ctl status | grep -q '^program .* slow .*passthrough' &&
+        die "status says passthrough while it is still switching"
+    for _ in $(seq 100); do
+        all_in parked && break
+        sleep 0.1
+    done
+    all_in parked || die "the late answer did not update the status"
+    expect_ok resume
+}
+
+# 2,000 connections that never register: the oldest are evicted at the
+# bound (max_programs), a real program still registers, and a prepare
+# reports it truthfully (1 program, remoting) and moves it.
+case_idle_flood() {
+    start_proxy
+    start_daemon "register_timeout_ms = 600000"
+    python3 - "$T/guest.sock" "$T/flood" "$T/stop" <<'EOF' &
+import os, resource, socket, sys, time
+path, out, stop = sys.argv[1:4]
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+conns = []
+for i in range(2000):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    conns.append(s)
+open(out + ".open", "w").write("%d\n" % len(conns))
+while not os.path.exists(stop):
+    time.sleep(0.1)
+closed = 0
+for s in conns:
+    s.setblocking(False)
+    try:
+        closed += s.recv(1) == b""
+    except BlockingIOError:
+        pass
+    except ConnectionResetError:
+        closed += 1
+open(out, "w").write("%d\n" % closed)
+EOF
+    local flood=$!
+    PIDS+=($flood)
+    for _ in $(seq 300); do
+        [ -e "$T/flood.open" ] && break
+        sleep 0.1
+    done
+    [ "$(cat "$T/flood.open" 2>/dev/null)" = 2000 ] ||
+        die "the 2,000 connections were not all accepted"
+    worker 1
+    wait_programs 1
+    expect_ok prepare --live | tee "$T/prep.out"
+    grep -q '^programs: 1$' "$T/prep.out" || die "not exactly 1 program"
+    grep -q '^program .* cl_worker .*remoting' "$T/prep.out" ||
+        die "the worker is not remoting"
+    grep -q 'evicting' "$T/guestd.log" || die "no eviction logged"
+    expect_ok resume
+    all_in passthrough || die "not back in passthrough"
+    finish_workers 1
+    wait $flood
+    echo "idle connections closed by the daemon: $(cat "$T/flood")"
+    [ "$(cat "$T/flood")" -ge 977 ] || die "fewer than 977 evicted"
+}
+
+# A connection that says nothing is closed after register_timeout_ms; a
+# registered program is not.
+case_register_timeout() {
+    start_daemon "register_timeout_ms = 1000"
+    fake calm ok
+    python3 - "$T/guest.sock" <<'EOF' || die "the idle connection stayed open"
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
+assert s.recv(1) == b"", "data from the daemon"
+print("idle connection closed by the daemon")
+EOF
+    grep -q 'no Register within register_timeout_ms' "$T/guestd.log" ||
+        die "no timeout logged"
+    wait_programs 1
+    ctl status | grep -q '^program .* calm .*passthrough' ||
+        die "the registered program was closed"
+}
+
+# The shims' socket: mode 0660, owned by program_group; a user outside
+# the group cannot connect, a member can.  A group that does not exist
+# keeps the daemon's group, with a warning.
+case_socket_perms() {
+    [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null ||
+        skip "needs root and setpriv (a socket given to another group, users switched)"
+    start_daemon "program_group = daemon"
+    "$GUESTD" --config "$T/guestd.conf" --check-config |
+        grep -q '^listen_mode = 0660$' || die "listen_mode is not 0660"
+    [ "$(stat -c '%a %G' "$T/guest.sock")" = "660 daemon" ] ||
+        die "socket is $(stat -c '%a %G' "$T/guest.sock")"
+    chmod 755 "$T"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 - \
+        "$T/guest.sock" <<'EOF' || die "a user outside the group connected"
+import socket, sys
+try:
+    socket.socket(socket.AF_UNIX).connect(sys.argv[1])
+except PermissionError:
+    print("outside the group: permission denied"); sys.exit(0)
+sys.exit(1)
+EOF
+    setpriv --reuid=nobody --regid=nogroup --groups=daemon /usr/bin/python3 - \
+        "$T/guest.sock" <<'EOF' || die "a member of the group could not connect"
+import socket, sys
+socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("member: connected")
+EOF
+    kill "$GD_PID"; wait "$GD_PID" 2>/dev/null
+    echo "program_group = crane-no-such-group" >>"$T/guestd.conf"
+    start_daemon
+    grep -q 'program_group crane-no-such-group: no such group' \
+        "$T/guestd.log" || die "no warning for a missing group"
+    [ "$(stat -c '%a %g' "$T/guest.sock")" = "660 $(id -g)" ] ||
+        die "socket is $(stat -c '%a %g' "$T/guest.sock")"
 }
 
 # The driver module will not unload: abort, programs back in passthrough.
