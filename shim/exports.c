@@ -42,10 +42,9 @@
         if (SHIM_LIKELY(ret_ == CL_SUCCESS)) {                          \
             void *real_ = R(command_queue);                             \
             before;                                                     \
-            if (VENDOR(real_)->name)                                    \
-                ret_ = VENDOR(real_)->name args;                        \
-            else                                                        \
-                ret_ = CL_INVALID_OPERATION;                            \
+            if (ret_ == CL_SUCCESS)                                     \
+                ret_ = VENDOR(real_)->name ? VENDOR(real_)->name args   \
+                                           : CL_INVALID_OPERATION;      \
             if (ret_ == CL_SUCCESS) {                                   \
                 after;                                                  \
                 if (event)                                              \
@@ -76,7 +75,8 @@
         if (SHIM_LIKELY(ret_ == CL_SUCCESS)) {                          \
             void *real_ = R(command_queue);                             \
             before;                                                     \
-            p_ = VENDOR(real_)->name args;                              \
+            if (ret_ == CL_SUCCESS)                                     \
+                p_ = VENDOR(real_)->name args;                          \
             if (p_) {                                                   \
                 shim_mem_mapped(memobj);                                \
                 if (event)                                              \

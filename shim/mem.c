@@ -9,9 +9,68 @@
 #include "shim.h"
 
 /* Host access restrictions are kept in the shadow but not given to the
- * vendor: the shim must read and write every buffer to move it. */
+ * vendor: the shim must read and write every buffer to move it.  The
+ * program still sees them exactly as natively: a creation with host access
+ * flags is first tried with the program's own flags (the vendor's verdict
+ * on them is the answer), the rules a sub-buffer or an image over a buffer
+ * inherits from its parent are checked here (the vendor's parent has none),
+ * reads, writes and maps the flags forbid are refused here, and
+ * CL_MEM_FLAGS reports them. */
 #define HOST_ACCESS_FLAGS \
     (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+#define ACCESS_FLAGS \
+    (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY)
+#define HOST_PTR_FLAGS \
+    (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)
+
+
+/* The host access flags that rule `m`: its own, else its parent's. */
+static cl_mem_flags host_access(const struct shim_mem *m)
+{
+    for (; m; m = m->parent)
+        if (m->flags & HOST_ACCESS_FLAGS)
+            return m->flags & HOST_ACCESS_FLAGS;
+    return 0;
+}
+
+/* OpenCL's rule for a sub-buffer or an image made from a buffer: at most
+ * one host access flag, and none the parent's forbid. */
+static bool host_access_inherits(cl_mem_flags flags, const struct shim_mem *p)
+{
+    cl_mem_flags own = flags & HOST_ACCESS_FLAGS, parent = host_access(p);
+
+    if (own & (own - 1))
+        return false;
+    if ((parent & CL_MEM_HOST_WRITE_ONLY) && (own & CL_MEM_HOST_READ_ONLY))
+        return false;
+    if ((parent & CL_MEM_HOST_READ_ONLY) && (own & CL_MEM_HOST_WRITE_ONLY))
+        return false;
+    if ((parent & CL_MEM_HOST_NO_ACCESS) &&
+        (own & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY)))
+        return false;
+    return true;
+}
+
+cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
+                           cl_map_flags access)
+{
+    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, queue);
+    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
+    cl_mem_flags host;
+
+    /* Whatever the vendor refuses first (a bad object, another context)
+     * it still answers itself. */
+    if (!q || !m || m->context != q->context)
+        return CL_SUCCESS;
+    host = host_access(m);
+    if ((access & CL_MAP_READ) &&
+        (host & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS)))
+        return CL_INVALID_OPERATION;
+    if ((access & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)) &&
+        (host & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)))
+        return CL_INVALID_OPERATION;
+    return CL_SUCCESS;
+}
 
 static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mem_cb {
@@ -88,10 +147,11 @@ size_t shim_image_row_bytes(const struct shim_mem *m)
     return m->desc.image_width * shim_image_elem_size(&m->format);
 }
 
-int shim_mem_realize(struct shim_mem *m, void *copy_from)
+/* Creates the vendor's object for `m` with `flags`. */
+static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
+                           void *copy_from)
 {
     void *ctx = m->context->obj.real;
-    cl_mem_flags flags = m->flags & ~HOST_ACCESS_FLAGS;
     void *host = NULL;
     cl_int err = CL_INVALID_OPERATION;
 
@@ -115,8 +175,7 @@ int shim_mem_realize(struct shim_mem *m, void *copy_from)
         cl_buffer_region region = {m->origin, m->size};
         void *parent = m->parent->obj.real;
         m->obj.real = VENDOR(parent)->clCreateSubBuffer(
-            parent, m->flags & ~HOST_ACCESS_FLAGS,
-            CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+            parent, flags, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
         break;
     }
     case SHIM_IMAGE: {
@@ -145,6 +204,82 @@ int shim_mem_realize(struct shim_mem *m, void *copy_from)
     return 0;
 }
 
+int shim_mem_realize(struct shim_mem *m, void *copy_from)
+{
+    return mem_create_real(m, m->flags & ~HOST_ACCESS_FLAGS, copy_from);
+}
+
+/* A root object with host access flags: the vendor judges the program's own
+ * flags on an object made with them and released at once, so that errors
+ * (and the CL_MEM_FLAGS it reports) are the vendor's own.  Sub-buffers and
+ * images over buffers are judged by the inheritance rule instead, since the
+ * vendor's parent lacks the flags. */
+static cl_int host_access_verdict(struct shim_mem *m, void *copy_from)
+{
+    void *probe;
+    cl_int err;
+
+    /* A sub-buffer never has host pointer flags of its own (a proxy, which
+     * copies where the program's memory is used, would not notice). */
+    if (m->type == SHIM_SUB_BUFFER && (m->flags & HOST_PTR_FLAGS))
+        return CL_INVALID_VALUE;
+    if (m->parent)
+        return host_access_inherits(m->flags, m->parent) ? CL_SUCCESS
+                                                         : CL_INVALID_VALUE;
+    if (!(m->flags & HOST_ACCESS_FLAGS))
+        return CL_SUCCESS;
+    /* At most one: said here too, since a remote creation answers before
+     * the proxy's vendor has judged it. */
+    if (!host_access_inherits(m->flags, NULL))
+        return CL_INVALID_VALUE;
+    if (mem_create_real(m, m->flags, copy_from) < 0)
+        return shim_vendor_err;
+    probe = m->obj.real;
+    m->obj.real = NULL;
+    err = VENDOR(probe)->clGetMemObjectInfo(probe, CL_MEM_FLAGS,
+                                            sizeof(m->reported_flags),
+                                            &m->reported_flags, NULL);
+    if (err != CL_SUCCESS)
+        m->reported_flags = m->flags;
+    VENDOR(probe)->clReleaseMemObject(probe);
+    return CL_SUCCESS;
+}
+
+/* CL_MEM_FLAGS, kept from creation so that it does not change when the
+ * program moves.  Where no host access flag is involved it is the vendor's
+ * answer for the object it has.  Otherwise: a root object's is the probe's
+ * (above); a sub-buffer's or an image's over a buffer is OpenCL's rule of
+ * inheritance applied to its parent's answer, since the vendor's parent
+ * differs from the program's. */
+static void remember_flags(struct shim_mem *m)
+{
+    cl_mem_flags f = m->flags, parent;
+
+    if (!host_access(m)) {
+        if (VENDOR(m->obj.real)->clGetMemObjectInfo(
+                m->obj.real, CL_MEM_FLAGS, sizeof(f), &f, NULL) != CL_SUCCESS)
+            f = m->flags;
+        /* Host pointer flags are the program's, or a sub-buffer's parent's
+         * (a proxy holds a copy where the program's memory is used, and
+         * says so). */
+        f &= ~HOST_PTR_FLAGS;
+        f |= m->type == SHIM_SUB_BUFFER
+                 ? m->parent->reported_flags & HOST_PTR_FLAGS
+                 : m->flags & HOST_PTR_FLAGS;
+    } else if (!m->parent) {
+        return;
+    } else {
+        parent = m->parent->reported_flags;
+        if (!(f & ACCESS_FLAGS))
+            f |= parent & ACCESS_FLAGS;
+        if (!(f & HOST_ACCESS_FLAGS))
+            f |= parent & HOST_ACCESS_FLAGS;
+        if (m->type == SHIM_SUB_BUFFER)
+            f |= parent & HOST_PTR_FLAGS;
+    }
+    m->reported_flags = f;
+}
+
 /* Common tail of every creation call: record, realize, return the handle. */
 static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
                          cl_int *errcode_ret)
@@ -159,9 +294,13 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
     shim_obj_retain_child(&m->context->obj);
     if (m->parent)
         shim_obj_retain_child(&m->parent->obj);
-    if (shim_mem_realize(m, (m->flags & CL_MEM_COPY_HOST_PTR) ? host_ptr
-                                                              : NULL) < 0) {
+    void *copy_from = (m->flags & CL_MEM_COPY_HOST_PTR) ? host_ptr : NULL;
+    err = host_access_verdict(m, copy_from);
+    if (err == CL_SUCCESS && shim_mem_realize(m, copy_from) < 0)
         err = shim_vendor_err;
+    if (err == CL_SUCCESS) {
+        remember_flags(m);
+    } else {
         shim_obj_release(m, SHIM_MEM);
         m = NULL;
     }
@@ -260,14 +399,10 @@ SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL clCreateSubBuffer(
             *errcode_ret = err;
         return NULL;
     }
-    /* Unspecified access and host flags are inherited from the parent. */
-    if (!(flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY)))
-        flags |= parent->flags &
-                 (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY);
-    if (!(flags & HOST_ACCESS_FLAGS))
-        flags |= parent->flags & HOST_ACCESS_FLAGS;
-    flags |= parent->flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR |
-                              CL_MEM_COPY_HOST_PTR);
+    /* The program's own flags, as the vendor gets them: what a sub-buffer
+     * inherits from its parent the vendor adds itself (and reports in
+     * CL_MEM_FLAGS), and host pointer flags on a sub-buffer are an error
+     * for it to report. */
     shim_enter();
     m = mem_alloc(parent->context, flags, NULL, errcode_ret);
     if (m) {
@@ -275,12 +410,10 @@ SHIM_EXPORT CL_API_ENTRY cl_mem CL_API_CALL clCreateSubBuffer(
         m->parent = parent;
         m->origin = region->origin;
         m->size = region->size;
-        /* Sub-buffers share the parent's storage: never copy into it. */
-        m->flags &= ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
-        h = mem_finish(m, parent->host_ptr
-                              ? (char *)parent->host_ptr + region->origin
-                              : NULL,
-                       errcode_ret);
+        h = mem_finish(m, NULL, errcode_ret);
+        /* It shares the parent's storage, the program's memory included. */
+        if (h && (parent->flags & CL_MEM_USE_HOST_PTR))
+            m->host_ptr = (char *)parent->host_ptr + region->origin;
     }
     shim_leave();
     return h;
@@ -445,10 +578,11 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetMemObjectInfo(
                                 param_value, param_value_size_ret);
     }
     case CL_MEM_FLAGS:
-        return shim_info_return(&m->flags, sizeof(m->flags), param_value_size,
-                                param_value, param_value_size_ret);
+        return shim_info_return(&m->reported_flags, sizeof(m->reported_flags),
+                                param_value_size, param_value,
+                                param_value_size_ret);
     case CL_MEM_HOST_PTR: {
-        void *p = (m->flags & CL_MEM_USE_HOST_PTR) ? m->host_ptr : NULL;
+        void *p = m->host_ptr;
         return shim_info_return(&p, sizeof(p), param_value_size, param_value,
                                 param_value_size_ret);
     }

@@ -97,9 +97,10 @@ struct shim_mem {
     struct shim_obj obj;
     struct shim_context *context;
     enum shim_mem_type type;
-    cl_mem_flags flags;
+    cl_mem_flags flags;          /* as the program gave them */
+    cl_mem_flags reported_flags; /* CL_MEM_FLAGS, as the vendor said it */
     size_t size;                 /* bytes of storage (images: packed) */
-    void *host_ptr;              /* CL_MEM_USE_HOST_PTR only */
+    void *host_ptr;              /* CL_MEM_USE_HOST_PTR (or its sub-buffer) */
     cl_mem_properties *props;    /* 0-terminated or NULL */
     struct shim_mem *parent;     /* sub-buffer, or an image's buffer */
     size_t origin;               /* sub-buffer offset in the parent */
@@ -472,6 +473,10 @@ void shim_mem_dirty_map(cl_mem handle, cl_map_flags flags, size_t offset,
                         size_t size);
 void shim_kernel_dirty_args(struct shim_kernel *k);
 struct shim_mem *shim_mem_root(struct shim_mem *m);
+/* CL_INVALID_OPERATION when the object's host access flags forbid `access`
+ * (CL_MAP_READ, CL_MAP_WRITE, ...) from the host, else CL_SUCCESS. */
+cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
+                           cl_map_flags access);
 void shim_mem_mapped(cl_mem handle);
 void shim_mem_unmapped(cl_mem handle);
 void shim_kernel_launching(cl_kernel handle);
