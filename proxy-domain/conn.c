@@ -6,15 +6,21 @@
 
 #include "proto/frame.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* Room the input buffer keeps free for the next read. */
 #define READ_ROOM (64u << 10)
 /* Requests (bytes) buffered ahead of execution before reading pauses, and
- * replies (bytes) not yet written before execution pauses. */
-#define MAX_QUEUED (256u << 20)
+ * replies (bytes) not yet written before execution pauses: --max-queued. */
+#define MAX_QUEUED(c)                                                        \
+    ((c)->srv->limits.max_queued ? (c)->srv->limits.max_queued : SIZE_MAX)
+/* TCP keepalive: probes after this many idle seconds find dead peers. */
+#define KEEPALIVE_S 60
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -26,6 +32,8 @@ static void on_close(uv_handle_t *h)
 
     if (--c->open_handles > 0)
         return;
+    if (c->unauth)
+        c->srv->unauth--;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -37,6 +45,104 @@ static void on_close(uv_handle_t *h)
     px_req_free(c->bulk_req);
     free(c->ibuf);
     free(c);
+}
+
+/* Who is at the other end, for per-peer bounds and logs: the user of a
+ * unix socket's peer, the address of a TCP peer (any port). */
+static void peer_name(struct px_conn *c)
+{
+    uv_os_fd_t fd;
+
+    snprintf(c->peer, sizeof(c->peer), "?");
+    if (uv_fileno(&c->h.handle, &fd) < 0)
+        return;
+    if (c->srv->ep.kind == CRN_EP_UNIX) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+            snprintf(c->peer, sizeof(c->peer), "uid %u",
+                     (unsigned)cred.uid);
+    } else {
+        struct sockaddr_storage sa;
+        int len = sizeof(sa);
+        if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&sa, &len) ==
+            0) {
+            if (sa.ss_family == AF_INET)
+                uv_ip4_name((struct sockaddr_in *)&sa, c->peer,
+                            sizeof(c->peer));
+            else
+                uv_ip6_name((struct sockaddr_in6 *)&sa, c->peer,
+                            sizeof(c->peer));
+        }
+    }
+}
+
+/* A connection in its handshake holds no tenant yet and may belong to
+ * anyone: at most --max-unauthenticated of them live, and a new one makes
+ * room by closing the oldest, so that idle connections cannot keep a
+ * client that holds the key out (each gets --handshake-timeout at most). */
+static void count_unauth(struct px_conn *c)
+{
+    struct px_server *srv = c->srv;
+
+    c->unauth = true;
+    srv->unauth++;
+    if (!srv->limits.max_unauth || srv->unauth <= srv->limits.max_unauth)
+        return;
+    struct px_conn *oldest = NULL;
+    for (struct px_conn *o = srv->conns; o; o = o->next)
+        if (o != c && o->unauth && o->state != PX_CONN_CLOSING &&
+            (!oldest || o->num < oldest->num))
+            oldest = o;
+    if (oldest) {
+        PX_WARN("connection %llu (%s) closed in its handshake: more than "
+                "%llu connections in their handshake",
+                (unsigned long long)oldest->num, oldest->peer,
+                (unsigned long long)srv->limits.max_unauth);
+        px_conn_close(oldest, "evicted");
+        if (oldest->unauth) {
+            oldest->unauth = false;
+            srv->unauth--;
+        }
+    }
+}
+
+static void handshake_late(uv_timer_t *timer)
+{
+    struct px_conn *c = timer->data;
+
+    if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH)
+        px_handshake_refuse(c, "handshake not done within %llu ms",
+                            (unsigned long long)c->srv->limits.handshake_ms);
+}
+
+/* Closes a ready connection that sent nothing for --idle-timeout while
+ * nothing of its tenant ran or waited to be sent back. */
+static void idle_check(uv_timer_t *timer)
+{
+    struct px_conn *c = timer->data;
+    uint64_t idle = c->srv->limits.idle_ms;
+    uint64_t now = uv_now(c->srv->loop), since = now - c->last_input_ms;
+    bool busy = c->state != PX_CONN_READY || c->working || c->inq_head ||
+                c->bulk_req || (c->tenant && c->tenant->pend_head) ||
+                c->h.stream.write_queue_size;
+
+    if (busy || since < idle) {
+        uv_timer_start(timer, idle_check, busy ? idle : idle - since, 0);
+        return;
+    }
+    px_conn_close(c, "idle timeout");
+}
+
+void px_conn_ready(struct px_conn *c)
+{
+    if (c->unauth) {
+        c->unauth = false;
+        c->srv->unauth--;
+    }
+    uv_timer_stop(&c->timer);
+    if (c->srv->limits.idle_ms)
+        uv_timer_start(&c->timer, idle_check, c->srv->limits.idle_ms, 0);
 }
 
 void px_conn_accept(struct px_server *srv)
@@ -80,9 +186,21 @@ void px_conn_accept(struct px_server *srv)
     }
     c->wake.data = c;
     c->open_handles++;
-    if (srv->ep.kind == CRN_EP_TCP)
+    uv_timer_init(srv->loop, &c->timer);
+    c->timer.data = c;
+    c->open_handles++;
+    if (srv->ep.kind == CRN_EP_TCP) {
         uv_tcp_nodelay(&c->h.tcp, 1);
-    PX_DEBUG("connection %llu accepted", (unsigned long long)c->num);
+        uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
+    }
+    peer_name(c);
+    c->accepted_ms = c->last_input_ms = uv_now(srv->loop);
+    PX_DEBUG("connection %llu accepted from %s", (unsigned long long)c->num,
+             c->peer);
+    count_unauth(c);
+    if (srv->limits.handshake_ms)
+        uv_timer_start(&c->timer, handshake_late, srv->limits.handshake_ms,
+                       0);
     px_conn_schedule(c);
     rc = uv_read_start(&c->h.stream, on_alloc, on_read);
     if (rc == 0)
@@ -106,7 +224,7 @@ static void on_write(uv_write_t *req, int status)
         px_conn_close(c, uv_strerror(status));
     px_out_free(o);
     /* Execution waits while the client reads too slowly. */
-    if (status == 0 && c->h.stream.write_queue_size < MAX_QUEUED)
+    if (status == 0 && c->h.stream.write_queue_size < MAX_QUEUED(c))
         px_conn_schedule(c);
 }
 
@@ -210,7 +328,7 @@ static void work_done(uv_work_t *w, int status)
         finish_close(c);
         return;
     }
-    if (!c->reading && !c->input_done && c->inq_bytes < MAX_QUEUED &&
+    if (!c->reading && !c->input_done && c->inq_bytes < MAX_QUEUED(c) &&
         uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
         c->reading = true;
     px_conn_schedule(c);
@@ -234,7 +352,7 @@ void px_conn_schedule(struct px_conn *c)
     bool poked;
 
     if (c->working || c->state != PX_CONN_READY || !c->tenant ||
-        c->h.stream.write_queue_size >= MAX_QUEUED)
+        c->h.stream.write_queue_size >= MAX_QUEUED(c))
         return;
     poked = atomic_exchange(&c->poked, false);
     if (!c->inq_head && !poked)
@@ -270,7 +388,7 @@ static void queue_req(struct px_conn *c, struct px_req *r)
         c->inq_head = r;
     c->inq_tail = r;
     c->inq_bytes += r->bulk_len + 64;
-    if (c->inq_bytes >= MAX_QUEUED && c->reading) {
+    if (c->inq_bytes >= MAX_QUEUED(c) && c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
@@ -434,6 +552,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     struct px_conn *c = s->data;
 
     (void)buf;
+    c->last_input_ms = uv_now(c->srv->loop);
     if (nread < 0) {
         px_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
         return;
@@ -474,6 +593,7 @@ static void finish_close(struct px_conn *c)
     }
     uv_close(&c->h.handle, on_close);
     uv_close((uv_handle_t *)&c->wake, on_close);
+    uv_close((uv_handle_t *)&c->timer, on_close);
 }
 
 void px_conn_close(struct px_conn *c, const char *why)

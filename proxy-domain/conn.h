@@ -29,6 +29,7 @@ struct px_conn {
         uv_pipe_t pipe;
     } h;
     uv_async_t wake;             /* other threads: output or a poke */
+    uv_timer_t timer;            /* the handshake's deadline, then idling */
     uv_shutdown_t shut;
     int open_handles;
     enum px_conn_state state;
@@ -36,6 +37,10 @@ struct px_conn {
     bool write_closed;           /* shutdown sent: nothing more leaves */
     bool reading;
     bool input_done;             /* the stream is out of step: read no more */
+    bool unauth;                 /* counted in the server's unauth */
+    uint64_t accepted_ms;        /* loop time of the accept */
+    uint64_t last_input_ms;      /* loop time of the last bytes read */
+    char peer[64];               /* uid:N (unix) or the address (tcp) */
 
     struct px_outq outq;
     atomic_bool poked;           /* a pending read may have completed */
@@ -70,6 +75,9 @@ void px_conn_accept(struct px_server *srv);
 /* Closes C: stops input, drops what was not executed, and lets go of the
  * tenant once no work item runs.  Safe to call more than once. */
 void px_conn_close(struct px_conn *c, const char *why);
+/* The handshake ended (READY): stops counting C as unauthenticated and
+ * arms the idle timer. */
+void px_conn_ready(struct px_conn *c);
 /* Sends O now (loop thread). */
 void px_conn_send(struct px_conn *c, struct px_out *o);
 /* Starts a work item if requests wait and none runs. */

@@ -151,8 +151,16 @@ static void resume(struct px_conn *c)
 
 static void finish(struct px_conn *c)
 {
+    uint64_t max = c->srv->limits.max_peer_conns;
     struct px_tenant *t;
 
+    if (max && px_server_peer_conns(c->srv, c) >= max) {
+        px_handshake_refuse(c, "%s has %llu connections already (at most "
+                               "--max-peer-connections)",
+                            c->peer, (unsigned long long)max);
+        return;
+    }
+    px_conn_ready(c);
     if (c->token_len) {
         resume(c);
         return;

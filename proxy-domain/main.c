@@ -33,6 +33,24 @@ static const char usage[] =
     "  --log-level LEVEL   error, warn, info (default) or debug\n"
     "  --help              this text\n"
     "\n"
+    "Bounds on each peer (a unix socket's user, a TCP peer's address);\n"
+    "0 turns a bound off:\n"
+    "  --handshake-timeout SECONDS  Hello to Welcome, else Refused and\n"
+    "                      closed (default 10)\n"
+    "  --max-unauthenticated N  connections in their handshake at once; a\n"
+    "                      new one closes the oldest (default 64)\n"
+    "  --max-peer-connections N  connections past the handshake per peer\n"
+    "                      (default 256)\n"
+    "  --max-objects N     OpenCL objects per tenant (default 1048576);\n"
+    "                      beyond, creations fail CL_OUT_OF_RESOURCES\n"
+    "  --max-queued BYTES  requests read ahead of execution, and replies\n"
+    "                      not yet written, per connection (default 256M)\n"
+    "  --idle-timeout SECONDS  close a connection that sent nothing this\n"
+    "                      long while none of its calls ran (default 0:\n"
+    "                      never; its tenant stays for --grace).  TCP\n"
+    "                      connections also send keepalive probes after\n"
+    "                      60 s of silence\n"
+    "\n"
     "Signals: SIGINT/SIGTERM stop cleanly (every object released, the unix\n"
     "socket removed); SIGUSR1 logs a stats line (connections, tenants,\n"
     "objects, bytes).  UV_THREADPOOL_SIZE (default 64) bounds how many\n"
@@ -62,6 +80,19 @@ static int parse_bytes(const char *s, uint64_t *out)
     if (shift && v > (UINT64_MAX >> shift))
         return -ERANGE;
     *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int parse_count(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || *s == '-')
+        return -EINVAL;
+    *out = v;
     return 0;
 }
 
@@ -102,10 +133,23 @@ int main(int argc, char **argv)
         {"quota", required_argument, NULL, 'q'},
         {"grace", required_argument, NULL, 'g'},
         {"log-level", required_argument, NULL, 'L'},
+        {"handshake-timeout", required_argument, NULL, 'H'},
+        {"max-unauthenticated", required_argument, NULL, 'U'},
+        {"max-peer-connections", required_argument, NULL, 'P'},
+        {"max-objects", required_argument, NULL, 'O'},
+        {"max-queued", required_argument, NULL, 'Q'},
+        {"idle-timeout", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct px_options opts = {.device = "all"};
+    struct px_options opts = {
+        .device = "all",
+        .limits = {.handshake_ms = 10000,
+                   .max_unauth = 64,
+                   .max_peer_conns = 256,
+                   .max_objects = 1u << 20,
+                   .max_queued = 256u << 20},
+    };
     struct crn_endpoint ep;
     struct px_devices devs;
     struct px_server srv;
@@ -127,6 +171,33 @@ int main(int argc, char **argv)
         case 'g':
             if (parse_seconds(optarg, &opts.grace_ms) < 0)
                 return fail("bad --grace '%s' (seconds)", optarg);
+            break;
+        case 'H':
+            if (parse_seconds(optarg, &opts.limits.handshake_ms) < 0)
+                return fail("bad --handshake-timeout '%s' (seconds)", optarg);
+            break;
+        case 'I':
+            if (parse_seconds(optarg, &opts.limits.idle_ms) < 0)
+                return fail("bad --idle-timeout '%s' (seconds)", optarg);
+            break;
+        case 'U':
+            if (parse_count(optarg, &opts.limits.max_unauth) < 0)
+                return fail("bad --max-unauthenticated '%s' (a count)",
+                            optarg);
+            break;
+        case 'P':
+            if (parse_count(optarg, &opts.limits.max_peer_conns) < 0)
+                return fail("bad --max-peer-connections '%s' (a count)",
+                            optarg);
+            break;
+        case 'O':
+            if (parse_count(optarg, &opts.limits.max_objects) < 0)
+                return fail("bad --max-objects '%s' (a count)", optarg);
+            break;
+        case 'Q':
+            if (parse_bytes(optarg, &opts.limits.max_queued) < 0)
+                return fail("bad --max-queued '%s' (bytes, K, M or G)",
+                            optarg);
             break;
         case 'L':
             if (crn_log_set_level(optarg) < 0)

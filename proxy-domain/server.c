@@ -126,6 +126,7 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     srv->devs = devs;
     srv->quota = opts->quota;
     srv->grace_ms = opts->grace_ms;
+    srv->limits = opts->limits;
     if (crn_endpoint_parse(opts->listen, &srv->ep) < 0) {
         snprintf(why, why_len,
                  "bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
@@ -230,6 +231,17 @@ void px_server_stats(struct px_server *srv)
             (unsigned long long)bytes, srv->tearing_down);
 }
 
+size_t px_server_peer_conns(struct px_server *srv, const struct px_conn *c)
+{
+    size_t n = 0;
+
+    for (struct px_conn *o = srv->conns; o; o = o->next)
+        if (o != c && !o->unauth && o->state != PX_CONN_CLOSING &&
+            strcmp(o->peer, c->peer) == 0)
+            n++;
+    return n;
+}
+
 struct px_tenant *px_server_new_tenant(struct px_server *srv)
 {
     struct px_tenant *t = px_tenant_new(srv->devs, srv->next_tenant + 1,
@@ -237,6 +249,7 @@ struct px_tenant *px_server_new_tenant(struct px_server *srv)
 
     if (!t)
         return NULL;
+    t->max_objects = srv->limits.max_objects;
     srv->next_tenant++;
     t->next = srv->tenants;
     srv->tenants = t;

@@ -14,6 +14,17 @@
 
 struct px_conn;
 
+/* Bounds on what one peer can hold (main.c sets the defaults, --help and
+ * README.md say them); 0 means no bound. */
+struct px_limits {
+    uint64_t handshake_ms;       /* Hello to Welcome */
+    uint64_t idle_ms;            /* a ready connection that sends nothing */
+    uint64_t max_unauth;         /* connections in their handshake */
+    uint64_t max_peer_conns;     /* ready connections of one peer */
+    uint64_t max_objects;        /* objects of one tenant */
+    uint64_t max_queued;         /* bytes queued per connection, each way */
+};
+
 /* What main() decides. */
 struct px_options {
     const char *listen;          /* endpoint text */
@@ -21,6 +32,7 @@ struct px_options {
     const char *auth_key;        /* key file, or NULL */
     uint64_t quota;              /* bytes per tenant, 0: none */
     uint64_t grace_ms;           /* 0: release at disconnect */
+    struct px_limits limits;
 };
 
 /* Everything lives on one loop thread; only px_conn's queues and the
@@ -42,6 +54,8 @@ struct px_server {
     size_t key_len;
     uint64_t quota;
     uint64_t grace_ms;
+    struct px_limits limits;
+    size_t unauth;               /* connections in their handshake */
     struct px_conn *conns;       /* every open connection */
     struct px_tenant *tenants;   /* every tenant not being torn down */
     uint64_t next_tenant;
@@ -67,6 +81,9 @@ void px_server_fini(struct px_server *srv);
 void px_server_stop(struct px_server *srv);
 /* Logs one status line: connections, tenants, objects, bytes. */
 void px_server_stats(struct px_server *srv);
+
+/* How many ready connections the peer of C has (C not counted). */
+size_t px_server_peer_conns(struct px_server *srv, const struct px_conn *c);
 
 /* Tenants (loop thread). */
 struct px_tenant *px_server_new_tenant(struct px_server *srv);

@@ -136,6 +136,8 @@ cl_int px_tenant_check_new(struct px_tenant *t, uint64_t id,
         return CL_INVALID_VALUE;
     if (px_map_get(&t->objs, id))
         return px_kind_error(kind);
+    if (t->max_objects && t->objs.count >= t->max_objects)
+        return CL_OUT_OF_RESOURCES;
     return CL_SUCCESS;
 }
 

@@ -57,6 +57,7 @@ struct px_tenant {
     char program[64];
     uint32_t pid;
     uint64_t quota;              /* 0: no limit */
+    uint64_t max_objects;        /* 0: no limit (--max-objects) */
     const struct px_devices *devs;
 
     /*
@@ -114,7 +115,8 @@ struct px_obj *px_tenant_obj(struct px_tenant *t, uint64_t id,
                              enum px_kind kind);
 
 /* CL_SUCCESS when ID may name a new object of KIND: CL_INVALID_VALUE for 0
- * or an id with the top bit, the kind's error for an id in use. */
+ * or an id with the top bit, the kind's error for an id in use,
+ * CL_OUT_OF_RESOURCES when the tenant holds max_objects already. */
 cl_int px_tenant_check_new(struct px_tenant *t, uint64_t id,
                            enum px_kind kind);
 
