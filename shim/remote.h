@@ -18,6 +18,13 @@ struct rc_obj {
     const struct _cl_icd_dispatch *dispatch;  /* &shim_remote_dispatch */
     uint64_t id;
     enum shim_kind kind;
+    bool user_event;             /* a struct rc_user_event */
+};
+
+/* A user event, which remembers whether this client set it yet. */
+struct rc_user_event {
+    struct rc_obj obj;
+    atomic_bool set;
 };
 
 /* A device's type comes with the Welcome: clGetDeviceIDs is answered here. */
@@ -90,6 +97,8 @@ struct rc_reply {
 int shim_remote_connect(void);
 /* Closes the connection and stops its threads. */
 void shim_remote_disconnect(void);
+/* Whether the stream still works (false once it failed or closed). */
+bool shim_remote_alive(void);
 /* Platforms from the Welcome. */
 int shim_remote_platforms(cl_platform_id **out, cl_uint *n);
 

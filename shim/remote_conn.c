@@ -165,6 +165,11 @@ static int queue_locked(Crane__ClientMessage *m, const void *bulk,
     return 0;
 }
 
+bool shim_remote_alive(void)
+{
+    return !atomic_load(&cn.dead);
+}
+
 cl_int shim_remote_take_deferred(void)
 {
     return (cl_int)atomic_exchange(&cn.deferred_err, 0);
@@ -526,7 +531,8 @@ static int take_welcome(const Crane__Welcome *w)
         if (!p)
             return -ENOMEM;
         cn.platforms[cn.n_platforms++] = p;
-        p->obj = (struct rc_obj){&shim_remote_dispatch, pd->id, SHIM_PLATFORM};
+        p->obj = (struct rc_obj){&shim_remote_dispatch, pd->id,
+                                 SHIM_PLATFORM, false};
         cn.platform_handles[i] = (cl_platform_id)p;
         p->devices = calloc(pd->n_devices ? pd->n_devices : 1,
                             sizeof(*p->devices));
@@ -537,7 +543,7 @@ static int take_welcome(const Crane__Welcome *w)
             if (!dev)
                 return -ENOMEM;
             dev->obj = (struct rc_obj){&shim_remote_dispatch,
-                                       pd->devices[d]->id, SHIM_DEVICE};
+                                       pd->devices[d]->id, SHIM_DEVICE, false};
             dev->type = pd->devices[d]->type;
             p->devices[p->n_devices++] = dev;
             shim_remote_track(&dev->obj);

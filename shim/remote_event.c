@@ -3,25 +3,48 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "remote.h"
 
 /* --- events */
 
+/*
+ * The proxy runs one program's calls in order, so a wait it executes holds
+ * back every later call of the program, a clSetUserEventStatus from
+ * another thread included.  While user events this client made are unset,
+ * waits therefore happen here instead: the proxy is asked to notify each
+ * event's completion (WatchEvent) and the waiting thread sleeps until the
+ * notices came, leaving the stream free.  Otherwise a wait is one Sync.
+ */
+static atomic_long unset_user_events;
+
 cl_event CL_API_CALL rc_clCreateUserEvent(cl_context c, cl_int *errcode_ret)
 {
     Crane__CreateUserEvent ue = CRANE__CREATE_USER_EVENT__INIT;
-    struct rc_obj *o = rc_obj_new(SHIM_EVENT, sizeof(struct rc_obj));
+    struct rc_user_event *u =
+        rc_obj_new(SHIM_EVENT, sizeof(struct rc_user_event));
 
-    if (!o) {
+    if (!u) {
         RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
         return NULL;
     }
-    ue.id = o->id;
+    u->obj.user_event = true;
+    ue.id = u->obj.id;
     ue.context = RC_ID(c);
     RC_MSG(m, create_user_event, CREATE_USER_EVENT, &ue);
-    return rc_created(o, &m, NULL, 0, errcode_ret);
+    cl_event e = rc_created(&u->obj, &m, NULL, 0, errcode_ret);
+    if (e)
+        atomic_fetch_add(&unset_user_events, 1);
+    return e;
+}
+
+/* The user event U is set or gone: one fewer to wait around. */
+static void user_event_done(struct rc_user_event *u)
+{
+    if (!atomic_exchange(&u->set, true))
+        atomic_fetch_sub(&unset_user_events, 1);
 }
 
 cl_int CL_API_CALL rc_clSetUserEventStatus(cl_event e, cl_int status)
@@ -33,7 +56,123 @@ cl_int CL_API_CALL rc_clSetUserEventStatus(cl_event e, cl_int status)
     RC_MSG(m, set_user_event_status, SET_USER_EVENT_STATUS, &us);
     cl_int err = shim_remote_send(&m, NULL, 0);
     /* Work waiting on it should start now, not at the next flush. */
-    return err == CL_SUCCESS ? shim_remote_flush() : err;
+    if (err == CL_SUCCESS)
+        err = shim_remote_flush();
+    if (err == CL_SUCCESS)
+        user_event_done((struct rc_user_event *)e);
+    return err;
+}
+
+/* Completion notices awaited by one thread: shared with the callback
+ * thread, freed by whoever drops the last reference. */
+struct waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t refs, pending;
+    bool failed;
+};
+
+static void waiter_drop(struct waiter *w, bool notified, cl_int status)
+{
+    pthread_mutex_lock(&w->lock);
+    if (notified) {
+        w->pending--;
+        w->failed |= status < 0;
+        pthread_cond_broadcast(&w->cond);
+    }
+    bool last = --w->refs == 0;
+    pthread_mutex_unlock(&w->lock);
+    if (last) {
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cond);
+        free(w);
+    }
+}
+
+static void CL_CALLBACK waiter_notified(cl_event e, cl_int status, void *data)
+{
+    (void)e;
+    waiter_drop(data, true, status);
+}
+
+/* Waits for the N events at IDS through WatchEvent notices. */
+static cl_int wait_watched(const uint64_t *ids, size_t n)
+{
+    struct waiter *w = calloc(1, sizeof(*w));
+    uint64_t *cookies = calloc(n, sizeof(*cookies));
+    cl_int err = CL_SUCCESS;
+    size_t sent = 0;
+
+    if (!w || !cookies) {
+        free(w);
+        free(cookies);
+        return CL_OUT_OF_HOST_MEMORY;
+    }
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    w->refs = n + 1;
+    w->pending = n;
+    /* Batched, the last one answered: its reply brings any earlier one's
+     * error. */
+    for (; sent < n && err == CL_SUCCESS; sent++) {
+        Crane__WatchEvent we = CRANE__WATCH_EVENT__INIT;
+        struct rc_watch *rw = malloc(sizeof(*rw));
+        if (!rw) {
+            err = CL_OUT_OF_HOST_MEMORY;
+            break;
+        }
+        *rw = (struct rc_watch){waiter_notified, NULL, w};
+        if (!(cookies[sent] = shim_remote_watch_add(rw))) {
+            free(rw);
+            err = CL_OUT_OF_HOST_MEMORY;
+            break;
+        }
+        we.event = ids[sent];
+        we.status = CL_COMPLETE;
+        we.cookie = cookies[sent];
+        RC_MSG(m, watch_event, WATCH_EVENT, &we);
+        if (sent + 1 < n) {
+            err = shim_remote_send(&m, NULL, 0);
+        } else {
+            struct rc_reply r;
+            err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+            shim_remote_reply_free(&r);
+        }
+    }
+    /* Watches that never reached the proxy, or all of them after an
+     * error: taken back here, unless a notice is already on its way. */
+    for (size_t i = 0; i < n; i++) {
+        bool cancel = i >= sent || err != CL_SUCCESS;
+        struct rc_watch *rw =
+            cancel && cookies[i] ? shim_remote_watch_take(cookies[i]) : NULL;
+        if (cancel && (rw || !cookies[i])) {
+            free(rw);
+            waiter_drop(w, true, 0);
+        }
+    }
+    free(cookies);
+    pthread_mutex_lock(&w->lock);
+    while (w->pending && shim_remote_alive()) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&w->cond, &w->lock, &until);
+    }
+    bool done = w->pending == 0, failed = w->failed;
+    pthread_mutex_unlock(&w->lock);
+    /* If the stream died, the notices never come: the waiter is left to
+     * the watches (freed with the connection's maps, without a call). */
+    if (done)
+        waiter_drop(w, false, 0);
+    if (err == CL_SUCCESS && !done)
+        err = CL_DEVICE_NOT_AVAILABLE;
+    if (err == CL_SUCCESS && failed)
+        err = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+    return err;
 }
 
 cl_int CL_API_CALL rc_clSetEventCallback(cl_event e, cl_int type,
@@ -67,6 +206,10 @@ cl_int CL_API_CALL rc_clSetEventCallback(cl_event e, cl_int type,
 
 cl_int CL_API_CALL rc_clReleaseEvent(cl_event e)
 {
+    struct rc_obj *o = (struct rc_obj *)e;
+
+    if (o && o->user_event)
+        user_event_done((struct rc_user_event *)o);
     cl_int err = rc_release(e, SHIM_EVENT);
     free(e);
     return err;
@@ -112,6 +255,20 @@ cl_int CL_API_CALL rc_clFinish(cl_command_queue q)
 {
     if (q && !atomic_exchange(&((struct rc_queue *)q)->pending, false))
         return shim_remote_take_deferred();
+    if (atomic_load(&unset_user_events) > 0) {
+        /* Finished once a barrier behind everything queued completes. */
+        cl_event done = NULL;
+        cl_int err = rc_sync_call(CRANE__SYNC_OP__SYNC_BARRIER, q, 0, NULL,
+                                  &done, false);
+        if (err == CL_SUCCESS) {
+            uint64_t id = RC_ID(done);
+            err = wait_watched(&id, 1);
+            cl_int rel = rc_clReleaseEvent(done);
+            if (err == CL_SUCCESS)
+                err = rel;
+        }
+        return err;
+    }
     return rc_sync_call(CRANE__SYNC_OP__SYNC_FINISH, q, 0, NULL, NULL, true);
 }
 
@@ -126,6 +283,14 @@ cl_int CL_API_CALL rc_clWaitForEvents(cl_uint n, const cl_event *ev)
 {
     if (!n || !ev)
         return CL_INVALID_VALUE;
+    if (atomic_load(&unset_user_events) > 0) {
+        struct rc_ids w;
+        cl_int err = rc_ids_of(&w, n, ev);
+        if (err == CL_SUCCESS)
+            err = wait_watched(w.v, w.n);
+        rc_ids_done(&w);
+        return err;
+    }
     return rc_sync_call(CRANE__SYNC_OP__SYNC_WAIT, NULL, n, ev, NULL, true);
 }
 

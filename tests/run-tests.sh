@@ -232,6 +232,11 @@ done
 case_ "switch-5/longrun" tests/integration/remote.sh switch 5 20 \
     $PROGS/longrun 300
 case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
+# Threads waiting (clWaitForEvents, clFinish) on a user event, and on work
+# behind it, that another thread sets: natively and remoted.
+case_ "native/user-events-threads" "$RUN" $B/tests/integration/user_events
+case_ "remote/user-events-threads" tests/integration/remote.sh remote \
+    $B/tests/integration/user_events
 
 echo "# guest daemon"
 # crane-guestd driven by cranectl, real programs under the shim, a real

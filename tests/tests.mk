@@ -21,10 +21,18 @@ $(UNIT_BIN): $(UNIT_OBJS) $(SHIM_ARCHIVE) $(PROTO_LIB)
 
 unit: $(UNIT_BIN)
 
+# Remoting scenarios that are no migration test program (tests/programs/
+# runs in every mode; these only where they say).
+REMOTE_TEST_BINS := $(B)/tests/integration/user_events
+$(B)/tests/integration/%: tests/integration/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \
+	    -lOpenCL -pthread
+
 # Every stage: unit tests (plain, valgrind, ASan), the shim under real
 # programs with and without re-homes, third-party programs, the shim under
 # ASan, and a short fuzz run.  One summary line at the end.
-check: all $(UNIT_BIN)
+check: all $(UNIT_BIN) $(REMOTE_TEST_BINS)
 	$(MAKE) SAN=address $(SHIM_LIB_ASAN_TARGETS)
 	$(MAKE) fuzz-frame
 	tests/run-tests.sh

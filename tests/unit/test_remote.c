@@ -11,7 +11,7 @@ void shim_remote_maps_clear(void);
 
 static struct rc_obj make(uint64_t id, enum shim_kind kind)
 {
-    return (struct rc_obj){&shim_remote_dispatch, id, kind};
+    return (struct rc_obj){&shim_remote_dispatch, id, kind, false};
 }
 
 TEST(remote_map_ids)

@@ -1,0 +1,152 @@
+/* User events set from another thread while threads wait on them, and on
+ * work that waits on them (clWaitForEvents and clFinish), as pyopencl's
+ * test_user_event does: every wait must return once the event is set, and
+ * not before; the work's results are checked. */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N 1024
+#define ROUNDS 3
+
+#define CHECK(x)                                                          \
+    do {                                                                  \
+        cl_int e_ = (x);                                                  \
+        if (e_ != CL_SUCCESS) {                                           \
+            printf("FAIL user_events: %s returned %d (line %d)\n", #x,    \
+                   e_, __LINE__);                                         \
+            exit(1);                                                      \
+        }                                                                 \
+    } while (0)
+
+static const char *source =
+    "__kernel void add(__global uint *d, uint k)\n"
+    "{ size_t i = get_global_id(0); d[i] = d[i] * 3u + k + (uint)i; }\n";
+
+struct waiter {
+    pthread_t thread;
+    enum { WAIT_USER, WAIT_WORK, FINISH } what;
+    cl_event event;
+    cl_command_queue queue;
+    atomic_bool started, returned;
+    cl_int err;
+};
+
+static void *wait_main(void *arg)
+{
+    struct waiter *w = arg;
+
+    atomic_store(&w->started, true);
+    if (w->what == FINISH)
+        w->err = clFinish(w->queue);
+    else
+        w->err = clWaitForEvents(1, &w->event);
+    atomic_store(&w->returned, true);
+    return NULL;
+}
+
+/* A wait that never returns fails the test instead of stalling it. */
+static void hung(int sig)
+{
+    static const char msg[] = "FAIL user_events: a wait still blocks after "
+                              "120 s\n";
+    (void)sig;
+    if (write(1, msg, sizeof(msg) - 1) < 0)
+        _exit(2);
+    _exit(1);
+}
+
+int main(void)
+{
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_int err;
+    static cl_uint mirror[N], got[N];
+
+    signal(SIGALRM, hung);
+    alarm(120);
+    CHECK(clGetPlatformIDs(1, &platform, NULL));
+    CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL));
+    cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    CHECK(err);
+    cl_command_queue q =
+        clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+    CHECK(err);
+    cl_program p = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(p, 1, &device, "", NULL, NULL));
+    cl_kernel k = clCreateKernel(p, "add", &err);
+    CHECK(err);
+    for (size_t i = 0; i < N; i++)
+        mirror[i] = (cl_uint)i * 2654435761u;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                sizeof(mirror), mirror, &err);
+    CHECK(err);
+
+    for (cl_uint round = 0; round < ROUNDS; round++) {
+        struct waiter w[3] = {{.what = WAIT_USER},
+                              {.what = WAIT_WORK},
+                              {.what = FINISH}};
+        size_t global = N;
+        cl_event user = clCreateUserEvent(ctx, &err), work;
+        CHECK(err);
+        CHECK(clSetKernelArg(k, 0, sizeof(buf), &buf));
+        CHECK(clSetKernelArg(k, 1, sizeof(round), &round));
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 1, &user,
+                                     &work));
+        CHECK(clFlush(q));
+        for (size_t i = 0; i < N; i++)
+            mirror[i] = mirror[i] * 3u + round + (cl_uint)i;
+        w[0].event = user;
+        w[1].event = work;
+        w[2].queue = q;
+        for (int i = 0; i < 3; i++)
+            if (pthread_create(&w[i].thread, NULL, wait_main, &w[i])) {
+                printf("FAIL user_events: pthread_create\n");
+                return 1;
+            }
+        for (int i = 0; i < 3; i++)
+            while (!atomic_load(&w[i].started))
+                sched_yield();
+        /* Give the waits time to block (not a condition of the result). */
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+        for (int i = 0; i < 3; i++)
+            if (atomic_load(&w[i].returned)) {
+                printf("FAIL user_events: waiter %d returned (%d) before "
+                       "the user event was set\n",
+                       i, w[i].err);
+                return 1;
+            }
+        CHECK(clSetUserEventStatus(user, CL_COMPLETE));
+        for (int i = 0; i < 3; i++) {
+            pthread_join(w[i].thread, NULL);
+            CHECK(w[i].err);
+        }
+        CHECK(clReleaseEvent(work));
+        CHECK(clReleaseEvent(user));
+        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(got), got, 0,
+                                  NULL, NULL));
+        for (size_t i = 0; i < N; i++)
+            if (got[i] != mirror[i]) {
+                printf("FAIL user_events: round %u word %zu: %u, want %u\n",
+                       round, i, got[i], mirror[i]);
+                return 1;
+            }
+    }
+    CHECK(clReleaseMemObject(buf));
+    CHECK(clReleaseKernel(k));
+    CHECK(clReleaseProgram(p));
+    CHECK(clReleaseCommandQueue(q));
+    CHECK(clReleaseContext(ctx));
+    printf("PASS user_events\n");
+    return 0;
+}
