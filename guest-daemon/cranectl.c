@@ -1,8 +1,10 @@
 /* cranectl: sends crane-guestd what the host would send, prints the answer. */
 #include "ctl_print.h"
 
+#include "proto/auth.h"
 #include "proto/control.pb-c.h"
 #include "proto/endpoint.h"
+#include "proto/guest_auth.h"
 #include "proto/frame.h"
 
 #include <errno.h>
@@ -21,7 +23,8 @@
 #define CTL_MAX_FRAME (16u << 20)
 
 static const char usage[] =
-    "usage: cranectl [--connect ENDPOINT] [--timeout SECONDS] COMMAND\n"
+    "usage: cranectl [--connect ENDPOINT] [--timeout SECONDS] [--key FILE]\n"
+    "                COMMAND\n"
     "\n"
     "Drives crane-guestd by hand: sends what the host daemon would send.\n"
     "\n"
@@ -41,6 +44,9 @@ static const char usage[] =
     "                      (default $CRANECTL_CONNECT, else\n"
     "                      " CTL_DEFAULT_CONNECT ")\n"
     "  --timeout SECONDS   how long to wait for the answer (default 300)\n"
+    "  --key FILE          the shared key of a tcp: host channel (the\n"
+    "                      daemon's host_key; default $CRANECTL_KEY);\n"
+    "                      unix: endpoints take none\n"
     "  --help              this text\n"
     "\n"
     "Exit status: 0 done, 1 the daemon reports a failure, 2 bad usage,\n"
@@ -67,9 +73,38 @@ static int parse_u32(const char *s, uint32_t *out)
     return 0;
 }
 
+/* On a tcp: endpoint: authenticates with the key file KEY_PATH. */
+static int authenticate(int fd, const char *endpoint, const char *key_path,
+                        double timeout)
+{
+    uint8_t *key = NULL;
+    size_t key_len = 0;
+    char why[256];
+    int rc;
+
+    if (!key_path || !*key_path)
+        return 0;        /* the daemon says what it wants */
+    if ((rc = crn_auth_key_load(key_path, &key, &key_len)) < 0) {
+        fprintf(stderr, "cranectl: key %s: %s\n", key_path,
+                rc == -EINVAL ? "empty" : strerror(-rc));
+        return rc;
+    }
+    rc = crn_guest_auth_client(fd, key, key_len,
+                               timeout < 10 ? (unsigned)(timeout * 1e3)
+                                            : 10000,
+                               why, sizeof(why));
+    explicit_bzero(key, key_len);
+    free(key);
+    if (rc < 0)
+        fprintf(stderr, "cranectl: authenticating to %s: %s\n", endpoint,
+                why);
+    return rc;
+}
+
 /* Sends MSG and waits up to TIMEOUT seconds for the answer with its id. */
-static int exchange(const char *endpoint, Crane__Control__HostMessage *msg,
-                    double timeout, Crane__Control__GuestMessage **out)
+static int exchange(const char *endpoint, const char *key_path,
+                    Crane__Control__HostMessage *msg, double timeout,
+                    Crane__Control__GuestMessage **out)
 {
     struct crn_endpoint ep;
     struct timespec ts;
@@ -88,6 +123,11 @@ static int exchange(const char *endpoint, Crane__Control__HostMessage *msg,
                         "crane-guestd running?)\n",
                 endpoint, strerror(-fd));
         return fd;
+    }
+    if (ep.kind == CRN_EP_TCP &&
+        (rc = authenticate(fd, endpoint, key_path, timeout)) < 0) {
+        close(fd);
+        return rc;
     }
     clock_gettime(CLOCK_MONOTONIC, &ts);
     msg->id = (uint64_t)getpid() << 20 | (uint64_t)(ts.tv_nsec & 0xfffff);
@@ -145,6 +185,7 @@ int main(int argc, char **argv)
     static const struct option global_opts[] = {
         {"connect", required_argument, NULL, 'c'},
         {"timeout", required_argument, NULL, 't'},
+        {"key", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -162,6 +203,7 @@ int main(int argc, char **argv)
     Crane__Control__Abort abort_ = CRANE__CONTROL__ABORT__INIT;
     Crane__Control__GuestMessage *answer = NULL;
     const char *endpoint = getenv("CRANECTL_CONNECT");
+    const char *key_path = getenv("CRANECTL_KEY");
     const char *cmd;
     double timeout = 300;
     uint32_t deadline = 0;
@@ -176,6 +218,7 @@ int main(int argc, char **argv)
         char *end;
         switch (opt) {
         case 'c': endpoint = optarg; break;
+        case 'k': key_path = optarg; break;
         case 't':
             timeout = strtod(optarg, &end);
             if (*end || end == optarg || !(timeout > 0) || timeout > 86400)
@@ -239,7 +282,7 @@ int main(int argc, char **argv)
         return usage_error("unknown command '%s'", cmd);
     }
     signal(SIGPIPE, SIG_IGN);
-    if (exchange(endpoint, &msg, timeout, &answer) < 0)
+    if (exchange(endpoint, key_path, &msg, timeout, &answer) < 0)
         return 3;
     rc = ctl_print_ack(stdout, answer->ack);
     crane__control__guest_message__free_unpacked(answer, NULL);

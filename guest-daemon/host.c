@@ -6,6 +6,9 @@
 #include "port.h"
 #include "status.h"
 
+#include "proto/auth.h"
+#include "proto/guest_auth.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +21,18 @@ struct host_conn {
     struct gd_host *host;
     struct host_conn *next;
     bool refused;                /* over GD_MAX_HOST_CONNS */
+    /* Authentication (a keyed listener only). */
+    bool need_auth, authed, challenged;
+    uint8_t nonce[CRN_GUEST_NONCE_LEN];   /* ours, for the host's proof */
+    /* Liveness: commands not answered yet, and the last traffic. */
+    double accepted_at, last_active;
+    unsigned pending;
 };
 
 struct gd_listen_slot {
     union gd_listener lis;
     bool listening;
+    bool keyed;                  /* its connections must authenticate */
     char path[108];              /* unix socket to unlink at the end */
     const char *what;
     struct gd_host *host;
@@ -34,6 +44,10 @@ struct gd_host {
     struct host_conn *conns;
     struct gd_port *port;
     unsigned next_conn;
+    uint8_t *key;                /* host_key's bytes, or NULL */
+    size_t key_len;
+    uv_timer_t sweep;            /* handshake and idle timeouts */
+    bool sweep_init;
 };
 
 /* --- commands ------------------------------------------------------------ */
@@ -111,14 +125,124 @@ static int conn_send(struct gd_peer *peer, const ProtobufCMessage *msg)
     struct host_conn *hc =
         (struct host_conn *)((char *)peer - offsetof(struct host_conn, peer));
 
+    /* Every command gets exactly one answer. */
+    if (hc->pending)
+        hc->pending--;
+    hc->last_active = gd_now();
     return gd_conn_send(&hc->conn, msg);
+}
+
+/* A bare Ack for the handshake: its result, nothing else (OP: the command
+ * refused, if one was). */
+static void handshake_ack(struct host_conn *hc, uint64_t id,
+                          Crane__Control__Op op, int err, const char *why)
+{
+    Crane__Control__GuestMessage m = CRANE__CONTROL__GUEST_MESSAGE__INIT;
+    Crane__Control__Ack ack = CRANE__CONTROL__ACK__INIT;
+
+    ack.op = op;
+    ack.err = err;
+    ack.error = (char *)why;
+    ack.phase = hc->host->d->phase;
+    m.id = id;
+    m.msg_case = CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK;
+    m.ack = &ack;
+    conn_send(&hc->peer, &m.base);
+}
+
+static void auth_refuse(struct host_conn *hc, uint64_t id,
+                        Crane__Control__Op op, const char *why)
+{
+    GD_WARN("%s: not authenticated: %s", hc->peer.name, why);
+    handshake_ack(hc, id, op, -EACCES, why);
+    gd_conn_close(&hc->conn, "not authenticated");
+}
+
+/* Hello: answer with our proof and a nonce of our own. */
+static void auth_hello(struct host_conn *hc, uint64_t id,
+                       const Crane__Control__Hello *h)
+{
+    Crane__Control__GuestMessage m = CRANE__CONTROL__GUEST_MESSAGE__INIT;
+    Crane__Control__Challenge ch = CRANE__CONTROL__CHALLENGE__INIT;
+    struct gd_host *host = hc->host;
+    uint8_t mac[CRN_SHA256_LEN];
+
+    if (h->version != 1 || crn_random_bytes(hc->nonce, sizeof(hc->nonce)) ||
+        crn_guest_proof(host->key, host->key_len, CRN_GUEST_SERVER,
+                        h->nonce.data, h->nonce.len, mac) < 0) {
+        auth_refuse(hc, id, GD_OP(NONE),
+                    "bad hello (version 1, a 32-byte nonce)");
+        return;
+    }
+    hc->challenged = true;
+    ch.nonce.data = hc->nonce;
+    ch.nonce.len = sizeof(hc->nonce);
+    ch.mac.data = mac;
+    ch.mac.len = sizeof(mac);
+    m.id = id;
+    m.msg_case = CRANE__CONTROL__GUEST_MESSAGE__MSG_CHALLENGE;
+    m.challenge = &ch;
+    conn_send(&hc->peer, &m.base);
+}
+
+/* Auth: the host's proof over our nonce. */
+static void auth_check(struct host_conn *hc, uint64_t id,
+                       const Crane__Control__Auth *a)
+{
+    struct gd_host *host = hc->host;
+    uint8_t want[CRN_SHA256_LEN];
+
+    if (crn_guest_proof(host->key, host->key_len, CRN_GUEST_CLIENT,
+                        hc->nonce, sizeof(hc->nonce), want) < 0 ||
+        a->mac.len != sizeof(want) ||
+        !crn_auth_equal(want, a->mac.data, sizeof(want))) {
+        auth_refuse(hc, id, GD_OP(NONE), "wrong key (host_key differs)");
+        return;
+    }
+    hc->authed = true;
+    GD_INFO("%s: authenticated", hc->peer.name);
+    handshake_ack(hc, id, GD_OP(NONE), 0, "authenticated");
+}
+
+/* Before authentication only the handshake is read; anything else, or
+ * the handshake out of order, closes the connection. */
+static void auth_frame(struct host_conn *hc, const uint8_t *msg, size_t len)
+{
+    Crane__Control__HostMessage *m =
+        crane__control__host_message__unpack(NULL, len, msg);
+
+    const struct host_cmd *cmd = NULL;
+
+    for (size_t i = 0; m && i < sizeof(host_cmds) / sizeof(*host_cmds); i++)
+        if (host_cmds[i].which == m->msg_case)
+            cmd = &host_cmds[i];
+    if (!m)
+        auth_refuse(hc, 0, GD_OP(NONE),
+                    "authenticate first (undecodable message)");
+    else if (m->msg_case == CRANE__CONTROL__HOST_MESSAGE__MSG_HELLO &&
+             !hc->challenged)
+        auth_hello(hc, m->id, m->hello);
+    else if (m->msg_case == CRANE__CONTROL__HOST_MESSAGE__MSG_AUTH &&
+             hc->challenged)
+        auth_check(hc, m->id, m->auth);
+    else
+        auth_refuse(hc, m->id, cmd ? cmd->op : GD_OP(NONE),
+                    "authenticate first: this channel needs the shared key "
+                    "(Hello, Auth; host_key)");
+    if (m)
+        crane__control__host_message__free_unpacked(m, NULL);
 }
 
 static bool conn_frame(struct gd_conn *c, const uint8_t *msg, size_t len)
 {
     struct host_conn *hc = (struct host_conn *)c;
 
-    gd_host_frame(hc->host->d, &hc->peer, msg, len);
+    hc->pending++;
+    hc->last_active = gd_now();
+    if (hc->need_auth && !hc->authed)
+        auth_frame(hc, msg, len);
+    else
+        gd_host_frame(hc->host->d, &hc->peer, msg, len);
     return !c->closing;
 }
 
@@ -145,11 +269,88 @@ static void conn_closed(struct gd_conn *c)
     free(hc);
 }
 
+/* The connection to drop for a newcomer at GD_MAX_HOST_CONNS: the oldest
+ * not authenticated yet, else the one idle longest with nothing asked;
+ * NULL when every one waits for an answer. */
+static struct host_conn *host_victim(struct gd_host *h)
+{
+    struct host_conn *unauth = NULL, *idle = NULL;
+
+    for (struct host_conn *c = h->conns; c; c = c->next) {
+        if (c->conn.closing)
+            continue;
+        if (c->need_auth && !c->authed) {
+            if (!unauth || c->accepted_at < unauth->accepted_at)
+                unauth = c;
+        } else if (!c->pending &&
+                   (!idle || c->last_active < idle->last_active)) {
+            idle = c;
+        }
+    }
+    return unauth ? unauth : idle;
+}
+
+static void arm_sweep(struct gd_host *h);
+
+/* Closes connections past their handshake timeout, and those idle (no
+ * command waiting, no traffic) for host_idle_ms. */
+static void on_sweep(uv_timer_t *t)
+{
+    struct gd_host *h = t->data;
+    const struct gd_config *cfg = &h->d->cfg;
+    double now = gd_now();
+
+    for (struct host_conn *c = h->conns; c; c = c->next) {
+        if (c->conn.closing)
+            continue;
+        if (c->need_auth && !c->authed &&
+            now - c->accepted_at >= cfg->host_handshake_ms / 1e3)
+            gd_conn_close(&c->conn, "no authentication within "
+                                    "host_handshake_ms");
+        else if (cfg->host_idle_ms && !c->pending &&
+                 now - c->last_active >= cfg->host_idle_ms / 1e3)
+            gd_conn_close(&c->conn, "idle for host_idle_ms");
+    }
+    arm_sweep(h);
+}
+
+/* Runs the sweep at the next moment a connection may be due. */
+static void arm_sweep(struct gd_host *h)
+{
+    const struct gd_config *cfg = &h->d->cfg;
+    double next = 0, now = gd_now();
+    bool any = false;
+
+    for (struct host_conn *c = h->conns; c; c = c->next) {
+        double due;
+        if (c->conn.closing)
+            continue;
+        if (c->need_auth && !c->authed)
+            due = c->accepted_at + cfg->host_handshake_ms / 1e3;
+        else if (cfg->host_idle_ms && !c->pending)
+            due = c->last_active + cfg->host_idle_ms / 1e3;
+        else if (cfg->host_idle_ms)
+            due = now + cfg->host_idle_ms / 1e3;   /* look again later */
+        else
+            continue;
+        if (!any || due < next)
+            next = due;
+        any = true;
+    }
+    if (!any || h->d->stopping) {
+        uv_timer_stop(&h->sweep);
+        return;
+    }
+    uv_timer_start(&h->sweep, on_sweep,
+                   next <= now ? 1 : (uint64_t)((next - now) * 1e3) + 1, 0);
+}
+
 static void on_connection(uv_stream_t *s, int status)
 {
     struct gd_listen_slot *slot = s->data;
     struct gd_host *h = slot->host;
-    struct host_conn *hc;
+    struct host_conn *hc, *victim = NULL;
+    size_t n = 0;
 
     if (status < 0) {
         GD_WARN("%s socket: %s", slot->what, uv_strerror(status));
@@ -157,15 +358,24 @@ static void on_connection(uv_stream_t *s, int status)
     }
     if (h->d->stopping || !(hc = calloc(1, sizeof(*hc))))
         return;
-    size_t n = 0;
     for (struct host_conn *c = h->conns; c; c = c->next)
-        n++;
-    if (n >= GD_MAX_HOST_CONNS) {
-        GD_WARN("%s socket: %d connections already; refusing one",
+        n += !c->conn.closing;
+    if (n >= GD_MAX_HOST_CONNS && !(victim = host_victim(h))) {
+        GD_WARN("%s socket: %d connections already, each waiting for an "
+                "answer; refusing one",
                 slot->what, GD_MAX_HOST_CONNS);
         hc->refused = true;
     }
+    if (victim) {
+        GD_WARN("%s socket: %d connections already; dropping %s (%s)",
+                slot->what, GD_MAX_HOST_CONNS, victim->peer.name,
+                victim->need_auth && !victim->authed ? "not authenticated"
+                                                     : "idle");
+        gd_conn_close(&victim->conn, NULL);
+    }
     hc->host = h;
+    hc->need_auth = slot->keyed;
+    hc->accepted_at = hc->last_active = gd_now();
     hc->peer.send = conn_send;
     snprintf(hc->peer.name, sizeof(hc->peer.name), "%s#%u", slot->what,
              ++h->next_conn);
@@ -174,8 +384,16 @@ static void on_connection(uv_stream_t *s, int status)
     if (gd_conn_accept(s, &hc->conn, conn_frame, conn_closed, h) == 0) {
         hc->conn.too_big = conn_too_big;
         snprintf(hc->conn.name, sizeof(hc->conn.name), "%s", hc->peer.name);
-        if (hc->refused)
+        if (hc->refused) {
             gd_conn_close(&hc->conn, NULL);
+            return;
+        }
+        /* A peer across a network that vanishes without a word (a host
+         * that crashed) is noticed by the keepalive probes. */
+        if (hc->conn.h.handle.type == UV_TCP && h->d->cfg.host_keepalive_s)
+            uv_tcp_keepalive(&hc->conn.h.tcp, 1, h->d->cfg.host_keepalive_s);
+        if (!uv_is_active((uv_handle_t *)&h->sweep))
+            arm_sweep(h);
     }
 }
 
@@ -187,13 +405,22 @@ static int listen_slot(struct gd_host *h, struct gd_listen_slot *slot,
 
     slot->what = what;
     slot->host = h;
+    /* A channel that can cross a machine boundary takes the key. */
+    slot->keyed = strncmp(endpoint, "tcp:", 4) == 0;
+    if (slot->keyed && !h->key) {
+        snprintf(why, why_len, "the %s channel %s can be reached from "
+                 "other machines: it needs host_key (a shared key file; "
+                 "docs/guest.md)", what, endpoint);
+        return -EINVAL;
+    }
     rc = gd_listen(h->d->loop, &slot->lis, endpoint, mode, on_connection,
                    slot->path, sizeof(slot->path), why, why_len);
     if (rc < 0)
         return rc;
     slot->lis.handle.data = slot;
     slot->listening = true;
-    GD_INFO("%s channel: listening on %s", what, endpoint);
+    GD_INFO("%s channel: listening on %s%s", what, endpoint,
+            slot->keyed ? " (authenticated with host_key)" : "");
     return 0;
 }
 
@@ -229,6 +456,15 @@ int gd_host_start(struct gd_daemon *d, char *why, size_t why_len)
         return -ENOMEM;
     h->d = d;
     d->host = h;
+    uv_timer_init(d->loop, &h->sweep);
+    h->sweep.data = h;
+    h->sweep_init = true;
+    if (d->cfg.host_key[0] &&
+        (rc = crn_auth_key_load(d->cfg.host_key, &h->key, &h->key_len)) < 0) {
+        snprintf(why, why_len, "host_key %s: %s", d->cfg.host_key,
+                 rc == -EINVAL ? "empty" : strerror(-rc));
+        return rc;
+    }
     if (strncmp(hc, "unix:", 5) == 0 || strncmp(hc, "tcp:", 4) == 0)
         rc = listen_slot(h, &h->host_lis, hc, 0600, "host", why, why_len);
     else if ((rc = gd_port_open(d->loop, hc, port_frame, d, &h->port)) < 0)
@@ -246,6 +482,13 @@ void gd_host_stop(struct gd_daemon *d)
 
     if (!h)
         return;
+    if (h->sweep_init && !uv_is_closing((uv_handle_t *)&h->sweep))
+        uv_close((uv_handle_t *)&h->sweep, NULL);
+    if (h->key) {
+        explicit_bzero(h->key, h->key_len);
+        free(h->key);
+        h->key = NULL;
+    }
     close_slot(&h->host_lis);
     close_slot(&h->ctl_lis);
     for (struct host_conn *c = h->conns; c; c = c->next)

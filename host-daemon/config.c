@@ -148,6 +148,11 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
                  ? optional(cfg->peer_key, sizeof(cfg->peer_key), v)
                  : -EINVAL;
         hint = "an absolute path, or none (peers unauthenticated)";
+    } else if (strcmp(key, "guest_key") == 0) {
+        rc = strcmp(v, "none") == 0 || v[0] == '/'
+                 ? optional(cfg->guest_key, sizeof(cfg->guest_key), v)
+                 : -EINVAL;
+        hint = "an absolute path, or none";
     } else if (strcmp(key, "http") == 0) {
         rc = strcmp(v, "none") == 0 || http_address(v) == 0
                  ? optional(cfg->http, sizeof(cfg->http), v)
@@ -210,11 +215,12 @@ void hd_config_print(const struct hd_config *c)
 {
     printf("uri = %s\nbackend = %s\nhost_name = %s\ncontrol = %s\n"
            "control_mode = %04o\npeer_listen = %s\npeer_port = %u\n"
-           "peer_key = %s\nhttp = %s\nhistory = %s\n"
+           "peer_key = %s\nguest_key = %s\nhttp = %s\nhistory = %s\n"
            "history_keep_days = %u\nchannel = %s\n",
            c->uri, c->backend, c->host_name, c->control, c->control_mode,
            *c->peer_listen ? c->peer_listen : "none", c->peer_port,
-           *c->peer_key ? c->peer_key : "none", *c->http ? c->http : "none",
+           *c->peer_key ? c->peer_key : "none",
+           *c->guest_key ? c->guest_key : "none", *c->http ? c->http : "none",
            c->history, c->history_keep_days, c->channel);
     for (size_t i = 0; i < c->n_gpus; i++)
         printf("gpu = %s %s%s\n", c->gpus[i].name,

@@ -26,6 +26,7 @@ struct hd_config {
     char peer_listen[HD_TEXT];   /* tcp:ADDR:PORT for other hosts, "" none */
     uint16_t peer_port;          /* a peer's port when only its host is known */
     char peer_key[HD_TEXT];      /* shared key file; "" (none): no auth */
+    char guest_key[HD_TEXT];     /* key of tcp: guest channels; "": none */
     char http[HD_TEXT];          /* ADDR:PORT of the dashboard, "" none */
     char history[HD_TEXT];       /* SQLite file */
     uint32_t history_keep_days;  /* finished migrations kept; 0: all */

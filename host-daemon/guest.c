@@ -6,6 +6,7 @@
 #include "log.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
+#include "proto/guest_auth.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +18,53 @@
 /* Beyond a command's own deadline: the daemon's own steps and the wire. */
 #define GUEST_MARGIN_MS 15000
 
+/* Handshake on a tcp: channel: at most this, within the call's wait. */
+#define GUEST_AUTH_MS 10000
+
+/* Set once at start-up (main.c), read-only afterwards. */
+static uint8_t *guest_key;
+static size_t guest_key_len;
+
+void hd_guest_set_key(uint8_t *key, size_t len)
+{
+    guest_key = key;
+    guest_key_len = len;
+}
+
+/* Connects to PATH: a unix socket path, or tcp:HOST:PORT, which crosses a
+ * machine boundary and so is authenticated with the guest key. */
+static int guest_connect(const char *path, uint32_t wait_ms)
+{
+    struct crn_endpoint ep = { .kind = CRN_EP_UNIX };
+    char why[256];
+    int fd, rc;
+
+    if (strncmp(path, "tcp:", 4) == 0) {
+        if (crn_endpoint_parse(path, &ep) < 0)
+            return -EINVAL;
+        if (!guest_key) {
+            HD_WARN("guest %s: a tcp: channel needs guest_key", path);
+            return -EACCES;
+        }
+    } else if (strlen(path) >= sizeof(ep.path)) {
+        return -ENAMETOOLONG;
+    } else {
+        memcpy(ep.path, path, strlen(path) + 1);
+    }
+    if ((fd = crn_endpoint_connect(&ep)) < 0)
+        return fd;
+    if (ep.kind == CRN_EP_TCP &&
+        (rc = crn_guest_auth_client(fd, guest_key, guest_key_len,
+                                    wait_ms < GUEST_AUTH_MS ? wait_ms
+                                                            : GUEST_AUTH_MS,
+                                    why, sizeof(why))) < 0) {
+        HD_WARN("guest %s: %s", path, why);
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
 static uint64_t next_id(void)
 {
     static uint64_t id;
@@ -27,15 +75,11 @@ static int call(const char *path, Crane__Control__HostMessage *m,
                 uint32_t wait_ms, struct hd_guest_reply *r)
 {
     double deadline = hd_now() + wait_ms / 1000.0;
-    struct crn_endpoint ep = { .kind = CRN_EP_UNIX };
     int fd, rc;
 
     memset(r, 0, sizeof(*r));
     m->id = next_id();
-    if (strlen(path) >= sizeof(ep.path))
-        return -ENAMETOOLONG;
-    memcpy(ep.path, path, strlen(path) + 1);
-    if ((fd = crn_endpoint_connect(&ep)) < 0) {
+    if ((fd = guest_connect(path, wait_ms)) < 0) {
         HD_WARN("guest %s: cannot connect: %s", path, strerror(-fd));
         return fd;
     }

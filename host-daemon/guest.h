@@ -4,6 +4,7 @@
 
 #include "proto/control.pb-c.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* An answer: MSG owns ACK; free with hd_guest_reply_free. */
@@ -13,7 +14,15 @@ struct hd_guest_reply {
 };
 
 /*
- * Each connects to the channel's unix socket PATH, sends one command and
+ * The key of guest channels reached over TCP (crane-hostd's guest_key,
+ * crane-guestd's host_key): kept for the life of the process, set once at
+ * start-up before any call.
+ */
+void hd_guest_set_key(uint8_t *key, size_t len);
+
+/*
+ * Each connects to the channel PATH (the unix socket of the virtio-serial
+ * port; or tcp:HOST:PORT, authenticated with the key), sends one command and
  * waits for its answer: the command's own deadline plus a margin for the
  * guest daemon to answer.  0 with *R filled when the guest daemon answered
  * (look at R->ack->err for its result); -ETIMEDOUT, -ECONNREFUSED, ... when

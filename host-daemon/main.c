@@ -2,6 +2,7 @@
 #include "arrive.h"
 #include "config.h"
 #include "daemon.h"
+#include "guest.h"
 #include "history.h"
 #include "http.h"
 #include "listen.h"
@@ -259,6 +260,16 @@ int main(int argc, char **argv)
     }
     if (!*d->cfg.peer_key)
         HD_WARN("peer_key = none: other hosts are not authenticated");
+    if (*d->cfg.guest_key) {
+        uint8_t *gkey;
+        size_t gkey_len;
+        if ((rc = crn_auth_key_load(d->cfg.guest_key, &gkey, &gkey_len)) < 0) {
+            fprintf(stderr, "crane-hostd: guest key %s: %s\n",
+                    d->cfg.guest_key, strerror(-rc));
+            return 1;
+        }
+        hd_guest_set_key(gkey, gkey_len);
+    }
     pthread_mutex_init(&d->jobs_lock, NULL);
     pthread_cond_init(&d->jobs_done, NULL);
     uv_loop_init(&loop);

@@ -18,7 +18,7 @@ WORKER=$B/tests/guest/cl_worker
 FAKE=$B/tests/guest/fake_shim
 CASES="several-live offline exit-mid-prepare never-answers
 never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
-register-timeout socket-perms module-busy
+register-timeout socket-perms host-auth host-idle module-busy
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare abort-mid-prepare churn bad-host-input
 bad-shim-input port no-daemon cli"
@@ -458,6 +458,146 @@ EOF
         "$T/guestd.log" || die "no warning for a missing group"
     [ "$(stat -c '%a %g' "$T/guest.sock")" = "660 $(id -g)" ] ||
         die "socket is $(stat -c '%a %g' "$T/guest.sock")"
+}
+
+# The host channel over TCP takes the shared key: a client without it is
+# refused (a command before the handshake, silence past the handshake
+# timeout, a wrong proof), a keyed one works; a tcp: channel without
+# host_key does not start.
+case_host_auth() {
+    local port key=$T/host.key
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    head -c 32 /dev/urandom >"$key"
+    echo "host = tcp:127.0.0.1:$port" >"$T/tcp.conf"
+    "$GUESTD" --config "$T/tcp.conf" --control none --listen "$T/x.sock" \
+        --state "$T/x.state" 2>&1 | tee "$T/err"
+    grep -q 'needs host_key' "$T/err" || die "a tcp: channel without a key started"
+    start_daemon "host = tcp:127.0.0.1:$port" "host_key = $key" \
+        "host_handshake_ms = 1000"
+    local tcp="--connect tcp:127.0.0.1:$port"
+    for _ in $(seq 100); do
+        grep -q 'listening on tcp:.*authenticated' "$T/guestd.log" && break
+        sleep 0.05
+    done
+    # Without the key: refused, nothing done.
+    out=$("$CTL" $tcp --timeout 20 prepare --offline) &&
+        die "an unauthenticated prepare succeeded"
+    echo "$out"
+    echo "$out" | grep -q 'authenticate first' || die "no refusal reason"
+    ! grep -q 'modprobe -r' "$T/mods/log" 2>/dev/null ||
+        die "the module was unloaded"
+    ctl status | grep -q '^phase: idle' || die "phase is not idle"
+    # A wrong key: the client sees the daemon does not hold it.
+    head -c 32 /dev/urandom >"$T/wrong.key"
+    "$CTL" $tcp --key "$T/wrong.key" --timeout 20 status 2>&1 |
+        tee "$T/err"
+    grep -q 'does not hold our key' "$T/err" || die "a wrong key was not noticed"
+    # Raw clients, with Python's own HMAC: silence; the daemon's proof
+    # checked; a wrong proof refused; the right one accepted.
+    python3 - "$port" "$key" <<'EOF' || die "raw clients: handshake wrong"
+import hashlib, hmac, os, socket, struct, sys
+port, key = int(sys.argv[1]), open(sys.argv[2], "rb").read()
+def frame(b): return struct.pack(">I", len(b)) + b
+def read_frame(s):
+    hdr = b""
+    while len(hdr) < 4:
+        c = s.recv(4 - len(hdr))
+        if not c: return None
+        hdr += c
+    n = struct.unpack(">I", hdr)[0]; body = b""
+    while len(body) < n:
+        c = s.recv(n - len(body))
+        if not c: return None
+        body += c
+    return body
+def fields(b):  # protobuf: {field number: value} (varints and bytes)
+    out, i = {}, 0
+    def varint():
+        nonlocal i
+        v = sh = 0
+        while True:
+            c = b[i]; i += 1; v |= (c & 0x7f) << sh; sh += 7
+            if c < 0x80: return v
+    while i < len(b):
+        tag = varint()
+        if tag & 7 == 0: out[tag >> 3] = varint()
+        else:
+            n = varint(); out[tag >> 3] = b[i:i + n]; i += n
+    return out
+def conn():
+    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(20)
+    return s
+def hello(s):
+    nonce = os.urandom(32)
+    h = b"\x08\x01\x12\x20" + nonce               # Hello{version 1, nonce}
+    s.sendall(frame(b"\x08\x01\x72" + bytes([len(h)]) + h))
+    ch = fields(fields(read_frame(s))[11])       # GuestMessage.challenge
+    want = hmac.new(key, b"crane-guestd server" + nonce, hashlib.sha256)
+    assert ch[2] == want.digest(), "the daemon's proof is wrong"
+    return ch[1]
+def auth(s, mac):
+    a = b"\x0a\x20" + mac                         # Auth{mac}
+    s.sendall(frame(b"\x08\x02\x7a" + bytes([len(a)]) + a))
+    return read_frame(s)
+s = conn()
+assert s.recv(1) == b"", "silent client got data"
+print("silent client: closed after the handshake timeout")
+s = conn(); hello(s)
+body = auth(s, b"\x00" * 32)
+assert body and b"wrong key" in body, "wrong proof not refused: %r" % body
+assert read_frame(s) is None, "connection left open after a wrong proof"
+print("wrong proof: refused and closed")
+s = conn(); theirs = hello(s)
+mac = hmac.new(key, b"crane-guestd client" + theirs, hashlib.sha256).digest()
+ack = fields(fields(auth(s, mac))[10])
+assert ack.get(2, 0) == 0 and b"authenticated" in ack[3], ack
+s.sendall(frame(b"\x08\x09\x52\x00"))            # status, id 9
+assert fields(read_frame(s))[1] == 9, "no status answer"
+print("right proof: authenticated, status answered")
+EOF
+    grep -q 'no authentication within host_handshake_ms' "$T/guestd.log" ||
+        die "no handshake timeout logged"
+    # With the key: commands work.
+    "$CTL" $tcp --key "$key" --timeout 20 status | tee "$T/st.out"
+    grep -q '^phase: idle' "$T/st.out" || die "keyed status failed"
+    CRANECTL_KEY=$key "$CTL" $tcp --timeout 60 prepare --offline ||
+        die "keyed prepare failed"
+    grep -q 'modprobe -r fakegpu' "$T/mods/log" || die "module not unloaded"
+    CRANECTL_KEY=$key "$CTL" $tcp --timeout 60 resume || die "keyed resume failed"
+}
+
+# A host connection with nothing asked is closed after host_idle_ms; one
+# waiting for a long prepare is not, and gets its answer.
+case_host_idle() {
+    start_daemon "host_idle_ms = 1000"
+    fake slow ok 3000
+    wait_programs 1
+    python3 - "$T/host.sock" <<'EOF' || die "host idle timeout"
+import socket, struct, sys, time
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(30)
+    return s
+idle = conn()
+busy = conn()
+# prepare{mode=offline, deadline_ms=10000}, id 7
+body = b"\x08\x07\x5a\x05\x08\x02\x18\x90\x4e"
+busy.sendall(struct.pack(">I", len(body)) + body)
+assert idle.recv(1) == b"", "idle connection got data"
+print("idle host connection closed")
+hdr = b""
+while len(hdr) < 4:
+    c = busy.recv(4 - len(hdr))
+    assert c, "the waiting connection was closed"
+    hdr += c
+n = struct.unpack(">I", hdr)[0]; ans = b""
+while len(ans) < n:
+    ans += busy.recv(n - len(ans))
+assert ans.startswith(b"\x08\x07"), ans[:20]
+print("waiting connection answered after the slow prepare")
+EOF
+    grep -q 'idle for host_idle_ms' "$T/guestd.log" || die "no idle close logged"
+    ctl status | grep -q '^phase: prepared' || die "prepare did not finish"
+    expect_ok resume
 }
 
 # The driver module will not unload: abort, programs back in passthrough.
