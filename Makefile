@@ -29,6 +29,7 @@ CRANE_RUN := $(B)/bin/crane-run
 include proto/proto.mk
 -include proxy-domain/proxy.mk
 -include bench/remote/remote.mk
+-include bench/shimcost/shimcost.mk
 -include guest-daemon/guestd.mk
 -include host-daemon/hostd.mk
 
@@ -59,7 +60,8 @@ build/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \
 	    $(if $(filter dlopen_app,$*),-ldl,-lOpenCL) -pthread -lm
 
-bench: build/bench/clbench build/bench/latency build/bench/switch
+bench: build/bench/clbench build/bench/latency build/bench/switch \
+    build/bench/shimcost build/bench/nullcl/libnullcl.so
 build/bench/clbench: bench/overhead/clbench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
