@@ -86,15 +86,36 @@ void shim_mem_dirty_map(cl_mem handle, cl_map_flags flags, size_t offset,
         shim_mem_dirty(handle, offset, size);
 }
 
+/* Bumped whenever a buffer's dirty range is emptied.  Ranges otherwise only
+ * grow, so a kernel whose argument objects have not changed since it marked
+ * them all, in the same epoch, has nothing to mark: the launch costs one
+ * load and one compare. */
+static atomic_ulong dirty_epoch = 1;
+
+/* After the shim copied the whole object to RAM: nothing is dirty. */
+void shim_mem_dirty_reset(struct shim_mem *m)
+{
+    m->shadow_valid = true;
+    atomic_store(&m->dirty_lo, SIZE_MAX);
+    atomic_store(&m->dirty_hi, 0);
+    atomic_fetch_add(&dirty_epoch, 1);
+}
+
 /* A launch makes every buffer behind a writable argument dirty.  Which
  * arguments are writable was settled by clSetKernelArg. */
 void shim_kernel_dirty_args(struct shim_kernel *k)
 {
+    unsigned long epoch =
+        atomic_load_explicit(&dirty_epoch, memory_order_acquire);
+
+    if (k->marked_epoch == epoch)
+        return;
     for (cl_uint i = 0; i < k->n_args; i++) {
         struct shim_arg *a = &k->args[i];
         if (a->writes && a->obj)
             mark((struct shim_mem *)a->obj, 0, SIZE_MAX);
     }
+    k->marked_epoch = epoch;
 }
 
 void shim_kernel_launching(cl_kernel handle)

@@ -9,8 +9,8 @@
 #include "log.h"
 #include "shim.h"
 
-__thread bool shim_in_callback;
-__thread struct shim_gate_slot *shim_gate_slot;
+SHIM_TLS bool shim_in_callback;
+SHIM_TLS struct shim_gate_slot *shim_gate_slot;
 
 struct shim_gate shim_gate = {
     .lock = PTHREAD_MUTEX_INITIALIZER,

@@ -357,6 +357,7 @@ clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_size,
                 shim_obj_retain_child(obj);
                 arg_clear(a);
                 a->obj = obj;
+                k->marked_epoch = 0;  /* the next launch marks it */
             }
             a->size = arg_size;
             a->set = true;

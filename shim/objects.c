@@ -13,7 +13,7 @@
 #include "log.h"
 #include "shim.h"
 
-__thread cl_int shim_vendor_err;
+SHIM_TLS cl_int shim_vendor_err;
 
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shim_obj *store_head, *store_tail;

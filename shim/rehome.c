@@ -364,12 +364,8 @@ static int take_out(const struct shim_backend_ops *from,
     if (rc < 0)
         return rc;
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
-        if (holds_bytes(o)) {
-            struct shim_mem *m = (void *)o;
-            m->shadow_valid = true;
-            atomic_store(&m->dirty_lo, SIZE_MAX);
-            atomic_store(&m->dirty_hi, 0);
-        }
+        if (holds_bytes(o))
+            shim_mem_dirty_reset((struct shim_mem *)o);
 
     /* 3. Release every vendor object, children first: now, or after the
      * gate opens when leaving the native backend for the proxy. */

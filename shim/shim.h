@@ -195,6 +195,9 @@ struct shim_kernel {
     cl_uint n_args;
     struct shim_arg *args;
     bool uses_svm;
+    /* The dirty epoch at which a launch last marked every writable
+     * argument (0: an argument object changed since, mark again). */
+    unsigned long marked_epoch;
 };
 
 struct shim_event {
@@ -255,8 +258,14 @@ int shim_kernel_reset_args(struct shim_kernel *k);
 int shim_event_realize(struct shim_event *e);
 int shim_device_realize(struct shim_device *d);
 
+/* Thread-locals read on every call: initial-exec, so that each read is one
+ * %fs-relative load instead of a call to __tls_get_addr.  The shim is
+ * preloaded (static TLS is reserved for it at start-up); a process that
+ * only dlopens it still finds room in glibc's static TLS surplus. */
+#define SHIM_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* The vendor's error code when a realize function returned -EIO. */
-extern __thread cl_int shim_vendor_err;
+extern SHIM_TLS cl_int shim_vendor_err;
 
 /* Releases the real handle of any kind through its vendor. */
 void shim_real_release(struct shim_obj *o);
@@ -361,12 +370,12 @@ struct shim_gate {
 };
 
 extern struct shim_gate shim_gate;
-extern __thread struct shim_gate_slot *shim_gate_slot;
+extern SHIM_TLS struct shim_gate_slot *shim_gate_slot;
 
 /* Set on a vendor thread while it runs a program's event callback.  Such a
  * thread passes a closed gate (a re-home waits for callbacks to finish, and
  * the vendor is still loaded then) but never starts a re-home itself. */
-extern __thread bool shim_in_callback;
+extern SHIM_TLS bool shim_in_callback;
 extern atomic_ulong shim_calls_until_rehome;  /* 0: test hook off */
 
 struct shim_gate_slot *shim_gate_slot_claim(void);
@@ -471,6 +480,7 @@ void shim_mem_dirty_rect(cl_mem handle, const size_t *origin,
                          size_t slice_pitch);
 void shim_mem_dirty_map(cl_mem handle, cl_map_flags flags, size_t offset,
                         size_t size);
+void shim_mem_dirty_reset(struct shim_mem *m);
 void shim_kernel_dirty_args(struct shim_kernel *k);
 struct shim_mem *shim_mem_root(struct shim_mem *m);
 /* CL_INVALID_OPERATION when the object's host access flags forbid `access`

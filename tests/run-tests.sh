@@ -175,6 +175,17 @@ case_ "thirdparty/clpeak-transfer" bash tests/integration/clpeak.sh 151 \
 case_ "thirdparty/clpeak-latency" bash tests/integration/clpeak.sh 20011 \
     --kernel-latency --use-event-timer
 
+echo "# benchmarks run (no timing is asserted: bench/ prints ratios)"
+# The null vendor works natively and under the shim, every kind printed.
+shimcost_runs() {
+    local out
+    out=$(bench/shimcost/run.sh --reps 1 --iters 20000) || return 1
+    echo "$out"
+    [ "$(echo "$out" | grep -cE '^(setarg|setarg_mem|launch|launch_event|write4) ')" -eq 5 ]
+}
+export -f shimcost_runs
+case_ "bench/shimcost" shimcost_runs
+
 echo "# bad input"
 case_ "badinput/no-vendor" no_vendor
 case_ "badinput/crane-run-help" "$RUN" --help
