@@ -237,6 +237,9 @@ static exec_fn *const executors[] = {
     [CRANE__CLIENT_MESSAGE__MSG_SET_USER_EVENT_STATUS] =
         px_exec_user_event_status,
     [CRANE__CLIENT_MESSAGE__MSG_WATCH_EVENT] = px_exec_watch,
+    [CRANE__CLIENT_MESSAGE__MSG_DEVICE_TIMER] = px_exec_device_timer,
+    [CRANE__CLIENT_MESSAGE__MSG_SET_SPEC_CONSTANT] = px_exec_spec_constant,
+    [CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC] = px_exec_svm_alloc,
 };
 
 /* Answers a frame that cannot be executed at all. */

@@ -127,5 +127,13 @@ cl_int px_exec_launch(struct px_call *c);
 cl_int px_exec_sync(struct px_call *c);
 cl_int px_exec_user_event_status(struct px_call *c);
 cl_int px_exec_watch(struct px_call *c);
+cl_int px_exec_device_timer(struct px_call *c);
+cl_int px_exec_spec_constant(struct px_call *c);
+cl_int px_exec_svm_alloc(struct px_call *c);
+
+/* Sets kernel argument A (is_svm) to its SVM allocation's address plus its
+ * offset (exec_svm.c). */
+cl_int px_svm_arg(struct px_call *c, cl_kernel kernel,
+                  const Crane__KernelArg *a);
 
 #endif /* PX_EXEC_H */

@@ -340,3 +340,32 @@ cl_int px_exec_get_info(struct px_call *c)
     c->value_owner = v;
     return CL_SUCCESS;
 }
+
+cl_int px_exec_device_timer(struct px_call *c)
+{
+    const Crane__DeviceTimer *d = c->m->device_timer;
+    cl_ulong *v = malloc(2 * sizeof(*v));
+    cl_device_id dev;
+    cl_int err;
+
+    if (!v)
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+    dev = px_tenant_handle(c->t, d->device, PX_DEVICE, &err);
+    if (!dev) {
+        free(v);
+        return px_fail(c, CL_INVALID_DEVICE, "unknown device %llu",
+                       (unsigned long long)d->device);
+    }
+    if (d->host_only)
+        err = clGetHostTimer(dev, &v[0]);
+    else
+        err = clGetDeviceAndHostTimer(dev, &v[0], &v[1]);
+    if (err != CL_SUCCESS) {
+        free(v);
+        return err;
+    }
+    c->reply.value.data = (uint8_t *)v;
+    c->reply.value.len = (d->host_only ? 1 : 2) * sizeof(*v);
+    c->value_owner = v;
+    return CL_SUCCESS;
+}

@@ -299,7 +299,11 @@ static cl_int set_args(struct px_call *c, cl_kernel kernel,
         const Crane__KernelArg *a = args[i];
         cl_int err;
 
-        if (a->is_object || a->object) {
+        if (a->is_svm) {
+            err = px_svm_arg(c, kernel, a);
+            if (c->error[0])
+                return err;
+        } else if (a->is_object || a->object) {
             void *h = NULL;
             if (a->object) {
                 /* A memory object, or else a sampler. */
@@ -379,4 +383,18 @@ cl_int px_exec_launch(struct px_call *c)
     if (err != CL_SUCCESS)
         return err;
     return px_event_keep(c, l->event, slot);
+}
+
+cl_int px_exec_spec_constant(struct px_call *c)
+{
+    const Crane__SetSpecConstant *s = c->m->set_spec_constant;
+    cl_program prog;
+    cl_int err;
+
+    prog = px_tenant_handle(c->t, s->program, PX_PROGRAM, &err);
+    if (!prog)
+        return px_fail(c, err, "unknown program %llu",
+                       (unsigned long long)s->program);
+    return clSetProgramSpecializationConstant(prog, s->spec_id, s->value.len,
+                                              s->value.data);
 }

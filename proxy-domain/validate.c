@@ -484,9 +484,31 @@ static int check_image_type(uint32_t type, char *why, size_t why_len)
     }
 }
 
+/* An SVM pointer argument: an allocation (or NULL) and an offset only. */
+static int check_arg_svm(const Crane__KernelArg *a, char *why,
+                         size_t why_len)
+{
+    if (!a->is_svm)
+        return a->svm_offset ? BAD("kernel argument %u: svm_offset "
+                                   "without is_svm",
+                                   a->index)
+                             : 0;
+    if (a->is_object || a->is_local || a->local_size || a->value.len)
+        return BAD("kernel argument %u: an SVM pointer with an object, "
+                   "local size or value",
+                   a->index);
+    if (!a->object && a->svm_offset)
+        return BAD("kernel argument %u: offset into a NULL SVM pointer",
+                   a->index);
+    return 0;
+}
+
 static int check_arg(const Crane__KernelArg *a, char *why, size_t why_len)
 {
     bool object = a->is_object || a->object != 0;
+
+    if (a->is_svm || a->svm_offset)
+        return check_arg_svm(a, why, why_len);
 
     if (a->value.len > PX_MAX_ARG)
         return BAD("kernel argument %u: %zu bytes (at most %u)", a->index,
@@ -704,6 +726,40 @@ static int check_program_bulk(const Crane__CreateProgram *p, char *why,
     return 0;
 }
 
+/* A specialization constant's value: 1 to PX_MAX_ARG bytes. */
+static int check_spec_constant(const Crane__SetSpecConstant *c, char *why,
+                               size_t why_len)
+{
+    if (c->value.len == 0 || c->value.len > PX_MAX_ARG)
+        return BAD("specialization constant of %zu bytes (1 to %u)",
+                   c->value.len, PX_MAX_ARG);
+    return 0;
+}
+
+/* Coarse-grained SVM only (the client keeps the program's copy, so
+ * fine-grained sharing cannot hold), of a size and alignment OpenCL
+ * accepts. */
+static int check_svm_alloc(const Crane__SvmAlloc *a, char *why,
+                           size_t why_len)
+{
+    const uint64_t access =
+        CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
+
+    if (a->flags & ~access)
+        return REFUSE(CL_INVALID_VALUE,
+                      "SVM flags 0x%llx: only coarse-grained SVM is "
+                      "remoted",
+                      (unsigned long long)a->flags);
+    if (a->size == 0 || a->size > PX_MAX_SVM)
+        return REFUSE(CL_INVALID_VALUE, "SVM of %llu bytes (1 to %llu)",
+                      (unsigned long long)a->size,
+                      (unsigned long long)PX_MAX_SVM);
+    if (a->alignment & (a->alignment - 1))
+        return REFUSE(CL_INVALID_VALUE,
+                      "SVM alignment %u is no power of two", a->alignment);
+    return 0;
+}
+
 static int check_program(const Crane__CreateProgram *p, char *why,
                          size_t why_len)
 {
@@ -840,6 +896,12 @@ int px_validate(const Crane__ClientMessage *m, char *why, size_t why_len)
                        "CL_SUBMITTED)",
                        m->watch_event->status);
         return 0;
+    case CRANE__CLIENT_MESSAGE__MSG_DEVICE_TIMER:
+        return 0;
+    case CRANE__CLIENT_MESSAGE__MSG_SET_SPEC_CONSTANT:
+        return check_spec_constant(m->set_spec_constant, why, why_len);
+    case CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC:
+        return check_svm_alloc(m->svm_alloc, why, why_len);
     case CRANE__CLIENT_MESSAGE__MSG__NOT_SET:
         return BAD("message without a call");
     default:

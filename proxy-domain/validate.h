@@ -20,6 +20,7 @@
 #define PX_MAX_INFO (64u << 20)          /* bytes of one info value */
 #define PX_MAX_TOKEN 64                  /* resume token bytes */
 #define PX_MAX_PATTERN 128               /* fill pattern bytes */
+#define PX_MAX_SVM (1ull << 40)          /* bytes of one SVM allocation */
 
 /*
  * Checks M's fields against the limits above, the shapes the calls need

@@ -66,12 +66,26 @@ struct rc_mem {
     struct rc_map *maps;
 };
 
+/* A coarse-grained SVM allocation (remote_svm.c): the program's pointers
+ * point into `host`, memory of this process; the proxy keeps the device's
+ * copy as a buffer named by mem.obj.id, which the buffer commands take. */
+struct rc_svm {
+    struct rc_mem mem;
+    unsigned char *host;
+    struct rc_svm *next;
+};
+
+/* The SVM allocation holding P (at *OFFSET from its start), or NULL. */
+struct rc_svm *shim_remote_svm_find(const void *p, size_t *offset);
+
 /* A kernel's arguments, cached until the next launch carries the changed
  * ones. */
 struct rc_arg {
     bool changed;
     bool is_object, is_local;
+    bool is_svm;                 /* object: an SVM allocation, 0 for NULL */
     uint64_t object;
+    uint64_t svm_offset;
     size_t size;
     unsigned char *value;        /* malloc()ed, size bytes */
 };

@@ -201,3 +201,49 @@ cl_int CL_API_CALL rc_clReleaseCommandQueue(cl_command_queue q)
     free(q);
     return err;
 }
+
+/* The device's timer and the proxy host's: a program compares them with
+ * the device's profiling times, which are the proxy's too. */
+static cl_int device_timer(cl_device_id d, bool host_only, cl_ulong *dev,
+                           cl_ulong *host)
+{
+    Crane__DeviceTimer dt = CRANE__DEVICE_TIMER__INIT;
+    struct rc_reply r;
+    cl_ulong v[2] = {0, 0};
+
+    dt.device = RC_ID(d);
+    dt.host_only = host_only;
+    RC_MSG(m, device_timer, DEVICE_TIMER, &dt);
+    cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    if (err == CL_SUCCESS) {
+        size_t want = (host_only ? 1 : 2) * sizeof(cl_ulong);
+        if (r.reply->value.len == want)
+            memcpy(v, r.reply->value.data, want);
+        else
+            err = CL_OUT_OF_RESOURCES;
+    }
+    shim_remote_reply_free(&r);
+    if (err == CL_SUCCESS && host_only) {
+        *host = v[0];
+    } else if (err == CL_SUCCESS) {
+        *dev = v[0];
+        *host = v[1];
+    }
+    return err;
+}
+
+cl_int CL_API_CALL rc_clGetDeviceAndHostTimer(cl_device_id d,
+                                              cl_ulong *device_timestamp,
+                                              cl_ulong *host_timestamp)
+{
+    if (!device_timestamp || !host_timestamp)
+        return CL_INVALID_VALUE;
+    return device_timer(d, false, device_timestamp, host_timestamp);
+}
+
+cl_int CL_API_CALL rc_clGetHostTimer(cl_device_id d, cl_ulong *host_timestamp)
+{
+    if (!host_timestamp)
+        return CL_INVALID_VALUE;
+    return device_timer(d, true, NULL, host_timestamp);
+}

@@ -93,7 +93,6 @@ cl_int rc_get_info(Crane__InfoFn fn, uint64_t id, uint64_t other,
                            value, size_ret);                               \
     }
 INFO_FN(clGetPlatformInfo, cl_platform_id, INFO_PLATFORM)
-INFO_FN(clGetDeviceInfo, cl_device_id, INFO_DEVICE)
 INFO_FN(clGetContextInfo, cl_context, INFO_CONTEXT)
 INFO_FN(clGetCommandQueueInfo, cl_command_queue, INFO_QUEUE)
 INFO_FN(clGetMemObjectInfo, cl_mem, INFO_MEM)
@@ -203,5 +202,20 @@ cl_int CL_API_CALL rc_clGetSupportedImageFormats(
             *n_ret = (cl_uint)(r.reply->size_ret / sizeof(cl_image_format));
     }
     shim_remote_reply_free(&r);
+    return err;
+}
+
+/* Only coarse-grained SVM is remoted (remote_svm.c): the device says so. */
+cl_int CL_API_CALL rc_clGetDeviceInfo(cl_device_id d, cl_uint param,
+                                      size_t size, void *value,
+                                      size_t *size_ret)
+{
+    cl_int err = rc_get_info(CRANE__INFO_FN__INFO_DEVICE, RC_ID(d), 0, param,
+                             size, value, size_ret);
+
+    if (err == CL_SUCCESS && param == CL_DEVICE_SVM_CAPABILITIES && value &&
+        size >= sizeof(cl_device_svm_capabilities))
+        *(cl_device_svm_capabilities *)value &=
+            CL_DEVICE_SVM_COARSE_GRAIN_BUFFER;
     return err;
 }

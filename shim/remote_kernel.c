@@ -131,6 +131,90 @@ cl_int CL_API_CALL rc_clReleaseKernel(cl_kernel h)
 
 /* --- kernel arguments and launches */
 
+/* Argument INDEX of K, emptied, with room made for it; NULL when out of
+ * memory.  Caller holds k->lock. */
+static struct rc_arg *arg_slot(struct rc_kernel *k, cl_uint index)
+{
+    if (index >= k->n_args) {
+        cl_uint n = index + 1 > 2 * k->n_args ? index + 1 : 2 * k->n_args;
+        struct rc_arg *a = realloc(k->args, n * sizeof(*a));
+        if (!a)
+            return NULL;
+        memset(a + k->n_args, 0, (n - k->n_args) * sizeof(*a));
+        k->args = a;
+        k->n_args = n;
+    }
+    struct rc_arg *a = &k->args[index];
+    free(a->value);
+    a->value = NULL;
+    a->is_svm = false;
+    a->svm_offset = 0;
+    return a;
+}
+
+/* The kernel gets the proxy's address of the same allocation plus the
+ * same offset (docs/remoting.md, "SVM"). */
+cl_int CL_API_CALL rc_clSetKernelArgSVMPointer(cl_kernel h, cl_uint index,
+                                               const void *value)
+{
+    struct rc_kernel *k = (void *)h;
+    struct rc_svm *svm = NULL;
+    size_t offset = 0;
+
+    if (index > 4096)
+        return CL_INVALID_ARG_INDEX;
+    if (value && !(svm = shim_remote_svm_find(value, &offset))) {
+        LOG_WARN("remote: kernel argument %u points at %p, in no SVM "
+                 "allocation of this program: CL_INVALID_ARG_VALUE",
+                 index, value);
+        return CL_INVALID_ARG_VALUE;
+    }
+    pthread_mutex_lock(&k->lock);
+    struct rc_arg *a = arg_slot(k, index);
+    if (!a) {
+        pthread_mutex_unlock(&k->lock);
+        return CL_OUT_OF_HOST_MEMORY;
+    }
+    a->is_object = a->is_local = false;
+    a->is_svm = true;
+    a->object = svm ? svm->mem.obj.id : 0;
+    a->svm_offset = offset;
+    a->size = sizeof(void *);
+    if (!a->changed)
+        k->n_changed++;
+    a->changed = true;
+    pthread_mutex_unlock(&k->lock);
+    return CL_SUCCESS;
+}
+
+/* SVM pointers a kernel reaches other than through its arguments: the
+ * proxy's kernels see only argument pointers translated, so such pointers
+ * are checked and accepted (their allocations are on the proxy already);
+ * fine-grained system SVM is not offered remoted. */
+cl_int CL_API_CALL rc_clSetKernelExecInfo(cl_kernel h, cl_uint param,
+                                          size_t size, const void *value)
+{
+    size_t offset;
+
+    if (!h || !value)
+        return h ? CL_INVALID_VALUE : CL_INVALID_KERNEL;
+    switch (param) {
+    case CL_KERNEL_EXEC_INFO_SVM_PTRS:
+        if (size % sizeof(void *))
+            return CL_INVALID_VALUE;
+        for (size_t i = 0; i < size / sizeof(void *); i++)
+            if (!shim_remote_svm_find(((void *const *)value)[i], &offset))
+                return CL_INVALID_VALUE;
+        return CL_SUCCESS;
+    case CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM:
+        if (size != sizeof(cl_bool))
+            return CL_INVALID_VALUE;
+        return *(const cl_bool *)value ? CL_INVALID_OPERATION : CL_SUCCESS;
+    default:
+        return CL_INVALID_VALUE;
+    }
+}
+
 cl_int CL_API_CALL rc_clSetKernelArg(cl_kernel h, cl_uint index, size_t size,
                                      const void *value)
 {
@@ -142,20 +226,11 @@ cl_int CL_API_CALL rc_clSetKernelArg(cl_kernel h, cl_uint index, size_t size,
     if (value && size == sizeof(void *))
         obj = shim_remote_by_addr(*(void *const *)value);
     pthread_mutex_lock(&k->lock);
-    if (index >= k->n_args) {
-        cl_uint n = index + 1 > 2 * k->n_args ? index + 1 : 2 * k->n_args;
-        struct rc_arg *a = realloc(k->args, n * sizeof(*a));
-        if (!a) {
-            pthread_mutex_unlock(&k->lock);
-            return CL_OUT_OF_HOST_MEMORY;
-        }
-        memset(a + k->n_args, 0, (n - k->n_args) * sizeof(*a));
-        k->args = a;
-        k->n_args = n;
+    struct rc_arg *a = arg_slot(k, index);
+    if (!a) {
+        pthread_mutex_unlock(&k->lock);
+        return CL_OUT_OF_HOST_MEMORY;
     }
-    struct rc_arg *a = &k->args[index];
-    free(a->value);
-    a->value = NULL;
     a->is_object = obj != NULL;
     a->is_local = !value;
     a->object = obj ? obj->id : 0;
@@ -189,6 +264,8 @@ static size_t collect_args(struct rc_kernel *k, Crane__KernelArg *store,
         ka.is_object = a->is_object;
         ka.object = a->object;
         ka.is_local = a->is_local;
+        ka.is_svm = a->is_svm;
+        ka.svm_offset = a->svm_offset;
         ka.local_size = a->is_local ? a->size : 0;
         ka.value.data = a->value;
         ka.value.len = a->value ? a->size : 0;

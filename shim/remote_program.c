@@ -298,3 +298,24 @@ cl_int CL_API_CALL rc_clUnloadPlatformCompiler(cl_platform_id platform)
 
     return p && p->kind == SHIM_PLATFORM ? CL_SUCCESS : CL_INVALID_PLATFORM;
 }
+
+/* Answered at once: an unknown spec_id is the program's error now. */
+cl_int CL_API_CALL rc_clSetProgramSpecializationConstant(cl_program p,
+                                                         cl_uint spec_id,
+                                                         size_t spec_size,
+                                                         const void *value)
+{
+    Crane__SetSpecConstant sc = CRANE__SET_SPEC_CONSTANT__INIT;
+
+    if (!value || !spec_size || spec_size > 65536)
+        return CL_INVALID_VALUE;
+    sc.program = RC_ID(p);
+    sc.spec_id = spec_id;
+    sc.value.data = (uint8_t *)value;
+    sc.value.len = spec_size;
+    RC_MSG(m, set_spec_constant, SET_SPEC_CONSTANT, &sc);
+    struct rc_reply r;
+    cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    shim_remote_reply_free(&r);
+    return err;
+}

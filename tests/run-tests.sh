@@ -248,6 +248,13 @@ case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
 case_ "native/user-events-threads" "$RUN" $B/tests/integration/user_events
 case_ "remote/user-events-threads" tests/integration/remote.sh remote \
     $B/tests/integration/user_events
+# Coarse-grained SVM (maps, SVM kernel arguments, copies, fills, frees)
+# and the device/host timers: natively and remoted.
+for t in svm timers; do
+    case_ "native/$t" "$RUN" $B/tests/integration/$t
+    case_ "remote/$t" tests/integration/remote.sh remote \
+        $B/tests/integration/$t
+done
 
 echo "# guest daemon"
 # crane-guestd driven by cranectl, real programs under the shim, a real

@@ -34,6 +34,7 @@ TEST_ENTRY(px_validate_launch)
 TEST_ENTRY(px_validate_mem)
 TEST_ENTRY(px_validate_other)
 TEST_ENTRY(px_validate_program_bulk)
+TEST_ENTRY(px_validate_svm)
 
 /* shim/objects.c, dirty.c, kernel.c: tests/unit/test_shadow.c */
 TEST_ENTRY(shadow_refcounts)

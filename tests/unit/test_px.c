@@ -220,3 +220,44 @@ TEST(px_validate_program_bulk)
     p.bulk_len = 0;
     ASSERT_EQ(check(&m), CL_INVALID_VALUE);      /* lengths without bulk */
 }
+
+/* SVM: coarse-grained allocations only; SVM pointer arguments alone. */
+TEST(px_validate_svm)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__SvmAlloc a = CRANE__SVM_ALLOC__INIT;
+    Crane__LaunchKernel l = CRANE__LAUNCH_KERNEL__INIT;
+    Crane__KernelArg arg = CRANE__KERNEL_ARG__INIT, *args[1] = {&arg};
+    uint64_t gs = 64;
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC;
+    m.svm_alloc = &a;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);     /* size 0 */
+    a.size = 4096;
+    a.flags = CL_MEM_READ_WRITE;
+    ASSERT_EQ(check(&m), 0);
+    a.flags |= CL_MEM_SVM_FINE_GRAIN_BUFFER;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);     /* fine-grained */
+    a.flags = CL_MEM_READ_WRITE;
+    a.alignment = 48;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);     /* not a power of two */
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL;
+    m.launch_kernel = &l;
+    l.work_dim = 1;
+    l.global_size = &gs;
+    l.n_global_size = 1;
+    l.args = args;
+    l.n_args = 1;
+    arg.is_svm = 1;
+    arg.object = 7;
+    arg.svm_offset = 128;
+    ASSERT_EQ(check(&m), 0);
+    arg.object = 0;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);     /* offset into NULL */
+    arg.object = 7;
+    arg.value.len = 8;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);     /* pointer and value */
+    arg.value.len = 0;
+    arg.is_svm = 0;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);     /* offset without is_svm */
+}
