@@ -14,6 +14,10 @@ mkdir -p "$LOGDIR"
 pass=0
 fail=0
 skip=0
+unrun=0
+# For developers: CRANE_TEST_ONLY=REGEX runs only the cases whose names
+# match (the others are counted as not run, never as passed or skipped).
+ONLY=${CRANE_TEST_ONLY:-}
 
 # case_ NAME CMD...: runs CMD with a timeout and records ok / not ok / skip.
 # Exit 77 is a skip, printed with its reason (the log's last line); a CMD
@@ -21,6 +25,9 @@ skip=0
 case_() {
     local name=$1
     shift
+    if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then
+        unrun=$((unrun + 1)); return
+    fi
     local log="$LOGDIR/${name//\//_}.log"
     if [[ "$1" == */* && ! -x "$1" ]]; then
         fail=$((fail + 1)); echo "not ok - $name (missing binary $1)"
@@ -43,6 +50,7 @@ case_() {
 
 # skip_ NAME REASON: a case that cannot run here, said as a skip.
 skip_() {
+    [ -n "$ONLY" ] && ! [[ "$1" =~ $ONLY ]] && { unrun=$((unrun + 1)); return; }
     skip=$((skip + 1)); echo "ok - $1 # SKIP $2"
 }
 
@@ -52,6 +60,9 @@ skip_() {
 fuzz_case() {
     local name=$1
     shift
+    if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then
+        unrun=$((unrun + 1)); return
+    fi
     if [ ! -x "$1" ]; then
         fail=$((fail + 1)); echo "not ok - $name (missing fuzzer $1)"
         return
@@ -345,5 +356,7 @@ fuzz_case "fuzz/remote" build/fuzz/fuzz_remote -max_total_time=20 \
     "$LOGDIR/fuzz-remote-corpus"
 
 total=$((pass + fail + skip))
+[ $unrun -eq 0 ] ||
+    echo "# CRANE_TEST_ONLY=$ONLY: $unrun cases not run"
 echo "$pass passed, $fail failed, $skip skipped (of $total)"
 [ $fail -eq 0 ]
