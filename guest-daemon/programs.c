@@ -208,8 +208,9 @@ static void on_closed(struct gd_conn *c)
 /*
  * Which connection goes when a new one would pass max_programs: the one
  * that has waited longest without registering; else the registered
- * program silent longest among those that missed a deadline (its shim, if
- * alive, connects again); else none, and the newcomer is refused.  A
+ * program silent longest among those that missed a deadline or a status
+ * query (its shim, if alive, connects again); else none, and the newcomer
+ * is refused.  A
  * program that is refused or evicted while it holds the GPU is still
  * found by the prepare's check of the GPU device nodes (gpu_users.c), so a
  * full socket can delay a migration but never unload the driver under it.
@@ -224,7 +225,7 @@ static struct gd_program *eviction_victim(struct gd_daemon *d)
         if (!p->registered) {
             if (!oldest || p->accepted_at < oldest->accepted_at)
                 oldest = p;
-        } else if (p->unresponsive &&
+        } else if ((p->unresponsive || p->query_late) &&
                    (!silent || p->last_heard < silent->last_heard)) {
             silent = p;
         }

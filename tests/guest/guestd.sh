@@ -18,7 +18,7 @@ WORKER=$B/tests/guest/cl_worker
 FAKE=$B/tests/guest/fake_shim
 CASES="several-live offline exit-mid-prepare never-answers
 never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
-register-timeout socket-perms host-auth host-idle module-busy
+register-timeout program-bound socket-perms host-auth host-idle module-busy
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare abort-mid-prepare churn bad-host-input
 bad-shim-input port no-daemon cli"
@@ -598,6 +598,43 @@ EOF
     grep -q 'idle for host_idle_ms' "$T/guestd.log" || die "no idle close logged"
     ctl status | grep -q '^phase: prepared' || die "prepare did not finish"
     expect_ok resume
+}
+
+# At max_programs: registered programs that answer are never evicted (a
+# newcomer is refused); one that stopped answering makes room for a new
+# program.
+case_program_bound() {
+    start_daemon "max_programs = 3"
+    fake a ok; fake b ok; fake c ok
+    wait_programs 3
+    fake d ok
+    for _ in $(seq 100); do
+        grep -q 'refusing a connection' "$T/guestd.log" && break
+        sleep 0.05
+    done
+    grep -q 'refusing a connection' "$T/guestd.log" || die "no refusal"
+    ctl status | tee "$T/status.out"
+    for f in a b c; do
+        grep -q "^program .* $f .*passthrough" "$T/status.out" ||
+            die "registered program $f lost"
+    done
+    grep -q '^program .* d ' "$T/status.out" && die "over the bound"
+    kill "$F_a" "$F_d"
+    fake mute silent
+    wait_programs 3
+    ctl status | grep -q '^program .* mute .*unresponsive' ||
+        die "a silent program is not shown unresponsive"
+    fake e ok
+    for _ in $(seq 100); do
+        ctl status | grep -q '^program .* e .*passthrough' && break
+        sleep 0.1
+    done
+    ctl status | tee "$T/status.out"
+    grep -q '^program .* e .*passthrough' "$T/status.out" ||
+        die "no room made for a new program"
+    grep -q '^program .* mute ' "$T/status.out" &&
+        die "the silent program was kept over an answering one"
+    grep -q 'evicting program mute' "$T/guestd.log" || die "no eviction logged"
 }
 
 # The driver module will not unload: abort, programs back in passthrough.
