@@ -40,7 +40,8 @@ $(CRANECTL_BIN): $(CRANECTL_OBJS) $(PROTO_LIB)
 -include $(GUESTD_OBJS:.o=.d) $(CRANECTL_OBJS:.o=.d)
 
 # Test helpers: plain builds, no sanitizer.
-GUEST_TEST_BINS := build/tests/guest/fake_shim build/tests/guest/cl_worker
+GUEST_TEST_BINS := build/tests/guest/fake_shim build/tests/guest/cl_worker \
+                   build/tests/guest/hostd_guest_call
 
 build/tests/guest/fake_shim: tests/guest/fake_shim.c build/lib/libcrane-proto.a \
                              | $(PROTO_GEN_H)
@@ -48,6 +49,17 @@ build/tests/guest/fake_shim: tests/guest/fake_shim.c build/lib/libcrane-proto.a 
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
 	    $(PROTO_CFLAGS) -o $@ $< build/lib/libcrane-proto.a \
 	    $(PROTOBUF_C_LIBS)
+
+# crane-hostd's client of the guest channel (host-daemon/guest.c, io.c)
+# alone, so the tests can drive crane-guestd the way crane-hostd does.
+build/tests/guest/hostd_guest_call: tests/guest/hostd_guest_call.c \
+                                    host-daemon/guest.c host-daemon/io.c \
+                                    build/lib/libcrane-proto.a \
+                                    | $(PROTO_GEN_H)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
+	    $(PROTO_CFLAGS) $(UV_CFLAGS) -Ihost-daemon -o $@ $(filter %.c,$^) \
+	    build/lib/libcrane-proto.a $(PROTOBUF_C_LIBS)
 
 build/tests/guest/cl_worker: tests/guest/cl_worker.c
 	@mkdir -p $(@D)

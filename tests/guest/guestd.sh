@@ -557,6 +557,14 @@ print("right proof: authenticated, status answered")
 EOF
     grep -q 'no authentication within host_handshake_ms' "$T/guestd.log" ||
         die "no handshake timeout logged"
+    # crane-hostd's own client (host-daemon/guest.c): refused without
+    # guest_key, answered with it.
+    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" &&
+        die "crane-hostd's client got in without the key"
+    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" "$T/wrong.key" &&
+        die "crane-hostd's client got in with a wrong key"
+    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" "$key" ||
+        die "crane-hostd's client with the key was not answered"
     # With the key: commands work.
     "$CTL" $tcp --key "$key" --timeout 20 status | tee "$T/st.out"
     grep -q '^phase: idle' "$T/st.out" || die "keyed status failed"

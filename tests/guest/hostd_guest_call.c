@@ -1,0 +1,55 @@
+/* crane-hostd's client of the guest channel (host-daemon/guest.c), alone:
+ * sends one status to crane-guestd and prints the phase, for the tests.
+ *
+ *   hostd_guest_call CHANNEL [KEYFILE]
+ *
+ * CHANNEL is what crane-hostd would use: a unix socket path, or
+ * tcp:HOST:PORT (authenticated with KEYFILE, as guest_key).  Prints
+ * "phase N" and exits 0 on an answer; exits 1 when there was none.
+ */
+#include "guest.h"
+
+#include "proto/auth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* host-daemon/jobs.c's clock, which guest.c and io.c use. */
+double hd_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    struct hd_guest_reply r;
+    uint8_t *key;
+    size_t len;
+    int rc;
+
+    if (argc < 2 || argc > 3) {
+        fprintf(stderr, "usage: hostd_guest_call CHANNEL [KEYFILE]\n");
+        return 2;
+    }
+    if (argc == 3) {
+        if ((rc = crn_auth_key_load(argv[2], &key, &len)) < 0) {
+            fprintf(stderr, "hostd_guest_call: %s: %s\n", argv[2],
+                    strerror(-rc));
+            return 2;
+        }
+        hd_guest_set_key(key, len);
+    }
+    if ((rc = hd_guest_status(argv[1], 10000, &r)) < 0) {
+        printf("no answer: %s\n", strerror(-rc));
+        return 1;
+    }
+    printf("phase %d, err %d\n", (int)r.ack->phase, r.ack->err);
+    rc = r.ack->err ? 1 : 0;
+    hd_guest_reply_free(&r);
+    return rc;
+}
