@@ -62,10 +62,10 @@ check: proxy-tests proxy-asan fuzz-remote
 #   build/fuzz/fuzz_remote -max_total_time=20
 build/fuzz/fuzz_remote: tests/fuzz/fuzz_remote.c $(PROXY_CORE_SRCS) \
                         $(PROTO_C_SRCS) $(PROTO_GEN_C) $(PROTO_GEN_H) \
-                        $(wildcard proxy-domain/*.h)
+                        $(wildcard proxy-domain/*.h) $(FUZZ_PBC_OBJ)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) \
-	    -Iproxy-domain -o $@ $(filter %.c,$^) $(PROTOBUF_C_LIBS) \
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PBC_CFLAGS) $(PROTO_CFLAGS) \
+	    $(UV_CFLAGS) -Iproxy-domain -o $@ $(filter %.c %.o,$^) \
 	    $(UV_LIBS) -lOpenCL -lm -pthread
 
 .PHONY: proxy-tests proxy-asan fuzz-remote

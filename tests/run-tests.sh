@@ -345,15 +345,20 @@ for d in tests/fuzz/regress/*/; do
     fuzz_case "fuzz/regress-$target" build/fuzz/fuzz_$target "$d"*
 done
 
-echo "# fuzzing the frame decoder"
-fuzz_case "fuzz/frame" build/fuzz/fuzz_frame -max_total_time=20 \
-    -rss_limit_mb=1024
-# The proxy's decoding, validation and execution on PoCL; the corpus (seeded
-# by the target when empty) is kept between runs.
-mkdir -p "$LOGDIR/fuzz-remote-corpus"
-fuzz_case "fuzz/remote" build/fuzz/fuzz_remote -max_total_time=20 \
-    -rss_limit_mb=2048 -artifact_prefix="$LOGDIR/fuzz-remote-" \
-    "$LOGDIR/fuzz-remote-corpus"
+echo "# fuzzing: a short pass of each target"
+# Each starts from its corpus in the repository (tests/fuzz/corpus/TARGET,
+# read only) and writes what it finds new to a corpus kept in the log
+# folder between runs; a finding fails the case, its artifact named in the
+# log.  frame: the frame decoder and snapshot unpacking; proto: every
+# channel's top-level messages through protobuf-c's own (instrumented)
+# decoder and encoder; remote: the proxy's decoding, validation and
+# execution on PoCL.  tests/fuzz/README.md has the long run.
+for target in frame proto remote; do
+    mkdir -p "$LOGDIR/fuzz-$target-corpus"
+    fuzz_case "fuzz/$target" build/fuzz/fuzz_$target -max_total_time=20 \
+        -rss_limit_mb=2048 -artifact_prefix="$LOGDIR/fuzz-$target-" \
+        "$LOGDIR/fuzz-$target-corpus" tests/fuzz/corpus/$target
+done
 
 total=$((pass + fail + skip))
 [ $unrun -eq 0 ] ||

@@ -35,7 +35,7 @@ $(B)/tests/integration/%: tests/integration/%.c
 # ASan, and a short fuzz run.  One summary line at the end.
 check: all $(UNIT_BIN) $(REMOTE_TEST_BINS)
 	$(MAKE) SAN=address $(SHIM_LIB_ASAN_TARGETS)
-	$(MAKE) fuzz-frame
+	$(MAKE) fuzz-frame fuzz-proto
 	tests/run-tests.sh
 
 SHIM_LIB_ASAN_TARGETS := build-address/lib/libcrane.so \

@@ -31,9 +31,35 @@
 #define FUZZ_QUOTA (16u << 20)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
+const char *__lsan_default_suppressions(void);
+
+/* Memory PoCL allocates for itself and keeps (work-group functions of the
+ * shared program, events its threads free later) is not the proxy's: a
+ * leak is reported only when no frame of its allocation is in libpocl or
+ * its LLVM. */
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:libpocl\nleak:libLLVM\n";
+}
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct px_devices devs;
+
+/* Built once: a context on the first device, a program in it whose kernel
+ * takes every kind of argument, for each input's tenant to adopt. */
+static cl_context shared_ctx;
+static cl_program shared_prog;
+static const char kernel_source[] =
+    "__kernel void k(__global int *a, __local int *l, __constant int *c,\n"
+    "                read_only image2d_t im, sampler_t sm, long x,\n"
+    "                float4 v)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    l[get_local_id(0)] = (int)x + c[0];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    a[i % 16] = l[0] + (int)(read_imagef(im, sm, (int2)(0, 0)).x +\n"
+    "                v.x);\n"
+    "}\n";
 
 /* Replies must be frames holding a ServerMessage. */
 static void check_out(void *ctx, struct px_out *o)
@@ -254,6 +280,54 @@ static void write_seeds(const char *dir)
         add(&sd, &m, 0);
         save(dir, n++, &sd);
     }
+    {
+        /* Every argument of the shared kernel 6, then a launch. */
+        Crane__LaunchKernel l = CRANE__LAUNCH_KERNEL__INIT;
+        Crane__SetKernelArgs sa = CRANE__SET_KERNEL_ARGS__INIT;
+        Crane__KernelArg a[7], *av[7];
+        uint64_t gsz = 16, lsz = 16;
+        int64_t x = 5;
+        float v[4] = {1, 2, 3, 4};
+        for (int i = 0; i < 7; i++) {
+            crane__kernel_arg__init(&a[i]);
+            a[i].index = (uint32_t)i;
+            av[i] = &a[i];
+        }
+        a[0].object = 3;
+        a[0].is_object = 1;
+        a[1].is_local = 1;
+        a[1].local_size = 64;
+        a[2].object = 4;
+        a[2].is_object = 1;
+        a[3].object = 5;
+        a[3].is_object = 1;
+        a[4].object = 7;
+        a[4].is_object = 1;
+        a[5].value.data = (uint8_t *)&x;
+        a[5].value.len = sizeof(x);
+        a[6].value.data = (uint8_t *)v;
+        a[6].value.len = sizeof(v);
+        sd.len = 0;
+        sa.kernel = 6;
+        sa.n_args = 3;
+        sa.args = av;
+        m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS;
+        m.set_kernel_args = &sa;
+        add(&sd, &m, 0);
+        l.queue = 2;
+        l.kernel = 6;
+        l.work_dim = 1;
+        l.n_global_size = 1;
+        l.global_size = &gsz;
+        l.n_local_size = 1;
+        l.local_size = &lsz;
+        l.n_args = 4;
+        l.args = av + 3;
+        m.msg_case = CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL;
+        m.launch_kernel = &l;
+        add(&sd, &m, 0);
+        save(dir, n++, &sd);
+    }
 }
 
 /* A corpus directory given on the command line that is still empty gets
@@ -287,6 +361,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fprintf(stderr, "fuzz_remote: %s\n", why);
         abort();
     }
+    {
+        cl_device_id dev = devs.plats[0].devs[0].handle;
+        const char *src = kernel_source;
+        cl_int err;
+        shared_ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+        if (!shared_ctx)
+            abort();
+        shared_prog = clCreateProgramWithSource(shared_ctx, 1, &src, NULL,
+                                                &err);
+        if (!shared_prog || clBuildProgram(shared_prog, 0, NULL,
+                                           "-cl-kernel-arg-info", NULL,
+                                           NULL) != CL_SUCCESS)
+            abort();
+    }
     seed_corpus(*argc, *argv);
     return 0;
 }
@@ -310,10 +398,33 @@ static void run(struct px_tenant *t, Crane__ClientMessage *m)
 
 /*
  * Objects every input starts with, so that small ids name something:
- * 1 a context on the first device, 2 a queue, 3 a buffer of 4 KiB, 4 a
- * sub-buffer of it, 5 a 16x16 RGBA8 image.
+ * 1 a context on the first device (the shared one), 2 a queue, 3 a buffer
+ * of 4 KiB, 4 a sub-buffer of it, 5 a 16x16 RGBA8 image, 6 the shared
+ * program's kernel, 7 a sampler.
  */
+static void populate_calls(struct px_tenant *t);
+
 static void populate(struct px_tenant *t)
+{
+    cl_int err;
+    cl_kernel kernel;
+    cl_sampler sampler;
+
+    clRetainContext(shared_ctx);
+    if (px_tenant_add(t, 1, PX_CONTEXT, shared_ctx, 0, false) != CL_SUCCESS)
+        abort();
+    kernel = clCreateKernel(shared_prog, "k", &err);
+    if (!kernel || px_tenant_add(t, 6, PX_KERNEL, kernel, 0, false))
+        abort();
+    sampler = clCreateSampler(shared_ctx, CL_FALSE, CL_ADDRESS_NONE,
+                              CL_FILTER_NEAREST, &err);
+    if (!sampler || px_tenant_add(t, 7, PX_SAMPLER, sampler, 0, false))
+        abort();
+    populate_calls(t);
+}
+
+/* The rest of populate(), through calls as a client makes them. */
+static void populate_calls(struct px_tenant *t)
 {
     Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
     Crane__CreateContext cc = CRANE__CREATE_CONTEXT__INIT;
@@ -323,12 +434,7 @@ static void populate(struct px_tenant *t)
     Crane__CreateImage im = CRANE__CREATE_IMAGE__INIT;
     uint64_t dev = devs.plats[0].devs[0].id;
 
-    cc.id = 1;
-    cc.n_devices = 1;
-    cc.devices = &dev;
-    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_CONTEXT;
-    m.create_context = &cc;
-    run(t, &m);
+    (void)cc;
     q.id = 2;
     q.context = 1;
     q.device = dev;
@@ -373,6 +479,16 @@ static bool kept_out(Crane__ClientMessage *m)
     case CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND:
         m->mem_command->blocking = 1;
         return false;
+    case CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL: {
+        /* At most 4096 work-items, so that an input ends soon. */
+        uint64_t items = 1;
+        for (size_t i = 0; i < m->launch_kernel->n_global_size; i++)
+            if (__builtin_mul_overflow(items,
+                                       m->launch_kernel->global_size[i],
+                                       &items))
+                return true;
+        return items > 4096;
+    }
     default:
         return false;
     }
