@@ -12,7 +12,7 @@ struct shim_config {
     unsigned long rehome_every;  /* CRANE_REHOME_EVERY (test hook) */
     long rehome_timeout_ms;      /* CRANE_REHOME_TIMEOUT_MS */
     const char *report_file;     /* CRANE_REHOME_REPORT */
-    bool arg_info;               /* CRANE_ARG_INFO=0 turns it off */
+    bool arg_info;               /* CRANE_ARG_INFO=1: add -cl-kernel-arg-info */
     bool binary_cache;           /* CRANE_BINARY_CACHE=0 turns it off */
     bool start_remote;           /* CRANE_BACKEND=remote:ENDPOINT */
     const char *remote;          /* the proxy endpoint: from CRANE_BACKEND,

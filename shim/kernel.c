@@ -14,6 +14,17 @@ static void classify_args(struct shim_kernel *k)
 {
     void *real = k->obj.real;
 
+    /* Built without argument info (as the program asked): what the source
+     * says for certain, the rest decided per value. */
+    if (!atomic_load(&k->program->arg_info)) {
+        uint8_t cls[256];
+        bool known = k->n_args <= 256 &&
+                     shim_program_sig_classes(k->program, k->name, k->n_args,
+                                              cls) == 0;
+        for (cl_uint i = 0; i < k->n_args; i++)
+            k->args[i].cls = known ? cls[i] : SHIM_ARG_UNKNOWN;
+        return;
+    }
     for (cl_uint i = 0; i < k->n_args; i++) {
         cl_kernel_arg_address_qualifier addr;
         cl_kernel_arg_access_qualifier access;
@@ -441,12 +452,28 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelArgInfo(
         return CL_INVALID_KERNEL;
     if (arg_indx >= k->n_args)
         return CL_INVALID_ARG_INDEX;
-    if (k->program->arg_info_hidden)
+    struct shim_program *p = k->program;
+    if (p->arg_info_hidden)
         return CL_KERNEL_ARG_INFO_NOT_AVAILABLE;
+    /* Built without the option: whether there is argument info is what the
+     * native vendor said the first time (some give it anyway), kept across
+     * moves; a proxy always has it (it builds with it for its checks), so
+     * it never answers that first question. */
+    bool asked = atomic_load(&p->arg_info);
+    int seen = asked ? 1 : atomic_load(&p->arg_info_seen);
     shim_enter();
-    err = VENDOR(k->obj.real)->clGetKernelArgInfo(
-        k->obj.real, arg_indx, param_name, param_value_size, param_value,
-        param_value_size_ret);
+    bool native = shim.backend == &shim_native_ops;
+    if (seen < 0 || (seen == 0 && !native)) {
+        atomic_store(&p->arg_info_seen, -1);
+        err = CL_KERNEL_ARG_INFO_NOT_AVAILABLE;
+    } else {
+        err = VENDOR(k->obj.real)->clGetKernelArgInfo(
+            k->obj.real, arg_indx, param_name, param_value_size, param_value,
+            param_value_size_ret);
+        if (seen == 0 && err != CL_INVALID_VALUE)
+            atomic_store(&p->arg_info_seen,
+                         err == CL_KERNEL_ARG_INFO_NOT_AVAILABLE ? -1 : 1);
+    }
     shim_leave();
     return err;
 }

@@ -9,8 +9,11 @@
 #include "log.h"
 #include "shim.h"
 
-/* -cl-kernel-arg-info lets clSetKernelArg know which arguments are buffers
- * and which of those are read-only, without a lookup per call. */
+/* Programs are built with their own options, so that the vendor's kernel
+ * cache finds what native runs of the program left.  Which arguments a
+ * kernel may write is read from the source instead (kernel_sig.c);
+ * CRANE_ARG_INFO=1 adds -cl-kernel-arg-info, for exact qualifiers at the
+ * price of a cold cache. */
 static char *build_options(const char *options)
 {
     const char *extra = shim_config.arg_info ? " -cl-kernel-arg-info" : "";
@@ -20,6 +23,36 @@ static char *build_options(const char *options)
     if (s)
         snprintf(s, n, "%s%s", options ? options : "", extra);
     return s;
+}
+
+/* Whether the vendor has argument info for `p`, and whether the program
+ * asked for it (else clGetKernelArgInfo answers as without it). */
+static void program_note_arg_info(struct shim_program *p, const char *options)
+{
+    bool asked = options && strstr(options, "-cl-kernel-arg-info");
+
+    atomic_store(&p->arg_info, asked || shim_config.arg_info);
+    p->arg_info_hidden = !asked && shim_config.arg_info;
+}
+
+int shim_program_sig_classes(const struct shim_program *p,
+                             const char *kernel, cl_uint n_args,
+                             uint8_t *cls)
+{
+    if (p->origin == SHIM_FROM_SOURCE)
+        return shim_kernel_sig_classes(p->source, kernel, n_args, cls);
+    if (p->origin != SHIM_FROM_LINK)
+        return -ENOENT;
+    /* Linked: the one input whose source defines it. */
+    int found = 0;
+    for (cl_uint i = 0; i < p->n_inputs; i++)
+        if (p->inputs[i]->origin == SHIM_FROM_SOURCE &&
+            shim_kernel_sig_classes(p->inputs[i]->source, kernel, n_args,
+                                    cls) == 0)
+            found++;
+    if (found != 1)
+        memset(cls, SHIM_ARG_UNKNOWN, n_args);
+    return found == 1 ? 0 : -ENOENT;
 }
 
 static int real_devices(struct shim_device **devs, cl_uint n,
@@ -449,12 +482,10 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
             NULL);
     free(full);
     if (err == CL_SUCCESS)
-        shim_program_cache_fill(p);
+        shim_program_cache_mark(p);
     else
         shim_program_cache_free(p);
-    atomic_store(&p->arg_info, shim_config.arg_info);
-    p->arg_info_hidden = shim_config.arg_info &&
-                         !(options && strstr(options, "-cl-kernel-arg-info"));
+    program_note_arg_info(p, options);
     return err;
 }
 
@@ -547,10 +578,7 @@ SHIM_EXPORT CL_API_ENTRY cl_program CL_API_CALL clLinkProgram(
             p->n_inputs++;
         }
         p->step = SHIM_BUILT;
-        atomic_store(&p->arg_info, shim_config.arg_info);
-        p->arg_info_hidden =
-            shim_config.arg_info &&
-            !(options && strstr(options, "-cl-kernel-arg-info"));
+        program_note_arg_info(p, options);
     }
     h = program_finish(p, err, errcode_ret);
     shim_leave();

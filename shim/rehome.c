@@ -489,6 +489,9 @@ static int begin(const struct shim_backend_ops *to,
         return -EBUSY;
     }
     background_join();
+    /* Binaries of programs built since the last switch, for a fast
+     * rebuild: fetched while the program still runs. */
+    shim_program_cache_prepare();
     /* Onto another backend: what does not depend on the program's state
      * is done while it still runs. */
     if (to && to != shim.backend && to->prewarm)

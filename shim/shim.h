@@ -159,8 +159,13 @@ struct shim_program {
     struct shim_spec_const *spec;
     cl_uint n_spec;
     struct shim_program_cache *cache;  /* binaries for a faster rebuild */
+    bool cache_due;              /* built since: binaries still to fetch */
+    unsigned cache_gen;          /* bumped by every build */
     atomic_bool arg_info;        /* built with -cl-kernel-arg-info */
     bool arg_info_hidden;        /* ...which the program did not ask for */
+    /* Not asked for: whether the native vendor gave argument info when
+     * first asked (1), or not (-1); 0 before. */
+    atomic_int arg_info_seen;
 };
 
 /* How an argument may touch memory, from clGetKernelArgInfo. */
@@ -233,7 +238,10 @@ size_t shim_store_count(enum shim_kind kind);
 void shim_prewarm_native(void);
 
 /* Kept binaries of programs built from source (program_cache.c). */
-void shim_program_cache_fill(struct shim_program *p);
+/* After a build: binaries are due (fetched by the next switch). */
+void shim_program_cache_mark(struct shim_program *p);
+/* Fetches the due binaries; by a switch, before it closes the gate. */
+void shim_program_cache_prepare(void);
 bool shim_program_cache_realize(struct shim_program *p, char *options);
 void shim_program_cache_free(struct shim_program *p);
 
@@ -483,6 +491,16 @@ void shim_mem_dirty_map(cl_mem handle, cl_map_flags flags, size_t offset,
 void shim_mem_dirty_reset(struct shim_mem *m);
 void shim_kernel_dirty_args(struct shim_kernel *k);
 struct shim_mem *shim_mem_root(struct shim_mem *m);
+/* Argument classes (SHIM_ARG_MEM_RO, _MEM_RW, else _UNKNOWN) of kernel
+ * `kernel` read from OpenCL C source (kernel_sig.c): 0, or -ENOENT when it
+ * is not defined exactly once there with n_args parameters. */
+int shim_kernel_sig_classes(const char *source, const char *kernel,
+                            cl_uint n_args, uint8_t *cls);
+/* The same for a kernel of a program: from its source, or its linked
+ * inputs' sources. */
+int shim_program_sig_classes(const struct shim_program *p,
+                             const char *kernel, cl_uint n_args,
+                             uint8_t *cls);
 /* CL_INVALID_OPERATION when the object's host access flags forbid `access`
  * (CL_MAP_READ, CL_MAP_WRITE, ...) from the host, else CL_SUCCESS. */
 cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,

@@ -54,3 +54,7 @@ TEST_ENTRY(remote_map_addresses)
 TEST_ENTRY(remote_map_churn)
 TEST_ENTRY(remote_table_every_row)
 TEST_ENTRY(remote_table_refusals_answer)
+
+/* shim/kernel_sig.c: tests/unit/test_kernel_sig.c */
+TEST_ENTRY(kernel_sig_classes)
+TEST_ENTRY(kernel_sig_says_nothing_when_unsure)
