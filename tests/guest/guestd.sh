@@ -325,7 +325,7 @@ case_unregistered_gpu_user() {
 # real mode when its answer comes at last.
 case_status_switching() {
     start_daemon
-    fake slow ok 4000
+    fake slow ok 2000
     wait_programs 1
     ctl prepare --offline --deadline 30000 >"$T/prep.out" 2>&1 &
     local prep=$!
@@ -342,7 +342,7 @@ case_status_switching() {
     all_in parked || die "not parked after its answer"
     expect_ok resume
     # Now a deadline shorter than the switch.
-    expect_ok prepare --offline --deadline 1000 | tee "$T/prep.out"
+    expect_ok prepare --offline --deadline 700 | tee "$T/prep.out"
     grep -q '^program .* slow .*unresponsive' "$T/prep.out" ||
         die "the late program is not reported unresponsive"
     ctl status | grep -q '^program .* slow .*passthrough' &&
@@ -577,8 +577,8 @@ EOF
 # A host connection with nothing asked is closed after host_idle_ms; one
 # waiting for a long prepare is not, and gets its answer.
 case_host_idle() {
-    start_daemon "host_idle_ms = 1000"
-    fake slow ok 3000
+    start_daemon "host_idle_ms = 700"
+    fake slow ok 2000
     wait_programs 1
     python3 - "$T/host.sock" <<'EOF' || die "host idle timeout"
 import socket, struct, sys, time
