@@ -22,9 +22,20 @@ struct shim_config {
     const char *rehome_to;       /* CRANE_REHOME_TO: native|remote|alternate */
     const char *control_socket;  /* CRANE_SOCKET: crane-guestd's socket
                                     (/run/crane/guest.sock); NULL: none */
+    long proxy_timeout_ms;       /* CRANE_PROXY_TIMEOUT_MS: no sign of life
+                                    from the proxy this long fails calls */
+    long proxy_keepalive_ms;     /* CRANE_PROXY_KEEPALIVE_MS: ping period
+                                    while a call waits (0: off) */
+    const char *test_fail_at;    /* CRANE_TEST_FAIL_AT=STEP[:N] (fault.c) */
+    const char *test_stop_at;    /* CRANE_TEST_STOP_AT=STEP[:N] */
+    const char *test_stop_file;  /* CRANE_TEST_STOP_FILE */
 };
 
 extern struct shim_config shim_config;
 void shim_config_load(void);
+
+/* Test hook (fault.c): 0, or -EIO where CRANE_TEST_FAIL_AT names STEP;
+ * waits where CRANE_TEST_STOP_AT does. */
+int shim_fault_at(const char *step);
 
 #endif

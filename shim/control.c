@@ -257,6 +257,12 @@ static const char *why(int rc)
                "user event is pending";
     case -ENOTSUP: return "the program uses SVM or pipes, which cannot move";
     case -ETIMEDOUT: return "OpenCL calls still running at the timeout";
+    case -ENOTCONN:
+        return "the connection to the proxy is lost: the program's data "
+               "there cannot be brought back";
+    case -EIO:
+        return "a transfer or rebuild failed (the program's log says "
+               "which); the program stays where its data is whole";
     default: return strerror(-rc);
     }
 }

@@ -18,11 +18,25 @@
 #include "shim.h"
 
 extern atomic_long shim_svm_live;
+bool shim_remote_alive(void);
+size_t shim_remote_reads_outstanding(void);
 extern atomic_long shim_event_callbacks_pending;
 void shim_event_retire(struct shim_event *e);
 void shim_event_drain_deferred(void);
 void shim_image_region(const struct shim_mem *m, size_t region[3]);
 size_t shim_image_row_bytes(const struct shim_mem *m);
+
+static const char *shim_kind_name(uint32_t kind)
+{
+    static const char *const names[SHIM_KIND_COUNT] = {
+        [SHIM_PLATFORM] = "platform", [SHIM_DEVICE] = "sub-device",
+        [SHIM_CONTEXT] = "context",   [SHIM_QUEUE] = "queue",
+        [SHIM_MEM] = "memory object", [SHIM_SAMPLER] = "sampler",
+        [SHIM_PROGRAM] = "program",   [SHIM_KERNEL] = "kernel",
+        [SHIM_EVENT] = "user event",
+    };
+    return kind < SHIM_KIND_COUNT && names[kind] ? names[kind] : "object";
+}
 
 /* Objects whose bytes the shim moves itself: root buffers and images not
  * backed by a buffer.  Sub-buffers and buffer images share a root's bytes. */
@@ -39,33 +53,58 @@ struct helper_queue {
     cl_command_queue q;
 };
 
-static cl_command_queue helper_queue(struct helper_queue *hq, size_t *n,
-                                     size_t cap, struct shim_context *ctx)
+/* The helper queue for CTX, made on first use: 0 or -errno, logged. */
+static int helper_queue(struct helper_queue *hq, size_t *n, size_t cap,
+                        struct shim_context *ctx, cl_command_queue *out)
 {
-    cl_int err;
+    cl_int err = CL_SUCCESS;
 
     for (size_t i = 0; i < *n; i++)
-        if (hq[i].ctx == ctx)
-            return hq[i].q;
-    if (*n == cap)
-        return NULL;
+        if (hq[i].ctx == ctx) {
+            *out = hq[i].q;
+            return 0;
+        }
+    if (*n == cap) {
+        LOG_ERROR("re-home: more than %zu contexts hold bytes", cap);
+        return -E2BIG;
+    }
     void *rc = ctx->obj.real, *rd = ctx->devices[0]->obj.real;
     cl_command_queue q = VENDOR(rc)->clCreateCommandQueue(rc, rd, 0, &err);
-    if (!q)
-        return NULL;
+    if (!q) {
+        LOG_ERROR("re-home: cannot make a queue for the copies on %s: %d",
+                  shim.backend ? shim.backend->name : "?", err);
+        return -EIO;
+    }
     hq[*n].ctx = ctx;
     hq[*n].q = q;
     (*n)++;
-    return q;
+    *out = q;
+    return 0;
+}
+
+/* Waits for every copy queued on the helper queues and releases them.
+ * 0 only when every queue finished without error: a copy that did not
+ * complete must fail the switch, never pass as data. */
+static int helper_queues_finish(struct helper_queue *hq, size_t *n,
+                                const char *what)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < *n; i++) {
+        cl_int err = VENDOR(hq[i].q)->clFinish(hq[i].q);
+        if (err != CL_SUCCESS) {
+            LOG_ERROR("re-home: %s did not complete: %d", what, err);
+            rc = -EIO;
+        }
+        VENDOR(hq[i].q)->clReleaseCommandQueue(hq[i].q);
+    }
+    *n = 0;
+    return rc;
 }
 
 static void helper_queues_release(struct helper_queue *hq, size_t *n)
 {
-    for (size_t i = 0; i < *n; i++) {
-        VENDOR(hq[i].q)->clFinish(hq[i].q);
-        VENDOR(hq[i].q)->clReleaseCommandQueue(hq[i].q);
-    }
-    *n = 0;
+    helper_queues_finish(hq, n, "a copy");
 }
 
 static int check_movable(void)
@@ -234,12 +273,16 @@ static void report(const struct shim_rehome_times *t, int rc,
     report_line(line);
 }
 
-/* Passthrough -> remoting: the program computes on the proxy as soon as
- * its state is there; the vendor's objects are released and the vendor
- * unloaded here, while the program runs (not stoppage). */
+/* A switch between backends sets the old backend's objects aside instead
+ * of releasing them: the program computes on the new side as soon as its
+ * state is there, and the old objects are released (and the old backend
+ * unloaded) in the background, while it runs (not stoppage).  Until the
+ * new side is whole, the set-aside handles are the way back: a switch that
+ * fails gives every shadow its old handle again (stay_on). */
 struct stale {
-    const struct shim_obj *obj;
+    struct shim_obj *obj;
     void *real;
+    cl_device_type type;         /* root devices: bind() overwrites it */
 };
 
 static struct background {
@@ -270,6 +313,13 @@ static void *background_release(void *arg)
     return NULL;
 }
 
+static void background_forget(void)
+{
+    free(bg.list);
+    bg.list = NULL;
+    bg.n = 0;
+}
+
 /* Waits for the previous switch's background work (before a backend may
  * be loaded again). */
 static void background_join(void)
@@ -277,13 +327,12 @@ static void background_join(void)
     if (!bg.running)
         return;
     pthread_join(bg.thread, NULL);
-    free(bg.list);
-    bg.list = NULL;
-    bg.n = 0;
+    background_forget();
     bg.running = false;
 }
 
-/* Takes every real handle out of the shadows into the background list. */
+/* Records every shadow's real handle, then takes them out of the shadows.
+ * Nothing changes unless the whole list could be made. */
 static int background_collect(const struct shim_backend_ops *from)
 {
     size_t n = 0, cap = 256;
@@ -292,10 +341,6 @@ static int background_collect(const struct shim_backend_ops *from)
     if (!bg.list)
         return -ENOMEM;
     for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
-        if (o->kind == SHIM_EVENT)
-            shim_event_retire((void *)o);
-        if (o->kind == SHIM_PLATFORM || !o->real)
-            continue;
         if (n == cap) {
             struct stale *l = realloc(bg.list, 2 * cap * sizeof(*l));
             if (!l)
@@ -305,11 +350,20 @@ static int background_collect(const struct shim_backend_ops *from)
         }
         bg.list[n].obj = o;
         bg.list[n].real = o->real;
-        o->real = NULL;
+        bg.list[n].type = o->kind == SHIM_DEVICE
+                              ? ((struct shim_device *)o)->type
+                              : 0;
         n++;
     }
     bg.n = n;
     bg.backend = from;
+    for (size_t i = 0; i < n; i++) {
+        struct shim_obj *o = bg.list[i].obj;
+        if (o->kind == SHIM_EVENT)
+            shim_event_retire((void *)o);
+        if (o->kind != SHIM_PLATFORM)
+            o->real = NULL;
+    }
     return 0;
 }
 
@@ -334,9 +388,20 @@ static int take_out(const struct shim_backend_ops *from,
 
     /* 1. Finish every queue and let every pending callback run. */
     ts = shim_now();
+    if (from == &shim_remote_ops && !shim_remote_alive()) {
+        LOG_ERROR("re-home: the connection to the proxy is lost; the "
+                  "program's data there cannot be brought back");
+        return -ENOTCONN;
+    }
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
-        if (o->kind == SHIM_QUEUE && o->real)
-            VENDOR(o->real)->clFinish(o->real);
+        if (o->kind == SHIM_QUEUE && o->real) {
+            cl_int err = VENDOR(o->real)->clFinish(o->real);
+            if (err != CL_SUCCESS) {
+                LOG_ERROR("re-home: finishing a queue of the program on %s "
+                          "failed: %d", from->name, err);
+                return -EIO;
+            }
+        }
     while (atomic_load(&shim_event_callbacks_pending) > 0) {
         if (shim_now() - ts > shim_config.rehome_timeout_ms / 1e3) {
             LOG_ERROR("re-home: %ld event callback(s) never ran; giving up",
@@ -347,22 +412,40 @@ static int take_out(const struct shim_backend_ops *from,
     }
     shim_event_drain_deferred();
     t->finish = shim_now() - ts;
+    if ((rc = shim_fault_at("finish")) < 0)
+        return rc;
 
-    /* 2. Extract: every byte the device changed goes to RAM. */
+    /* 2. Extract: every byte the device changed goes to RAM.  Nothing is
+     * marked clean until every read has completed without error. */
     ts = shim_now();
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
-            cl_command_queue q = helper_queue(ps->hq, &ps->n_hq, 16,
-                                              m->context);
-            rc = q ? extract(m, q, &t->bytes_extracted) : -ENOMEM;
+            cl_command_queue q;
+            rc = helper_queue(ps->hq, &ps->n_hq, 16, m->context, &q);
+            if (rc == 0)
+                rc = shim_fault_at("extract");
+            if (rc == 0)
+                rc = extract(m, q, &t->bytes_extracted);
         }
-    for (size_t i = 0; i < ps->n_hq; i++)
-        VENDOR(ps->hq[i].q)->clFinish(ps->hq[i].q);
-    helper_queues_release(ps->hq, &ps->n_hq);
+    if (rc == 0)
+        rc = shim_fault_at("extract-done");
+    int frc = helper_queues_finish(ps->hq, &ps->n_hq, "reading the "
+                                                      "buffers back");
+    if (rc == 0)
+        rc = frc;
+    if (rc == 0 && from == &shim_remote_ops &&
+        shim_remote_reads_outstanding() > 0) {
+        LOG_ERROR("re-home: %zu read(s) from the proxy never arrived",
+                  shim_remote_reads_outstanding());
+        rc = -EIO;
+    }
     t->extract = shim_now() - ts;
-    if (rc < 0)
+    if (rc < 0) {
+        LOG_ERROR("re-home: extracting from %s failed (%d); the program "
+                  "stays there", from->name, rc);
         return rc;
+    }
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
         if (holds_bytes(o))
             shim_mem_dirty_reset((struct shim_mem *)o);
@@ -370,10 +453,14 @@ static int take_out(const struct shim_backend_ops *from,
     /* 3. Release every vendor object, children first: now, or after the
      * gate opens when leaving the native backend for the proxy. */
     ts = shim_now();
-    ps->background = from == &shim_native_ops && to && to != from;
-    if (ps->background && background_collect(from) < 0) {
+    if ((rc = shim_fault_at("release")) < 0)
+        return rc;
+    ps->background = to && to != from;
+    if (ps->background && (rc = background_collect(from)) < 0) {
         ps->background = false;
-        return -ENOMEM;
+        background_forget();
+        LOG_ERROR("re-home: no memory to set the old objects aside");
+        return rc;
     }
     for (struct shim_obj *o = shim_store_last(); o && !ps->background;
          o = o->prev) {
@@ -396,17 +483,25 @@ static int take_out(const struct shim_backend_ops *from,
     return 0;
 }
 
-/* The proxy is out of reach: the vendor's objects were only set aside, so
- * the program stays on the vendor with nothing lost. */
+/* The new side did not come up whole: what the switch made there is
+ * released, every shadow gets back the handle it had before (platforms and
+ * devices included), and the program goes on where its data is whole, as
+ * if the switch had never been tried. */
 static void stay_on(const struct shim_backend_ops *from,
                     const struct shim_backend_ops *to, struct pass *ps)
 {
+    helper_queues_release(ps->hq, &ps->n_hq);
+    for (size_t i = bg.n; i-- > 0;) {
+        struct shim_obj *o = bg.list[i].obj;
+        if (o->real && o->real != bg.list[i].real &&
+            o->kind != SHIM_PLATFORM)
+            shim_real_release_handle(o, o->real);
+        o->real = bg.list[i].real;
+        if (o->kind == SHIM_DEVICE)
+            ((struct shim_device *)o)->type = bg.list[i].type;
+    }
     to->unload();
-    for (size_t i = 0; i < bg.n; i++)
-        ((struct shim_obj *)bg.list[i].obj)->real = bg.list[i].real;
-    free(bg.list);
-    bg.list = NULL;
-    bg.n = 0;
+    background_forget();
     ps->background = false;
     shim.backend = from;
 }
@@ -428,33 +523,71 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
         return rc;
     }
 
+    if ((rc = shim_fault_at("load")) < 0)
+        return rc;
+
     /* 5. Rebuild in creation order, then set kernel arguments. */
     ts = shim_now();
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
-        if (o->kind != SHIM_PLATFORM)
-            rc = realize(o);
+        if (o->kind != SHIM_PLATFORM) {
+            shim_vendor_err = CL_SUCCESS;
+            rc = shim_fault_at("rebuild");
+            if (rc == 0 && (rc = realize(o)) < 0)
+                LOG_ERROR("re-home: recreating a %s on %s failed (%d, "
+                          "vendor %d)", shim_kind_name(o->kind), to->name,
+                          rc, shim_vendor_err);
+        }
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
-        if (o->kind == SHIM_KERNEL)
-            rc = shim_kernel_reset_args((void *)o);
+        if (o->kind == SHIM_KERNEL) {
+            rc = shim_fault_at("args");
+            if (rc == 0)
+                rc = shim_kernel_reset_args((void *)o);
+        }
     t->rebuild = shim_now() - ts;
     if (rc < 0) {
-        LOG_ERROR("re-home: rebuilding objects failed (%d, vendor %d)", rc,
-                  shim_vendor_err);
+        LOG_ERROR("re-home: rebuilding objects on %s failed (%d)", to->name,
+                  rc);
         return rc;
     }
 
-    /* 6. Put every byte back. */
+    /* 6. Put every byte back; the switch is done only once every write
+     * has completed without error. */
     ts = shim_now();
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
-            cl_command_queue q = helper_queue(ps->hq, &ps->n_hq, 16,
-                                              m->context);
-            rc = q ? reinject(m, q, &t->bytes_reinjected) : -ENOMEM;
+            cl_command_queue q;
+            rc = helper_queue(ps->hq, &ps->n_hq, 16, m->context, &q);
+            if (rc == 0)
+                rc = shim_fault_at("reinject");
+            if (rc == 0)
+                rc = reinject(m, q, &t->bytes_reinjected);
         }
-    helper_queues_release(ps->hq, &ps->n_hq);
+    if (rc == 0)
+        rc = shim_fault_at("reinject-done");
+    int frc = helper_queues_finish(ps->hq, &ps->n_hq,
+                                   "writing the buffers back");
+    if (rc == 0)
+        rc = frc;
     t->reinject = shim_now() - ts;
+    if (rc < 0)
+        LOG_ERROR("re-home: putting the bytes back on %s failed (%d)",
+                  to->name, rc);
     return rc;
+}
+
+/* Releases whatever a failed bring_back made on TO and unloads it, so
+ * that the next attempt starts from the state in RAM alone. */
+static void undo_bring_back(const struct shim_backend_ops *to,
+                            struct pass *ps)
+{
+    helper_queues_release(ps->hq, &ps->n_hq);
+    for (struct shim_obj *o = shim_store_last(); o; o = o->prev) {
+        if (o->kind != SHIM_PLATFORM)
+            shim_real_release(o);
+        o->real = NULL;
+    }
+    to->unload();
 }
 
 /* Opens the gate, then starts the background release, if any. */
@@ -527,15 +660,17 @@ int shim_switch(const struct shim_backend_ops *to,
     }
     from = shim.backend;
     rc = take_out(from, to, &ps, t);
-    if (rc == 0) {
-        rc = bring_back(to, &ps, t);
-        if (rc < 0 && ps.background) {
-            LOG_ERROR("re-home: cannot switch to %s (%d); staying on %s",
-                      to->name, rc, from->name);
-            stay_on(from, to, &ps);
-        } else if (rc < 0) {
-            LOG_ERROR("re-home: OpenCL calls will fail");
-        }
+    if (rc < 0) {
+        /* Nothing was released: the program runs on as it was. */
+        LOG_ERROR("re-home: cannot switch from %s to %s (%d); staying on %s",
+                  from->name, to->name, rc, from->name);
+    } else if ((rc = bring_back(to, &ps, t)) < 0 && ps.background) {
+        LOG_ERROR("re-home: cannot switch to %s (%d); staying on %s",
+                  to->name, rc, from->name);
+        stay_on(from, to, &ps);
+    } else if (rc < 0) {
+        LOG_ERROR("re-home: %s did not come back (%d); OpenCL calls will "
+                  "fail", to->name, rc);
     }
     reopen(&ps, t, t0);
     return end(t, rc, from->name, to->name);
@@ -580,6 +715,16 @@ int shim_unpark(struct shim_rehome_times *t)
     double t0 = shim_now();
     const struct shim_backend_ops *to = shim.parked_from;
     int rc = bring_back(to, &ps, t);
+    if (rc < 0) {
+        /* The state in RAM is the only whole copy: keep it, and the
+         * program's calls held, for a later resume to try again. */
+        undo_bring_back(to, &ps);
+        LOG_ERROR("re-home: %s did not come back (%d); the program stays "
+                  "parked with its state in RAM until a resume works",
+                  to->name, rc);
+        t->total = shim_now() - t0;
+        return end(t, rc, "parked", to->name);
+    }
     shim.parked = false;
     reopen(&ps, t, t0);
     /* Calls were held since the park: that whole time is stoppage. */

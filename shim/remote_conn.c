@@ -1,7 +1,19 @@
 /* The remote backend's connection to crane-proxy: handshake, the batch of
  * calls that need no answer, the reader thread that routes replies and read
- * bytes to their callers, and the thread that runs event callbacks. */
+ * bytes to their callers, the thread that runs event callbacks, and the
+ * watchdog that gives up on a proxy that stopped answering.
+ *
+ * Liveness: whenever something is outstanding (a call waiting for its
+ * answer, a read not yet arrived, a send not yet accepted), the proxy must
+ * show a sign of life (any frame, or progress of our sends) at least every
+ * CRANE_PROXY_TIMEOUT_MS; the watchdog pings it every
+ * CRANE_PROXY_KEEPALIVE_MS meanwhile.  A proxy that stays silent longer
+ * (frozen, its host gone) ends the connection: every waiting and later call
+ * fails with CL_DEVICE_NOT_AVAILABLE, never hangs and never passes partial
+ * data.  The handshake is bounded by the same timeout. */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +67,21 @@ static struct conn {
     pthread_cond_t cond;
     struct slot *slots;
     atomic_int deferred_err;     /* first failed batched call's error */
+    size_t reads_lost;           /* detached reads dropped by a failure */
     pthread_t reader;
     /* Callbacks. */
     pthread_t cb_thread;
     struct cb_item *cb_head, *cb_tail;
     bool cb_stop;
     pthread_cond_t cb_cond;
+    /* Liveness (the watchdog thread). */
+    pthread_t watchdog;
+    bool watchdog_stop;
+    pthread_cond_t watchdog_cond;
+    atomic_int sending;          /* threads inside a blocking send */
+    atomic_bool handshaking;     /* the Welcome is awaited */
+    _Atomic double last_alive;   /* last frame read or send progress */
+    double last_ping;
     /* From the Welcome. */
     struct rc_platform **platforms;
     cl_platform_id *platform_handles;
@@ -74,7 +95,24 @@ static struct conn {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
     .cb_cond = PTHREAD_COND_INITIALIZER,
+    .watchdog_cond = PTHREAD_COND_INITIALIZER,
 };
+
+static void alive(void)
+{
+    atomic_store_explicit(&cn.last_alive, shim_now(), memory_order_relaxed);
+}
+
+/* Writes to the proxy, counted as outstanding while they block. */
+static int conn_write(const void *p, size_t len)
+{
+    atomic_fetch_add(&cn.sending, 1);
+    alive();
+    int rc = crn_bulk_write(cn.fd, p, len);
+    alive();
+    atomic_fetch_sub(&cn.sending, 1);
+    return rc;
+}
 
 size_t shim_remote_chunk(void)
 {
@@ -108,7 +146,7 @@ static int flush_locked(void)
     int rc = 0;
 
     if (cn.batch_len && !atomic_load(&cn.dead))
-        rc = crn_bulk_write(cn.fd, cn.batch, cn.batch_len);
+        rc = conn_write(cn.batch, cn.batch_len);
     cn.batch_len = 0;
     if (rc < 0) {
         LOG_ERROR("remote: sending to the proxy failed: %s", strerror(-rc));
@@ -154,7 +192,7 @@ static int queue_locked(Crane__ClientMessage *m, const void *bulk,
     } else if (bulk_len) {
         if ((rc = flush_locked()) < 0)
             return rc;
-        if ((rc = crn_bulk_write(cn.fd, bulk, bulk_len)) < 0) {
+        if ((rc = conn_write(bulk, bulk_len)) < 0) {
             atomic_store(&cn.dead, true);
             shutdown(cn.fd, SHUT_RDWR);
             return rc;
@@ -172,7 +210,32 @@ bool shim_remote_alive(void)
 
 cl_int shim_remote_take_deferred(void)
 {
-    return (cl_int)atomic_exchange(&cn.deferred_err, 0);
+    cl_int err = (cl_int)atomic_exchange(&cn.deferred_err, 0);
+
+    /* A dead connection fails everything, even a clFinish with nothing
+     * left to send: what it was waiting for will never come. */
+    if (err == CL_SUCCESS && atomic_load(&cn.dead))
+        err = CL_DEVICE_NOT_AVAILABLE;
+    return err;
+}
+
+bool shim_remote_alive(void)
+{
+    return cn.up && !atomic_load(&cn.dead);
+}
+
+/* Detached reads not yet answered, and those lost with a connection: a
+ * switch counts on both being zero once its queues are finished. */
+size_t shim_remote_reads_outstanding(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&cn.lock);
+    n = cn.reads_lost;
+    for (struct slot *s = cn.slots; s; s = s->next)
+        n += s->detached;
+    pthread_mutex_unlock(&cn.lock);
+    return n;
 }
 
 cl_int shim_remote_send(Crane__ClientMessage *m, const void *bulk,
@@ -407,6 +470,7 @@ static void *reader_main(void *arg)
         uint8_t *buf;
         size_t len;
         int rc = crn_frame_read(cn.fd, &buf, &len, MAX_REPLY_FRAME);
+        alive();
         if (rc < 0) {
             if (!atomic_load(&cn.dead) && rc != -ENODATA)
                 LOG_ERROR("remote: reading from the proxy failed: %s",
@@ -434,18 +498,26 @@ static void *reader_main(void *arg)
                      msg->msg_case);
         crane__server_message__free_unpacked(msg, NULL);
     }
-    /* Fail every waiter; detached reads are dropped. */
+    /* Fail every waiter.  Detached reads that never arrived are counted,
+     * never forgotten: their bytes are missing, so every later call
+     * (clFinish included) fails instead of passing partial data. */
     atomic_store(&cn.dead, true);
     pthread_mutex_lock(&cn.lock);
+    size_t lost = 0;
     for (struct slot **pp = &cn.slots; *pp;) {
         struct slot *s = *pp;
         if (s->detached) {
             *pp = s->next;
             free(s);
+            lost++;
         } else {
             pp = &s->next;
         }
     }
+    cn.reads_lost += lost;
+    if (lost)
+        LOG_ERROR("remote: %zu read(s) from the proxy lost with the "
+                  "connection", lost);
     pthread_cond_broadcast(&cn.cond);
     pthread_mutex_unlock(&cn.lock);
     return NULL;
@@ -474,6 +546,122 @@ static void *callbacks_main(void *arg)
     }
     pthread_mutex_unlock(&cn.lock);
     return NULL;
+}
+
+/* --- liveness ------------------------------------------------------------- */
+
+/* Whether anything waits on the proxy: a call's answer, a detached read's
+ * bytes, or a send the proxy has not taken yet. */
+static bool outstanding(void)
+{
+    bool any;
+
+    pthread_mutex_lock(&cn.lock);
+    any = cn.slots != NULL;
+    pthread_mutex_unlock(&cn.lock);
+    return any || atomic_load(&cn.sending) > 0 ||
+           atomic_load(&cn.handshaking);
+}
+
+/* Asks for a sign of life: a Sync PING with a reply nobody waits for.  Not
+ * when another thread is sending (that send is the test already). */
+static void ping(void)
+{
+    Crane__Sync sy = CRANE__SYNC__INIT;
+
+    if (atomic_load(&cn.handshaking) ||
+        pthread_mutex_trylock(&cn.send_lock) != 0)
+        return;
+    sy.op = CRANE__SYNC_OP__SYNC_PING;
+    RC_MSG(m, sync, SYNC, &sy);
+    m.seq = ++cn.seq;
+    m.want_reply = true;
+    queue_locked(&m, NULL, 0, true);
+    pthread_mutex_unlock(&cn.send_lock);
+}
+
+/* Ends the connection: the reader sees it closed and fails every waiter;
+ * a send blocked on a full socket returns. */
+static void give_up(double silent_s)
+{
+    LOG_ERROR("remote: the proxy showed no sign of life for %.1f s while "
+              "calls waited (CRANE_PROXY_TIMEOUT_MS=%ld); closing the "
+              "connection, calls on it fail",
+              silent_s, shim_config.proxy_timeout_ms);
+    atomic_store(&cn.dead, true);
+    shutdown(cn.fd, SHUT_RDWR);
+}
+
+static void *watchdog_main(void *arg)
+{
+    long timeout_ms = shim_config.proxy_timeout_ms;
+    long keep_ms = shim_config.proxy_keepalive_ms;
+    long tick_ms = timeout_ms / 4;
+
+    (void)arg;
+    if (keep_ms > 0 && keep_ms < tick_ms)
+        tick_ms = keep_ms;
+    if (tick_ms < 10)
+        tick_ms = 10;
+    pthread_mutex_lock(&cn.lock);
+    while (!cn.watchdog_stop && !atomic_load(&cn.dead)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += tick_ms / 1000;
+        ts.tv_nsec += (tick_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&cn.watchdog_cond, &cn.lock, &ts);
+        if (cn.watchdog_stop)
+            break;
+        pthread_mutex_unlock(&cn.lock);
+        double now = shim_now();
+        double silent = now - atomic_load(&cn.last_alive);
+        if (!outstanding()) {
+            /* Nothing expected: silence is fine. */
+        } else if (silent * 1e3 > timeout_ms) {
+            give_up(silent);
+        } else if (keep_ms > 0 && silent * 1e3 >= keep_ms &&
+                   (now - cn.last_ping) * 1e3 >= keep_ms) {
+            cn.last_ping = now;
+            ping();
+        }
+        pthread_mutex_lock(&cn.lock);
+    }
+    pthread_mutex_unlock(&cn.lock);
+    return NULL;
+}
+
+static void watchdog_stop(void)
+{
+    pthread_mutex_lock(&cn.lock);
+    cn.watchdog_stop = true;
+    pthread_cond_signal(&cn.watchdog_cond);
+    pthread_mutex_unlock(&cn.lock);
+    pthread_join(cn.watchdog, NULL);
+}
+
+/* The socket's own liveness where the kernel can help: TCP keepalive
+ * notices a peer host that is gone even when nothing is outstanding. */
+static void socket_keepalive(int fd)
+{
+    int on = 1;
+    int idle = (int)(shim_config.proxy_keepalive_ms / 1000);
+    int cnt = 3;
+    int intvl;
+
+    if (shim_config.proxy_keepalive_ms <= 0)
+        return;
+    if (idle < 1)
+        idle = 1;
+    intvl = idle;
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0)
+        return;  /* not a TCP socket: the watchdog alone */
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
 /* --- handshake ------------------------------------------------------------- */
@@ -647,12 +835,27 @@ int shim_remote_connect(void)
     }
     atomic_store(&cn.dead, false);
     atomic_store(&cn.deferred_err, 0);
+    cn.reads_lost = 0;
     atomic_store(&cn.next_id, 1);
     cn.seq = 0;
     cn.chunk = shim_config.remote_chunk;
     cn.spin_ns = sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 50000 : 0;
-    if ((rc = handshake()) < 0)
+    socket_keepalive(cn.fd);
+    /* The watchdog bounds the handshake too. */
+    alive();
+    cn.last_ping = 0;
+    cn.watchdog_stop = false;
+    atomic_store(&cn.sending, 0);
+    atomic_store(&cn.handshaking, true);
+    if ((rc = -pthread_create(&cn.watchdog, NULL, watchdog_main, NULL)) < 0)
+        goto fail_early;
+    rc = handshake();
+    atomic_store(&cn.handshaking, false);
+    if (rc < 0) {
+        if (atomic_load(&cn.dead))
+            rc = -ETIMEDOUT;
         goto fail;
+    }
     cn.cb_stop = false;
     if ((rc = -pthread_create(&cn.reader, NULL, reader_main, NULL)) < 0)
         goto fail;
@@ -667,6 +870,11 @@ int shim_remote_connect(void)
              cn.n_platforms);
     return 0;
 fail:
+    watchdog_stop();
+fail_early:
+    atomic_store(&cn.handshaking, false);
+    LOG_ERROR("remote: no connection to the proxy at %s: %s", text,
+              strerror(-rc));
     free_platforms();
     shim_remote_maps_clear();
     close(cn.fd);
@@ -689,6 +897,7 @@ void shim_remote_disconnect(void)
     pthread_cond_signal(&cn.cb_cond);
     pthread_mutex_unlock(&cn.lock);
     pthread_join(cn.cb_thread, NULL);
+    watchdog_stop();
     close(cn.fd);
     cn.fd = -1;
     free(cn.batch);

@@ -221,8 +221,11 @@ cl_int CL_API_CALL rc_clSetKernelArg(cl_kernel h, cl_uint index, size_t size,
     struct rc_kernel *k = (void *)h;
     struct rc_obj *obj = NULL;
 
-    if (index > 4096 || size > 65536)
+    /* Local memory (a NULL value) is only a size: no bytes travel. */
+    if (index > 4096)
         return CL_INVALID_ARG_INDEX;
+    if (value && size > 65536)
+        return CL_INVALID_ARG_SIZE;
     if (value && size == sizeof(void *))
         obj = shim_remote_by_addr(*(void *const *)value);
     pthread_mutex_lock(&k->lock);
