@@ -54,7 +54,11 @@ $(CRANE_RUN): shim/crane-run
 # Test programs and benchmarks: plain OpenCL programs, built without
 # sanitizers (the shim is what is under test).
 TEST_PROGS := $(basename $(notdir $(wildcard tests/programs/*.c)))
-programs: $(TEST_PROGS:%=build/tests/programs/%)
+programs: $(TEST_PROGS:%=build/tests/programs/%) build/tests/fault/switchee
+build/tests/fault/switchee: tests/fault/switchee.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \
+	    -lOpenCL -ldl
 build/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \

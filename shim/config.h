@@ -37,5 +37,7 @@ void shim_config_load(void);
 /* Test hook (fault.c): 0, or -EIO where CRANE_TEST_FAIL_AT names STEP;
  * waits where CRANE_TEST_STOP_AT does. */
 int shim_fault_at(const char *step);
+/* A switch (number WHICH, from 1) begins: the hooks count visits anew. */
+void shim_fault_switch(unsigned long which);
 
 #endif

@@ -1,8 +1,9 @@
 /* Test hooks for tests/fault: make a switch fail, or stop, at a named step.
  *
- * CRANE_TEST_FAIL_AT=STEP[:N] fails the N-th time (default the first) a
- * switch reaches STEP in this process, as if that step's transfer or
- * rebuild had failed.  CRANE_TEST_STOP_AT=STEP[:N] stops there instead:
+ * CRANE_TEST_FAIL_AT=STEP[:N][@K] fails the N-th time (default the first)
+ * switch number K (default 1; parks and unparks count) reaches STEP, as if
+ * that step's transfer or rebuild had failed; K may be '*' (every
+ * switch).  CRANE_TEST_STOP_AT=STEP[:N][@K] stops there instead:
  * the shim creates CRANE_TEST_STOP_FILE and waits (at most
  * CRANE_REHOME_TIMEOUT_MS) until the test removes it, so that the test can
  * kill or freeze the proxy, the daemon or the program at exactly that
@@ -24,6 +25,7 @@
 
 static struct {
     pthread_mutex_t lock;
+    unsigned long which;         /* the switch under way, from 1 */
     const char *names[MAX_STEPS];
     unsigned long counts[MAX_STEPS];
 } reached = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -46,19 +48,37 @@ static unsigned long count(const char *step)
     return n;
 }
 
-/* Whether SPEC ("STEP" or "STEP:N") names this visit to STEP. */
+/* A new switch begins: visits count from zero again. */
+void shim_fault_switch(unsigned long which)
+{
+    pthread_mutex_lock(&reached.lock);
+    reached.which = which;
+    memset(reached.counts, 0, sizeof(reached.counts));
+    pthread_mutex_unlock(&reached.lock);
+}
+
+/* Whether SPEC ("STEP[:N][@K]") names this visit to STEP. */
 static bool names(const char *spec, const char *step, unsigned long n)
 {
     size_t len = strlen(step);
-    unsigned long want = 1;
+    unsigned long want = 1, which = 1;
+    const char *p;
+    char *end;
 
     if (!spec || strncmp(spec, step, len) != 0)
         return false;
-    if (spec[len] == ':')
-        want = strtoul(spec + len + 1, NULL, 10);
-    else if (spec[len] != '\0')
-        return false;
-    return n == want;
+    p = spec + len;
+    if (*p == ':') {
+        want = strtoul(p + 1, &end, 10);
+        p = end;
+    }
+    if (*p == '@') {
+        if (p[1] == '*' && p[2] == '\0')
+            return n == want;
+        which = strtoul(p + 1, &end, 10);
+        p = end;
+    }
+    return *p == '\0' && n == want && which == reached.which;
 }
 
 static void stop_here(const char *step)

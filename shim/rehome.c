@@ -629,6 +629,7 @@ static int begin(const struct shim_backend_ops *to,
      * is done while it still runs. */
     if (to && to != shim.backend && to->prewarm)
         to->prewarm();
+    shim_fault_switch(shim.rehomes + 1);
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
@@ -712,6 +713,7 @@ int shim_unpark(struct shim_rehome_times *t)
         pthread_mutex_unlock(&shim.rehome_lock);
         return -EINVAL;
     }
+    shim_fault_switch(shim.rehomes + 1);
     double t0 = shim_now();
     const struct shim_backend_ops *to = shim.parked_from;
     int rc = bring_back(to, &ps, t);

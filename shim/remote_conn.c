@@ -79,8 +79,10 @@ static struct conn {
     bool watchdog_stop;
     pthread_cond_t watchdog_cond;
     atomic_int sending;          /* threads inside a blocking send */
+    _Atomic double send_since;   /* when the latest of them started */
+    _Atomic double last_request; /* the latest call that wants an answer */
     atomic_bool handshaking;     /* the Welcome is awaited */
-    _Atomic double last_alive;   /* last frame read or send progress */
+    _Atomic double last_alive;   /* the last frame read from the proxy */
     double last_ping;
     /* From the Welcome. */
     struct rc_platform **platforms;
@@ -103,13 +105,14 @@ static void alive(void)
     atomic_store_explicit(&cn.last_alive, shim_now(), memory_order_relaxed);
 }
 
-/* Writes to the proxy, counted as outstanding while they block. */
+/* Writes to the proxy, watched while they block: a proxy that stops
+ * reading leaves the send stuck (bulk leaves in chunks of
+ * CRANE_REMOTE_CHUNK, each a write of its own). */
 static int conn_write(const void *p, size_t len)
 {
+    atomic_store(&cn.send_since, shim_now());
     atomic_fetch_add(&cn.sending, 1);
-    alive();
     int rc = crn_bulk_write(cn.fd, p, len);
-    alive();
     atomic_fetch_sub(&cn.sending, 1);
     return rc;
 }
@@ -273,6 +276,7 @@ static struct slot *send_with_slot(Crane__ClientMessage *m, const void *bulk,
     s->dst = dst;
     s->dst_len = dst_len;
     s->detached = detached;
+    atomic_store(&cn.last_request, shim_now());
     pthread_mutex_lock(&cn.send_lock);
     m->seq = s->seq = ++cn.seq;
     m->want_reply = true;
@@ -550,17 +554,27 @@ static void *callbacks_main(void *arg)
 
 /* --- liveness ------------------------------------------------------------- */
 
-/* Whether anything waits on the proxy: a call's answer, a detached read's
- * bytes, or a send the proxy has not taken yet. */
-static bool outstanding(void)
+/* How long the proxy has owed us something without a sign of life: an
+ * answer (a call's, a detached read's, the handshake's) since the later of
+ * the request and the last frame it sent, or a send it has not taken.
+ * 0 when nothing is owed. */
+static double owed_for(double now)
 {
-    bool any;
+    bool waiting;
+    double silent = 0;
 
     pthread_mutex_lock(&cn.lock);
-    any = cn.slots != NULL;
+    waiting = cn.slots != NULL || atomic_load(&cn.handshaking);
     pthread_mutex_unlock(&cn.lock);
-    return any || atomic_load(&cn.sending) > 0 ||
-           atomic_load(&cn.handshaking);
+    if (waiting) {
+        double since = atomic_load(&cn.last_alive);
+        double asked = atomic_load(&cn.last_request);
+        silent = now - (asked > since ? asked : since);
+    }
+    if (atomic_load(&cn.sending) > 0 &&
+        now - atomic_load(&cn.send_since) > silent)
+        silent = now - atomic_load(&cn.send_since);
+    return silent;
 }
 
 /* Asks for a sign of life: a Sync PING with a reply nobody waits for.  Not
@@ -618,8 +632,8 @@ static void *watchdog_main(void *arg)
             break;
         pthread_mutex_unlock(&cn.lock);
         double now = shim_now();
-        double silent = now - atomic_load(&cn.last_alive);
-        if (!outstanding()) {
+        double silent = owed_for(now);
+        if (silent <= 0) {
             /* Nothing expected: silence is fine. */
         } else if (silent * 1e3 > timeout_ms) {
             give_up(silent);
@@ -843,6 +857,7 @@ int shim_remote_connect(void)
     socket_keepalive(cn.fd);
     /* The watchdog bounds the handshake too. */
     alive();
+    atomic_store(&cn.last_request, shim_now());
     cn.last_ping = 0;
     cn.watchdog_stop = false;
     atomic_store(&cn.sending, 0);

@@ -1,6 +1,7 @@
 /* A migration test program: computes until told to stop, checking every result.
  *
  *   cl_worker [--stop-file F] [--seconds S] [--progress F] [--words N]
+ *             [--pause-file F]
  *
  * Builds its state (a ping-pong stencil over two buffers plus an
  * accumulator, N words each, default 262144 = 1 MiB), then launches one
@@ -8,7 +9,8 @@
  * 50 iterations, until the stop file exists or S seconds (default 120)
  * have passed.  While it runs it rewrites the progress file with
  * "ITERATIONS SECONDS" so a test can see it keep computing through a
- * migration.  Prints "PASS cl_worker iterations=N" (exit 0) when every
+ * migration.  While the pause file exists it makes no OpenCL call (an idle
+ * program, for tests/fault).  Prints "PASS cl_worker iterations=N" (exit 0) when every
  * check held, else "FAIL cl_worker: what" (exit 1).  Knows nothing of
  * crane: run it under crane-run.
  */
@@ -87,7 +89,7 @@ static void progress(const char *path, unsigned long it, double secs)
 
 int main(int argc, char **argv)
 {
-    const char *stop_file = NULL, *progress_file = NULL;
+    const char *stop_file = NULL, *progress_file = NULL, *pause_file = NULL;
     double seconds = 120, t0, last_progress = 0;
     size_t n = 262144;
     cl_platform_id platform;
@@ -97,6 +99,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--stop-file") == 0 && i + 1 < argc)
             stop_file = argv[++i];
+        else if (strcmp(argv[i], "--pause-file") == 0 && i + 1 < argc)
+            pause_file = argv[++i];
         else if (strcmp(argv[i], "--progress") == 0 && i + 1 < argc)
             progress_file = argv[++i];
         else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -105,7 +109,8 @@ int main(int argc, char **argv)
             n = strtoul(argv[++i], NULL, 10);
         else {
             fprintf(stderr, "usage: cl_worker [--stop-file F] [--seconds S] "
-                            "[--progress F] [--words N]\n");
+                            "[--progress F] [--words N] "
+                            "[--pause-file F]\n");
             return 2;
         }
     }
@@ -151,6 +156,8 @@ int main(int argc, char **argv)
     int cur = 0;
     for (;;) {
         cl_uint iter = (cl_uint)it;
+        while (pause_file && access(pause_file, F_OK) == 0)
+            usleep(10000);
         CK(clSetKernelArg(k, 0, sizeof(cl_mem), &buf[cur]), "arg 0");
         CK(clSetKernelArg(k, 1, sizeof(cl_mem), &buf[1 - cur]), "arg 1");
         CK(clSetKernelArg(k, 2, sizeof(cl_mem), &acc), "arg 2");

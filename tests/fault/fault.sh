@@ -1,0 +1,379 @@
+#!/bin/bash
+# The fault-injection suite: a switch (passthrough <-> remoting) made to
+# fail, or stopped, at every step, while the proxy, crane-guestd or the
+# program is killed or frozen there.  Each case checks the outcome: every
+# byte exact (the program's own check), or a clear OpenCL error; never a
+# wrong byte, never a hang past the documented timeout, a status that
+# tells the truth.  docs/results.md has the matrix.
+#
+#   fault.sh --list     the cases
+#   fault.sh CASE       runs one; exit 0 pass, 1 fail
+#
+# Cases:
+#   fail-STEP-DIR       the shim's test hook fails the switch at STEP
+#                       (DIR: out = passthrough -> proxy, back = proxy ->
+#                       passthrough): the switch must fail, the program
+#                       stay where its data is whole and pass, and every
+#                       other switch work
+#   kill-proxy-STEP-DIR, stop-proxy-STEP-DIR
+#                       the proxy is killed (SIGKILL) or frozen (SIGSTOP)
+#                       while the switch waits at STEP
+#   kill-program-STEP   the program dies mid-switch: the proxy serves on
+#   guestd-*            crane-guestd and cranectl: see each case below
+set -u
+cd "$(dirname "$0")/../.."
+
+B=${B:-build}
+RUN=$B/bin/crane-run
+PROXY=$B/bin/crane-proxy
+PROG=$B/tests/fault/switchee
+GUESTD=$B/bin/crane-guestd
+CTL=$B/bin/cranectl
+WORKER=$B/tests/guest/cl_worker
+# What a frozen proxy may cost: the shim gives up after this much silence.
+export CRANE_PROXY_TIMEOUT_MS=1500 CRANE_PROXY_KEEPALIVE_MS=300
+# The most a case may take; beyond it the case fails as a hang.
+BOUND=60
+
+STEPS="finish extract extract-done release load rebuild:5 args:2 reinject:2
+reinject-done"
+# Where the proxy is killed or frozen: before, during and after the bytes
+# move, both ways.
+KILL_STEPS_OUT="extract release rebuild:5 reinject:2 reinject-done"
+KILL_STEPS_BACK="finish extract extract-done release rebuild:5 reinject-done"
+
+list() {
+    local s d
+    for d in out back; do
+        for s in $STEPS; do echo "fail-${s%%:*}-$d"; done
+    done
+    for s in $KILL_STEPS_OUT; do
+        echo "kill-proxy-${s%%:*}-out"; echo "stop-proxy-${s%%:*}-out"
+    done
+    for s in $KILL_STEPS_BACK; do
+        echo "kill-proxy-${s%%:*}-back"; echo "stop-proxy-${s%%:*}-back"
+    done
+    echo kill-program-extract kill-program-reinject
+    echo guestd-resume-proxy-dead guestd-prepare-proxy-frozen
+    echo guestd-killed-mid-prepare
+}
+
+case "${1:-}" in
+--list) list | tr '\n' ' '; echo; exit 0 ;;
+"" | -h | --help) sed -n '2,25p' "$0"; exit 2 ;;
+esac
+
+T=$(mktemp -d /tmp/crane-fault.XXXXXX)
+PROXY_PID=
+PROG_PID=
+GD_PID=
+cleanup() {
+    for p in $PROG_PID $PROXY_PID $GD_PID; do
+        kill -CONT "$p" 2>/dev/null
+        kill -9 "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+
+die() {
+    echo "FAIL: $*"
+    for f in "$T"/*.log "$T"/out "$T"/report; do
+        [ -e "$f" ] && { echo "--- $f"; tail -15 "$f"; }
+    done
+    exit 1
+}
+
+start_proxy() {
+    "$PROXY" --listen "unix:$T/proxy.sock" >"$T/proxy.log" 2>&1 &
+    PROXY_PID=$!
+    for _ in $(seq 200); do
+        [ -S "$T/proxy.sock" ] && return 0
+        sleep 0.05
+    done
+    die "crane-proxy did not start"
+}
+
+# Step spec for the hooks: STEP[:N]@K, K the switch (1: out, 2: back).
+spec() {  # spec STEPNAME DIR
+    local s=$1 k=1
+    [ "$2" = back ] && k=2
+    for full in $STEPS; do
+        [ "${full%%:*}" = "$s" ] && s=$full
+    done
+    echo "$s@$k"
+}
+
+# Runs the program under the shim, switching every round; extra
+# environment from the arguments.  Leaves PROG_PID.
+run_prog() {
+    env CRANE_PROXY="unix:$T/proxy.sock" CRANE_REHOME_TO=alternate \
+        CRANE_REHOME_REPORT="$T/report" CRANE_SOCKET=none \
+        CRANE_LOG_FILE="$T/shim.log" CRANE_LOG_LEVEL=info \
+        CRANE_TEST_STOP_FILE="$T/stopped" "$@" \
+        timeout -s KILL $BOUND "$RUN" "$PROG" 4 >"$T/out" 2>&1 &
+    PROG_PID=$!
+}
+
+finish_prog() {  # sets RC; fails the case on a hang
+    wait "$PROG_PID"
+    RC=$?
+    PROG_PID=
+    [ $RC -eq 137 ] && die "the program hung past ${BOUND} s"
+    cat "$T/out"
+}
+
+# Waits until the shim stopped at its step.
+wait_stopped() {
+    for _ in $(seq 600); do
+        [ -e "$T/stopped" ] && return 0
+        kill -0 "$PROG_PID" 2>/dev/null || die "the program ended before \
+the step"
+        sleep 0.05
+    done
+    die "the shim never reached its step"
+}
+
+report_rc() {  # report_rc K: the rc of switch K
+    awk -v k="$1" '$1 == "rehome" && $2 == "n=" k { sub("rc=", "", $3);
+        print $3 }' "$T/report"
+}
+
+expect_pass() {  # every byte right; DONE switches done, FAILED failed
+    [ $RC -eq 0 ] || die "exit $RC, want 0 (every byte right)"
+    grep -q "^PASS switchee: $1 switches done, $2 failed" "$T/out" ||
+        die "want $1 switches done and $2 failed"
+}
+
+expect_error() {  # a clear OpenCL error, never a wrong byte
+    [ $RC -eq 2 ] || die "exit $RC, want 2 (an OpenCL error)"
+    grep -q '^ERROR switchee:' "$T/out" || die "no OpenCL error reported"
+}
+
+# fail-STEP-DIR: the hook fails the switch; the program must not notice.
+case_fail() {
+    local step=$1 dir=$2 k=1
+    [ "$dir" = back ] && k=2
+    start_proxy
+    run_prog CRANE_TEST_FAIL_AT="$(spec "$step" "$dir")"
+    finish_prog
+    expect_pass 3 1
+    [ "$(report_rc $k)" != 0 ] || die "switch $k did not fail"
+    grep -q "test hook: failing the switch at $step" "$T/shim.log" ||
+        die "the hook never fired"
+    grep -q "staying on" "$T/shim.log" || die "no 'staying on' logged"
+}
+
+# kill-proxy / stop-proxy at STEP in DIR.
+case_proxy() {
+    local how=$1 step=$2 dir=$3
+    start_proxy
+    run_prog CRANE_TEST_STOP_AT="$(spec "$step" "$dir")"
+    wait_stopped
+    if [ "$how" = kill ]; then
+        kill -9 "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=
+    else
+        kill -STOP "$PROXY_PID"
+    fi
+    rm -f "$T/stopped"
+    finish_prog
+    case "$dir:$step" in
+    out:*)
+        # The proxy side never became whole: the program stays in
+        # passthrough, every later switch to the proxy fails too.
+        expect_pass 0 4 ;;
+    back:finish | back:extract | back:extract-done)
+        # The bytes were on the proxy only, and did not all come back:
+        # the switch fails and the program gets OpenCL errors.
+        expect_error
+        grep -q 'the program stays there\|connection to the proxy is lost' \
+            "$T/shim.log" || die "no reason logged" ;;
+    back:*)
+        # Every byte was out before the proxy went: the switch completes
+        # in passthrough; the next switch to the dead proxy fails.
+        expect_pass 2 2 ;;
+    esac
+    [ "$how" = stop ] && ! grep -q 'no sign of life' "$T/shim.log" &&
+        [ "$step" != release ] && [ "$dir:$step" != out:release ] &&
+        echo "note: the frozen proxy was not needed after the stop"
+    return 0
+}
+
+# kill-program-STEP: the program dies in the middle of a switch to the
+# proxy; the proxy must serve the next program as if nothing happened.
+case_kill_program() {
+    local step=$1
+    start_proxy
+    run_prog CRANE_TEST_STOP_AT="$(spec "$step" out)"
+    wait_stopped
+    kill -9 "$PROG_PID"
+    wait "$PROG_PID" 2>/dev/null
+    PROG_PID=
+    rm -f "$T/stopped" "$T/report"
+    kill -0 "$PROXY_PID" || die "the proxy died with the program"
+    run_prog
+    finish_prog
+    expect_pass 4 0
+}
+
+# --- crane-guestd ----------------------------------------------------------
+
+start_guestd() {
+    mkdir -p "$T/mods/dev"
+    touch "$T/mods/fakegpu.loaded" "$T/mods/dev/fakegpu0"
+    cat >"$T/guestd.conf" <<EOF
+listen = $T/guest.sock
+host = unix:$T/host.sock
+control = unix:$T/ctl.sock
+state_file = $T/guestd.state
+modprobe = $PWD/tests/guest/fake-modprobe.sh
+modules = fakegpu
+gpu_device = $T/mods/dev/fakegpu0
+gpu_type = all
+proxy = unix:$T/proxy.sock
+prepare_deadline_ms = 8000
+abort_deadline_ms = 8000
+gpu_wait_ms = 8000
+reconnect_grace_ms = 2000
+log_level = debug
+EOF
+    CRANE_FAKE_MODULES=$T/mods "$GUESTD" --config "$T/guestd.conf" \
+        >>"$T/guestd.log" 2>&1 &
+    GD_PID=$!
+    for _ in $(seq 100); do
+        [ -S "$T/ctl.sock" ] && [ -S "$T/guest.sock" ] && return 0
+        sleep 0.05
+    done
+    die "crane-guestd did not start"
+}
+
+ctl() { timeout -s KILL $BOUND "$CTL" --connect "unix:$T/ctl.sock" \
+    --timeout 30 "$@"; }
+
+# A cl_worker under the shim, registered with crane-guestd.
+start_worker() {
+    env CRANE_SOCKET="$T/guest.sock" CRANE_LOG_LEVEL=info \
+        CRANE_LOG_FILE="$T/shim.log" CRANE_TEST_STOP_FILE="$T/stopped" "$@" \
+        timeout -s KILL $BOUND "$RUN" "$WORKER" --stop-file "$T/stop" \
+        --pause-file "$T/pause" --progress "$T/progress" --seconds 50 \
+        >"$T/out" 2>&1 &
+    PROG_PID=$!
+    for _ in $(seq 300); do
+        [ "$(ctl status 2>/dev/null | grep -c '^program ')" -ge 1 ] &&
+            [ -s "$T/progress" ] && return 0
+        sleep 0.1
+    done
+    die "the worker never registered"
+}
+
+stop_worker() {  # sets RC
+    touch "$T/stop"
+    wait "$PROG_PID"
+    RC=$?
+    PROG_PID=
+    [ $RC -eq 137 ] && die "the worker hung past ${BOUND} s"
+    cat "$T/out"
+}
+
+# Waits until the paused worker's progress stops moving.
+wait_idle() {
+    local a b
+    for _ in $(seq 100); do
+        a=$(cat "$T/progress" 2>/dev/null); sleep 0.1
+        b=$(cat "$T/progress" 2>/dev/null)
+        [ "${a%% *}" = "${b%% *}" ] && return 0
+    done
+    die "the worker never paused"
+}
+
+mode() { ctl status | awk '$1 == "program" { print $4 }'; }
+
+# The program is remoting, and idle, when its proxy dies: resume must fail
+# with the true reason (not "Cannot allocate memory"), the program must get
+# errors, never a PASS over lost data.
+case_guestd_resume_proxy_dead() {
+    start_proxy
+    start_guestd
+    start_worker
+    ctl prepare --live >"$T/prepare.out" || die "prepare failed"
+    [ "$(mode)" = remoting ] || die "not remoting after prepare"
+    touch "$T/pause"
+    wait_idle
+    kill -9 "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=
+    ctl resume >"$T/resume.out" 2>&1 && die "resume succeeded"
+    cat "$T/resume.out"
+    grep -qi 'connection to the proxy is lost\|proxy' "$T/resume.out" ||
+        die "resume does not say the proxy is gone"
+    grep -q 'Cannot allocate memory' "$T/resume.out" &&
+        die "the wrong reason again"
+    [ "$(mode)" = remoting ] || die "status says '$(mode)', not remoting"
+    rm -f "$T/pause"
+    stop_worker
+    [ $RC -ne 0 ] && ! grep -q '^PASS' "$T/out" ||
+        die "the worker passed over data left on a dead proxy"
+}
+
+# The proxy is frozen: a live prepare must fail within its deadline with a
+# reason, and the program must still be in passthrough, computing, and
+# pass.
+case_guestd_prepare_proxy_frozen() {
+    start_proxy
+    start_guestd
+    start_worker
+    kill -STOP "$PROXY_PID"
+    local t0=$SECONDS
+    ctl prepare --live >"$T/prepare.out" 2>&1 && die "prepare succeeded"
+    cat "$T/prepare.out"
+    [ $((SECONDS - t0)) -lt 30 ] || die "prepare took $((SECONDS - t0)) s"
+    [ "$(mode)" = passthrough ] || die "status says $(mode), not passthrough"
+    kill -CONT "$PROXY_PID"
+    stop_worker
+    [ $RC -eq 0 ] && grep -q '^PASS cl_worker' "$T/out" ||
+        die "the worker did not pass"
+}
+
+# crane-guestd is killed while a program is in the middle of its switch
+# to the proxy: the switch completes on its own, the program keeps every
+# byte, and a restarted daemon sees it as it is.
+case_guestd_killed_mid_prepare() {
+    start_proxy
+    start_guestd
+    start_worker CRANE_TEST_STOP_AT="reinject@1"
+    ctl prepare --live >"$T/prepare.out" 2>&1 &
+    local ctl_pid=$!
+    for _ in $(seq 300); do [ -e "$T/stopped" ] && break; sleep 0.05; done
+    [ -e "$T/stopped" ] || die "the shim never reached its step"
+    kill -9 "$GD_PID"; wait "$GD_PID" 2>/dev/null; GD_PID=
+    rm -f "$T/stopped"
+    wait $ctl_pid
+    start_guestd
+    for _ in $(seq 100); do
+        [ -n "$(mode)" ] && break
+        sleep 0.1
+    done
+    ctl status
+    [ "$(mode)" = remoting ] || die "status says '$(mode)', not remoting"
+    ctl resume >/dev/null 2>&1 || ctl abort || die "cannot bring it back"
+    [ "$(mode)" = passthrough ] || die "not back in passthrough"
+    stop_worker
+    [ $RC -eq 0 ] && grep -q '^PASS cl_worker' "$T/out" ||
+        die "the worker did not pass"
+}
+
+c=$1
+case "$c" in
+fail-*-out | fail-*-back)
+    rest=${c#fail-}; case_fail "${rest%-*}" "${rest##*-}" ;;
+kill-proxy-* | stop-proxy-*)
+    how=${c%%-*}; rest=${c#*-proxy-}
+    case_proxy "$how" "${rest%-*}" "${rest##*-}" ;;
+kill-program-*) case_kill_program "${c#kill-program-}" ;;
+guestd-resume-proxy-dead) case_guestd_resume_proxy_dead ;;
+guestd-prepare-proxy-frozen) case_guestd_prepare_proxy_frozen ;;
+guestd-killed-mid-prepare) case_guestd_killed_mid_prepare ;;
+*) echo "unknown case $c (see --list)"; exit 2 ;;
+esac
+rc=$?
+[ $rc -eq 0 ] && echo "PASS $c"
+exit $rc
