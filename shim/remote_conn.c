@@ -206,11 +206,6 @@ static int queue_locked(Crane__ClientMessage *m, const void *bulk,
     return 0;
 }
 
-bool shim_remote_alive(void)
-{
-    return !atomic_load(&cn.dead);
-}
-
 cl_int shim_remote_take_deferred(void)
 {
     cl_int err = (cl_int)atomic_exchange(&cn.deferred_err, 0);
