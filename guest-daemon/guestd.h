@@ -57,7 +57,6 @@ struct gd_program {
     double silent_since;         /* sending of the oldest unanswered one */
     uint64_t query_id;
     double query_sent;
-    bool query_late;             /* a status round ended without its answer */
     unsigned query_round;        /* the status round that asked */
     /* This program's part in the current operation's fan-out. */
     bool in_fanout;              /* waited for */
@@ -127,6 +126,11 @@ struct gd_daemon {
     uv_signal_t sig_int, sig_term;
     bool stopping;
 };
+
+/* A status query unanswered this long, with no command in flight, makes a
+ * program unresponsive (an idle shim answers at once; 2 s leaves room for
+ * a slow machine). */
+#define GD_QUERY_LATE_S 2.0
 
 double gd_now(void);
 const char *gd_phase_name(Crane__Control__Phase p);

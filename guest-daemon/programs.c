@@ -66,6 +66,13 @@ static void take_times(Crane__Control__StepTimes *dst,
     dst->objects = src->objects;
 }
 
+/* Silent on a status query while nothing else is asked of it. */
+static bool query_late(const struct gd_program *p)
+{
+    return p->query_id && !p->cmd_id &&
+           gd_now() - p->query_sent >= GD_QUERY_LATE_S;
+}
+
 static struct gd_program *find_pid(struct gd_daemon *d, pid_t pid,
                                    const struct gd_program *except)
 {
@@ -120,7 +127,6 @@ static bool on_ack(struct gd_program *p, uint64_t id,
     p->mode = valid_mode(a->mode);
     p->state_bytes = a->state_bytes;
     p->unresponsive = false;
-    p->query_late = false;
     if (query || a->op == GD_OP(QUERY)) {
         /* A size refresh, perhaps for a status round already answered. */
         if (query)
@@ -225,7 +231,7 @@ static struct gd_program *eviction_victim(struct gd_daemon *d)
         if (!p->registered) {
             if (!oldest || p->accepted_at < oldest->accepted_at)
                 oldest = p;
-        } else if ((p->unresponsive || p->query_late) &&
+        } else if ((p->unresponsive || query_late(p)) &&
                    (!silent || p->last_heard < silent->last_heard)) {
             silent = p;
         }
@@ -449,7 +455,7 @@ void gd_program_report(const struct gd_program *p,
     /* The truth as far as the daemon knows it: a program with a command
      * in flight is switching (whatever mode it last reported), one that
      * let a deadline or a status query pass is unresponsive. */
-    if (p->unresponsive || p->query_late)
+    if (p->unresponsive || query_late(p))
         r->state = GD_PSTATE(UNRESPONSIVE);
     else if (p->cmd_id)
         r->state = GD_PSTATE(SWITCHING);
@@ -458,7 +464,7 @@ void gd_program_report(const struct gd_program *p,
     if (p->cmd_id) {
         r->pending_op = p->cmd_op;
         r->pending_for = gd_now() - p->silent_since;
-    } else if (p->query_late) {
+    } else if (query_late(p)) {
         r->pending_op = GD_OP(QUERY);
         r->pending_for = gd_now() - p->query_sent;
     }

@@ -128,10 +128,6 @@ static void round_timeout(uv_timer_t *t)
 {
     struct gd_daemon *d = t->data;
 
-    /* Asked and silent: idle programs answer a query at once. */
-    for (struct gd_program *p = d->programs; p; p = p->next)
-        if (p->query_id && p->query_round == d->round.gen && !p->cmd_id)
-            p->query_late = true;
     d->round.timer_armed = false;
     round_end(d);
 }

@@ -630,6 +630,10 @@ case_program_bound() {
     kill "$F_a" "$F_d"
     fake mute silent
     wait_programs 3
+    for _ in $(seq 100); do
+        ctl status | grep -q '^program .* mute .*unresponsive' && break
+        sleep 0.1
+    done
     ctl status | grep -q '^program .* mute .*unresponsive' ||
         die "a silent program is not shown unresponsive"
     fake e ok
