@@ -270,6 +270,48 @@ static void answer_bad_frame(struct px_tenant *t, struct px_req *r)
     }
 }
 
+/* A command that names an event for the client failed: the client made
+ * that id its event already (the call was batched), so the id gets an event
+ * that reports the failure as its status instead of CL_INVALID_EVENT at
+ * every later query or wait (a real program's event queries did). */
+static void fail_event(struct px_tenant *t, const Crane__ClientMessage *m,
+                       cl_int err)
+{
+    uint64_t id = 0, qid = 0;
+    cl_command_queue q;
+    cl_context ctx;
+    cl_event ev;
+    cl_int e;
+
+    switch (m->msg_case) {
+    case CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL:
+        id = m->launch_kernel->event;
+        qid = m->launch_kernel->queue;
+        break;
+    case CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND:
+        id = m->mem_command->event;
+        qid = m->mem_command->queue;
+        break;
+    case CRANE__CLIENT_MESSAGE__MSG_SYNC:
+        id = m->sync->event;
+        qid = m->sync->queue;
+        break;
+    default:
+        return;
+    }
+    if (!id || err >= 0 || px_tenant_check_new(t, id, PX_EVENT) != CL_SUCCESS)
+        return;
+    q = px_tenant_handle(t, qid, PX_QUEUE, &e);
+    if (!q || clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx,
+                                    NULL) != CL_SUCCESS)
+        return;
+    ev = clCreateUserEvent(ctx, &e);
+    if (!ev)
+        return;
+    clSetUserEventStatus(ev, err);
+    px_tenant_add(t, id, PX_EVENT, ev, 0, false);
+}
+
 void px_exec_one(struct px_tenant *t, struct px_req *r)
 {
     struct px_call c = {.t = t, .m = r->msg};
@@ -297,6 +339,9 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
         if (err == CL_SUCCESS)
             err = executors[m->msg_case](&c);
     }
+    if (err != CL_SUCCESS && !malformed && m->msg_case !=
+        CRANE__CLIENT_MESSAGE__MSG__NOT_SET)
+        fail_event(t, m, err);
     if (err != CL_SUCCESS)
         PX_DEBUG("tenant %llu: seq %llu (call %d) failed: %d%s%s",
                  (unsigned long long)t->num, (unsigned long long)m->seq,

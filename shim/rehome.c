@@ -158,8 +158,11 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         size_t row = dst ? m->desc.image_row_pitch : 0;
         size_t slice = dst ? m->desc.image_slice_pitch : 0;
         if (!dst) {
-            if (!m->shadow && !(m->shadow = malloc(m->size)))
+            if (!m->shadow && !(m->shadow = malloc(m->size))) {
+                LOG_ERROR("re-home: no memory for a %zu-byte RAM copy",
+                          m->size);
                 return -ENOMEM;
+            }
             dst = m->shadow;
         }
         err = VENDOR(q)->clEnqueueReadImage(q, m->obj.real, CL_FALSE, origin,
@@ -176,8 +179,11 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         }
         void *base = m->host_ptr;
         if (!(m->flags & CL_MEM_USE_HOST_PTR)) {
-            if (!m->shadow && !(m->shadow = malloc(m->size)))
+            if (!m->shadow && !(m->shadow = malloc(m->size))) {
+                LOG_ERROR("re-home: no memory for a %zu-byte RAM copy",
+                          m->size);
                 return -ENOMEM;
+            }
             base = m->shadow;
         }
         err = VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, CL_FALSE, lo,

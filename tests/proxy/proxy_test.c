@@ -1350,10 +1350,49 @@ static int test_max_objects(void)
     return 0;
 }
 
+/* A batched command that names an event and fails on the proxy: the
+ * client holds that id as its event already, so queries on it answer the
+ * failure as the event's status, never CL_INVALID_EVENT (a real program
+ * remoted got CL_INVALID_EVENT for half its events). */
+static int test_failed_event(void)
+{
+    enum { FAILED_EV = 40 };
+    struct proxy p;
+    struct client c;
+    cl_int status = 0;
+
+    proxy_start(&p, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    tc_context(&c, CTX);
+    tc_queue(&c, QUEUE, CTX);
+    {
+        Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+        Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
+        mc.queue = QUEUE;
+        mc.op = CRANE__MEM_OP__MEM_COPY;
+        mc.src = 998;       /* no such buffer */
+        mc.dst = 999;
+        mc.size = 64;
+        mc.event = FAILED_EV;
+        m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+        m.mem_command = &mc;
+        client_post(&c, &m, NULL, 0);
+    }
+    CHECK_EQ(get_info(&c, CRANE__INFO_FN__INFO_EVENT, FAILED_EV, 0,
+                      CL_EVENT_COMMAND_EXECUTION_STATUS, &status,
+                      sizeof(status), NULL),
+             CL_SUCCESS);
+    CHECK_EQ(status, CL_INVALID_MEM_OBJECT);
+    client_close(&c);
+    proxy_stop(&p);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(void);
 } tests[] = {
+    {"failed-event", test_failed_event},
     {"basic", test_basic},
     {"handshake", test_handshake},
     {"auth", test_auth},
