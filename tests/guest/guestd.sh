@@ -628,6 +628,10 @@ case_program_bound() {
     done
     grep -q '^program .* d ' "$T/status.out" && die "over the bound"
     kill "$F_a" "$F_d"
+    for _ in $(seq 100); do      # a's place is free once the daemon saw it go
+        [ "$(ctl status | grep -c '^program ')" -eq 2 ] && break
+        sleep 0.05
+    done
     fake mute silent
     wait_programs 3
     for _ in $(seq 100); do
