@@ -197,6 +197,10 @@ shimcost_runs() {
 export -f shimcost_runs
 case_ "bench/shimcost" shimcost_runs
 
+# piglit's OpenCL API tests and a set of its programs, native against the
+# shim test by test (tests/integration/piglit.sh says why this set; ~1 min).
+case_ "thirdparty/piglit-shim" bash tests/integration/piglit.sh shim
+
 echo "# bad input"
 case_ "badinput/no-vendor" no_vendor
 case_ "badinput/crane-run-help" "$RUN" --help
