@@ -65,6 +65,7 @@ void shim_config_load(void)
     if (shim_config.remote_chunk > (64u << 20))
         shim_config.remote_chunk = 64u << 20;
     shim_config.rehome_to = env_str("CRANE_REHOME_TO");
+    shim_config.device = env_str("CRANE_DEVICE");
     if (!shim_config.rehome_to)
         shim_config.rehome_to = "native";
     /* The guest daemon: a path or unix:PATH; "none" turns control off. */

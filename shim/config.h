@@ -29,6 +29,8 @@ struct shim_config {
     const char *test_fail_at;    /* CRANE_TEST_FAIL_AT=STEP[:N] (fault.c) */
     const char *test_stop_at;    /* CRANE_TEST_STOP_AT=STEP[:N] */
     const char *test_stop_file;  /* CRANE_TEST_STOP_FILE */
+    const char *device;          /* CRANE_DEVICE: where devices land after a
+                                    switch (docs/shim.md, "Devices") */
 };
 
 extern struct shim_config shim_config;

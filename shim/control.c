@@ -191,7 +191,9 @@ static int cmd_prepare(const Crane__Control__DaemonMessage *m, int fd,
         snprintf(out->error, sizeof(out->error),
                  "switching to the proxy %s failed: %s (still in "
                  "passthrough)",
-                 shim_config.remote, strerror(-rc));
+                 shim_config.remote,
+                 shim_devices_refusal()[0] ? shim_devices_refusal()
+                                           : strerror(-rc));
     return rc;
 }
 
@@ -263,7 +265,10 @@ static const char *why(int rc)
     case -EIO:
         return "a transfer or rebuild failed (the program's log says "
                "which); the program stays where its data is whole";
-    default: return strerror(-rc);
+    default:
+        /* A move refused for its devices says which and why. */
+        return shim_devices_refusal()[0] ? shim_devices_refusal()
+                                         : strerror(-rc);
     }
 }
 

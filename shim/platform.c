@@ -15,83 +15,79 @@ struct shim_state shim = {
     .rehome_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
+/* The first bind: a shadow for every platform and root device the backend
+ * offers, in its order, each device's identity recorded. */
+static int platforms_create(cl_platform_id *real, cl_uint n)
+{
+    shim.platforms = calloc(n ? n : 1, sizeof(*shim.platforms));
+    if (!shim.platforms)
+        return -ENOMEM;
+    for (cl_uint i = 0; i < n; i++) {
+        struct shim_platform *p = shim_obj_new(
+            SHIM_PLATFORM, sizeof(struct shim_platform), NULL);
+        cl_uint nd = 0;
+        cl_device_id devs[64];
+
+        if (!p)
+            return -ENOMEM;
+        shim.platforms[i] = p;
+        shim.n_platforms = i + 1;
+        p->index = i;
+        p->obj.real = real[i];
+        if (VENDOR(real[i])->clGetDeviceIDs(real[i], CL_DEVICE_TYPE_ALL, 64,
+                                            devs, &nd) != CL_SUCCESS)
+            nd = 0;
+        if (nd > 64)
+            nd = 64;
+        p->devices = calloc(nd ? nd : 1, sizeof(*p->devices));
+        if (!p->devices)
+            return -ENOMEM;
+        for (cl_uint d = 0; d < nd; d++) {
+            struct shim_device *sd =
+                shim_obj_new(SHIM_DEVICE, sizeof(struct shim_device), NULL);
+            if (!sd)
+                return -ENOMEM;
+            sd->platform = p;
+            sd->index = d;
+            sd->obj.real = devs[d];
+            shim_device_ident_read(devs[d], &sd->ident);
+            sd->type = sd->ident.type;
+            p->devices[d] = sd;
+            p->n_devices = d + 1;
+        }
+    }
+    return 0;
+}
+
 /* Gives every shadow platform and root device its real handle, creating the
- * shadows on the first call.  After a reload the backend must offer the same
- * platforms and devices, matched by position. */
+ * shadows on the first call.  After a reload, each lands where the device
+ * rule (devmatch.c) says; the program's platforms and devices themselves
+ * never change. */
 int shim_platforms_bind(void)
 {
+    struct shim_plan plan;
     cl_platform_id *real;
     cl_uint n;
+    char why[400] = "";
     int rc = shim.backend->platforms(&real, &n);
 
     if (rc < 0)
         return rc;
-    if (!shim.platforms) {
-        shim.platforms = calloc(n, sizeof(*shim.platforms));
-        if (!shim.platforms)
-            return -ENOMEM;
-        for (cl_uint i = 0; i < n; i++) {
-            shim.platforms[i] = shim_obj_new(
-                SHIM_PLATFORM, sizeof(struct shim_platform), NULL);
-            if (!shim.platforms[i])
-                return -ENOMEM;
-            shim.platforms[i]->index = i;
-        }
-        shim.n_platforms = n;
-    } else if (n != shim.n_platforms) {
-        LOG_ERROR("bind: the reloaded vendor offers %u platform(s), "
-                  "expected %u",
-                  n, shim.n_platforms);
-        return -ENODEV;
+    if (!shim.platforms)
+        return platforms_create(real, n);
+    if (!shim_plan_take(shim.backend, &plan) &&
+        (rc = shim_plan_make(shim.backend, &plan, why, sizeof(why))) < 0) {
+        LOG_ERROR("bind: %s: %s", shim.backend->name,
+                  why[0] ? why : strerror(-rc));
+        return rc;
     }
-
-    for (cl_uint i = 0; i < n; i++) {
+    for (cl_uint i = 0; i < shim.n_platforms; i++) {
         struct shim_platform *p = shim.platforms[i];
-        cl_uint nd = 0;
-        cl_device_id *devs;
-
-        p->obj.real = real[i];
-        if (VENDOR(real[i])->clGetDeviceIDs(real[i], CL_DEVICE_TYPE_ALL, 0,
-                                            NULL, &nd) != CL_SUCCESS)
-            nd = 0;
-        if (p->devices && nd != p->n_devices) {
-            LOG_ERROR("bind: platform %u now has %u device(s), expected %u",
-                      i, nd, p->n_devices);
-            return -ENODEV;
-        }
-        devs = calloc(nd ? nd : 1, sizeof(*devs));
-        if (!devs)
-            return -ENOMEM;
-        if (nd)
-            VENDOR(real[i])->clGetDeviceIDs(real[i], CL_DEVICE_TYPE_ALL, nd,
-                                            devs, NULL);
-        if (!p->devices) {
-            p->devices = calloc(nd ? nd : 1, sizeof(*p->devices));
-            if (!p->devices) {
-                free(devs);
-                return -ENOMEM;
-            }
-            for (cl_uint d = 0; d < nd; d++) {
-                struct shim_device *sd = shim_obj_new(
-                    SHIM_DEVICE, sizeof(struct shim_device), NULL);
-                if (!sd) {
-                    free(devs);
-                    return -ENOMEM;
-                }
-                sd->platform = p;
-                sd->index = d;
-                p->devices[d] = sd;
-            }
-            p->n_devices = nd;
-        }
-        for (cl_uint d = 0; d < nd; d++) {
-            p->devices[d]->obj.real = devs[d];
-            VENDOR(devs[d])->clGetDeviceInfo(devs[d], CL_DEVICE_TYPE,
-                                             sizeof(cl_device_type),
-                                             &p->devices[d]->type, NULL);
-        }
-        free(devs);
+        p->obj.real = plan.platforms[i];
+        for (cl_uint d = 0; d < p->n_devices; d++)
+            p->devices[d]->obj.real = plan.devices[i][d];
     }
+    shim_plan_free(&plan);
     return 0;
 }
 
@@ -117,16 +113,6 @@ int shim_init(void)
 {
     pthread_once(&shim.once, init_once);
     return shim.init_err;
-}
-
-/* Shadow device for a real one, searching roots then sub-devices. */
-static struct shim_device *device_of_real(cl_device_id real)
-{
-    for (cl_uint i = 0; i < shim.n_platforms; i++)
-        for (cl_uint d = 0; d < shim.platforms[i]->n_devices; d++)
-            if (shim.platforms[i]->devices[d]->obj.real == real)
-                return shim.platforms[i]->devices[d];
-    return NULL;
 }
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
@@ -187,29 +173,34 @@ clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
                cl_uint num_entries, cl_device_id *devices,
                cl_uint *num_devices)
 {
-    cl_device_id real_devs[64];
-    cl_uint n = 0;
-    cl_int err;
-
+    const cl_device_type known =
+        CL_DEVICE_TYPE_DEFAULT | CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU |
+        CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_CUSTOM;
     struct shim_platform *p = platform_or_default(platform);
+    cl_uint n = 0;
 
     if (!p)
         return CL_INVALID_PLATFORM;
+    if (device_type != CL_DEVICE_TYPE_ALL && (device_type & ~known))
+        return CL_INVALID_DEVICE_TYPE;
     if ((num_entries == 0 && devices) || (!devices && !num_devices))
         return CL_INVALID_VALUE;
-    shim_enter();
-    err = VENDOR(p->obj.real)->clGetDeviceIDs(p->obj.real, device_type, 64,
-                                               real_devs, &n);
-    if (err == CL_SUCCESS) {
-        if (n > 64)
-            n = 64;
-        if (num_devices)
-            *num_devices = n;
-        for (cl_uint i = 0; devices && i < n && i < num_entries; i++)
-            devices[i] = (cl_device_id)device_of_real(real_devs[i]);
+    /* The program's devices as it first saw them, wherever they run now:
+     * a device keeps its handle and its place across switches. */
+    for (cl_uint d = 0; d < p->n_devices; d++) {
+        const struct shim_device *sd = p->devices[d];
+        bool match = device_type == CL_DEVICE_TYPE_ALL ||
+                     (sd->ident.type & device_type) ||
+                     (device_type == CL_DEVICE_TYPE_DEFAULT && d == 0);
+        if (!match)
+            continue;
+        if (devices && n < num_entries)
+            devices[n] = (cl_device_id)sd;
+        n++;
     }
-    shim_leave();
-    return err;
+    if (num_devices)
+        *num_devices = n;
+    return n ? CL_SUCCESS : CL_DEVICE_NOT_FOUND;
 }
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL

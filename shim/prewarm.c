@@ -6,26 +6,18 @@
 #include "log.h"
 #include "shim.h"
 
-/* The vendor's device for shadow D, found by position as bind does; NULL
- * for sub-devices (made later, from their parent). */
+/* The vendor's device for shadow D, where the device rule puts it
+ * (devmatch.c, as bind will); NULL for sub-devices (made later, from their
+ * parent). */
 static cl_device_id native_device(struct shim_device *d,
-                                  cl_platform_id *plats, cl_uint n_plats)
+                                  const struct shim_plan *plan)
 {
-    cl_device_id devs[64];
-    cl_uint n = 0;
-
-    if (d->parent || d->platform->index >= n_plats)
+    if (d->parent)
         return NULL;
-    cl_platform_id p = plats[d->platform->index];
-    if (VENDOR(p)->clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 64, devs, &n) !=
-            CL_SUCCESS ||
-        d->index >= n)
-        return NULL;
-    return devs[d->index];
+    return plan->devices[d->platform->index][d->index];
 }
 
-static void premake(struct shim_context *c, cl_platform_id *plats,
-                    cl_uint n_plats)
+static void premake(struct shim_context *c, const struct shim_plan *plan)
 {
     cl_device_id devs[64];
     cl_context_properties props[64];
@@ -35,16 +27,14 @@ static void premake(struct shim_context *c, cl_platform_id *plats,
     if (c->premade || c->n_devices == 0 || c->n_devices > 64)
         return;
     for (cl_uint i = 0; i < c->n_devices; i++)
-        if (!(devs[i] = native_device(c->devices[i], plats, n_plats)))
+        if (!(devs[i] = native_device(c->devices[i], plan)))
             return;
     for (size_t i = 0; c->props && c->props[i] && np < 62; i += 2) {
         props[np] = c->props[i];
         props[np + 1] = c->props[i + 1];
         if (c->props[i] == CL_CONTEXT_PLATFORM) {
             const struct shim_platform *sp = (const void *)c->props[i + 1];
-            if (sp->index >= n_plats)
-                return;
-            props[np + 1] = (cl_context_properties)plats[sp->index];
+            props[np + 1] = (cl_context_properties)plan->platforms[sp->index];
         }
         np += 2;
     }
@@ -58,18 +48,19 @@ static void premake(struct shim_context *c, cl_platform_id *plats,
 
 void shim_prewarm_native(void)
 {
-    cl_platform_id *plats;
-    cl_uint n;
+    struct shim_plan plan;
+    char why[400];
     double t0 = shim_now();
 
     if (shim_native_ops.load() < 0 ||
-        shim_native_ops.platforms(&plats, &n) < 0)
+        shim_plan_make(&shim_native_ops, &plan, why, sizeof(why)) < 0)
         return;  /* the switch itself will report it */
     shim_store_lock();
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
         if (o->kind == SHIM_CONTEXT)
-            premake((struct shim_context *)o, plats, n);
+            premake((struct shim_context *)o, &plan);
     shim_store_unlock();
+    shim_plan_free(&plan);
     LOG_INFO("prewarm: vendor loaded and contexts made in %.3f ms, before "
              "the gate closes",
              (shim_now() - t0) * 1e3);

@@ -276,6 +276,12 @@ static void report(const struct shim_rehome_times *t, int rc,
              t->extract, t->release, t->unload, t->load, t->rebuild,
              t->reinject, t->bytes_extracted, t->bytes_reinjected,
              t->objects);
+    /* A refused move says why, on the same line. */
+    if (rc < 0 && shim_devices_refusal()[0]) {
+        size_t at = strlen(line) - 1;
+        snprintf(line + at, sizeof(line) - at, " reason=\"%s\"\n",
+                 shim_devices_refusal());
+    }
     report_line(line);
 }
 
@@ -635,6 +641,13 @@ static int begin(const struct shim_backend_ops *to,
      * is done while it still runs. */
     if (to && to != shim.backend && to->prewarm)
         to->prewarm();
+    /* Onto another backend only where every device in use has a place
+     * (devmatch.c): refused here, before anything changes. */
+    int ok = to ? shim_devices_check(shim.backend, to) : 0;
+    if (ok < 0) {
+        pthread_mutex_unlock(&shim.rehome_lock);
+        return ok;
+    }
     shim_fault_switch(shim.rehomes + 1);
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);

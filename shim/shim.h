@@ -56,6 +56,17 @@ struct shim_obj {
 
 struct shim_platform;
 
+/* What identifies a device and what a program may rely on of it, read
+ * when the program first sees it (devmatch.c). */
+struct shim_device_ident {
+    char vendor[128], name[256], driver[128];
+    cl_device_type type;
+    cl_ulong max_alloc;
+    size_t max_wg;
+    cl_bool images;
+    char *extensions;            /* malloc()ed, space-separated */
+};
+
 struct shim_device {
     struct shim_obj obj;
     struct shim_platform *platform;
@@ -63,6 +74,7 @@ struct shim_device {
     cl_device_partition_property *partition;  /* 0-terminated copy */
     unsigned index;              /* among the platform's or parent's devices */
     cl_device_type type;
+    struct shim_device_ident ident;  /* root devices */
 };
 
 struct shim_platform {
@@ -476,6 +488,30 @@ extern const struct _cl_icd_dispatch shim_icd_dispatch;
 
 int shim_init(void);
 int shim_platforms_bind(void);
+
+/* Devices matched by identity and capability (devmatch.c). */
+int shim_device_ident_read(cl_device_id real, struct shim_device_ident *id);
+void shim_device_ident_free(struct shim_device_ident *id);
+/* Where each of the program's platforms and root devices lands on the
+ * loaded backend BE; -ENODEV with WHY when a device in use has no place. */
+struct shim_plan {
+    cl_platform_id *platforms;   /* per shadow platform */
+    cl_device_id **devices;      /* per shadow platform, per root device */
+};
+int shim_plan_make(const struct shim_backend_ops *be, struct shim_plan *plan,
+                   char *why, size_t len);
+void shim_plan_free(struct shim_plan *plan);
+/* The plan shim_devices_check made for BE, if it was the last one: taken
+ * (the caller frees it). */
+bool shim_plan_take(const struct shim_backend_ops *be,
+                    struct shim_plan *plan);
+/* Whether the program may move from FROM to TO (loaded here): 0, or why
+ * not, kept for shim_devices_refusal() and logged, TO unloaded again;
+ * nothing else changes. */
+int shim_devices_check(const struct shim_backend_ops *from,
+                       const struct shim_backend_ops *to);
+/* The reason of the last refused move, "" if none. */
+const char *shim_devices_refusal(void);
 void *shim_lookup_entry(const char *name);
 size_t shim_entry_count(void);
 

@@ -263,6 +263,14 @@ case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
 case_ "native/user-events-threads" "$RUN" $B/tests/integration/user_events
 case_ "remote/user-events-threads" tests/integration/remote.sh remote \
     $B/tests/integration/user_events
+# Devices matched by identity, not position: switched to a proxy offering
+# PoCL and a fake accelerator platform (both orders) each program lands on
+# PoCL; to a proxy offering only the fake, every move is refused first.
+for p in kernels images binaries; do
+    case_ "devices/two-platforms/$p" tests/integration/devices.sh \
+        two-platforms $PROGS/$p
+done
+case_ "devices/refused" tests/integration/devices.sh refused $PROGS/kernels
 # Coarse-grained SVM (maps, SVM kernel arguments, copies, fills, frees)
 # and the device/host timers: natively and remoted.
 for t in svm timers; do

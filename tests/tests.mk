@@ -25,7 +25,12 @@ unit: $(UNIT_BIN)
 # Remoting scenarios that are no migration test program (tests/programs/
 # runs in every mode; these only where they say).
 REMOTE_TEST_BINS := $(B)/tests/integration/user_events \
-    $(B)/tests/integration/svm $(B)/tests/integration/timers
+    $(B)/tests/integration/svm $(B)/tests/integration/timers \
+    $(B)/tests/integration/libcrane-fakecl.so
+$(B)/tests/integration/libcrane-fakecl.so: tests/integration/fakecl.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -shared \
+	    -fPIC $< -o $@
 $(B)/tests/integration/%: tests/integration/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \
