@@ -500,7 +500,11 @@ void test_libvirt_unsupported(void)
     CHECK_INT(ops->domain(hv, name, &d), ==, 0);
     CHECK_STR(d.channel, "");
     CHECK_INT(ops->detach(hv, name, &gpu), ==, -ENOTSUP);
-    CHECK_INT(ops->attach(hv, name, &gpu), ==, -ENOTSUP);
+    /* libvirt 9's test driver cannot attach (-ENOTSUP); libvirt 11's
+     * checks the device first and refuses the alias the failed detach
+     * left in place (a configuration error, -EINVAL). */
+    int attach_rc = ops->attach(hv, name, &gpu);
+    CHECK(attach_rc == -ENOTSUP || attach_rc == -EINVAL);
     CHECK_INT(ops->job(hv, name, &job), ==, -ENOTSUP);
     CHECK(!job.active);
     CHECK_INT(ops->migrate(hv, name, &args), <, 0);
