@@ -19,6 +19,11 @@ static void put_be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
+void crn_frame_header(uint8_t *out, size_t len)
+{
+    put_be32(out, (uint32_t)len);
+}
+
 static uint32_t get_be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |

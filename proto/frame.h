@@ -19,6 +19,11 @@
 /* Bytes of the length that starts every frame. */
 #define CRN_FRAME_HEADER_LEN 4
 
+/* Writes the header of a frame of LEN message bytes at OUT
+ * (CRN_FRAME_HEADER_LEN bytes), for callers that pack into their own
+ * buffers. */
+void crn_frame_header(uint8_t *out, size_t len);
+
 /*
  * Packs MSG and writes it to FD as one frame.  Loops over partial writes and
  * EINTR; a non-blocking FD is waited on with poll(), so the call always

@@ -2,6 +2,7 @@
 #include "conn.h"
 
 #include "log.h"
+#include "supervisor.h"
 #include "validate.h"
 
 #include "proto/frame.h"
@@ -29,6 +30,7 @@ static void on_wake(uv_async_t *a);
 static void on_close(uv_handle_t *h)
 {
     struct px_conn *c = h->data;
+    struct px_server *srv = c->srv;
 
     if (--c->open_handles > 0)
         return;
@@ -45,6 +47,8 @@ static void on_close(uv_handle_t *h)
     px_req_free(c->bulk_req);
     free(c->ibuf);
     free(c);
+    if (srv->role == PX_ROLE_WORKER)
+        px_worker_idle(srv);
 }
 
 /* Who is at the other end, for per-peer bounds and logs: the user of a
@@ -141,54 +145,73 @@ void px_conn_ready(struct px_conn *c)
         c->srv->unauth--;
     }
     uv_timer_stop(&c->timer);
-    if (c->srv->limits.idle_ms)
+    /* A supervisor's connections go to workers, which watch idling. */
+    if (c->srv->limits.idle_ms && c->srv->role != PX_ROLE_SUPERVISOR)
         uv_timer_start(&c->timer, idle_check, c->srv->limits.idle_ms, 0);
 }
 
-void px_conn_accept(struct px_server *srv)
+struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type)
 {
     struct px_conn *c = calloc(1, sizeof(*c));
     int rc;
 
     if (!c) {
         PX_ERROR("out of memory accepting a connection");
-        return;
+        return NULL;
     }
     c->srv = srv;
     c->num = ++srv->next_conn;
     px_outq_init(&c->outq);
     atomic_init(&c->poked, false);
     atomic_init(&c->stop, false);
-    if (srv->ep.kind == CRN_EP_TCP)
+    if (type == UV_TCP)
         rc = uv_tcp_init(srv->loop, &c->h.tcp);
     else
         rc = uv_pipe_init(srv->loop, &c->h.pipe, 0);
+    if (rc == 0)
+        rc = uv_async_init(srv->loop, &c->wake, on_wake);
     if (rc < 0) {
         PX_ERROR("cannot set up connection: %s", uv_strerror(rc));
         px_outq_destroy(&c->outq);
         free(c);
-        return;
+        return NULL;
     }
     c->h.handle.data = c;
-    c->open_handles = 1;
+    c->wake.data = c;
+    uv_timer_init(srv->loop, &c->timer);
+    c->timer.data = c;
+    c->open_handles = 3;
     c->next = srv->conns;
     if (srv->conns)
         srv->conns->prev = c;
     srv->conns = c;
+    return c;
+}
+
+/* Closes a connection that never started. */
+static void abandon(struct px_conn *c)
+{
+    c->finished = true;
+    uv_close(&c->h.handle, on_close);
+    uv_close((uv_handle_t *)&c->wake, on_close);
+    uv_close((uv_handle_t *)&c->timer, on_close);
+}
+
+void px_conn_accept(struct px_server *srv)
+{
+    struct px_conn *c = px_conn_new(srv, srv->ep.kind == CRN_EP_TCP
+                                             ? UV_TCP
+                                             : UV_NAMED_PIPE);
+    int rc;
+
+    if (!c)
+        return;
     rc = uv_accept(&srv->lis.stream, &c->h.stream);
-    if (rc == 0)
-        rc = uv_async_init(srv->loop, &c->wake, on_wake);
     if (rc < 0) {
         PX_WARN("accept failed: %s", uv_strerror(rc));
-        c->finished = true;
-        uv_close(&c->h.handle, on_close);
+        abandon(c);
         return;
     }
-    c->wake.data = c;
-    c->open_handles++;
-    uv_timer_init(srv->loop, &c->timer);
-    c->timer.data = c;
-    c->open_handles++;
     if (srv->ep.kind == CRN_EP_TCP) {
         uv_tcp_nodelay(&c->h.tcp, 1);
         uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
@@ -347,6 +370,25 @@ static bool light(const struct px_req *r)
     return true;
 }
 
+/* Test only: CRANE_PROXY_TEST_ABORT=PROGRAM makes the first call of a
+ * tenant whose Hello names PROGRAM abort the process, as a vendor library
+ * that crashes would (tests/proxy: crash-isolation). */
+static void test_abort(const struct px_conn *c)
+{
+    static const char *name;
+    static bool read;
+
+    if (!read) {
+        name = getenv("CRANE_PROXY_TEST_ABORT");
+        read = true;
+    }
+    if (name && name[0] && strcmp(c->tenant->program, name) == 0) {
+        PX_WARN("tenant %llu (%s): CRANE_PROXY_TEST_ABORT: aborting",
+                (unsigned long long)c->tenant->num, name);
+        abort();
+    }
+}
+
 void px_conn_schedule(struct px_conn *c)
 {
     bool poked;
@@ -354,6 +396,8 @@ void px_conn_schedule(struct px_conn *c)
     if (c->working || c->state != PX_CONN_READY || !c->tenant ||
         c->h.stream.write_queue_size >= MAX_QUEUED(c))
         return;
+    if (c->inq_head)
+        test_abort(c);
     poked = atomic_exchange(&c->poked, false);
     if (!c->inq_head && !poked)
         return;
@@ -504,7 +548,8 @@ static void parse(struct px_conn *c)
 {
     size_t pos = 0;
 
-    while (!c->input_done && !c->bulk_req && c->state != PX_CONN_CLOSING) {
+    while (!c->input_done && !c->bulk_req && c->state != PX_CONN_CLOSING &&
+           c->state != PX_CONN_HANDOFF) {
         const uint8_t *msg;
         size_t len, used;
         Crane__ClientMessage *m;
@@ -569,7 +614,59 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         c->ilen += (size_t)nread;
     }
     parse(c);
+    if (c->state == PX_CONN_HANDOFF) {
+        /* What follows the handshake is the worker's to read. */
+        if (c->reading) {
+            uv_read_stop(&c->h.stream);
+            c->reading = false;
+        }
+        px_super_handoff(c);
+        return;
+    }
     px_conn_schedule(c);
+}
+
+/* --- handing connections between supervisor and worker ------------------- */
+
+const uint8_t *px_conn_pending_input(const struct px_conn *c, size_t *len)
+{
+    *len = c->ilen;
+    return c->ibuf;
+}
+
+void px_conn_handed_over(struct px_conn *c)
+{
+    px_conn_close(c, "handed to a worker");
+}
+
+void px_conn_start_handed(struct px_conn *c, const uint8_t *input,
+                          size_t len)
+{
+    struct px_server *srv = c->srv;
+
+    if (srv->ep.kind == CRN_EP_TCP) {
+        uv_tcp_nodelay(&c->h.tcp, 1);
+        uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
+    }
+    c->accepted_ms = c->last_input_ms = uv_now(srv->loop);
+    if (len) {
+        c->ibuf = malloc(len + READ_ROOM);
+        if (!c->ibuf) {
+            px_conn_close(c, "out of memory");
+            return;
+        }
+        memcpy(c->ibuf, input, len);
+        c->ilen = len;
+        c->icap = len + READ_ROOM;
+    }
+    px_handshake_finish(c);
+    if (c->state == PX_CONN_CLOSING)
+        return;
+    parse(c);
+    px_conn_schedule(c);
+    if (!c->input_done && c->state != PX_CONN_CLOSING &&
+        uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+        c->reading = true;
 }
 
 /* --- closing -------------------------------------------------------------- */

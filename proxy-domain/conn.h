@@ -14,6 +14,8 @@ enum px_conn_state {
     PX_CONN_HELLO,               /* waiting for Hello */
     PX_CONN_AUTH,                /* Challenge sent, waiting for Auth */
     PX_CONN_RESUME_WAIT,         /* its tenant's old connection is closing */
+    PX_CONN_HANDOFF,             /* supervisor: authenticated, goes to a
+                                    worker (supervisor.c) */
     PX_CONN_READY,               /* calls flow */
     PX_CONN_CLOSING,
 };
@@ -38,6 +40,7 @@ struct px_conn {
     bool reading;
     bool input_done;             /* the stream is out of step: read no more */
     bool unauth;                 /* counted in the server's unauth */
+    bool handing;                /* supervisor: its handoff is being sent */
     uint64_t accepted_ms;        /* loop time of the accept */
     uint64_t last_input_ms;      /* loop time of the last bytes read */
     char peer[64];               /* uid:N (unix) or the address (tcp) */
@@ -72,6 +75,18 @@ struct px_conn {
 
 /* Accepts a connection on the server's listener. */
 void px_conn_accept(struct px_server *srv);
+/* A connection whose stream (of TYPE, UV_TCP or UV_NAMED_PIPE) is still to
+ * be accepted into c->h.stream by the caller; NULL when out of memory. */
+struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type);
+/* Worker: starts C, handed over after its handshake, with the INPUT (LEN
+ * bytes) the client sent after it: finishes the handshake as the Hello
+ * asked (new tenant or resume), then reads. */
+void px_conn_start_handed(struct px_conn *c, const uint8_t *input,
+                          size_t len);
+/* Supervisor: the bytes read past the handshake (handed to the worker). */
+const uint8_t *px_conn_pending_input(const struct px_conn *c, size_t *len);
+/* Closes C without a word: its stream went to a worker. */
+void px_conn_handed_over(struct px_conn *c);
 /* Closes C: stops input, drops what was not executed, and lets go of the
  * tenant once no work item runs.  Safe to call more than once. */
 void px_conn_close(struct px_conn *c, const char *why);
@@ -90,6 +105,8 @@ void px_handshake(struct px_conn *c, Crane__ClientMessage *m);
 /* Gives tenant T to C and sends Welcome (RESUMED: it existed before). */
 void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
                           bool resumed);
+/* After Hello (and Auth): a new tenant or a resumed one, per the Hello. */
+void px_handshake_finish(struct px_conn *c);
 /* Sends Refused{WHY} and closes once it is written. */
 void px_handshake_refuse(struct px_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

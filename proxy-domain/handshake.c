@@ -2,6 +2,7 @@
 #include "conn.h"
 
 #include "log.h"
+#include "supervisor.h"
 #include "validate.h"
 
 #include "proto/auth.h"
@@ -109,8 +110,12 @@ void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
             resumed ? "resumed" : "connected", (unsigned long long)c->num);
     /* The Welcome first, then notices held while detached. */
     px_tenant_attach(t, &sink, o);
+    if (!resumed && c->srv->role == PX_ROLE_WORKER)
+        px_worker_tenant(c->srv, t);
     px_conn_schedule(c);
 }
+
+static void new_tenant(struct px_conn *c);
 
 /* Reattaches the tenant named by the Hello's resume token. */
 static void resume(struct px_conn *c)
@@ -149,11 +154,19 @@ static void resume(struct px_conn *c)
     px_conn_close(t->conn, "replaced by a resuming connection");
 }
 
-static void finish(struct px_conn *c)
+void px_handshake_finish(struct px_conn *c)
 {
     uint64_t max = c->srv->limits.max_peer_conns;
-    struct px_tenant *t;
 
+    if (c->srv->role == PX_ROLE_WORKER) {
+        /* The supervisor checked the peer; the tenant lives here. */
+        px_conn_ready(c);
+        if (c->token_len)
+            resume(c);
+        else
+            new_tenant(c);
+        return;
+    }
     if (max && px_server_peer_conns(c->srv, c) >= max) {
         px_handshake_refuse(c, "%s has %llu connections already (at most "
                                "--max-peer-connections)",
@@ -161,11 +174,27 @@ static void finish(struct px_conn *c)
         return;
     }
     px_conn_ready(c);
+    if (c->srv->role == PX_ROLE_SUPERVISOR) {
+        if (c->token_len && c->srv->grace_ms == 0) {
+            px_handshake_refuse(c, "cannot resume: the proxy keeps no "
+                                   "tenants (no --grace)");
+            return;
+        }
+        /* A worker makes or resumes the tenant (supervisor.c). */
+        c->state = PX_CONN_HANDOFF;
+        return;
+    }
     if (c->token_len) {
         resume(c);
         return;
     }
-    t = px_server_new_tenant(c->srv);
+    new_tenant(c);
+}
+
+static void new_tenant(struct px_conn *c)
+{
+    struct px_tenant *t = px_server_new_tenant(c->srv);
+
     if (!t) {
         px_handshake_refuse(c, "out of memory");
         return;
@@ -199,7 +228,7 @@ static void hello(struct px_conn *c, const Crane__Hello *h)
     if (c->token_len)
         memcpy(c->token, h->resume_token.data, c->token_len);
     if (!c->srv->key) {
-        finish(c);
+        px_handshake_finish(c);
         return;
     }
     if (crn_random_bytes(c->nonce, sizeof(c->nonce)) < 0) {
@@ -230,7 +259,7 @@ static void auth(struct px_conn *c, const Crane__Auth *a)
         px_handshake_refuse(c, "authentication failed");
         return;
     }
-    finish(c);
+    px_handshake_finish(c);
 }
 
 void px_handshake(struct px_conn *c, Crane__ClientMessage *m)

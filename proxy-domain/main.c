@@ -3,6 +3,7 @@
 #include "devices.h"
 #include "log.h"
 #include "server.h"
+#include "supervisor.h"
 
 #include "proto/endpoint.h"
 
@@ -139,10 +140,15 @@ int main(int argc, char **argv)
         {"max-objects", required_argument, NULL, 'O'},
         {"max-queued", required_argument, NULL, 'Q'},
         {"idle-timeout", required_argument, NULL, 'I'},
+        {"isolation", required_argument, NULL, 'i'},
+        /* Internal: a worker started by the supervisor (supervisor.c). */
+        {"worker", no_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    bool worker = false;
     struct px_options opts = {
+        .role = PX_ROLE_SUPERVISOR,
         .device = "all",
         .limits = {.handshake_ms = 10000,
                    .max_unauth = 64,
@@ -155,7 +161,8 @@ int main(int argc, char **argv)
     struct px_server srv;
     uv_loop_t loop;
     char why[512];
-    int opt, rc;
+    bool vendor;
+    int opt, rc, status;
 
     opterr = 0;
     crn_log_init("crane-proxy");
@@ -205,6 +212,17 @@ int main(int argc, char **argv)
                             "debug)",
                             optarg);
             break;
+        case 'i':
+            if (strcmp(optarg, "tenant") == 0)
+                opts.role = PX_ROLE_SUPERVISOR;
+            else if (strcmp(optarg, "none") == 0)
+                opts.role = PX_ROLE_SINGLE;
+            else
+                return fail("bad --isolation '%s' (tenant or none)", optarg);
+            break;
+        case 'w':
+            worker = true;
+            break;
         case 'h':
             fputs(usage, stdout);
             return 0;
@@ -231,26 +249,52 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
 
-    if (px_devices_open(opts.device, &devs, why, sizeof(why)) < 0)
-        return fail("%s", why);
-    px_ctxpool_init(&devs);
+    if (worker)
+        opts.role = PX_ROLE_WORKER;
+    opts.argv = argv;
+    /* The supervisor never loads the vendor: its workers do, after their
+     * own start (never a fork of a process with the vendor's threads). */
+    vendor = opts.role != PX_ROLE_SUPERVISOR;
+    if (vendor) {
+        if (px_devices_open(opts.device, &devs, why, sizeof(why)) < 0)
+            return fail("%s", why);
+        px_ctxpool_init(&devs);
+    }
     uv_loop_init(&loop);
-    rc = px_server_init(&srv, &loop, &opts, &devs, why, sizeof(why));
+    rc = px_server_init(&srv, &loop, &opts, vendor ? &devs : NULL, why,
+                        sizeof(why));
+    if (rc == 0 && opts.role == PX_ROLE_SUPERVISOR)
+        rc = px_super_init(&srv, argv, why, sizeof(why));
+    if (rc == 0 && opts.role == PX_ROLE_WORKER)
+        rc = px_worker_init(&srv, why, sizeof(why));
     if (rc < 0) {
+        if (srv.listening) {
+            uv_close(&srv.lis.handle, NULL);
+            if (srv.created_socket)
+                unlink(srv.ep.path);
+        }
         uv_walk(&loop, close_handle, NULL);
         uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
         px_server_fini(&srv);
-        px_ctxpool_fini();
-        px_devices_close(&devs);
+        px_super_status(&srv);
+        if (vendor) {
+            px_ctxpool_fini();
+            px_devices_close(&devs);
+        }
         return fail("%s", why);
     }
     px_server_run(&srv);
-    PX_INFO("stopped");
+    if (opts.role != PX_ROLE_WORKER)
+        PX_INFO("stopped");
     px_server_fini(&srv);
+    px_worker_free(&srv);
+    status = px_super_status(&srv);
     if (uv_loop_close(&loop) != 0)
         PX_WARN("loop closed with handles open");
-    px_ctxpool_fini();
-    px_devices_close(&devs);
-    return 0;
+    if (vendor) {
+        px_ctxpool_fini();
+        px_devices_close(&devs);
+    }
+    return status;
 }

@@ -18,6 +18,7 @@ PROXY_OBJS := $(PROXY_SRCS:%.c=$(B)/obj/%.o)
 PROXY_BIN := $(B)/bin/crane-proxy
 # Everything but the network side: what the fuzz target links.
 PROXY_CORE_SRCS := $(filter-out proxy-domain/main.c proxy-domain/server.c \
+                     proxy-domain/supervisor.c proxy-domain/worker.c \
                      proxy-domain/conn.c proxy-domain/handshake.c, \
                      $(PROXY_SRCS))
 

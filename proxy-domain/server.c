@@ -4,11 +4,13 @@
 #include "conn.h"
 #include "exec.h"
 #include "log.h"
+#include "supervisor.h"
 
 #include "proto/auth.h"
 
 #include <errno.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,7 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     srv->quota = opts->quota;
     srv->grace_ms = opts->grace_ms;
     srv->limits = opts->limits;
+    srv->role = opts->role;
     if (crn_endpoint_parse(opts->listen, &srv->ep) < 0) {
         snprintf(why, why_len,
                  "bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
@@ -144,11 +147,14 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
             return rc;
         }
     }
-    rc = srv->ep.kind == CRN_EP_UNIX ? listen_unix(srv, why, why_len)
-                                     : listen_tcp(srv, why, why_len);
-    if (rc < 0)
-        return rc;
-    srv->lis.handle.data = srv;
+    /* A worker takes connections from its supervisor, not a listener. */
+    if (srv->role != PX_ROLE_WORKER) {
+        rc = srv->ep.kind == CRN_EP_UNIX ? listen_unix(srv, why, why_len)
+                                         : listen_tcp(srv, why, why_len);
+        if (rc < 0)
+            return rc;
+        srv->lis.handle.data = srv;
+    }
     uv_signal_init(loop, &srv->sig_int);
     uv_signal_init(loop, &srv->sig_term);
     uv_signal_init(loop, &srv->sig_usr1);
@@ -159,15 +165,23 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     return 0;
 }
 
-int px_server_run(struct px_server *srv)
+void px_server_log_listening(struct px_server *srv)
 {
     char ep[400];
 
     crn_endpoint_format(&srv->ep, ep, sizeof(ep));
-    PX_INFO("listening on %s (quota %llu bytes, grace %llu ms, %s)", ep,
+    PX_INFO("listening on %s (quota %llu bytes, grace %llu ms, %s, %s)", ep,
             (unsigned long long)srv->quota,
             (unsigned long long)srv->grace_ms,
-            srv->key ? "authentication required" : "no authentication");
+            srv->key ? "authentication required" : "no authentication",
+            srv->role == PX_ROLE_SUPERVISOR ? "a worker process per tenant"
+                                            : "tenants in one process");
+}
+
+int px_server_run(struct px_server *srv)
+{
+    if (srv->role == PX_ROLE_SINGLE)
+        px_server_log_listening(srv);
     return uv_run(srv->loop, UV_RUN_DEFAULT);
 }
 
@@ -198,6 +212,15 @@ void px_server_stop(struct px_server *srv)
     uv_close((uv_handle_t *)&srv->sig_usr1, NULL);
     for (struct px_conn *c = srv->conns; c; c = c->next)
         px_conn_close(c, "proxy stopping");
+    if (srv->role == PX_ROLE_SUPERVISOR)
+        px_super_stop(srv);
+    if (srv->role == PX_ROLE_WORKER) {
+        /* Stopping already: the supervisor's SIGTERM must not cut the
+         * release of the tenant's objects short. */
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+        px_worker_fini(srv);
+    }
     /* Tenants kept for --grace go now; those of connections whose work
      * is still running go when it ends. */
     for (struct px_tenant *t = srv->tenants, *next; t; t = next) {
@@ -217,6 +240,10 @@ void px_server_stats(struct px_server *srv)
     size_t conns = 0, tenants = 0, detached = 0;
     uint64_t objects = 0, bytes = 0;
 
+    if (srv->role == PX_ROLE_SUPERVISOR) {
+        px_super_stats(srv);
+        return;
+    }
     for (struct px_conn *c = srv->conns; c; c = c->next)
         conns++;
     for (struct px_tenant *t = srv->tenants; t; t = t->next) {
@@ -235,6 +262,8 @@ size_t px_server_peer_conns(struct px_server *srv, const struct px_conn *c)
 {
     size_t n = 0;
 
+    if (srv->role == PX_ROLE_SUPERVISOR)
+        return px_super_peer_tenants(srv, c->peer);
     for (struct px_conn *o = srv->conns; o; o = o->next)
         if (o != c && !o->unauth && o->state != PX_CONN_CLOSING &&
             strcmp(o->peer, c->peer) == 0)
@@ -299,13 +328,19 @@ static void teardown_done(uv_work_t *w, int status)
 
     (void)status;
     tw->srv->tearing_down--;
+    if (tw->srv->role == PX_ROLE_WORKER)
+        px_worker_gone(tw->srv, t);
     PX_INFO("tenant %llu (%s pid %u): released %zu objects",
             (unsigned long long)t->num, t->program, t->pid, tw->released);
     /* The grace timer holds its own reference until it is closed. */
     if (t->grace.loop)
         uv_close((uv_handle_t *)&t->grace, timer_closed);
+    struct px_server *srv = tw->srv;
+
     px_tenant_unref(t);
     free(tw);
+    if (srv->role == PX_ROLE_WORKER)
+        px_worker_idle(srv);
 }
 
 static void unlink_tenant(struct px_server *srv, struct px_tenant *t)

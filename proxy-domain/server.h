@@ -25,8 +25,18 @@ struct px_limits {
     uint64_t max_queued;         /* bytes queued per connection, each way */
 };
 
+/* One process serving every tenant, a supervisor handing each tenant to
+ * a worker process of its own (supervisor.c), or such a worker (worker.c). */
+enum px_role {
+    PX_ROLE_SINGLE,
+    PX_ROLE_SUPERVISOR,
+    PX_ROLE_WORKER,
+};
+
 /* What main() decides. */
 struct px_options {
+    enum px_role role;
+    char **argv;                 /* main's, for starting workers */
     const char *listen;          /* endpoint text */
     const char *device;          /* --device spec */
     const char *auth_key;        /* key file, or NULL */
@@ -55,6 +65,9 @@ struct px_server {
     uint64_t quota;
     uint64_t grace_ms;
     struct px_limits limits;
+    enum px_role role;
+    struct px_super *super;      /* PX_ROLE_SUPERVISOR: its workers */
+    struct px_worker *worker;    /* PX_ROLE_WORKER: its supervisor */
     size_t unauth;               /* connections in their handshake */
     struct px_conn *conns;       /* every open connection */
     struct px_tenant *tenants;   /* every tenant not being torn down */
@@ -72,6 +85,8 @@ struct px_server {
 int px_server_init(struct px_server *srv, uv_loop_t *loop,
                    const struct px_options *opts,
                    const struct px_devices *devs, char *why, size_t why_len);
+/* Logs the "listening on" line (the supervisor: once a worker is ready). */
+void px_server_log_listening(struct px_server *srv);
 /* Runs until SIGINT or SIGTERM has stopped everything. */
 int px_server_run(struct px_server *srv);
 /* Frees what init allocated, after run. */

@@ -44,6 +44,7 @@ struct proxy {
     char *log;
     size_t log_len, log_cap;
     bool log_eof;
+    int allowed_errors;          /* error lines the test expects */
 };
 
 /* Starts $CRANE_PROXY (default build/bin/crane-proxy) with --listen on a
@@ -73,6 +74,8 @@ struct client {
 };
 
 int client_connect(struct proxy *p);
+/* The program name client_open's Hello gives (default "proxy-test"). */
+extern const char *client_program;
 /* Connects and does the whole handshake (version 1, optional key and
  * token); checks it ends in Welcome.  Returns the Welcome's resumed flag. */
 bool client_open(struct client *c, struct proxy *p, const uint8_t *key,

@@ -1388,6 +1388,60 @@ static int test_failed_event(void)
     return 0;
 }
 
+/* A tenant whose call crashes the vendor (CRANE_PROXY_TEST_ABORT makes its
+ * worker abort) ends alone: another tenant, mid-computation, keeps
+ * computing with exact results, new tenants get in, and the supervisor
+ * logs how the worker ended. */
+static int test_crash_isolation(void)
+{
+    struct proxy p;
+    struct client a, b, c;
+
+    setenv("CRANE_PROXY_TEST_ABORT", "crash-me", 1);
+    proxy_start(&p, NULL);
+    unsetenv("CRANE_PROXY_TEST_ABORT");
+    client_open(&a, &p, NULL, 0, NULL, 0);
+    compute(&a, 2);
+    client_program = "crash-me";
+    client_open(&b, &p, NULL, 0, NULL, 0);
+    client_program = "proxy-test";
+    {
+        Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+        Crane__Sync sy = CRANE__SYNC__INIT;
+        sy.op = CRANE__SYNC_OP__SYNC_PING;
+        m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SYNC;
+        m.sync = &sy;
+        m.want_reply = 1;
+        client_send(&b, &m, NULL, 0);
+    }
+    CHECK(client_recv(&b) == NULL);
+    client_close(&b);
+    CHECK(proxy_wait_log(&p, "killed by signal 6", 1));
+    p.allowed_errors = 1;
+    /* A's objects are whole: the same buffers, a second launch. */
+    {
+        size_t bytes = ITEMS * sizeof(int32_t);
+        int32_t *out = malloc(bytes);
+        CHECK(out != NULL);
+        tc_launch_add(&a, QUEUE, KERNEL, BUF_A, BUF_B, 1, ITEMS, 0);
+        CHECK_EQ(tc_read(&a, QUEUE, BUF_A, 0, out, bytes), 0);
+        /* a = 1 + i, b = 1000 + i: after k=2 then k=1, a + 3 b. */
+        for (size_t i = 0; i < ITEMS; i++)
+            if (out[i] != (int32_t)(1 + i + 3 * (1000 + i))) {
+                fprintf(stderr, "item %zu: %d\n", i, out[i]);
+                CHECK(0);
+            }
+        free(out);
+    }
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    compute(&c, 7);
+    client_close(&c);
+    client_close(&a);
+    CHECK(proxy_wait_log(&p, "released 6 objects", 2));
+    proxy_stop(&p);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(void);
@@ -1412,6 +1466,7 @@ static const struct {
     {"idle-timeout", test_idle_timeout},
     {"peer-connections", test_peer_connections},
     {"max-objects", test_max_objects},
+    {"crash-isolation", test_crash_isolation},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,258 @@
+/* A worker: one tenant's process, fed connections by the supervisor. */
+#include "supervisor.h"
+
+#include "conn.h"
+#include "log.h"
+#include "validate.h"
+
+#include "proto/frame.h"
+#include "proto/worker.pb-c.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+/* The supervisor's end of the socketpair is our fd 3. */
+#define CTL_FD 3
+/* A Handoff carries at most a frame's worth of early input. */
+#define MAX_CTL_FRAME (PX_MAX_FRAME + (1u << 20))
+
+struct px_worker {
+    uv_pipe_t ctl;
+    bool open;
+    bool had_tenant;
+    uint8_t *ibuf;
+    size_t ilen, icap;
+};
+
+/* Sends M to the supervisor; a lost supervisor shows as EOF on reading. */
+static void send_up(struct px_server *srv, Crane__Worker__ToSupervisor *m)
+{
+    struct px_worker *w = srv->worker;
+    size_t len = crane__worker__to_supervisor__get_packed_size(m);
+    uint8_t buf[256];
+    uv_buf_t b;
+
+    if (!w->open || len + CRN_FRAME_HEADER_LEN > sizeof(buf))
+        return;
+    crn_frame_header(buf, len);
+    crane__worker__to_supervisor__pack(m, buf + CRN_FRAME_HEADER_LEN);
+    b = uv_buf_init((char *)buf, (unsigned)(len + CRN_FRAME_HEADER_LEN));
+    /* Small frames on a socket the supervisor drains: they leave at once. */
+    if (uv_try_write((uv_stream_t *)&w->ctl, &b, 1) !=
+        (int)(len + CRN_FRAME_HEADER_LEN))
+        PX_WARN("cannot tell the supervisor (message %d)",
+                (int)m->msg_case);
+}
+
+void px_worker_tenant(struct px_server *srv, struct px_tenant *t)
+{
+    Crane__Worker__ToSupervisor m = CRANE__WORKER__TO_SUPERVISOR__INIT;
+    Crane__Worker__Tenant tm = CRANE__WORKER__TENANT__INIT;
+
+    srv->worker->had_tenant = true;
+    tm.token.data = t->token;
+    tm.token.len = sizeof(t->token);
+    tm.num = t->num;
+    m.msg_case = CRANE__WORKER__TO_SUPERVISOR__MSG_TENANT;
+    m.tenant = &tm;
+    send_up(srv, &m);
+}
+
+void px_worker_gone(struct px_server *srv, struct px_tenant *t)
+{
+    Crane__Worker__ToSupervisor m = CRANE__WORKER__TO_SUPERVISOR__INIT;
+    Crane__Worker__Gone g = CRANE__WORKER__GONE__INIT;
+
+    (void)t;
+    m.msg_case = CRANE__WORKER__TO_SUPERVISOR__MSG_GONE;
+    m.gone = &g;
+    send_up(srv, &m);
+}
+
+static void send_stats(struct px_server *srv)
+{
+    Crane__Worker__ToSupervisor m = CRANE__WORKER__TO_SUPERVISOR__INIT;
+    Crane__Worker__Stats st = CRANE__WORKER__STATS__INIT;
+
+    for (struct px_conn *c = srv->conns; c; c = c->next)
+        st.connections++;
+    for (struct px_tenant *t = srv->tenants; t; t = t->next) {
+        st.tenants++;
+        st.detached += t->conn == NULL;
+        st.objects += atomic_load(&t->stat_objects);
+        st.bytes += atomic_load(&t->stat_bytes);
+    }
+    st.releasing = srv->tearing_down;
+    m.msg_case = CRANE__WORKER__TO_SUPERVISOR__MSG_STATS;
+    m.stats = &st;
+    send_up(srv, &m);
+}
+
+/* A connection handed over: its stream is the next pending handle. */
+static void take_handoff(struct px_server *srv, const Crane__Worker__Handoff *h)
+{
+    struct px_worker *w = srv->worker;
+    uv_handle_type type;
+    struct px_conn *c;
+
+    if (uv_pipe_pending_count(&w->ctl) < 1) {
+        PX_ERROR("a handoff without its connection");
+        return;
+    }
+    type = uv_pipe_pending_type(&w->ctl);
+    c = px_conn_new(srv, type == UV_TCP ? UV_TCP : UV_NAMED_PIPE);
+    if (!c)
+        return;
+    if (uv_accept((uv_stream_t *)&w->ctl, &c->h.stream) < 0) {
+        PX_ERROR("cannot take a handed connection");
+        px_conn_close(c, "not taken");
+        return;
+    }
+    snprintf(c->program, sizeof(c->program), "%s", h->program);
+    c->pid = h->pid;
+    snprintf(c->peer, sizeof(c->peer), "%s", h->peer);
+    c->token_len = h->resume_token.len <= sizeof(c->token)
+                       ? h->resume_token.len
+                       : 0;
+    memcpy(c->token, h->resume_token.data, c->token_len);
+    if (h->tenant_num)
+        srv->next_tenant = h->tenant_num - 1;
+    px_conn_start_handed(c, h->input.data, h->input.len);
+}
+
+static void on_message(struct px_server *srv, const Crane__Worker__ToWorker *m)
+{
+    switch (m->msg_case) {
+    case CRANE__WORKER__TO_WORKER__MSG_HANDOFF:
+        take_handoff(srv, m->handoff);
+        break;
+    case CRANE__WORKER__TO_WORKER__MSG_STATS_REQUEST:
+        send_stats(srv);
+        break;
+    default:
+        PX_WARN("supervisor: unknown message %d", (int)m->msg_case);
+        break;
+    }
+}
+
+static void ctl_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct px_server *srv = h->data;
+    struct px_worker *w = srv->worker;
+
+    (void)suggested;
+    if (w->icap - w->ilen < 64 * 1024) {
+        size_t cap = w->icap ? w->icap * 2 : 128 * 1024;
+        uint8_t *p = cap <= 2 * MAX_CTL_FRAME ? realloc(w->ibuf, cap) : NULL;
+        if (p) {
+            w->ibuf = p;
+            w->icap = cap;
+        }
+    }
+    *buf = uv_buf_init((char *)w->ibuf + w->ilen,
+                       (unsigned)(w->icap - w->ilen));
+}
+
+static void ctl_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    struct px_server *srv = st->data;
+    struct px_worker *w = srv->worker;
+    size_t pos = 0;
+
+    (void)buf;
+    if (nread < 0) {
+        /* The supervisor is gone: nobody hands us anything any more, and
+         * nobody would learn how we end.  Stop cleanly. */
+        PX_INFO("supervisor gone: stopping");
+        px_server_stop(srv);
+        return;
+    }
+    w->ilen += (size_t)nread;
+    for (;;) {
+        const uint8_t *msg;
+        size_t len, used;
+        Crane__Worker__ToWorker *m;
+        int rc = crn_frame_decode(w->ibuf + pos, w->ilen - pos, MAX_CTL_FRAME,
+                                  &msg, &len, &used);
+        if (rc == -EAGAIN)
+            break;
+        if (rc < 0) {
+            PX_ERROR("supervisor: bad frame; stopping");
+            px_server_stop(srv);
+            return;
+        }
+        pos += used;
+        m = crane__worker__to_worker__unpack(NULL, len, msg);
+        if (m) {
+            on_message(srv, m);
+            crane__worker__to_worker__free_unpacked(m, NULL);
+        }
+    }
+    memmove(w->ibuf, w->ibuf + pos, w->ilen - pos);
+    w->ilen -= pos;
+}
+
+int px_worker_init(struct px_server *srv, char *why, size_t why_len)
+{
+    struct px_worker *w = calloc(1, sizeof(*w));
+    Crane__Worker__ToSupervisor m = CRANE__WORKER__TO_SUPERVISOR__INIT;
+    Crane__Worker__Ready r = CRANE__WORKER__READY__INIT;
+    int rc;
+
+    if (!w) {
+        snprintf(why, why_len, "out of memory");
+        return -ENOMEM;
+    }
+    /* A supervisor killed outright takes its workers with it. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    srv->worker = w;
+    uv_pipe_init(srv->loop, &w->ctl, 1);
+    w->ctl.data = srv;
+    rc = uv_pipe_open(&w->ctl, CTL_FD);
+    if (rc == 0)
+        rc = uv_read_start((uv_stream_t *)&w->ctl, ctl_alloc, ctl_read);
+    if (rc < 0) {
+        snprintf(why, why_len, "--worker needs its supervisor on fd %d: %s",
+                 CTL_FD, uv_strerror(rc));
+        uv_close((uv_handle_t *)&w->ctl, NULL);
+        return rc;
+    }
+    w->open = true;
+    m.msg_case = CRANE__WORKER__TO_SUPERVISOR__MSG_READY;
+    m.ready = &r;
+    send_up(srv, &m);
+    return 0;
+}
+
+void px_worker_idle(struct px_server *srv)
+{
+    struct px_worker *w = srv->worker;
+
+    if (w && w->had_tenant && !srv->stopping && !srv->conns &&
+        !srv->tenants && !srv->tearing_down) {
+        PX_DEBUG("worker: its tenant is gone: stopping");
+        px_server_stop(srv);
+    }
+}
+
+void px_worker_fini(struct px_server *srv)
+{
+    struct px_worker *w = srv->worker;
+
+    if (!w || !w->open)
+        return;
+    w->open = false;
+    uv_close((uv_handle_t *)&w->ctl, NULL);
+}
+
+void px_worker_free(struct px_server *srv)
+{
+    if (srv->worker) {
+        free(srv->worker->ibuf);
+        free(srv->worker);
+        srv->worker = NULL;
+    }
+}
