@@ -26,6 +26,8 @@ struct shim_config {
                                     from the proxy this long fails calls */
     long proxy_keepalive_ms;     /* CRANE_PROXY_KEEPALIVE_MS: ping period
                                     while a call waits (0: off) */
+    bool portable_maps;          /* CRANE_PORTABLE_MAPS=1: maps in shim
+                                    memory from the start (map.c) */
     const char *test_fail_at;    /* CRANE_TEST_FAIL_AT=STEP[:N] (fault.c) */
     const char *test_stop_at;    /* CRANE_TEST_STOP_AT=STEP[:N] */
     const char *test_stop_file;  /* CRANE_TEST_STOP_FILE */

@@ -255,8 +255,9 @@ static const char *why(int rc)
 {
     switch (rc) {
     case -EBUSY:
-        return "still refused at the deadline: a buffer is mapped or a "
-               "user event is pending";
+        return "still refused at the deadline: a buffer mapped into the "
+               "vendor's memory was never unmapped, or a user event is "
+               "pending";
     case -ENOTSUP: return "the program uses SVM or pipes, which cannot move";
     case -ETIMEDOUT: return "OpenCL calls still running at the timeout";
     case -ENOTCONN:

@@ -827,6 +827,8 @@ void shim_mem_destroy(struct shim_mem *m)
 {
     struct mem_cb **pp, *e = NULL;
 
+    shim_maps_free(m);
+
     pthread_mutex_lock(&cb_lock);
     for (pp = &mem_cbs; *pp; pp = &(*pp)->next)
         if ((*pp)->mem == m) {

@@ -127,11 +127,7 @@ static int check_movable(void)
             }
         } else if (o->kind == SHIM_MEM) {
             const struct shim_mem *m = (const void *)o;
-            if (atomic_load(&m->maps) > 0) {
-                LOG_WARN("re-home: a buffer is mapped; its pointer would not "
-                         "survive");
-                rc = -EBUSY;
-            } else if (m->type == SHIM_PIPE) {
+            if (m->type == SHIM_PIPE) {
                 LOG_WARN("re-home: pipes cannot be read from the host");
                 rc = -ENOTSUP;
             }
@@ -140,6 +136,8 @@ static int check_movable(void)
             rc = -ENOTSUP;
         }
     }
+    if (rc == 0)
+        rc = shim_maps_check();
     shim_store_unlock();
     return rc;
 }
@@ -386,6 +384,15 @@ struct pass {
     bool background;
 };
 
+/* A helper queue of this pass for CTX, for map.c. */
+static cl_command_queue pass_queue(struct shim_context *ctx, void *arg)
+{
+    struct pass *ps = arg;
+    cl_command_queue q = NULL;
+
+    return helper_queue(ps->hq, &ps->n_hq, 16, ctx, &q) == 0 ? q : NULL;
+}
+
 /* Steps 1-3, with the gate closed: finish, extract, release (or hand the
  * real handles to the background when leaving the vendor for the proxy). */
 static int take_out(const struct shim_backend_ops *from,
@@ -426,6 +433,12 @@ static int take_out(const struct shim_backend_ops *from,
     t->finish = shim_now() - ts;
     if ((rc = shim_fault_at("finish")) < 0)
         return rc;
+    /* Maps the program keeps across the switch: the vendor's side ends
+     * here, the program's pointer stays (map.c). */
+    if ((rc = shim_maps_carry(pass_queue, ps)) < 0) {
+        helper_queues_release(ps->hq, &ps->n_hq);
+        return rc;
+    }
 
     /* 2. Extract: every byte the device changed goes to RAM.  Nothing is
      * marked clean until every read has completed without error. */

@@ -126,6 +126,7 @@ struct shim_mem {
     void *shadow;                /* RAM copy made at extraction */
     bool shadow_valid;
     atomic_int maps;             /* outstanding maps */
+    struct shim_map *map_list;   /* them, for a switch (map.c) */
 };
 
 struct shim_sampler {
@@ -544,6 +545,13 @@ cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
 void shim_mem_mapped(cl_mem handle);
 void shim_mem_unmapped(cl_mem handle);
 void shim_kernel_launching(cl_kernel handle);
+
+/* --- maps that survive a switch (map.c) -------------------------------- */
+
+int shim_maps_check(void);
+int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
+                    void *arg);
+void shim_maps_free(struct shim_mem *m);
 
 /* --- images (mem.c) ------------------------------------------------------ */
 

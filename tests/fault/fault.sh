@@ -19,6 +19,12 @@
 #                       the proxy is killed (SIGKILL) or frozen (SIGSTOP)
 #                       while the switch waits at STEP
 #   kill-program-STEP   the program dies mid-switch: the proxy serves on
+#   map-carried, map-portable
+#                       two buffers stay mapped across every switch (one
+#                       written through its pointer after the switch): the
+#                       first switch is refused once (a vendor map), then
+#                       maps live in shim memory and every switch carries
+#                       them; with CRANE_PORTABLE_MAPS=1 none is refused
 #   guestd-*            crane-guestd and cranectl: see each case below
 set -u
 cd "$(dirname "$0")/../.."
@@ -54,6 +60,7 @@ list() {
         echo "kill-proxy-${s%%:*}-back"; echo "stop-proxy-${s%%:*}-back"
     done
     echo kill-program-extract kill-program-reinject
+    echo map-carried map-portable
     echo guestd-resume-proxy-dead guestd-prepare-proxy-frozen
     echo guestd-killed-mid-prepare
 }
@@ -66,6 +73,7 @@ esac
 T=$(mktemp -d /tmp/crane-fault.XXXXXX)
 PROXY_PID=
 PROG_PID=
+PROG_ARGS=
 GD_PID=
 cleanup() {
     for p in $PROG_PID $PROXY_PID $GD_PID; do
@@ -112,7 +120,7 @@ run_prog() {
         CRANE_REHOME_REPORT="$T/report" CRANE_SOCKET=none \
         CRANE_LOG_FILE="$T/shim.log" CRANE_LOG_LEVEL=info \
         CRANE_TEST_STOP_FILE="$T/stopped" "$@" \
-        timeout -s KILL $BOUND "$RUN" "$PROG" 4 >"$T/out" 2>&1 &
+        timeout -s KILL $BOUND "$RUN" "$PROG" 4 $PROG_ARGS >"$T/out" 2>&1 &
     PROG_PID=$!
 }
 
@@ -215,6 +223,24 @@ case_kill_program() {
     run_prog
     finish_prog
     expect_pass 4 0
+}
+
+# map-carried / map-portable: maps held across switches.
+case_map() {
+    start_proxy
+    PROG_ARGS=--map
+    if [ "$1" = portable ]; then
+        run_prog CRANE_PORTABLE_MAPS=1
+        finish_prog
+        expect_pass 4 0
+    else
+        run_prog
+        finish_prog
+        expect_pass 3 1
+        [ "$(report_rc 1)" = -16 ] || die "the first switch was not refused"
+        grep -q 'maps use shim memory from now on' "$T/shim.log" ||
+            die "no word of shim-memory maps"
+    fi
 }
 
 # --- crane-guestd ----------------------------------------------------------
@@ -369,6 +395,8 @@ kill-proxy-* | stop-proxy-*)
     how=${c%%-*}; rest=${c#*-proxy-}
     case_proxy "$how" "${rest%-*}" "${rest##*-}" ;;
 kill-program-*) case_kill_program "${c#kill-program-}" ;;
+map-carried) case_map carried ;;
+map-portable) case_map portable ;;
 guestd-resume-proxy-dead) case_guestd_resume_proxy_dead ;;
 guestd-prepare-proxy-frozen) case_guestd_prepare_proxy_frozen ;;
 guestd-killed-mid-prepare) case_guestd_killed_mid_prepare ;;

@@ -4,7 +4,11 @@
  * buffer, a sampler), switched with crane_rehome() every round and checked
  * byte for byte against a CPU model after each switch.
  *
- *   switchee [ROUNDS]   (default 6)
+ *   switchee [ROUNDS] [--map]   (default 6 rounds)
+ *
+ * With --map, two buffers stay mapped across every switch: a plain one
+ * the program writes through its pointer only after the switch, and the
+ * CL_MEM_USE_HOST_PTR one, read through its pointer after the switch.
  *
  * Prints "PASS switchee: D switches done, F failed" (exit 0) when every
  * byte was right; "FAIL switchee: ..." (exit 1) for a wrong byte, which
@@ -50,7 +54,7 @@ static const char *source =
 
 static uint32_t a_m[N], h_m[N], s_m[N], o_m[IMG * IMG], pix[IMG * IMG];
 static uint32_t *host_h;    /* the USE_HOST_PTR buffer's own memory */
-static uint32_t got[N];
+static uint32_t got[N], a_w[N];
 
 static void error(const char *what, cl_int err) __attribute__((noreturn));
 static void error(const char *what, cl_int err)
@@ -101,6 +105,7 @@ static void check(const char *name, const uint32_t *want, const uint32_t *have,
 int main(int argc, char **argv)
 {
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 6;
+    int with_maps = argc > 2 && strcmp(argv[2], "--map") == 0;
     int (*rehome)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "crane_rehome");
     cl_platform_id plat;
     cl_device_id dev;
@@ -161,6 +166,9 @@ int main(int argc, char **argv)
     cl_mem out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(o_m), NULL,
                                 &err);
     CK(err);
+    cl_mem mbuf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(cl_uint),
+                                 NULL, &err);
+    CK(err);
     cl_sampler smp = clCreateSampler(ctx, CL_FALSE, CL_ADDRESS_CLAMP_TO_EDGE,
                                      CL_FILTER_NEAREST, &err);
     CK(err);
@@ -195,11 +203,34 @@ int main(int argc, char **argv)
         CK(clEnqueueNDRangeKernel(q, sample, 2, NULL, g2, NULL, 0, NULL,
                                   NULL));
         model_round(r);
+        cl_uint *mp = NULL, *hp = NULL;
+        if (with_maps) {
+            mp = clEnqueueMapBuffer(q, mbuf, CL_TRUE,
+                                    CL_MAP_READ | CL_MAP_WRITE, 0,
+                                    N * sizeof(cl_uint), 0, NULL, NULL, &err);
+            CK(err);
+            hp = clEnqueueMapBuffer(q, h, CL_TRUE, CL_MAP_READ, 0,
+                                    sizeof(h_m), 0, NULL, NULL, &err);
+            CK(err);
+        }
         /* The switch comes with the device's results not yet read. */
         if (rehome() == 0)
             done++;
         else
             failed++;
+        if (with_maps) {
+            /* Both pointers still hold, after the switch. */
+            check("mapped host-pointer buffer", h_m, hp, N, r);
+            for (uint32_t i = 0; i < N; i++)
+                mp[i] = i * 0x01000193u + r;
+            CK(clEnqueueUnmapMemObject(q, h, hp, 0, NULL, NULL));
+            CK(clEnqueueUnmapMemObject(q, mbuf, mp, 0, NULL, NULL));
+            CK(clEnqueueReadBuffer(q, mbuf, CL_TRUE, 0, N * sizeof(cl_uint),
+                                   got, 0, NULL, NULL));
+            for (uint32_t i = 0; i < N; i++)
+                a_w[i] = i * 0x01000193u + r;
+            check("buffer written through its map", a_w, got, N, r);
+        }
         CK(clEnqueueReadBuffer(q, a, CL_TRUE, 0, sizeof(a_m), got, 0, NULL,
                                NULL));
         check("plain buffer", a_m, got, N, r);
