@@ -35,7 +35,7 @@ static int parse_tcp(const char *s, struct crn_endpoint *ep)
     char *end;
     errno = 0;
     long port = strtol(colon + 1, &end, 10);
-    if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
+    if (errno || *end || end == colon + 1 || port < 0 || port > 65535)
         return -EINVAL;
     memcpy(ep->host, host, host_len);
     ep->host[host_len] = '\0';

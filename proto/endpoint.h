@@ -14,8 +14,9 @@ struct crn_endpoint {
 };
 
 /* Parses TEXT into EP.  Returns 0, or -EINVAL for anything but a well-formed
- * unix:PATH (path fits a sockaddr_un) or tcp:HOST:PORT (port 1-65535;
- * an IPv6 host is written in brackets, tcp:[::1]:7000). */
+ * unix:PATH (path fits a sockaddr_un) or tcp:HOST:PORT (port 0-65535, 0
+ * for a listener that takes any free port, as crane-proxy logs; an IPv6
+ * host is written in brackets, tcp:[::1]:7000). */
 int crn_endpoint_parse(const char *text, struct crn_endpoint *ep);
 
 /* Connects a blocking, close-on-exec stream socket to EP (TCP with

@@ -31,6 +31,10 @@ static const char usage[] =
     "                      default 0: no limit)\n"
     "  --grace SECONDS     keep a disconnected tenant's objects this long\n"
     "                      for a Hello with its resume token (default 0)\n"
+    "  --isolation MODE    tenant (default): each tenant in a worker\n"
+    "                      process of its own, so that a call that crashes\n"
+    "                      the vendor library ends only that tenant; none:\n"
+    "                      every tenant in this process\n"
     "  --log-level LEVEL   error, warn, info (default) or debug\n"
     "  --help              this text\n"
     "\n"
@@ -285,11 +289,11 @@ int main(int argc, char **argv)
         return fail("%s", why);
     }
     px_server_run(&srv);
-    if (opts.role != PX_ROLE_WORKER)
-        PX_INFO("stopped");
     px_server_fini(&srv);
     px_worker_free(&srv);
     status = px_super_status(&srv);
+    if (opts.role != PX_ROLE_WORKER && status == 0)
+        PX_INFO("stopped");
     if (uv_loop_close(&loop) != 0)
         PX_WARN("loop closed with handles open");
     if (vendor) {

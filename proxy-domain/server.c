@@ -9,6 +9,7 @@
 #include "proto/auth.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -98,6 +99,17 @@ static int listen_tcp(struct px_server *srv, char *why, size_t why_len)
     if (rc == 0)
         rc = uv_listen(&srv->lis.stream, 128, on_connection);
     freeaddrinfo(ai);
+    if (rc == 0) {
+        /* Port 0: the kernel chose a free one; logs and workers say it. */
+        struct sockaddr_storage sa;
+        int len = sizeof(sa);
+        if (uv_tcp_getsockname(&srv->lis.tcp, (struct sockaddr *)&sa,
+                               &len) == 0)
+            snprintf(srv->ep.port, sizeof(srv->ep.port), "%u",
+                     ntohs(sa.ss_family == AF_INET
+                               ? ((struct sockaddr_in *)&sa)->sin_port
+                               : ((struct sockaddr_in6 *)&sa)->sin6_port));
+    }
     if (rc < 0)
         snprintf(why, why_len, "cannot listen on tcp:%s:%s: %s", srv->ep.host,
                  srv->ep.port, uv_strerror(rc));

@@ -345,6 +345,14 @@ static void worker_exited(uv_process_t *proc, int64_t status, int term_signal)
     const char *what = w->assigned ? "tenant" : "spare";
 
     w->exited = true;
+    if (!w->ready && !s->listening_logged) {
+        /* The first worker could not start: its one line said why. */
+        s->status = status ? (int)status : 1;
+        uv_close((uv_handle_t *)&w->proc, wrk_closed);
+        uv_close((uv_handle_t *)&w->ctl, wrk_closed);
+        px_server_stop(srv);
+        return;
+    }
     if (term_signal && srv->stopping)
         PX_INFO("worker %d (%s %llu) stopped by signal %d", w->pid, what,
                 (unsigned long long)w->tenant_num, term_signal);
@@ -364,11 +372,6 @@ static void worker_exited(uv_process_t *proc, int64_t status, int term_signal)
         PX_DEBUG("worker %d (%s %llu) ended", w->pid, what,
                  (unsigned long long)w->tenant_num);
     stats_answered(srv, w);
-    if (!w->ready && !s->listening_logged) {
-        /* The first worker could not start: its line said why. */
-        s->status = status ? (int)status : 1;
-        px_server_stop(srv);
-    }
     uv_close((uv_handle_t *)&w->proc, wrk_closed);
     uv_close((uv_handle_t *)&w->ctl, wrk_closed);
     if (!srv->stopping && w->ready && !w->assigned)

@@ -223,6 +223,9 @@ proxy_bad() {
         [[ "$out" == crane-proxy:* ]]
 }
 export -f proxy_bad
+# A private socket path for the refusals (none of them should bind it; the
+# no-device case binds it before its worker finds no device).
+PXSOCK=$(mktemp -u /tmp/crane-px-XXXXXX.sock)
 for t in $($PROXY_TEST --list); do
     case_ "proxy/$t" $PROXY_TEST "$t"
     case_ "proxy-asan/$t" env CRANE_PROXY=$BA/bin/crane-proxy \
@@ -238,14 +241,14 @@ done
 case_ "proxy/help" $B/bin/crane-proxy --help
 case_ "proxy/no-listen" proxy_bad
 case_ "proxy/bad-endpoint" proxy_bad --listen nowhere:1
-case_ "proxy/bad-option" proxy_bad --listen unix:/tmp/crane-px.sock --frob
-case_ "proxy/no-key-file" proxy_bad --listen unix:/tmp/crane-px.sock \
+case_ "proxy/bad-option" proxy_bad --listen unix:$PXSOCK --frob
+case_ "proxy/no-key-file" proxy_bad --listen unix:$PXSOCK \
     --auth-key /nonexistent/key
-case_ "proxy/empty-key-file" proxy_bad --listen unix:/tmp/crane-px.sock \
+case_ "proxy/empty-key-file" proxy_bad --listen unix:$PXSOCK \
     --auth-key /dev/null
-case_ "proxy/no-device" proxy_bad --listen unix:/tmp/crane-px.sock \
+case_ "proxy/no-device" proxy_bad --listen unix:$PXSOCK \
     --device 99:0
-case_ "proxy/bad-quota" proxy_bad --listen unix:/tmp/crane-px.sock \
+case_ "proxy/bad-quota" proxy_bad --listen unix:$PXSOCK \
     --quota lots
 
 echo "# remoting: the programs through a real crane-proxy"

@@ -94,17 +94,9 @@ void proxy_start(struct proxy *p, const char *arg, ...)
     if (!bin)
         bin = "build/bin/crane-proxy";
     if (arg && strcmp(arg, "tcp") == 0) {
-        /* A port that was free a moment ago. */
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof(sa);
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        CHECK(fd >= 0);
-        CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-        CHECK(getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-        close(fd);
-        snprintf(p->endpoint, sizeof(p->endpoint), "tcp:127.0.0.1:%d",
-                 ntohs(sa.sin_port));
+        /* Port 0: the proxy binds a free port and logs which (below), so
+         * that no other process can take it in between. */
+        snprintf(p->endpoint, sizeof(p->endpoint), "tcp:127.0.0.1:0");
     } else {
         snprintf(p->sock, sizeof(p->sock),
                  "/tmp/crane-proxy-test-%d-%ld.sock", (int)getpid(),
@@ -142,6 +134,19 @@ void proxy_start(struct proxy *p, const char *arg, ...)
         fprintf(stderr, "FAIL: the proxy did not start\n");
         kill(p->pid, SIGKILL);
         exit(1);
+    }
+    if (strcmp(p->endpoint, "tcp:127.0.0.1:0") == 0) {
+        /* The port it chose, from "listening on tcp:127.0.0.1:PORT". */
+        static const char at[] = "listening on tcp:127.0.0.1:";
+        int port = 0;
+        pthread_mutex_lock(&p->lock);
+        const char *s = strstr(p->log, at);
+        if (s)
+            port = atoi(s + sizeof(at) - 1);
+        pthread_mutex_unlock(&p->lock);
+        CHECK(port > 0);
+        snprintf(p->endpoint, sizeof(p->endpoint), "tcp:127.0.0.1:%d",
+                 port);
     }
 }
 
