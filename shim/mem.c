@@ -24,6 +24,20 @@
     (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)
 
 
+/* OpenCL's rules for a new buffer's or image's flags, which every vendor
+ * checks too: said here because a remote creation answers before the
+ * proxy's vendor has judged it. */
+static bool flags_valid(cl_mem_flags flags)
+{
+    cl_mem_flags access = flags & ACCESS_FLAGS;
+    cl_mem_flags host = flags & HOST_ACCESS_FLAGS;
+
+    if ((access & (access - 1)) || (host & (host - 1)))
+        return false;
+    return !((flags & CL_MEM_USE_HOST_PTR) &&
+             (flags & (CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)));
+}
+
 /* The host access flags that rule `m`: its own, else its parent's. */
 static cl_mem_flags host_access(const struct shim_mem *m)
 {
@@ -209,16 +223,19 @@ int shim_mem_realize(struct shim_mem *m, void *copy_from)
     return mem_create_real(m, m->flags & ~HOST_ACCESS_FLAGS, copy_from);
 }
 
-/* A root object with host access flags: the vendor judges the program's own
+/* The rules every vendor applies to flags (flags_valid), then, for a root
+ * object with host access flags, the vendor's judgement of the program's own
  * flags on an object made with them and released at once, so that errors
  * (and the CL_MEM_FLAGS it reports) are the vendor's own.  Sub-buffers and
  * images over buffers are judged by the inheritance rule instead, since the
  * vendor's parent lacks the flags. */
-static cl_int host_access_verdict(struct shim_mem *m, void *copy_from)
+static cl_int flags_verdict(struct shim_mem *m, void *copy_from)
 {
     void *probe;
     cl_int err;
 
+    if (!flags_valid(m->flags))
+        return CL_INVALID_VALUE;
     /* A sub-buffer never has host pointer flags of its own (a proxy, which
      * copies where the program's memory is used, would not notice). */
     if (m->type == SHIM_SUB_BUFFER && (m->flags & HOST_PTR_FLAGS))
@@ -228,10 +245,6 @@ static cl_int host_access_verdict(struct shim_mem *m, void *copy_from)
                                                          : CL_INVALID_VALUE;
     if (!(m->flags & HOST_ACCESS_FLAGS))
         return CL_SUCCESS;
-    /* At most one: said here too, since a remote creation answers before
-     * the proxy's vendor has judged it. */
-    if (!host_access_inherits(m->flags, NULL))
-        return CL_INVALID_VALUE;
     if (mem_create_real(m, m->flags, copy_from) < 0)
         return shim_vendor_err;
     probe = m->obj.real;
@@ -295,7 +308,7 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
     if (m->parent)
         shim_obj_retain_child(&m->parent->obj);
     void *copy_from = (m->flags & CL_MEM_COPY_HOST_PTR) ? host_ptr : NULL;
-    err = host_access_verdict(m, copy_from);
+    err = flags_verdict(m, copy_from);
     if (err == CL_SUCCESS && shim_mem_realize(m, copy_from) < 0)
         err = shim_vendor_err;
     if (err == CL_SUCCESS) {

@@ -429,16 +429,42 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
         }
     }
     opts = shim_strdup(options);
-    if (err != CL_SUCCESS || (options && !opts)) {
-        for (cl_uint i = 0; i < num_devices && devs; i++)
-            shim_obj_release_child(&devs[i]->obj);
-        for (cl_uint i = 0; names && i < n_headers; i++)
-            free(names[i]);
-        free(devs);
-        free(inputs);
-        free(names);
-        free(opts);
-        return err != CL_SUCCESS ? err : CL_OUT_OF_HOST_MEMORY;
+    if (err == CL_SUCCESS && options && !opts)
+        err = CL_OUT_OF_HOST_MEMORY;
+    if (err != CL_SUCCESS)
+        goto drop;
+
+    /* The vendor's verdict first: only a build it accepted is recorded
+     * (and replayed by a re-home); one it refused left the program as it
+     * was, and one that failed to compile left it without an executable,
+     * which a re-home reproduces by not building it. */
+    cl_device_id real_devs[64];
+    cl_program real_heads[64];
+    char *full = build_options(options);
+    if (!full) {
+        err = CL_OUT_OF_HOST_MEMORY;
+        goto drop;
+    }
+    real_devices(devs, devs ? num_devices : 0, real_devs);
+    for (cl_uint i = 0; i < n_headers && i < 64; i++)
+        real_heads[i] = inputs[i]->obj.real;
+    if (step == SHIM_BUILT)
+        err = VENDOR(p->obj.real)->clBuildProgram(
+            p->obj.real, num_devices, num_devices ? real_devs : NULL, full,
+            NULL, NULL);
+    else
+        err = VENDOR(p->obj.real)->clCompileProgram(
+            p->obj.real, num_devices, num_devices ? real_devs : NULL, full,
+            n_headers, headers ? real_heads : NULL, header_names, NULL,
+            NULL);
+    free(full);
+    if (err != CL_SUCCESS) {
+        if (err == CL_BUILD_PROGRAM_FAILURE ||
+            err == CL_COMPILE_PROGRAM_FAILURE) {
+            p->step = SHIM_NOT_BUILT;
+            shim_program_cache_free(p);
+        }
+        goto drop;
     }
 
     /* Replace what an earlier build recorded. */
@@ -461,31 +487,19 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
         shim_obj_retain_child(&inputs[i]->obj);
     p->options = opts;
     p->step = step;
-
-    /* Run it exactly as a re-home will, but report the vendor's result. */
-    cl_device_id real_devs[64];
-    cl_program real_heads[64];
-    char *full = build_options(options);
-    if (!full)
-        return CL_OUT_OF_HOST_MEMORY;
-    real_devices(devs, p->n_build_devices, real_devs);
-    for (cl_uint i = 0; i < n_headers && i < 64; i++)
-        real_heads[i] = inputs[i]->obj.real;
-    if (step == SHIM_BUILT)
-        err = VENDOR(p->obj.real)->clBuildProgram(
-            p->obj.real, num_devices, num_devices ? real_devs : NULL, full,
-            NULL, NULL);
-    else
-        err = VENDOR(p->obj.real)->clCompileProgram(
-            p->obj.real, num_devices, num_devices ? real_devs : NULL, full,
-            n_headers, n_headers ? real_heads : NULL, header_names, NULL,
-            NULL);
-    free(full);
-    if (err == CL_SUCCESS)
-        shim_program_cache_mark(p);
-    else
-        shim_program_cache_free(p);
+    shim_program_cache_mark(p);
     program_note_arg_info(p, options);
+    return CL_SUCCESS;
+
+drop:
+    for (cl_uint i = 0; i < num_devices && devs; i++)
+        shim_obj_release_child(&devs[i]->obj);
+    for (cl_uint i = 0; names && i < n_headers; i++)
+        free(names[i]);
+    free(devs);
+    free(inputs);
+    free(names);
+    free(opts);
     return err;
 }
 
