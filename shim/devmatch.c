@@ -186,9 +186,10 @@ static void gather_needs(struct needs *all)
 /* Why candidate C cannot take a device needing N, or NULL if it can. */
 static const char *unfit(const struct candidate *c,
                          const struct shim_device_ident *was,
-                         const struct needs *n, char *why, size_t len)
+                         const struct needs *n, bool any_type, char *why,
+                         size_t len)
 {
-    if (c->id.type != was->type) {
+    if (!any_type && c->id.type != was->type) {
         snprintf(why, len, "it is another type of device");
         return why;
     }
@@ -228,17 +229,23 @@ static const char *unfit(const struct candidate *c,
 }
 
 /* Whether candidate C is what CRANE_DEVICE names: "P:D" (indices on the
- * backend) or a text found in the device's "vendor name" (any case). */
+ * backend) or a text found in "platform-name vendor device-name" (any
+ * case).  A named device may be of another type than the program's. */
 static bool named(const struct candidate *c, const char *spec)
 {
     unsigned p, d;
-    char full[400], *s;
+    char full[700], plat[128] = "";
     int end = 0;
 
     if (sscanf(spec, "%u:%u%n", &p, &d, &end) == 2 && !spec[end])
         return p == c->platform_index && d == c->device_index;
-    snprintf(full, sizeof(full), "%s %s", c->id.vendor, c->id.name);
-    return (s = strcasestr(full, spec)) != NULL;
+    if (VENDOR(c->platform)->clGetPlatformInfo(c->platform, CL_PLATFORM_NAME,
+                                               sizeof(plat), plat, NULL) !=
+        CL_SUCCESS)
+        plat[0] = '\0';
+    plat[sizeof(plat) - 1] = '\0';
+    snprintf(full, sizeof(full), "%s %s %s", plat, c->id.vendor, c->id.name);
+    return strcasestr(full, spec) != NULL;
 }
 
 static int candidates(const struct shim_backend_ops *be, struct candidate *v,
@@ -291,20 +298,20 @@ static int pick(struct candidate *v, unsigned nc,
     if (shim_config.device)
         for (unsigned i = 0; i < nc; i++)
             if (named(&v[i], shim_config.device) &&
-                !unfit(&v[i], was, n, reason, sizeof(reason)))
+                !unfit(&v[i], was, n, true, reason, sizeof(reason)))
                 return (int)i;
     for (int pass = 0; pass < 2; pass++)
         for (unsigned i = 0; i < nc; i++)
             if ((pass || !v[i].taken) && same_device(&v[i].id, was))
                 return (int)i;
     for (unsigned i = 0; i < nc; i++)
-        if (!unfit(&v[i], was, n, reason, sizeof(reason)))
+        if (!unfit(&v[i], was, n, false, reason, sizeof(reason)))
             return (int)i;
     /* Nothing fits: the reason given is the nearest candidate's. */
     snprintf(why, len, "no device there can take %s %s (%s)", was->vendor,
              was->name, nc ? "" : "the backend offers no device");
     for (unsigned i = 0; i < nc; i++)
-        if (unfit(&v[i], was, n, reason, sizeof(reason))) {
+        if (unfit(&v[i], was, n, false, reason, sizeof(reason))) {
             snprintf(why, len, "no device there can take %s %s: %s %s: %s",
                      was->vendor, was->name, v[i].id.vendor, v[i].id.name,
                      reason);
