@@ -1,10 +1,23 @@
-# crane: top-level build.  `make`, `make check`, `make demo`,
-# `make install PREFIX=/usr/local DESTDIR=`.
+# crane: top-level build.  `make`, `make check`, `make demo`, `make man`,
+# `make install` (install.mk says where things go and how to move them).
 
 CC ?= cc
-PREFIX ?= /usr/local
-DESTDIR ?=
 SAN ?=
+
+# One version for every program (--version, man pages): `git describe` of
+# a v* tag in a git checkout, else the VERSION file with the commit.
+CRANE_VERSION ?= $(shell \
+    v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && \
+        { echo "$${v#v}"; exit; }; \
+    h=$$(git describe --always --dirty 2>/dev/null); \
+    echo "$$(cat VERSION)$${h:+-g$$h}")
+# The C programs read it from a header rewritten only when it changes, so
+# that a new commit rebuilds one object, not the tree.
+VERSION_H := build/gen/crane_version.h
+$(shell mkdir -p build/gen && \
+    echo '#define CRANE_VERSION "$(CRANE_VERSION)"' >$(VERSION_H).tmp && \
+    { cmp -s $(VERSION_H).tmp $(VERSION_H) && rm -f $(VERSION_H).tmp || \
+      mv -f $(VERSION_H).tmp $(VERSION_H); })
 
 ifeq ($(SAN),)
 B := build
@@ -47,9 +60,11 @@ $(SHIM_LIB): $(SHIM_OBJS) $(PROTO_LIB)
 	    -Wl,--exclude-libs,ALL -o $@ $(SHIM_OBJS) \
 	    $(PROTO_LIB) $(PROTOBUF_C_LIBS) $(LDFLAGS) -ldl -pthread
 
-$(CRANE_RUN): shim/crane-run
+$(CRANE_RUN): shim/crane-run $(VERSION_H)
 	@mkdir -p $(dir $@)
-	install -m 755 $< $@
+	sed 's|@VERSION@|$(CRANE_VERSION)|g' $< >$@.tmp
+	chmod 755 $@.tmp
+	mv -f $@.tmp $@
 
 # Test programs and benchmarks: plain OpenCL programs, built without
 # sanitizers (the shim is what is under test).

@@ -6,6 +6,8 @@
 #include "proto/endpoint.h"
 #include "proto/guest_auth.h"
 #include "proto/frame.h"
+#include "proto/log.h"
+#include "proto/version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -48,15 +50,18 @@ static const char usage[] =
     "                      daemon's host_key; default $CRANECTL_KEY);\n"
     "                      unix: endpoints take none\n"
     "  --help              this text\n"
+    "  --version           print \"cranectl VERSION\" and exit\n"
     "\n"
-    "Exit status: 0 done, 1 the daemon reports a failure, 2 bad usage,\n"
-    "3 no answer from the daemon.\n";
+    "Exit status: 0 done; 1 failure (the daemon reports one, or the key\n"
+    "file cannot be read); 2 bad usage (an unknown option or command, a\n"
+    "missing or malformed value); 3 no answer from the daemon.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "cranectl: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see --help)\n");
+    char what[256];
+
+    snprintf(what, sizeof(what), fmt, arg);
+    crn_log(CRN_LOG_ERROR, "%s (see --help)", what);
     return 2;
 }
 
@@ -73,66 +78,53 @@ static int parse_u32(const char *s, uint32_t *out)
     return 0;
 }
 
-/* On a tcp: endpoint: authenticates with the key file KEY_PATH. */
-static int authenticate(int fd, const char *endpoint, const char *key_path,
-                        double timeout)
+/* On a tcp: endpoint: authenticates with KEY (none: the daemon says what
+ * it wants). */
+static int authenticate(int fd, const char *endpoint, const uint8_t *key,
+                        size_t key_len, double timeout)
 {
-    uint8_t *key = NULL;
-    size_t key_len = 0;
     char why[256];
     int rc;
 
-    if (!key_path || !*key_path)
-        return 0;        /* the daemon says what it wants */
-    if ((rc = crn_auth_key_load(key_path, &key, &key_len)) < 0) {
-        fprintf(stderr, "cranectl: key %s: %s\n", key_path,
-                rc == -EINVAL ? "empty" : strerror(-rc));
-        return rc;
-    }
+    if (!key)
+        return 0;
     rc = crn_guest_auth_client(fd, key, key_len,
                                timeout < 10 ? (unsigned)(timeout * 1e3)
                                             : 10000,
                                why, sizeof(why));
-    explicit_bzero(key, key_len);
-    free(key);
     if (rc < 0)
-        fprintf(stderr, "cranectl: authenticating to %s: %s\n", endpoint,
+        crn_log(CRN_LOG_ERROR, "authenticating to %s: %s", endpoint,
                 why);
     return rc;
 }
 
-/* Sends MSG and waits up to TIMEOUT seconds for the answer with its id. */
-static int exchange(const char *endpoint, const char *key_path,
+/* Sends MSG to EP (ENDPOINT, parsed) and waits up to TIMEOUT seconds for
+ * the answer with its id. */
+static int exchange(const char *endpoint, const struct crn_endpoint *ep,
+                    const uint8_t *key, size_t key_len,
                     Crane__Control__HostMessage *msg, double timeout,
                     Crane__Control__GuestMessage **out)
 {
-    struct crn_endpoint ep;
     struct timespec ts;
     double deadline;
     int fd, rc;
 
-    if (crn_endpoint_parse(endpoint, &ep) < 0) {
-        fprintf(stderr, "cranectl: bad endpoint '%s' (unix:PATH or "
-                        "tcp:HOST:PORT)\n",
-                endpoint);
-        return -EINVAL;
-    }
-    fd = crn_endpoint_connect(&ep);
+    fd = crn_endpoint_connect(ep);
     if (fd < 0) {
-        fprintf(stderr, "cranectl: cannot connect to %s: %s (is "
-                        "crane-guestd running?)\n",
+        crn_log(CRN_LOG_ERROR, "cannot connect to %s: %s (is "
+                        "crane-guestd running?)",
                 endpoint, strerror(-fd));
         return fd;
     }
-    if (ep.kind == CRN_EP_TCP &&
-        (rc = authenticate(fd, endpoint, key_path, timeout)) < 0) {
+    if (ep->kind == CRN_EP_TCP &&
+        (rc = authenticate(fd, endpoint, key, key_len, timeout)) < 0) {
         close(fd);
         return rc;
     }
     clock_gettime(CLOCK_MONOTONIC, &ts);
     msg->id = (uint64_t)getpid() << 20 | (uint64_t)(ts.tv_nsec & 0xfffff);
     if ((rc = crn_frame_write(fd, &msg->base)) < 0) {
-        fprintf(stderr, "cranectl: sending to %s: %s\n", endpoint,
+        crn_log(CRN_LOG_ERROR, "sending to %s: %s", endpoint,
                 strerror(-rc));
         close(fd);
         return rc;
@@ -147,13 +139,13 @@ static int exchange(const char *endpoint, const char *key_path,
         clock_gettime(CLOCK_MONOTONIC, &ts);
         left = deadline - (ts.tv_sec + ts.tv_nsec / 1e9);
         if (left <= 0 || poll(&p, 1, (int)ceil(left * 1e3)) == 0) {
-            fprintf(stderr, "cranectl: no answer from %s within %.0f s\n",
+            crn_log(CRN_LOG_ERROR, "no answer from %s within %.0f s",
                     endpoint, timeout);
             rc = -ETIMEDOUT;
             break;
         }
         if ((rc = crn_frame_read(fd, &buf, &len, CTL_MAX_FRAME)) < 0) {
-            fprintf(stderr, "cranectl: reading from %s: %s\n", endpoint,
+            crn_log(CRN_LOG_ERROR, "reading from %s: %s", endpoint,
                     rc == -ENODATA ? "the daemon closed the connection"
                                    : strerror(-rc));
             break;
@@ -162,7 +154,7 @@ static int exchange(const char *endpoint, const char *key_path,
         free(buf);
         if (!*out ||
             (*out)->msg_case != CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK) {
-            fprintf(stderr, "cranectl: undecodable answer from %s\n",
+            crn_log(CRN_LOG_ERROR, "undecodable answer from %s",
                     endpoint);
             if (*out)
                 crane__control__guest_message__free_unpacked(*out, NULL);
@@ -187,6 +179,7 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"key", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     static const struct option cmd_opts[] = {
@@ -205,11 +198,15 @@ int main(int argc, char **argv)
     const char *endpoint = getenv("CRANECTL_CONNECT");
     const char *key_path = getenv("CRANECTL_KEY");
     const char *cmd;
+    struct crn_endpoint ep;
+    uint8_t *key = NULL;
+    size_t key_len = 0;
     double timeout = 300;
     uint32_t deadline = 0;
     bool prepare_opts = false;
     int opt, rc;
 
+    crn_log_init_cli("cranectl");
     if (!endpoint || !*endpoint)
         endpoint = CTL_DEFAULT_CONNECT;
     opterr = 0;
@@ -225,6 +222,7 @@ int main(int argc, char **argv)
                 return usage_error("bad --timeout '%s' (seconds)", optarg);
             break;
         case 'h': fputs(usage, stdout); return 0;
+        case 'V': crn_print_version("cranectl"); return 0;
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -281,8 +279,22 @@ int main(int argc, char **argv)
     } else {
         return usage_error("unknown command '%s'", cmd);
     }
+    if (crn_endpoint_parse(endpoint, &ep) < 0)
+        return usage_error("bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
+                           endpoint);
+    if (ep.kind == CRN_EP_TCP && key_path && *key_path &&
+        (rc = crn_auth_key_load(key_path, &key, &key_len)) < 0) {
+        crn_log(CRN_LOG_ERROR, "key %s: %s", key_path,
+                rc == -EINVAL ? "empty" : strerror(-rc));
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
-    if (exchange(endpoint, key_path, &msg, timeout, &answer) < 0)
+    rc = exchange(endpoint, &ep, key, key_len, &msg, timeout, &answer);
+    if (key) {
+        explicit_bzero(key, key_len);
+        free(key);
+    }
+    if (rc < 0)
         return 3;
     rc = ctl_print_ack(stdout, answer->ack);
     crane__control__guest_message__free_unpacked(answer, NULL);

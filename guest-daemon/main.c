@@ -8,6 +8,8 @@
 #include "programs.h"
 #include "status.h"
 
+#include "proto/version.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -39,9 +41,14 @@ static const char usage[] =
     "  --log-level LEVEL   error, warn, info (default) or debug\n"
     "  --check-config      read the settings, print them, and exit\n"
     "  --help              this text\n"
+    "  --version           print \"crane-guestd VERSION\" and exit\n"
     "\n"
+    "Logs go to stderr (with journald priorities under systemd).\n"
     "Signals: SIGINT/SIGTERM stop (the state file stays, so a restarted\n"
-    "daemon finishes a migration left half done).\n";
+    "daemon finishes a migration left half done).\n"
+    "Exit status: 0 stopped cleanly; 1 could not start (a config file or a\n"
+    "socket that cannot be used); 2 bad usage (an unknown option, a missing\n"
+    "or malformed value).\n";
 
 static int fail(const char *fmt, const char *arg)
 {
@@ -49,6 +56,12 @@ static int fail(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n");
     return 1;
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fail(fmt, arg);
+    return 2;
 }
 
 static void print_config(const struct gd_config *c)
@@ -157,6 +170,7 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
         {"log-level", required_argument, NULL, 'L'},
         {"check-config", no_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *set_keys[8], *set_values[8];
@@ -166,7 +180,7 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
     int opt;
 
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         const char *key = NULL;
         switch (opt) {
         case 'c': config = optarg; break;
@@ -177,8 +191,13 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
         case 'L': key = "log_level"; break;
         case 'k': check = true; break;
         case 'h': fputs(usage, stdout); return 0;
+        case 'V': crn_print_version("crane-guestd"); return 0;
+        case ':':
+            return bad_usage("option '%s' needs a value (see --help)",
+                             argv[optind - 1]);
         default:
-            return fail("unknown option '%s' (see --help)", argv[optind - 1]);
+            return bad_usage("unknown option '%s' (see --help)",
+                             argv[optind - 1]);
         }
         if (key && n_set < 8) {
             set_keys[n_set] = key;
@@ -186,7 +205,8 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
         }
     }
     if (optind < argc)
-        return fail("unexpected argument '%s' (see --help)", argv[optind]);
+        return bad_usage("unexpected argument '%s' (see --help)",
+                         argv[optind]);
     gd_config_defaults(&d->cfg);
     if (gd_config_load(&d->cfg, config ? config : GD_CONFIG_DEFAULT,
                        config != NULL, why, sizeof(why)) < 0)
@@ -194,7 +214,7 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
     for (size_t i = 0; i < n_set; i++)
         if (gd_config_set(&d->cfg, set_keys[i], set_values[i], why,
                           sizeof(why)) < 0)
-            return fail("%s", why);
+            return bad_usage("%s (see --help)", why);
     crn_log_set_level(d->cfg.log_level);
     if (check) {
         print_config(&d->cfg);

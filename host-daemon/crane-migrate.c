@@ -14,7 +14,9 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/hostd.pb-c.h"
+#include "proto/log.h"
 #include "proto/report.h"
+#include "proto/version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +45,7 @@
 enum mig_exit {
     MIG_EXIT_OK = 0,          /* moved, programs back on a GPU */
     MIG_EXIT_ROLLED_BACK = 1, /* failed; runs on at the source as before */
+    MIG_EXIT_FAILURE = 1,     /* nothing started: --xml file unusable */
     MIG_EXIT_USAGE = 2,
     MIG_EXIT_NO_ANSWER = 3,   /* no (usable) answer from crane-hostd */
     MIG_EXIT_REMOTING = 4,    /* moved; programs remote until a GPU comes */
@@ -95,6 +98,7 @@ static const char usage[] =
     "                      migration takes; a lost connection is always\n"
     "                      noticed)\n"
     "  --help              this text\n"
+    "  --version           print \"crane-migrate VERSION\" and exit\n"
     "\n"
     "crane-hostd owns the migration: Ctrl-C (or SIGTERM) does not cancel\n"
     "it.  crane-migrate stops watching, says so, and exits 130 (143); the\n"
@@ -103,7 +107,9 @@ static const char usage[] =
     "Exit status:\n"
     "  0  moved; its programs are back on a GPU\n"
     "  1  failed and rolled back: the VM runs on at the source as before\n"
-    "  2  bad usage\n"
+    "     (or nothing started: the --xml file cannot be read, or is too\n"
+    "     big)\n"
+    "  2  bad usage (an unknown option, a missing or malformed value)\n"
     "  3  no answer from crane-hostd (cannot connect, connection lost,\n"
     "     --wait expired, malformed reply): the migration may be running\n"
     "  4  moved, but the destination had no usable GPU: its programs run\n"
@@ -147,9 +153,10 @@ static void on_signal(int sig)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "crane-migrate: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see --help)\n");
+    char what[512];
+
+    snprintf(what, sizeof(what), fmt, arg);
+    crn_log(CRN_LOG_ERROR, "%s (see --help)", what);
     return MIG_EXIT_USAGE;
 }
 
@@ -233,12 +240,10 @@ out:
     if (fd >= 0)
         close(fd);
     if (err)
-        fprintf(stderr, "crane-migrate: cannot read --xml file '%s': %s "
-                        "(see --help)\n",
-                path, strerror(err));
+        crn_log(CRN_LOG_ERROR, "cannot read --xml file '%s': %s", path,
+                strerror(err));
     else if (why)
-        fprintf(stderr, "crane-migrate: --xml file '%s' %s (see --help)\n",
-                path, why);
+        crn_log(CRN_LOG_ERROR, "--xml file '%s' %s", path, why);
     if (err || why) {
         free(buf);
         return -EINVAL;
@@ -248,12 +253,12 @@ out:
 }
 
 /* Fills O from the command line.  Returns -1 to go on, else the exit
- * status (0 after --help, 2 for bad usage). */
+ * status (0 after --help, 2 for bad usage, 1 for an unusable --xml). */
 static int parse_args(int argc, char **argv, struct mig_opts *o)
 {
     enum { O_LIVE = 256, O_OFFLINE, O_P2P, O_PERSISTENT, O_UNDEFINE,
            O_TIMEOUT, O_VERBOSE, O_XML, O_PROXY, O_PEER, O_CONNECT, O_WAIT,
-           O_HELP };
+           O_HELP, O_VERSION };
     static const struct option opts[] = {
         {"live", no_argument, NULL, O_LIVE},
         {"offline", no_argument, NULL, O_OFFLINE},
@@ -268,6 +273,7 @@ static int parse_args(int argc, char **argv, struct mig_opts *o)
         {"connect", required_argument, NULL, O_CONNECT},
         {"wait", required_argument, NULL, O_WAIT},
         {"help", no_argument, NULL, O_HELP},
+        {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
     };
     Crane__Hostd__MigrateRequest *r = &o->req;
@@ -322,6 +328,9 @@ static int parse_args(int argc, char **argv, struct mig_opts *o)
                                    optarg);
             break;
         case O_HELP: fputs(usage, stdout); return MIG_EXIT_OK;
+        case O_VERSION:
+            crn_print_version("crane-migrate");
+            return MIG_EXIT_OK;
         case ':':
             return usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -352,15 +361,15 @@ static int parse_args(int argc, char **argv, struct mig_opts *o)
     if (r->timeout_s && !r->live)
         return usage_error("%s", "--timeout needs --live");
     if (crn_endpoint_parse(o->connect, &ep) < 0) {
-        fprintf(stderr, "crane-migrate: bad endpoint '%s' for crane-hostd "
+        crn_log(CRN_LOG_ERROR, "bad endpoint '%s' for crane-hostd "
                         "(from %s): unix:PATH or tcp:HOST:PORT (see "
-                        "--help)\n",
+                        "--help)",
                 o->connect, o->connect_from);
         return MIG_EXIT_USAGE;
     }
     if (xml_path) {
         if (read_xml(xml_path, &o->xml) < 0)
-            return MIG_EXIT_USAGE;
+            return MIG_EXIT_FAILURE;
         r->dest_xml = o->xml;
     }
     return -1;
@@ -611,22 +620,22 @@ static int print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
     switch (d->result) {
     case CRANE__HOSTD__RESULT__RESULT_OK: status = MIG_EXIT_OK; break;
     case CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK:
-        fprintf(stderr, "crane-migrate: migrating %s failed and was rolled "
-                        "back: it runs on at the source%s%s\n",
+        crn_log(CRN_LOG_ERROR, "migrating %s failed and was rolled "
+                        "back: it runs on at the source%s%s",
                 dom, *err ? ": " : "", err);
         status = MIG_EXIT_ROLLED_BACK;
         break;
     case CRANE__HOSTD__RESULT__RESULT_REMOTING:
-        fprintf(stderr, "crane-migrate: %s moved, but the destination has no "
+        crn_log(CRN_LOG_WARN, "%s moved, but the destination has no "
                         "usable GPU: its programs run remote until "
-                        "crane-hostd there attaches one\n",
+                        "crane-hostd there attaches one",
                 dom);
         status = MIG_EXIT_REMOTING;
         break;
     default:
-        fprintf(stderr, "crane-migrate: migrating %s failed and it is not "
+        crn_log(CRN_LOG_ERROR, "migrating %s failed and it is not "
                         "fully restored (migration %s): operator attention "
-                        "needed%s%s\n",
+                        "needed%s%s",
                 dom, id, *err ? ": " : "", err);
         status = MIG_EXIT_FAILED;
         break;
@@ -761,35 +770,34 @@ static int lost(struct mig_view *v, const struct mig_opts *o, int rc,
     view_break(v);
     switch (rc) {
     case -EINTR:
-        fprintf(stderr, "crane-migrate: interrupted: the migration goes on in "
-                        "crane-hostd (not cancelled); " MIG_FOLLOW "\n");
+        crn_log(CRN_LOG_ERROR, "interrupted: the migration goes on in "
+                        "crane-hostd (not cancelled); " MIG_FOLLOW);
         return MIG_EXIT_SIGNAL + mig_signal;
     case -ETIMEDOUT:
-        fprintf(stderr, "crane-migrate: no message from crane-hostd for %g s "
-                        "(--wait); the migration may go on: " MIG_FOLLOW "\n",
+        crn_log(CRN_LOG_ERROR, "no message from crane-hostd for %g s "
+                        "(--wait); the migration may go on: " MIG_FOLLOW,
                 o->wait);
         break;
     case -ENODATA:
     case -EPIPE:
     case -ECONNRESET:
-        fprintf(stderr, "crane-migrate: crane-hostd closed the connection "
+        crn_log(CRN_LOG_ERROR, "crane-hostd closed the connection "
                         "before the migration's end%s; it may go on: "
-                        MIG_FOLLOW "\n",
+                        MIG_FOLLOW,
                 rc == -EPIPE ? " (inside a reply)" : "");
         break;
     case -EMSGSIZE:
-        fprintf(stderr, "crane-migrate: malformed reply from crane-hostd: a "
-                        "frame over %u KiB; " MIG_FOLLOW "\n",
+        crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd: a "
+                        "frame over %u KiB; " MIG_FOLLOW,
                 MIG_MAX_REPLY >> 10);
         break;
     case -EPROTO:
-        fprintf(stderr, "crane-migrate: malformed reply from crane-hostd: %s; "
-                        MIG_FOLLOW "\n",
+        crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd: %s; "
+                        MIG_FOLLOW,
                 why);
         break;
     default:
-        fprintf(stderr, "crane-migrate: reading from %s: %s; " MIG_FOLLOW
-                        "\n",
+        crn_log(CRN_LOG_ERROR, "reading from %s: %s; " MIG_FOLLOW,
                 o->connect, strerror(-rc));
         break;
     }
@@ -812,9 +820,9 @@ static int run(struct mig_opts *o, struct mig_view *v)
     creq.migrate = &o->req;
     if (crane__hostd__client_request__get_packed_size(&creq) >
         MIG_MAX_REQUEST) {
-        fprintf(stderr, "crane-migrate: the request is over 64 KiB, "
-                        "crane-hostd's limit (see --help)\n");
-        return MIG_EXIT_USAGE;
+        crn_log(CRN_LOG_ERROR, "the request is over 64 KiB, "
+                               "crane-hostd's limit (a smaller --xml file)");
+        return MIG_EXIT_FAILURE;
     }
     crn_endpoint_parse(o->connect, &ep); /* checked by parse_args() */
 
@@ -826,26 +834,26 @@ static int run(struct mig_opts *o, struct mig_view *v)
 
     r.fd = crn_endpoint_connect(&ep);
     if (r.fd < 0 && mig_signal) {
-        fprintf(stderr, "crane-migrate: interrupted before the request was "
-                        "sent: no migration started\n");
+        crn_log(CRN_LOG_ERROR, "interrupted before the request was "
+                        "sent: no migration started");
         return MIG_EXIT_SIGNAL + mig_signal;
     }
     if (r.fd < 0) {
-        fprintf(stderr, "crane-migrate: cannot connect to crane-hostd at %s "
-                        "(%s): %s (is crane-hostd running?)\n",
+        crn_log(CRN_LOG_ERROR, "cannot connect to crane-hostd at %s "
+                        "(%s): %s (is crane-hostd running?)",
                 o->connect, o->connect_from, strerror(-r.fd));
         return MIG_EXIT_NO_ANSWER;
     }
     if (mig_signal) {
-        fprintf(stderr, "crane-migrate: interrupted before the request was "
-                        "sent: no migration started\n");
+        crn_log(CRN_LOG_ERROR, "interrupted before the request was "
+                        "sent: no migration started");
         status = MIG_EXIT_SIGNAL + mig_signal;
         goto out;
     }
     if (ep.kind == CRN_EP_TCP)
         keep_alive(r.fd);
     if ((rc = crn_frame_write(r.fd, &creq.base)) < 0) {
-        fprintf(stderr, "crane-migrate: sending the request to %s: %s\n",
+        crn_log(CRN_LOG_ERROR, "sending the request to %s: %s",
                 o->connect, strerror(-rc));
         status = MIG_EXIT_NO_ANSWER;
         goto out;
@@ -886,6 +894,7 @@ int main(int argc, char **argv)
     struct mig_view v = {.out = stdout, .last_percent = -1};
     int status;
 
+    crn_log_init_cli("crane-migrate");
     status = parse_args(argc, argv, &o);
     if (status < 0) {
         v.tty = isatty(STDOUT_FILENO);

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "pool.h"
 #include "proto/auth.h"
+#include "proto/version.h"
 #include "waits.h"
 
 #include <errno.h>
@@ -26,7 +27,7 @@ static const char usage[] =
     "                   [--peer-key FILE|none] [--http ADDR:PORT|none]\n"
     "                   [--history FILE] [--host-name NAME] [--gpu 'NAME pci:ADDR']\n"
     "                   [--gpu 'NAME xml:FILE'] [--log-level LEVEL]\n"
-    "                   [--check-config] [--help]\n"
+    "                   [--check-config] [--help] [--version]\n"
     "\n"
     "The host daemon of crane: migrates VMs that hold a passthrough GPU.  On\n"
     "crane-migrate's request it has the guest take its programs off the GPU,\n"
@@ -53,10 +54,14 @@ static const char usage[] =
     "                       config file's gpu lines)\n"
     "  --log-level LEVEL    error, warn, info (default), debug\n"
     "  --check-config       print the settings and exit\n"
+    "  --version            print \"crane-hostd VERSION\" and exit\n"
     "\n"
-    "Logs go to stderr.  SIGINT/SIGTERM stop it after running migrations end.\n"
-    "Exit status: 0 stopped cleanly, 1 could not start or lost the hypervisor\n"
-    "connection (a service manager should restart it), 2 bad usage.\n";
+    "Logs go to stderr (with journald priorities under systemd).  SIGINT/\n"
+    "SIGTERM stop it after running migrations end.\n"
+    "Exit status: 0 stopped cleanly; 1 could not start (a config or key\n"
+    "file that cannot be read, the hypervisor unreachable) or lost the\n"
+    "hypervisor connection (a service manager should restart it); 2 bad\n"
+    "usage (an unknown option, a missing or malformed value).\n";
 
 static struct hd_daemon daemon_state;
 static struct hd_listeners *listeners;
@@ -154,9 +159,12 @@ static void stop(struct hd_daemon *d)
     uv_timer_start(&stop_timer, on_stop_poll, 0, 100);
 }
 
-static int bad_usage(const char *what)
+/* FMT names ARG (one %s). */
+static int bad_usage(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "crane-hostd: %s (see --help)\n", what);
+    fprintf(stderr, "crane-hostd: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see --help)\n");
     return 2;
 }
 
@@ -183,6 +191,7 @@ int main(int argc, char **argv)
         { "log-level", required_argument, NULL, 'l' },
         { "check-config", no_argument, NULL, 'K' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     static const char *const keys[256] = {
@@ -200,7 +209,8 @@ int main(int argc, char **argv)
     char why[600] = "";
     uv_loop_t loop;
 
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (o) {
         case 'c':
             config = optarg;
@@ -212,17 +222,22 @@ int main(int argc, char **argv)
         case 'h':
             fputs(usage, stdout);
             return 0;
+        case 'V':
+            crn_print_version("crane-hostd");
+            return 0;
+        case ':':
+            return bad_usage("option '%s' needs a value", argv[optind - 1]);
         case '?':
-            return bad_usage("unknown option");
+            return bad_usage("unknown option '%s'", argv[optind - 1]);
         default:
             if (n_over == 64)
-                return bad_usage("too many options");
+                return bad_usage("%s", "too many options");
             over[n_over].key = o;
             over[n_over++].value = optarg;
         }
     }
     if (optind < argc)
-        return bad_usage("unexpected argument");
+        return bad_usage("unexpected argument '%s'", argv[optind]);
 
     hd_config_defaults(&d->cfg);
     if (hd_config_load(&d->cfg, config, must_exist, why, sizeof(why)) < 0) {

@@ -6,6 +6,7 @@
 #include "supervisor.h"
 
 #include "proto/endpoint.h"
+#include "proto/version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +38,7 @@ static const char usage[] =
     "                      every tenant in this process\n"
     "  --log-level LEVEL   error, warn, info (default) or debug\n"
     "  --help              this text\n"
+    "  --version           print \"crane-proxy VERSION\" and exit\n"
     "\n"
     "Bounds on each peer (a unix socket's user, a TCP peer's address);\n"
     "0 turns a bound off:\n"
@@ -59,7 +61,12 @@ static const char usage[] =
     "Signals: SIGINT/SIGTERM stop cleanly (every object released, the unix\n"
     "socket removed); SIGUSR1 logs a stats line (connections, tenants,\n"
     "objects, bytes).  UV_THREADPOOL_SIZE (default 64) bounds how many\n"
-    "tenants execute at the same time.\n";
+    "tenants execute at the same time.  Logs go to stderr (with journald\n"
+    "priorities under systemd).\n"
+    "\n"
+    "Exit status: 0 stopped cleanly; 1 could not start (a key file that\n"
+    "cannot be read, no such device, the endpoint cannot be listened on);\n"
+    "2 bad usage (an unknown option, a missing or malformed value).\n";
 
 /* Parses a byte count with an optional K, M or G suffix. */
 static int parse_bytes(const char *s, uint64_t *out)
@@ -129,6 +136,13 @@ static int fail(const char *fmt, const char *arg)
     return 1;
 }
 
+/* The command line itself is wrong: exit 2, as every crane program. */
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fail(fmt, arg);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -148,6 +162,7 @@ int main(int argc, char **argv)
         /* Internal: a worker started by the supervisor (supervisor.c). */
         {"worker", no_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     bool worker = false;
@@ -170,51 +185,55 @@ int main(int argc, char **argv)
 
     opterr = 0;
     crn_log_init("crane-proxy");
-    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (opt) {
         case 'l': opts.listen = optarg; break;
         case 'd': opts.device = optarg; break;
         case 'k': opts.auth_key = optarg; break;
         case 'q':
             if (parse_bytes(optarg, &opts.quota) < 0)
-                return fail("bad --quota '%s' (bytes, K, M or G)", optarg);
+                return bad_usage("bad --quota '%s' (bytes, K, M or G)",
+                                 optarg);
             break;
         case 'g':
             if (parse_seconds(optarg, &opts.grace_ms) < 0)
-                return fail("bad --grace '%s' (seconds)", optarg);
+                return bad_usage("bad --grace '%s' (seconds)", optarg);
             break;
         case 'H':
             if (parse_seconds(optarg, &opts.limits.handshake_ms) < 0)
-                return fail("bad --handshake-timeout '%s' (seconds)", optarg);
+                return bad_usage("bad --handshake-timeout '%s' (seconds)",
+                                 optarg);
             break;
         case 'I':
             if (parse_seconds(optarg, &opts.limits.idle_ms) < 0)
-                return fail("bad --idle-timeout '%s' (seconds)", optarg);
+                return bad_usage("bad --idle-timeout '%s' (seconds)",
+                                 optarg);
             break;
         case 'U':
             if (parse_count(optarg, &opts.limits.max_unauth) < 0)
-                return fail("bad --max-unauthenticated '%s' (a count)",
-                            optarg);
+                return bad_usage("bad --max-unauthenticated '%s' (a count)",
+                                 optarg);
             break;
         case 'P':
             if (parse_count(optarg, &opts.limits.max_peer_conns) < 0)
-                return fail("bad --max-peer-connections '%s' (a count)",
-                            optarg);
+                return bad_usage("bad --max-peer-connections '%s' (a count)",
+                                 optarg);
             break;
         case 'O':
             if (parse_count(optarg, &opts.limits.max_objects) < 0)
-                return fail("bad --max-objects '%s' (a count)", optarg);
+                return bad_usage("bad --max-objects '%s' (a count)",
+                                 optarg);
             break;
         case 'Q':
             if (parse_bytes(optarg, &opts.limits.max_queued) < 0)
-                return fail("bad --max-queued '%s' (bytes, K, M or G)",
-                            optarg);
+                return bad_usage("bad --max-queued '%s' (bytes, K, M or G)",
+                                 optarg);
             break;
         case 'L':
             if (crn_log_set_level(optarg) < 0)
-                return fail("bad --log-level '%s' (error, warn, info, "
-                            "debug)",
-                            optarg);
+                return bad_usage("bad --log-level '%s' (error, warn, info, "
+                                 "debug)",
+                                 optarg);
             break;
         case 'i':
             if (strcmp(optarg, "tenant") == 0)
@@ -230,18 +249,25 @@ int main(int argc, char **argv)
         case 'h':
             fputs(usage, stdout);
             return 0;
+        case 'V':
+            crn_print_version("crane-proxy");
+            return 0;
+        case ':':
+            return bad_usage("option '%s' needs a value (see --help)",
+                             argv[optind - 1]);
         default:
-            return fail("unknown option '%s' (see --help)",
-                        argv[optind - 1]);
+            return bad_usage("unknown option '%s' (see --help)",
+                             argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return fail("unexpected argument '%s' (see --help)", argv[optind]);
+        return bad_usage("unexpected argument '%s' (see --help)",
+                         argv[optind]);
     if (!opts.listen)
-        return fail("%s", "--listen ENDPOINT is required (see --help)");
+        return bad_usage("%s", "--listen ENDPOINT is required (see --help)");
     if (crn_endpoint_parse(opts.listen, &ep) < 0)
-        return fail("bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
-                    opts.listen);
+        return bad_usage("bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
+                         opts.listen);
 
     /* Before the first work item starts libuv's pool: each tenant's calls
      * may block one thread while the device works. */

@@ -93,7 +93,7 @@ int shim_platforms_bind(void)
 
 static void init_once(void)
 {
-    crn_log_init("crane-shim");
+    crn_log_init_env("crane-shim");
     shim_config_load();
     shim.backend = shim_config.start_remote ? &shim_remote_ops
                                             : &shim_native_ops;

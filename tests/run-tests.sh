@@ -213,13 +213,17 @@ echo "# remoting: crane-proxy"
 # tests/proxy/proxy_test starts its own crane-proxy per case (on a fresh
 # unix socket) and speaks the protocol to it; CRANE_PROXY picks the binary.
 PROXY_TEST=$B/tests/proxy/proxy_test
-# proxy_bad ARGS...: crane-proxy refuses them with exit 1 and one line.
+# proxy_bad STATUS ARGS...: crane-proxy refuses ARGS with exit STATUS
+# (2: the command line is wrong; 1: what it names cannot be used) and one
+# line.
 proxy_bad() {
-    local out rc
+    local want=$1 out rc
+    shift
     out=$("$B/bin/crane-proxy" "$@" 2>&1)
     rc=$?
     echo "$out"
-    [ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+    echo "exit $rc"
+    [ $rc -eq "$want" ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
         [[ "$out" == crane-proxy:* ]]
 }
 export -f proxy_bad
@@ -239,16 +243,17 @@ for t in $($REFUSE_TEST --list); do
     case_ "proxy-refuse/$t" $REFUSE_TEST "$t"
 done
 case_ "proxy/help" $B/bin/crane-proxy --help
-case_ "proxy/no-listen" proxy_bad
-case_ "proxy/bad-endpoint" proxy_bad --listen nowhere:1
-case_ "proxy/bad-option" proxy_bad --listen unix:$PXSOCK --frob
-case_ "proxy/no-key-file" proxy_bad --listen unix:$PXSOCK \
+case_ "proxy/no-listen" proxy_bad 2
+case_ "proxy/bad-endpoint" proxy_bad 2 --listen nowhere:1
+case_ "proxy/bad-option" proxy_bad 2 --listen unix:$PXSOCK --frob
+case_ "proxy/no-value" proxy_bad 2 --listen unix:$PXSOCK --quota
+case_ "proxy/no-key-file" proxy_bad 1 --listen unix:$PXSOCK \
     --auth-key /nonexistent/key
-case_ "proxy/empty-key-file" proxy_bad --listen unix:$PXSOCK \
+case_ "proxy/empty-key-file" proxy_bad 1 --listen unix:$PXSOCK \
     --auth-key /dev/null
-case_ "proxy/no-device" proxy_bad --listen unix:$PXSOCK \
+case_ "proxy/no-device" proxy_bad 1 --listen unix:$PXSOCK \
     --device 99:0
-case_ "proxy/bad-quota" proxy_bad --listen unix:$PXSOCK \
+case_ "proxy/bad-quota" proxy_bad 2 --listen unix:$PXSOCK \
     --quota lots
 
 echo "# remoting: the programs through a real crane-proxy"

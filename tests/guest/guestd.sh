@@ -1041,10 +1041,17 @@ case_no_daemon() {
 case_cli() {
     "$GUESTD" --help | grep -q 'usage: crane-guestd' || die "guestd --help"
     "$CTL" --help | grep -q 'usage: cranectl' || die "cranectl --help"
-    "$GUESTD" --bogus 2>&1; [ $? -eq 1 ] || die "guestd bad option"
+    "$GUESTD" --bogus 2>&1; [ $? -eq 2 ] || die "guestd bad option"
+    "$GUESTD" --log-level loud 2>&1; [ $? -eq 2 ] || die "guestd bad value"
+    "$GUESTD" --config "$T/none.conf" 2>&1; [ $? -eq 1 ] ||
+        die "guestd missing config"
     "$CTL" frobnicate 2>&1; [ $? -eq 2 ] || die "cranectl bad command"
     "$CTL" status --proxy x 2>&1; [ $? -eq 2 ] || die "cranectl bad option"
     "$CTL" prepare --deadline soon 2>&1; [ $? -eq 2 ] || die "bad deadline"
+    "$CTL" --connect nowhere:1 status 2>&1; [ $? -eq 2 ] ||
+        die "cranectl bad endpoint"
+    "$CTL" --connect tcp:127.0.0.1:9 --key "$T/none.key" status 2>&1
+    [ $? -eq 1 ] || die "cranectl missing key file"
     "$CTL" --connect "unix:$T/none.sock" status 2>&1
     [ $? -eq 3 ] || die "cranectl without daemon"
     echo "modules = -r evil" >"$T/bad.conf"

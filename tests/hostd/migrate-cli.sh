@@ -20,7 +20,7 @@ VALGRIND="valgrind -q --leak-check=full --errors-for-leak-kinds=all
 CASES="help usage-no-args usage-one-arg usage-extra-arg usage-unknown-option
 usage-missing-value usage-bad-timeout usage-timeout-without-live
 usage-live-offline usage-bad-proxy usage-bad-peer usage-bad-wait
-usage-bad-connect usage-missing-xml usage-bad-xml map-defaults map-options
+usage-bad-connect xml-missing xml-unusable map-defaults map-options
 map-xml map-connect-env ok verbose verbose-tty rolled-back failed remoting
 no-daemon hang-wait partial-wait close garbage empty huge unknown-result
 interrupt valgrind"
@@ -91,6 +91,16 @@ usage() {
     err_line '\(see --help\)$'
 }
 
+# unusable ARGS...: exit 1 (a failure, not bad usage: the command line is
+# well formed, the file it names is not), nothing on stdout, one line.
+unusable() {
+    mig "$@"
+    expect_rc 1
+    [ -s "$T/out" ] && die "stdout not empty"
+    err_line '.'
+    grep -q 'see --help' "$T/err" && die "a file's fault sent to --help"
+}
+
 # finish: waits for the fake, which must have gone well.
 finish() {
     for _ in $(seq 500); do
@@ -157,22 +167,24 @@ case_usage_bad_connect() {
     CRANE_HOSTD_CONNECT=nowhere usage vm1 qemu:///b
     grep -q 'CRANE_HOSTD_CONNECT' "$T/err" || die "variable not named"
 }
-case_usage_missing_xml() {
-    usage --xml "$T/none.xml" vm1 qemu:///b
+case_xml_missing() {
+    unusable --xml "$T/none.xml" vm1 qemu:///b
     grep -q 'none.xml' "$T/err" || die "file not named"
 }
-case_usage_bad_xml() {
+case_xml_unusable() {
     : >"$T/empty.xml"
-    usage --xml "$T/empty.xml" vm1 qemu:///b
+    unusable --xml "$T/empty.xml" vm1 qemu:///b
+    grep -q 'empty' "$T/err" || die "emptiness not named"
     printf '<domain>\0</domain>' >"$T/nul.xml"
-    usage --xml "$T/nul.xml" vm1 qemu:///b
+    unusable --xml "$T/nul.xml" vm1 qemu:///b
     head -c 70000 /dev/zero | tr '\0' x >"$T/big.xml"
-    usage --xml "$T/big.xml" vm1 qemu:///b
+    unusable --xml "$T/big.xml" vm1 qemu:///b
     grep -q '64 KiB' "$T/err" || die "limit not named"
     # Under the file limit, over the request's with the rest.
     head -c 65530 /dev/zero | tr '\0' x >"$T/big.xml"
-    usage --xml "$T/big.xml" vm1 qemu:///b
-    usage --xml "$T" vm1 qemu:///b
+    unusable --xml "$T/big.xml" vm1 qemu:///b
+    grep -q '64 KiB' "$T/err" || die "request limit not named"
+    unusable --xml "$T" vm1 qemu:///b
 }
 
 case_map_defaults() {
@@ -490,7 +502,7 @@ case_valgrind() {
     expect_rc 3
     finish
     interrupted INT 130
-    usage --xml "$T/none.xml" vm1 qemu:///b
+    unusable --xml "$T/none.xml" vm1 qemu:///b
     usage --live --timeout x vm1 qemu:///b
     mig --help
     expect_rc 0

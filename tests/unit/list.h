@@ -28,6 +28,10 @@ TEST_ENTRY(auth_equal)
 TEST_ENTRY(conffile_read)
 TEST_ENTRY(conffile_values)
 
+/* proto/log.c: tests/unit/test_log.c */
+TEST_ENTRY(log_format_journal_stream)
+TEST_ENTRY(log_prefix_formats)
+
 /* proxy-domain/map.c, validate.c: tests/unit/test_px.c */
 TEST_ENTRY(px_map_random)
 TEST_ENTRY(px_validate_launch)
