@@ -241,7 +241,8 @@ int main(int argc, char **argv)
             else if (strcmp(optarg, "none") == 0)
                 opts.role = PX_ROLE_SINGLE;
             else
-                return fail("bad --isolation '%s' (tenant or none)", optarg);
+                return bad_usage("bad --isolation '%s' (tenant or none)",
+                                 optarg);
             break;
         case 'w':
             worker = true;
