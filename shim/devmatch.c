@@ -3,6 +3,7 @@
  * what the program holds; a move nothing can take is refused before
  * anything changes (docs/shim.md, "Devices"). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,16 +67,32 @@ struct candidate {
     unsigned platform_index, device_index;
     struct shim_device_ident id;
     bool taken;
+    int formats_ok;              /* -1: not asked yet */
+    char formats_why[160];
 };
 
 /* What the program holds that a device must offer. */
+#define MAX_FORMATS 16
+
+/* An image format the program created an image with. */
+struct format_use {
+    cl_image_format format;
+    cl_mem_object_type type;
+    cl_mem_flags access;
+};
+
 struct needs {
     bool used;                   /* in a live context */
     bool binary_only;            /* a program of it has no source or IL */
     bool images;
     size_t max_alloc;
+    size_t max_wg;               /* work-items of the largest work-group */
     char extensions[1024];       /* space-separated, each once */
+    struct format_use formats[MAX_FORMATS];
+    unsigned n_formats;
 };
+
+atomic_size_t shim_local_size_max;
 
 static bool same_model(const struct shim_device_ident *a,
                        const struct shim_device_ident *b)
@@ -144,6 +161,21 @@ static void note_extensions(struct needs *n, const struct shim_device *root,
     }
 }
 
+static void note_format(struct needs *n, const struct shim_mem *m)
+{
+    struct format_use u = {m->format, m->desc.image_type,
+                           m->flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY |
+                                       CL_MEM_READ_ONLY)};
+
+    if (!u.access)
+        u.access = CL_MEM_READ_WRITE;
+    for (unsigned i = 0; i < n->n_formats; i++)
+        if (memcmp(&n->formats[i], &u, sizeof(u)) == 0)
+            return;
+    if (n->n_formats < MAX_FORMATS)
+        n->formats[n->n_formats++] = u;
+}
+
 /* What each root device (in platform order) must offer, from the live
  * objects.  Caller holds the store lock. */
 static void gather_needs(struct needs *all)
@@ -162,8 +194,10 @@ static void gather_needs(struct needs *all)
                 struct needs *n = needs_of(m->context->devices[i], all);
                 if (!n)
                     continue;
-                if (m->type == SHIM_IMAGE)
+                if (m->type == SHIM_IMAGE) {
                     n->images = true;
+                    note_format(n, m);
+                }
                 if (m->type == SHIM_BUFFER && m->size > n->max_alloc)
                     n->max_alloc = m->size;
             }
@@ -183,8 +217,52 @@ static void gather_needs(struct needs *all)
     }
 }
 
+/* Whether C supports every image format N's images were made with: asked
+ * once per candidate, through a context made on it for the question. */
+static bool formats_ok(struct candidate *c, const struct needs *n)
+{
+    cl_image_format have[256];
+    cl_uint count = 0;
+    cl_int err;
+
+    if (c->formats_ok >= 0)
+        return c->formats_ok;
+    c->formats_ok = 0;
+    cl_context ctx = VENDOR(c->device)->clCreateContext(NULL, 1, &c->device,
+                                                        NULL, NULL, &err);
+    if (!ctx) {
+        snprintf(c->formats_why, sizeof(c->formats_why),
+                 "its image formats cannot be asked (%d)", err);
+        return false;
+    }
+    c->formats_ok = 1;
+    for (unsigned i = 0; i < n->n_formats && c->formats_ok; i++) {
+        const struct format_use *u = &n->formats[i];
+        bool found = false;
+        if (VENDOR(ctx)->clGetSupportedImageFormats(ctx, u->access, u->type,
+                                                    256, have, &count) !=
+            CL_SUCCESS)
+            count = 0;
+        for (cl_uint f = 0; f < count && f < 256 && !found; f++)
+            found = have[f].image_channel_order ==
+                        u->format.image_channel_order &&
+                    have[f].image_channel_data_type ==
+                        u->format.image_channel_data_type;
+        if (!found) {
+            c->formats_ok = 0;
+            snprintf(c->formats_why, sizeof(c->formats_why),
+                     "it lacks the image format (order 0x%x, type 0x%x) of "
+                     "an image the program holds",
+                     u->format.image_channel_order,
+                     u->format.image_channel_data_type);
+        }
+    }
+    VENDOR(ctx)->clReleaseContext(ctx);
+    return c->formats_ok;
+}
+
 /* Why candidate C cannot take a device needing N, or NULL if it can. */
-static const char *unfit(const struct candidate *c,
+static const char *unfit(struct candidate *c,
                          const struct shim_device_ident *was,
                          const struct needs *n, bool any_type, char *why,
                          size_t len)
@@ -206,6 +284,16 @@ static const char *unfit(const struct candidate *c,
     }
     if (n->images && !c->id.images) {
         snprintf(why, len, "the program holds images, which it lacks");
+        return why;
+    }
+    if (n->max_wg > c->id.max_wg) {
+        snprintf(why, len, "the program launched work-groups of %zu "
+                           "work-items, more than its %zu",
+                 n->max_wg, c->id.max_wg);
+        return why;
+    }
+    if (n->n_formats && !same_device(&c->id, was) && !formats_ok(c, n)) {
+        snprintf(why, len, "%s", c->formats_why);
         return why;
     }
     const char *ext = n->extensions;
@@ -274,6 +362,7 @@ static int candidates(const struct shim_backend_ops *be, struct candidate *v,
             c->device = devs[d];
             c->platform_index = i;
             c->device_index = d;
+            c->formats_ok = -1;
             shim_device_ident_read(devs[d], &c->id);
         }
     }
@@ -358,6 +447,9 @@ int shim_plan_make(const struct shim_backend_ops *be, struct shim_plan *plan,
     shim_store_lock();
     gather_needs(needs);
     shim_store_unlock();
+    for (unsigned i = 0; i < total; i++)
+        needs[i].max_wg = atomic_load_explicit(&shim_local_size_max,
+                                               memory_order_relaxed);
 
     /* Used devices first, so that the unused ones cannot take theirs. */
     unsigned at = 0;

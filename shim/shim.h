@@ -491,6 +491,21 @@ int shim_init(void);
 int shim_platforms_bind(void);
 
 /* Devices matched by identity and capability (devmatch.c). */
+/* The work-items of the largest work-group the program launched: a device
+ * it moves to must allow as many. */
+extern atomic_size_t shim_local_size_max;
+static inline void shim_note_local_size(cl_uint dim, const size_t *local)
+{
+    if (!local || dim == 0 || dim > 3)
+        return;
+    size_t n = local[0] * (dim > 1 ? local[1] : 1) * (dim > 2 ? local[2] : 1);
+    size_t was = atomic_load_explicit(&shim_local_size_max,
+                                      memory_order_relaxed);
+    while (n > was && !atomic_compare_exchange_weak_explicit(
+                          &shim_local_size_max, &was, n,
+                          memory_order_relaxed, memory_order_relaxed))
+        ;
+}
 int shim_device_ident_read(cl_device_id real, struct shim_device_ident *id);
 void shim_device_ident_free(struct shim_device_ident *id);
 /* Where each of the program's platforms and root devices lands on the
