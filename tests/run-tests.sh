@@ -282,9 +282,9 @@ for p in kernels images binaries; do
         two-platforms $PROGS/$p
 done
 case_ "devices/refused" tests/integration/devices.sh refused $PROGS/kernels
-# Coarse-grained SVM (maps, SVM kernel arguments, copies, fills, frees)
-# and the device/host timers: natively and remoted.
-for t in svm timers; do
+# Coarse-grained SVM (maps, SVM kernel arguments, copies, fills, frees),
+# the device/host timers and destructor callbacks: natively and remoted.
+for t in svm timers callbacks; do
     case_ "native/$t" "$RUN" $B/tests/integration/$t
     case_ "remote/$t" tests/integration/remote.sh remote \
         $B/tests/integration/$t
