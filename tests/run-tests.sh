@@ -201,8 +201,12 @@ export -f shimcost_runs
 case_ "bench/shimcost" shimcost_runs
 
 # piglit's OpenCL API tests and a set of its programs, native against the
-# shim test by test (tests/integration/piglit.sh says why this set; ~1 min).
+# shim test by test (tests/integration/piglit.sh says why this set, and
+# which tests it leaves out remoted and why): passthrough ~1 min, remoted
+# from the start ~40 s, switched every 7 calls ~2 min.
 case_ "thirdparty/piglit-shim" bash tests/integration/piglit.sh shim
+case_ "thirdparty/piglit-remote" bash tests/integration/piglit.sh remote
+case_ "thirdparty/piglit-switch-7" bash tests/integration/piglit.sh switch 7
 
 echo "# bad input"
 case_ "badinput/no-vendor" no_vendor
