@@ -1,0 +1,84 @@
+#!/bin/bash
+# gpu-session.sh: every GPU-machine measurement in one run, logs to $OUT.
+#
+# On the build machine: make all bench check-bins, then
+#   bench/remote/cross-vendor.sh --pack     (build/carry/: .so files, clpeak)
+# On the GPU machine (NVIDIA's OpenCL not registered, PoCL installed), from
+# the repository root with build/ carried:
+#   bench/gpu-session.sh PART...
+# Parts (each writes $OUT/PART.log and prints its tail):
+#   info        nvidia-smi, the platforms each vendor set offers
+#   shimcost    bench/shimcost/run.sh (the shim's added ns per call)
+#   programs    tests/programs natively, under the shim, re-homed every 97
+#               calls, on NVIDIA alone
+#   remote      bench/remote/run.sh --reps 5 --mb "16 256 1024" on NVIDIA
+#               alone (proxy on the same machine)
+#   overhead    bench/overhead/run.sh on NVIDIA alone
+#   cross       bench/remote/cross-vendor.sh (NVIDIA <-> PoCL moves)
+# Which platform each part used is in its log (the DEVICE lines, or the
+# vendor set named at its top).
+set -u
+cd "$(dirname "$0")/.."
+root=$PWD
+B=${B:-build}
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+
+export LD_LIBRARY_PATH=$root/$B/carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$root/$B/carry:$PATH
+# NVIDIA's ICD, registered for the system loader, and a folder holding only
+# it for single-vendor runs (OCL_ICD_VENDORS and CRANE_VENDORS_DIR).
+mkdir -p /etc/OpenCL/vendors /tmp/nv-only
+echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
+echo libnvidia-opencl.so.1 >/tmp/nv-only/nvidia.icd
+nv() { OCL_ICD_VENDORS=/tmp/nv-only CRANE_VENDORS_DIR=/tmp/nv-only "$@"; }
+
+part_info() {
+    nvidia-smi -L
+    nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
+    echo "# all vendors:"; ls /etc/OpenCL/vendors; cat /etc/OpenCL/vendors/*
+    echo "# NVIDIA alone:"; nv clinfo -l 2>&1 | head
+    nproc; uname -r
+}
+
+part_shimcost() {
+    bench/shimcost/run.sh --reps 7 --build "$root/$B"
+}
+
+part_programs() {
+    echo "# vendor set: NVIDIA alone ($(cat /tmp/nv-only/nvidia.icd))"
+    for p in "$B"/tests/programs/*; do
+        n=$(basename "$p")
+        r=$(mktemp)
+        a=$(nv "$p" 2>&1 | tail -1)
+        b=$(nv "$B/bin/crane-run" "$p" 2>&1 | tail -1)
+        c=$(nv env CRANE_REHOME_EVERY=97 CRANE_REHOME_REPORT="$r" \
+            "$B/bin/crane-run" "$p" 2>&1 | tail -1)
+        echo "$n | native: $a | shim: $b | rehome-97: $c," \
+            "$(grep -c ' rc=0 ' "$r") done, $(grep -c ' rc=-' "$r") refused/failed"
+        rm -f "$r"
+    done
+}
+
+part_remote() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine"
+    nv bench/remote/run.sh --reps 5 --mb "16 256 1024" --build "$root/$B"
+}
+
+part_overhead() {
+    echo "# vendor set: NVIDIA alone"
+    nv bench/overhead/run.sh --build "$root/$B" 2>&1
+}
+
+part_cross() {
+    bench/remote/cross-vendor.sh
+}
+
+[ $# -gt 0 ] || set -- info shimcost programs remote cross
+rc=0
+for part in "$@"; do
+    echo "=== $part $(date -u +%T)"
+    "part_$part" >"$OUT/$part.log" 2>&1 || { rc=1; echo "($part exited non-zero)"; }
+    tail -40 "$OUT/$part.log"
+done
+exit $rc
