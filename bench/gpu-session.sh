@@ -67,7 +67,7 @@ part_remote() {
 
 part_overhead() {
     echo "# vendor set: NVIDIA alone"
-    nv bench/overhead/run.sh --build "$root/$B" 2>&1
+    nv bench/overhead/run.sh --bench "$root/$B/bench/clbench" 2>&1
 }
 
 part_cross() {
