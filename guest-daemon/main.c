@@ -8,6 +8,7 @@
 #include "programs.h"
 #include "status.h"
 
+#include "proto/notify.h"
 #include "proto/version.h"
 
 #include <errno.h>
@@ -136,6 +137,7 @@ static void stop(struct gd_daemon *d)
     if (d->stopping)
         return;
     d->stopping = true;
+    crn_notify("STOPPING=1");
     gd_programs_close(d);
     gd_host_stop(d);
     uv_close((uv_handle_t *)&d->sig_int, NULL);
@@ -231,6 +233,7 @@ int main(int argc, char **argv)
     ssize_t n;
     int rc;
 
+    crn_notify_init();
     /* The probe child (driver.c): crane-guestd --probe-gpu LIB
      * --gpu-type TYPE --vendors-dir DIR. */
     if (argc == 7 && strcmp(argv[1], "--probe-gpu") == 0 &&
@@ -272,6 +275,8 @@ int main(int argc, char **argv)
     uv_signal_start(&d.sig_term, on_signal, SIGTERM);
     GD_INFO("serving shims on %s (phase %s, %zu module(s) configured)",
             d.cfg.listen, gd_phase_name(d.phase), d.cfg.n_modules);
+    /* The shims' socket and the host channel are set up. */
+    crn_notify("READY=1");
     uv_run(&loop, UV_RUN_DEFAULT);
     GD_INFO("stopped");
     free(d.op);

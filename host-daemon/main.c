@@ -9,6 +9,7 @@
 #include "log.h"
 #include "pool.h"
 #include "proto/auth.h"
+#include "proto/notify.h"
 #include "proto/version.h"
 #include "waits.h"
 
@@ -152,6 +153,7 @@ static void stop(struct hd_daemon *d)
     }
     d->stopping = true;
     pthread_mutex_unlock(&d->jobs_lock);
+    crn_notify("STOPPING=1");
     hd_listen_stop(listeners);
     uv_timer_stop(&retry_timer);
     uv_timer_stop(&prune_timer);
@@ -209,6 +211,7 @@ int main(int argc, char **argv)
     char why[600] = "";
     uv_loop_t loop;
 
+    crn_notify_init();
     opterr = 0;
     while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (o) {
@@ -361,6 +364,8 @@ int main(int argc, char **argv)
             hd_pool_size(d->pool), d->cfg.control,
             *d->cfg.peer_listen ? d->cfg.peer_listen : "none",
             http ? d->cfg.http : "none");
+    /* Every socket listens: systemd may start what depends on us. */
+    crn_notify("READY=1");
     uv_run(d->loop, UV_RUN_DEFAULT);
     hd_jobs_wait(d);
     rc = -exit_status;

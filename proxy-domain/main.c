@@ -6,6 +6,7 @@
 #include "supervisor.h"
 
 #include "proto/endpoint.h"
+#include "proto/notify.h"
 #include "proto/version.h"
 
 #include <errno.h>
@@ -183,6 +184,7 @@ int main(int argc, char **argv)
     bool vendor;
     int opt, rc, status;
 
+    crn_notify_init();
     opterr = 0;
     crn_log_init("crane-proxy");
     while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {

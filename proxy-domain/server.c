@@ -7,6 +7,7 @@
 #include "supervisor.h"
 
 #include "proto/auth.h"
+#include "proto/notify.h"
 
 #include <errno.h>
 #include <arpa/inet.h>
@@ -188,6 +189,7 @@ void px_server_log_listening(struct px_server *srv)
             srv->key ? "authentication required" : "no authentication",
             srv->role == PX_ROLE_SUPERVISOR ? "a worker process per tenant"
                                             : "tenants in one process");
+    crn_notify("READY=1");      /* systemd's Type=notify */
 }
 
 int px_server_run(struct px_server *srv)
@@ -213,6 +215,7 @@ void px_server_stop(struct px_server *srv)
     if (srv->stopping)
         return;
     srv->stopping = true;
+    crn_notify("STOPPING=1");
     if (srv->listening) {
         uv_close(&srv->lis.handle, NULL);
         srv->listening = false;

@@ -348,6 +348,13 @@ else
     case_ "hostd-hv/tests" "$HV_TESTS"  # fails: the binary is missing
 fi
 
+echo "# install: make install, units, man pages, --version, readiness"
+# tests/install/notify.py: each daemon started as systemd starts a
+# Type=notify unit says READY=1 once it listens, STOPPING=1 on SIGTERM.
+for t in $(tests/install/notify.py --list); do
+    case_ "install/notify-$t" tests/install/notify.py "$t"
+done
+
 echo "# end-to-end: real libvirtd and QEMU (TCG)"
 # tests/e2e/run.sh builds the guest images once (build/e2e-vm) and exits 77
 # (skip) when not root or without vmimages/setup-vm-host.sh's packages.
