@@ -60,6 +60,7 @@ $(SHIM_LIB): $(SHIM_OBJS) $(PROTO_LIB)
 	    -Wl,--exclude-libs,ALL -o $@ $(SHIM_OBJS) \
 	    $(PROTO_LIB) $(PROTOBUF_C_LIBS) $(LDFLAGS) -ldl -pthread
 
+# The version only: `make install` writes the install's paths (install.mk).
 $(CRANE_RUN): shim/crane-run $(VERSION_H)
 	@mkdir -p $(dir $@)
 	sed 's|@VERSION@|$(CRANE_VERSION)|g' $< >$@.tmp
@@ -87,18 +88,19 @@ build/bench/clbench: bench/overhead/clbench.c
 	    -lOpenCL -lm
 
 -include tests/tests.mk
-
-install: $(SHIM_LIB) $(CRANE_RUN)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(SHIM_LIB) $(DESTDIR)$(PREFIX)/lib/libcrane.so
-	install -m 755 $(CRANE_RUN) $(DESTDIR)$(PREFIX)/bin/crane-run
+include install.mk
 
 clean:
 	rm -rf build build-*
 
-.PHONY: all programs bench install clean check demo
+.PHONY: all programs bench clean check demo
 
 -include $(SHIM_OBJS:.o=.d)
 
 demo: all
 	scripts/demo.sh
+
+# The version, for scripts (tests/install/install.sh).
+print-version:
+	@echo $(CRANE_VERSION)
+.PHONY: print-version

@@ -25,8 +25,8 @@
 #define CTL_MAX_FRAME (16u << 20)
 
 static const char usage[] =
-    "usage: cranectl [--connect ENDPOINT] [--timeout SECONDS] [--key FILE]\n"
-    "                COMMAND\n"
+    "Usage: cranectl [--connect ENDPOINT] [--timeout SECONDS] [--key FILE] "
+    "COMMAND\n"
     "\n"
     "Drives crane-guestd by hand: sends what the host daemon would send.\n"
     "\n"

@@ -70,17 +70,6 @@ guest-tests: $(GUESTD_BIN) $(CRANECTL_BIN) $(GUEST_TEST_BINS)
 all: guest-tests
 check: guest-tests
 
-install-guest: $(GUESTD_BIN) $(CRANECTL_BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
-	    $(DESTDIR)/etc/crane $(DESTDIR)/lib/systemd/system
-	install -m 755 $(GUESTD_BIN) $(DESTDIR)$(PREFIX)/sbin/crane-guestd
-	install -m 755 $(CRANECTL_BIN) $(DESTDIR)$(PREFIX)/bin/cranectl
-	test -e $(DESTDIR)/etc/crane/guestd.conf || \
-	    install -m 644 guest-daemon/crane-guestd.conf \
-	        $(DESTDIR)/etc/crane/guestd.conf
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' guest-daemon/crane-guestd.service \
-	    >$(DESTDIR)/lib/systemd/system/crane-guestd.service
+# `make install` (install.mk) installs both, the config and the unit.
 
-install: install-guest
-
-.PHONY: guest-tests install-guest
+.PHONY: guest-tests

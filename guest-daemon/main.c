@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: crane-guestd [options]\n"
+    "Usage: crane-guestd [options]\n"
     "\n"
     "The guest daemon of crane: registers every OpenCL program running\n"
     "under the crane shim in this VM and, on the host's command, takes them\n"

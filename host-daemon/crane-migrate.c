@@ -54,7 +54,7 @@ enum mig_exit {
 };
 
 static const char usage[] =
-    "usage: crane-migrate [OPTIONS] DOMAIN DESTURI [MIGRATEURI]\n"
+    "Usage: crane-migrate [OPTIONS] DOMAIN DESTURI [MIGRATEURI]\n"
     "\n"
     "Migrates DOMAIN, a running VM with a passthrough GPU, to DESTURI (a\n"
     "libvirt URI, as for virsh migrate) through the local crane-hostd: it\n"

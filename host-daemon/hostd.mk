@@ -172,19 +172,7 @@ $(HOSTD_HV_TEST_BIN): $(HOSTD_HV_TEST_OBJS) $(HOSTD_CORE_OBJS) $(HOSTD_LIB) \
 	    $(PROTO_LIBS) $(VIRT_LIBS) $(XL_LIBS) $(UV_LIBS) $(LDFLAGS) -lm \
 	    -pthread
 
-install-host: $(HOSTD_BIN) $(MIGRATE_BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
-	    $(DESTDIR)/etc/crane $(DESTDIR)/lib/systemd/system
-	install -m 755 $(HOSTD_BIN) $(DESTDIR)$(PREFIX)/sbin/crane-hostd
-	install -m 755 $(MIGRATE_BIN) $(DESTDIR)$(PREFIX)/bin/crane-migrate
-	test -e $(DESTDIR)/etc/crane/hostd.conf || \
-	    install -m 644 host-daemon/crane-hostd.conf \
-	        $(DESTDIR)/etc/crane/hostd.conf
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' host-daemon/crane-hostd.service \
-	    >$(DESTDIR)/lib/systemd/system/crane-hostd.service
-
-install: install-host
-.PHONY: install-host
+# `make install` (install.mk) installs both, the config and the unit.
 
 -include $(HOSTD_OBJS:.o=.d) $(MIGRATE_OBJS:.o=.d) $(HOSTD_HV_TEST_OBJS:.o=.d)
 endif

@@ -23,12 +23,7 @@
 #include <uv.h>
 
 static const char usage[] =
-    "usage: crane-hostd [--config FILE] [--uri URI] [--backend NAME]\n"
-    "                   [--control unix:PATH] [--peer-listen tcp:ADDR:PORT|none]\n"
-    "                   [--peer-key FILE|none] [--http ADDR:PORT|none]\n"
-    "                   [--history FILE] [--host-name NAME] [--gpu 'NAME pci:ADDR']\n"
-    "                   [--gpu 'NAME xml:FILE'] [--log-level LEVEL]\n"
-    "                   [--check-config] [--help] [--version]\n"
+    "Usage: crane-hostd [OPTIONS]\n"
     "\n"
     "The host daemon of crane: migrates VMs that hold a passthrough GPU.  On\n"
     "crane-migrate's request it has the guest take its programs off the GPU,\n"
@@ -54,7 +49,9 @@ static const char usage[] =
     "                       a GPU of this host's pool (repeat; replaces the\n"
     "                       config file's gpu lines)\n"
     "  --log-level LEVEL    error, warn, info (default), debug\n"
+    "  --config FILE        the settings file (default " HD_CONFIG_DEFAULT ")\n"
     "  --check-config       print the settings and exit\n"
+    "  --help               this text\n"
     "  --version            print \"crane-hostd VERSION\" and exit\n"
     "\n"
     "Logs go to stderr (with journald priorities under systemd).  SIGINT/\n"

@@ -19,7 +19,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: crane-proxy --listen ENDPOINT [options]\n"
+    "Usage: crane-proxy --listen ENDPOINT [options]\n"
     "\n"
     "Executes remoted OpenCL calls (docs/remoting.md) on this machine's\n"
     "devices for many clients at once, each a tenant with its own objects.\n"

@@ -1039,8 +1039,8 @@ case_no_daemon() {
 
 # Help, bad options and bad configs: one-line reasons, right exit codes.
 case_cli() {
-    "$GUESTD" --help | grep -q 'usage: crane-guestd' || die "guestd --help"
-    "$CTL" --help | grep -q 'usage: cranectl' || die "cranectl --help"
+    "$GUESTD" --help | grep -q 'Usage: crane-guestd' || die "guestd --help"
+    "$CTL" --help | grep -q 'Usage: cranectl' || die "cranectl --help"
     "$GUESTD" --bogus 2>&1; [ $? -eq 2 ] || die "guestd bad option"
     "$GUESTD" --log-level loud 2>&1; [ $? -eq 2 ] || die "guestd bad value"
     "$GUESTD" --config "$T/none.conf" 2>&1; [ $? -eq 1 ] ||
