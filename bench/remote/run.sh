@@ -23,6 +23,9 @@ the stoppage of each switch from CRANE_REHOME_REPORT.
   --external           a proxy already listens at --proxy-endpoint: use it,
                        start none
   --proxy-log-level L  the proxy's --log-level (default info)
+  --isolation MODE     the proxy's --isolation: tenant (its default, a
+                       worker process per tenant) or none; compare the two
+                       for what tenant isolation costs
   --scale S            clbench --scale for write, read, launch, setarg
                        (default 0.25)
   --iters N            latency calls timed per test (default 20000)
@@ -43,6 +46,7 @@ reps=3
 endpoint=
 external=0
 proxy_level=info
+isolation=tenant
 scale=0.25
 iters=20000
 mbs="16 256"
@@ -58,6 +62,7 @@ while [ $# -gt 0 ]; do
     --proxy-endpoint) endpoint=${2:?--proxy-endpoint needs E}; shift 2 ;;
     --external) external=1; shift ;;
     --proxy-log-level) proxy_level=${2:?needs a level}; shift 2 ;;
+    --isolation) isolation=${2:?--isolation needs tenant or none}; shift 2 ;;
     --scale) scale=${2:?--scale needs a number}; shift 2 ;;
     --iters) iters=${2:?--iters needs a number}; shift 2 ;;
     --mb) mbs=${2:?--mb needs sizes}; shift 2 ;;
@@ -141,7 +146,7 @@ start_proxy() {
     unix:*) [ -S "${endpoint#unix:}" ] && rm -f "${endpoint#unix:}" ;;
     esac
     "$proxy" --listen "$endpoint" --log-level "$proxy_level" \
-        >"$work/proxy.log" 2>&1 &
+        --isolation "$isolation" >"$work/proxy.log" 2>&1 &
     proxy_pid=$!
     i=0
     while ! listening; do
