@@ -2,12 +2,15 @@
 """Readiness told to systemd: each daemon started as a Type=notify unit
 would be (NOTIFY_SOCKET naming a datagram socket this test listens on)
 must send READY=1 once its listening socket accepts connections, and
-STOPPING=1 then exit 0 on SIGTERM.
+STOPPING=1 then exit 0 on SIGTERM.  Its stderr is "the journal" too
+(JOURNAL_STREAM names the file): every line it logs must carry a syslog
+priority, "<6>crane-proxy info: ...", and no time stamp.
 
     notify.py --list        the cases
     notify.py CASE          runs one: exit 0 pass, 1 fail
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -108,6 +111,8 @@ def main():
     log = os.path.join(t, "daemon.log")
     env = dict(os.environ, NOTIFY_SOCKET=address)
     with open(log, "w") as out:
+        st = os.fstat(out.fileno())
+        env["JOURNAL_STREAM"] = "%d:%d" % (st.st_dev, st.st_ino)
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                 env=env)
     try:
@@ -129,6 +134,18 @@ def main():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    with open(log) as f:
+        lines = f.read().splitlines()
+    journal = re.compile(r"<(3|4|6|7)>crane-[a-z]+(\[\d+\])? "
+                         r"(error|warn|info|debug): \S")
+    bad = [l for l in lines if not journal.match(l)]
+    if not lines or bad:
+        fail("%d line(s) logged, these without a journal priority: %r"
+             % (len(lines), bad[:3]), log)
+    pri = {"3": "error", "4": "warn", "6": "info", "7": "debug"}
+    if any(pri[l[1]] != journal.match(l).group(3) for l in lines):
+        fail("a priority that is not its level's", log)
+    print("%d line(s) logged, each with its journal priority" % len(lines))
     shutil.rmtree(t, ignore_errors=True)
     print("PASS " + sys.argv[1])
 
