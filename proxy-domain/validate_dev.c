@@ -402,6 +402,19 @@ static cl_int check_arg(struct px_call *c, cl_kernel k, cl_uint nargs,
         return px_fail(c, CL_INVALID_ARG_INDEX,
                        "argument %u of a kernel with %u", a->index, nargs);
     kind = arg_kind_of(k, a->index, &image_type);
+    if (a->is_svm) {
+        /* An SVM pointer (exec_svm.c): a pointer argument, NULL or an
+         * allocation, which the proxy keeps as a buffer. */
+        if (kind != ARG_BUFFER && kind != ARG_UNKNOWN)
+            return px_fail(c, CL_INVALID_ARG_VALUE,
+                           "argument %u: an SVM pointer for an argument "
+                           "that is no global or constant pointer",
+                           a->index);
+        cl_int err;
+        if (!a->object || !px_tenant_handle(c->t, a->object, PX_MEM, &err))
+            return CL_SUCCESS;   /* NULL, or the executor names the id */
+        return check_mem_arg(c, a, ARG_BUFFER, 0);
+    }
     switch (kind) {
     case ARG_UNKNOWN:
     case ARG_VALUE:
