@@ -80,6 +80,8 @@ void shim_config_load(void)
         env_long("CRANE_PROXY_TIMEOUT_MS", 20000, 100);
     shim_config.proxy_keepalive_ms =
         env_long("CRANE_PROXY_KEEPALIVE_MS", 2000, 0);
+    shim_config.remote_linger_ms =
+        env_long("CRANE_REMOTE_LINGER_MS", 5000, 0);
     shim_config.portable_maps = env_long("CRANE_PORTABLE_MAPS", 0, 0) != 0;
     shim_config.test_fail_at = env_str("CRANE_TEST_FAIL_AT");
     shim_config.test_stop_at = env_str("CRANE_TEST_STOP_AT");

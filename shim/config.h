@@ -26,6 +26,9 @@ struct shim_config {
                                     from the proxy this long fails calls */
     long proxy_keepalive_ms;     /* CRANE_PROXY_KEEPALIVE_MS: ping period
                                     while a call waits (0: off) */
+    long remote_linger_ms;       /* CRANE_REMOTE_LINGER_MS: how long the
+                                    proxy's objects are kept after a switch
+                                    back, for the next switch (rehome.c) */
     bool portable_maps;          /* CRANE_PORTABLE_MAPS=1: maps in shim
                                     memory from the start (map.c) */
     const char *test_fail_at;    /* CRANE_TEST_FAIL_AT=STEP[:N] (fault.c) */

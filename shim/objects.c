@@ -174,6 +174,7 @@ static void kind_destroy(struct shim_obj *o)
  * references this shadow held on others, recycle the memory. */
 static void obj_final(struct shim_obj *o)
 {
+    shim_twin_release(o);
     if (o->real)
         shim_real_release(o);
     o->real = NULL;

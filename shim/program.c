@@ -488,6 +488,7 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
     p->options = opts;
     p->step = step;
     shim_program_cache_mark(p);
+    p->build_gen++;
     program_note_arg_info(p, options);
     return CL_SUCCESS;
 
@@ -640,6 +641,7 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetProgramSpecializationConstant(
             grown[p->n_spec].size = spec_size;
             memcpy(grown[p->n_spec].value, spec_value, spec_size);
             p->n_spec++;
+            p->build_gen++;
         } else {
             if (grown)
                 p->spec = grown;

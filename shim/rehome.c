@@ -19,6 +19,7 @@
 
 extern atomic_long shim_svm_live;
 bool shim_remote_alive(void);
+unsigned long shim_remote_generation(void);
 size_t shim_remote_reads_outstanding(void);
 extern atomic_long shim_event_callbacks_pending;
 void shim_event_retire(struct shim_event *e);
@@ -293,6 +294,7 @@ struct stale {
     struct shim_obj *obj;
     void *real;
     cl_device_type type;         /* root devices: bind() overwrites it */
+    bool twin;                   /* kept on the proxy, not released */
 };
 
 static struct background {
@@ -302,24 +304,114 @@ static struct background {
     size_t n;
     const struct shim_backend_ops *backend;
     unsigned rehome;
-} bg;
+    size_t twins;                /* of the list, kept as twins */
+    bool twins_held;             /* the proxy connection stays for them */
+    bool cancel;                 /* a new switch: stop lingering */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+} bg = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+/*
+ * Twins.  Going back from the proxy to the vendor, the proxy's contexts,
+ * queues, samplers, programs and kernels are kept ("twins") for
+ * CRANE_REMOTE_LINGER_MS, with the connection: a switch to the proxy within
+ * that time reuses them instead of making them again (a context and a
+ * program build on the proxy are most of a small program's switch).
+ * Buffers and images always move.  A program rebuilt meanwhile
+ * (build_gen) has its twin dropped; a shadow destroyed meanwhile releases
+ * its twin (objects.c); after the linger, or before any other kind of
+ * switch, every twin is released and the connection closed.
+ */
+static bool twin_kind(uint32_t kind)
+{
+    return kind == SHIM_CONTEXT || kind == SHIM_QUEUE ||
+           kind == SHIM_SAMPLER || kind == SHIM_PROGRAM ||
+           kind == SHIM_KERNEL;
+}
+
+void shim_twin_release(struct shim_obj *o)
+{
+    void *t = atomic_exchange(&o->twin, NULL);
+
+    /* A twin of a connection that is gone went with it. */
+    if (t && o->twin_conn == shim_remote_generation())
+        shim_real_release_handle(o, t);
+}
+
+/* The twin of O, if it can stand for O on the current connection. */
+static void *twin_take(struct shim_obj *o)
+{
+    void *t = atomic_exchange(&o->twin, NULL);
+
+    if (!t || o->twin_conn != shim_remote_generation())
+        return NULL;
+    if (o->kind == SHIM_PROGRAM &&
+        o->twin_build != ((struct shim_program *)o)->build_gen) {
+        shim_real_release_handle(o, t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Every twin released and the proxy connection closed. */
+static void twins_drop(void)
+{
+    /* On the proxy, the connection is the backend's own again. */
+    if (!bg.twins_held || shim.backend == &shim_remote_ops) {
+        bg.twins_held = false;
+        return;
+    }
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_last(); o; o = o->prev)
+        shim_twin_release(o);
+    shim_store_unlock();
+    shim_remote_ops.unload();
+    bg.twins_held = false;
+}
 
 static void *background_release(void *arg)
 {
-    char line[160];
+    char line[200];
     double t0 = shim_now(), t1;
+    bool linger = false;
 
     (void)arg;
     for (size_t i = bg.n; i-- > 0;)
-        shim_real_release_handle(bg.list[i].obj, bg.list[i].real);
+        if (!bg.list[i].twin)
+            shim_real_release_handle(bg.list[i].obj, bg.list[i].real);
     t1 = shim_now();
-    bg.backend->unload();
-    LOG_INFO("re-home #%u in the background: release %.3f + unload %.3f ms",
-             bg.rehome, (t1 - t0) * 1e3, (shim_now() - t1) * 1e3);
+    if (bg.twins)
+        bg.twins_held = linger = true;
+    else
+        bg.backend->unload();
+    LOG_INFO("re-home #%u in the background: release %.3f + unload %.3f ms"
+             "%s", bg.rehome, (t1 - t0) * 1e3, (shim_now() - t1) * 1e3,
+             linger ? "; proxy objects kept for the next switch" : "");
     snprintf(line, sizeof(line),
-             "background n=%u release=%.6f unload=%.6f objects=%zu\n",
-             bg.rehome, t1 - t0, shim_now() - t1, bg.n);
+             "background n=%u release=%.6f unload=%.6f objects=%zu "
+             "twins=%zu\n",
+             bg.rehome, t1 - t0, shim_now() - t1, bg.n, bg.twins);
     report_line(line);
+    if (!linger)
+        return NULL;
+    /* Linger: a switch back soon reuses them; else they go. */
+    struct timespec until;
+    long ms = shim_config.remote_linger_ms;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&bg.lock);
+    while (!bg.cancel &&
+           pthread_cond_timedwait(&bg.cond, &bg.lock, &until) == 0)
+        ;
+    bool cancelled = bg.cancel;
+    pthread_mutex_unlock(&bg.lock);
+    if (!cancelled)
+        twins_drop();
     return NULL;
 }
 
@@ -336,9 +428,14 @@ static void background_join(void)
 {
     if (!bg.running)
         return;
+    pthread_mutex_lock(&bg.lock);
+    bg.cancel = true;
+    pthread_cond_signal(&bg.cond);
+    pthread_mutex_unlock(&bg.lock);
     pthread_join(bg.thread, NULL);
     background_forget();
     bg.running = false;
+    bg.cancel = false;
 }
 
 /* Records every shadow's real handle, then takes them out of the shadows.
@@ -367,10 +464,22 @@ static int background_collect(const struct shim_backend_ops *from)
     }
     bg.n = n;
     bg.backend = from;
+    bg.twins = 0;
+    bool keep = from == &shim_remote_ops && shim_config.remote_linger_ms > 0;
+    unsigned long conn = shim_remote_generation();
     for (size_t i = 0; i < n; i++) {
         struct shim_obj *o = bg.list[i].obj;
+        bg.list[i].twin = false;
         if (o->kind == SHIM_EVENT)
             shim_event_retire((void *)o);
+        if (keep && conn && twin_kind(o->kind) && o->real) {
+            o->twin_conn = conn;
+            if (o->kind == SHIM_PROGRAM)
+                o->twin_build = ((struct shim_program *)o)->build_gen;
+            atomic_store(&o->twin, o->real);
+            bg.list[i].twin = true;
+            bg.twins++;
+        }
         if (o->kind != SHIM_PLATFORM)
             o->real = NULL;
     }
@@ -521,6 +630,8 @@ static void stay_on(const struct shim_backend_ops *from,
         if (o->real && o->real != bg.list[i].real &&
             o->kind != SHIM_PLATFORM)
             shim_real_release_handle(o, o->real);
+        if (bg.list[i].twin)
+            atomic_store(&o->twin, NULL);  /* it is the real one again */
         o->real = bg.list[i].real;
         if (o->kind == SHIM_DEVICE)
             ((struct shim_device *)o)->type = bg.list[i].type;
@@ -531,6 +642,9 @@ static void stay_on(const struct shim_backend_ops *from,
     shim.backend = from;
 }
 
+/* The proxy connection the devices were matched on (begin). */
+static unsigned long checked_conn;
+
 /* Steps 4b-6: load TO, rebuild every object on it, put every byte back. */
 static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
                       struct shim_rehome_times *t)
@@ -540,6 +654,15 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
 
     shim.backend = to;
     rc = to->load();
+    /* The proxy's connection was made again since the devices were
+     * matched (it died meanwhile): the plan names handles that are gone,
+     * so the binding matches afresh. */
+    if (rc == 0 && to == &shim_remote_ops &&
+        shim_remote_generation() != checked_conn) {
+        struct shim_plan stale_plan;
+        if (shim_plan_take(to, &stale_plan))
+            shim_plan_free(&stale_plan);
+    }
     if (rc == 0)
         rc = shim_platforms_bind();
     t->load = shim_now() - ts;
@@ -557,6 +680,9 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
         if (o->kind != SHIM_PLATFORM) {
             shim_vendor_err = CL_SUCCESS;
             rc = shim_fault_at("rebuild");
+            if (rc == 0 && to == &shim_remote_ops && twin_kind(o->kind) &&
+                (o->real = twin_take(o)))
+                continue;
             if (rc == 0 && (rc = realize(o)) < 0)
                 LOG_ERROR("re-home: recreating a %s on %s failed (%d, "
                           "vendor %d)", shim_kind_name(o->kind), to->name,
@@ -647,6 +773,8 @@ static int begin(const struct shim_backend_ops *to,
         return -EBUSY;
     }
     background_join();
+    if (to != &shim_remote_ops)
+        twins_drop();
     /* Binaries of programs built since the last switch, for a fast
      * rebuild: fetched while the program still runs. */
     shim_program_cache_prepare();
@@ -661,6 +789,7 @@ static int begin(const struct shim_backend_ops *to,
         pthread_mutex_unlock(&shim.rehome_lock);
         return ok;
     }
+    checked_conn = shim_remote_generation();
     shim_fault_switch(shim.rehomes + 1);
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);

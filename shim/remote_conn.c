@@ -68,6 +68,7 @@ static struct conn {
     struct slot *slots;
     atomic_int deferred_err;     /* first failed batched call's error */
     size_t reads_lost;           /* detached reads dropped by a failure */
+    unsigned long generation;    /* connections made so far */
     pthread_t reader;
     /* Callbacks. */
     pthread_t cb_thread;
@@ -215,6 +216,13 @@ cl_int shim_remote_take_deferred(void)
     if (err == CL_SUCCESS && atomic_load(&cn.dead))
         err = CL_DEVICE_NOT_AVAILABLE;
     return err;
+}
+
+/* Which connection is up (0: none yet); objects of an older one are
+ * gone with it. */
+unsigned long shim_remote_generation(void)
+{
+    return cn.up && !atomic_load(&cn.dead) ? cn.generation : 0;
 }
 
 bool shim_remote_alive(void)
@@ -825,8 +833,12 @@ int shim_remote_connect(void)
     char text[400];
     int rc;
 
-    if (cn.up)
+    /* A connection kept across a switch back (its objects kept as twins,
+     * rehome.c) is reused while it lives; a dead one is replaced. */
+    if (cn.up && !atomic_load(&cn.dead))
         return 0;
+    if (cn.up)
+        shim_remote_disconnect();
     if (!shim_config.remote ||
         crn_endpoint_parse(shim_config.remote, &ep) < 0) {
         LOG_ERROR("remote: no usable proxy endpoint (CRANE_PROXY or "
@@ -876,6 +888,7 @@ int shim_remote_connect(void)
         goto fail;
     }
     cn.up = true;
+    cn.generation++;
     LOG_INFO("remote: connected to %s, %u platform(s)", text,
              cn.n_platforms);
     return 0;

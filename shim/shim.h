@@ -52,6 +52,12 @@ struct shim_obj {
     uint64_t seq;                /* creation order = recreation order */
     struct shim_obj *prev, *next;  /* the store, in creation order */
     struct shim_obj *free_next;  /* per-kind free list */
+    /* The proxy's object for this shadow, kept while the program runs on
+     * the vendor so that the next switch to the proxy reuses it
+     * (rehome.c: twins). */
+    _Atomic(void *) twin;
+    unsigned long twin_conn;     /* the connection it belongs to */
+    unsigned twin_build;         /* programs: build_gen when kept */
 };
 
 struct shim_platform;
@@ -175,6 +181,7 @@ struct shim_program {
     bool cache_due;              /* built since: binaries still to fetch */
     unsigned cache_gen;          /* bumped by every build */
     atomic_bool arg_info;        /* built with -cl-kernel-arg-info */
+    unsigned build_gen;          /* bumped by every (re)build: twins */
     bool arg_info_hidden;        /* ...which the program did not ask for */
     /* Not asked for: whether the native vendor gave argument info when
      * first asked (1), or not (-1); 0 before. */
@@ -287,6 +294,9 @@ int shim_device_realize(struct shim_device *d);
 
 /* The vendor's error code when a realize function returned -EIO. */
 extern SHIM_TLS cl_int shim_vendor_err;
+
+/* Releases a shadow's twin on the proxy, if it has one (rehome.c). */
+void shim_twin_release(struct shim_obj *o);
 
 /* Releases the real handle of any kind through its vendor. */
 void shim_real_release(struct shim_obj *o);

@@ -25,6 +25,11 @@
 #                       first switch is refused once (a vendor map), then
 #                       maps live in shim memory and every switch carries
 #                       them; with CRANE_PORTABLE_MAPS=1 none is refused
+#   twins-proxy-restarted
+#                       the proxy is restarted while the program runs in
+#                       passthrough holding twins (its objects kept on the
+#                       proxy for the next switch): the next switch must
+#                       rebuild everything on the new proxy
 #   guestd-*            crane-guestd and cranectl: see each case below
 set -u
 cd "$(dirname "$0")/../.."
@@ -60,7 +65,7 @@ list() {
         echo "kill-proxy-${s%%:*}-back"; echo "stop-proxy-${s%%:*}-back"
     done
     echo kill-program-extract kill-program-reinject
-    echo map-carried map-portable
+    echo map-carried map-portable twins-proxy-restarted
     echo guestd-resume-proxy-dead guestd-prepare-proxy-frozen
     echo guestd-killed-mid-prepare
 }
@@ -76,7 +81,8 @@ PROG_PID=
 PROG_ARGS=
 GD_PID=
 cleanup() {
-    for p in $PROG_PID $PROXY_PID $GD_PID; do
+    [ -n "$PROXY_PID" ] && kill -CONT $(proxy_pids) 2>/dev/null
+    for p in $PROG_PID $(proxy_pids 2>/dev/null) $GD_PID; do
         kill -CONT "$p" 2>/dev/null
         kill -9 "$p" 2>/dev/null
     done
@@ -91,6 +97,14 @@ die() {
         [ -e "$f" ] && { echo "--- $f"; tail -15 "$f"; }
     done
     exit 1
+}
+
+# The proxy and its workers (a process per tenant): signalled by pid.
+proxy_pids() { echo "$PROXY_PID" $(pgrep -P "$PROXY_PID"); }
+proxy_kill() {
+    kill -9 $(proxy_pids) 2>/dev/null
+    wait "$PROXY_PID" 2>/dev/null
+    PROXY_PID=
 }
 
 start_proxy() {
@@ -180,9 +194,9 @@ case_proxy() {
     run_prog CRANE_TEST_STOP_AT="$(spec "$step" "$dir")"
     wait_stopped
     if [ "$how" = kill ]; then
-        kill -9 "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=
+        proxy_kill
     else
-        kill -STOP "$PROXY_PID"
+        kill -STOP $(proxy_pids)
     fi
     rm -f "$T/stopped"
     finish_prog
@@ -241,6 +255,22 @@ case_map() {
         grep -q 'maps use shim memory from now on' "$T/shim.log" ||
             die "no word of shim-memory maps"
     fi
+}
+
+# twins-proxy-restarted: objects kept on a proxy that is gone are never
+# reused.
+case_twins_restarted() {
+    start_proxy
+    run_prog CRANE_TEST_STOP_AT="finish@3"
+    wait_stopped
+    proxy_kill
+    rm -f "$T/proxy.sock"
+    start_proxy
+    rm -f "$T/stopped"
+    finish_prog
+    expect_pass 4 0
+    [ "$(grep -c 'remote: connected' "$T/shim.log")" -eq 2 ] ||
+        die "the program did not connect to the new proxy"
 }
 
 # --- crane-guestd ----------------------------------------------------------
@@ -326,7 +356,7 @@ case_guestd_resume_proxy_dead() {
     [ "$(mode)" = remoting ] || die "not remoting after prepare"
     touch "$T/pause"
     wait_idle
-    kill -9 "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=
+    proxy_kill
     ctl resume >"$T/resume.out" 2>&1 && die "resume succeeded"
     cat "$T/resume.out"
     grep -qi 'connection to the proxy is lost\|proxy' "$T/resume.out" ||
@@ -347,13 +377,13 @@ case_guestd_prepare_proxy_frozen() {
     start_proxy
     start_guestd
     start_worker
-    kill -STOP "$PROXY_PID"
+    kill -STOP $(proxy_pids)
     local t0=$SECONDS
     ctl prepare --live >"$T/prepare.out" 2>&1 && die "prepare succeeded"
     cat "$T/prepare.out"
     [ $((SECONDS - t0)) -lt 30 ] || die "prepare took $((SECONDS - t0)) s"
     [ "$(mode)" = passthrough ] || die "status says $(mode), not passthrough"
-    kill -CONT "$PROXY_PID"
+    kill -CONT $(proxy_pids)
     stop_worker
     [ $RC -eq 0 ] && grep -q '^PASS cl_worker' "$T/out" ||
         die "the worker did not pass"
@@ -397,6 +427,7 @@ kill-proxy-* | stop-proxy-*)
 kill-program-*) case_kill_program "${c#kill-program-}" ;;
 map-carried) case_map carried ;;
 map-portable) case_map portable ;;
+twins-proxy-restarted) case_twins_restarted ;;
 guestd-resume-proxy-dead) case_guestd_resume_proxy_dead ;;
 guestd-prepare-proxy-frozen) case_guestd_prepare_proxy_frozen ;;
 guestd-killed-mid-prepare) case_guestd_killed_mid_prepare ;;
