@@ -67,7 +67,8 @@ list() {
     echo kill-program-extract kill-program-reinject
     echo map-carried map-portable twins-proxy-restarted
     echo guestd-resume-proxy-dead guestd-prepare-proxy-frozen
-    echo guestd-killed-mid-prepare
+    echo guestd-killed-mid-prepare guestd-frozen-mid-prepare
+    echo guestd-program-frozen
 }
 
 case "${1:-}" in
@@ -417,6 +418,70 @@ case_guestd_killed_mid_prepare() {
         die "the worker did not pass"
 }
 
+# crane-guestd is frozen (SIGSTOP) while a program's prepare waits at a
+# step, then thawed: the prepare completes and status tells it.
+case_guestd_frozen_mid_prepare() {
+    start_proxy
+    start_guestd
+    start_worker CRANE_TEST_STOP_AT="reinject@1"
+    ctl prepare --live >"$T/prepare.out" 2>&1 &
+    local ctl_pid=$!
+    for _ in $(seq 300); do [ -e "$T/stopped" ] && break; sleep 0.05; done
+    [ -e "$T/stopped" ] || die "the shim never reached its step"
+    kill -STOP "$GD_PID"
+    rm -f "$T/stopped"
+    # The switch finishes without the daemon: the worker computes on.
+    for _ in $(seq 100); do
+        grep -q 're-home #1 native->remote done' "$T/shim.log" && break
+        sleep 0.05
+    done
+    grep -q 're-home #1 native->remote done' "$T/shim.log" ||
+        die "the switch did not finish while the daemon was frozen"
+    kill -CONT "$GD_PID"
+    wait $ctl_pid || { cat "$T/prepare.out"; die "prepare failed"; }
+    [ "$(mode)" = remoting ] || die "status says '$(mode)', not remoting"
+    ctl resume >/dev/null || die "resume failed"
+    [ "$(mode)" = passthrough ] || die "not back in passthrough"
+    stop_worker
+    [ $RC -eq 0 ] && grep -q '^PASS cl_worker' "$T/out" ||
+        die "the worker did not pass"
+}
+
+# The program itself is frozen (SIGSTOP) through a prepare: the prepare
+# ends within its deadline (crane-guestd leaves out a program that does not
+# answer and holds no GPU device node, docs/guest.md); once the program is
+# thawed, a resume brings everything back and status and the program agree
+# on where it is; every byte right.
+case_guestd_program_frozen() {
+    start_proxy
+    start_guestd
+    start_worker
+    kill -STOP "$PROG_PID" $(pgrep -P "$PROG_PID")
+    local t0=$SECONDS
+    ctl prepare --live >"$T/prepare.out" 2>&1
+    cat "$T/prepare.out"
+    [ $((SECONDS - t0)) -lt 30 ] || die "prepare took $((SECONDS - t0)) s"
+    grep -q 'did not answer' "$T/prepare.out" ||
+        die "prepare does not name the program that did not answer"
+    kill -CONT "$PROG_PID" $(pgrep -P "$PROG_PID")
+    ctl resume >"$T/resume.out" 2>&1 || ctl abort >/dev/null 2>&1
+    cat "$T/resume.out"
+    for _ in $(seq 100); do
+        [ "$(mode)" = passthrough ] && break
+        sleep 0.1
+    done
+    ctl status
+    [ "$(mode)" = passthrough ] || die "status says '$(mode)'"
+    local out back
+    out=$(grep -c 're-home .* native->remote done' "$T/shim.log")
+    back=$(grep -c 're-home .* remote->native done' "$T/shim.log")
+    [ "$out" -eq "$back" ] ||
+        die "the program is remoting while status says passthrough"
+    stop_worker
+    [ $RC -eq 0 ] && grep -q '^PASS cl_worker' "$T/out" ||
+        die "the worker did not pass"
+}
+
 c=$1
 case "$c" in
 fail-*-out | fail-*-back)
@@ -431,6 +496,8 @@ twins-proxy-restarted) case_twins_restarted ;;
 guestd-resume-proxy-dead) case_guestd_resume_proxy_dead ;;
 guestd-prepare-proxy-frozen) case_guestd_prepare_proxy_frozen ;;
 guestd-killed-mid-prepare) case_guestd_killed_mid_prepare ;;
+guestd-frozen-mid-prepare) case_guestd_frozen_mid_prepare ;;
+guestd-program-frozen) case_guestd_program_frozen ;;
 *) echo "unknown case $c (see --list)"; exit 2 ;;
 esac
 rc=$?
