@@ -372,6 +372,17 @@ static void worker_exited(uv_process_t *proc, int64_t status, int term_signal)
         PX_DEBUG("worker %d (%s %llu) ended", w->pid, what,
                  (unsigned long long)w->tenant_num);
     stats_answered(srv, w);
+    if (!w->ready && !srv->stopping) {
+        /* A spare that could not start: the connections waiting for one
+         * are told so rather than left waiting (the next new connection
+         * starts another). */
+        for (struct px_conn *c = srv->conns; c; c = c->next)
+            if (c->state == PX_CONN_HANDOFF && !c->handing &&
+                !c->token_len)
+                px_handshake_refuse(c, "no worker could start (see the "
+                                       "proxy's log)");
+        w->assigned = true;      /* not counted as a spare any more */
+    }
     uv_close((uv_handle_t *)&w->proc, wrk_closed);
     uv_close((uv_handle_t *)&w->ctl, wrk_closed);
     if (!srv->stopping && w->ready && !w->assigned)
