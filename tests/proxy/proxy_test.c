@@ -1442,6 +1442,26 @@ static int test_crash_isolation(void)
     return 0;
 }
 
+/* --isolation none: every tenant in the one process, as before workers;
+ * two tenants at once still compute exactly and are released. */
+static int test_single_process(void)
+{
+    struct proxy p;
+    struct client a, b;
+
+    proxy_start(&p, "--isolation", "none", NULL);
+    CHECK(proxy_log_count(&p, "tenants in one process") == 1);
+    client_open(&a, &p, NULL, 0, NULL, 0);
+    client_open(&b, &p, NULL, 0, NULL, 0);
+    compute(&a, 3);
+    compute(&b, 5);
+    client_close(&a);
+    client_close(&b);
+    CHECK(proxy_wait_log(&p, "released 6 objects", 2));
+    proxy_stop(&p);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(void);
@@ -1467,6 +1487,7 @@ static const struct {
     {"peer-connections", test_peer_connections},
     {"max-objects", test_max_objects},
     {"crash-isolation", test_crash_isolation},
+    {"single-process", test_single_process},
 };
 
 int main(int argc, char **argv)
