@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * Each worker is `crane-proxy ARGS... --worker`, its fd 3 one end of a unix
@@ -184,6 +185,14 @@ static void send_to(struct px_wrk *w, struct px_conn *c)
              (unsigned long long)c->num, c->program, c->pid, w->pid);
 }
 
+/* Refuses every connection waiting for a new worker, with WHY. */
+static void refuse_waiting(struct px_server *srv, const char *why)
+{
+    for (struct px_conn *c = srv->conns; c; c = c->next)
+        if (c->state == PX_CONN_HANDOFF && !c->handing && !c->token_len)
+            px_handshake_refuse(c, "%s", why);
+}
+
 /* Gives each connection waiting for a spare worker one, while there are
  * spares; starts another spare whenever one is taken. */
 static void serve_waiting(struct px_server *srv)
@@ -203,8 +212,8 @@ static void serve_waiting(struct px_server *srv)
         snprintf(w->peer, sizeof(w->peer), "%s", c->peer);
         send_to(w, c);
     }
-    if (!srv->stopping && !spare(s, false))
-        spawn(srv);
+    if (!srv->stopping && !spare(s, false) && spawn(srv) < 0)
+        refuse_waiting(srv, "no worker could start (see the proxy's log)");
 }
 
 void px_super_handoff(struct px_conn *c)
@@ -376,11 +385,7 @@ static void worker_exited(uv_process_t *proc, int64_t status, int term_signal)
         /* A spare that could not start: the connections waiting for one
          * are told so rather than left waiting (the next new connection
          * starts another). */
-        for (struct px_conn *c = srv->conns; c; c = c->next)
-            if (c->state == PX_CONN_HANDOFF && !c->handing &&
-                !c->token_len)
-                px_handshake_refuse(c, "no worker could start (see the "
-                                       "proxy's log)");
+        refuse_waiting(srv, "no worker could start (see the proxy's log)");
         w->assigned = true;      /* not counted as a spare any more */
     }
     uv_close((uv_handle_t *)&w->proc, wrk_closed);
@@ -454,8 +459,12 @@ int px_super_init(struct px_server *srv, char **argv, char *why,
     while (argv[n])
         n++;
     s->argv = calloc(n + 2, sizeof(*s->argv));
+    /* This very binary, even once a rebuild or an upgrade replaced the
+     * file: supervisor and workers always speak the same worker.proto. */
     len = sizeof(s->exe);
     rc = s->argv ? uv_exepath(s->exe, &len) : UV_ENOMEM;
+    if (rc == 0 && access("/proc/self/exe", X_OK) == 0)
+        snprintf(s->exe, sizeof(s->exe), "/proc/self/exe");
     if (rc < 0) {
         snprintf(why, why_len, "cannot find crane-proxy's executable: %s",
                  uv_strerror(rc));
