@@ -827,6 +827,23 @@ static void free_platforms(void)
     cn.n_platforms = 0;
 }
 
+/* Whether a kept connection still reaches a live proxy: one round trip
+ * (its death may not have been seen yet). */
+static bool still_there(void)
+{
+    Crane__Sync sy = CRANE__SYNC__INIT;
+    struct rc_reply r;
+
+    sy.op = CRANE__SYNC_OP__SYNC_PING;
+    RC_MSG(m, sync, SYNC, &sy);
+    cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    shim_remote_reply_free(&r);
+    if (err != CL_SUCCESS)
+        LOG_INFO("remote: the kept connection is gone (%d); connecting "
+                 "again", err);
+    return err == CL_SUCCESS;
+}
+
 int shim_remote_connect(void)
 {
     struct crn_endpoint ep;
@@ -835,7 +852,7 @@ int shim_remote_connect(void)
 
     /* A connection kept across a switch back (its objects kept as twins,
      * rehome.c) is reused while it lives; a dead one is replaced. */
-    if (cn.up && !atomic_load(&cn.dead))
+    if (cn.up && !atomic_load(&cn.dead) && still_there())
         return 0;
     if (cn.up)
         shim_remote_disconnect();
