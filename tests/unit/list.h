@@ -37,6 +37,7 @@ TEST_ENTRY(px_map_random)
 TEST_ENTRY(px_validate_launch)
 TEST_ENTRY(px_validate_mem)
 TEST_ENTRY(px_validate_other)
+TEST_ENTRY(px_validate_spec)
 TEST_ENTRY(px_validate_program_bulk)
 TEST_ENTRY(px_validate_svm)
 

@@ -261,3 +261,71 @@ TEST(px_validate_svm)
     arg.is_svm = 0;
     ASSERT_EQ(check(&m), CL_INVALID_VALUE);     /* offset without is_svm */
 }
+
+/* Fields the vendor gets, refused with the specification's error. */
+TEST(px_validate_spec)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__CreateImage im = CRANE__CREATE_IMAGE__INIT;
+    Crane__CreateQueue q = CRANE__CREATE_QUEUE__INIT;
+    Crane__CreateBuffer b = CRANE__CREATE_BUFFER__INIT;
+    Crane__CreateSubDevices sd = CRANE__CREATE_SUB_DEVICES__INIT;
+    uint64_t qp[4] = {CL_QUEUE_PROPERTIES, 0, CL_QUEUE_SIZE, 64};
+    int64_t counts[4] = {CL_DEVICE_PARTITION_BY_COUNTS, 2, 1,
+                         CL_DEVICE_PARTITION_BY_COUNTS_LIST_END};
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_IMAGE;
+    m.create_image = &im;
+    im.channel_order = CL_RGBA;
+    im.channel_type = CL_UNORM_INT8;
+    im.image_type = CL_MEM_OBJECT_IMAGE2D;
+    im.width = im.height = 4;
+    ASSERT_EQ(check(&m), 0);
+    im.num_samples = 2;
+    ASSERT_EQ(check(&m), CL_INVALID_IMAGE_DESCRIPTOR);
+    im.num_samples = 0;
+    im.channel_order = CL_BGRA;
+    im.channel_type = CL_FLOAT;
+    ASSERT_EQ(check(&m), CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+    im.channel_order = CL_RGBA;
+    im.height = 0;
+    ASSERT_EQ(check(&m), CL_INVALID_IMAGE_SIZE);
+    im.height = 4;
+    im.row_pitch = 64;
+    ASSERT_EQ(check(&m), CL_INVALID_IMAGE_DESCRIPTOR);
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_QUEUE;
+    m.create_queue = &q;
+    q.properties = qp;
+    q.n_properties = 2;
+    ASSERT_EQ(check(&m), 0);
+    qp[1] = CL_QUEUE_ON_DEVICE;          /* without out-of-order */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
+    qp[1] = CL_QUEUE_ON_DEVICE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+    q.n_properties = 4;
+    ASSERT_EQ(check(&m), 0);             /* the device decides */
+    qp[1] = 0;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);  /* a size off the device */
+    q.n_properties = 0;
+    q.legacy = 1;
+    q.legacy_properties = CL_QUEUE_ON_DEVICE;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_BUFFER;
+    m.create_buffer = &b;
+    b.size = 64;
+    ASSERT_EQ(check(&m), 0);
+    b.size = 0;
+    ASSERT_EQ(check(&m), CL_INVALID_BUFFER_SIZE);
+    b.size = 64;
+    b.flags = CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_SUB_DEVICES;
+    m.create_sub_devices = &sd;
+    sd.properties = counts;
+    sd.n_properties = 4;
+    ASSERT_EQ(check(&m), 0);
+    sd.n_properties = 3;                 /* no LIST_END */
+    ASSERT_EQ(check(&m), CL_INVALID_VALUE);
+}
