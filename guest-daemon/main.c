@@ -53,9 +53,7 @@ static const char usage[] =
 
 static int fail(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "crane-guestd: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
+    crn_log_say(CRN_LOG_ERROR, fmt, arg);
     return 1;
 }
 

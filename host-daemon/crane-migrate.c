@@ -306,14 +306,17 @@ static int parse_args(int argc, char **argv, struct mig_opts *o)
             break;
         case O_XML: xml_path = optarg; break;
         case O_PROXY:
-            if (crn_endpoint_parse(optarg, &ep) < 0)
+            /* Port 0 is for listeners only: programs connect here. */
+            if (crn_endpoint_parse(optarg, &ep) < 0 ||
+                (ep.kind == CRN_EP_TCP && atoi(ep.port) == 0))
                 return usage_error("bad --proxy '%s' (unix:PATH or "
                                    "tcp:HOST:PORT)",
                                    optarg);
             r->proxy = optarg;
             break;
         case O_PEER:
-            if (crn_endpoint_parse(optarg, &ep) < 0 || ep.kind != CRN_EP_TCP)
+            if (crn_endpoint_parse(optarg, &ep) < 0 ||
+                ep.kind != CRN_EP_TCP || atoi(ep.port) == 0)
                 return usage_error("bad --peer '%s' (tcp:HOST:PORT)", optarg);
             r->peer = optarg;
             break;

@@ -161,9 +161,10 @@ static void stop(struct hd_daemon *d)
 /* FMT names ARG (one %s). */
 static int bad_usage(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "crane-hostd: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see --help)\n");
+    char what[512];
+
+    snprintf(what, sizeof(what), fmt, arg);
+    crn_log_say(CRN_LOG_ERROR, "%s (see --help)", what);
     return 2;
 }
 
@@ -209,6 +210,7 @@ int main(int argc, char **argv)
     uv_loop_t loop;
 
     crn_notify_init();
+    crn_log_init("crane-hostd");
     opterr = 0;
     while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (o) {
@@ -241,7 +243,7 @@ int main(int argc, char **argv)
 
     hd_config_defaults(&d->cfg);
     if (hd_config_load(&d->cfg, config, must_exist, why, sizeof(why)) < 0) {
-        fprintf(stderr, "crane-hostd: %s\n", why);
+        crn_log_say(CRN_LOG_ERROR, "%s", why);
         return 1;
     }
     for (int i = 0; i < n_over; i++) {
@@ -249,7 +251,7 @@ int main(int argc, char **argv)
             d->cfg.n_gpus = 0;
         if (hd_config_set(&d->cfg, keys[over[i].key], over[i].value, why,
                           sizeof(why)) < 0) {
-            fprintf(stderr, "crane-hostd: %s\n", why);
+            crn_log_say(CRN_LOG_ERROR, "%s", why);
             return 2;
         }
     }
@@ -257,19 +259,18 @@ int main(int argc, char **argv)
         hd_config_print(&d->cfg);
         return 0;
     }
-    crn_log_init("crane-hostd");
     crn_log_set_level(d->cfg.log_level);
     signal(SIGPIPE, SIG_IGN);
 
     if (!(d->hv_ops = hv_backend(d->cfg.backend))) {
-        fprintf(stderr, "crane-hostd: backend %s is not built in\n",
+        crn_log_say(CRN_LOG_ERROR, "backend %s is not built in",
                 d->cfg.backend);
         return 1;
     }
     if (*d->cfg.peer_key &&
         (rc = crn_auth_key_load(d->cfg.peer_key, &d->key, &d->key_len)) < 0) {
-        fprintf(stderr, "crane-hostd: peer key %s: %s (peer_key = none "
-                "turns authentication off)\n", d->cfg.peer_key,
+        crn_log_say(CRN_LOG_ERROR, "peer key %s: %s (peer_key = none "
+                "turns authentication off)", d->cfg.peer_key,
                 strerror(-rc));
         return 1;
     }
@@ -279,7 +280,7 @@ int main(int argc, char **argv)
         uint8_t *gkey;
         size_t gkey_len;
         if ((rc = crn_auth_key_load(d->cfg.guest_key, &gkey, &gkey_len)) < 0) {
-            fprintf(stderr, "crane-hostd: guest key %s: %s\n",
+            crn_log_say(CRN_LOG_ERROR, "guest key %s: %s",
                     d->cfg.guest_key, strerror(-rc));
             return 1;
         }
@@ -296,7 +297,7 @@ int main(int argc, char **argv)
     if (rc == 0)
         rc = hd_waiting_new(&d->waiting);
     if (rc < 0) {
-        fprintf(stderr, "crane-hostd: %s\n", *why ? why : strerror(-rc));
+        crn_log_say(CRN_LOG_ERROR, "%s", *why ? why : strerror(-rc));
         goto out;
     }
     {
@@ -310,7 +311,7 @@ int main(int argc, char **argv)
         }
     }
     if ((rc = hd_history_open(d->cfg.history, &http_history)) < 0) {
-        fprintf(stderr, "crane-hostd: history %s: %s\n", d->cfg.history,
+        crn_log_say(CRN_LOG_ERROR, "history %s: %s", d->cfg.history,
                 strerror(-rc));
         goto out;
     }
@@ -318,7 +319,7 @@ int main(int argc, char **argv)
     lost_async.data = d;
     if ((rc = d->hv_ops->open(d->cfg.uri, d->cfg.channel, d->loop,
                               on_hv_event, d, &d->hv)) < 0) {
-        fprintf(stderr, "crane-hostd: cannot connect to %s: %s\n",
+        crn_log_say(CRN_LOG_ERROR, "cannot connect to %s: %s",
                 d->cfg.uri, strerror(-rc));
         goto out;
     }
@@ -335,13 +336,13 @@ int main(int argc, char **argv)
         }
         if ((rc = hd_http_start(&http, addr, (uint16_t)atoi(colon + 1),
                                 http_history)) < 0) {
-            fprintf(stderr, "crane-hostd: cannot serve HTTP on %s\n",
+            crn_log_say(CRN_LOG_ERROR, "cannot serve HTTP on %s",
                     d->cfg.http);
             goto out;
         }
     }
     if ((rc = hd_listen_start(d, &listeners, why, sizeof(why))) < 0) {
-        fprintf(stderr, "crane-hostd: %s\n", why);
+        crn_log_say(CRN_LOG_ERROR, "%s", why);
         goto out;
     }
     uv_signal_init(d->loop, &sig_int);

@@ -123,21 +123,17 @@ size_t crn_log_prefix(char *buf, size_t size, enum crn_log_format format,
     return (size_t)n < size ? (size_t)n : size ? size - 1 : 0;
 }
 
-void crn_log(enum crn_log_level level, const char *fmt, ...)
+static void log_line(enum crn_log_format format, enum crn_log_level level,
+                     const char *fmt, va_list ap)
 {
     char line[1024];
     struct timespec ts;
-    va_list ap;
     size_t n;
 
-    if (!crn_log_enabled(level))
-        return;
     clock_gettime(CLOCK_REALTIME, &ts);
-    n = crn_log_prefix(line, sizeof(line), log_format, level, log_component,
+    n = crn_log_prefix(line, sizeof(line), format, level, log_component,
                        log_with_pid ? (int)getpid() : -1, &ts);
-    va_start(ap, fmt);
     vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-    va_end(ap);
     /* A cut record still ends its line. */
     n = strlen(line);
     if (n == sizeof(line) - 1)
@@ -146,4 +142,25 @@ void crn_log(enum crn_log_level level, const char *fmt, ...)
     line[n + 1] = '\0';
     /* One fputs per record keeps lines whole across threads. */
     fputs(line, log_out ? log_out : stderr);
+}
+
+void crn_log(enum crn_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!crn_log_enabled(level))
+        return;
+    va_start(ap, fmt);
+    log_line(log_format, level, fmt, ap);
+    va_end(ap);
+}
+
+void crn_log_say(enum crn_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_line(log_format == CRN_LOG_JOURNAL ? CRN_LOG_JOURNAL : CRN_LOG_CLI,
+             level, fmt, ap);
+    va_end(ap);
 }

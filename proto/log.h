@@ -36,6 +36,11 @@ int crn_log_enabled(enum crn_log_level level);
 /* One write per line, so lines from several threads never mix. */
 void crn_log(enum crn_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A line for the person who started the program, shown at any level: a
+ * bad option, why a daemon cannot start.  "COMPONENT: MESSAGE" (CLI), or
+ * with its priority when stderr is the journal. */
+void crn_log_say(enum crn_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* JOURNAL when JOURNAL_STREAM (systemd's "DEVICE:INODE" of the stream it
  * gave the service, NULL when unset) names the file FD is, else TEXT. */

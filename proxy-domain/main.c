@@ -132,9 +132,7 @@ static void close_handle(uv_handle_t *h, void *arg)
 
 static int fail(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "crane-proxy: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
+    crn_log_say(CRN_LOG_ERROR, fmt, arg);
     return 1;
 }
 
