@@ -281,7 +281,7 @@ case_ "remote/user-events-threads" tests/integration/remote.sh remote \
 # Devices matched by identity, not position: switched to a proxy offering
 # PoCL and a fake accelerator platform (both orders) each program lands on
 # PoCL; to a proxy offering only the fake, every move is refused first.
-for p in kernels images binaries; do
+for p in kernels images; do
     case_ "devices/two-platforms/$p" tests/integration/devices.sh \
         two-platforms $PROGS/$p
 done
