@@ -8,6 +8,8 @@
 #   install.sh          runs it: exit 0 pass, 1 fail
 set -u
 cd "$(dirname "$0")/../.."
+# Our own make, not the one `make check` runs under (its flags, jobserver).
+unset MAKEFLAGS MFLAGS MAKELEVEL
 T=$(mktemp -d /tmp/crane-install-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 die() { echo "FAIL: $*"; exit 1; }
