@@ -277,6 +277,46 @@ out:
     return err;
 }
 
+/* CL_PROGRAM_BUILD_OPTIONS without the option the proxy adds to every
+ * build (validate_dev.c), so that the program sees its own (REAL_LEN: the
+ * vendor's size). */
+static cl_int build_options(struct px_call *c, const struct target *tg,
+                            size_t real_len)
+{
+    const Crane__GetInfo *g = c->m->get_info;
+    char *v;
+    size_t len;
+    cl_int err;
+
+    if (real_len > PX_MAX_INFO)
+        return px_fail(c, CL_OUT_OF_RESOURCES, "value of %zu bytes",
+                       real_len);
+    v = calloc(1, real_len + 1);
+    if (!v)
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+    err = real_info(c, tg, real_len, v, NULL);
+    if (err != CL_SUCCESS) {
+        free(v);
+        return err;
+    }
+    len = px_build_options_seen(v, real_len);
+    v[len - (len > 0)] = '\0';
+    c->reply.size_ret = len;
+    if (g->size == 0) {
+        free(v);
+        return CL_SUCCESS;
+    }
+    if (g->size < len) {
+        free(v);
+        return px_fail(c, CL_INVALID_VALUE, "room for %llu of %zu bytes",
+                       (unsigned long long)g->size, len);
+    }
+    c->reply.value.data = (uint8_t *)v;
+    c->reply.value.len = len;
+    c->value_owner = v;
+    return CL_SUCCESS;
+}
+
 cl_int px_exec_get_info(struct px_call *c)
 {
     const Crane__GetInfo *g = c->m->get_info;
@@ -297,6 +337,9 @@ cl_int px_exec_get_info(struct px_call *c)
     err = real_info(c, &tg, 0, NULL, &real_len);
     if (err != CL_SUCCESS)
         return err;
+    if (g->fn == CRANE__INFO_FN__INFO_PROGRAM_BUILD &&
+        g->param == CL_PROGRAM_BUILD_OPTIONS)
+        return build_options(c, &tg, real_len);
     if (real_len > PX_MAX_INFO)
         return px_fail(c, CL_OUT_OF_RESOURCES, "value of %zu bytes",
                        real_len);

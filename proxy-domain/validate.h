@@ -52,6 +52,10 @@ cl_int px_validate_launch(struct px_call *c, cl_command_queue q,
 /* Build options with -cl-kernel-arg-info added, so that the argument kinds
  * can be checked (malloc()ed; NULL when out of memory). */
 char *px_build_options(const char *options);
+/* CL_PROGRAM_BUILD_OPTIONS as the client gave them: the LEN bytes (NUL
+ * included) at OPTIONS without what px_build_options added; returns the
+ * new length (the NUL moved there by the caller). */
+size_t px_build_options_seen(const char *options, size_t len);
 
 /* The bulk_len M announces (0 when none). */
 uint64_t px_bulk_len(const Crane__ClientMessage *m);

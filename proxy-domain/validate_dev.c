@@ -532,9 +532,22 @@ cl_int px_validate_launch(struct px_call *c, cl_command_queue q,
     return CL_SUCCESS;
 }
 
+/* What px_build_options appends. */
+static const char arg_info[] = " -cl-kernel-arg-info";
+
+size_t px_build_options_seen(const char *options, size_t len)
+{
+    size_t n = sizeof(arg_info) - 1;
+
+    /* LEN counts the NUL, as clGetProgramBuildInfo gives it. */
+    if (len > n && options[len - 1] == '\0' &&
+        memcmp(options + len - 1 - n, arg_info, n) == 0)
+        return len - n;
+    return len;
+}
+
 char *px_build_options(const char *options)
 {
-    static const char arg_info[] = " -cl-kernel-arg-info";
     size_t len = strlen(options);
     char *s = malloc(len + sizeof(arg_info));
 

@@ -1442,6 +1442,49 @@ static int test_crash_isolation(void)
     return 0;
 }
 
+/* The proxy builds with -cl-kernel-arg-info added (to check argument
+ * kinds); the program still reads back the options it gave. */
+static int test_build_options(void)
+{
+    struct proxy p;
+    struct client c;
+    char opts[64] = "";
+    uint64_t size = 0;
+
+    proxy_start(&p, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    tc_context(&c, CTX);
+    {
+        Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+        Crane__CreateProgram pr = CRANE__CREATE_PROGRAM__INIT;
+        Crane__BuildProgram b = CRANE__BUILD_PROGRAM__INIT;
+        pr.id = PROG;
+        pr.context = CTX;
+        pr.source.data = (uint8_t *)add_source;
+        pr.source.len = strlen(add_source);
+        m.msg_case = CRANE__CLIENT_MESSAGE__MSG_CREATE_PROGRAM;
+        m.create_program = &pr;
+        client_post(&c, &m, NULL, 0);
+        crane__client_message__init(&m);
+        b.program = PROG;
+        b.options = "-DX=1";
+        m.msg_case = CRANE__CLIENT_MESSAGE__MSG_BUILD_PROGRAM;
+        m.build_program = &b;
+        CHECK_EQ(client_call(&c, &m, NULL, 0, NULL), 0);
+    }
+    CHECK_EQ(get_info(&c, CRANE__INFO_FN__INFO_PROGRAM_BUILD, PROG, c.device,
+                      CL_PROGRAM_BUILD_OPTIONS, NULL, 0, &size),
+             0);
+    CHECK_EQ(size, 6);
+    CHECK_EQ(get_info(&c, CRANE__INFO_FN__INFO_PROGRAM_BUILD, PROG, c.device,
+                      CL_PROGRAM_BUILD_OPTIONS, opts, sizeof(opts), &size),
+             0);
+    CHECK(strcmp(opts, "-DX=1") == 0);
+    client_close(&c);
+    proxy_stop(&p);
+    return 0;
+}
+
 /* --isolation none: every tenant in the one process, as before workers;
  * two tenants at once still compute exactly and are released. */
 static int test_single_process(void)
@@ -1488,6 +1531,7 @@ static const struct {
     {"max-objects", test_max_objects},
     {"crash-isolation", test_crash_isolation},
     {"single-process", test_single_process},
+    {"build-options", test_build_options},
 };
 
 int main(int argc, char **argv)
