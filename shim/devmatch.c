@@ -520,11 +520,16 @@ static char refusal[512];
  * runs before the gate closes, so the bind costs the program nothing. */
 static struct shim_plan checked;
 static const struct shim_backend_ops *checked_for;
+static unsigned checked_at;      /* shim.rehomes then: this switch only */
 
 bool shim_plan_take(const struct shim_backend_ops *be, struct shim_plan *plan)
 {
-    if (checked_for != be)
+    if (checked_for != be || checked_at != shim.rehomes) {
+        if (checked_for)
+            shim_plan_free(&checked);
+        checked_for = NULL;
         return false;
+    }
     *plan = checked;
     memset(&checked, 0, sizeof(checked));
     checked_for = NULL;
@@ -567,5 +572,6 @@ int shim_devices_check(const struct shim_backend_ops *from,
     }
     checked = plan;
     checked_for = to;
+    checked_at = shim.rehomes;
     return 0;
 }
