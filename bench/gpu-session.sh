@@ -1,8 +1,11 @@
 #!/bin/bash
 # gpu-session.sh: every GPU-machine measurement in one run, logs to $OUT.
 #
-# On the build machine: make all bench check-bins, then
-#   bench/remote/cross-vendor.sh --pack     (build/carry/: .so files, clpeak)
+# On the build machine: make all, then
+#   bench/gpu-session.sh pack   (build/carry/: libprotobuf-c, libuv, clpeak
+#                                and Debian's ICD loader, libOpenCL.so.1)
+# The loader travels too: the GPU machine's own libOpenCL.so.1 (CUDA's)
+# ignores OCL_ICD_VENDORS, so "NVIDIA alone" would still list PoCL.
 # On the GPU machine (NVIDIA's OpenCL not registered, PoCL installed), from
 # the repository root with build/ carried:
 #   bench/gpu-session.sh PART...
@@ -32,9 +35,17 @@ mkdir -p /etc/OpenCL/vendors /tmp/nv-only
 echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
 echo libnvidia-opencl.so.1 >/tmp/nv-only/nvidia.icd
 nv() { OCL_ICD_VENDORS=/tmp/nv-only CRANE_VENDORS_DIR=/tmp/nv-only "$@"; }
+export B root
+
+part_pack() {
+    bench/remote/cross-vendor.sh --pack
+    cp -L "$(ldd "$B/bench/clbench" | awk '$1 == "libOpenCL.so.1" { print $3 }')" \
+        "$B/carry/" && echo "carry: libOpenCL.so.1 (the ICD loader)"
+}
 
 part_info() {
     nvidia-smi -L
+    echo "# loader: $(ldd "$B/bench/clbench" | grep libOpenCL)"
     nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
     echo "# all vendors:"; ls /etc/OpenCL/vendors; cat /etc/OpenCL/vendors/*
     echo "# NVIDIA alone:"; nv clinfo -l 2>&1 | head
@@ -78,7 +89,9 @@ part_cross() {
 rc=0
 for part in "$@"; do
     echo "=== $part $(date -u +%T)"
-    "part_$part" >"$OUT/$part.log" 2>&1 || { rc=1; echo "($part exited non-zero)"; }
+    timeout "${PART_TIMEOUT:-400}" bash -c "$(declare -f "part_$part" nv); \
+        part_$part" >"$OUT/$part.log" 2>&1 ||
+        { rc=1; echo "($part exited non-zero or timed out)"; }
     tail -40 "$OUT/$part.log"
 done
 exit $rc
