@@ -31,8 +31,13 @@ export LD_LIBRARY_PATH=$root/$B/carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$root/$B/carry:$PATH
 # NVIDIA's ICD, registered for the system loader, and a folder holding only
 # it for single-vendor runs (OCL_ICD_VENDORS and CRANE_VENDORS_DIR).
-mkdir -p /etc/OpenCL/vendors /tmp/nv-only
-echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
+# Only on the GPU machine: elsewhere the entry would name a library that
+# is not there.
+if command -v nvidia-smi >/dev/null; then
+    mkdir -p /etc/OpenCL/vendors
+    echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
+fi
+mkdir -p /tmp/nv-only
 echo libnvidia-opencl.so.1 >/tmp/nv-only/nvidia.icd
 nv() { OCL_ICD_VENDORS=/tmp/nv-only CRANE_VENDORS_DIR=/tmp/nv-only "$@"; }
 export B root
