@@ -268,7 +268,7 @@ static const char *unfit(struct candidate *c,
                          size_t len)
 {
     if (!any_type && c->id.type != was->type) {
-        snprintf(why, len, "it is another type of device");
+        snprintf(why, len, "another type of device");
         return why;
     }
     if (n->binary_only && !same_model(&c->id, was)) {
@@ -397,13 +397,12 @@ static int pick(struct candidate *v, unsigned nc,
         if (!unfit(&v[i], was, n, false, reason, sizeof(reason)))
             return (int)i;
     /* Nothing fits: the reason given is the nearest candidate's. */
-    snprintf(why, len, "no device there can take %s %s (%s)", was->vendor,
-             was->name, nc ? "" : "the backend offers no device");
+    snprintf(why, len, "no device there can take %s (none offered)",
+             was->name);
     for (unsigned i = 0; i < nc; i++)
         if (unfit(&v[i], was, n, false, reason, sizeof(reason))) {
-            snprintf(why, len, "no device there can take %s %s: %s %s: %s",
-                     was->vendor, was->name, v[i].id.vendor, v[i].id.name,
-                     reason);
+            snprintf(why, len, "no device there can take %s (%s: %s)",
+                     was->name, v[i].id.name, reason);
             if (v[i].id.type == was->type)
                 break;
         }
