@@ -286,6 +286,7 @@ for p in kernels images; do
         two-platforms $PROGS/$p
 done
 case_ "devices/refused" tests/integration/devices.sh refused $PROGS/kernels
+case_ "devices/refused-cranectl" tests/integration/devices.sh control
 # Coarse-grained SVM (maps, SVM kernel arguments, copies, fills, frees),
 # the device/host timers and destructor callbacks: natively and remoted.
 for t in svm timers callbacks; do

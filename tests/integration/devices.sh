@@ -5,6 +5,10 @@
 #   devices.sh two-platforms PROGRAM    the proxy offers PoCL and a fake
 #       accelerator platform (tests/integration/fakecl.c), in both orders:
 #       every switch must land on PoCL and the program must pass
+#   devices.sh control                   the same refusal driven by
+#       cranectl prepare through crane-guestd (fake modprobe): the prepare
+#       fails with the reason, and cranectl status shows the program still
+#       in passthrough
 #   devices.sh refused PROGRAM          the proxy offers only the fake
 #       accelerator: every switch must be refused before anything changes,
 #       with the reason in the re-home report, and the program must pass
@@ -87,6 +91,49 @@ two-platforms)
         stop_proxy
     done
     ;;
+control)
+    rm -rf "$TMP/icd"; mkdir -p "$TMP/icd" "$TMP/mods/dev"
+    echo "$FAKE" >"$TMP/icd/fake.icd"
+    start_proxy || exit 1
+    touch "$TMP/mods/fakegpu.loaded" "$TMP/mods/dev/fakegpu0"
+    cat >"$TMP/guestd.conf" <<CONF
+listen = $TMP/guest.sock
+host = unix:$TMP/host.sock
+control = unix:$TMP/ctl.sock
+state_file = $TMP/guestd.state
+modprobe = $PWD/tests/guest/fake-modprobe.sh
+modules = fakegpu
+gpu_device = $TMP/mods/dev/fakegpu0
+gpu_type = all
+proxy = unix:$SOCK
+prepare_deadline_ms = 10000
+CONF
+    CRANE_FAKE_MODULES=$TMP/mods $B/bin/crane-guestd \
+        --config "$TMP/guestd.conf" >"$TMP/guestd.log" 2>&1 &
+    gd=$!
+    CTL="$B/bin/cranectl --connect unix:$TMP/ctl.sock --timeout 30"
+    for _ in $(seq 200); do
+        [ -S "$TMP/guest.sock" ] && [ -S "$TMP/ctl.sock" ] && break
+        sleep 0.05
+    done
+    CRANE_SOCKET=$TMP/guest.sock "$RUN" $B/tests/programs/longrun 100000000 \
+        >"$TMP/prog.log" 2>&1 &
+    prog=$!
+    for _ in $(seq 600); do
+        $CTL status 2>/dev/null | grep -q '^programs: 1' && break
+        sleep 0.05
+    done
+    $CTL prepare >"$TMP/prepare.out" 2>&1
+    $CTL status >"$TMP/status.out" 2>&1
+    kill "$prog" "$gd" 2>/dev/null
+    wait "$prog" "$gd" 2>/dev/null
+    cat "$TMP/prepare.out"
+    grep -q 'cannot move to remote: no device there can take' \
+        "$TMP/prepare.out" || { echo "FAIL: no reason in the answer"; exit 1; }
+    grep -q '^program .* longrun .*passthrough' "$TMP/status.out" ||
+        { echo "FAIL: the program is not in passthrough"; \
+          cat "$TMP/status.out"; exit 1; }
+    ;;
 refused)
     shift
     rm -rf "$TMP/icd"; mkdir -p "$TMP/icd"
@@ -102,6 +149,7 @@ refused)
     ;;
 *)
     echo "usage: devices.sh two-platforms|refused PROGRAM [ARGS]" >&2
+    echo "       devices.sh control" >&2
     exit 2
     ;;
 esac
