@@ -193,6 +193,7 @@ static int cmd_prepare(const Crane__Control__DaemonMessage *m, int fd,
                  "passthrough)",
                  shim_config.remote,
                  shim_devices_refusal()[0] ? shim_devices_refusal()
+                 : shim_rehome_reason()[0] ? shim_rehome_reason()
                                            : strerror(-rc));
     return rc;
 }
@@ -300,7 +301,11 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
             LOG_INFO("control: %s (command %llu)", cmd->name,
                      (unsigned long long)m->id);
         rc = cmd->run(m, fd, &out);
-        if (rc < 0 && !out.error[0])
+        /* The switch's own first reason says more than the errno. */
+        if (rc < 0 && !out.error[0] && shim_rehome_reason()[0])
+            snprintf(out.error, sizeof(out.error), "%s",
+                     shim_rehome_reason());
+        else if (rc < 0 && !out.error[0])
             snprintf(out.error, sizeof(out.error), "%s", why(rc));
         if (rc < 0)
             LOG_WARN("control: %s failed: %s", cmd->name, out.error);

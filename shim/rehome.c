@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,35 @@ void shim_event_retire(struct shim_event *e);
 void shim_event_drain_deferred(void);
 void shim_image_region(const struct shim_mem *m, size_t region[3]);
 size_t shim_image_row_bytes(const struct shim_mem *m);
+
+/* The first cause of the switch under way's failure, in words, for the
+ * operator (cranectl status, through control.c). */
+static char fail_reason[240];
+
+static void note_reason(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void note_reason(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (fail_reason[0])
+        return;
+    va_start(ap, fmt);
+    vsnprintf(fail_reason, sizeof(fail_reason), fmt, ap);
+    va_end(ap);
+}
+
+/* Logs where a switch failed, and keeps the first such reason. */
+#define SWITCH_FAIL(fmt, ...)                                   \
+    do {                                                        \
+        LOG_ERROR("re-home: " fmt, ##__VA_ARGS__);              \
+        note_reason(fmt, ##__VA_ARGS__);                        \
+    } while (0)
+
+const char *shim_rehome_reason(void)
+{
+    return fail_reason;
+}
 
 static const char *shim_kind_name(uint32_t kind)
 {
@@ -66,13 +96,13 @@ static int helper_queue(struct helper_queue *hq, size_t *n, size_t cap,
             return 0;
         }
     if (*n == cap) {
-        LOG_ERROR("re-home: more than %zu contexts hold bytes", cap);
+        SWITCH_FAIL("more than %zu contexts hold bytes", cap);
         return -E2BIG;
     }
     void *rc = ctx->obj.real, *rd = ctx->devices[0]->obj.real;
     cl_command_queue q = VENDOR(rc)->clCreateCommandQueue(rc, rd, 0, &err);
     if (!q) {
-        LOG_ERROR("re-home: cannot make a queue for the copies on %s: %d",
+        SWITCH_FAIL("cannot make a queue for the copies on %s: %d",
                   shim.backend ? shim.backend->name : "?", err);
         return -EIO;
     }
@@ -94,7 +124,7 @@ static int helper_queues_finish(struct helper_queue *hq, size_t *n,
     for (size_t i = 0; i < *n; i++) {
         cl_int err = VENDOR(hq[i].q)->clFinish(hq[i].q);
         if (err != CL_SUCCESS) {
-            LOG_ERROR("re-home: %s did not complete: %d", what, err);
+            SWITCH_FAIL("%s did not complete: %d", what, err);
             rc = -EIO;
         }
         VENDOR(hq[i].q)->clReleaseCommandQueue(hq[i].q);
@@ -158,7 +188,7 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         size_t slice = dst ? m->desc.image_slice_pitch : 0;
         if (!dst) {
             if (!m->shadow && !(m->shadow = malloc(m->size))) {
-                LOG_ERROR("re-home: no memory for a %zu-byte RAM copy",
+                SWITCH_FAIL("no memory for a %zu-byte RAM copy",
                           m->size);
                 return -ENOMEM;
             }
@@ -179,7 +209,7 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         void *base = m->host_ptr;
         if (!(m->flags & CL_MEM_USE_HOST_PTR)) {
             if (!m->shadow && !(m->shadow = malloc(m->size))) {
-                LOG_ERROR("re-home: no memory for a %zu-byte RAM copy",
+                SWITCH_FAIL("no memory for a %zu-byte RAM copy",
                           m->size);
                 return -ENOMEM;
             }
@@ -191,7 +221,7 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         *bytes += hi - lo;
     }
     if (err != CL_SUCCESS) {
-        LOG_ERROR("re-home: reading a %zu-byte object failed: %d", m->size,
+        SWITCH_FAIL("reading a %zu-byte object failed: %d", m->size,
                   err);
         return -EIO;
     }
@@ -217,7 +247,7 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
                                               NULL);
     }
     if (err != CL_SUCCESS) {
-        LOG_ERROR("re-home: writing back a %zu-byte object failed: %d",
+        SWITCH_FAIL("writing back a %zu-byte object failed: %d",
                   m->size, err);
         return -EIO;
     }
@@ -517,7 +547,7 @@ static int take_out(const struct shim_backend_ops *from,
     /* 1. Finish every queue and let every pending callback run. */
     ts = shim_now();
     if (from == &shim_remote_ops && !shim_remote_alive()) {
-        LOG_ERROR("re-home: the connection to the proxy is lost; the "
+        SWITCH_FAIL("the connection to the proxy is lost; the "
                   "program's data there cannot be brought back");
         return -ENOTCONN;
     }
@@ -525,14 +555,14 @@ static int take_out(const struct shim_backend_ops *from,
         if (o->kind == SHIM_QUEUE && o->real) {
             cl_int err = VENDOR(o->real)->clFinish(o->real);
             if (err != CL_SUCCESS) {
-                LOG_ERROR("re-home: finishing a queue of the program on %s "
+                SWITCH_FAIL("finishing a queue of the program on %s "
                           "failed: %d", from->name, err);
                 return -EIO;
             }
         }
     while (atomic_load(&shim_event_callbacks_pending) > 0) {
         if (shim_now() - ts > shim_config.rehome_timeout_ms / 1e3) {
-            LOG_ERROR("re-home: %ld event callback(s) never ran; giving up",
+            SWITCH_FAIL("%ld event callback(s) never ran; giving up",
                       atomic_load(&shim_event_callbacks_pending));
             return -ETIMEDOUT;
         }
@@ -570,13 +600,13 @@ static int take_out(const struct shim_backend_ops *from,
         rc = frc;
     if (rc == 0 && from == &shim_remote_ops &&
         shim_remote_reads_outstanding() > 0) {
-        LOG_ERROR("re-home: %zu read(s) from the proxy never arrived",
+        SWITCH_FAIL("%zu read(s) from the proxy never arrived",
                   shim_remote_reads_outstanding());
         rc = -EIO;
     }
     t->extract = shim_now() - ts;
     if (rc < 0) {
-        LOG_ERROR("re-home: extracting from %s failed (%d); the program "
+        SWITCH_FAIL("extracting from %s failed (%d); the program "
                   "stays there", from->name, rc);
         return rc;
     }
@@ -593,7 +623,7 @@ static int take_out(const struct shim_backend_ops *from,
     if (ps->background && (rc = background_collect(from)) < 0) {
         ps->background = false;
         background_forget();
-        LOG_ERROR("re-home: no memory to set the old objects aside");
+        SWITCH_FAIL("no memory to set the old objects aside");
         return rc;
     }
     for (struct shim_obj *o = shim_store_last(); o && !ps->background;
@@ -667,7 +697,7 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
         rc = shim_platforms_bind();
     t->load = shim_now() - ts;
     if (rc < 0) {
-        LOG_ERROR("re-home: %s did not come up (%d)", to->name, rc);
+        SWITCH_FAIL("%s did not come up (%d)", to->name, rc);
         return rc;
     }
 
@@ -684,7 +714,7 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
                 (o->real = twin_take(o)))
                 continue;
             if (rc == 0 && (rc = realize(o)) < 0)
-                LOG_ERROR("re-home: recreating a %s on %s failed (%d, "
+                SWITCH_FAIL("recreating a %s on %s failed (%d, "
                           "vendor %d)", shim_kind_name(o->kind), to->name,
                           rc, shim_vendor_err);
         }
@@ -696,7 +726,7 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
         }
     t->rebuild = shim_now() - ts;
     if (rc < 0) {
-        LOG_ERROR("re-home: rebuilding objects on %s failed (%d)", to->name,
+        SWITCH_FAIL("rebuilding objects on %s failed (%d)", to->name,
                   rc);
         return rc;
     }
@@ -722,7 +752,7 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
         rc = frc;
     t->reinject = shim_now() - ts;
     if (rc < 0)
-        LOG_ERROR("re-home: putting the bytes back on %s failed (%d)",
+        SWITCH_FAIL("putting the bytes back on %s failed (%d)",
                   to->name, rc);
     return rc;
 }
@@ -761,6 +791,7 @@ static int begin(const struct shim_backend_ops *to,
                  struct shim_rehome_times *t, double *t0)
 {
     memset(t, 0, sizeof(*t));
+    fail_reason[0] = '\0';
     if (shim_init() < 0)
         return -ENODEV;
     if (shim_in_callback) {
@@ -834,6 +865,14 @@ int shim_switch(const struct shim_backend_ops *to,
         LOG_ERROR("re-home: %s did not come back (%d); OpenCL calls will "
                   "fail", to->name, rc);
     }
+    if (rc < 0 && (from == &shim_remote_ops || to == &shim_remote_ops) &&
+        !shim_remote_alive() && fail_reason[0] &&
+        !strstr(fail_reason, "proxy")) {
+        size_t len = strlen(fail_reason);
+        snprintf(fail_reason + len, sizeof(fail_reason) - len,
+                 "; the proxy connection is gone (closed, or silent past "
+                 "CRANE_PROXY_TIMEOUT_MS)");
+    }
     reopen(&ps, t, t0);
     return end(t, rc, from->name, to->name);
 }
@@ -870,6 +909,7 @@ int shim_unpark(struct shim_rehome_times *t)
 
     memset(t, 0, sizeof(*t));
     pthread_mutex_lock(&shim.rehome_lock);
+    fail_reason[0] = '\0';
     if (!shim.parked) {
         pthread_mutex_unlock(&shim.rehome_lock);
         return -EINVAL;

@@ -609,6 +609,8 @@ int shim_switch(const struct shim_backend_ops *to,
 /* Stop-and-copy: state to RAM, vendor unloaded, the program's calls held
  * until shim_unpark() brings everything back.  0 or -errno. */
 int shim_park(struct shim_rehome_times *t);
+/* Why the last switch failed, in words ("" if it did not or none said). */
+const char *shim_rehome_reason(void);
 int shim_unpark(struct shim_rehome_times *t);
 
 /* --- helpers (util.c) ---------------------------------------------------- */
