@@ -349,6 +349,14 @@ static enum arg_kind arg_kind_of(cl_kernel k, cl_uint index,
         return ARG_SAMPLER;
     if ((*image_type = image_type_of(name)) != 0)
         return ARG_IMAGE;
+    /* An image type this file does not know (an extension's, or a name
+     * spelt otherwise by another vendor): shapes only, never a wrong
+     * refusal.  Never for a pointer (its name ends in '*'): bytes for a
+     * pointer are what crashes the vendor. */
+    if ((strstr(name, "image") || strstr(name, "sampler")) &&
+        aq != CL_KERNEL_ARG_ADDRESS_LOCAL && name[0] &&
+        name[strlen(name) - 1] != '*')
+        return ARG_UNKNOWN;
     if (aq == CL_KERNEL_ARG_ADDRESS_LOCAL)
         return ARG_LOCAL;
     if (aq == CL_KERNEL_ARG_ADDRESS_GLOBAL ||
