@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -67,6 +68,16 @@ static const char *shim_kind_name(uint32_t kind)
         [SHIM_EVENT] = "user event",
     };
     return kind < SHIM_KIND_COUNT && names[kind] ? names[kind] : "object";
+}
+
+/* A user event the program has not set yet: it moves (a new one on the
+ * new side), unless a command still waits on it. */
+static bool pending_user_event(const struct shim_obj *o)
+{
+    const struct shim_event *e = (const void *)o;
+
+    return o->kind == SHIM_EVENT && e->user && !e->retired &&
+           e->user_status == CL_SUBMITTED;
 }
 
 /* Objects whose bytes the shim moves itself: root buffers and images not
@@ -149,14 +160,7 @@ static int check_movable(void)
     }
     shim_store_lock();
     for (struct shim_obj *o = shim_store_first(); o && !rc; o = o->next) {
-        if (o->kind == SHIM_EVENT) {
-            const struct shim_event *e = (const void *)o;
-            if (e->user && !e->retired && e->user_status == CL_SUBMITTED) {
-                LOG_WARN("re-home: a user event is still pending; queues "
-                         "cannot be finished");
-                rc = -EBUSY;
-            }
-        } else if (o->kind == SHIM_MEM) {
+        if (o->kind == SHIM_MEM) {
             const struct shim_mem *m = (const void *)o;
             if (m->type == SHIM_PIPE) {
                 LOG_WARN("re-home: pipes cannot be read from the host");
@@ -500,7 +504,7 @@ static int background_collect(const struct shim_backend_ops *from)
     for (size_t i = 0; i < n; i++) {
         struct shim_obj *o = bg.list[i].obj;
         bg.list[i].twin = false;
-        if (o->kind == SHIM_EVENT)
+        if (o->kind == SHIM_EVENT && !pending_user_event(o))
             shim_event_retire((void *)o);
         if (keep && conn && twin_kind(o->kind) && o->real) {
             o->twin_conn = conn;
@@ -532,6 +536,45 @@ static cl_command_queue pass_queue(struct shim_context *ctx, void *arg)
     return helper_queue(ps->hq, &ps->n_hq, 16, ctx, &q) == 0 ? q : NULL;
 }
 
+/* With user events pending, a queue may hold commands that wait on them,
+ * which clFinish would wait for forever: a marker on each queue tells
+ * whether it drains (within USER_EVENT_WAIT_MS).  0, or -EBUSY when a
+ * command waits on a pending user event (the switch is refused, nothing
+ * changed). */
+#define USER_EVENT_WAIT_MS 200
+static int queues_drain(void)
+{
+    cl_event marks[64];
+    size_t n = 0;
+    int rc = 0;
+
+    for (struct shim_obj *o = shim_store_first(); o && n < 64; o = o->next)
+        if (o->kind == SHIM_QUEUE && o->real &&
+            VENDOR(o->real)->clEnqueueMarkerWithWaitList(
+                o->real, 0, NULL, &marks[n]) == CL_SUCCESS) {
+            VENDOR(o->real)->clFlush(o->real);
+            n++;
+        }
+    double until = shim_now() + USER_EVENT_WAIT_MS / 1e3;
+    for (size_t i = 0; i < n; i++) {
+        cl_int st = CL_QUEUED;
+        while (VENDOR(marks[i])->clGetEventInfo(
+                   marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
+                   &st, NULL) == CL_SUCCESS &&
+               st > CL_COMPLETE && shim_now() < until)
+            usleep(1000);
+        if (st > CL_COMPLETE) {
+            LOG_WARN("re-home: a command waits on a user event the program "
+                     "has not set; refused, nothing changed");
+            rc = -EBUSY;
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        VENDOR(marks[i])->clReleaseEvent(marks[i]);
+    return rc;
+}
+
 /* Steps 1-3, with the gate closed: finish, extract, release (or hand the
  * real handles to the background when leaving the vendor for the proxy). */
 static int take_out(const struct shim_backend_ops *from,
@@ -551,6 +594,11 @@ static int take_out(const struct shim_backend_ops *from,
                   "program's data there cannot be brought back");
         return -ENOTCONN;
     }
+    bool pending_user = false;
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        pending_user |= pending_user_event(o);
+    if (pending_user && (rc = queues_drain()) < 0)
+        return rc;
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
         if (o->kind == SHIM_QUEUE && o->real) {
             cl_int err = VENDOR(o->real)->clFinish(o->real);
@@ -561,6 +609,14 @@ static int take_out(const struct shim_backend_ops *from,
             }
         }
     while (atomic_load(&shim_event_callbacks_pending) > 0) {
+        /* A callback on a pending user event runs only once it is set. */
+        if (pending_user &&
+            shim_now() - ts > USER_EVENT_WAIT_MS / 1e3) {
+            LOG_WARN("re-home: %ld event callback(s) wait, maybe on a user "
+                     "event the program has not set; refused",
+                     atomic_load(&shim_event_callbacks_pending));
+            return -EBUSY;
+        }
         if (shim_now() - ts > shim_config.rehome_timeout_ms / 1e3) {
             SWITCH_FAIL("%ld event callback(s) never ran; giving up",
                       atomic_load(&shim_event_callbacks_pending));
@@ -582,6 +638,9 @@ static int take_out(const struct shim_backend_ops *from,
     /* 2. Extract: every byte the device changed goes to RAM.  Nothing is
      * marked clean until every read has completed without error. */
     ts = shim_now();
+    size_t owed_before = from == &shim_remote_ops
+                             ? shim_remote_reads_outstanding()
+                             : 0;
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
@@ -598,10 +657,12 @@ static int take_out(const struct shim_backend_ops *from,
                                                       "buffers back");
     if (rc == 0)
         rc = frc;
+    /* Other answers may be owed (a watch on a user event): only this
+     * extract's reads must all have arrived. */
     if (rc == 0 && from == &shim_remote_ops &&
-        shim_remote_reads_outstanding() > 0) {
+        shim_remote_reads_outstanding() > owed_before) {
         SWITCH_FAIL("%zu read(s) from the proxy never arrived",
-                  shim_remote_reads_outstanding());
+                    shim_remote_reads_outstanding() - owed_before);
         rc = -EIO;
     }
     t->extract = shim_now() - ts;
@@ -628,7 +689,7 @@ static int take_out(const struct shim_backend_ops *from,
     }
     for (struct shim_obj *o = shim_store_last(); o && !ps->background;
          o = o->prev) {
-        if (o->kind == SHIM_EVENT)
+        if (o->kind == SHIM_EVENT && !pending_user_event(o))
             shim_event_retire((void *)o);
         if (o->kind != SHIM_PLATFORM && o->real) {
             shim_real_release(o);

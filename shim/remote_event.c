@@ -251,6 +251,20 @@ cl_int rc_sync_call(Crane__SyncOp op, cl_command_queue q, cl_uint n,
     return rc_event_done(err, event, e);
 }
 
+/* After a wait that ended on a Notify: the bytes of reads that completed
+ * before it may still be on their way (the proxy sends a read's data when
+ * it next looks at its queue, not before the Notify).  One round trip
+ * orders after them: the proxy flushes completed reads before it answers.
+ * Without it, a clFinish returned with a non-blocking read's bytes not yet
+ * in place. */
+static cl_int settle(cl_int err)
+{
+    if (err != CL_SUCCESS)
+        return err;
+    return rc_sync_call(CRANE__SYNC_OP__SYNC_PING, NULL, 0, NULL, NULL,
+                        true);
+}
+
 cl_int CL_API_CALL rc_clFinish(cl_command_queue q)
 {
     if (q && !atomic_exchange(&((struct rc_queue *)q)->pending, false))
@@ -267,7 +281,7 @@ cl_int CL_API_CALL rc_clFinish(cl_command_queue q)
             if (err == CL_SUCCESS)
                 err = rel;
         }
-        return err;
+        return settle(err);
     }
     return rc_sync_call(CRANE__SYNC_OP__SYNC_FINISH, q, 0, NULL, NULL, true);
 }
@@ -289,7 +303,7 @@ cl_int CL_API_CALL rc_clWaitForEvents(cl_uint n, const cl_event *ev)
         if (err == CL_SUCCESS)
             err = wait_watched(w.v, w.n);
         rc_ids_done(&w);
-        return err;
+        return settle(err);
     }
     return rc_sync_call(CRANE__SYNC_OP__SYNC_WAIT, NULL, n, ev, NULL, true);
 }

@@ -25,6 +25,10 @@
 #                       first switch is refused once (a vendor map), then
 #                       maps live in shim memory and every switch carries
 #                       them; with CRANE_PORTABLE_MAPS=1 none is refused
+#   user-event-pending  a user event stays unset across every switch: it
+#                       moves; when a copy waits on it, the switch is
+#                       refused at once (not a hang), and the copy runs
+#                       once the event is set
 #   twins-proxy-restarted
 #                       the proxy is restarted while the program runs in
 #                       passthrough holding twins (its objects kept on the
@@ -65,7 +69,7 @@ list() {
         echo "kill-proxy-${s%%:*}-back"; echo "stop-proxy-${s%%:*}-back"
     done
     echo kill-program-extract kill-program-reinject
-    echo map-carried map-portable twins-proxy-restarted
+    echo map-carried map-portable twins-proxy-restarted user-event-pending
     echo guestd-resume-proxy-dead guestd-prepare-proxy-frozen
     echo guestd-killed-mid-prepare guestd-frozen-mid-prepare
     echo guestd-program-frozen
@@ -256,6 +260,17 @@ case_map() {
         grep -q 'maps use shim memory from now on' "$T/shim.log" ||
             die "no word of shim-memory maps"
     fi
+}
+
+case_user_event() {
+    start_proxy
+    PROG_ARGS=--user-event
+    run_prog
+    finish_prog
+    expect_pass 3 1
+    [ "$(report_rc 4)" = -16 ] || die "the 4th switch was not refused"
+    grep -q 'a command waits on a user event' "$T/shim.log" ||
+        die "no reason for the refusal"
 }
 
 # twins-proxy-restarted: objects kept on a proxy that is gone are never
@@ -493,6 +508,7 @@ kill-program-*) case_kill_program "${c#kill-program-}" ;;
 map-carried) case_map carried ;;
 map-portable) case_map portable ;;
 twins-proxy-restarted) case_twins_restarted ;;
+user-event-pending) case_user_event ;;
 guestd-resume-proxy-dead) case_guestd_resume_proxy_dead ;;
 guestd-prepare-proxy-frozen) case_guestd_prepare_proxy_frozen ;;
 guestd-killed-mid-prepare) case_guestd_killed_mid_prepare ;;

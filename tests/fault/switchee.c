@@ -4,11 +4,14 @@
  * buffer, a sampler), switched with crane_rehome() every round and checked
  * byte for byte against a CPU model after each switch.
  *
- *   switchee [ROUNDS] [--map]   (default 6 rounds)
+ *   switchee [ROUNDS] [--map | --user-event]   (default 6 rounds)
  *
  * With --map, two buffers stay mapped across every switch: a plain one
  * the program writes through its pointer only after the switch, and the
  * CL_MEM_USE_HOST_PTR one, read through its pointer after the switch.
+ * With --user-event, a user event stays pending across every switch; in
+ * the last round a copy waits on it over the switch (which must be
+ * refused, not hang); then it is set and the copy checked.
  *
  * Prints "PASS switchee: D switches done, F failed" (exit 0) when every
  * byte was right; "FAIL switchee: ..." (exit 1) for a wrong byte, which
@@ -106,6 +109,7 @@ int main(int argc, char **argv)
 {
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 6;
     int with_maps = argc > 2 && strcmp(argv[2], "--map") == 0;
+    int with_uev = argc > 2 && strcmp(argv[2], "--user-event") == 0;
     int (*rehome)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "crane_rehome");
     cl_platform_id plat;
     cl_device_id dev;
@@ -190,6 +194,16 @@ int main(int argc, char **argv)
     CK(clSetKernelArg(sample, 1, sizeof(smp), &smp));
     CK(clSetKernelArg(sample, 2, sizeof(out), &out));
 
+    cl_event uev = NULL;
+    cl_mem ucopy = NULL;
+    if (with_uev) {
+        uev = clCreateUserEvent(ctx, &err);
+        CK(err);
+        ucopy = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(a_m), NULL,
+                               &err);
+        CK(err);
+    }
+
     for (unsigned r = 1; r <= rounds; r++) {
         size_t gsz = N, lsz = LOCAL, g2[2] = {IMG, IMG};
         cl_uint round = r;
@@ -213,6 +227,12 @@ int main(int argc, char **argv)
                                     sizeof(h_m), 0, NULL, NULL, &err);
             CK(err);
         }
+        if (with_uev && r == rounds) {
+            /* A copy of the plain buffer held back by the user event. */
+            CK(clEnqueueCopyBuffer(q, a, ucopy, 0, 0, sizeof(a_m), 1, &uev,
+                                   NULL));
+            CK(clFlush(q));
+        }
         /* The switch comes with the device's results not yet read. */
         if (rehome() == 0)
             done++;
@@ -230,6 +250,12 @@ int main(int argc, char **argv)
             for (uint32_t i = 0; i < N; i++)
                 a_w[i] = i * 0x01000193u + r;
             check("buffer written through its map", a_w, got, N, r);
+        }
+        if (with_uev && r == rounds) {
+            CK(clSetUserEventStatus(uev, CL_COMPLETE));
+            CK(clEnqueueReadBuffer(q, ucopy, CL_TRUE, 0, sizeof(a_m), got, 0,
+                                   NULL, NULL));
+            check("copy after the user event", a_m, got, N, r);
         }
         CK(clEnqueueReadBuffer(q, a, CL_TRUE, 0, sizeof(a_m), got, 0, NULL,
                                NULL));
