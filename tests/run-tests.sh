@@ -207,6 +207,14 @@ case_ "bench/shimcost" shimcost_runs
 case_ "thirdparty/piglit-shim" bash tests/integration/piglit.sh shim
 case_ "thirdparty/piglit-remote" bash tests/integration/piglit.sh remote
 case_ "thirdparty/piglit-switch-7" bash tests/integration/piglit.sh switch 7
+# CLBlast's tests (axpy, dot, gemv against the reference BLAS; why these in
+# the script): each routine's pass/skip/fail counts as natively, none
+# failing. ~10 s passthrough (warm PoCL cache), ~90 s remoted, ~80 s
+# switched every 199 calls (~400 switches each way).
+case_ "thirdparty/clblast-shim" bash tests/integration/clblast.sh shim
+case_ "thirdparty/clblast-remote" bash tests/integration/clblast.sh remote
+case_ "thirdparty/clblast-switch-199" bash tests/integration/clblast.sh \
+    switch 199
 
 echo "# bad input"
 case_ "badinput/no-vendor" no_vendor

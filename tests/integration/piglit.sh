@@ -25,8 +25,8 @@ set -u
 cd "$(dirname "$0")/../.."
 
 B=${B:-build}
-RUN=$PWD/$B/bin/crane-run
-PROXY=$B/bin/crane-proxy
+. tests/integration/modes.sh
+trap mode_stop EXIT
 PIGLIT=${PIGLIT_DIR:-/usr/lib/x86_64-linux-gnu/piglit}
 BIN=$PIGLIT/bin
 PROGRAMS=$PIGLIT/tests/cl/program
@@ -73,15 +73,15 @@ left_out() {
 
 usage() { sed -n '2,13p' "$0"; exit 2; }
 
-mode=${1:-}
-[ "$mode" = --list ] && { listing=1; mode=${2:-}; } || listing=0
-case "$mode" in
-shim | remote) ;;
-switch)
-    [ "$listing" -eq 1 ] && every=0 || every=${2:-}
-    [ "$listing" -eq 1 ] || [[ "$every" =~ ^[1-9][0-9]*$ ]] || usage ;;
-*) usage ;;
-esac
+if [ "${1:-}" = --list ]; then
+    listing=1
+    shift
+    [ "${1:-}" = switch ] && [ $# -eq 1 ] && set -- switch 1
+else
+    listing=0
+fi
+mode_parse "$@" || usage
+mode=$MODE
 
 if [ ! -x "$BIN/cl-api-create-buffer" ] || [ ! -x "$BIN/cl-program-tester" ]
 then
@@ -108,27 +108,7 @@ if [ "$listing" -eq 1 ]; then
     exit 0
 fi
 
-TMP=$(mktemp -d)
-PROXY_PID=
-cleanup() {
-    [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID"
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-# Starts a proxy on a unix socket and waits until it accepts connections.
-start_proxy() {
-    SOCK=$TMP/proxy.sock
-    "$PROXY" --listen "unix:$SOCK" >"$TMP/proxy.log" 2>&1 &
-    PROXY_PID=$!
-    for _ in $(seq 200); do
-        [ -S "$SOCK" ] && return 0
-        kill -0 "$PROXY_PID" 2>/dev/null || break
-        sleep 0.05
-    done
-    echo "crane-proxy did not start:"; cat "$TMP/proxy.log"
-    return 1
-}
+TMP=$MODE_TMP
 
 # verdict LOG CMD...: runs one test (from the program tests' directory, for
 # their includes) and prints its verdict.
@@ -142,18 +122,7 @@ verdict() {
     echo "${v:-exit $rc}"
 }
 
-# The command prefix of the mode.
-report=$TMP/rehome
-case "$mode" in
-shim) UNDER=("$RUN") ;;
-remote)
-    start_proxy || exit 1
-    UNDER=(env CRANE_BACKEND="remote:unix:$SOCK" "$RUN") ;;
-switch)
-    start_proxy || exit 1
-    UNDER=(env CRANE_PROXY="unix:$SOCK" CRANE_REHOME_TO=alternate
-           CRANE_REHOME_EVERY="$every" CRANE_REHOME_REPORT="$report" "$RUN") ;;
-esac
+mode_start || exit 1
 
 same=0 differ=0
 while read -r name cmd; do
@@ -170,10 +139,7 @@ while read -r name cmd; do
         diff "$TMP/native.log" "$TMP/crane.log" | grep '^[<>]' | head -8 |
             sed 's/^/    /'
     fi
-    if [ -n "$PROXY_PID" ] && ! kill -0 "$PROXY_PID" 2>/dev/null; then
-        echo "crane-proxy died during $name:"; tail -5 "$TMP/proxy.log"
-        exit 1
-    fi
+    mode_proxy_alive || { echo "(during $name)"; exit 1; }
 done < <(tests)
 for t in $(cd "$BIN" && ls cl-*); do
     why=$(left_out "$t")
@@ -181,13 +147,5 @@ for t in $(cd "$BIN" && ls cl-*); do
 done
 
 echo "piglit $mode: $same same verdicts, $differ different"
-if [ "$mode" = switch ]; then
-    to_remote=$(grep -c 'rc=0 from=native to=remote' "$report" 2>/dev/null)
-    to_native=$(grep -c 'rc=0 from=remote to=native' "$report" 2>/dev/null)
-    bad=$(grep '^rehome' "$report" 2>/dev/null | grep -v ' rc=0 ' |
-          grep -vc ' rc=-16 ')
-    echo "switches: ${to_remote:-0} to the proxy, ${to_native:-0} back," \
-         "${bad:-0} failed"
-    [ "${bad:-0}" -eq 0 ] && [ "${to_remote:-0}" -ge 1 ] || exit 1
-fi
+[ "$mode" = switch ] && { mode_switches || exit 1; }
 [ "$differ" -eq 0 ]
