@@ -384,11 +384,17 @@ static int pick(struct candidate *v, unsigned nc,
 {
     char reason[256];
 
+    char named_why[300] = "";
+
     if (shim_config.device)
         for (unsigned i = 0; i < nc; i++)
-            if (named(&v[i], shim_config.device) &&
-                !unfit(&v[i], was, n, true, reason, sizeof(reason)))
-                return (int)i;
+            if (named(&v[i], shim_config.device)) {
+                if (!unfit(&v[i], was, n, true, reason, sizeof(reason)))
+                    return (int)i;
+                /* Said if nothing else fits: the operator named it. */
+                snprintf(named_why, sizeof(named_why), "%s, named by "
+                         "CRANE_DEVICE: %s", v[i].id.name, reason);
+            }
     for (int pass = 0; pass < 2; pass++)
         for (unsigned i = 0; i < nc; i++)
             if ((pass || !v[i].taken) && same_device(&v[i].id, was))
@@ -396,7 +402,13 @@ static int pick(struct candidate *v, unsigned nc,
     for (unsigned i = 0; i < nc; i++)
         if (!unfit(&v[i], was, n, false, reason, sizeof(reason)))
             return (int)i;
-    /* Nothing fits: the reason given is the nearest candidate's. */
+    /* Nothing fits: the reason given is the named device's, or the
+     * nearest candidate's. */
+    if (named_why[0]) {
+        snprintf(why, len, "no device there can take %s (%s)", was->name,
+                 named_why);
+        return -1;
+    }
     snprintf(why, len, "no device there can take %s (none offered)",
              was->name);
     for (unsigned i = 0; i < nc; i++)

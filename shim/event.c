@@ -23,6 +23,10 @@ cl_int shim_event_wrap(cl_event *out, cl_event real, struct shim_queue *q)
     }
     e->queue = q;
     e->context = q->context;
+    if (q->profiling) {
+        e->generation = shim.bindings;
+        e->host_queued = shim_timebase_host_now();
+    }
     shim_obj_retain_child(&q->obj);
     *out = (cl_event)e;
     return CL_SUCCESS;
@@ -257,6 +261,13 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetEventProfilingInfo(
         err = VENDOR(e->obj.real)->clGetEventProfilingInfo(
             e->obj.real, param_name, param_value_size, param_value,
             param_value_size_ret);
+        cl_ulong queued = 0;
+        if (err == CL_SUCCESS && param_value &&
+            param_value_size >= sizeof(cl_ulong) && e->host_queued &&
+            VENDOR(e->obj.real)->clGetEventProfilingInfo(
+                e->obj.real, CL_PROFILING_COMMAND_QUEUED, sizeof(queued),
+                &queued, NULL) == CL_SUCCESS)
+            shim_timebase_translate(e, queued, param_value, 1);
     }
     shim_leave();
     return err;
@@ -389,6 +400,8 @@ void shim_event_retire(struct shim_event *e)
                 r, CL_PROFILING_COMMAND_QUEUED + i, sizeof(cl_ulong),
                 &e->prof[i], NULL) != CL_SUCCESS)
             e->profiled = false;
+    if (e->profiled)
+        shim_timebase_translate(e, e->prof[0], e->prof, 5);
     e->retired = true;
 }
 

@@ -73,6 +73,7 @@ int shim_platforms_bind(void)
 
     if (rc < 0)
         return rc;
+    shim.bindings++;  /* a new profiling timebase (timebase.c) */
     if (!shim.platforms)
         return platforms_create(real, n);
     if (!shim_plan_take(shim.backend, &plan) &&

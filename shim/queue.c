@@ -51,6 +51,10 @@ static cl_command_queue queue_new(cl_context context, cl_device_id device,
         q->legacy = legacy;
         q->legacy_props = lp;
         q->props = shim_props_dup(props, sizeof(*props));
+        q->profiling = lp & CL_QUEUE_PROFILING_ENABLE;
+        for (const cl_queue_properties *pp = props; pp && pp[0]; pp += 2)
+            if (pp[0] == CL_QUEUE_PROPERTIES)
+                q->profiling = pp[1] & CL_QUEUE_PROFILING_ENABLE;
         shim_obj_retain_child(&c->obj);
         shim_obj_retain_child(&d->obj);
         if (props && !q->props)

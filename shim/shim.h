@@ -73,8 +73,18 @@ struct shim_device_ident {
     char *extensions;            /* malloc()ed, space-separated */
 };
 
+/* A device's profiling timeline across switches (timebase.c). */
+struct shim_timebase {
+    bool anchored;               /* a first reading fixed the timeline */
+    unsigned long gen;           /* the binding its offset is for */
+    int64_t offset;              /* added to that binding's timestamps */
+    cl_ulong anchor_timeline;    /* the latest reading: timeline ns ... */
+    cl_ulong anchor_host;        /* ... and CLOCK_MONOTONIC ns */
+};
+
 struct shim_device {
     struct shim_obj obj;
+    struct shim_timebase timebase;
     struct shim_platform *platform;
     struct shim_device *parent;  /* sub-devices only */
     cl_device_partition_property *partition;  /* 0-terminated copy */
@@ -107,6 +117,7 @@ struct shim_queue {
     cl_queue_properties *props;  /* 0-terminated; NULL for the 1.x call */
     cl_command_queue_properties legacy_props;
     bool legacy;
+    bool profiling;              /* CL_QUEUE_PROFILING_ENABLE asked */
 };
 
 enum shim_mem_type { SHIM_BUFFER, SHIM_SUB_BUFFER, SHIM_IMAGE, SHIM_PIPE };
@@ -236,6 +247,8 @@ struct shim_event {
     cl_int status;               /* once retired */
     bool profiled;               /* prof[] valid once retired */
     cl_ulong prof[5];            /* queued, submit, start, end, complete */
+    unsigned long generation;    /* the device binding it was enqueued on */
+    cl_ulong host_queued;        /* CLOCK_MONOTONIC ns after the enqueue */
 };
 
 /* --- the store (objects.c) ----------------------------------------------- */
@@ -489,6 +502,7 @@ struct shim_state {
     cl_uint n_platforms;
     pthread_mutex_t rehome_lock; /* one re-home at a time */
     unsigned rehomes;
+    unsigned long bindings;      /* devices bound to real ones so far */
     bool parked;                 /* stop-and-copy: calls wait, state in RAM */
     const struct shim_backend_ops *parked_from;
     double parked_at;
@@ -499,6 +513,13 @@ extern const struct _cl_icd_dispatch shim_icd_dispatch;
 
 int shim_init(void);
 int shim_platforms_bind(void);
+
+/* Profiling timestamps on one timeline per device (timebase.c). */
+cl_ulong shim_timebase_host_now(void);
+int64_t shim_timebase_offset(struct shim_timebase *tb, unsigned long gen,
+                             cl_ulong queued, cl_ulong host_queued);
+void shim_timebase_translate(struct shim_event *e, cl_ulong raw_queued,
+                             cl_ulong *values, unsigned n);
 
 /* Devices matched by identity and capability (devmatch.c). */
 /* The work-items of the largest work-group the program launched: a device

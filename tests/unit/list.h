@@ -63,3 +63,7 @@ TEST_ENTRY(remote_table_refusals_answer)
 /* shim/kernel_sig.c: tests/unit/test_kernel_sig.c */
 TEST_ENTRY(kernel_sig_classes)
 TEST_ENTRY(kernel_sig_says_nothing_when_unsure)
+
+/* shim/timebase.c: tests/unit/test_timebase.c */
+TEST_ENTRY(timebase_continues_across_devices)
+TEST_ENTRY(timebase_first_reading_is_the_timeline)
