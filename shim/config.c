@@ -83,6 +83,15 @@ void shim_config_load(void)
     shim_config.remote_linger_ms =
         env_long("CRANE_REMOTE_LINGER_MS", 5000, 0);
     shim_config.portable_maps = env_long("CRANE_PORTABLE_MAPS", 0, 0) != 0;
+    shim_config.staging_mb = (unsigned)env_long("CRANE_STAGING_MB", 32, 0);
+    if (shim_config.staging_mb > 1024)
+        shim_config.staging_mb = 1024;
+    shim_config.precopy_rounds =
+        (unsigned)env_long("CRANE_PRECOPY_ROUNDS", 0, 0);
+    if (shim_config.precopy_rounds > 64)
+        shim_config.precopy_rounds = 64;
+    shim_config.precopy_stop_bytes =
+        (size_t)env_long("CRANE_PRECOPY_STOP_KB", 4096, 0) << 10;
     shim_config.test_fail_at = env_str("CRANE_TEST_FAIL_AT");
     shim_config.test_stop_at = env_str("CRANE_TEST_STOP_AT");
     shim_config.test_stop_file = env_str("CRANE_TEST_STOP_FILE");

@@ -34,6 +34,14 @@ struct shim_config {
     const char *test_fail_at;    /* CRANE_TEST_FAIL_AT=STEP[:N] (fault.c) */
     const char *test_stop_at;    /* CRANE_TEST_STOP_AT=STEP[:N] */
     const char *test_stop_file;  /* CRANE_TEST_STOP_FILE */
+    unsigned staging_mb;         /* CRANE_STAGING_MB: pinned MiB per vendor
+                                    context for a switch's copies (0: off,
+                                    staging.c) */
+    unsigned precopy_rounds;     /* CRANE_PRECOPY_ROUNDS: copy rounds while
+                                    the program runs, before a switch stops
+                                    it (0: off, precopy.c) */
+    size_t precopy_stop_bytes;   /* CRANE_PRECOPY_STOP_KB: a round that
+                                    found fewer dirty bytes ends them */
     const char *device;          /* CRANE_DEVICE: where devices land after a
                                     switch (docs/shim.md, "Devices") */
 };

@@ -219,10 +219,16 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
             }
             base = m->shadow;
         }
+        void *ctx = m->context->obj.real;
+        *bytes += hi - lo;
+        /* Into the shim's own RAM copy, through pinned chunks where the
+         * vendor's context has them (staging.c). */
+        if (base == m->shadow && shim_staging_has(ctx))
+            return shim_staging_read(q, ctx, m->obj.real, lo, hi - lo,
+                                     (char *)base + lo) < 0 ? -EIO : 0;
         err = VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, CL_FALSE, lo,
                                              hi - lo, (char *)base + lo, 0,
                                              NULL, NULL);
-        *bytes += hi - lo;
     }
     if (err != CL_SUCCESS) {
         SWITCH_FAIL("reading a %zu-byte object failed: %d", m->size,
@@ -245,6 +251,10 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         err = VENDOR(q)->clEnqueueWriteImage(q, m->obj.real, CL_FALSE, origin,
                                              region, 0, 0, m->shadow, 0, NULL,
                                              NULL);
+    } else if (shim_staging_has(m->context->obj.real)) {
+        *bytes += m->size;
+        return shim_staging_write(q, m->context->obj.real, m->obj.real, 0,
+                                  m->size, m->shadow) < 0 ? -EIO : 0;
     } else {
         err = VENDOR(q)->clEnqueueWriteBuffer(q, m->obj.real, CL_FALSE, 0,
                                               m->size, m->shadow, 0, NULL,
@@ -653,6 +663,11 @@ static int take_out(const struct shim_backend_ops *from,
         }
     if (rc == 0)
         rc = shim_fault_at("extract-done");
+    int src = shim_staging_finish();
+    if (rc == 0 && src < 0) {
+        SWITCH_FAIL("a staged read from %s failed", from->name);
+        rc = src;
+    }
     int frc = helper_queues_finish(ps->hq, &ps->n_hq, "reading the "
                                                       "buffers back");
     if (rc == 0)
@@ -681,6 +696,9 @@ static int take_out(const struct shim_backend_ops *from,
     if ((rc = shim_fault_at("release")) < 0)
         return rc;
     ps->background = to && to != from;
+    /* The vendor goes now: its pinned chunks first. */
+    if (!ps->background)
+        shim_staging_drop_all();
     if (ps->background && (rc = background_collect(from)) < 0) {
         ps->background = false;
         background_forget();
@@ -727,6 +745,7 @@ static void stay_on(const struct shim_backend_ops *from,
         if (o->kind == SHIM_DEVICE)
             ((struct shim_device *)o)->type = bg.list[i].type;
     }
+    shim_staging_drop_all();
     to->unload();
     background_forget();
     ps->background = false;
@@ -807,6 +826,11 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
         }
     if (rc == 0)
         rc = shim_fault_at("reinject-done");
+    int src = shim_staging_finish();
+    if (rc == 0 && src < 0) {
+        SWITCH_FAIL("a staged write into %s failed", to->name);
+        rc = src;
+    }
     int frc = helper_queues_finish(ps->hq, &ps->n_hq,
                                    "writing the buffers back");
     if (rc == 0)
@@ -829,6 +853,7 @@ static void undo_bring_back(const struct shim_backend_ops *to,
             shim_real_release(o);
         o->real = NULL;
     }
+    shim_staging_drop_all();
     to->unload();
 }
 
@@ -838,6 +863,8 @@ static void reopen(struct pass *ps, struct shim_rehome_times *t, double t0)
     helper_queues_release(ps->hq, &ps->n_hq);
     shim_gate_open();
     t->total = shim_now() - t0;
+    /* Unpinning is not stoppage, but comes before the old vendor goes. */
+    shim_staging_drop_all();
     if (ps->background) {
         bg.rehome = shim.rehomes + 1;  /* end() counts this one */
         bg.running = pthread_create(&bg.thread, NULL, background_release,
@@ -882,12 +909,16 @@ static int begin(const struct shim_backend_ops *to,
         return ok;
     }
     checked_conn = shim_remote_generation();
+    /* Pinned chunks for the vendor's side of the copies (staging.c). */
+    shim_staging_prepare_switch(shim.backend, to);
     shim_fault_switch(shim.rehomes + 1);
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
-    if (rc < 0)
+    if (rc < 0) {
+        shim_staging_drop_all();
         pthread_mutex_unlock(&shim.rehome_lock);
+    }
     return rc;
 }
 

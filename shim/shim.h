@@ -270,6 +270,18 @@ size_t shim_store_count(enum shim_kind kind);
  * make the contexts while the program still runs (prewarm.c). */
 void shim_prewarm_native(void);
 
+/* Pinned staging for a switch's copies into and out of the vendor
+ * (staging.c): chunks made per vendor context before the gate closes,
+ * copies queued chunk by chunk, done only once finish returned 0. */
+int shim_staging_prepare(void *ctx);
+bool shim_staging_has(void *ctx);
+int shim_staging_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                      size_t len, void *dst);
+int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                       size_t len, const void *src);
+int shim_staging_finish(void);
+void shim_staging_drop_all(void);
+
 /* Kept binaries of programs built from source (program_cache.c). */
 /* After a build: binaries are due (fetched by the next switch). */
 void shim_program_cache_mark(struct shim_program *p);
@@ -491,6 +503,9 @@ struct shim_backend_ops {
 
 extern const struct shim_backend_ops shim_native_ops;
 extern const struct shim_backend_ops shim_remote_ops;
+/* Before a switch's gate closes: staging for its vendor contexts. */
+void shim_staging_prepare_switch(const struct shim_backend_ops *from,
+                                 const struct shim_backend_ops *to);
 
 /* --- process-wide state (init.c) ----------------------------------------- */
 

@@ -1,0 +1,298 @@
+/* Pinned staging for a switch: bytes leave and enter the vendor's devices
+ * through mapped CL_MEM_ALLOC_HOST_PTR chunks, in a pipeline.
+ *
+ * A vendor copies between a device and pageable memory (a malloc'd RAM
+ * copy) through its own small pinned bounce buffers, at a fraction of what
+ * the bus carries.  Here every vendor context that holds bytes gets
+ * CRANE_STAGING_MB (32) of pinned chunks of STAGING_CHUNK bytes (at least
+ * two; CRANE_STAGING_MB=0 turns staging off), mapped once, made
+ * before the gate closes (shim_staging_prepare) and released after it opens
+ * (shim_staging_drop_all), so that neither the pinning nor the unpinning is
+ * stoppage.  A copy is cut into chunks that go round the slots: while the
+ * device copies chunk i into (or out of) one slot, the CPU moves chunk i-1
+ * between another slot and the RAM copy.
+ *
+ * Accounting (docs/fault.md): each chunk's copy has an event; a slot is
+ * reused, and its bytes handed on, only once its event completed with
+ * CL_COMPLETE.  A failed chunk makes shim_staging_finish() fail, and the
+ * caller fails the switch before marking anything clean.  The copies go on
+ * the switch's helper queue, so that its clFinish covers them as well.
+ *
+ * Only contexts of the native backend are staged (a proxy's memory is not
+ * this process's to pin); any context without staging is copied directly.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "shim.h"
+
+#define STAGING_CHUNK (8u << 20)
+#define STAGING_SLOTS_MAX 128
+#define STAGING_CONTEXTS 16
+
+struct slot {
+    cl_mem buf;
+    void *ptr;                   /* mapped, for the process's copies */
+    cl_event ev;                 /* the copy in flight, NULL when idle */
+    void *to;                    /* a read: where the bytes go once done */
+    size_t len;
+};
+
+struct staging {
+    void *ctx;                   /* the vendor's context */
+    cl_command_queue mapq;       /* maps and unmaps the slots */
+    struct slot slots[STAGING_SLOTS_MAX];
+    unsigned n_slots;
+    unsigned next;
+};
+
+static struct staging table[STAGING_CONTEXTS];
+static size_t n_table;
+static int stream_err;           /* first failure since the last finish */
+
+static struct staging *find(void *ctx)
+{
+    for (size_t i = 0; i < n_table; i++)
+        if (table[i].ctx == ctx)
+            return &table[i];
+    return NULL;
+}
+
+static void release(struct staging *s)
+{
+    for (unsigned i = 0; i < s->n_slots; i++) {
+        struct slot *sl = &s->slots[i];
+        if (sl->ev) {
+            VENDOR(sl->ev)->clWaitForEvents(1, &sl->ev);
+            VENDOR(sl->ev)->clReleaseEvent(sl->ev);
+        }
+        if (sl->buf && sl->ptr)
+            VENDOR(s->mapq)->clEnqueueUnmapMemObject(s->mapq, sl->buf, sl->ptr,
+                                                     0, NULL, NULL);
+    }
+    if (s->mapq)
+        VENDOR(s->mapq)->clFinish(s->mapq);
+    for (unsigned i = 0; i < s->n_slots; i++)
+        if (s->slots[i].buf)
+            VENDOR(s->slots[i].buf)->clReleaseMemObject(s->slots[i].buf);
+    if (s->mapq)
+        VENDOR(s->mapq)->clReleaseCommandQueue(s->mapq);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Pinned chunks for the vendor context CTX, while the program still runs:
+ * 0, or -errno (logged; the switch then copies that context directly). */
+int shim_staging_prepare(void *ctx)
+{
+    cl_device_id dev = NULL;
+    cl_int err;
+
+    if (!ctx || find(ctx))
+        return 0;
+    if (n_table == STAGING_CONTEXTS)
+        return -E2BIG;
+    if (VENDOR(ctx)->clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(dev),
+                                      &dev, NULL) != CL_SUCCESS ||
+        !dev)
+        return -EIO;
+    struct staging *s = &table[n_table];
+    memset(s, 0, sizeof(*s));
+    s->ctx = ctx;
+    s->mapq = VENDOR(ctx)->clCreateCommandQueue(ctx, dev, 0, &err);
+    unsigned want = shim_config.staging_mb / (STAGING_CHUNK >> 20);
+    if (want < 2)
+        want = 2;  /* one chunk moves while the other is copied */
+    if (want > STAGING_SLOTS_MAX)
+        want = STAGING_SLOTS_MAX;
+    for (unsigned i = 0; s->mapq && i < want; i++) {
+        struct slot *sl = &s->slots[i];
+        s->n_slots = i + 1;
+        sl->buf = VENDOR(ctx)->clCreateBuffer(
+            ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, STAGING_CHUNK,
+            NULL, &err);
+        if (sl->buf)
+            sl->ptr = VENDOR(s->mapq)->clEnqueueMapBuffer(
+                s->mapq, sl->buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                STAGING_CHUNK, 0, NULL, NULL, &err);
+        if (!sl->ptr)
+            break;
+    }
+    if (!s->mapq || !s->slots[want - 1].ptr) {
+        LOG_WARN("staging: no pinned chunks (%d); this context's bytes are "
+                 "copied directly", err);
+        release(s);
+        return -ENOMEM;
+    }
+    n_table++;
+    return 0;
+}
+
+/* Whether context C has a buffer whose bytes a switch copies through the
+ * shim's RAM copy (a root buffer not over the program's memory). */
+static bool stages_bytes(const struct shim_context *c)
+{
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
+        const struct shim_mem *m = (const void *)o;
+        if (o->kind == SHIM_MEM && m->context == c && !m->parent &&
+            m->type == SHIM_BUFFER && !(m->flags & CL_MEM_USE_HOST_PTR))
+            return true;
+    }
+    return false;
+}
+
+/* Before the gate closes on a switch from FROM to TO: chunks for every
+ * vendor context the switch will copy out of (FROM native: the contexts
+ * the program uses) or into (TO native: those prewarm.c made ahead). */
+void shim_staging_prepare_switch(const struct shim_backend_ops *from,
+                                 const struct shim_backend_ops *to)
+{
+    double t0 = shim_now();
+    size_t before = n_table;
+
+    if (shim_config.staging_mb == 0)
+        return;
+
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
+        struct shim_context *c = (void *)o;
+        if (o->kind != SHIM_CONTEXT || !stages_bytes(c))
+            continue;
+        if (from == &shim_native_ops && o->real)
+            shim_staging_prepare(o->real);
+        if (to == &shim_native_ops && to != from && c->premade)
+            shim_staging_prepare(c->premade);
+    }
+    shim_store_unlock();
+    if (n_table > before)
+        LOG_INFO("staging: %zu context(s) given %u pinned %u MiB chunks in "
+                 "%.3f ms, before the gate closes",
+                 n_table - before, table[before].n_slots, STAGING_CHUNK >> 20,
+                 (shim_now() - t0) * 1e3);
+}
+
+/* Every context's chunks unmapped and released (after the gate opens, or
+ * before the vendor they belong to is unloaded). */
+void shim_staging_drop_all(void)
+{
+    for (size_t i = 0; i < n_table; i++)
+        release(&table[i]);
+    n_table = 0;
+    stream_err = 0;
+}
+
+bool shim_staging_has(void *ctx)
+{
+    return ctx && find(ctx) != NULL;
+}
+
+/* Waits for the slot's copy; a read's bytes go to their place.  A failed
+ * copy is remembered for shim_staging_finish(); its bytes are dropped. */
+static void retire(struct slot *sl)
+{
+    cl_int st = CL_QUEUED;
+
+    if (!sl->ev)
+        return;
+    cl_int err = VENDOR(sl->ev)->clWaitForEvents(1, &sl->ev);
+    if (err == CL_SUCCESS)
+        err = VENDOR(sl->ev)->clGetEventInfo(
+            sl->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
+    VENDOR(sl->ev)->clReleaseEvent(sl->ev);
+    sl->ev = NULL;
+    if (err != CL_SUCCESS || st != CL_COMPLETE) {
+        LOG_ERROR("staging: a %zu-byte chunk's copy failed (%d, status %d)",
+                  sl->len, err, st);
+        if (!stream_err)
+            stream_err = -EIO;
+    } else if (sl->to) {
+        memcpy(sl->to, sl->ptr, sl->len);
+    }
+    sl->to = NULL;
+}
+
+static struct slot *take_slot(struct staging *s)
+{
+    struct slot *sl = &s->slots[s->next++ % s->n_slots];
+
+    retire(sl);
+    return sl;
+}
+
+/* Queues the read of [off, off+len) of the vendor buffer MEM on Q (a queue
+ * of context CTX) into DST, chunk by chunk.  DST holds the bytes only after
+ * shim_staging_finish() returned 0.  0, or -errno (nothing more queued). */
+int shim_staging_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                      size_t len, void *dst)
+{
+    struct staging *s = find(ctx);
+
+    if (!s)
+        return -ENOENT;
+    while (len > 0 && !stream_err) {
+        size_t n = len < STAGING_CHUNK ? len : STAGING_CHUNK;
+        struct slot *sl = take_slot(s);
+        cl_int err = VENDOR(q)->clEnqueueReadBuffer(q, mem, CL_FALSE, off, n,
+                                                    sl->ptr, 0, NULL, &sl->ev);
+        if (err != CL_SUCCESS) {
+            LOG_ERROR("staging: reading %zu bytes at %zu failed: %d", n, off,
+                      err);
+            sl->ev = NULL;
+            stream_err = -EIO;
+            break;
+        }
+        VENDOR(q)->clFlush(q);
+        sl->to = dst;
+        sl->len = n;
+        dst = (char *)dst + n;
+        off += n;
+        len -= n;
+    }
+    return stream_err;
+}
+
+/* Queues the write of LEN bytes from SRC into [off, off+len) of the vendor
+ * buffer MEM on Q, chunk by chunk: done once shim_staging_finish() returned
+ * 0.  SRC may be reused as soon as this returns.  0, or -errno. */
+int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                       size_t len, const void *src)
+{
+    struct staging *s = find(ctx);
+
+    if (!s)
+        return -ENOENT;
+    while (len > 0 && !stream_err) {
+        size_t n = len < STAGING_CHUNK ? len : STAGING_CHUNK;
+        struct slot *sl = take_slot(s);
+        memcpy(sl->ptr, src, n);
+        cl_int err = VENDOR(q)->clEnqueueWriteBuffer(
+            q, mem, CL_FALSE, off, n, sl->ptr, 0, NULL, &sl->ev);
+        if (err != CL_SUCCESS) {
+            LOG_ERROR("staging: writing %zu bytes at %zu failed: %d", n, off,
+                      err);
+            sl->ev = NULL;
+            stream_err = -EIO;
+            break;
+        }
+        VENDOR(q)->clFlush(q);
+        sl->to = NULL;
+        sl->len = n;
+        src = (const char *)src + n;
+        off += n;
+        len -= n;
+    }
+    return stream_err;
+}
+
+/* Waits for every chunk in flight: 0 only when each completed (its bytes in
+ * place), else -EIO.  Ready for the next stream either way. */
+int shim_staging_finish(void)
+{
+    for (size_t i = 0; i < n_table; i++)
+        for (unsigned k = 0; k < table[i].n_slots; k++)
+            retire(&table[i].slots[k]);
+    int rc = stream_err;
+    stream_err = 0;
+    return rc;
+}
