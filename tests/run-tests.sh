@@ -215,6 +215,14 @@ case_ "thirdparty/clblast-shim" bash tests/integration/clblast.sh shim
 case_ "thirdparty/clblast-remote" bash tests/integration/clblast.sh remote
 case_ "thirdparty/clblast-switch-199" bash tests/integration/clblast.sh \
     switch 199
+# hashcat dlopens libOpenCL itself: three MD5 hashes cracked as natively,
+# from the kernel binaries it cached (a 5.6 MB program). ~20 s passthrough,
+# ~20 s remoted, ~60 s switched every 37 calls (11 switches each way); its
+# first run ever compiles its kernels natively (~2 min).
+case_ "thirdparty/hashcat-shim" bash tests/integration/hashcat.sh shim
+case_ "thirdparty/hashcat-remote" bash tests/integration/hashcat.sh remote
+case_ "thirdparty/hashcat-switch-37" bash tests/integration/hashcat.sh \
+    switch 37
 
 echo "# bad input"
 case_ "badinput/no-vendor" no_vendor
