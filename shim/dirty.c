@@ -51,6 +51,12 @@ void shim_mem_dirty(cl_mem handle, size_t offset, size_t size)
         mark(m, offset, offset + size);
 }
 
+/* [LO, HI) of root M dirty again (a pre-copy round that failed). */
+void shim_mem_dirty_range(struct shim_mem *m, size_t lo, size_t hi)
+{
+    mark(m, lo, hi);
+}
+
 void shim_mem_dirty_all(cl_mem handle)
 {
     struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, handle);

@@ -319,6 +319,13 @@ static void report(const struct shim_rehome_times *t, int rc,
              t->extract, t->release, t->unload, t->load, t->rebuild,
              t->reinject, t->bytes_extracted, t->bytes_reinjected,
              t->objects);
+    /* Pre-copy rounds before the stop, if any (precopy.c). */
+    char pre[200];
+    shim_precopy_describe(pre, sizeof(pre));
+    if (pre[0]) {
+        size_t at = strlen(line) - 1;
+        snprintf(line + at, sizeof(line) - at, "%s\n", pre);
+    }
     /* A refused move says why, on the same line. */
     if (rc < 0 && shim_devices_refusal()[0]) {
         size_t at = strlen(line) - 1;
@@ -880,6 +887,7 @@ static int begin(const struct shim_backend_ops *to,
 {
     memset(t, 0, sizeof(*t));
     fail_reason[0] = '\0';
+    shim_precopy_forget();
     if (shim_init() < 0)
         return -ENODEV;
     if (shim_in_callback) {
@@ -912,6 +920,9 @@ static int begin(const struct shim_backend_ops *to,
     /* Pinned chunks for the vendor's side of the copies (staging.c). */
     shim_staging_prepare_switch(shim.backend, to);
     shim_fault_switch(shim.rehomes + 1);
+    /* What the program's devices hold, copied while it still runs:
+     * the stop reads only what it changed since (precopy.c). */
+    shim_precopy();
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
@@ -1002,6 +1013,7 @@ int shim_unpark(struct shim_rehome_times *t)
     memset(t, 0, sizeof(*t));
     pthread_mutex_lock(&shim.rehome_lock);
     fail_reason[0] = '\0';
+    shim_precopy_forget();
     if (!shim.parked) {
         pthread_mutex_unlock(&shim.rehome_lock);
         return -EINVAL;

@@ -282,6 +282,13 @@ int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
 int shim_staging_finish(void);
 void shim_staging_drop_all(void);
 
+/* Pre-copy (precopy.c): rounds of copying device-dirty bytes into the RAM
+ * copies while the program runs, before a switch closes the gate; the
+ * report line's precopy fields. */
+void shim_precopy(void);
+void shim_precopy_forget(void);
+void shim_precopy_describe(char *buf, size_t len);
+
 /* Kept binaries of programs built from source (program_cache.c). */
 /* After a build: binaries are due (fetched by the next switch). */
 void shim_program_cache_mark(struct shim_program *p);
@@ -581,6 +588,7 @@ size_t shim_entry_count(void);
 
 void shim_mem_dirty(cl_mem handle, size_t offset, size_t size);
 void shim_mem_dirty_all(cl_mem handle);
+void shim_mem_dirty_range(struct shim_mem *m, size_t lo, size_t hi);
 void shim_mem_dirty_rect(cl_mem handle, const size_t *origin,
                          const size_t *region, size_t row_pitch,
                          size_t slice_pitch);

@@ -1,0 +1,322 @@
+/* Pre-copy: before a switch stops the program, copy what its device holds
+ * into the shim's RAM copies while it keeps running, round after round,
+ * so that the stop has only the last round's dirty bytes left to read.
+ *
+ * Why a round's copy is right while the program keeps calling OpenCL
+ * (this is the argument; the code below follows it step by step):
+ *
+ *  1. The fence.  The gate is closed for a moment: no call of the program
+ *     is inside the shim (shim_gate_close waits for them to leave), so none
+ *     is between marking a buffer dirty (dirty.c: at the enqueue of a
+ *     launch, write, copy, fill or map for writing, before the vendor is
+ *     called) and handing the command to the vendor.  Under it each
+ *     buffer's dirty range is taken and emptied (the epoch moves, so every
+ *     kernel launched later marks its writable arguments again), and a
+ *     marker is queued on every queue of the program.  Then the gate opens.
+ *  2. Every command the program enqueued before the fence precedes its
+ *     queue's marker; every command enqueued after it marked its buffers
+ *     dirty after the ranges were emptied.
+ *  3. Once every marker completed, the taken ranges are read on the shim's
+ *     own queues.  Those reads see at least every write enqueued before the
+ *     fence.  A command enqueued after the fence may run at the same time
+ *     and leave a read torn, but it marked its buffer dirty (2), so those
+ *     bytes are read again: by the next round, or by the switch itself
+ *     with the gate closed and the program's queues finished.
+ *  4. Buffers the program has mapped keep their range (a host write
+ *     through a map leaves no mark when it happens); images and buffers
+ *     over the program's memory (CL_MEM_USE_HOST_PTR, read into the
+ *     program's own memory) are left to the stop.
+ *  5. A round that fails (a read that did not complete, a marker that
+ *     never completed) gives every range it took back to the dirty state:
+ *     the stop then copies it, as without pre-copy.  A buffer the program
+ *     releases meanwhile is kept alive by the round (a child reference).
+ *
+ * Rounds end when one found at most CRANE_PRECOPY_STOP_KB dirty bytes, when
+ * one found no fewer than the one before (the program dirties as fast as
+ * it is copied), or after CRANE_PRECOPY_ROUNDS; each round is in the
+ * re-home report line (precopy_bytes, one figure per round).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "shim.h"
+
+#define MAX_TAKEN 4096
+#define MAX_QUEUES 64
+#define MAX_CONTEXTS 16
+#define REPORT_ROUNDS 16
+
+struct taken {
+    struct shim_mem *m;
+    size_t lo, hi;
+};
+
+struct round {
+    struct taken t[MAX_TAKEN];
+    size_t n;
+    cl_event marks[MAX_QUEUES];
+    size_t n_marks;
+    struct {
+        void *ctx;
+        cl_command_queue q;
+    } hq[MAX_CONTEXTS];
+    size_t n_hq;
+    size_t bytes;
+};
+
+/* The last switch's rounds, for the report line. */
+static struct {
+    unsigned rounds;
+    double seconds;
+    size_t bytes[REPORT_ROUNDS];
+    char end[24];
+} last;
+
+/* Buffers whose dirty bytes a round copies (4). */
+static bool precopyable(const struct shim_obj *o)
+{
+    const struct shim_mem *m = (const void *)o;
+
+    return o->kind == SHIM_MEM && o->real && !m->parent &&
+           m->type == SHIM_BUFFER && !(m->flags & CL_MEM_USE_HOST_PTR) &&
+           atomic_load(&m->maps) == 0;
+}
+
+/* Step 1, under the gate: take the ranges, queue the markers. */
+static int fence(struct round *r)
+{
+    int rc = 0;
+
+    r->n = r->n_marks = r->bytes = 0;
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0;
+         o = o->next) {
+        if (o->kind == SHIM_QUEUE && o->real) {
+            if (r->n_marks == MAX_QUEUES ||
+                VENDOR(o->real)->clEnqueueMarkerWithWaitList(
+                    o->real, 0, NULL, &r->marks[r->n_marks]) != CL_SUCCESS)
+                rc = -E2BIG;
+            else
+                VENDOR(o->real)->clFlush(o->real);
+            r->n_marks += rc == 0;
+            continue;
+        }
+        if (!precopyable(o))
+            continue;
+        struct shim_mem *m = (void *)o;
+        size_t lo = 0, hi = m->size;
+        if (m->shadow_valid) {
+            lo = atomic_load(&m->dirty_lo);
+            hi = atomic_load(&m->dirty_hi);
+            if (lo >= hi)
+                continue;
+        }
+        if (r->n == MAX_TAKEN) {
+            rc = -E2BIG;
+            break;
+        }
+        if (!m->shadow && !(m->shadow = malloc(m->size))) {
+            rc = -ENOMEM;
+            break;
+        }
+        shim_obj_retain_child(&m->obj);
+        r->t[r->n++] = (struct taken){m, lo, hi};
+        r->bytes += hi - lo;
+        shim_mem_dirty_reset(m);
+    }
+    shim_store_unlock();
+    return rc;
+}
+
+/* Step 5: the taken ranges are dirty again; the children let go. */
+static void give_back(struct round *r, bool copied)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!copied)
+            shim_mem_dirty_range(r->t[i].m, r->t[i].lo, r->t[i].hi);
+        shim_obj_release_child(&r->t[i].m->obj);
+    }
+    r->n = 0;
+}
+
+static void release_marks(struct round *r)
+{
+    for (size_t i = 0; i < r->n_marks; i++)
+        VENDOR(r->marks[i])->clReleaseEvent(r->marks[i]);
+    r->n_marks = 0;
+}
+
+/* Step 3's precondition: every marker complete, within the switch's
+ * timeout (a queue held by a user event, or a very long kernel, ends the
+ * pre-copy; the switch itself then decides). */
+static int wait_marks(struct round *r)
+{
+    double until = shim_now() + shim_config.rehome_timeout_ms / 1e3;
+
+    for (size_t i = 0; i < r->n_marks; i++) {
+        cl_int st = CL_QUEUED;
+        for (;;) {
+            if (VENDOR(r->marks[i])->clGetEventInfo(
+                    r->marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                    sizeof(st), &st, NULL) != CL_SUCCESS ||
+                st <= CL_COMPLETE || shim_now() > until)
+                break;
+            usleep(200);
+        }
+        if (st != CL_COMPLETE)
+            return -EIO;
+    }
+    return 0;
+}
+
+static cl_command_queue round_queue(struct round *r, struct shim_mem *m)
+{
+    void *ctx = m->context->obj.real;
+    cl_int err;
+
+    for (size_t i = 0; i < r->n_hq; i++)
+        if (r->hq[i].ctx == ctx)
+            return r->hq[i].q;
+    if (r->n_hq == MAX_CONTEXTS)
+        return NULL;
+    cl_command_queue q = VENDOR(ctx)->clCreateCommandQueue(
+        ctx, m->context->devices[0]->obj.real, 0, &err);
+    if (q) {
+        r->hq[r->n_hq].ctx = ctx;
+        r->hq[r->n_hq++].q = q;
+    }
+    return q;
+}
+
+/* Step 3: the taken ranges into the RAM copies; 0 once all completed. */
+static int copy(struct round *r)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < r->n && rc == 0; i++) {
+        struct shim_mem *m = r->t[i].m;
+        size_t lo = r->t[i].lo, n = r->t[i].hi - lo;
+        cl_command_queue q = round_queue(r, m);
+        void *ctx = m->context->obj.real;
+        if (!q)
+            rc = -EIO;
+        else if ((rc = shim_fault_at("precopy")) < 0)
+            break;
+        else if (shim_staging_has(ctx))
+            rc = shim_staging_read(q, ctx, m->obj.real, lo, n,
+                                   (char *)m->shadow + lo);
+        else if (VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, CL_FALSE, lo,
+                                                n, (char *)m->shadow + lo, 0,
+                                                NULL, NULL) != CL_SUCCESS)
+            rc = -EIO;
+    }
+    if (shim_staging_finish() < 0)
+        rc = -EIO;
+    for (size_t i = 0; i < r->n_hq; i++)
+        if (VENDOR(r->hq[i].q)->clFinish(r->hq[i].q) != CL_SUCCESS)
+            rc = -EIO;
+    return rc;
+}
+
+static void round_queues_release(struct round *r)
+{
+    for (size_t i = 0; i < r->n_hq; i++)
+        VENDOR(r->hq[i].q)->clReleaseCommandQueue(r->hq[i].q);
+    r->n_hq = 0;
+}
+
+/* Rounds of copying while the program runs, before the switch's gate
+ * closes for good (rehome.c, begin).  Never fails the switch: what a
+ * round could not copy stays dirty for the stop. */
+void shim_precopy(void)
+{
+    unsigned max = shim_config.precopy_rounds;
+    size_t prev = SIZE_MAX;
+    double t0 = shim_now();
+    const char *end = "rounds";
+    struct round *r;
+
+    shim_precopy_forget();
+    if (max == 0 || !(r = calloc(1, sizeof(*r))))
+        return;
+    /* A queue that waits on a user event would hold every marker. */
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
+        const struct shim_event *e = (const void *)o;
+        if (o->kind == SHIM_EVENT && e->user && !e->retired &&
+            e->user_status == CL_SUBMITTED) {
+            end = "user-event";
+            max = 0;
+        }
+    }
+    shim_store_unlock();
+    for (unsigned k = 0; k < max; k++) {
+        if (shim_gate_close(shim_config.rehome_timeout_ms) < 0) {
+            end = "busy";
+            break;
+        }
+        int rc = fence(r);
+        shim_gate_open();
+        if (rc == 0)
+            rc = wait_marks(r);
+        if (rc == 0)
+            rc = copy(r);
+        release_marks(r);
+        give_back(r, rc == 0);
+        if (rc < 0) {
+            LOG_WARN("pre-copy: round %u failed (%d); its bytes are left to "
+                     "the stop", k + 1, rc);
+            end = "failed";
+            break;
+        }
+        if (last.rounds < REPORT_ROUNDS)
+            last.bytes[last.rounds] = r->bytes;
+        last.rounds++;
+        if (r->bytes <= shim_config.precopy_stop_bytes) {
+            end = "converged";
+            break;
+        }
+        if (r->bytes >= prev) {
+            end = "no-progress";
+            break;
+        }
+        prev = r->bytes;
+    }
+    round_queues_release(r);
+    free(r);
+    last.seconds = shim_now() - t0;
+    snprintf(last.end, sizeof(last.end), "%s", end);
+    LOG_INFO("pre-copy: %u round(s) in %.3f ms while the program ran (%s)",
+             last.rounds, last.seconds * 1e3, last.end);
+}
+
+void shim_precopy_forget(void)
+{
+    memset(&last, 0, sizeof(last));
+}
+
+/* The last pre-copy for the re-home report line: " precopy=N
+ * precopy_s=S precopy_end=WHY precopy_bytes=B1,B2,..." or "" if none. */
+void shim_precopy_describe(char *buf, size_t len)
+{
+    size_t at;
+
+    buf[0] = '\0';
+    if (!last.rounds && !last.end[0])
+        return;
+    at = (size_t)snprintf(buf, len,
+                          " precopy=%u precopy_s=%.6f precopy_end=%s "
+                          "precopy_bytes=",
+                          last.rounds, last.seconds, last.end);
+    for (unsigned i = 0; i < last.rounds && i < REPORT_ROUNDS && at < len;
+         i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%zu", i ? "," : "",
+                               last.bytes[i]);
+    if (last.rounds == 0 && at < len)
+        snprintf(buf + at, len - at, "0");
+}
