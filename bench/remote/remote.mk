@@ -11,4 +11,4 @@ build/bench/latency: bench/remote/latency.c
 build/bench/switch: bench/remote/switch.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
-	    -lOpenCL -ldl
+	    -lOpenCL -ldl -pthread

@@ -1,6 +1,16 @@
 /* switch: device-dirty buffers carried passthrough -> remoting -> back. */
 
 /*
+ * With --hot H, the program instead keeps computing while it is switched
+ * (pre-copy's case, CRANE_PRECOPY_ROUNDS): after the fill, a thread rewrites
+ * an H MiB buffer again and again (the hot set: `advance` with the
+ * iteration's number) while the main thread switches to the proxy and
+ * back; the S MiB are written once (the cold state).  At the end the cold
+ * buffers must hold the fill, the hot one the fill advanced once per
+ * iteration the thread counted.
+ */
+
+/*
  * Run under build/bin/crane-run with CRANE_PROXY=ENDPOINT and
  * CRANE_REHOME_TO=alternate.  The program follows the migration-test
  * script:
@@ -27,6 +37,9 @@
 #include <CL/cl.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +92,12 @@ struct sw {
     unsigned n_bufs;
     size_t words;       /* per buffer */
     int (*rehome)(void);
+    /* --hot: the hot buffer and its thread. */
+    cl_mem hot;
+    size_t hot_words;
+    atomic_uint hot_iters;
+    atomic_bool hot_stop;
+    int hot_rc;
 };
 
 #define CL_TRY(expr)                                                        \
@@ -127,7 +146,98 @@ static int sw_open(struct sw *s)
                                     s->words * 4, NULL, &err);
         CL_TRY(err);
     }
+    if (s->hot_words) {
+        s->hot = clCreateBuffer(s->context, CL_MEM_READ_WRITE,
+                                s->hot_words * 4, NULL, &err);
+        CL_TRY(err);
+    }
     return SW_OK;
+}
+
+/* The hot buffer's first word index for fill: after the cold ones. */
+static cl_uint hot_base(const struct sw *s)
+{
+    return (cl_uint)(s->n_bufs * s->words);
+}
+
+static int hot_fill(struct sw *s)
+{
+    cl_uint base = hot_base(s);
+
+    CL_TRY(clSetKernelArg(s->fill, 0, sizeof(cl_mem), &s->hot));
+    CL_TRY(clSetKernelArg(s->fill, 1, sizeof(base), &base));
+    CL_TRY(clEnqueueNDRangeKernel(s->queue, s->fill, 1, NULL, &s->hot_words,
+                                  NULL, 0, NULL, NULL));
+    CL_TRY(clFinish(s->queue));
+    return SW_OK;
+}
+
+/* One iteration of the hot set: advance with k = the iteration's number. */
+static int hot_step(struct sw *s, cl_uint k)
+{
+    CL_TRY(clSetKernelArg(s->step, 0, sizeof(cl_mem), &s->hot));
+    CL_TRY(clSetKernelArg(s->step, 1, sizeof(k), &k));
+    CL_TRY(clEnqueueNDRangeKernel(s->queue, s->step, 1, NULL, &s->hot_words,
+                                  NULL, 0, NULL, NULL));
+    CL_TRY(clFinish(s->queue));
+    return SW_OK;
+}
+
+static void *hot_thread(void *arg)
+{
+    struct sw *s = arg;
+
+    while (!atomic_load(&s->hot_stop)) {
+        s->hot_rc = hot_step(s, atomic_load(&s->hot_iters));
+        if (s->hot_rc != SW_OK)
+            break;
+        atomic_fetch_add(&s->hot_iters, 1);
+    }
+    return NULL;
+}
+
+/* Waits until the hot thread did N more iterations (or failed). */
+static void hot_wait(struct sw *s, unsigned n)
+{
+    unsigned until = atomic_load(&s->hot_iters) + n;
+    struct timespec ms = {0, 1000000};
+
+    while (atomic_load(&s->hot_iters) < until && s->hot_rc == SW_OK)
+        nanosleep(&ms, NULL);
+}
+
+/* The hot buffer: the fill advanced once per iteration, every word. */
+static int hot_verify(struct sw *s)
+{
+    uint32_t *host = malloc(s->hot_words * 4);
+    unsigned n = atomic_load(&s->hot_iters);
+    int rc = SW_OK;
+
+    if (!host) {
+        fprintf(stderr, "switch: out of memory\n");
+        return SW_ERROR;
+    }
+    cl_int err = clEnqueueReadBuffer(s->queue, s->hot, CL_TRUE, 0,
+                                     s->hot_words * 4, host, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "switch: reading the hot buffer failed: %d\n",
+                (int)err);
+        free(host);
+        return SW_ERROR;
+    }
+    for (size_t i = 0; i < s->hot_words; i++) {
+        uint32_t want = mix(hot_base(s) + (uint32_t)i);
+        for (unsigned k = 0; k < n; k++)
+            want = want * 2654435761U + (k ^ (uint32_t)i);
+        if (host[i] != want) {
+            fprintf(stderr, "switch: hot word %zu after %u iterations: "
+                    "0x%08x, expected 0x%08x\n", i, n, host[i], want);
+            rc = SW_MISMATCH;
+            break;
+        }
+    }
+    free(host);
+    return rc;
 }
 
 /* Runs KERNEL over every buffer; its second argument is the buffer's first
@@ -182,7 +292,8 @@ static int sw_verify(struct sw *s)
         }
         uint32_t base = (uint32_t)(b * s->words);
         for (size_t i = 0; i < s->words; i++) {
-            uint32_t want = expected(base, (uint32_t)i, 1);
+            uint32_t want = s->hot_words ? mix(base + (uint32_t)i)
+                                         : expected(base, (uint32_t)i, 1);
             if (host[i] != want) {
                 fprintf(stderr, "switch: buffer %u word %zu: 0x%08x, "
                         "expected 0x%08x\n", b, i, host[i], want);
@@ -198,11 +309,13 @@ static int sw_verify(struct sw *s)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: switch [--mb S] [--buffers B]\n"
+            "usage: switch [--mb S] [--buffers B] [--hot H]\n"
             "Under crane-run with CRANE_PROXY=ENDPOINT and\n"
             "CRANE_REHOME_TO=alternate: fills S MiB (default 16) in B\n"
             "buffers (default 4) on the device, switches to the proxy,\n"
-            "rewrites them there, switches back and checks every byte.\n");
+            "rewrites them there, switches back and checks every byte.\n"
+            "--hot H: an H MiB buffer is rewritten by a thread all the\n"
+            "while (switched under it), the S MiB only filled once.\n");
 }
 
 int main(int argc, char **argv)
@@ -228,6 +341,12 @@ int main(int argc, char **argv)
             if (!*v || *end || s.n_bufs < 1 || s.n_bufs > MAX_BUFFERS)
                 return usage(stderr), SW_ERROR;
             i++;
+        } else if (!strcmp(a, "--hot") && v) {
+            unsigned long hot = strtoul(v, &end, 10);
+            if (!*v || *end || hot < 1 || hot > 65536)
+                return usage(stderr), SW_ERROR;
+            s.hot_words = (hot << 20) / 4;
+            i++;
         } else {
             usage(stderr);
             return SW_ERROR;
@@ -241,6 +360,35 @@ int main(int argc, char **argv)
         return SW_ERROR;
     }
     double mib = (double)(s.words * 4 * s.n_bufs) / (1 << 20);
+    if (s.hot_words) {
+        pthread_t th;
+        mib += (double)s.hot_words * 4 / (1 << 20);
+        if ((rc = sw_open(&s)) != SW_OK ||
+            (rc = sw_launch(&s, s.fill, 1)) != SW_OK ||
+            (rc = hot_fill(&s)) != SW_OK)
+            return rc;
+        if (pthread_create(&th, NULL, hot_thread, &s) != 0) {
+            fprintf(stderr, "switch: no thread\n");
+            return SW_ERROR;
+        }
+        hot_wait(&s, 3);
+        rc = sw_rehome(&s, "to_remote", mib);
+        hot_wait(&s, 3);
+        if (rc == SW_OK)
+            rc = sw_rehome(&s, "to_native", mib);
+        hot_wait(&s, 3);
+        atomic_store(&s.hot_stop, true);
+        pthread_join(th, NULL);
+        if (rc == SW_OK && (rc = s.hot_rc) == SW_OK &&
+            (rc = sw_verify(&s)) == SW_OK)
+            rc = hot_verify(&s);
+        if (rc != SW_OK)
+            return rc;
+        printf("PASS %.0f MiB in %u buffers, %u MiB hot over %u "
+               "iterations\n", mib, s.n_bufs + 1,
+               (unsigned)(s.hot_words * 4 >> 20), atomic_load(&s.hot_iters));
+        return SW_OK;
+    }
     if ((rc = sw_open(&s)) != SW_OK ||
         (rc = sw_launch(&s, s.fill, 1)) != SW_OK ||
         (rc = sw_rehome(&s, "to_remote", mib)) != SW_OK ||
