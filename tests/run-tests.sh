@@ -289,6 +289,14 @@ done
 case_ "switch-5/longrun" tests/integration/remote.sh switch 5 20 \
     $PROGS/longrun 300
 case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
+# Pre-copy (shim/precopy.c): switches as above with copy rounds before each
+# stop; and a program whose thread keeps rewriting a buffer through both
+# switches, every word checked, its stop reading only the hot buffer.
+for n in kernels buffers images threads; do
+    case_ "switch-13-precopy/$n" env CRANE_PRECOPY_ROUNDS=3 \
+        tests/integration/remote.sh switch 13 2 "$PROGS/$n"
+done
+case_ "precopy/hot-thread" tests/integration/precopy.sh
 # Threads waiting (clWaitForEvents, clFinish) on a user event, and on work
 # behind it, that another thread sets: natively and remoted.
 case_ "native/user-events-threads" "$RUN" $B/tests/integration/user_events

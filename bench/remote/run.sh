@@ -30,17 +30,20 @@ the stoppage of each switch from CRANE_REHOME_REPORT.
                        (default 0.25)
   --iters N            latency calls timed per test (default 20000)
   --mb "A B"           switch sizes in MiB (default "16 256")
+  --precopy "S:H ..."  precopy runs: S MiB written once, H MiB rewritten by a
+                       thread all the while (default "4096:16")
+  --precopy-rounds N   CRANE_PRECOPY_ROUNDS for them (default 8)
   --platform N         platform index, both sides (default 0)
   --build DIR          where bin/ and bench/ are (default build)
   --keep               keep the logs folder (kept anyway when a run fails)
   -v                   print every RESULT and report line as it comes
-tests: write read latency launch setarg switch (default all)
+tests: write read latency launch setarg switch precopy (default all)
 EOF
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-all_tests="write read latency launch setarg switch"
+all_tests="write read latency launch setarg switch precopy"
 
 reps=3
 endpoint=
@@ -50,6 +53,8 @@ isolation=tenant
 scale=0.25
 iters=20000
 mbs="16 256"
+precopies="4096:16"
+precopy_rounds=8
 platform=0
 build=$root/build
 keep=0
@@ -66,6 +71,8 @@ while [ $# -gt 0 ]; do
     --scale) scale=${2:?--scale needs a number}; shift 2 ;;
     --iters) iters=${2:?--iters needs a number}; shift 2 ;;
     --mb) mbs=${2:?--mb needs sizes}; shift 2 ;;
+    --precopy) precopies=${2:?--precopy needs S:H}; shift 2 ;;
+    --precopy-rounds) precopy_rounds=${2:?needs a number}; shift 2 ;;
     --platform) platform=${2:?--platform needs a number}; shift 2 ;;
     --build) build=${2:?--build needs a folder}; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -299,6 +306,49 @@ switch_run() {
     }
 }
 
+# precopy_run S H: one switch of a program whose H MiB hot set a thread
+# rewrites all the while, over S MiB written once, with pre-copy; appends
+# "pre post pre_rounds post_rounds pre_stop_out pre_stop_back post_stop_out
+# post_stop_back pre_precopy_s post_precopy_s" (bytes in MiB) to
+# $work/precopy-S-H.
+precopy_run() {
+    rep=$work/report
+    rm -f "$rep"
+    out=$(CRANE_PROXY=$endpoint CRANE_REHOME_TO=alternate \
+        CRANE_PRECOPY_ROUNDS=$precopy_rounds CRANE_REHOME_REPORT=$rep \
+        "$crane_run" "$switch" --mb "$1" --hot "$2" 2>"$work/stderr")
+    rc=$?
+    if [ $verbose = 1 ]; then
+        printf '%s\n' "$out" | sed "s/^/precopy $1:$2: /" >&2
+        [ -f "$rep" ] && sed "s/^/precopy $1:$2: /" "$rep" >&2
+    fi
+    if [ $rc -ne 0 ]; then
+        echo "run.sh: switch --mb $1 --hot $2 failed (exit $rc):" >&2
+        sed 's/^/    /' "$work/stderr" >&2
+        [ -f "$rep" ] && sed 's/^/    report: /' "$rep" >&2
+        cat "$work/stderr" >>"$work/failures.log"
+        return 1
+    fi
+    awk '
+        function fields(a,   i, kv) {
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); a[kv[1]] = kv[2] }
+        }
+        /^rehome / { n++; if (n == 1) fields(pre); else if (n == 2) fields(post) }
+        END {
+            if (n != 2 || pre["rc"] != 0 || post["rc"] != 0) exit 1
+            m = 1048576
+            printf "%s %s %d %d %.1f %.1f %.1f %.1f %s %s\n", pre["total"],
+                post["total"], pre["precopy"], post["precopy"],
+                pre["bytes_out"] / m, pre["bytes_back"] / m,
+                post["bytes_out"] / m, post["bytes_back"] / m,
+                pre["precopy_s"] + 0, post["precopy_s"] + 0
+        }' "$rep" >>"$work/precopy-$1-$2" || {
+        echo "run.sh: switch --mb $1 --hot $2: unexpected report:" >&2
+        sed 's/^/    /' "$rep" >&2
+        return 1
+    }
+}
+
 # column FILE N: the median of column N of FILE.
 column() {
     awk -v c="$2" '{ print $c }' "$1" | sort -g | awk '
@@ -315,7 +365,7 @@ column() {
 
 # Native and remote alternate in ABBA order, so drift falls on both sides.
 for t in $tests; do
-    [ "$t" = switch ] && continue
+    [ "$t" = switch ] || [ "$t" = precopy ] && continue
     r=0
     while [ $r -lt "$reps" ]; do
         order="native remote"
@@ -328,7 +378,7 @@ for t in $tests; do
 done
 
 # shellcheck disable=SC2086  # one test per line
-if printf '%s\n' $tests | grep -qvx switch; then
+if printf '%s\n' $tests | grep -qvxE 'switch|precopy'; then
     echo "native vs remoted over $endpoint, median of $reps runs each" \
         "(clbench --scale $scale, latency --iters $iters)"
     printf '%-12s %-10s %10s %10s  %-15s %-17s %-7s %5s %5s\n' test unit \
@@ -393,6 +443,43 @@ case " $tests " in
             printf ' %8.3f' "$(column "$work/switch-$mb" $c)"
         done
         echo
+    done
+    ;;
+esac
+
+case " $tests " in
+*" precopy "*)
+    echo
+    echo "pre-copy stoppage (s), median of $reps: a thread rewrites HOT MiB" \
+        "all the while, SIZE MiB written once; CRANE_PRECOPY_ROUNDS=$precopy_rounds;" \
+        "the stop's bytes out/back (MiB) and the rounds before it"
+    printf '%-8s %-6s %9s %9s  %-13s %-19s %-19s %-15s %s\n' size hot pre \
+        post "rounds pre/post" "pre stop out/back" "post stop out/back" \
+        "precopy_s pre/post" "target (pre, post <= 0.003)"
+    for pc in $precopies; do
+        s_mb=${pc%%:*} h_mb=${pc##*:}
+        f=$work/precopy-$s_mb-$h_mb
+        : >"$f"
+        r=0
+        while [ $r -lt "$reps" ]; do
+            precopy_run "$s_mb" "$h_mb" || failed=1
+            r=$((r + 1))
+        done
+        if [ ! -s "$f" ]; then
+            printf '%-8s %-6s %9s %9s  %s\n' "${s_mb}MB" "${h_mb}MB" - - FAILED
+            continue
+        fi
+        awk -v m="${s_mb}MB" -v h="${h_mb}MB" -v a="$(column "$f" 1)" \
+            -v b="$(column "$f" 2)" -v r1="$(column "$f" 3)" \
+            -v r2="$(column "$f" 4)" -v o1="$(column "$f" 5)" \
+            -v k1="$(column "$f" 6)" -v o2="$(column "$f" 7)" \
+            -v k2="$(column "$f" 8)" -v s1="$(column "$f" 9)" \
+            -v s2="$(column "$f" 10)" 'BEGIN {
+            printf "%-8s %-6s %9.3f %9.3f  %-13s %-19s %-19s %-15s %s\n",
+                m, h, a, b, r1 "/" r2, sprintf("%.1f/%.1f", o1, k1),
+                sprintf("%.1f/%.1f", o2, k2), sprintf("%.2f/%.2f", s1, s2),
+                (a <= 0.003 && b <= 0.003) ? "ok" : "MISS"
+        }'
     done
     ;;
 esac

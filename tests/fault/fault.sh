@@ -35,6 +35,11 @@
 #                       proxy for the next switch): the next switch must
 #                       rebuild everything on the new proxy
 #   guestd-*            crane-guestd and cranectl: see each case below
+#   precopy-CASE        CASE with pre-copy on (CRANE_PRECOPY_ROUNDS=3): the
+#                       same outcome, and a pre-copy round must have copied
+#                       bytes (with a user event pending: stood aside)
+#   precopy-fail        every pre-copy round fails (the test hook at step
+#                       precopy): every switch still done, every byte right
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -73,6 +78,10 @@ list() {
     echo guestd-resume-proxy-dead guestd-prepare-proxy-frozen
     echo guestd-killed-mid-prepare guestd-frozen-mid-prepare
     echo guestd-program-frozen
+    echo precopy-fail precopy-fail-extract-out precopy-fail-extract-back
+    echo precopy-fail-reinject-back precopy-kill-proxy-extract-back
+    echo precopy-stop-proxy-extract-back precopy-map-carried
+    echo precopy-user-event-pending
 }
 
 case "${1:-}" in
@@ -497,8 +506,31 @@ case_guestd_program_frozen() {
         die "the worker did not pass"
 }
 
+# A pre-copy round fails at every switch: its bytes are left to the stop,
+# which moves them; nothing else changes.
+case_precopy_fail() {
+    start_proxy
+    run_prog CRANE_PRECOPY_ROUNDS=3 CRANE_TEST_FAIL_AT='precopy@*'
+    finish_prog
+    expect_pass 4 0
+    grep -q "test hook: failing the switch at precopy" "$T/shim.log" ||
+        die "the hook never fired"
+    grep -q 'precopy_end=failed' "$T/report" ||
+        die "no failed pre-copy in the report"
+}
+
 c=$1
+precopy=0
 case "$c" in
+precopy-fail) ;;
+precopy-*)
+    export CRANE_PRECOPY_ROUNDS=3
+    c=${c#precopy-}
+    precopy=1
+    ;;
+esac
+case "$c" in
+precopy-fail) case_precopy_fail ;;
 fail-*-out | fail-*-back)
     rest=${c#fail-}; case_fail "${rest%-*}" "${rest##*-}" ;;
 kill-proxy-* | stop-proxy-*)
@@ -517,5 +549,17 @@ guestd-program-frozen) case_guestd_program_frozen ;;
 *) echo "unknown case $c (see --list)"; exit 2 ;;
 esac
 rc=$?
+# The case held with pre-copy on: a round must have copied something.
+# With a user event pending it stands aside (a marker behind it would
+# never complete), and says so.
+if [ $rc -eq 0 ] && [ $precopy = 1 ] && [ "$c" = user-event-pending ]; then
+    grep -q 'precopy_end=user-event' "$T/report" ||
+        die "pre-copy did not stand aside for the pending user event"
+    c=precopy-$c
+elif [ $rc -eq 0 ] && [ $precopy = 1 ]; then
+    grep -Eq '^rehome .* precopy=[1-9][0-9]* .*precopy_bytes=[1-9]' \
+        "$T/report" || die "no pre-copy round copied anything"
+    c=precopy-$c
+fi
 [ $rc -eq 0 ] && echo "PASS $c"
 exit $rc
