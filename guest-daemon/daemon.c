@@ -2,7 +2,6 @@
 #include "guestd.h"
 
 #include "log.h"
-#include "migrate.h"
 #include "state.h"
 
 #include <errno.h>
@@ -103,17 +102,21 @@ void gd_save_state(struct gd_daemon *d)
 
 static void on_grace(uv_timer_t *t)
 {
-    gd_migrate_recover(t->data);
+    struct gd_daemon *d = t->data;
+
+    d->recover(d);
 }
 
 /* Reads the state file a previous daemon left.  Programs it names that
  * still run will register again; a migration left half done is finished
  * once they are back (or after reconnect_grace_ms). */
-void gd_daemon_recover(struct gd_daemon *d)
+void gd_daemon_recover(struct gd_daemon *d,
+                       void (*recover)(struct gd_daemon *d))
 {
     struct gd_saved *s = calloc(1, sizeof(*s));
     int rc;
 
+    d->recover = recover;
     uv_timer_init(d->loop, &d->grace);
     d->grace.data = d;
     d->phase = GD_PHASE(IDLE);

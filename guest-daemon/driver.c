@@ -7,8 +7,8 @@
  */
 #include "driver.h"
 
+#include "guestd.h"
 #include "log.h"
-#include "migrate.h"
 #include "spawn.h"
 
 #include <errno.h>
@@ -20,25 +20,31 @@
 
 static void modprobe_next(struct gd_daemon *d);
 
-static void driver_end(struct gd_daemon *d, int err)
+static void driver_end(struct gd_daemon *d, int err, const char *why)
 {
-    gd_driver_done_fn done = d->op->drv_done;
+    gd_driver_done_fn done = d->drv->done;
 
-    d->op->drv_done = NULL;
-    done(d, err);
+    d->drv->done = NULL;
+    done(d, err, err ? why : NULL);
+}
+
+static void step(struct gd_daemon *d, const char *name, int err,
+                 const char *error, double seconds)
+{
+    d->drv->report->step(d, name, err, error, seconds);
 }
 
 static void modprobe_done(void *arg, int status, const char *output)
 {
     struct gd_daemon *d = arg;
-    struct gd_op *o = d->op;
-    const char *mod = d->cfg.modules[o->drv_i];
+    struct gd_driver_run *o = d->drv;
+    const char *mod = d->cfg.modules[o->i];
     char name[96], why[300];
     int err = 0;
 
     if (d->stopping)
         return;
-    snprintf(name, sizeof(name), "modprobe %s%s", o->drv_unload ? "-r " : "",
+    snprintf(name, sizeof(name), "modprobe %s%s", o->unload ? "-r " : "",
              mod);
     if (status != 0) {
         /* modprobe says why on stderr; a module in use is the usual. */
@@ -49,20 +55,21 @@ static void modprobe_done(void *arg, int status, const char *output)
         else
             snprintf(why, sizeof(why), "%s", strerror(-status));
     }
-    gd_op_step(d, name, err, err ? why : NULL, gd_now() - o->drv_t0);
+    step(d, name, err, err ? why : NULL, gd_now() - o->t0);
     if (err) {
-        gd_op_fail(d, err, "%s failed: %s", name, why);
-        driver_end(d, err);
+        char fail[420];
+        snprintf(fail, sizeof(fail), "%s failed: %s", name, why);
+        driver_end(d, err, fail);
         return;
     }
-    o->drv_left--;
-    if (o->drv_unload) {
-        d->modules_unloaded = o->drv_i + 1;
-        o->drv_i++;
+    o->left--;
+    if (o->unload) {
+        d->modules_unloaded = o->i + 1;
+        o->i++;
     } else {
-        if (o->drv_left == 0)
+        if (o->left == 0)
             d->modules_unloaded = 0;
-        o->drv_i--;
+        o->i--;
     }
     gd_save_state(d);
     modprobe_next(d);
@@ -70,54 +77,59 @@ static void modprobe_done(void *arg, int status, const char *output)
 
 static void modprobe_next(struct gd_daemon *d)
 {
-    struct gd_op *o = d->op;
+    struct gd_driver_run *o = d->drv;
     char *argv[4];
     int rc;
 
     /* An abort that arrived during the unloading stops it between
      * modules; the way back loads what went. */
-    if (o->drv_left == 0 || (o->drv_unload && o->cancelled)) {
-        if (!o->drv_unload)
+    if (o->left == 0 ||
+        (o->unload && o->report->cancelled && o->report->cancelled(d))) {
+        if (!o->unload)
             d->modules_unloaded = 0;
-        driver_end(d, 0);
+        driver_end(d, 0, NULL);
         return;
     }
     argv[0] = d->cfg.modprobe;
-    argv[1] = o->drv_unload ? (char *)"-r" : d->cfg.modules[o->drv_i];
-    argv[2] = o->drv_unload ? d->cfg.modules[o->drv_i] : NULL;
+    argv[1] = o->unload ? (char *)"-r" : d->cfg.modules[o->i];
+    argv[2] = o->unload ? d->cfg.modules[o->i] : NULL;
     argv[3] = NULL;
-    o->drv_t0 = gd_now();
+    o->t0 = gd_now();
     rc = gd_child_run(d->loop, argv, d->cfg.modprobe_timeout_ms,
                       modprobe_done, d);
     if (rc < 0) {
         char why[300];
         snprintf(why, sizeof(why), "cannot run %s: %s", argv[0],
                  strerror(-rc));
-        gd_op_step(d, "modprobe", rc, why, 0);
-        gd_op_fail(d, rc, "%s", why);
-        driver_end(d, rc);
+        step(d, "modprobe", rc, why, 0);
+        driver_end(d, rc, why);
     }
 }
 
-void gd_driver_unload(struct gd_daemon *d, gd_driver_done_fn done)
+void gd_driver_unload(struct gd_daemon *d,
+                      const struct gd_driver_report *report,
+                      gd_driver_done_fn done)
 {
-    struct gd_op *o = d->op;
+    struct gd_driver_run *o = d->drv;
 
-    o->drv_done = done;
-    o->drv_unload = true;
-    o->drv_i = d->modules_unloaded;
-    o->drv_left = d->cfg.n_modules - d->modules_unloaded;
+    o->report = report;
+    o->done = done;
+    o->unload = true;
+    o->i = d->modules_unloaded;
+    o->left = d->cfg.n_modules - d->modules_unloaded;
     modprobe_next(d);
 }
 
-void gd_driver_load(struct gd_daemon *d, gd_driver_done_fn done)
+void gd_driver_load(struct gd_daemon *d, const struct gd_driver_report *report,
+                    gd_driver_done_fn done)
 {
-    struct gd_op *o = d->op;
+    struct gd_driver_run *o = d->drv;
 
-    o->drv_done = done;
-    o->drv_unload = false;
-    o->drv_left = d->cfg.n_modules;
-    o->drv_i = d->cfg.n_modules ? d->cfg.n_modules - 1 : 0;
+    o->report = report;
+    o->done = done;
+    o->unload = false;
+    o->left = d->cfg.n_modules;
+    o->i = d->cfg.n_modules ? d->cfg.n_modules - 1 : 0;
     modprobe_next(d);
 }
 
@@ -127,33 +139,32 @@ static void poll_gpu(struct gd_daemon *d);
 
 static void gpu_end(struct gd_daemon *d, int err)
 {
-    struct gd_op *o = d->op;
+    struct gd_driver_run *o = d->drv;
     char why[300];
-    double waited = gd_now() - o->drv_t0;
+    double waited = gd_now() - o->t0;
 
     if (err) {
         snprintf(why, sizeof(why), "GPU not usable after %.1f s: %s", waited,
                  o->probe_why);
-        gd_op_step(d, "wait for the GPU", err, why, waited);
-        gd_op_fail(d, err, "%s", why);
+        step(d, "wait for the GPU", err, why, waited);
     } else {
         if (o->probes == 0)
             snprintf(why, sizeof(why), "wait for the GPU (device nodes)");
         else
             snprintf(why, sizeof(why), "wait for the GPU (%u probe%s)",
                      o->probes, o->probes == 1 ? "" : "s");
-        gd_op_step(d, why, 0, NULL, waited);
+        step(d, why, 0, NULL, waited);
     }
-    driver_end(d, err);
+    driver_end(d, err, why);
 }
 
 static void on_poll_timer(uv_timer_t *t);
 
 static void retry_or_fail(struct gd_daemon *d)
 {
-    struct gd_op *o = d->op;
+    struct gd_driver_run *o = d->drv;
 
-    if ((gd_now() - o->drv_t0) * 1e3 >= d->cfg.gpu_wait_ms) {
+    if ((gd_now() - o->t0) * 1e3 >= d->cfg.gpu_wait_ms) {
         gpu_end(d, -ETIMEDOUT);
         return;
     }
@@ -163,7 +174,7 @@ static void retry_or_fail(struct gd_daemon *d)
 static void probe_done(void *arg, int status, const char *output)
 {
     struct gd_daemon *d = arg;
-    struct gd_op *o = d->op;
+    struct gd_driver_run *o = d->drv;
 
     if (d->stopping)
         return;
@@ -183,12 +194,12 @@ static void probe_done(void *arg, int status, const char *output)
 
 static void poll_gpu(struct gd_daemon *d)
 {
-    struct gd_op *o;
+    struct gd_driver_run *o;
     char *argv[9];
     int rc;
 
-    o = d->op;
-    if (d->stopping || !o)
+    o = d->drv;
+    if (d->stopping || !o->done)
         return;
     for (size_t i = 0; i < d->cfg.n_gpu_devices; i++) {
         if (access(d->cfg.gpu_devices[i], F_OK) < 0) {
@@ -224,12 +235,15 @@ static void on_poll_timer(uv_timer_t *t)
     poll_gpu(t->data);
 }
 
-void gd_driver_wait_gpu(struct gd_daemon *d, gd_driver_done_fn done)
+void gd_driver_wait_gpu(struct gd_daemon *d,
+                        const struct gd_driver_report *report,
+                        gd_driver_done_fn done)
 {
-    struct gd_op *o = d->op;
+    struct gd_driver_run *o = d->drv;
 
-    o->drv_done = done;
-    o->drv_t0 = gd_now();
+    o->report = report;
+    o->done = done;
+    o->t0 = gd_now();
     o->probes = 0;
     o->probe_why[0] = '\0';
     poll_gpu(d);

@@ -23,7 +23,22 @@
 #define GD_PSTATE(x) CRANE__CONTROL__PROGRAM_STATE__STATE_##x
 
 struct gd_daemon;
+struct gd_driver_run;
 struct gd_op;
+struct gd_program;
+
+/* What the shim side (programs.c) tells the files above it (migrate.c,
+ * status.c), passed down by main.c so that programs.c never calls up. */
+struct gd_program_events {
+    /* P registered (again, after a restart). */
+    void (*registered)(struct gd_daemon *d, struct gd_program *p);
+    /* P acked its migration command (the outcome is in P's last_*). */
+    void (*acked)(struct gd_daemon *d, struct gd_program *p);
+    /* P answered its status query, or went away with one pending. */
+    void (*answered)(struct gd_daemon *d, struct gd_program *p);
+    /* P's connection ended. */
+    void (*gone)(struct gd_daemon *d, struct gd_program *p);
+};
 
 /* Whoever sent a host command: a socket connection or the virtio port.
  * Answers go back through `send`. */
@@ -98,6 +113,7 @@ struct gd_daemon {
     bool shim_listening;
     char shim_path[108];
     struct gd_program *programs;
+    const struct gd_program_events *program_events;
     uv_timer_t reg_timer;        /* closes those late to register */
     uint64_t n_evicted, n_refused;  /* at the max_programs bound */
     uint64_t next_id;            /* command ids, from 1 */
@@ -112,6 +128,7 @@ struct gd_daemon {
     struct gd_op *op;            /* the operation in flight, or NULL */
     uv_timer_t fan_timer;        /* the current fan-out's deadline */
     uv_timer_t drv_timer;        /* GPU polling */
+    struct gd_driver_run *drv;   /* the driver's run (driver.h), main's */
     /* The last operation's result, for status. */
     Crane__Control__Op last_op;
     int last_err;
@@ -123,6 +140,7 @@ struct gd_daemon {
     uv_timer_t grace;
     bool recovering;
     Crane__Control__Op recover_op;
+    void (*recover)(struct gd_daemon *d);  /* carries out recover_op */
     uv_signal_t sig_int, sig_term;
     bool stopping;
 };
@@ -143,7 +161,9 @@ void gd_set_phase(struct gd_daemon *d, Crane__Control__Phase phase);
 /* Writes the state file (phase, mode, modules, programs). */
 void gd_save_state(struct gd_daemon *d);
 /* At start: takes over what the state file says a previous daemon left
- * (initialises d->grace). */
-void gd_daemon_recover(struct gd_daemon *d);
+ * (initialises d->grace); RECOVER carries out the half-done migration once
+ * the programs are back or the grace period ended. */
+void gd_daemon_recover(struct gd_daemon *d,
+                       void (*recover)(struct gd_daemon *d));
 
 #endif /* GD_GUESTD_H */

@@ -51,6 +51,14 @@ static const char usage[] =
     "socket that cannot be used); 2 bad usage (an unknown option, a missing\n"
     "or malformed value).\n";
 
+/* Programs' events go up to the migration and to status rounds. */
+static const struct gd_program_events program_events = {
+    .registered = gd_migrate_on_registered,
+    .acked = gd_migrate_on_ack,
+    .answered = gd_status_on_answer,
+    .gone = gd_migrate_on_gone,
+};
+
 static int fail(const char *fmt, const char *arg)
 {
     crn_log_say(CRN_LOG_ERROR, fmt, arg);
@@ -226,6 +234,7 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
 int main(int argc, char **argv)
 {
     static struct gd_daemon d;
+    static struct gd_driver_run drv;
     uv_loop_t loop;
     char why[512];
     ssize_t n;
@@ -251,12 +260,13 @@ int main(int argc, char **argv)
 
     uv_loop_init(&loop);
     d.loop = &loop;
+    d.drv = &drv;
     uv_timer_init(&loop, &d.fan_timer);
     uv_timer_init(&loop, &d.drv_timer);
     d.fan_timer.data = d.drv_timer.data = &d;
     gd_status_init(&d);
-    gd_daemon_recover(&d);
-    rc = gd_programs_listen(&d, why, sizeof(why));
+    gd_daemon_recover(&d, gd_migrate_recover);
+    rc = gd_programs_listen(&d, &program_events, why, sizeof(why));
     if (rc == 0)
         rc = gd_host_start(&d, why, sizeof(why));
     uv_signal_init(&loop, &d.sig_int);

@@ -44,43 +44,6 @@
 
 static void back_to_passthrough(struct gd_daemon *d);
 
-/* --- bookkeeping --------------------------------------------------------- */
-
-void gd_op_step(struct gd_daemon *d, const char *name, int err,
-                const char *error, double seconds)
-{
-    struct gd_op *o = d->op;
-
-    if (err)
-        GD_WARN("step %s: failed after %.1f ms: %s", name, seconds * 1e3,
-                error ? error : strerror(-err));
-    else
-        GD_INFO("step %s: done in %.1f ms", name, seconds * 1e3);
-    if (!o || o->n_steps == GD_MAX_STEPS)
-        return;
-    struct gd_step *s = &o->steps[o->n_steps++];
-    snprintf(s->name, sizeof(s->name), "%s", name);
-    s->err = err;
-    snprintf(s->error, sizeof(s->error), "%s", error ? error : "");
-    s->seconds = seconds;
-}
-
-/* Records the first failure: of the operation, or of its undoing. */
-void gd_op_fail(struct gd_daemon *d, int err, const char *fmt, ...)
-{
-    struct gd_op *o = d->op;
-    int *slot = o->rolling_back ? &o->back_err : &o->err;
-    char *text = o->rolling_back ? o->back_error : o->error;
-    va_list ap;
-
-    if (*slot)
-        return;
-    *slot = err;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(o->error), fmt, ap);
-    va_end(ap);
-}
-
 static bool add_waiter(struct gd_op *o, struct gd_peer *peer, uint64_t id,
                        Crane__Control__Op op)
 {
@@ -383,10 +346,24 @@ void gd_migrate_forget_peer(struct gd_daemon *d, struct gd_peer *peer)
 
 /* --- prepare ------------------------------------------------------------- */
 
-static void prepare_unloaded(struct gd_daemon *d, int err)
+/* The driver's steps go into the operation's; it stops unloading between
+ * modules once an abort arrived. */
+static bool op_cancelled(struct gd_daemon *d)
+{
+    return d->op && d->op->cancelled;
+}
+
+static const struct gd_driver_report driver_report = {
+    .step = gd_op_step,
+    .cancelled = op_cancelled,
+};
+
+static void prepare_unloaded(struct gd_daemon *d, int err, const char *why)
 {
     struct gd_op *o = d->op;
 
+    if (err)
+        gd_op_fail(d, err, "%s", why);
     if (err || o->cancelled) {
         back_to_passthrough(d);
         return;
@@ -487,7 +464,7 @@ static void prepare_fanned(struct gd_daemon *d)
         back_to_passthrough(d);
         return;
     }
-    gd_driver_unload(d, prepare_unloaded);
+    gd_driver_unload(d, &driver_report, prepare_unloaded);
 }
 
 static int prepare_args(struct gd_daemon *d, const Crane__Control__Prepare *p,
@@ -589,13 +566,21 @@ static void back_gpu_ready(struct gd_daemon *d, int err)
                 back_done);
 }
 
-static void back_loaded(struct gd_daemon *d, int err)
+static void back_gpu_waited(struct gd_daemon *d, int err, const char *why)
+{
+    if (err)
+        gd_op_fail(d, err, "%s", why);
+    back_gpu_ready(d, err);
+}
+
+static void back_loaded(struct gd_daemon *d, int err, const char *why)
 {
     if (err) {
+        gd_op_fail(d, err, "%s", why);
         back_gpu_ready(d, err);
         return;
     }
-    gd_driver_wait_gpu(d, back_gpu_ready);
+    gd_driver_wait_gpu(d, &driver_report, back_gpu_waited);
 }
 
 /* Loads the modules if any is out (always for a resume: the GPU may be
@@ -612,7 +597,7 @@ static void back_to_passthrough(struct gd_daemon *d)
     gd_set_phase(d, o->kind == GD_OP(RESUME) ? GD_PHASE(RESUMING)
                                              : GD_PHASE(ABORTING));
     if (o->kind == GD_OP(RESUME) || d->modules_unloaded || o->force_load)
-        gd_driver_load(d, back_loaded);
+        gd_driver_load(d, &driver_report, back_loaded);
     else
         back_gpu_ready(d, 0);
 }

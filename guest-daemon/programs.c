@@ -9,8 +9,6 @@
 #include "programs.h"
 
 #include "log.h"
-#include "migrate.h"
-#include "status.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -113,7 +111,7 @@ static bool on_register(struct gd_program *p,
     GD_INFO("%s: registered (%s, %llu bytes of state)", p->conn.name,
             gd_pmode_name(p->mode), (unsigned long long)p->state_bytes);
     gd_save_state(d);
-    gd_migrate_on_registered(d, p);
+    d->program_events->registered(d, p);
     return !p->conn.closing;
 }
 
@@ -130,7 +128,7 @@ static bool on_ack(struct gd_program *p, uint64_t id,
     if (query || a->op == GD_OP(QUERY)) {
         /* A size refresh, perhaps for a status round already answered. */
         if (query)
-            gd_status_on_answer(d, p);
+            d->program_events->answered(d, p);
         return !p->conn.closing;
     }
     p->last_op = a->op >= GD_OP(STATUS) && a->op <= GD_OP(QUERY)
@@ -149,7 +147,7 @@ static bool on_ack(struct gd_program *p, uint64_t id,
         if (p->last_err)
             GD_WARN("%s: %s", p->conn.name, p->last_error);
         gd_save_state(d);
-        gd_migrate_on_ack(d, p);
+        d->program_events->acked(d, p);
     } else {
         /* An answer to a command whose deadline passed. */
         GD_WARN("%s: late answer to %s (%s): now %s", p->conn.name,
@@ -202,8 +200,8 @@ static void on_closed(struct gd_conn *c)
     if (p->registered) {
         GD_INFO("%s: gone (%s)", c->name, gd_pmode_name(p->mode));
         if (p->query_id)
-            gd_status_on_answer(d, p);
-        gd_migrate_on_gone(d, p);
+            d->program_events->answered(d, p);
+        d->program_events->gone(d, p);
         gd_save_state(d);
     }
     free(p);
@@ -374,11 +372,14 @@ static int give_socket_to_group(struct gd_daemon *d, char *why,
     return 0;
 }
 
-int gd_programs_listen(struct gd_daemon *d, char *why, size_t why_len)
+int gd_programs_listen(struct gd_daemon *d,
+                       const struct gd_program_events *events, char *why,
+                       size_t why_len)
 {
     char endpoint[GD_TEXT + 8];
     int rc;
 
+    d->program_events = events;
     snprintf(endpoint, sizeof(endpoint), "unix:%s", d->cfg.listen);
     uv_timer_init(d->loop, &d->reg_timer);
     d->reg_timer.data = d;

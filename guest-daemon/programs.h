@@ -4,8 +4,11 @@
 
 #include "guestd.h"
 
-/* Listens on cfg.listen.  Returns 0 or a negative errno with WHY set. */
-int gd_programs_listen(struct gd_daemon *d, char *why, size_t why_len);
+/* Listens on cfg.listen; what programs do is told to EVENTS (kept; every
+ * member set).  Returns 0 or a negative errno with WHY set. */
+int gd_programs_listen(struct gd_daemon *d,
+                       const struct gd_program_events *events, char *why,
+                       size_t why_len);
 /* Stops listening and closes every program's connection. */
 void gd_programs_close(struct gd_daemon *d);
 

@@ -2,7 +2,7 @@
 #include "status.h"
 
 #include "log.h"
-#include "migrate.h"
+#include "op.h"
 #include "programs.h"
 
 #include <errno.h>

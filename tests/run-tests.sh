@@ -334,6 +334,9 @@ echo "# guest daemon"
 for t in $(tests/guest/guestd.sh --list); do
     case_ "guest/$t" bash tests/guest/guestd.sh "$t"
 done
+# No circles between guest-daemon's files: neither in calls (symbols one
+# object uses that another defines) nor in includes.
+case_ "guest/acyclic" scripts/calls-graph.sh guest-daemon $B/obj/guest-daemon
 
 echo "# host daemon: history, metrics and HTTP"
 # SQLite history, Prometheus metrics, JSON and the HTTP server on loopback
