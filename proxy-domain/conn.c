@@ -6,9 +6,12 @@
 #include "validate.h"
 
 #include "proto/frame.h"
+#include "proto/shm.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,8 @@
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_wake(uv_async_t *a);
+static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
+                       char *why, size_t why_len);
 
 static void on_close(uv_handle_t *h)
 {
@@ -43,6 +48,12 @@ static void on_close(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     px_outq_destroy(&c->outq);
+    if (c->shm_fd >= 0)
+        close(c->shm_fd);
+    if (c->shm) {
+        crn_shm_close(c->shm);
+        free(c->shm);
+    }
     px_req_free_list(c->inq_head);
     px_req_free(c->bulk_req);
     free(c->ibuf);
@@ -161,13 +172,15 @@ struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type)
     }
     c->srv = srv;
     c->num = ++srv->next_conn;
+    c->shm_fd = -1;
     px_outq_init(&c->outq);
     atomic_init(&c->poked, false);
     atomic_init(&c->stop, false);
     if (type == UV_TCP)
         rc = uv_tcp_init(srv->loop, &c->h.tcp);
     else
-        rc = uv_pipe_init(srv->loop, &c->h.pipe, 0);
+        /* ipc: a client may hand over a descriptor (its shared area). */
+        rc = uv_pipe_init(srv->loop, &c->h.pipe, 1);
     if (rc == 0)
         rc = uv_async_init(srv->loop, &c->wake, on_wake);
     if (rc < 0) {
@@ -528,8 +541,39 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         out_of_step(c, 0, "out of memory for the bulk data");
         return -1;
     }
-    r->msg = m;
     r->seq = m->seq;
+    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH &&
+        attach_area(c, m->shm_attach, r->error, sizeof(r->error)) < 0) {
+        /* Answered with the reason; bulk keeps to the stream. */
+        crane__client_message__free_unpacked(m, NULL);
+        queue_req(c, r);
+        return 0;
+    }
+    if (m->shm_bulk) {
+        /* The bytes are in ring 0: copied out now, in the stream's order,
+         * which frees their room at once.  A piece out of place is
+         * refused; nothing of it is used. */
+        int rc = bulk && c->shm ? crn_shm_take(c->shm, CRN_SHM_TO_PROXY,
+                                               m->shm_pos, bulk, r->bulk)
+                                : -EPROTO;
+        if (rc < 0) {
+            snprintf(r->error, sizeof(r->error),
+                     "shared-memory bytes out of place (position %llu, "
+                     "%llu bytes)", (unsigned long long)m->shm_pos,
+                     (unsigned long long)bulk);
+            free(r->bulk);
+            r->bulk = NULL;
+            r->deferred = !m->want_reply;
+            crane__client_message__free_unpacked(m, NULL);
+            queue_req(c, r);
+            return 0;
+        }
+        r->msg = m;
+        r->bulk_len = bulk;
+        queue_req(c, r);
+        return 0;
+    }
+    r->msg = m;
     r->bulk_len = bulk;
     n = after_len < bulk ? after_len : bulk;
     if (n)
@@ -592,6 +636,95 @@ static void parse(struct px_conn *c)
     c->ilen -= pos;
 }
 
+static void close_tmp(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Descriptors that came with the stream's bytes: the latest is kept for
+ * the ShmAttach it rides on, any other is closed (a client cannot make us
+ * hold more than one). */
+static void take_descriptors(struct px_conn *c)
+{
+    if (c->h.handle.type != UV_NAMED_PIPE)
+        return;
+    while (uv_pipe_pending_count(&c->h.pipe) > 0) {
+        uv_pipe_t *tmp = malloc(sizeof(*tmp));
+        uv_os_fd_t fd = -1;
+        int kept = -1;
+        if (!tmp || uv_pipe_init(c->srv->loop, tmp, 0) < 0) {
+            free(tmp);
+            px_conn_close(c, "out of memory");
+            return;
+        }
+        tmp->data = NULL;
+        if (uv_accept(&c->h.stream, (uv_stream_t *)tmp) == 0 &&
+            uv_fileno((uv_handle_t *)tmp, &fd) == 0)
+            kept = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        uv_close((uv_handle_t *)tmp, close_tmp);
+        if (c->shm_fd >= 0)
+            close(c->shm_fd);
+        c->shm_fd = kept;
+    }
+}
+
+/* ShmAttach: maps the client's area (the descriptor that came with this
+ * frame, or a file in --shm-dir it names).  Returns 0 or sets WHY. */
+static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
+                       char *why, size_t why_len)
+{
+    struct crn_shm *s;
+    int rc;
+
+    if (c->srv->no_shm) {
+        snprintf(why, why_len, "shared memory is off (--no-shm)");
+        return -EPERM;
+    }
+    if (c->shm) {
+        snprintf(why, why_len, "a shared area is attached already");
+        return -EBUSY;
+    }
+    if (!(s = calloc(1, sizeof(*s)))) {
+        snprintf(why, why_len, "out of memory");
+        return -ENOMEM;
+    }
+    s->fd = -1;
+    if (a->name && a->name[0]) {
+        char path[512];
+        if (!c->srv->shm_dir || strchr(a->name, '/') ||
+            strcmp(a->name, ".") == 0 || strcmp(a->name, "..") == 0) {
+            snprintf(why, why_len, "no shared file '%.64s' here "
+                     "(--shm-dir)", a->name);
+            free(s);
+            return -EPERM;
+        }
+        snprintf(path, sizeof(path), "%s/%s", c->srv->shm_dir, a->name);
+        rc = crn_shm_map_file(path, 0, s);
+        if (rc == 0 && (s->size != a->size || s->ring_len != a->ring_len)) {
+            crn_shm_close(s);
+            rc = -EINVAL;
+        }
+    } else if (c->shm_fd >= 0) {
+        rc = crn_shm_map_fd(c->shm_fd, a->size, a->ring_len, true, s);
+        c->shm_fd = -1;         /* taken, closed on failure */
+    } else {
+        rc = -EBADF;
+    }
+    if (rc < 0) {
+        snprintf(why, why_len, "shared area of %llu bytes refused: %s",
+                 (unsigned long long)a->size, strerror(-rc));
+        free(s);
+        return rc;
+    }
+    c->shm = s;
+    c->tenant->shm_offered = s;
+    PX_INFO("tenant %llu (%s pid %u): bulk bytes through %llu MiB of "
+            "shared memory", (unsigned long long)c->tenant->num,
+            c->tenant->program, c->tenant->pid,
+            (unsigned long long)(a->size >> 20));
+    return 0;
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct px_conn *c = s->data;
@@ -602,6 +735,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         px_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
         return;
     }
+    take_descriptors(c);
     if (nread == 0 || c->input_done || c->state == PX_CONN_CLOSING)
         return;
     if (c->bulk_req) {
@@ -683,6 +817,8 @@ static void finish_close(struct px_conn *c)
         c->resuming = NULL;
     }
     if (t) {
+        /* Nothing executes now: the area goes with the connection. */
+        t->shm = t->shm_offered = NULL;
         px_tenant_detach(t);
         t->conn = NULL;
         c->tenant = NULL;

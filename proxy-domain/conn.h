@@ -63,6 +63,12 @@ struct px_conn {
     bool working;
 
     struct px_tenant *tenant;    /* once the handshake is done */
+
+    /* Shared memory (docs/remoting.md): a descriptor that came with the
+     * stream, until a ShmAttach takes it, and the mapped area, whose
+     * ring 0 this loop thread empties as frames arrive. */
+    int shm_fd;
+    struct crn_shm *shm;
     struct px_tenant *resuming;  /* RESUME_WAIT: the tenant it waits for */
 
     /* Handshake. */

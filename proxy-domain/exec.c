@@ -5,6 +5,8 @@
 #include "log.h"
 #include "validate.h"
 
+#include "proto/shm.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +42,25 @@ cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
     return err;
 }
 
+/* Copies a reply's bulk into ring 1 of the tenant's shared area and names
+ * it in R.  The client frees room as it reads the replies the loop thread
+ * writes, so a worker waits a little for room; the loop thread itself must
+ * not (it writes those replies).  Without room the bytes take the stream. */
+static int shm_put(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
+                   size_t bulk_len)
+{
+    uint64_t pos;
+    int rc = crn_shm_reserve_wait(t->shm, CRN_SHM_TO_CLIENT, bulk_len,
+                                  t->shm_nowait ? 0 : PX_SHM_WAIT_MS, &pos);
+
+    if (rc < 0)
+        return rc;
+    memcpy(crn_shm_at(t->shm, CRN_SHM_TO_CLIENT, pos), bulk, bulk_len);
+    r->shm_bulk = true;
+    r->shm_pos = pos;
+    return 0;
+}
+
 /* Packs R (with the waiting deferred error) and hands it to the tenant's
  * connection; no flush of pending reads. */
 static int emit_reply(struct px_tenant *t, Crane__Reply *r,
@@ -54,6 +75,8 @@ static int emit_reply(struct px_tenant *t, Crane__Reply *r,
         t->deferred_err = 0;
     }
     r->bulk_len = bulk_len;
+    if (bulk_len && t->shm && shm_put(t, r, bulk, bulk_len) == 0)
+        bulk_len = 0;           /* the bytes are in the shared area */
     o = px_out_pack_reply(r);
     if (!o)
         return -ENOMEM;         /* BULK_OWNER stays the caller's */
@@ -205,6 +228,15 @@ cl_int px_event_keep(struct px_call *c, uint64_t id, cl_event ev)
     return px_tenant_add(c->t, id, PX_EVENT, ev, 0, false);
 }
 
+/* The area was mapped as the frame arrived (conn.c); from here on read
+ * bytes may use it. */
+static cl_int exec_shm_attach(struct px_call *c)
+{
+    c->t->shm = c->t->shm_offered;
+    return c->t->shm ? CL_SUCCESS
+                     : px_fail(c, CL_INVALID_OPERATION, "no shared area");
+}
+
 static cl_int not_now(struct px_call *c)
 {
     return px_fail(c, CL_INVALID_OPERATION,
@@ -240,6 +272,7 @@ static exec_fn *const executors[] = {
     [CRANE__CLIENT_MESSAGE__MSG_DEVICE_TIMER] = px_exec_device_timer,
     [CRANE__CLIENT_MESSAGE__MSG_SET_SPEC_CONSTANT] = px_exec_spec_constant,
     [CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC] = px_exec_svm_alloc,
+    [CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH] = exec_shm_attach,
 };
 
 /* Answers a frame that cannot be executed at all. */
@@ -253,6 +286,13 @@ static void answer_bad_frame(struct px_tenant *t, struct px_req *r)
     reply.error = r->error;
     PX_WARN("tenant %llu: seq %llu refused: %s", (unsigned long long)t->num,
             (unsigned long long)r->seq, r->error);
+    if (r->deferred && !r->close_after) {
+        if (!t->deferred_seq) {
+            t->deferred_seq = r->seq;
+            t->deferred_err = CL_INVALID_VALUE;
+        }
+        return;
+    }
     if (!r->close_after) {
         px_send_reply(t, &reply, NULL, 0, NULL);
         return;

@@ -14,6 +14,9 @@
 
 /* Largest piece of read data sent after one Reply frame. */
 #define PX_READ_CHUNK (4u << 20)
+/* How long a worker waits for room in a client's shared area before read
+ * bytes take the stream. */
+#define PX_SHM_WAIT_MS 500
 
 /*
  * One message from the stream, decoded, with its bulk bytes.  MSG NULL
@@ -29,6 +32,8 @@ struct px_req {
     size_t bulk_len;
     char error[128];
     bool close_after;
+    bool deferred;               /* MSG NULL: its sender wants no reply, so
+                                    the error is the tenant's deferred one */
 };
 
 void px_req_free(struct px_req *r);

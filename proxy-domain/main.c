@@ -37,6 +37,12 @@ static const char usage[] =
     "                      process of its own, so that a call that crashes\n"
     "                      the vendor library ends only that tenant; none:\n"
     "                      every tenant in this process\n"
+    "  --no-shm            never take a client's shared-memory area: bulk\n"
+    "                      bytes stay on the stream (default: a client on\n"
+    "                      a unix: socket may hand over a memfd)\n"
+    "  --shm-dir DIR       clients on any endpoint may name a file in DIR\n"
+    "                      as their shared area (an ivshmem region's\n"
+    "                      backing file, e.g. /dev/shm)\n"
     "  --log-level LEVEL   error, warn, info (default) or debug\n"
     "  --help              this text\n"
     "  --version           print \"crane-proxy VERSION\" and exit\n"
@@ -159,6 +165,8 @@ int main(int argc, char **argv)
         {"max-queued", required_argument, NULL, 'Q'},
         {"idle-timeout", required_argument, NULL, 'I'},
         {"isolation", required_argument, NULL, 'i'},
+        {"no-shm", no_argument, NULL, 'N'},
+        {"shm-dir", required_argument, NULL, 'S'},
         /* Internal: a worker started by the supervisor (supervisor.c). */
         {"worker", no_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
@@ -247,6 +255,12 @@ int main(int argc, char **argv)
             break;
         case 'w':
             worker = true;
+            break;
+        case 'N':
+            opts.no_shm = true;
+            break;
+        case 'S':
+            opts.shm_dir = optarg;
             break;
         case 'h':
             fputs(usage, stdout);

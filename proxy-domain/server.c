@@ -141,6 +141,8 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     srv->devs = devs;
     srv->quota = opts->quota;
     srv->grace_ms = opts->grace_ms;
+    srv->no_shm = opts->no_shm;
+    srv->shm_dir = opts->shm_dir;
     srv->limits = opts->limits;
     srv->role = opts->role;
     if (crn_endpoint_parse(opts->listen, &srv->ep) < 0) {

@@ -43,6 +43,8 @@ struct px_options {
     uint64_t quota;              /* bytes per tenant, 0: none */
     uint64_t grace_ms;           /* 0: release at disconnect */
     struct px_limits limits;
+    bool no_shm;                 /* --no-shm: bulk always on the stream */
+    const char *shm_dir;         /* --shm-dir: areas clients name */
 };
 
 /* Everything lives on one loop thread; only px_conn's queues and the
@@ -65,6 +67,8 @@ struct px_server {
     uint64_t quota;
     uint64_t grace_ms;
     struct px_limits limits;
+    bool no_shm;
+    const char *shm_dir;
     enum px_role role;
     struct px_super *super;      /* PX_ROLE_SUPERVISOR: its workers */
     struct px_worker *worker;    /* PX_ROLE_WORKER: its supervisor */

@@ -50,6 +50,8 @@ struct px_sink {
 
 struct px_pending;
 
+struct crn_shm;
+
 struct px_tenant {
     atomic_int refs;
     uint64_t num;                /* for logs: tenant 1, 2, ... */
@@ -69,6 +71,10 @@ struct px_tenant {
     uint64_t next_order;
     uint64_t mem_bytes;          /* live buffers and images */
     struct px_pending *pend_head, *pend_tail;  /* non-blocking reads */
+    /* The connection's shared area (ring 1 carries read bytes), set by the
+     * ShmAttach executor from shm_offered, which the loop thread set. */
+    struct crn_shm *shm, *shm_offered;
+    bool shm_nowait;             /* executing on the loop thread: no waits */
     uint64_t deferred_seq;       /* first failure without want_reply */
     int32_t deferred_err;
 

@@ -64,6 +64,12 @@ void shim_config_load(void)
         (size_t)env_long("CRANE_REMOTE_CHUNK", 4l << 20, 4096);
     if (shim_config.remote_chunk > (64u << 20))
         shim_config.remote_chunk = 64u << 20;
+    /* A shared-memory area for bulk bytes to a proxy on this OS (unix:
+     * endpoints only; docs/remoting.md, "Shared memory"). */
+    shim_config.shm_mb = env_long("CRANE_SHM_MB", 64, 0);
+    if (shim_config.shm_mb > 2000)
+        shim_config.shm_mb = 2000;
+    shim_config.shm_file = env_str("CRANE_SHM_FILE");
     shim_config.rehome_to = env_str("CRANE_REHOME_TO");
     shim_config.device = env_str("CRANE_DEVICE");
     if (!shim_config.rehome_to)

@@ -19,6 +19,8 @@ struct shim_config {
                                     else CRANE_PROXY */
     const char *auth_key;        /* CRANE_AUTH_KEY: the proxy's key file */
     size_t remote_chunk;         /* CRANE_REMOTE_CHUNK: bytes per message */
+    long shm_mb;                 /* CRANE_SHM_MB: shared area, 0: none */
+    const char *shm_file;        /* CRANE_SHM_FILE: area from a file */
     const char *rehome_to;       /* CRANE_REHOME_TO: native|remote|alternate */
     const char *control_socket;  /* CRANE_SOCKET: crane-guestd's socket
                                     (/run/crane/guest.sock); NULL: none */

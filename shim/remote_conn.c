@@ -26,6 +26,7 @@
 #include "proto/auth.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
+#include "proto/shm.h"
 #include "remote.h"
 
 void shim_remote_maps_clear(void);
@@ -35,6 +36,8 @@ void shim_remote_maps_clear(void);
 #define MAX_REPLY_FRAME (64u << 20) /* what we accept */
 #define BATCH_FLUSH (64u << 10)  /* send a batch once it is this big */
 #define BULK_INLINE (64u << 10)  /* bulk up to this is copied into the batch */
+#define SHM_WAIT_MS 200          /* for room in the shared area, then the
+                                    stream takes the bytes */
 
 /* A caller waiting for the answer to `seq`, or a detached read. */
 struct slot {
@@ -92,8 +95,14 @@ static struct conn {
     atomic_uint_fast64_t next_id;
     size_t chunk;
     long spin_ns;                /* how long a caller spins for its answer */
+    bool shm_ok;                 /* the Welcome offered a shared area */
+    /* The shared area (docs/remoting.md, "Shared memory"): ring 0 is
+     * filled under send_lock, ring 1 emptied by the reader thread. */
+    struct crn_shm shm;
+    bool shm_on;
 } cn = {
     .fd = -1,
+    .shm = {.fd = -1},
     .send_lock = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
@@ -160,6 +169,36 @@ static int flush_locked(void)
     return rc;
 }
 
+/* Puts BULK into the shared area's ring 0 and names it in M.  When the
+ * ring is full, what is batched leaves first (the proxy frees room as it
+ * reads those frames), then a short wait; -EAGAIN after it: the bytes take
+ * the stream instead. */
+static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
+                          size_t bulk_len)
+{
+    uint64_t pos;
+    int rc = crn_shm_reserve(&cn.shm, CRN_SHM_TO_PROXY, bulk_len, &pos);
+
+    if (rc == -EAGAIN) {
+        if ((rc = flush_locked()) < 0)
+            return rc;
+        rc = crn_shm_reserve_wait(&cn.shm, CRN_SHM_TO_PROXY, bulk_len,
+                                  SHM_WAIT_MS, &pos);
+    }
+    if (rc < 0) {
+        if (rc == -EPROTO) {
+            LOG_ERROR("remote: the proxy's shared-memory ring position is "
+                      "impossible; bulk bytes take the stream from now on");
+            cn.shm_on = false;
+        }
+        return rc;
+    }
+    memcpy(crn_shm_at(&cn.shm, CRN_SHM_TO_PROXY, pos), bulk, bulk_len);
+    m->shm_bulk = true;
+    m->shm_pos = pos;
+    return 0;
+}
+
 /* Appends M's frame (and its bulk) to the batch; big bulk is written
  * straight from the caller's memory after the batch.  Caller holds
  * send_lock. */
@@ -171,6 +210,15 @@ static int queue_locked(Crane__ClientMessage *m, const void *bulk,
 
     if (atomic_load(&cn.dead))
         return -EPIPE;
+    if (bulk_len && cn.shm_on &&
+        (rc = shm_put_locked(m, bulk, bulk_len)) == 0) {
+        /* The bytes are in the area; a big piece's frame leaves at once,
+         * so that the proxy copies it out (freeing its room) while the
+         * next piece is copied in. */
+        flush = flush || bulk_len > BULK_INLINE;
+        bulk_len = 0;
+        len = crane__client_message__get_packed_size(m);
+    }
     if (len > MAX_FRAME) {
         const ProtobufCFieldDescriptor *f =
             protobuf_c_message_descriptor_get_field(
@@ -437,9 +485,31 @@ static int handle_reply(Crane__ServerMessage *msg)
         LOG_DEBUG("remote: batched call %llu failed: %d",
                   (unsigned long long)r->deferred_seq, r->deferred_err);
     }
-    if (r->bulk_len) {
-        if (s && s->dst && r->bulk_offset <= s->dst_len &&
-            r->bulk_len <= s->dst_len - r->bulk_offset)
+    bool fits = s && s->dst && r->bulk_offset <= s->dst_len &&
+                r->bulk_len <= s->dst_len - r->bulk_offset;
+    if (r->bulk_len && r->shm_bulk) {
+        /* The bytes are in ring 1: copied out (or dropped) in order; a
+         * piece out of place ends the connection, never wrong data. */
+        if (!fits)
+            LOG_ERROR("remote: %llu unexpected bytes for call %llu",
+                      (unsigned long long)r->bulk_len,
+                      (unsigned long long)r->seq);
+        rc = cn.shm_on ? crn_shm_take(&cn.shm, CRN_SHM_TO_CLIENT, r->shm_pos,
+                                      r->bulk_len,
+                                      fits ? s->dst + r->bulk_offset : NULL)
+                       : -EPROTO;
+        if (rc < 0) {
+            LOG_ERROR("remote: the proxy named shared-memory bytes out of "
+                      "place (position %llu, %llu bytes) for call %llu: "
+                      "closing the connection",
+                      (unsigned long long)r->shm_pos,
+                      (unsigned long long)r->bulk_len,
+                      (unsigned long long)r->seq);
+            crane__server_message__free_unpacked(msg, NULL);
+            return rc;
+        }
+    } else if (r->bulk_len) {
+        if (fits)
             rc = crn_bulk_read(cn.fd, s->dst + r->bulk_offset, r->bulk_len);
         else {
             LOG_ERROR("remote: %llu unexpected bytes for call %llu",
@@ -724,6 +794,7 @@ static int answer_challenge(const Crane__Challenge *ch)
 
 static int take_welcome(const Crane__Welcome *w)
 {
+    cn.shm_ok = w->shm_ok;
     cn.platforms = calloc(w->n_platforms ? w->n_platforms : 1,
                           sizeof(*cn.platforms));
     cn.platform_handles = calloc(w->n_platforms ? w->n_platforms : 1,
@@ -812,6 +883,126 @@ static int handshake(void)
     }
 }
 
+/* Sends ShmAttach; a memfd rides on the frame's bytes (SCM_RIGHTS). */
+static int send_attach(const char *name)
+{
+    Crane__ShmAttach a = CRANE__SHM_ATTACH__INIT;
+    union {
+        struct cmsghdr h;
+        char room[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr mh = {0};
+    struct iovec iov;
+    uint8_t buf[256];
+    size_t len;
+
+    a.size = cn.shm.size;
+    a.ring_len = cn.shm.ring_len;
+    a.name = (char *)(name ? name : "");
+    RC_MSG(m, shm_attach, SHM_ATTACH, &a);
+    m.seq = ++cn.seq;
+    m.want_reply = true;
+    len = crane__client_message__get_packed_size(&m);
+    if (len + CRN_FRAME_HEADER_LEN > sizeof(buf))
+        return -EMSGSIZE;
+    crn_frame_header(buf, len);
+    crane__client_message__pack(&m, buf + CRN_FRAME_HEADER_LEN);
+    len += CRN_FRAME_HEADER_LEN;
+    if (name)
+        return crn_bulk_write(cn.fd, buf, len);
+    /* The descriptor goes with the first byte; the rest follows plainly. */
+    iov.iov_base = buf;
+    iov.iov_len = len;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    memset(&ctl, 0, sizeof(ctl));
+    mh.msg_control = ctl.room;
+    mh.msg_controllen = sizeof(ctl.room);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &cn.shm.fd, sizeof(int));
+    ssize_t n;
+    do
+        n = sendmsg(cn.fd, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n < len)
+        return crn_bulk_write(cn.fd, buf + n, len - (size_t)n);
+    return 0;
+}
+
+/* Offers a shared area for bulk bytes (unix: endpoints get a memfd;
+ * CRANE_SHM_FILE names a file both sides map, e.g. an ivshmem BAR) and
+ * waits for the answer.  Any failure leaves bulk bytes on the stream. */
+static void shm_attach(const struct crn_endpoint *ep)
+{
+    size_t ring = (size_t)shim_config.shm_mb << 19;  /* half each way */
+    const char *name = NULL;
+    int rc;
+
+    if (!cn.shm_ok || shim_config.shm_mb <= 0)
+        return;
+    if (shim_config.shm_file) {
+        const char *slash = strrchr(shim_config.shm_file, '/');
+        name = getenv("CRANE_SHM_NAME");
+        if (!name || !*name)
+            name = slash ? slash + 1 : shim_config.shm_file;
+        rc = crn_shm_map_file(shim_config.shm_file, ring, &cn.shm);
+    } else if (ep->kind == CRN_EP_UNIX) {
+        rc = crn_shm_create(ring, &cn.shm);
+    } else {
+        return;
+    }
+    if (rc < 0) {
+        LOG_WARN("remote: no shared-memory area (%s): bulk bytes take the "
+                 "stream", strerror(-rc));
+        return;
+    }
+    rc = send_attach(name);
+    while (rc == 0) {
+        Crane__ServerMessage *s = read_server_message();
+        if (!s) {
+            rc = -ECONNRESET;
+            break;
+        }
+        if (s->msg_case == CRANE__SERVER_MESSAGE__MSG_NOTIFY) {
+            notify(s->notify);
+            crane__server_message__free_unpacked(s, NULL);
+            continue;
+        }
+        if (s->msg_case != CRANE__SERVER_MESSAGE__MSG_REPLY ||
+            s->reply->seq != cn.seq) {
+            crane__server_message__free_unpacked(s, NULL);
+            rc = -EPROTO;
+            break;
+        }
+        if (s->reply->err != 0) {
+            LOG_WARN("remote: the proxy refused the shared-memory area "
+                     "(%s): bulk bytes take the stream",
+                     s->reply->error ? s->reply->error : "?");
+            crane__server_message__free_unpacked(s, NULL);
+            crn_shm_close(&cn.shm);
+            return;
+        }
+        crane__server_message__free_unpacked(s, NULL);
+        /* The proxy holds its own mapping: ours is enough here. */
+        if (cn.shm.fd >= 0)
+            close(cn.shm.fd);
+        cn.shm.fd = -1;
+        cn.shm_on = true;
+        LOG_INFO("remote: bulk bytes go through %zu MiB of shared memory%s%s",
+                 cn.shm.size >> 20, name ? " in " : "", name ? name : "");
+        return;
+    }
+    LOG_WARN("remote: offering the shared-memory area failed: %s",
+             strerror(-rc));
+    crn_shm_close(&cn.shm);
+    atomic_store(&cn.dead, true);
+}
+
 static void free_platforms(void)
 {
     for (cl_uint i = 0; i < cn.n_platforms; i++) {
@@ -888,7 +1079,14 @@ int shim_remote_connect(void)
     atomic_store(&cn.handshaking, true);
     if ((rc = -pthread_create(&cn.watchdog, NULL, watchdog_main, NULL)) < 0)
         goto fail_early;
+    cn.shm_ok = false;
+    cn.shm_on = false;
     rc = handshake();
+    if (rc == 0) {
+        shm_attach(&ep);
+        if (atomic_load(&cn.dead))
+            rc = -ECONNRESET;
+    }
     atomic_store(&cn.handshaking, false);
     if (rc < 0) {
         if (atomic_load(&cn.dead))
@@ -917,6 +1115,8 @@ fail_early:
               strerror(-rc));
     free_platforms();
     shim_remote_maps_clear();
+    crn_shm_close(&cn.shm);
+    cn.shm_on = false;
     close(cn.fd);
     cn.fd = -1;
     return rc;
@@ -945,6 +1145,8 @@ void shim_remote_disconnect(void)
     cn.batch_len = cn.batch_cap = 0;
     free_platforms();
     shim_remote_maps_clear();
+    cn.shm_on = false;
+    crn_shm_close(&cn.shm);
     cn.up = false;
 }
 

@@ -6,6 +6,7 @@ set -u
 usage() {
     cat <<'EOF'
 usage: run.sh [--reps N] [--proxy-endpoint tcp:127.0.0.1:PORT|unix:PATH]
+              [--transport tcp|unix|shm]
               [--external] [--proxy-log-level L] [--scale S]
               [--iters N] [--mb "16 256"]
               [--platform N] [--build DIR] [--keep] [-v] [tests...]
@@ -20,6 +21,12 @@ the stoppage of each switch from CRANE_REHOME_REPORT.
   --reps N             runs per side (default 3)
   --proxy-endpoint E   where the proxy listens (default tcp:127.0.0.1:PORT
                        with a free PORT)
+  --transport T        how the remoted side reaches the proxy when no
+                       --proxy-endpoint is given: tcp (default, loopback
+                       with a free port), unix (a unix socket, bulk bytes
+                       on the stream: CRANE_SHM_MB=0) or shm (a unix socket
+                       and a shared-memory area for bulk bytes,
+                       CRANE_SHM_MB, default 64)
   --external           a proxy already listens at --proxy-endpoint: use it,
                        start none
   --proxy-log-level L  the proxy's --log-level (default info)
@@ -47,6 +54,7 @@ all_tests="write read latency launch setarg switch precopy"
 
 reps=3
 endpoint=
+transport=tcp
 external=0
 proxy_level=info
 isolation=tenant
@@ -65,6 +73,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --reps) reps=${2:?--reps needs a number}; shift 2 ;;
     --proxy-endpoint) endpoint=${2:?--proxy-endpoint needs E}; shift 2 ;;
+    --transport) transport=${2:?--transport needs tcp, unix or shm}; shift 2 ;;
     --external) external=1; shift ;;
     --proxy-log-level) proxy_level=${2:?needs a level}; shift 2 ;;
     --isolation) isolation=${2:?--isolation needs tenant or none}; shift 2 ;;
@@ -97,6 +106,20 @@ if [ $external = 1 ] && [ -z "$endpoint" ]; then
     exit 2
 fi
 
+case $transport in
+tcp) ;;
+unix|shm) [ -n "$endpoint" ] || endpoint=unix:@WORK@/proxy.sock ;;
+*) echo "run.sh: --transport must be tcp, unix or shm" >&2; exit 2 ;;
+esac
+# The shared area is the shim's to offer: unix: endpoints get one unless
+# CRANE_SHM_MB=0.
+if [ "$transport" = shm ]; then
+    CRANE_SHM_MB=${CRANE_SHM_MB:-64}
+else
+    CRANE_SHM_MB=0
+fi
+export CRANE_SHM_MB
+
 crane_run=$build/bin/crane-run
 proxy=$build/bin/crane-proxy
 clbench=$build/bench/clbench
@@ -125,6 +148,7 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
+endpoint=$(printf '%s' "$endpoint" | sed "s|@WORK@|$work|")
 trap 'exit 2' HUP INT TERM
 
 # free_port: print a TCP port nobody listens on.
@@ -379,7 +403,7 @@ done
 
 # shellcheck disable=SC2086  # one test per line
 if printf '%s\n' $tests | grep -qvxE 'switch|precopy'; then
-    echo "native vs remoted over $endpoint, median of $reps runs each" \
+    echo "native vs remoted over $endpoint (transport $transport), median of $reps runs each" \
         "(clbench --scale $scale, latency --iters $iters)"
     printf '%-12s %-10s %10s %10s  %-15s %-17s %-7s %5s %5s\n' test unit \
         native remote remote/native target verdict n_sp% r_sp%
