@@ -74,6 +74,22 @@ static int emit_reply(struct px_tenant *t, Crane__Reply *r,
         t->deferred_seq = 0;
         t->deferred_err = 0;
     }
+    /* A chunk of read bytes bigger than a quarter of the client's ring
+     * leaves as several, so that the ring holds more than one at a time. */
+    size_t piece = t->shm ? t->shm->ring_len / 4 : 0;
+    while (r->more && piece && bulk_len > piece) {
+        Crane__Reply part = *r;
+        part.bulk_len = piece;
+        if (shm_put(t, &part, bulk, piece) < 0 ||
+            !(o = px_out_pack_reply(&part)))
+            break;              /* the rest takes the stream */
+        px_tenant_send(t, o, false);
+        r->deferred_seq = 0;    /* said once */
+        r->deferred_err = 0;
+        r->bulk_offset += piece;
+        bulk += piece;
+        bulk_len -= piece;
+    }
     r->bulk_len = bulk_len;
     if (bulk_len && t->shm && shm_put(t, r, bulk, bulk_len) == 0)
         bulk_len = 0;           /* the bytes are in the shared area */

@@ -262,6 +262,15 @@ REFUSE_TEST=$B/tests/proxy/refuse_test
 for t in $($REFUSE_TEST --list); do
     case_ "proxy-refuse/$t" $REFUSE_TEST "$t"
 done
+# The shared-memory path (tests/proxy/shm_test.c): a memfd and a file
+# (the ivshmem shape) carry every byte, checked; an unsealed memfd, names
+# outside --shm-dir and pieces out of place in the ring are refused.
+SHM_TEST=$B/tests/proxy/shm_test
+for t in $($SHM_TEST --list); do
+    case_ "proxy-shm/$t" $SHM_TEST "$t"
+    case_ "proxy-shm-asan/$t" env CRANE_PROXY=$BA/bin/crane-proxy \
+        ASAN_OPTIONS=abort_on_error=1 $SHM_TEST "$t"
+done
 case_ "proxy/help" $B/bin/crane-proxy --help
 case_ "proxy/no-listen" proxy_bad 2
 case_ "proxy/bad-endpoint" proxy_bad 2 --listen nowhere:1
@@ -297,6 +306,15 @@ for n in kernels buffers images threads; do
         tests/integration/remote.sh switch 13 2 "$PROGS/$n"
 done
 case_ "precopy/hot-thread" tests/integration/precopy.sh
+# unix: endpoints carry bulk bytes through shared memory (CRANE_SHM_MB);
+# the same programs with bulk bytes on the stream, and the proxy killed
+# under each path.
+for p in buffers images; do
+    case_ "remote-stream/$p" env CRANE_SHM_MB=0 \
+        tests/integration/remote.sh remote $PROGS/$p
+done
+case_ "remote-stream/proxy-killed" env CRANE_SHM_MB=0 \
+    tests/integration/remote.sh proxy-killed
 # Threads waiting (clWaitForEvents, clFinish) on a user event, and on work
 # behind it, that another thread sets: natively and remoted.
 case_ "native/user-events-threads" "$RUN" $B/tests/integration/user_events

@@ -1,0 +1,345 @@
+/* crane-proxy's shared-memory path on PoCL: `shm_test NAME` runs one case
+ * (a memfd over the unix socket, a file in --shm-dir, and what is refused:
+ * pieces out of place, an unsealed memfd, names it must not open). */
+#include "client.h"
+
+#include "proto/frame.h"
+#include "proto/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum { CTX = 1, QUEUE = 2, BUF = 3 };
+
+#define RING (1u << 20)
+/* More than a ring's worth, in pieces that do not divide it: the rings
+ * wrap, skipping their ends. */
+#define BYTES (3u << 20)
+#define PIECE (192u << 10)
+
+/* Sends ShmAttach for S (a descriptor with it unless NAME) and returns the
+ * Reply's err. */
+static int attach(struct client *c, struct crn_shm *s, int fd,
+                  const char *name)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__ShmAttach a = CRANE__SHM_ATTACH__INIT;
+    uint8_t buf[256];
+    size_t len;
+
+    a.size = s->size;
+    a.ring_len = s->ring_len;
+    a.name = (char *)(name ? name : "");
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH;
+    m.shm_attach = &a;
+    m.seq = ++c->seq;
+    m.want_reply = 1;
+    len = crane__client_message__get_packed_size(&m);
+    crn_frame_header(buf, len);
+    crane__client_message__pack(&m, buf + CRN_FRAME_HEADER_LEN);
+    len += CRN_FRAME_HEADER_LEN;
+    if (name) {
+        CHECK(crn_bulk_write(c->fd, buf, len) == 0);
+    } else {
+        union {
+            struct cmsghdr h;
+            char room[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        struct iovec iov = {buf, len};
+        struct msghdr mh = {0};
+        memset(&ctl, 0, sizeof(ctl));
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = ctl.room;
+        mh.msg_controllen = sizeof(ctl.room);
+        struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &fd, sizeof(int));
+        CHECK_EQ(sendmsg(c->fd, &mh, MSG_NOSIGNAL), (long long)len);
+    }
+    Crane__ServerMessage *r = client_reply(c, m.seq);
+    int err = r->reply->err;
+    if (err)
+        fprintf(stderr, "test: ShmAttach refused as %d: %s\n", err,
+                r->reply->error);
+    crane__server_message__free_unpacked(r, NULL);
+    return err;
+}
+
+/* A posted write whose bytes are in ring 0 at POS (LEN of them). */
+static void post_shm_write(struct client *c, uint64_t off, uint64_t pos,
+                           uint64_t len)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
+
+    mc.queue = QUEUE;
+    mc.op = CRANE__MEM_OP__MEM_WRITE;
+    mc.dst = BUF;
+    mc.dst_offset = off;
+    mc.size = len;
+    mc.bulk_len = len;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+    m.mem_command = &mc;
+    m.shm_bulk = 1;
+    m.shm_pos = pos;
+    client_post(c, &m, NULL, 0);
+}
+
+/* Writes DATA through ring 0 in pieces. */
+static void write_shm(struct client *c, struct crn_shm *s, const uint8_t *data,
+                      size_t len)
+{
+    for (size_t off = 0; off < len; off += PIECE) {
+        size_t n = len - off < PIECE ? len - off : PIECE;
+        uint64_t pos;
+        CHECK_EQ(crn_shm_reserve_wait(s, CRN_SHM_TO_PROXY, n, 10000, &pos),
+                 0);
+        memcpy(crn_shm_at(s, CRN_SHM_TO_PROXY, pos), data + off, n);
+        post_shm_write(c, off, pos, n);
+    }
+}
+
+/* A blocking read of LEN bytes whose chunks must come through ring 1. */
+static void read_shm(struct client *c, struct crn_shm *s, uint8_t *out,
+                     size_t len)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
+    size_t got = 0;
+
+    mc.queue = QUEUE;
+    mc.op = CRANE__MEM_OP__MEM_READ;
+    mc.src = BUF;
+    mc.size = len;
+    mc.blocking = 1;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+    m.mem_command = &mc;
+    m.want_reply = 1;
+    client_send(c, &m, NULL, 0);
+    for (;;) {
+        Crane__ServerMessage *sm = client_reply(c, m.seq);
+        Crane__Reply *r = sm->reply;
+        if (r->bulk_len) {
+            CHECK(r->shm_bulk);
+            CHECK_EQ(r->bulk_offset, got);
+            CHECK(got + r->bulk_len <= len);
+            CHECK_EQ(crn_shm_take(s, CRN_SHM_TO_CLIENT, r->shm_pos,
+                                  r->bulk_len, out + got),
+                     0);
+            got += r->bulk_len;
+        }
+        bool last = !r->more;
+        CHECK_EQ(r->err, 0);
+        crane__server_message__free_unpacked(sm, NULL);
+        if (last)
+            break;
+    }
+    CHECK_EQ(got, len);
+}
+
+/* Objects, then BYTES written and read back through the area, checked
+ * byte for byte. */
+static void round_trip(struct client *c, struct crn_shm *s, uint8_t seed)
+{
+    uint8_t *in = malloc(BYTES), *out = malloc(BYTES);
+
+    CHECK(in && out);
+    for (size_t i = 0; i < BYTES; i++)
+        in[i] = (uint8_t)(i * 131 + seed + (i >> 12));
+    tc_context(c, CTX);
+    tc_queue(c, QUEUE, CTX);
+    CHECK_EQ(tc_buffer(c, false, BUF, CTX, BYTES, NULL), 0);
+    write_shm(c, s, in, BYTES);
+    memset(out, 0, BYTES);
+    read_shm(c, s, out, BYTES);
+    CHECK(memcmp(in, out, BYTES) == 0);
+    /* Twice: the second lap reuses the rings' room. */
+    read_shm(c, s, out, BYTES);
+    CHECK(memcmp(in, out, BYTES) == 0);
+    free(in);
+    free(out);
+}
+
+static int test_memfd(void)
+{
+    struct proxy p;
+    struct client c;
+    struct crn_shm s;
+
+    proxy_start(&p, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    CHECK_EQ(crn_shm_create(RING, &s), 0);
+    CHECK_EQ(attach(&c, &s, s.fd, NULL), 0);
+    CHECK(proxy_wait_log(&p, "shared memory", 1));
+    round_trip(&c, &s, 7);
+    client_close(&c);
+    crn_shm_close(&s);
+    proxy_stop(&p);
+    return 0;
+}
+
+/* The ivshmem shape: both sides map one file (here in a private folder;
+ * on a host, the shmem object's backing file in /dev/shm). */
+static int test_file(void)
+{
+    char dir[] = "/tmp/crane-shm-XXXXXX", path[128];
+    struct proxy p;
+    struct client c;
+    struct crn_shm s;
+    int fd;
+
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/area", dir);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0);
+    CHECK(ftruncate(fd, (off_t)crn_shm_size(RING)) == 0);
+    close(fd);
+    proxy_start(&p, "--shm-dir", dir, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    CHECK_EQ(crn_shm_map_file(path, RING, &s), 0);
+    CHECK_EQ(s.ring_len, RING);
+    /* Names the proxy must not open: outside its folder, or none there. */
+    CHECK(attach(&c, &s, -1, "../area") != 0);
+    CHECK(attach(&c, &s, -1, "missing") != 0);
+    CHECK_EQ(attach(&c, &s, -1, "area"), 0);
+    round_trip(&c, &s, 11);
+    client_close(&c);
+    crn_shm_close(&s);
+    proxy_stop(&p);
+    unlink(path);
+    rmdir(dir);
+    return 0;
+}
+
+/* Refusals: an unsealed memfd (we could shrink it under the proxy), a
+ * name without --shm-dir; then pieces out of place are refused one by
+ * one (the call fails, nothing of them lands) and the proxy goes on. */
+static int test_refused(void)
+{
+    struct proxy p;
+    struct client c;
+    struct crn_shm s, loose;
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__Sync sy = CRANE__SYNC__INIT;
+    Crane__ServerMessage *r;
+    uint8_t *good = malloc(PIECE), *back = malloc(BYTES);
+    uint64_t pos;
+
+    CHECK(good && back);
+    proxy_start(&p, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+
+    int fd = memfd_create("unsealed", MFD_CLOEXEC);
+    CHECK(fd >= 0);
+    CHECK(ftruncate(fd, (off_t)crn_shm_size(RING)) == 0);
+    loose.size = crn_shm_size(RING);
+    loose.ring_len = RING;
+    CHECK(attach(&c, &loose, fd, NULL) != 0);
+    close(fd);
+    CHECK(attach(&c, &loose, -1, "area") != 0);
+
+    CHECK_EQ(crn_shm_create(RING, &s), 0);
+    CHECK_EQ(attach(&c, &s, s.fd, NULL), 0);
+    tc_context(&c, CTX);
+    tc_queue(&c, QUEUE, CTX);
+    CHECK_EQ(tc_buffer(&c, false, BUF, CTX, BYTES, NULL), 0);
+    memset(good, 0x5a, PIECE);
+    write_shm(&c, &s, good, PIECE);
+
+    /* Garbage positions and lengths, each its own posted write: past the
+     * ring, behind what was consumed, across the ring's end, longer than
+     * the ring.  Each must fail, and none may write a byte. */
+    const uint64_t bad[][2] = {
+        {s.head[0] + 5ull * RING, 4096},
+        {0, 4096},
+        {s.head[0] + RING - 100, 4096},
+        {s.head[0], RING + 4096},
+        {UINT64_MAX - 10, 4096},
+    };
+    memset(crn_shm_at(&s, CRN_SHM_TO_PROXY, s.head[0]), 0xee, 4096);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        post_shm_write(&c, PIECE, bad[i][0], bad[i][1]);
+        sy.op = CRANE__SYNC_OP__SYNC_FINISH;
+        sy.queue = QUEUE;
+        m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SYNC;
+        m.sync = &sy;
+        CHECK_EQ(client_call(&c, &m, NULL, 0, &r), 0);
+        CHECK_EQ(r->reply->deferred_err, CL_INVALID_VALUE);
+        crane__server_message__free_unpacked(r, NULL);
+    }
+    CHECK(proxy_wait_log(&p, "out of place", 5));
+    /* A piece in place still works after them. */
+    CHECK_EQ(crn_shm_reserve(&s, CRN_SHM_TO_PROXY, PIECE, &pos), 0);
+    memset(crn_shm_at(&s, CRN_SHM_TO_PROXY, pos), 0x33, PIECE);
+    post_shm_write(&c, 2 * PIECE, pos, PIECE);
+    read_shm(&c, &s, back, 3 * PIECE);
+    for (size_t i = 0; i < PIECE; i++) {
+        CHECK_EQ(back[i], 0x5a);
+        CHECK(back[PIECE + i] != 0xee);
+        CHECK_EQ(back[2 * PIECE + i], 0x33);
+    }
+    client_close(&c);
+    crn_shm_close(&s);
+    proxy_stop(&p);
+    free(good);
+    free(back);
+    return 0;
+}
+
+/* --no-shm: no offer in the Welcome, and an attach is refused. */
+static int test_off(void)
+{
+    struct proxy p;
+    struct client c;
+    struct crn_shm s;
+
+    proxy_start(&p, "--no-shm", NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    CHECK_EQ(crn_shm_create(RING, &s), 0);
+    CHECK(attach(&c, &s, s.fd, NULL) != 0);
+    client_close(&c);
+    crn_shm_close(&s);
+    proxy_stop(&p);
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(void);
+} tests[] = {
+    {"memfd", test_memfd},
+    {"file", test_file},
+    {"refused", test_refused},
+    {"off", test_off},
+};
+
+int main(int argc, char **argv)
+{
+    size_t n = sizeof(tests) / sizeof(tests[0]);
+
+    signal(SIGPIPE, SIG_IGN);
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (size_t i = 0; i < n; i++)
+            puts(tests[i].name);
+        return 0;
+    }
+    if (argc != 2) {
+        fprintf(stderr, "usage: shm_test --list | NAME\n");
+        return 2;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(argv[1], tests[i].name) == 0)
+            return tests[i].fn();
+    fprintf(stderr, "shm_test: no test named '%s'\n", argv[1]);
+    return 2;
+}
