@@ -58,7 +58,7 @@ $(SHIM_LIB): $(SHIM_OBJS) $(PROTO_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libcrane.so -Wl,-z,defs \
 	    -Wl,--exclude-libs,ALL -o $@ $(SHIM_OBJS) \
-	    $(PROTO_LIB) $(PROTOBUF_C_LIBS) $(LDFLAGS) -ldl -pthread
+	    $(PROTO_LIB) $(PROTOBUF_C_LIBS) $(GNUTLS_LIBS) $(LDFLAGS) -ldl -pthread
 
 # The version only: `make install` writes the install's paths (install.mk).
 $(CRANE_RUN): shim/crane-run $(VERSION_H)

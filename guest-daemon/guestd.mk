@@ -48,7 +48,7 @@ build/tests/guest/fake_shim: tests/guest/fake_shim.c build/lib/libcrane-proto.a 
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
 	    $(PROTO_CFLAGS) -o $@ $< build/lib/libcrane-proto.a \
-	    $(PROTOBUF_C_LIBS)
+	    $(PROTOBUF_C_LIBS) $(GNUTLS_LIBS)
 
 # crane-hostd's client of the guest channel (host-daemon/guest.c, io.c)
 # alone, so the tests can drive crane-guestd the way crane-hostd does.
@@ -59,7 +59,7 @@ build/tests/guest/hostd_guest_call: tests/guest/hostd_guest_call.c \
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
 	    $(PROTO_CFLAGS) $(UV_CFLAGS) -Ihost-daemon -o $@ $(filter %.c,$^) \
-	    build/lib/libcrane-proto.a $(PROTOBUF_C_LIBS)
+	    build/lib/libcrane-proto.a $(PROTOBUF_C_LIBS) $(GNUTLS_LIBS)
 
 build/tests/guest/cl_worker: tests/guest/cl_worker.c
 	@mkdir -p $(@D)

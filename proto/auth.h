@@ -1,4 +1,4 @@
-/* Shared-key authentication: SHA-256, HMAC-SHA256, random bytes, key files. */
+/* Shared keys: HMAC-SHA256 and random bytes from GnuTLS, key files. */
 #ifndef CRANE_PROTO_AUTH_H
 #define CRANE_PROTO_AUTH_H
 
@@ -12,10 +12,11 @@
 #define CRN_AUTH_KEY_MAX 4096
 
 /*
- * Computes HMAC-SHA256 (RFC 2104 over FIPS 180-4 SHA-256) of the MSG_LEN
- * bytes at MSG with the KEY_LEN bytes at KEY into OUT.  Keys longer than the
- * 64-byte block are hashed first, as RFC 2104 says.  Returns 0, or -EINVAL
- * for a NULL pointer with a non-zero length or a NULL OUT.
+ * Computes HMAC-SHA256 (GnuTLS's gnutls_hmac_fast) of the MSG_LEN bytes at
+ * MSG with the KEY_LEN bytes at KEY into OUT.  Returns 0, -EINVAL for a
+ * NULL pointer with a non-zero length or a NULL OUT, -EIO if GnuTLS fails.
+ * The TCP links need none of this since they speak TLS (proto/tls.h); the
+ * guest channel's challenge still does.
  */
 int crn_hmac_sha256(const void *key, size_t key_len, const void *msg,
                     size_t msg_len, uint8_t out[32]);
@@ -24,7 +25,7 @@ int crn_hmac_sha256(const void *key, size_t key_len, const void *msg,
  * not depend on where they differ (for secrets and MACs). */
 int crn_auth_equal(const void *a, const void *b, size_t len);
 
-/* Fills the LEN bytes at BUF from the kernel's random source (getrandom).
+/* Fills the LEN bytes at BUF from GnuTLS's generator (gnutls_rnd).
  * Returns 0 or a negative errno. */
 int crn_random_bytes(void *buf, size_t len);
 

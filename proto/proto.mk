@@ -29,7 +29,9 @@ PROTOBUF_C_LIBS := $(or $(shell pkg-config --libs libprotobuf-c 2>/dev/null),\
 PROTO_B := $(or $(B),build)
 PROTO_LIB := $(PROTO_B)/lib/libcrane-proto.a
 PROTO_CFLAGS := -I. -Ibuild/gen $(PROTOBUF_C_CFLAGS)
-PROTO_LIBS := $(PROTO_LIB) $(PROTOBUF_C_LIBS)
+# GnuTLS: TLS on every TCP link (tls.c), HMAC and random bytes (auth.c).
+GNUTLS_LIBS := $(or $(shell pkg-config --libs gnutls 2>/dev/null),-lgnutls)
+PROTO_LIBS := $(PROTO_LIB) $(PROTOBUF_C_LIBS) $(GNUTLS_LIBS)
 
 PROTO_SCHEMAS := $(wildcard proto/*.proto)
 PROTO_GEN_C := $(PROTO_SCHEMAS:proto/%.proto=build/gen/proto/%.pb-c.c)
@@ -39,7 +41,7 @@ PROTO_OBJS := $(PROTO_GEN_C:build/gen/proto/%.c=$(PROTO_B)/obj/gen/proto/%.o) \
               $(PROTO_C_SRCS:proto/%.c=$(PROTO_B)/obj/proto/%.o)
 
 UNIT_RUNNER_SRCS := tests/unit/runner.c
-UNIT_SRCS += tests/unit/test_frame.c tests/unit/test_auth.c \
+UNIT_SRCS += tests/unit/test_frame.c tests/unit/test_auth.c tests/unit/test_tls.c \
              tests/unit/test_conffile.c tests/unit/test_log.c
 
 # One protoc-c run writes both files (a grouped pattern rule).  The proto
@@ -111,7 +113,7 @@ build/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c $(PROTO_C_SRCS) \
                        $(FUZZ_PBC_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PBC_CFLAGS) $(PROTO_CFLAGS) -o $@ \
-	    $(filter %.c %.o,$^)
+	    $(filter %.c %.o,$^) $(GNUTLS_LIBS)
 
 build/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_GEN_C) \
                        $(PROTO_GEN_H) $(FUZZ_PBC_OBJ)

@@ -50,7 +50,7 @@ build/tests/proxy/%: tests/proxy/%.c $(PROXY_TEST_COMMON) \
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread \
 	    $(PROTO_CFLAGS) -o $@ $< $(PROXY_TEST_COMMON) \
-	    build/lib/libcrane-proto.a $(PROTOBUF_C_LIBS)
+	    build/lib/libcrane-proto.a $(PROTOBUF_C_LIBS) $(GNUTLS_LIBS)
 
 proxy-tests: build/bin/crane-proxy $(PROXY_TEST_BINS)
 # The ASan proxy runs every integration case a second time.
@@ -67,7 +67,7 @@ build/fuzz/fuzz_remote: tests/fuzz/fuzz_remote.c $(PROXY_CORE_SRCS) \
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PBC_CFLAGS) $(PROTO_CFLAGS) \
 	    $(UV_CFLAGS) -Iproxy-domain -o $@ $(filter %.c %.o,$^) \
-	    $(UV_LIBS) -lOpenCL -lm -pthread
+	    $(UV_LIBS) $(GNUTLS_LIBS) -lOpenCL -lm -pthread
 
 .PHONY: proxy-tests proxy-asan fuzz-remote
 fuzz-remote: build/fuzz/fuzz_remote

@@ -13,7 +13,8 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
 opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo python3-pyopencl
 ffmpeg clpeak piglit clblast-tests hashcat python3-pytest
 libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libmicrohttpd-dev
-libvirt-dev libxml2-dev libxen-dev chromium curl help2man"
+libvirt-dev libxml2-dev libxen-dev chromium curl help2man
+libgnutls28-dev gnutls-bin"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

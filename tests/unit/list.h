@@ -23,6 +23,12 @@ TEST_ENTRY(auth_hmac_edges)
 TEST_ENTRY(auth_random_bytes)
 TEST_ENTRY(auth_key_load)
 TEST_ENTRY(auth_equal)
+/* proto/tls.c: tests/unit/test_tls.c */
+TEST_ENTRY(tls_psk_relay)
+TEST_ENTRY(tls_psk_wrong_key_refused)
+TEST_ENTRY(tls_plain_client_refused)
+TEST_ENTRY(tls_x509_mutual)
+TEST_ENTRY(tls_modes)
 
 /* proto/conffile.c: tests/unit/test_conffile.c */
 TEST_ENTRY(conffile_read)
