@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The user name a PSK client gives; the key is what authenticates. */
@@ -33,6 +34,7 @@ static const char PRIO_PSK[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:"
                                "+ECDHE-PSK:+DHE-PSK:+PSK";
 
 struct crn_tls_config {
+    atomic_int refs;             /* the owner's, and one per session */
     enum crn_tls_mode mode;
     enum crn_tls_role role;
     gnutls_certificate_credentials_t x509_server, x509_client;
@@ -45,6 +47,7 @@ struct crn_tls_config {
 
 struct crn_tls {
     gnutls_session_t s;
+    struct crn_tls_config *cfg;  /* a reference: credentials outlive us */
     int fd;
     char peer[256];
 };
@@ -217,6 +220,7 @@ int crn_tls_config_new(enum crn_tls_mode mode, enum crn_tls_role role,
         snprintf(why, why_len, "out of memory for TLS credentials");
         return -ENOMEM;
     }
+    atomic_init(&cfg->refs, 1);
     cfg->mode = mode;
     cfg->role = role;
     if (mode == CRN_TLS_PSK) {
@@ -252,7 +256,7 @@ int crn_tls_config_new(enum crn_tls_mode mode, enum crn_tls_role role,
 
 void crn_tls_config_free(struct crn_tls_config *cfg)
 {
-    if (!cfg)
+    if (!cfg || atomic_fetch_sub(&cfg->refs, 1) != 1)
         return;
     if (cfg->x509_server)
         gnutls_certificate_free_credentials(cfg->x509_server);
@@ -420,6 +424,8 @@ static int handshake(const struct crn_tls_config *cfg, int fd, bool server,
         goto fail;
     }
     describe_peer(t, cfg->mode);
+    t->cfg = (struct crn_tls_config *)cfg;
+    atomic_fetch_add(&t->cfg->refs, 1);
     *out = t;
     return 0;
 fail:
@@ -479,6 +485,7 @@ static void tls_free(struct crn_tls *t)
 {
     close(t->fd);
     gnutls_deinit(t->s);
+    crn_tls_config_free(t->cfg);
     free(t);
 }
 
@@ -502,6 +509,9 @@ struct relay {
     struct crn_tls *t;
     int plain;                   /* the relay's end of the pair */
     atomic_int refs;             /* one per thread */
+    pthread_mutex_t lock;
+    pthread_cond_t down_ended;
+    bool down_done;
 };
 
 static void relay_unref(struct relay *r)
@@ -510,6 +520,8 @@ static void relay_unref(struct relay *r)
         return;
     close(r->plain);
     tls_free(r->t);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->down_ended);
     free(r);
 }
 
@@ -545,14 +557,25 @@ static void *relay_up(void *arg)
     }
     free(buf);
     if (!failed) {
-        gnutls_bye(r->t->s, GNUTLS_SHUT_WR);
         struct timeval tv = {.tv_sec = RELAY_LINGER_S};
-        setsockopt(r->t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    } else {
-        /* The peer cannot take more: end the other direction too. */
+        setsockopt(r->t->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        gnutls_bye(r->t->s, GNUTLS_SHUT_WR);
+    }
+    /* The peer answers close_notify with its own close; one that does not
+     * (frozen, or its side still busy) is cut after RELAY_LINGER_S, and at
+     * once when sending failed. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += failed ? 0 : RELAY_LINGER_S;
+    pthread_mutex_lock(&r->lock);
+    while (!r->down_done &&
+           pthread_cond_timedwait(&r->down_ended, &r->lock, &until) == 0)
+        ;
+    if (!r->down_done) {
         shutdown(r->t->fd, SHUT_RDWR);
         shutdown(r->plain, SHUT_RDWR);
     }
+    pthread_mutex_unlock(&r->lock);
     relay_unref(r);
     return NULL;
 }
@@ -570,6 +593,10 @@ static void *relay_down(void *arg)
     }
     free(buf);
     shutdown(r->plain, SHUT_WR);
+    pthread_mutex_lock(&r->lock);
+    r->down_done = true;
+    pthread_cond_signal(&r->down_ended);
+    pthread_mutex_unlock(&r->lock);
     relay_unref(r);
     return NULL;
 }
@@ -594,15 +621,18 @@ int crn_tls_relay(struct crn_tls *t)
     r->t = t;
     r->plain = sv[1];
     atomic_init(&r->refs, 2);
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->down_ended, NULL);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 128 * 1024);
     rc = pthread_create(&th, &attr, relay_up, r);
     if (rc != 0) {
         pthread_attr_destroy(&attr);
         close(sv[0]);
         close(sv[1]);
         tls_free(t);
+        pthread_mutex_destroy(&r->lock);
+        pthread_cond_destroy(&r->down_ended);
         free(r);
         return -rc;
     }

@@ -56,6 +56,8 @@ int crn_tls_config_new(enum crn_tls_mode mode, enum crn_tls_role role,
                        const char *pki_dir, const char *key_file,
                        struct crn_tls_config **out, char *why,
                        size_t why_len);
+/* Drops the owner's reference; each session holds one of its own, so
+ * relays still running keep their credentials. */
 void crn_tls_config_free(struct crn_tls_config *cfg);
 /* The resolved mode of CFG (none for NULL), for logs. */
 enum crn_tls_mode crn_tls_config_mode(const struct crn_tls_config *cfg);

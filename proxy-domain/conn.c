@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 /* Room the input buffer keeps free for the next read. */
 #define READ_ROOM (64u << 10)
@@ -210,26 +211,16 @@ static void abandon(struct px_conn *c)
     uv_close((uv_handle_t *)&c->timer, on_close);
 }
 
-void px_conn_accept(struct px_server *srv)
+/* The common start of an accepted connection whose peer is named. */
+static void start_accepted(struct px_conn *c)
 {
-    struct px_conn *c = px_conn_new(srv, srv->ep.kind == CRN_EP_TCP
-                                             ? UV_TCP
-                                             : UV_NAMED_PIPE);
+    struct px_server *srv = c->srv;
     int rc;
 
-    if (!c)
-        return;
-    rc = uv_accept(&srv->lis.stream, &c->h.stream);
-    if (rc < 0) {
-        PX_WARN("accept failed: %s", uv_strerror(rc));
-        abandon(c);
-        return;
-    }
-    if (srv->ep.kind == CRN_EP_TCP) {
+    if (c->h.handle.type == UV_TCP) {
         uv_tcp_nodelay(&c->h.tcp, 1);
         uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
     }
-    peer_name(c);
     c->accepted_ms = c->last_input_ms = uv_now(srv->loop);
     PX_DEBUG("connection %llu accepted from %s", (unsigned long long)c->num,
              c->peer);
@@ -241,6 +232,48 @@ void px_conn_accept(struct px_server *srv)
     rc = uv_read_start(&c->h.stream, on_alloc, on_read);
     if (rc == 0)
         c->reading = true;
+}
+
+void px_conn_accept(struct px_server *srv)
+{
+    struct px_conn *c;
+    int rc;
+
+    if (srv->tls) {
+        px_conn_accept_tls(srv);
+        return;
+    }
+    c = px_conn_new(srv, srv->ep.kind == CRN_EP_TCP ? UV_TCP
+                                                    : UV_NAMED_PIPE);
+    if (!c)
+        return;
+    rc = uv_accept(&srv->lis.stream, &c->h.stream);
+    if (rc < 0) {
+        PX_WARN("accept failed: %s", uv_strerror(rc));
+        abandon(c);
+        return;
+    }
+    peer_name(c);
+    start_accepted(c);
+}
+
+int px_conn_start_plain(struct px_server *srv, int fd, const char *peer)
+{
+    struct px_conn *c = px_conn_new(srv, UV_NAMED_PIPE);
+    int rc;
+
+    if (!c)
+        return -ENOMEM;
+    rc = uv_pipe_open(&c->h.pipe, fd);
+    if (rc < 0) {
+        PX_WARN("connection from %s: %s", peer, uv_strerror(rc));
+        close(fd);
+        abandon(c);
+        return rc;
+    }
+    snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    start_accepted(c);
+    return 0;
 }
 
 /* --- output ------------------------------------------------------------- */
@@ -778,7 +811,8 @@ void px_conn_start_handed(struct px_conn *c, const uint8_t *input,
 {
     struct px_server *srv = c->srv;
 
-    if (srv->ep.kind == CRN_EP_TCP) {
+    /* A TLS connection arrives as its relay's unix socket. */
+    if (c->h.handle.type == UV_TCP) {
         uv_tcp_nodelay(&c->h.tcp, 1);
         uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
     }

@@ -81,6 +81,12 @@ struct px_conn {
 
 /* Accepts a connection on the server's listener. */
 void px_conn_accept(struct px_server *srv);
+/* Accepts a TCP connection that must speak TLS (conn_tls.c): the handshake
+ * on a thread of its own, then px_conn_start_plain on its relay. */
+void px_conn_accept_tls(struct px_server *srv);
+/* Starts a connection on FD, the plaintext socket of a TLS relay, from
+ * PEER (an address).  Returns 0 or a negative errno (FD then closed). */
+int px_conn_start_plain(struct px_server *srv, int fd, const char *peer);
 /* A connection whose stream (of TYPE, UV_TCP or UV_NAMED_PIPE) is still to
  * be accepted into c->h.stream by the caller; NULL when out of memory. */
 struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type);

@@ -29,6 +29,16 @@ static const char usage[] =
     "                      accelerator, P (platform index) or P:D\n"
     "  --auth-key FILE     require clients to prove they hold this key\n"
     "                      (HMAC-SHA256 over a random nonce)\n"
+    "  --tls MODE          on a tcp: endpoint: x509 (certificates in\n"
+    "                      libvirt's layout under --pki-dir), psk (TLS\n"
+    "                      with --auth-key's bytes as the key), none (in\n"
+    "                      clear), or auto (default: x509 where the PKI\n"
+    "                      holds CA/cacert.pem and the server pair, else\n"
+    "                      psk with --auth-key, else none)\n"
+    "  --pki-dir DIR       x509 files: DIR/CA/cacert.pem,\n"
+    "                      DIR/libvirt/servercert.pem,\n"
+    "                      DIR/libvirt/private/serverkey.pem (default\n"
+    "                      /etc/pki)\n"
     "  --quota BYTES       device memory per tenant (suffixes K, M, G;\n"
     "                      default 0: no limit)\n"
     "  --grace SECONDS     keep a disconnected tenant's objects this long\n"
@@ -155,6 +165,8 @@ int main(int argc, char **argv)
         {"listen", required_argument, NULL, 'l'},
         {"device", required_argument, NULL, 'd'},
         {"auth-key", required_argument, NULL, 'k'},
+        {"tls", required_argument, NULL, 't'},
+        {"pki-dir", required_argument, NULL, 'p'},
         {"quota", required_argument, NULL, 'q'},
         {"grace", required_argument, NULL, 'g'},
         {"log-level", required_argument, NULL, 'L'},
@@ -177,6 +189,7 @@ int main(int argc, char **argv)
     struct px_options opts = {
         .role = PX_ROLE_SUPERVISOR,
         .device = "all",
+        .tls_mode = CRN_TLS_AUTO,
         .limits = {.handshake_ms = 10000,
                    .max_unauth = 64,
                    .max_peer_conns = 256,
@@ -199,6 +212,12 @@ int main(int argc, char **argv)
         case 'l': opts.listen = optarg; break;
         case 'd': opts.device = optarg; break;
         case 'k': opts.auth_key = optarg; break;
+        case 't':
+            if (crn_tls_mode_parse(optarg, &opts.tls_mode) < 0)
+                return bad_usage("bad --tls '%s' (x509, psk, none or auto)",
+                                 optarg);
+            break;
+        case 'p': opts.pki_dir = optarg; break;
         case 'q':
             if (parse_bytes(optarg, &opts.quota) < 0)
                 return bad_usage("bad --quota '%s' (bytes, K, M or G)",

@@ -162,6 +162,22 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
             return rc;
         }
     }
+    /* TLS on a tcp: endpoint (proto/tls.h); a worker gets its
+     * connections in plaintext from its supervisor's relays. */
+    if (srv->role != PX_ROLE_WORKER && srv->ep.kind == CRN_EP_TCP) {
+        rc = crn_tls_config_new(opts->tls_mode, CRN_TLS_SERVER, opts->pki_dir,
+                                opts->auth_key, &srv->tls, why, why_len);
+        if (rc < 0)
+            return rc;
+        if (!srv->tls)
+            PX_WARN("tcp:%s:%s without TLS (--tls %s%s): everything, "
+                    "buffers included, crosses the network in clear",
+                    srv->ep.host, srv->ep.port,
+                    crn_tls_mode_name(opts->tls_mode),
+                    opts->tls_mode == CRN_TLS_AUTO
+                        ? ", and neither a PKI nor --auth-key"
+                        : "");
+    }
     /* A worker takes connections from its supervisor, not a listener. */
     if (srv->role != PX_ROLE_WORKER) {
         rc = srv->ep.kind == CRN_EP_UNIX ? listen_unix(srv, why, why_len)
@@ -185,10 +201,12 @@ void px_server_log_listening(struct px_server *srv)
     char ep[400];
 
     crn_endpoint_format(&srv->ep, ep, sizeof(ep));
-    PX_INFO("listening on %s (quota %llu bytes, grace %llu ms, %s, %s)", ep,
+    PX_INFO("listening on %s (quota %llu bytes, grace %llu ms, %s, TLS %s, "
+            "%s)", ep,
             (unsigned long long)srv->quota,
             (unsigned long long)srv->grace_ms,
             srv->key ? "authentication required" : "no authentication",
+            crn_tls_mode_name(crn_tls_config_mode(srv->tls)),
             srv->role == PX_ROLE_SUPERVISOR ? "a worker process per tenant"
                                             : "tenants in one process");
     crn_notify("READY=1");      /* systemd's Type=notify */
@@ -203,6 +221,8 @@ int px_server_run(struct px_server *srv)
 
 void px_server_fini(struct px_server *srv)
 {
+    crn_tls_config_free(srv->tls);
+    srv->tls = NULL;
     if (srv->key) {
         explicit_bzero(srv->key, srv->key_len);
         free(srv->key);

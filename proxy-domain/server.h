@@ -6,6 +6,7 @@
 #include "tenant.h"
 
 #include "proto/endpoint.h"
+#include "proto/tls.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +41,8 @@ struct px_options {
     const char *listen;          /* endpoint text */
     const char *device;          /* --device spec */
     const char *auth_key;        /* key file, or NULL */
+    enum crn_tls_mode tls_mode;  /* --tls: a tcp: endpoint's TLS */
+    const char *pki_dir;         /* --pki-dir, NULL: /etc/pki */
     uint64_t quota;              /* bytes per tenant, 0: none */
     uint64_t grace_ms;           /* 0: release at disconnect */
     struct px_limits limits;
@@ -62,6 +65,8 @@ struct px_server {
     bool created_socket;         /* unlink ep.path at the end */
     uv_signal_t sig_int, sig_term, sig_usr1;
     const struct px_devices *devs;
+    struct crn_tls_config *tls;  /* a tcp: endpoint's TLS, NULL: none */
+    size_t tls_pending;          /* TLS handshakes running (conn_tls.c) */
     uint8_t *key;                /* --auth-key bytes, or NULL */
     size_t key_len;
     uint64_t quota;

@@ -60,6 +60,10 @@ void shim_config_load(void)
                  backend);
     }
     shim_config.auth_key = env_str("CRANE_AUTH_KEY");
+    shim_config.tls = env_str("CRANE_TLS");
+    if (!shim_config.tls)
+        shim_config.tls = "auto";
+    shim_config.pki_dir = env_str("CRANE_PKI_DIR");
     shim_config.remote_chunk =
         (size_t)env_long("CRANE_REMOTE_CHUNK", 4l << 20, 4096);
     if (shim_config.remote_chunk > (64u << 20))

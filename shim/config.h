@@ -18,6 +18,10 @@ struct shim_config {
     const char *remote;          /* the proxy endpoint: from CRANE_BACKEND,
                                     else CRANE_PROXY */
     const char *auth_key;        /* CRANE_AUTH_KEY: the proxy's key file */
+    const char *tls;             /* CRANE_TLS: auto|x509|psk|none for a
+                                    tcp: proxy (proto/tls.h) */
+    const char *pki_dir;         /* CRANE_PKI_DIR: x509 files, libvirt's
+                                    layout (default /etc/pki) */
     size_t remote_chunk;         /* CRANE_REMOTE_CHUNK: bytes per message */
     long shm_mb;                 /* CRANE_SHM_MB: shared area, 0: none */
     const char *shm_file;        /* CRANE_SHM_FILE: area from a file */

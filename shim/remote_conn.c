@@ -27,6 +27,7 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/shm.h"
+#include "proto/tls.h"
 #include "remote.h"
 
 void shim_remote_maps_clear(void);
@@ -751,6 +752,55 @@ static void socket_keepalive(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
+/* A tcp: proxy is spoken to through TLS (proto/tls.h): the handshake on
+ * FD, then a relay whose plaintext socket replaces FD, so that everything
+ * below reads and writes frames as it does on a unix socket.  The
+ * credentials are made once and kept (each session holds a reference).
+ * Returns the descriptor to use, or a negative errno (FD closed). */
+static int tls_wrap(int fd, const struct crn_endpoint *ep, const char *text)
+{
+    static struct crn_tls_config *cfg;
+    static bool made;
+    enum crn_tls_mode mode;
+    char why[512] = "";
+    int rc;
+
+    if (!made) {
+        if (crn_tls_mode_parse(shim_config.tls, &mode) < 0) {
+            LOG_ERROR("remote: CRANE_TLS=%s: auto, x509, psk or none",
+                      shim_config.tls);
+            close(fd);
+            return -EINVAL;
+        }
+        rc = crn_tls_config_new(mode, CRN_TLS_CLIENT, shim_config.pki_dir,
+                                shim_config.auth_key, &cfg, why,
+                                sizeof(why));
+        if (rc < 0) {
+            LOG_ERROR("remote: TLS to %s: %s", text, why);
+            close(fd);
+            return rc;
+        }
+        made = true;
+        if (!cfg)
+            LOG_WARN("remote: %s in clear: no TLS credentials (CRANE_TLS="
+                     "%s, no PKI in %s and no CRANE_AUTH_KEY)", text,
+                     shim_config.tls,
+                     shim_config.pki_dir ? shim_config.pki_dir
+                                         : CRN_TLS_PKI_DEFAULT);
+    }
+    if (!cfg)
+        return fd;
+    rc = crn_tls_wrap_client(cfg, fd, ep->host,
+                             (unsigned)shim_config.proxy_timeout_ms, why,
+                             sizeof(why));
+    if (rc < 0)
+        LOG_ERROR("remote: %s: %s", text, why);
+    else
+        LOG_INFO("remote: TLS (%s) to %s",
+                 crn_tls_mode_name(crn_tls_config_mode(cfg)), text);
+    return rc;
+}
+
 /* --- handshake ------------------------------------------------------------- */
 
 static Crane__ServerMessage *read_server_message(void)
@@ -1062,6 +1112,12 @@ int shim_remote_connect(void)
         cn.fd = -1;
         return rc;
     }
+    socket_keepalive(cn.fd);
+    if (ep.kind == CRN_EP_TCP && (cn.fd = tls_wrap(cn.fd, &ep, text)) < 0) {
+        rc = cn.fd;
+        cn.fd = -1;
+        return rc;
+    }
     atomic_store(&cn.dead, false);
     atomic_store(&cn.deferred_err, 0);
     cn.reads_lost = 0;
@@ -1069,7 +1125,6 @@ int shim_remote_connect(void)
     cn.seq = 0;
     cn.chunk = shim_config.remote_chunk;
     cn.spin_ns = sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 50000 : 0;
-    socket_keepalive(cn.fd);
     /* The watchdog bounds the handshake too. */
     alive();
     atomic_store(&cn.last_request, shim_now());

@@ -10,6 +10,10 @@
 #       for a documented reason: -16, a map or a pending user event)
 #   remote.sh proxy-killed                the proxy dies mid-run: the
 #       program must fail with an error, never report PASS on wrong data
+#   remote.sh tls PROGRAM [ARGS]          the proxy on TCP with TLS: x509
+#       (a PKI made with certtool) and psk pass the program; a client
+#       certificate from another CA, a wrong key, and a client without TLS
+#       are each refused, with the proxy's log saying why
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -85,8 +89,73 @@ proxy-killed)
     # Errors, not wrong data: the program saw a failing call.
     [ "$connected" = yes ] && [ "$rc" -ne 0 ] && ! grep -q '^PASS' "$out"
     ;;
+tls)
+    shift
+    tests/tls/mkpki.sh "$TMP/pki" crane || exit 1
+    tests/tls/mkpki.sh "$TMP/other" stranger || exit 1
+    cp "$TMP/pki/CA/cacert.pem" "$TMP/other/CA/cacert.pem"
+    head -c 32 /dev/urandom >"$TMP/key"
+    head -c 32 /dev/urandom >"$TMP/wrong"
+    # Starts a proxy on a free TCP port with OPTIONS; PORT is where.
+    start_tcp() {
+        "$PROXY" --listen tcp:127.0.0.1:0 "$@" >"$TMP/proxy.log" 2>&1 &
+        PROXY_PID=$!
+        PORT=
+        for _ in $(seq 400); do
+            PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
+                "$TMP/proxy.log")
+            [ -n "$PORT" ] && return 0
+            kill -0 "$PROXY_PID" 2>/dev/null || break
+            sleep 0.05
+        done
+        echo "crane-proxy did not start:"; cat "$TMP/proxy.log"
+        return 1
+    }
+    stop_proxy() {
+        kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID"
+        PROXY_PID=
+    }
+    # run NAME WANT ENV...: the program with ENV must pass (WANT=pass)
+    # or fail (WANT=refused), the proxy's log then naming the refusal.
+    fails=0
+    run() {
+        local name=$1 want=$2 rc before
+        shift 2
+        before=$(grep -c 'refused: .*TLS' "$TMP/proxy.log")
+        env CRANE_BACKEND="remote:tcp:127.0.0.1:$PORT" "$@" \
+            "$RUN" "${PROG[@]}" >"$TMP/out" 2>&1
+        rc=$?
+        if [ "$want" = pass ] && [ $rc -eq 0 ] && grep -q '^PASS' "$TMP/out"
+        then
+            echo "ok - $name: passed"
+        elif [ "$want" = refused ] && [ $rc -ne 0 ] &&
+            ! grep -q '^PASS' "$TMP/out" &&
+            [ "$(grep -c 'tcp connection from 127.0.0.1 refused: .*TLS' \
+                "$TMP/proxy.log")" -gt "$before" ]; then
+            echo "ok - $name: refused: $(grep -o 'refused: .*TLS.*' \
+                "$TMP/proxy.log" | tail -1)"
+        else
+            echo "not ok - $name (exit $rc, wanted $want):"
+            tail -n 5 "$TMP/out" "$TMP/proxy.log"
+            fails=$((fails + 1))
+        fi
+    }
+    PROG=("$@")
+    start_tcp --tls x509 --pki-dir "$TMP/pki" || exit 1
+    grep -q 'TLS x509' "$TMP/proxy.log" || { echo "no TLS x509"; exit 1; }
+    run x509 pass CRANE_TLS=x509 CRANE_PKI_DIR="$TMP/pki"
+    run x509-other-ca refused CRANE_TLS=x509 CRANE_PKI_DIR="$TMP/other"
+    run plain-client refused CRANE_TLS=none
+    stop_proxy
+    start_tcp --auth-key "$TMP/key" || exit 1
+    grep -q 'TLS psk' "$TMP/proxy.log" || { echo "no TLS psk"; exit 1; }
+    run psk pass CRANE_AUTH_KEY="$TMP/key"
+    run psk-wrong-key refused CRANE_AUTH_KEY="$TMP/wrong"
+    stop_proxy
+    [ $fails -eq 0 ]
+    ;;
 *)
-    sed -n '2,14p' "$0"
+    sed -n '2,18p' "$0"
     exit 2
     ;;
 esac
