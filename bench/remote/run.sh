@@ -224,6 +224,14 @@ one_run() {
         [ -f "$shimlog" ] && cat "$shimlog" >>"$work/stderr"
         rc=3
     fi
+    # Likewise the shared-memory column must have used the area.
+    if [ "$side" = remote ] && [ $rc = 0 ] && [ "$transport" = shm ] &&
+        ! grep -q 'bulk bytes go through' "$shimlog" 2>/dev/null; then
+        echo "run.sh: $test_name (remote) did not get a shared-memory" \
+            "area from the proxy" >"$work/stderr"
+        cat "$shimlog" >>"$work/stderr"
+        rc=3
+    fi
     [ $verbose = 1 ] && printf '%s\n' "$out" |
         sed -n "s/^\(RESULT\|DEVICE\) /$side &/p" >&2
     if [ $rc -ne 0 ] || ! printf '%s\n' "$out" | grep -q '^RESULT '; then
