@@ -90,6 +90,15 @@ static int emit_reply(struct px_tenant *t, Crane__Reply *r,
         bulk += piece;
         bulk_len -= piece;
     }
+    if (r->shm_bulk) {
+        /* The caller put the bytes in the ring already (bulk_len set). */
+        o = px_out_pack_reply(r);
+        if (!o)
+            return -ENOMEM;
+        o->bulk_owner = bulk_owner;
+        px_tenant_send(t, o, false);
+        return 0;
+    }
     r->bulk_len = bulk_len;
     if (bulk_len && t->shm && shm_put(t, r, bulk, bulk_len) == 0)
         bulk_len = 0;           /* the bytes are in the shared area */
@@ -191,6 +200,12 @@ int px_send_reply(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
 {
     if (t->pend_head)
         px_exec_flush_reads(t, false);
+    return emit_reply(t, r, bulk, bulk_len, bulk_owner);
+}
+
+int px_send_more(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
+                 size_t bulk_len, void *bulk_owner)
+{
     return emit_reply(t, r, bulk, bulk_len, bulk_owner);
 }
 

@@ -97,6 +97,11 @@ cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
 int px_send_reply(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
                   size_t bulk_len, void *bulk_owner);
 
+/* The same for a chunk of a read (R->more) without sending the pending
+ * reads first; R->shm_bulk set: its bytes are in the ring already. */
+int px_send_more(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
+                 size_t bulk_len, void *bulk_owner);
+
 /* Adds the pending read P (taking it) to the tenant's list. */
 void px_pending_add(struct px_tenant *t, struct px_pending *p);
 

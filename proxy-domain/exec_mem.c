@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/shm.h"
+
 /* Host-pointer flags never reach the proxy's OpenCL: the program's memory
  * is on the client. */
 #define HOST_PTR_FLAGS (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)
@@ -360,9 +362,16 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
 {
     const Crane__MemCommand *mc = op->mc;
     struct px_call *c = op->c;
-    size_t len = mc->size, n = (len + PX_READ_CHUNK - 1) / PX_READ_CHUNK;
+    struct crn_shm *shm = c->t->shm;
+    /* With a shared area, chunks of a quarter of its ring at most, read
+     * by the device straight into the ring where room is free. */
+    size_t chunk = shm && shm->ring_len / 4 < PX_READ_CHUNK
+                       ? shm->ring_len / 4
+                       : PX_READ_CHUNK;
+    size_t len = mc->size, n;
     cl_event *evs;
     uint8_t **chunks;
+    uint64_t *pos = NULL;        /* ring position of chunk i, or ~0 */
     size_t done = 0;
     bool sent = false;
     cl_int err = CL_SUCCESS, status;
@@ -372,6 +381,10 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     err = read_len(op, src, &len);
     if (err != CL_SUCCESS)
         return err;
+    n = (len + chunk - 1) / chunk;
+    if (shm && !(pos = calloc(n, sizeof(*pos))))
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                       len);
     /* One staging buffer per chunk, each owned by its own reply entry:
      * chunk-sized allocations are reused from the heap (see main.c). */
     chunks = calloc(n, sizeof(*chunks));
@@ -379,12 +392,30 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     if (!chunks || !evs) {
         free(chunks);
         free(evs);
+        free(pos);
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
                        len);
     }
     for (; done < n; done++) {
-        size_t off = done * PX_READ_CHUNK;
-        size_t k = len - off > PX_READ_CHUNK ? PX_READ_CHUNK : len - off;
+        size_t off = done * chunk;
+        size_t k = len - off > chunk ? chunk : len - off;
+        /* Ring room is taken in chunk order while it lasts; once a chunk
+         * finds none, the later ones go through the heap (their replies
+         * copy them into the ring in order, after these). */
+        if (pos && (done == 0 || pos[done - 1] != UINT64_MAX) &&
+            crn_shm_reserve(shm, CRN_SHM_TO_CLIENT, k, &pos[done]) == 0) {
+            chunks[done] = NULL;
+            err = clEnqueueReadBuffer(op->q, src, CL_FALSE,
+                                      mc->src_offset + off, k,
+                                      crn_shm_at(shm, CRN_SHM_TO_CLIENT,
+                                                 pos[done]),
+                                      op->nwait, op->wait, &evs[done]);
+            if (err != CL_SUCCESS)
+                break;
+            continue;
+        }
+        if (pos)
+            pos[done] = UINT64_MAX;
         if (!(chunks[done] = malloc(k))) {
             err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
                           len);
@@ -418,12 +449,14 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
         }
         free(evs);
         free(chunks);
+        free(pos);
         return err;
     }
     for (size_t i = 0; i < n; i++) {
         Crane__Reply r = CRANE__REPLY__INIT;
-        size_t off = i * PX_READ_CHUNK;
-        size_t k = len - off > PX_READ_CHUNK ? PX_READ_CHUNK : len - off;
+        size_t off = i * chunk;
+        size_t k = len - off > chunk ? chunk : len - off;
+        bool in_ring = pos && pos[i] != UINT64_MAX;
 
         status = CL_COMPLETE;
         clWaitForEvents(1, &evs[i]);
@@ -432,7 +465,8 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
         clReleaseEvent(evs[i]);
         if (status < 0 && err == CL_SUCCESS)
             err = status;
-        if ((err != CL_SUCCESS && !sent) || !chunks[i]) {
+        if ((err != CL_SUCCESS && !sent) || (!chunks[i] && !in_ring)) {
+            /* A ring chunk skipped leaves a gap the ring's order allows. */
             free(chunks[i]);
             chunks[i] = NULL;
             continue;
@@ -440,7 +474,16 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
         r.seq = c->m->seq;
         r.more = 1;
         r.bulk_offset = off;
-        if (px_send_reply(c->t, &r, chunks[i], k, chunks[i]) < 0) {
+        if (in_ring) {
+            r.shm_bulk = true;
+            r.shm_pos = pos[i];
+            r.bulk_len = k;
+        }
+        /* Chunks leave without the pending reads' data first: that would
+         * take ring room behind this read's, out of the ring's order (the
+         * final Reply, after them, sends it). */
+        if (px_send_more(c->t, &r, chunks[i], in_ring ? 0 : k, chunks[i]) <
+            0) {
             PX_ERROR("tenant %llu: out of memory sending read %llu",
                      (unsigned long long)c->t->num,
                      (unsigned long long)c->m->seq);
@@ -459,6 +502,7 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     }
     free(evs);
     free(chunks);
+    free(pos);
     return err;
 }
 
