@@ -220,7 +220,33 @@ static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
 
 int shim_mem_realize(struct shim_mem *m, void *copy_from)
 {
+    /* Made ahead by a pre-copy in the context this one now has: its bytes
+     * are there already (precopy.c). */
+    void *pre = shim_precopy_take_target(m);
+    if (pre && m->premade_ctx == m->context->obj.real && !copy_from) {
+        m->obj.real = pre;
+        m->premade_used = true;
+        return 0;
+    }
+    if (pre)
+        VENDOR(pre)->clReleaseMemObject(pre);
+    m->premade_used = false;
     return mem_create_real(m, m->flags & ~HOST_ACCESS_FLAGS, copy_from);
+}
+
+/* A root buffer like M in the vendor context CTX, for a pre-copy; NULL
+ * (and *ERR) if it cannot be made. */
+void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err)
+{
+    /* As realize makes it (never over the program's memory: those are
+     * not pre-copied). */
+    cl_mem_flags flags =
+        m->flags & ~(HOST_ACCESS_FLAGS | (cl_mem_flags)CL_MEM_COPY_HOST_PTR);
+
+    if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
+        return VENDOR(ctx)->clCreateBufferWithProperties(ctx, m->props, flags,
+                                                         m->size, NULL, err);
+    return VENDOR(ctx)->clCreateBuffer(ctx, flags, m->size, NULL, err);
 }
 
 /* The rules every vendor applies to flags (flags_valid), then, for a root
@@ -841,6 +867,9 @@ void shim_mem_destroy(struct shim_mem *m)
     struct mem_cb **pp, *e = NULL;
 
     shim_maps_free(m);
+    void *pre = shim_precopy_take_target(m);
+    if (pre)
+        VENDOR(pre)->clReleaseMemObject(pre);
 
     pthread_mutex_lock(&cb_lock);
     for (pp = &mem_cbs; *pp; pp = &(*pp)->next)

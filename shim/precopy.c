@@ -31,6 +31,17 @@
  *     the stop then copies it, as without pre-copy.  A buffer the program
  *     releases meanwhile is kept alive by the round (a child reference).
  *
+ * Into the target.  Where the side the switch goes to already has the
+ * program's context (the vendor's, made ahead by prewarm.c; the proxy's,
+ * kept as a twin from the last switch back), each round also writes what
+ * it read into a buffer made ahead there (shim_mem.premade): the whole RAM
+ * copy the first time, then only the ranges read.  The RAM copy changes
+ * only by rounds and by the stop's extraction, and each change is written
+ * to the target after it, so once the stop wrote what it read
+ * ([stop_lo, stop_hi), rehome.c) the target holds every byte.  A round
+ * whose target writes failed releases every object made ahead: the stop
+ * then writes everything, as without pre-copy.
+ *
  * Rounds end when one found at most CRANE_PRECOPY_STOP_KB dirty bytes, when
  * one found no fewer than the one before (the program dirties as fast as
  * it is copied), or after CRANE_PRECOPY_ROUNDS; each round is in the
@@ -57,8 +68,15 @@ struct taken {
 };
 
 struct round {
-    struct taken t[MAX_TAKEN];
+    struct taken t[MAX_TAKEN];   /* every pre-copyable buffer */
     size_t n;
+    const struct shim_backend_ops *to;
+    struct {
+        void *ctx;
+        cl_command_queue q;
+    } tq[MAX_CONTEXTS];          /* on the target */
+    size_t n_tq;
+    size_t target_bytes;
     cl_event marks[MAX_QUEUES];
     size_t n_marks;
     struct {
@@ -74,8 +92,12 @@ static struct {
     unsigned rounds;
     double seconds;
     size_t bytes[REPORT_ROUNDS];
+    size_t target_bytes;
+    bool target;
     char end[24];
 } last;
+
+unsigned long shim_remote_generation(void);
 
 /* Buffers whose dirty bytes a round copies (4). */
 static bool precopyable(const struct shim_obj *o)
@@ -114,7 +136,7 @@ static int fence(struct round *r)
             lo = atomic_load(&m->dirty_lo);
             hi = atomic_load(&m->dirty_hi);
             if (lo >= hi)
-                continue;
+                lo = hi = 0;  /* kept for the target (nothing to read) */
         }
         if (r->n == MAX_TAKEN) {
             rc = -E2BIG;
@@ -127,7 +149,8 @@ static int fence(struct round *r)
         shim_obj_retain_child(&m->obj);
         r->t[r->n++] = (struct taken){m, lo, hi};
         r->bytes += hi - lo;
-        shim_mem_dirty_reset(m);
+        if (lo < hi)
+            shim_mem_dirty_reset(m);
     }
     shim_store_unlock();
     return rc;
@@ -137,7 +160,7 @@ static int fence(struct round *r)
 static void give_back(struct round *r, bool copied)
 {
     for (size_t i = 0; i < r->n; i++) {
-        if (!copied)
+        if (!copied && r->t[i].lo < r->t[i].hi)
             shim_mem_dirty_range(r->t[i].m, r->t[i].lo, r->t[i].hi);
         shim_obj_release_child(&r->t[i].m->obj);
     }
@@ -201,6 +224,8 @@ static int copy(struct round *r)
     for (size_t i = 0; i < r->n && rc == 0; i++) {
         struct shim_mem *m = r->t[i].m;
         size_t lo = r->t[i].lo, n = r->t[i].hi - lo;
+        if (n == 0)
+            continue;
         cl_command_queue q = round_queue(r, m);
         void *ctx = m->context->obj.real;
         if (!q)
@@ -230,10 +255,134 @@ static void round_queues_release(struct round *r)
     r->n_hq = 0;
 }
 
+/* The context of C on the side TO, if it exists before the stop. */
+static void *target_ctx(const struct shim_backend_ops *to,
+                        struct shim_context *c)
+{
+    if (!to || to == shim.backend)
+        return NULL;
+    if (to == &shim_native_ops)
+        return c->premade;
+    if (to == &shim_remote_ops) {
+        void *t = atomic_load(&c->obj.twin);
+        return t && c->obj.twin_conn == shim_remote_generation() ? t : NULL;
+    }
+    return NULL;
+}
+
+static cl_command_queue target_queue(struct round *r, void *ctx)
+{
+    cl_device_id dev = NULL;
+    cl_int err;
+
+    for (size_t i = 0; i < r->n_tq; i++)
+        if (r->tq[i].ctx == ctx)
+            return r->tq[i].q;
+    if (r->n_tq == MAX_CONTEXTS ||
+        VENDOR(ctx)->clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(dev),
+                                      &dev, NULL) != CL_SUCCESS ||
+        !dev)
+        return NULL;
+    cl_command_queue q = VENDOR(ctx)->clCreateCommandQueue(ctx, dev, 0, &err);
+    if (q) {
+        r->tq[r->n_tq].ctx = ctx;
+        r->tq[r->n_tq++].q = q;
+    }
+    return q;
+}
+
+static int target_write(cl_command_queue q, void *ctx, cl_mem mem,
+                        size_t off, size_t n, const void *src)
+{
+    if (shim_staging_has(ctx))
+        return shim_staging_write(q, ctx, mem, off, n, src);
+    return VENDOR(q)->clEnqueueWriteBuffer(q, mem, CL_FALSE, off, n, src, 0,
+                                           NULL, NULL) == CL_SUCCESS
+               ? 0
+               : -EIO;
+}
+
+/* After a round's reads: what they brought into the RAM copies, written
+ * into the objects made ahead on the target (made now, whole, the first
+ * time).  0 once every write completed. */
+static int mirror(struct round *r)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < r->n && rc == 0; i++) {
+        struct shim_mem *m = r->t[i].m;
+        void *ctx = target_ctx(r->to, m->context);
+        size_t lo = r->t[i].lo, hi = r->t[i].hi;
+        cl_int err = CL_SUCCESS;
+        if (!ctx)
+            continue;
+        if (m->premade && m->premade_ctx != ctx) {
+            void *pre = shim_precopy_take_target(m);
+            if (pre)
+                VENDOR(pre)->clReleaseMemObject(pre);
+        }
+        if (!m->premade) {
+            m->premade = shim_mem_make_in(m, ctx, &err);
+            if (!m->premade) {
+                LOG_WARN("pre-copy: no %zu-byte buffer on the target (%d)",
+                         m->size, err);
+                rc = -EIO;
+                break;
+            }
+            m->premade_ctx = ctx;
+            m->premade_conn =
+                r->to == &shim_remote_ops ? shim_remote_generation() : 0;
+            lo = 0;
+            hi = m->size;
+        }
+        if (lo >= hi)
+            continue;
+        cl_command_queue q = target_queue(r, ctx);
+        if (!q)
+            rc = -EIO;
+        else if ((rc = shim_fault_at("precopy-target")) == 0)
+            rc = target_write(q, ctx, m->premade, lo, hi - lo,
+                              (char *)m->shadow + lo);
+        r->target_bytes += hi - lo;
+    }
+    if (shim_staging_finish() < 0)
+        rc = -EIO;
+    for (size_t i = 0; i < r->n_tq; i++)
+        if (VENDOR(r->tq[i].q)->clFinish(r->tq[i].q) != CL_SUCCESS)
+            rc = -EIO;
+    return rc;
+}
+
+void *shim_precopy_take_target(struct shim_mem *m)
+{
+    void *pre = m->premade;
+
+    m->premade = NULL;
+    /* A handle of a connection that is gone may name something else on
+     * the one that replaced it: never used, never released. */
+    if (pre && m->premade_conn && m->premade_conn != shim_remote_generation())
+        return NULL;
+    return pre;
+}
+
+/* Every object made ahead and not adopted by a switch, released: after a
+ * failed target write, and after every switch (success or not). */
+void shim_precopy_drop_targets(void)
+{
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
+        struct shim_mem *m = (void *)o;
+        void *pre = o->kind == SHIM_MEM ? shim_precopy_take_target(m) : NULL;
+        if (pre)
+            VENDOR(pre)->clReleaseMemObject(pre);
+    }
+    shim_store_unlock();
+}
+
 /* Rounds of copying while the program runs, before the switch's gate
  * closes for good (rehome.c, begin).  Never fails the switch: what a
  * round could not copy stays dirty for the stop. */
-void shim_precopy(void)
+void shim_precopy(const struct shim_backend_ops *to)
 {
     unsigned max = shim_config.precopy_rounds;
     size_t prev = SIZE_MAX;
@@ -242,8 +391,11 @@ void shim_precopy(void)
     struct round *r;
 
     shim_precopy_forget();
+    shim_precopy_drop_targets();
     if (max == 0 || !(r = calloc(1, sizeof(*r))))
         return;
+    r->to = to;
+    bool targets = true;
     /* A queue that waits on a user event would hold every marker. */
     shim_store_lock();
     for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
@@ -267,6 +419,17 @@ void shim_precopy(void)
         if (rc == 0)
             rc = copy(r);
         release_marks(r);
+        /* Into the target: a failure there leaves the RAM copies good. */
+        if (rc == 0 && targets) {
+            r->target_bytes = 0;
+            if (mirror(r) < 0) {
+                LOG_WARN("pre-copy: writing into the target failed; the stop "
+                         "writes everything");
+                shim_precopy_drop_targets();
+                targets = false;
+            }
+            last.target_bytes += r->target_bytes;
+        }
         give_back(r, rc == 0);
         if (rc < 0) {
             LOG_WARN("pre-copy: round %u failed (%d); its bytes are left to "
@@ -288,6 +451,12 @@ void shim_precopy(void)
         prev = r->bytes;
     }
     round_queues_release(r);
+    for (size_t i = 0; i < r->n_tq; i++)
+        VENDOR(r->tq[i].q)->clReleaseCommandQueue(r->tq[i].q);
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o && targets; o = o->next)
+        last.target |= o->kind == SHIM_MEM && ((struct shim_mem *)o)->premade;
+    shim_store_unlock();
     free(r);
     last.seconds = shim_now() - t0;
     snprintf(last.end, sizeof(last.end), "%s", end);
@@ -311,8 +480,9 @@ void shim_precopy_describe(char *buf, size_t len)
         return;
     at = (size_t)snprintf(buf, len,
                           " precopy=%u precopy_s=%.6f precopy_end=%s "
-                          "precopy_bytes=",
-                          last.rounds, last.seconds, last.end);
+                          "precopy_target=%zu precopy_bytes=",
+                          last.rounds, last.seconds, last.end,
+                          last.target ? last.target_bytes : 0);
     for (unsigned i = 0; i < last.rounds && i < REPORT_ROUNDS && at < len;
          i++)
         at += (size_t)snprintf(buf + at, len - at, "%s%zu", i ? "," : "",

@@ -204,12 +204,16 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         *bytes += m->size;
     } else {
         size_t lo = 0, hi = m->size;
+        m->stop_lo = m->stop_hi = 0;
         if (m->shadow_valid) {
             lo = atomic_load(&m->dirty_lo);
             hi = atomic_load(&m->dirty_hi);
             if (lo >= hi)
                 return 0;
         }
+        /* What a buffer made ahead on the target still lacks (precopy.c). */
+        m->stop_lo = lo;
+        m->stop_hi = hi;
         void *base = m->host_ptr;
         if (!(m->flags & CL_MEM_USE_HOST_PTR)) {
             if (!m->shadow && !(m->shadow = malloc(m->size))) {
@@ -245,6 +249,26 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
     /* Host-pointer objects were recreated over the program's own memory. */
     if (m->flags & CL_MEM_USE_HOST_PTR)
         return 0;
+    /* Adopted from a pre-copy: only what the stop read is missing there. */
+    if (m->premade_used) {
+        size_t lo = m->stop_lo, n = m->stop_hi - m->stop_lo;
+        void *ctx = m->context->obj.real;
+        m->premade_used = false;
+        if (n == 0)
+            return 0;
+        *bytes += n;
+        if (shim_staging_has(ctx))
+            return shim_staging_write(q, ctx, m->obj.real, lo, n,
+                                      (char *)m->shadow + lo) < 0 ? -EIO : 0;
+        err = VENDOR(q)->clEnqueueWriteBuffer(q, m->obj.real, CL_FALSE, lo, n,
+                                              (char *)m->shadow + lo, 0, NULL,
+                                              NULL);
+        if (err != CL_SUCCESS) {
+            SWITCH_FAIL("writing back %zu bytes failed: %d", n, err);
+            return -EIO;
+        }
+        return 0;
+    }
     if (m->type == SHIM_IMAGE) {
         size_t origin[3] = {0, 0, 0}, region[3];
         shim_image_region(m, region);
@@ -753,6 +777,7 @@ static void stay_on(const struct shim_backend_ops *from,
             ((struct shim_device *)o)->type = bg.list[i].type;
     }
     shim_staging_drop_all();
+    shim_precopy_drop_targets();
     to->unload();
     background_forget();
     ps->background = false;
@@ -861,6 +886,7 @@ static void undo_bring_back(const struct shim_backend_ops *to,
         o->real = NULL;
     }
     shim_staging_drop_all();
+    shim_precopy_drop_targets();
     to->unload();
 }
 
@@ -922,12 +948,13 @@ static int begin(const struct shim_backend_ops *to,
     shim_fault_switch(shim.rehomes + 1);
     /* What the program's devices hold, copied while it still runs:
      * the stop reads only what it changed since (precopy.c). */
-    shim_precopy();
+    shim_precopy(to);
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
     if (rc < 0) {
         shim_staging_drop_all();
+        shim_precopy_drop_targets();
         pthread_mutex_unlock(&shim.rehome_lock);
     }
     return rc;
@@ -976,6 +1003,8 @@ int shim_switch(const struct shim_backend_ops *to,
                  "; the proxy connection is gone (closed, or silent past "
                  "CRANE_PROXY_TIMEOUT_MS)");
     }
+    /* Objects made ahead that this switch did not adopt. */
+    shim_precopy_drop_targets();
     reopen(&ps, t, t0);
     return end(t, rc, from->name, to->name);
 }

@@ -142,6 +142,14 @@ struct shim_mem {
     pthread_mutex_t dirty_lock;
     void *shadow;                /* RAM copy made at extraction */
     bool shadow_valid;
+    /* Pre-copy into the target (precopy.c): an object made ahead on the
+     * side a switch goes to, in context premade_ctx, holding the RAM
+     * copy's bytes; the next realize there adopts it, and the switch then
+     * writes only what its stop read ([stop_lo, stop_hi)). */
+    void *premade, *premade_ctx;
+    unsigned long premade_conn;  /* on the proxy: its connection; else 0 */
+    bool premade_used;
+    size_t stop_lo, stop_hi;
     atomic_int maps;             /* outstanding maps */
     struct shim_map *map_list;   /* them, for a switch (map.c) */
 };
@@ -285,7 +293,11 @@ void shim_staging_drop_all(void);
 /* Pre-copy (precopy.c): rounds of copying device-dirty bytes into the RAM
  * copies while the program runs, before a switch closes the gate; the
  * report line's precopy fields. */
-void shim_precopy(void);
+/* Objects made ahead that a switch did not adopt, released. */
+void shim_precopy_drop_targets(void);
+/* M's object made ahead, if it still exists (not gone with a connection
+ * to the proxy since), and let go of it; NULL if none. */
+void *shim_precopy_take_target(struct shim_mem *m);
 void shim_precopy_forget(void);
 void shim_precopy_describe(char *buf, size_t len);
 
@@ -311,6 +323,7 @@ void shim_event_destroy(struct shim_event *e);
 int shim_context_realize(struct shim_context *c);
 int shim_queue_realize(struct shim_queue *q);
 int shim_mem_realize(struct shim_mem *m, void *copy_from);
+void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err);
 int shim_sampler_realize(struct shim_sampler *s);
 int shim_program_realize(struct shim_program *p);
 int shim_kernel_realize(struct shim_kernel *k);
@@ -513,6 +526,9 @@ extern const struct shim_backend_ops shim_remote_ops;
 /* Before a switch's gate closes: staging for its vendor contexts. */
 void shim_staging_prepare_switch(const struct shim_backend_ops *from,
                                  const struct shim_backend_ops *to);
+/* Pre-copy rounds before a switch to TO (NULL: a park) stops the
+ * program (precopy.c). */
+void shim_precopy(const struct shim_backend_ops *to);
 
 /* --- process-wide state (init.c) ----------------------------------------- */
 

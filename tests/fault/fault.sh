@@ -40,6 +40,8 @@
 #                       bytes (with a user event pending: stood aside)
 #   precopy-fail        every pre-copy round fails (the test hook at step
 #                       precopy): every switch still done, every byte right
+#   precopy-target-fail every write into the target made ahead fails (step
+#                       precopy-target): the same
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -78,10 +80,12 @@ list() {
     echo guestd-resume-proxy-dead guestd-prepare-proxy-frozen
     echo guestd-killed-mid-prepare guestd-frozen-mid-prepare
     echo guestd-program-frozen
-    echo precopy-fail precopy-fail-extract-out precopy-fail-extract-back
+    echo precopy-fail precopy-target-fail precopy-fail-extract-out
+    echo precopy-fail-extract-back precopy-fail-rebuild-out
+    echo precopy-fail-rebuild-back precopy-fail-reinject-out
     echo precopy-fail-reinject-back precopy-kill-proxy-extract-back
     echo precopy-stop-proxy-extract-back precopy-map-carried
-    echo precopy-user-event-pending
+    echo precopy-user-event-pending precopy-twins-proxy-restarted
 }
 
 case "${1:-}" in
@@ -519,10 +523,23 @@ case_precopy_fail() {
         die "no failed pre-copy in the report"
 }
 
+# Writes into the target made ahead fail at every switch: everything is
+# written at the stop instead.
+case_precopy_target_fail() {
+    start_proxy
+    run_prog CRANE_PRECOPY_ROUNDS=3 CRANE_TEST_FAIL_AT='precopy-target@*'
+    finish_prog
+    expect_pass 4 0
+    grep -q "test hook: failing the switch at precopy-target" \
+        "$T/shim.log" || die "the hook never fired"
+    grep -q 'writing into the target failed' "$T/shim.log" ||
+        die "no failed target write logged"
+}
+
 c=$1
 precopy=0
 case "$c" in
-precopy-fail) ;;
+precopy-fail | precopy-target-fail) ;;
 precopy-*)
     export CRANE_PRECOPY_ROUNDS=3
     c=${c#precopy-}
@@ -531,6 +548,7 @@ precopy-*)
 esac
 case "$c" in
 precopy-fail) case_precopy_fail ;;
+precopy-target-fail) case_precopy_target_fail ;;
 fail-*-out | fail-*-back)
     rest=${c#fail-}; case_fail "${rest%-*}" "${rest##*-}" ;;
 kill-proxy-* | stop-proxy-*)

@@ -3,9 +3,11 @@
 # thread rewrites a 4 MiB buffer all through both switches (passthrough ->
 # crane-proxy -> back) over 32 MiB written once, with CRANE_PRECOPY_ROUNDS
 # on.  Passes when every word is right (the program's own check), both
-# switches worked, each ran a pre-copy round, and the first switch's stop
-# read no more than the hot buffer: the cold bytes went while the program
-# ran, and the bytes it kept rewriting were read again.  No timing asserted.
+# switches worked, each ran a pre-copy round, the first switch's stop read
+# no more than the hot buffer (the cold bytes went while the program ran,
+# the bytes it kept rewriting were read again), and the second switch's
+# stop wrote no more than that into the vendor (the rounds wrote the rest
+# into buffers made ahead there).  No timing asserted.
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -58,6 +60,12 @@ awk -v hot=$((HOT_MB << 20)) '
         if (n == 1 && f["bytes_out"] > hot) {
             print "switch 1 read " f["bytes_out"] " bytes at the stop, more " \
                 "than the hot " hot; bad = 1 }
+        # Back to the vendor, whose context was made ahead: the rounds
+        # wrote into it, the stop only what it read.
+        if (n == 2 && (f["bytes_back"] > hot || f["precopy_target"] < 1)) {
+            print "switch 2 wrote " f["bytes_back"] " bytes at the stop " \
+                "(target pre-copy " f["precopy_target"] "), want at most " \
+                "the hot " hot; bad = 1 }
     }
     END { if (n != 2) { print n " switches, want 2"; bad = 1 } exit bad }
 ' "$TMP/report" || fail "the report does not show pre-copy at work"
