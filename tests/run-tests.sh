@@ -315,6 +315,9 @@ for p in buffers images; do
 done
 case_ "remote-stream/proxy-killed" env CRANE_SHM_MB=0 \
     tests/integration/remote.sh proxy-killed
+case_ "remote/proxy-killed-bulk" tests/integration/remote.sh proxy-killed-bulk
+case_ "remote-stream/proxy-killed-bulk" env CRANE_SHM_MB=0 \
+    tests/integration/remote.sh proxy-killed-bulk
 case_ "remote/tls" tests/integration/remote.sh tls "$PROGS/buffers"
 # Threads waiting (clWaitForEvents, clFinish) on a user event, and on work
 # behind it, that another thread sets: natively and remoted.

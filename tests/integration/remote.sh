@@ -10,6 +10,9 @@
 #       for a documented reason: -16, a map or a pending user event)
 #   remote.sh proxy-killed                the proxy dies mid-run: the
 #       program must fail with an error, never report PASS on wrong data
+#   remote.sh proxy-killed-bulk           the same while 24 MiB writes and
+#       reads stream (through shared memory unless CRANE_SHM_MB=0): an
+#       error, never bytes that differ
 #   remote.sh tls PROGRAM [ARGS]          the proxy on TCP with TLS: x509
 #       (a PKI made with certtool) and psk pass the program; a client
 #       certificate from another CA, a wrong key, and a client without TLS
@@ -88,6 +91,36 @@ proxy-killed)
     tail -3 "$out"
     # Errors, not wrong data: the program saw a failing call.
     [ "$connected" = yes ] && [ "$rc" -ne 0 ] && ! grep -q '^PASS' "$out"
+    ;;
+proxy-killed-bulk)
+    start_proxy || exit 1
+    out=$TMP/out
+    CRANE_BACKEND="remote:unix:$SOCK" "$RUN" "$B/tests/integration/bulk_loop" \
+        100000 >"$out" 2>&1 &
+    prog=$!
+    # Kill the proxy once rounds are going through it (and, on the shared
+    # path, through its area); a program that never got there tests nothing.
+    going=no
+    for _ in $(seq 1200); do
+        grep -q '^round 2 ok' "$out" && going=yes && break
+        kill -0 "$prog" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -9 "$PROXY_PID"
+    wait "$PROXY_PID" 2>/dev/null
+    PROXY_PID=
+    wait "$prog"
+    rc=$?
+    shm=no
+    grep -q 'bulk bytes through' "$TMP/proxy.log" && shm=yes
+    echo "program exit $rc (rounds going before the kill: $going," \
+        "shared memory: $shm):"
+    tail -3 "$out"
+    want_shm=yes
+    [ "${CRANE_SHM_MB:-64}" = 0 ] && want_shm=no
+    [ "$going" = yes ] && [ "$shm" = "$want_shm" ] && [ "$rc" -eq 1 ] &&
+        grep -q '^FAIL bulk_loop: round' "$out" &&
+        ! grep -q '^WRONG\|^PASS' "$out"
     ;;
 tls)
     shift

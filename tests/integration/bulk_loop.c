@@ -1,0 +1,72 @@
+/* Bulk transfers in a loop, every byte checked: writes and reads of a
+ * 24 MiB buffer, blocking and not, each round a new pattern.  Used with a
+ * proxy killed under it (remote.sh proxy-killed-bulk): every call either
+ * succeeds with the right bytes or fails; "WRONG" would be a lie. */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BYTES (24u << 20)
+
+static void pattern(uint8_t *p, size_t n, unsigned round)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = (i * 0x9e3779b97f4a7c15ull) ^ round;
+        memcpy(p + i, &v, 8);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_int err;
+    uint8_t *in = malloc(BYTES), *out = malloc(BYTES);
+
+    if (!in || !out || clGetPlatformIDs(1, &platform, NULL) != CL_SUCCESS ||
+        clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL) !=
+            CL_SUCCESS) {
+        printf("FAIL bulk_loop: no device\n");
+        return 1;
+    }
+    cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    cl_command_queue q =
+        ctx ? clCreateCommandQueueWithProperties(ctx, device, NULL, &err)
+            : NULL;
+    cl_mem buf = q ? clCreateBuffer(ctx, CL_MEM_READ_WRITE, BYTES, NULL, &err)
+                   : NULL;
+    if (!buf) {
+        printf("FAIL bulk_loop: setup: %d\n", err);
+        return 1;
+    }
+    for (unsigned r = 0; r < rounds; r++) {
+        pattern(in, BYTES, r);
+        memset(out, 0, BYTES);
+        err = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, BYTES, in, 0, NULL,
+                                   NULL);
+        if (err == CL_SUCCESS) {
+            /* Odd rounds read without blocking, then wait. */
+            err = clEnqueueReadBuffer(q, buf, r % 2 ? CL_FALSE : CL_TRUE, 0,
+                                      BYTES, out, 0, NULL, NULL);
+            if (err == CL_SUCCESS)
+                err = clFinish(q);
+        }
+        if (err != CL_SUCCESS) {
+            printf("FAIL bulk_loop: round %u: error %d\n", r, err);
+            return 1;
+        }
+        if (memcmp(in, out, BYTES) != 0) {
+            printf("WRONG bulk_loop: round %u: the bytes read back differ\n",
+                   r);
+            return 2;
+        }
+        printf("round %u ok\n", r);
+        fflush(stdout);
+    }
+    printf("PASS bulk_loop: %u rounds of %u MiB\n", rounds, BYTES >> 20);
+    return 0;
+}
