@@ -17,6 +17,13 @@ TEST_ENTRY(frame_decode_incremental)
 TEST_ENTRY(frame_zero_length)
 TEST_ENTRY(frame_write_errors)
 
+/* proto/shm.c: tests/unit/test_shm.c */
+TEST_ENTRY(shm_ring_wraps_in_order)
+TEST_ENTRY(shm_ring_full_then_freed)
+TEST_ENTRY(shm_take_refuses_pieces_out_of_place)
+TEST_ENTRY(shm_reserve_distrusts_consumed)
+TEST_ENTRY(shm_map_refuses_bad_areas)
+
 /* proto/auth.c: tests/unit/test_auth.c */
 TEST_ENTRY(auth_hmac_rfc4231)
 TEST_ENTRY(auth_hmac_edges)

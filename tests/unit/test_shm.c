@@ -1,0 +1,110 @@
+/* Unit tests of proto/shm.c: the rings' order, wrap-around, and pieces or
+ * positions from a peer that lies (the area is untrusted input). */
+#include "runner.h"
+
+#include "proto/shm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RING (64u << 10)
+
+/* Pieces of odd sizes through ring 0 for several laps, each checked. */
+TEST(shm_ring_wraps_in_order)
+{
+    struct crn_shm prod, cons;
+    uint8_t piece[5000], got[5000];
+
+    ASSERT_EQ(crn_shm_create(RING, &prod), 0);
+    /* The consumer maps the same memfd, as the proxy does. */
+    ASSERT_EQ(crn_shm_map_fd(dup(prod.fd), prod.size, RING, true, &cons), 0);
+    for (unsigned i = 0; i < 200; i++) {
+        size_t len = 1 + (i * 977) % sizeof(piece);
+        uint64_t pos;
+        memset(piece, (int)i, len);
+        ASSERT_EQ(crn_shm_reserve(&prod, CRN_SHM_TO_PROXY, len, &pos), 0);
+        ASSERT(pos % RING + len <= RING);
+        memcpy(crn_shm_at(&prod, CRN_SHM_TO_PROXY, pos), piece, len);
+        ASSERT_EQ(crn_shm_take(&cons, CRN_SHM_TO_PROXY, pos, len, got), 0);
+        ASSERT_MEM_EQ(got, piece, len);
+    }
+    ASSERT(prod.head[0] > 4 * RING);
+    crn_shm_close(&cons);
+    crn_shm_close(&prod);
+}
+
+/* A full ring says so; room comes back as the consumer takes. */
+TEST(shm_ring_full_then_freed)
+{
+    struct crn_shm s;
+    uint64_t a, b, c;
+
+    ASSERT_EQ(crn_shm_create(RING, &s), 0);
+    ASSERT_EQ(crn_shm_reserve(&s, CRN_SHM_TO_CLIENT, RING / 2, &a), 0);
+    ASSERT_EQ(crn_shm_reserve(&s, CRN_SHM_TO_CLIENT, RING / 2, &b), 0);
+    ASSERT_EQ(crn_shm_reserve(&s, CRN_SHM_TO_CLIENT, 1, &c), -EAGAIN);
+    ASSERT_EQ(crn_shm_reserve_wait(&s, CRN_SHM_TO_CLIENT, 1, 5, &c),
+              -EAGAIN);
+    ASSERT_EQ(crn_shm_reserve(&s, CRN_SHM_TO_CLIENT, RING + 1, &c),
+              -EMSGSIZE);
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_CLIENT, a, RING / 2, NULL), 0);
+    ASSERT_EQ(crn_shm_reserve(&s, CRN_SHM_TO_CLIENT, 1, &c), 0);
+    crn_shm_close(&s);
+}
+
+/* Pieces out of place are refused, and change nothing. */
+TEST(shm_take_refuses_pieces_out_of_place)
+{
+    struct crn_shm s;
+    uint64_t pos;
+    uint8_t buf[64];
+
+    ASSERT_EQ(crn_shm_create(RING, &s), 0);
+    ASSERT_EQ(crn_shm_reserve(&s, CRN_SHM_TO_PROXY, 4096, &pos), 0);
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_PROXY, pos, 4096, NULL), 0);
+    /* Behind what was taken, a ring or more ahead, across the end, longer
+     * than the ring, empty, near the top of the position space. */
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_PROXY, 0, 16, buf), -EPROTO);
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_PROXY, 4096 + RING, 16, buf),
+              -EPROTO);
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_PROXY, RING - 8, 16, buf),
+              -EPROTO);
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_PROXY, 4096, RING + 1, NULL),
+              -EPROTO);
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_PROXY, 4096, 0, buf), -EPROTO);
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_PROXY, UINT64_MAX - 8, 16, buf),
+              -EPROTO);
+    ASSERT_EQ(s.expect[0], 4096);
+    /* A piece in place still goes. */
+    ASSERT_EQ(crn_shm_take(&s, CRN_SHM_TO_PROXY, 8192, 16, buf), 0);
+    crn_shm_close(&s);
+}
+
+/* A consumer that publishes an impossible position is not believed. */
+TEST(shm_reserve_distrusts_consumed)
+{
+    struct crn_shm s;
+    uint64_t pos, lie = 1u << 30;
+
+    ASSERT_EQ(crn_shm_create(RING, &s), 0);
+    memcpy(s.base + 64, &lie, sizeof(lie));  /* ring 0's CONSUMED */
+    ASSERT_EQ(crn_shm_reserve(&s, CRN_SHM_TO_PROXY, 16, &pos), -EPROTO);
+    crn_shm_close(&s);
+}
+
+/* Descriptors and layouts the consumer must not map. */
+TEST(shm_map_refuses_bad_areas)
+{
+    struct crn_shm s, m;
+
+    ASSERT_EQ(crn_shm_create(RING, &s), 0);
+    ASSERT_EQ(crn_shm_map_fd(dup(s.fd), s.size, RING * 2, true, &m),
+              -EINVAL);
+    ASSERT_EQ(crn_shm_map_fd(dup(s.fd), s.size + 4096, RING, true, &m),
+              -EINVAL);
+    ASSERT_EQ(crn_shm_map_fd(dup(s.fd), s.size, RING + 1, true, &m),
+              -EINVAL);
+    crn_shm_close(&s);
+}
