@@ -16,6 +16,10 @@
 #               calls, on NVIDIA alone
 #   remote      bench/remote/run.sh --reps 5 --mb "16 256 1024" on NVIDIA
 #               alone (proxy on the same machine)
+#   shm         bench/remote/run.sh --transport shm, then --transport unix
+#               (write read latency launch setarg, --reps 5) on NVIDIA
+#               alone: the shared-memory path next to the unix stream;
+#               `remote` gives the TCP rows
 #   overhead    bench/overhead/run.sh on NVIDIA alone
 #   cross       bench/remote/cross-vendor.sh (NVIDIA <-> PoCL moves)
 # Which platform each part used is in its log (the DEVICE lines, or the
@@ -79,6 +83,14 @@ part_programs() {
 part_remote() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
     nv bench/remote/run.sh --reps 5 --mb "16 256 1024" --build "$root/$B"
+}
+
+part_shm() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine"
+    for t in shm unix; do
+        nv bench/remote/run.sh --transport $t --reps 5 --build "$root/$B" \
+            write read latency launch setarg
+    done
 }
 
 part_overhead() {
