@@ -2,7 +2,7 @@
 #include "callbacks.h"
 
 #include "log.h"
-#include "map.h"
+#include "proto/map.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@ struct cb_rec {
  * lock is taken before a tenant's, never after.
  */
 static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct px_map cb_recs;
+static struct crn_map cb_recs;
 static uint64_t cb_next;
 
 static void fire(cl_event ev, cl_int status, void *data)
@@ -33,7 +33,7 @@ static void fire(cl_event ev, cl_int status, void *data)
 
     (void)ev;
     pthread_mutex_lock(&cb_lock);
-    r = (struct cb_rec *)(uintptr_t)px_map_del(&cb_recs, id);
+    r = (struct cb_rec *)(uintptr_t)crn_map_del(&cb_recs, id);
     if (r && r->t && r->kind == CB_WATCH) {
         Crane__ServerMessage m = CRANE__SERVER_MESSAGE__INIT;
         Crane__Notify n = CRANE__NOTIFY__INIT;
@@ -68,7 +68,7 @@ static cl_int add(struct cb_rec *r, cl_event ev, cl_int status)
         return CL_OUT_OF_HOST_MEMORY;
     pthread_mutex_lock(&cb_lock);
     id = ++cb_next;
-    rc = px_map_put(&cb_recs, id, (uintptr_t)r);
+    rc = crn_map_put(&cb_recs, id, (uintptr_t)r);
     pthread_mutex_unlock(&cb_lock);
     if (rc < 0) {
         free(r);
@@ -78,7 +78,7 @@ static cl_int add(struct cb_rec *r, cl_event ev, cl_int status)
     err = clSetEventCallback(ev, status, fire, (void *)(uintptr_t)id);
     if (err != CL_SUCCESS) {
         pthread_mutex_lock(&cb_lock);
-        px_map_del(&cb_recs, id);
+        crn_map_del(&cb_recs, id);
         pthread_mutex_unlock(&cb_lock);
         free(r);
     }
@@ -162,11 +162,11 @@ void px_cb_forget(struct px_tenant *t)
     struct forget f = {.t = t};
 
     pthread_mutex_lock(&cb_lock);
-    px_map_each(&cb_recs, collect, &f);
+    crn_map_each(&cb_recs, collect, &f);
     for (size_t i = 0; i < f.n; i++)
-        px_map_del(&cb_recs, f.v[i]->event_id);
+        crn_map_del(&cb_recs, f.v[i]->event_id);
     if (cb_recs.count == 0)
-        px_map_free(&cb_recs);
+        crn_map_free(&cb_recs);
     pthread_mutex_unlock(&cb_lock);
     for (size_t i = 0; i < f.n; i++) {
         struct cb_rec *r = f.v[i];

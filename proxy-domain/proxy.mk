@@ -7,7 +7,7 @@
 #                    tests/run-tests.sh (plain build, no sanitizer)
 #   proxy-asan       build-address/bin/crane-proxy, for the ASan test runs
 #   fuzz-remote      build/fuzz/fuzz_remote (clang, libFuzzer + ASan/UBSan)
-#   UNIT_SRCS += ... tests/unit/test_px.c with map.c and validate.c
+#   UNIT_SRCS += ... tests/unit/test_px.c with validate.c
 # `make check` builds the three first.
 
 UV_CFLAGS := $(shell pkg-config --cflags libuv 2>/dev/null)
@@ -36,7 +36,7 @@ $(PROXY_BIN): $(PROXY_OBJS) $(PROTO_LIB)
 -include $(PROXY_OBJS:.o=.d)
 
 # The proxy's pure parts in the unit-test binary (tests/unit/test_px.c).
-UNIT_SRCS += tests/unit/test_px.c proxy-domain/map.c proxy-domain/validate.c
+UNIT_SRCS += tests/unit/test_px.c proxy-domain/validate.c
 
 # Integration clients: each tests/proxy/*.c with the shared client code.
 PROXY_TEST_COMMON := tests/proxy/client.c

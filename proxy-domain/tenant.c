@@ -52,8 +52,8 @@ void px_tenant_unref(struct px_tenant *t)
     if (t->objs.count)
         PX_ERROR("tenant %llu freed with %zu objects",
                  (unsigned long long)t->num, t->objs.count);
-    px_map_free(&t->objs);
-    px_map_free(&t->rev);
+    crn_map_free(&t->objs);
+    crn_map_free(&t->rev);
     px_tenant_abort_user_events(t);
     px_out_free_list(t->held_head);
     pthread_mutex_destroy(&t->lock);
@@ -105,7 +105,7 @@ static void release_handle(enum px_kind kind, void *h)
 struct px_obj *px_tenant_obj(struct px_tenant *t, uint64_t id,
                              enum px_kind kind)
 {
-    struct px_obj *o = (struct px_obj *)(uintptr_t)px_map_get(&t->objs, id);
+    struct px_obj *o = (struct px_obj *)(uintptr_t)crn_map_get(&t->objs, id);
 
     return o && o->kind == kind ? o : NULL;
 }
@@ -134,7 +134,7 @@ cl_int px_tenant_check_new(struct px_tenant *t, uint64_t id,
 {
     if (id == 0 || (id & PX_PROXY_ID_BIT))
         return CL_INVALID_VALUE;
-    if (px_map_get(&t->objs, id))
+    if (crn_map_get(&t->objs, id))
         return px_kind_error(kind);
     if (t->max_objects && t->objs.count >= t->max_objects)
         return CL_OUT_OF_RESOURCES;
@@ -153,19 +153,19 @@ cl_int px_tenant_add(struct px_tenant *t, uint64_t id, enum px_kind kind,
 {
     struct px_obj *o = calloc(1, sizeof(*o));
 
-    if (!o || px_map_put(&t->objs, id, (uintptr_t)o) < 0)
+    if (!o || crn_map_put(&t->objs, id, (uintptr_t)o) < 0)
         goto oom;
-    if (px_map_put(&t->rev, (uintptr_t)handle, id) < 0) {
-        px_map_del(&t->objs, id);
+    if (crn_map_put(&t->rev, (uintptr_t)handle, id) < 0) {
+        crn_map_del(&t->objs, id);
         goto oom;
     }
     if (user_event) {
         pthread_mutex_lock(&t->lock);
-        int rc = px_map_put(&t->uevents, (uintptr_t)handle, UEV_TABLE);
+        int rc = crn_map_put(&t->uevents, (uintptr_t)handle, UEV_TABLE);
         pthread_mutex_unlock(&t->lock);
         if (rc < 0) {
-            px_map_del(&t->objs, id);
-            px_map_del(&t->rev, (uintptr_t)handle);
+            crn_map_del(&t->objs, id);
+            crn_map_del(&t->rev, (uintptr_t)handle);
             goto oom;
         }
     }
@@ -191,15 +191,15 @@ oom:
 /* Forgets O and releases its handle. */
 static void drop(struct px_tenant *t, struct px_obj *o)
 {
-    px_map_del(&t->objs, o->id);
-    if (px_map_get(&t->rev, (uintptr_t)o->handle) == o->id)
-        px_map_del(&t->rev, (uintptr_t)o->handle);
+    crn_map_del(&t->objs, o->id);
+    if (crn_map_get(&t->rev, (uintptr_t)o->handle) == o->id)
+        crn_map_del(&t->rev, (uintptr_t)o->handle);
     if (o->user_event) {
         /* Never set, it may still hold commands back: it stays on the list
          * (with a reference of its own) so that teardown can end them. */
         pthread_mutex_lock(&t->lock);
-        if (px_map_get(&t->uevents, (uintptr_t)o->handle) == UEV_TABLE &&
-            px_map_put(&t->uevents, (uintptr_t)o->handle, UEV_OWN) == 0)
+        if (crn_map_get(&t->uevents, (uintptr_t)o->handle) == UEV_TABLE &&
+            crn_map_put(&t->uevents, (uintptr_t)o->handle, UEV_OWN) == 0)
             clRetainEvent(o->handle);
         pthread_mutex_unlock(&t->lock);
     }
@@ -241,7 +241,7 @@ uint64_t px_tenant_id_of(struct px_tenant *t, const void *handle)
 
     if (!handle)
         return 0;
-    id = px_map_get(&t->rev, (uintptr_t)handle);
+    id = crn_map_get(&t->rev, (uintptr_t)handle);
     return id ? id : px_devices_id_of(t->devs, handle);
 }
 
@@ -250,7 +250,7 @@ void px_tenant_user_event_set(struct px_tenant *t, cl_event ev)
     uint64_t val;
 
     pthread_mutex_lock(&t->lock);
-    val = px_map_del(&t->uevents, (uintptr_t)ev);
+    val = crn_map_del(&t->uevents, (uintptr_t)ev);
     pthread_mutex_unlock(&t->lock);
     if (val == UEV_OWN)
         clReleaseEvent(ev);
@@ -258,10 +258,10 @@ void px_tenant_user_event_set(struct px_tenant *t, cl_event ev)
 
 static void retain_one(uint64_t key, uint64_t val, void *arg)
 {
-    struct px_map *out = arg;
+    struct crn_map *out = arg;
 
     /* The list's own reference moves to OUT; others are taken here. */
-    if (px_map_put(out, key, 1) == 0) {
+    if (crn_map_put(out, key, 1) == 0) {
         if (val != UEV_OWN)
             clRetainEvent((cl_event)(uintptr_t)key);
     } else if (val == UEV_OWN) {
@@ -281,16 +281,16 @@ static void abort_one(uint64_t key, uint64_t val, void *arg)
 
 void px_tenant_abort_user_events(struct px_tenant *t)
 {
-    struct px_map events = {0};
+    struct crn_map events = {0};
 
     /* Retained under the lock, set outside it: setting a status may run
      * callbacks at once, and those send through the tenant's lock. */
     pthread_mutex_lock(&t->lock);
-    px_map_each(&t->uevents, retain_one, &events);
-    px_map_free(&t->uevents);
+    crn_map_each(&t->uevents, retain_one, &events);
+    crn_map_free(&t->uevents);
     pthread_mutex_unlock(&t->lock);
-    px_map_each(&events, abort_one, NULL);
-    px_map_free(&events);
+    crn_map_each(&events, abort_one, NULL);
+    crn_map_free(&events);
 }
 
 struct collect {
@@ -334,7 +334,7 @@ size_t px_tenant_release_all(struct px_tenant *t)
         }
         return count;
     }
-    px_map_each(&t->objs, collect_one, &c);
+    crn_map_each(&t->objs, collect_one, &c);
     qsort(c.v, c.n, sizeof(*c.v), newer_first);
     for (size_t i = 0; i < c.n; i++)
         drop(t, c.v[i]);

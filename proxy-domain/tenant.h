@@ -4,7 +4,7 @@
 
 #include "cl.h"
 #include "devices.h"
-#include "map.h"
+#include "proto/map.h"
 #include "outq.h"
 
 #include <pthread.h>
@@ -66,8 +66,8 @@ struct px_tenant {
      * The executing side: touched by one thread at a time, the work item
      * of the connection holding the tenant, or the teardown after it.
      */
-    struct px_map objs;          /* id -> struct px_obj * */
-    struct px_map rev;           /* real handle -> id */
+    struct crn_map objs;          /* id -> struct px_obj * */
+    struct crn_map rev;           /* real handle -> id */
     uint64_t next_order;
     uint64_t mem_bytes;          /* live buffers and images */
     struct px_pending *pend_head, *pend_tail;  /* non-blocking reads */
@@ -85,7 +85,7 @@ struct px_tenant {
     pthread_mutex_t lock;        /* guards the three fields below */
     struct px_sink sink;         /* push == NULL: detached */
     struct px_out *held_head, *held_tail;  /* notices while detached */
-    struct px_map uevents;       /* user events never set (tenant.c) */
+    struct crn_map uevents;       /* user events never set (tenant.c) */
 
     /* The loop thread's side (server.c). */
     struct px_tenant *next;      /* the server's list of tenants */

@@ -13,6 +13,8 @@
 #include "log.h"
 #include "shim.h"
 
+#include "proto/map.h"
+
 SHIM_TLS cl_int shim_vendor_err;
 
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -21,69 +23,10 @@ static struct shim_obj *free_lists[SHIM_KIND_COUNT];
 static size_t live_count[SHIM_KIND_COUNT];
 static uint64_t next_seq = 1;
 
-/* Live memory objects and samplers by address, for kernels without argument
- * info: there an 8-byte argument may or may not be a handle.  Open
- * addressing with tombstones; guarded by store_lock. */
-#define LIVE_EMPTY ((uintptr_t)0)
-#define LIVE_GONE ((uintptr_t)1)
-static uintptr_t *live_slots;
-static size_t live_cap, live_used;
-
-static size_t live_hash(uintptr_t p, size_t cap)
-{
-    p ^= p >> 17;
-    p *= 0x9e3779b97f4a7c15ull;
-    return (size_t)(p >> 20) & (cap - 1);
-}
-
-static int live_grow(void)
-{
-    size_t cap = live_cap ? live_cap * 2 : 256;
-    uintptr_t *slots = calloc(cap, sizeof(*slots));
-
-    if (!slots)
-        return -ENOMEM;
-    for (size_t i = 0; i < live_cap; i++) {
-        uintptr_t p = live_slots[i];
-        if (p == LIVE_EMPTY || p == LIVE_GONE)
-            continue;
-        size_t j = live_hash(p, cap);
-        while (slots[j] != LIVE_EMPTY)
-            j = (j + 1) & (cap - 1);
-        slots[j] = p;
-    }
-    free(live_slots);
-    live_slots = slots;
-    live_cap = cap;
-    return 0;
-}
-
-static int live_insert(uintptr_t p)
-{
-    if ((live_used + 1) * 2 > live_cap && live_grow() < 0)
-        return -ENOMEM;
-    size_t j = live_hash(p, live_cap);
-    while (live_slots[j] != LIVE_EMPTY && live_slots[j] != LIVE_GONE)
-        j = (j + 1) & (live_cap - 1);
-    if (live_slots[j] == LIVE_EMPTY)
-        live_used++;
-    live_slots[j] = p;
-    return 0;
-}
-
-static void live_remove(uintptr_t p)
-{
-    if (!live_cap)
-        return;
-    size_t j = live_hash(p, live_cap);
-    while (live_slots[j] != LIVE_EMPTY) {
-        if (live_slots[j] == p) {
-            live_slots[j] = LIVE_GONE;
-            return;
-        }
-        j = (j + 1) & (live_cap - 1);
-    }
-}
+/* Live memory objects and samplers by address (key and value the same),
+ * for kernels without argument info: there an 8-byte argument may or may
+ * not be a handle.  Guarded by store_lock. */
+static struct crn_map live_by_addr;
 
 static bool tracked_by_address(uint32_t kind)
 {
@@ -92,22 +35,13 @@ static bool tracked_by_address(uint32_t kind)
 
 struct shim_obj *shim_obj_find_live(const void *value)
 {
-    struct shim_obj *found = NULL;
+    struct shim_obj *found;
     uintptr_t p = (uintptr_t)value;
 
-    if (p <= LIVE_GONE)
+    if (p == 0)
         return NULL;
     pthread_mutex_lock(&store_lock);
-    if (live_cap) {
-        size_t j = live_hash(p, live_cap);
-        while (live_slots[j] != LIVE_EMPTY) {
-            if (live_slots[j] == p) {
-                found = (struct shim_obj *)p;
-                break;
-            }
-            j = (j + 1) & (live_cap - 1);
-        }
-    }
+    found = (struct shim_obj *)(uintptr_t)crn_map_get(&live_by_addr, p);
     pthread_mutex_unlock(&store_lock);
     if (found && found->magic != SHIM_MAGIC + found->kind)
         found = NULL;
@@ -135,7 +69,8 @@ void *shim_obj_new(enum shim_kind kind, size_t size, void *real)
     atomic_init(&o->child_refs, 0);
 
     pthread_mutex_lock(&store_lock);
-    if (tracked_by_address(kind) && live_insert((uintptr_t)o) < 0) {
+    if (tracked_by_address(kind) &&
+        crn_map_put(&live_by_addr, (uintptr_t)o, (uintptr_t)o) < 0) {
         o->free_next = free_lists[kind];
         free_lists[kind] = o;
         pthread_mutex_unlock(&store_lock);
@@ -182,7 +117,7 @@ static void obj_final(struct shim_obj *o)
 
     pthread_mutex_lock(&store_lock);
     if (tracked_by_address(o->kind))
-        live_remove((uintptr_t)o);
+        crn_map_del(&live_by_addr, (uintptr_t)o);
     if (o->prev)
         o->prev->next = o->next;
     else

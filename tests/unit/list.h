@@ -45,8 +45,12 @@ TEST_ENTRY(conffile_values)
 TEST_ENTRY(log_format_journal_stream)
 TEST_ENTRY(log_prefix_formats)
 
-/* proxy-domain/map.c, validate.c: tests/unit/test_px.c */
-TEST_ENTRY(px_map_random)
+/* proto/map.c: tests/unit/test_map.c */
+TEST_ENTRY(map_random)
+TEST_ENTRY(map_pointers)
+TEST_ENTRY(map_each_replace_churn)
+
+/* proxy-domain/validate.c: tests/unit/test_px.c */
 TEST_ENTRY(px_validate_launch)
 TEST_ENTRY(px_validate_mem)
 TEST_ENTRY(px_validate_other)

@@ -1,51 +1,11 @@
-/* Unit tests of crane-proxy's pure parts: the id map and message checks. */
+/* Unit tests of crane-proxy's pure parts: the message checks. */
 #include "runner.h"
 
-#include "proxy-domain/map.h"
 #include "proxy-domain/validate.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Random puts, deletes and gets on clustered keys, against a plain array:
- * deletion must keep every other key findable (backward shift). */
-TEST(px_map_random)
-{
-    enum { N = 3000 };
-    static uint64_t ref[N];
-    struct px_map m = {0};
-    size_t live = 0;
-
-    memset(ref, 0, sizeof(ref));
-    srand(7);
-    for (int it = 0; it < 300000; it++) {
-        int k = rand() % N;
-        uint64_t key = (uint64_t)k * 0x10000 + 1;
-        switch (rand() % 3) {
-        case 0: {
-            uint64_t v = (uint64_t)rand() + 1;
-            ASSERT_EQ(px_map_put(&m, key, v), 0);
-            ref[k] = v;
-            break;
-        }
-        case 1:
-            ASSERT_EQ(px_map_del(&m, key), ref[k]);
-            ref[k] = 0;
-            break;
-        default:
-            ASSERT_EQ(px_map_get(&m, key), ref[k]);
-        }
-    }
-    for (int k = 0; k < N; k++)
-        live += ref[k] != 0;
-    ASSERT_EQ(m.count, live);
-    ASSERT_EQ(px_map_put(&m, 0, 1), -EINVAL);
-    ASSERT_EQ(px_map_get(&m, 0), 0);
-    px_map_free(&m);
-    ASSERT_EQ(px_map_get(&m, 1), 0);
-    ASSERT_EQ(px_map_del(&m, 1), 0);
-}
 
 static int check(Crane__ClientMessage *m)
 {

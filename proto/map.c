@@ -1,5 +1,5 @@
-/* A hash map from non-zero 64-bit keys to 64-bit values (open addressing). */
-#include "map.h"
+/* The one hash map: non-zero 64-bit keys to 64-bit values (open addressing). */
+#include "proto/map.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@ static size_t slot_of(uint64_t key, size_t cap)
     return (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 17) & (cap - 1);
 }
 
-uint64_t px_map_get(const struct px_map *m, uint64_t key)
+uint64_t crn_map_get(const struct crn_map *m, uint64_t key)
 {
     if (key == 0 || m->cap == 0)
         return 0;
@@ -22,7 +22,7 @@ uint64_t px_map_get(const struct px_map *m, uint64_t key)
     }
 }
 
-static void put_slot(struct px_map *m, uint64_t key, uint64_t val)
+static void put_slot(struct crn_map *m, uint64_t key, uint64_t val)
 {
     size_t i = slot_of(key, m->cap);
 
@@ -34,10 +34,10 @@ static void put_slot(struct px_map *m, uint64_t key, uint64_t val)
     m->vals[i] = val;
 }
 
-static int grow(struct px_map *m)
+static int grow(struct crn_map *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    struct px_map n = {calloc(cap, sizeof(uint64_t)),
+    struct crn_map n = {calloc(cap, sizeof(uint64_t)),
                        calloc(cap, sizeof(uint64_t)), cap, 0};
 
     if (!n.keys || !n.vals) {
@@ -48,12 +48,12 @@ static int grow(struct px_map *m)
     for (size_t i = 0; i < m->cap; i++)
         if (m->keys[i])
             put_slot(&n, m->keys[i], m->vals[i]);
-    px_map_free(m);
+    crn_map_free(m);
     *m = n;
     return 0;
 }
 
-int px_map_put(struct px_map *m, uint64_t key, uint64_t val)
+int crn_map_put(struct crn_map *m, uint64_t key, uint64_t val)
 {
     if (key == 0)
         return -EINVAL;
@@ -67,7 +67,7 @@ int px_map_put(struct px_map *m, uint64_t key, uint64_t val)
     return 0;
 }
 
-uint64_t px_map_del(struct px_map *m, uint64_t key)
+uint64_t crn_map_del(struct crn_map *m, uint64_t key)
 {
     size_t mask = m->cap - 1;
     size_t i, j;
@@ -95,7 +95,7 @@ uint64_t px_map_del(struct px_map *m, uint64_t key)
     return val;
 }
 
-void px_map_each(const struct px_map *m,
+void crn_map_each(const struct crn_map *m,
                  void (*fn)(uint64_t key, uint64_t val, void *arg), void *arg)
 {
     for (size_t i = 0; i < m->cap; i++)
@@ -103,7 +103,7 @@ void px_map_each(const struct px_map *m,
             fn(m->keys[i], m->vals[i], arg);
 }
 
-void px_map_free(struct px_map *m)
+void crn_map_free(struct crn_map *m)
 {
     free(m->keys);
     free(m->vals);
