@@ -3,6 +3,7 @@
 
 #include "callbacks.h"
 #include "log.h"
+#include "staging.h"
 #include "validate.h"
 
 #include "proto/shm.h"
@@ -451,6 +452,7 @@ size_t px_exec_teardown(struct px_tenant *t)
     px_tenant_abort_user_events(t);
     px_tenant_detach(t);
     px_cb_forget(t);
+    px_staging_free(t);
     /* Their staging buffers must outlive the device's copies. */
     while (t->pend_head) {
         struct px_pending *p = t->pend_head;

@@ -2,6 +2,7 @@
 #include "exec.h"
 
 #include "callbacks.h"
+#include "staging.h"
 
 #include "log.h"
 #include "validate.h"
@@ -350,6 +351,100 @@ static cl_int read_len(struct mem_op *op, cl_mem src, size_t *len)
     return CL_SUCCESS;
 }
 
+/* Reads at least this big stage through pinned memory over a shared area. */
+#define STAGED_MIN (1u << 20)
+
+/*
+ * A blocking buffer read over a shared area, staged through the tenant's
+ * pinned pair (HOST): the device copies one chunk into one buffer at pinned
+ * speed while the previous chunk is copied from the other into ring 1 and
+ * announced.  Once a chunk has left, a failure ends the read with its error
+ * in the final Reply; nothing is owned across replies.
+ */
+static cl_int read_staged(struct mem_op *op, cl_mem src, size_t len,
+                          size_t chunk, void *const host[2])
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    struct px_tenant *t = c->t;
+    size_t n = (len + chunk - 1) / chunk, next = 0;
+    cl_event ev[2] = {NULL, NULL};
+    cl_int err = CL_SUCCESS;
+
+    for (; next < n && next < 2 && err == CL_SUCCESS; next++) {
+        size_t off = next * chunk, k = len - off > chunk ? chunk : len - off;
+        err = clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset + off,
+                                  k, host[next & 1], op->nwait, op->wait,
+                                  &ev[next & 1]);
+    }
+    clFlush(op->q);
+    for (size_t i = 0; i < n && err == CL_SUCCESS; i++) {
+        Crane__Reply r = CRANE__REPLY__INIT;
+        size_t off = i * chunk, k = len - off > chunk ? chunk : len - off;
+        cl_int status = CL_COMPLETE;
+        uint64_t pos;
+        int rc;
+
+        clWaitForEvents(1, &ev[i & 1]);
+        clGetEventInfo(ev[i & 1], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                       sizeof(status), &status, NULL);
+        clReleaseEvent(ev[i & 1]);
+        ev[i & 1] = NULL;
+        if (status < 0) {
+            err = status;
+            break;
+        }
+        r.seq = c->m->seq;
+        r.more = 1;
+        r.bulk_offset = off;
+        if (crn_shm_reserve_wait(t->shm, CRN_SHM_TO_CLIENT, k, PX_SHM_WAIT_MS,
+                                 &pos) == 0) {
+            memcpy(crn_shm_at(t->shm, CRN_SHM_TO_CLIENT, pos), host[i & 1],
+                   k);
+            r.shm_bulk = true;
+            r.shm_pos = pos;
+            r.bulk_len = k;
+            rc = px_send_more(t, &r, NULL, 0, NULL);
+        } else {
+            /* No room for long: this chunk takes the stream. */
+            uint8_t *copy = malloc(k);
+            if (!copy) {
+                err = px_fail(c, CL_OUT_OF_HOST_MEMORY,
+                              "no room for %zu bytes", k);
+                break;
+            }
+            memcpy(copy, host[i & 1], k);
+            rc = px_send_more(t, &r, copy, k, copy);
+            if (rc < 0)
+                free(copy);
+        }
+        if (rc < 0) {
+            err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory sending "
+                          "read %llu", (unsigned long long)c->m->seq);
+            break;
+        }
+        if (next < n) {
+            /* The buffer this chunk left is free for the one after next. */
+            size_t o2 = next * chunk;
+            size_t k2 = len - o2 > chunk ? chunk : len - o2;
+            err = clEnqueueReadBuffer(op->q, src, CL_FALSE,
+                                      mc->src_offset + o2, k2, host[next & 1],
+                                      op->nwait, op->wait, &ev[next & 1]);
+            clFlush(op->q);
+            next++;
+        }
+    }
+    /* What is still in flight writes into the staging: let it land. */
+    for (int j = 0; j < 2; j++)
+        if (ev[j]) {
+            clWaitForEvents(1, &ev[j]);
+            clReleaseEvent(ev[j]);
+        }
+    if (err == CL_SUCCESS && op->evp)
+        err = clEnqueueMarkerWithWaitList(op->q, 0, NULL, &op->ev);
+    return err;
+}
+
 /*
  * A blocking buffer read: every chunk of at most PX_READ_CHUNK bytes is
  * enqueued at once with its own event, and each leaves as soon as it is
@@ -381,6 +476,12 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     err = read_len(op, src, &len);
     if (err != CL_SUCCESS)
         return err;
+    if (shm && len >= STAGED_MIN) {
+        void *host[2] = {px_staging_get(c->t, op->q, chunk, 0),
+                         px_staging_get(c->t, op->q, chunk, 1)};
+        if (host[0] && host[1])
+            return read_staged(op, src, len, chunk, host);
+    }
     n = (len + chunk - 1) / chunk;
     if (shm && !(pos = calloc(n, sizeof(*pos))))
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",

@@ -51,6 +51,7 @@ struct px_sink {
 struct px_pending;
 
 struct crn_shm;
+struct px_staging;
 
 struct px_tenant {
     atomic_int refs;
@@ -75,6 +76,7 @@ struct px_tenant {
      * ShmAttach executor from shm_offered, which the loop thread set. */
     struct crn_shm *shm, *shm_offered;
     bool shm_nowait;             /* executing on the loop thread: no waits */
+    struct px_staging *staging;  /* pinned read staging (staging.c) */
     uint64_t deferred_seq;       /* first failure without want_reply */
     int32_t deferred_err;
 
