@@ -316,6 +316,11 @@ done
 case_ "remote-stream/proxy-killed" env CRANE_SHM_MB=0 \
     tests/integration/remote.sh proxy-killed
 case_ "remote/proxy-killed-bulk" tests/integration/remote.sh proxy-killed-bulk
+# The ivshmem shape: TCP for control, a file both sides map for bulk.
+for p in buffers images; do
+    case_ "remote-shm-file/$p" tests/integration/remote.sh shm-file \
+        $PROGS/$p
+done
 case_ "remote-stream/proxy-killed-bulk" env CRANE_SHM_MB=0 \
     tests/integration/remote.sh proxy-killed-bulk
 case_ "remote/tls" tests/integration/remote.sh tls "$PROGS/buffers"

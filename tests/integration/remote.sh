@@ -10,6 +10,9 @@
 #       for a documented reason: -16, a map or a pending user event)
 #   remote.sh proxy-killed                the proxy dies mid-run: the
 #       program must fail with an error, never report PASS on wrong data
+#   remote.sh shm-file PROGRAM [ARGS]     remoted over TCP with a file both
+#       sides map as the shared area (the ivshmem shape: CRANE_SHM_FILE in
+#       the program, --shm-dir at the proxy); its log must say so
 #   remote.sh proxy-killed-bulk           the same while 24 MiB writes and
 #       reads stream (through shared memory unless CRANE_SHM_MB=0): an
 #       error, never bytes that differ
@@ -91,6 +94,28 @@ proxy-killed)
     tail -3 "$out"
     # Errors, not wrong data: the program saw a failing call.
     [ "$connected" = yes ] && [ "$rc" -ne 0 ] && ! grep -q '^PASS' "$out"
+    ;;
+shm-file)
+    shift
+    mkdir "$TMP/shm"
+    # The host side's backing file: made and sized by its owner (libvirt,
+    # for an ivshmem-plain device), here 16 MiB.
+    truncate -s 16M "$TMP/shm/area"
+    "$PROXY" --listen tcp:127.0.0.1:0 --shm-dir "$TMP/shm" \
+        >"$TMP/proxy.log" 2>&1 &
+    PROXY_PID=$!
+    PORT=
+    for _ in $(seq 400); do
+        PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
+            "$TMP/proxy.log")
+        [ -n "$PORT" ] && break
+        sleep 0.05
+    done
+    [ -n "$PORT" ] || { echo "crane-proxy did not start:"; cat "$TMP/proxy.log"; exit 1; }
+    CRANE_BACKEND="remote:tcp:127.0.0.1:$PORT" CRANE_SHM_FILE="$TMP/shm/area" \
+        CRANE_SHM_MB=14 "$RUN" "$@" || exit 1
+    grep 'shared memory' "$TMP/proxy.log"
+    grep -q 'bulk bytes through' "$TMP/proxy.log"
     ;;
 proxy-killed-bulk)
     start_proxy || exit 1
