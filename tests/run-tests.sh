@@ -223,6 +223,16 @@ case_ "thirdparty/hashcat-shim" bash tests/integration/hashcat.sh shim
 case_ "thirdparty/hashcat-remote" bash tests/integration/hashcat.sh remote
 case_ "thirdparty/hashcat-switch-37" bash tests/integration/hashcat.sh \
     switch 37
+# pyopencl's own tests (test_wrapper, test_enqueue_copy,
+# test_arrays_in_structs from python-pyopencl-doc; why these in the script):
+# every test's outcome as natively. ~75 s per mode; remoted and switched
+# (every 37 calls, ~200 switches each way) without the SVM tests.
+case_ "thirdparty/pyopencl-tests-shim" bash tests/integration/pyopencl_tests.sh \
+    shim
+case_ "thirdparty/pyopencl-tests-remote" bash \
+    tests/integration/pyopencl_tests.sh remote
+case_ "thirdparty/pyopencl-tests-switch-37" bash \
+    tests/integration/pyopencl_tests.sh switch 37
 
 echo "# bad input"
 case_ "badinput/no-vendor" no_vendor
