@@ -33,7 +33,7 @@
  *
  * Into the target.  Where the side the switch goes to already has the
  * program's context (the vendor's, made ahead by prewarm.c; the proxy's,
- * kept as a twin from the last switch back), each round also writes what
+ * kept as a twin from the last switch back or made ahead now), each round also writes what
  * it read into a buffer made ahead there (shim_mem.premade): the whole RAM
  * copy the first time, then only the ranges read.  The RAM copy changes
  * only by rounds and by the stop's extraction, and each change is written
@@ -396,6 +396,9 @@ void shim_precopy(const struct shim_backend_ops *to)
         return;
     r->to = to;
     bool targets = true;
+    /* The proxy gets the program's contexts now if it has none kept. */
+    if (to == &shim_remote_ops && to != shim.backend)
+        shim_prewarm_remote_contexts();
     /* A queue that waits on a user event would hold every marker. */
     shim_store_lock();
     for (struct shim_obj *o = shim_store_first(); o; o = o->next) {

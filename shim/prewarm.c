@@ -17,18 +17,19 @@ static cl_device_id native_device(struct shim_device *d,
     return plan->devices[d->platform->index][d->index];
 }
 
-static void premake(struct shim_context *c, const struct shim_plan *plan)
+/* C's context on the backend PLAN was made for; NULL if not made. */
+static void *make_context(struct shim_context *c, const struct shim_plan *plan)
 {
     cl_device_id devs[64];
     cl_context_properties props[64];
     size_t np = 0;
     cl_int err;
 
-    if (c->premade || c->n_devices == 0 || c->n_devices > 64)
-        return;
+    if (c->n_devices == 0 || c->n_devices > 64)
+        return NULL;
     for (cl_uint i = 0; i < c->n_devices; i++)
         if (!(devs[i] = native_device(c->devices[i], plan)))
-            return;
+            return NULL;
     for (size_t i = 0; c->props && c->props[i] && np < 62; i += 2) {
         props[np] = c->props[i];
         props[np + 1] = c->props[i + 1];
@@ -39,11 +40,58 @@ static void premake(struct shim_context *c, const struct shim_plan *plan)
         np += 2;
     }
     props[np] = 0;
-    c->premade = VENDOR(devs[0])->clCreateContext(
+    void *made = VENDOR(devs[0])->clCreateContext(
         c->props ? props : NULL, c->n_devices, devs, c->notify,
         c->notify_data, &err);
-    if (!c->premade)
+    if (!made)
         LOG_DEBUG("prewarm: context not made ahead (%d)", err);
+    return made;
+}
+
+static void premake(struct shim_context *c, const struct shim_plan *plan)
+{
+    if (!c->premade)
+        c->premade = make_context(c, plan);
+}
+
+unsigned long shim_remote_generation(void);
+
+/* Before a switch to the proxy with pre-copy (precopy.c): every context
+ * that has no twin there gets one, made now on the proxy the switch goes
+ * to (connected by the device check), so that the rounds can write into
+ * buffers made ahead in it and the rebuild takes it like any twin.  A
+ * switch that does not happen leaves it as a twin, which goes with the
+ * connection or with the context. */
+void shim_prewarm_remote_contexts(void)
+{
+    struct shim_plan plan;
+    char why[400];
+    unsigned long conn = shim_remote_generation();
+    unsigned n = 0;
+
+    if (!conn || shim_plan_make(&shim_remote_ops, &plan, why,
+                                sizeof(why)) < 0)
+        return;
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
+        if (o->kind != SHIM_CONTEXT)
+            continue;
+        void *t = atomic_load(&o->twin);
+        if (t && o->twin_conn == conn)
+            continue;
+        void *made = make_context((struct shim_context *)o, &plan);
+        if (!made)
+            continue;
+        /* A twin of a connection that is gone went with it. */
+        o->twin_conn = conn;
+        atomic_store(&o->twin, made);
+        n++;
+    }
+    shim_store_unlock();
+    shim_plan_free(&plan);
+    if (n)
+        LOG_INFO("prewarm: %u context(s) made on the proxy ahead of the "
+                 "switch, for pre-copy", n);
 }
 
 void shim_prewarm_native(void)

@@ -277,6 +277,9 @@ size_t shim_store_count(enum shim_kind kind);
 /* Before a switch from the proxy back to the vendor: load the vendor and
  * make the contexts while the program still runs (prewarm.c). */
 void shim_prewarm_native(void);
+/* Before a switch to the proxy with pre-copy: contexts made there ahead,
+ * as twins (prewarm.c). */
+void shim_prewarm_remote_contexts(void);
 
 /* Pinned staging for a switch's copies into and out of the vendor
  * (staging.c): chunks made per vendor context before the gate closes,

@@ -84,7 +84,8 @@ list() {
     echo precopy-fail-extract-back precopy-fail-rebuild-out
     echo precopy-fail-rebuild-back precopy-fail-reinject-out
     echo precopy-fail-reinject-back precopy-kill-proxy-extract-back
-    echo precopy-stop-proxy-extract-back precopy-map-carried
+    echo precopy-stop-proxy-extract-back precopy-kill-proxy-rebuild-out
+    echo precopy-stop-proxy-reinject-out precopy-map-carried
     echo precopy-user-event-pending precopy-twins-proxy-restarted
 }
 
