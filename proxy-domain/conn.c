@@ -24,6 +24,8 @@
  * replies (bytes) not yet written before execution pauses: --max-queued. */
 #define MAX_QUEUED(c)                                                        \
     ((c)->srv->limits.max_queued ? (c)->srv->limits.max_queued : SIZE_MAX)
+/* Blocking reads up to this size may run on a worker's loop thread. */
+#define INLINE_READ_MAX (64u << 10)
 /* TCP keepalive: probes after this many idle seconds find dead peers. */
 #define KEEPALIVE_S 60
 
@@ -403,14 +405,47 @@ static void work_done(uv_work_t *w, int status)
     px_conn_schedule(c);
 }
 
-/* Calls that never wait for the device: queries and argument changes. */
-static bool light(const struct px_req *r)
+/* A call that waits for the device only: a small blocking buffer read, a
+ * finish or a wait.  Where the process serves one tenant (a worker) that
+ * has no user event unset, it waits for work already on the device, which
+ * no later message can be needed to release. */
+static bool device_wait(const struct px_conn *c, const Crane__ClientMessage *m)
+{
+    struct px_tenant *t = c->tenant;
+    size_t unset;
+
+    if (c->srv->role != PX_ROLE_WORKER || !c->srv->inline_waits)
+        return false;
+    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND) {
+        const Crane__MemCommand *mc = m->mem_command;
+        if (mc->op != CRANE__MEM_OP__MEM_READ || !mc->blocking ||
+            mc->size > INLINE_READ_MAX)
+            return false;
+    } else if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SYNC) {
+        if (m->sync->op != CRANE__SYNC_OP__SYNC_FINISH &&
+            m->sync->op != CRANE__SYNC_OP__SYNC_WAIT &&
+            m->sync->op != CRANE__SYNC_OP__SYNC_PING)
+            return false;
+    } else {
+        return false;
+    }
+    pthread_mutex_lock(&t->lock);
+    unset = t->uevents.count;
+    pthread_mutex_unlock(&t->lock);
+    return unset == 0;
+}
+
+/* Calls that never wait for the device (queries and argument changes), or
+ * wait for it briefly (device_wait): run on the loop thread, their answers
+ * leave without two thread hand-offs. */
+static bool light(const struct px_conn *c, const struct px_req *r)
 {
     for (; r; r = r->next) {
         if (!r->msg || r->bulk_len || r->close_after)
             return false;
         if (r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_GET_INFO &&
-            r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS)
+            r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS &&
+            !device_wait(c, r->msg))
             return false;
     }
     return true;
@@ -454,10 +489,14 @@ void px_conn_schedule(struct px_conn *c)
      * leave at once: a synchronous query then costs two thread hand-offs
      * fewer.  Nothing of this tenant runs elsewhere meanwhile (no work is
      * in flight), so the tenant needs no lock. */
-    if (!poked && light(c->batch)) {
+    if (!poked && light(c, c->batch)) {
         struct px_req *batch = c->batch;
         c->batch = NULL;
+        /* The loop thread writes the replies: none may wait for room in
+         * the client's shared area. */
+        c->tenant->shm_nowait = true;
         px_exec_batch(c->tenant, batch, &c->stop);
+        c->tenant->shm_nowait = false;
         drain(c);
         return;
     }

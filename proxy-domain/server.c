@@ -142,6 +142,10 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     srv->quota = opts->quota;
     srv->grace_ms = opts->grace_ms;
     srv->no_shm = opts->no_shm;
+    /* CRANE_PROXY_INLINE_WAITS=0 sends every device wait to the thread
+     * pool (to compare; docs/remoting.md). */
+    const char *iw = getenv("CRANE_PROXY_INLINE_WAITS");
+    srv->inline_waits = !iw || strcmp(iw, "0") != 0;
     srv->shm_dir = opts->shm_dir;
     srv->limits = opts->limits;
     srv->role = opts->role;

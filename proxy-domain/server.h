@@ -74,6 +74,7 @@ struct px_server {
     struct px_limits limits;
     bool no_shm;
     const char *shm_dir;
+    bool inline_waits;           /* small device waits on the loop thread */
     enum px_role role;
     struct px_super *super;      /* PX_ROLE_SUPERVISOR: its workers */
     struct px_worker *worker;    /* PX_ROLE_WORKER: its supervisor */
