@@ -14,7 +14,8 @@
 #   shimcost    bench/shimcost/run.sh (the shim's added ns per call)
 #   programs    tests/programs natively, under the shim, re-homed every 97
 #               calls, on NVIDIA alone
-#   remote      bench/remote/run.sh --reps 5 --mb "16 256 1024" on NVIDIA
+#   remote      bench/remote/run.sh --reps 5 --mb "16 256 1024"
+#               --precopy 4096:16 on NVIDIA
 #               alone (proxy on the same machine)
 #   shm         bench/remote/run.sh --transport shm, then --transport unix
 #               (write read latency launch setarg, --reps 5) on NVIDIA
@@ -82,7 +83,8 @@ part_programs() {
 
 part_remote() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
-    nv bench/remote/run.sh --reps 5 --mb "16 256 1024" --build "$root/$B"
+    nv bench/remote/run.sh --reps 5 --mb "16 256 1024" --precopy "4096:16" \
+        --build "$root/$B"
 }
 
 part_shm() {
