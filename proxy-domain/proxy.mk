@@ -19,7 +19,8 @@ PROXY_BIN := $(B)/bin/crane-proxy
 # Everything but the network side: what the fuzz target links.
 PROXY_CORE_SRCS := $(filter-out proxy-domain/main.c proxy-domain/server.c \
                      proxy-domain/supervisor.c proxy-domain/worker.c \
-                     proxy-domain/conn.c proxy-domain/handshake.c, \
+                     proxy-domain/conn.c proxy-domain/conn_tls.c \
+                     proxy-domain/handshake.c, \
                      $(PROXY_SRCS))
 
 all: $(PROXY_BIN)
