@@ -122,7 +122,8 @@ HOSTD_FAKE_BIN := $(B)/tests/hostd-fake
 # The daemon's objects without main(), for tests that drive its parts.
 HOSTD_CORE_OBJS := $(filter-out $(B)/obj/host-daemon/main.o,$(HOSTD_OBJS))
 HOSTD_HV_TEST_SRCS := $(sort $(wildcard tests/hostd-hv/*.c))
-HOSTD_HV_TEST_OBJS := $(HOSTD_HV_TEST_SRCS:%.c=$(B)/obj/%.o)
+HOSTD_HV_TEST_OBJS := $(HOSTD_HV_TEST_SRCS:%.c=$(B)/obj/%.o) \
+                      $(B)/obj/tests/hostd-hv/runner/runner.o
 HOSTD_HV_TEST_BIN := $(B)/tests/hostd-hv-tests
 
 all: $(HOSTD_BIN) $(MIGRATE_BIN) $(HOSTD_SERVE_BIN) $(HOSTD_FAKE_BIN) \
@@ -164,6 +165,15 @@ $(HOSTD_HV_TEST_OBJS): CFLAGS += $(PROTO_CFLAGS) $(VIRT_CFLAGS) $(UV_CFLAGS) \
 $(B)/obj/tests/hostd-hv/%.o: tests/hostd-hv/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -I. -c -o $@ $<
+
+# The one runner again, expanding tests/hostd-hv/list.h (as for tests/hostd).
+$(B)/obj/tests/hostd-hv/runner/runner.c: tests/unit/runner.c
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(B)/obj/tests/hostd-hv/runner/runner.o: \
+        $(B)/obj/tests/hostd-hv/runner/runner.c tests/hostd-hv/list.h
+	$(CC) $(CFLAGS) -iquote tests/hostd-hv -iquote tests/unit -c -o $@ $<
 
 $(HOSTD_HV_TEST_BIN): $(HOSTD_HV_TEST_OBJS) $(HOSTD_CORE_OBJS) $(HOSTD_LIB) \
                       $(PROTO_LIB)

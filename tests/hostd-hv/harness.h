@@ -1,19 +1,18 @@
-/* The hostd-hv test program's checks, loop fixture and test list. */
+/* The hostd-hv tests' checks and loop fixture, on the one test runner. */
 #ifndef HVT_HARNESS_H
 #define HVT_HARNESS_H
 
+#include "tests/unit/runner.h"
+
 #include <stdbool.h>
-#include <stdnoreturn.h>
+#include <string.h>
 #include <uv.h>
 
-/* The exit status of a skipped test (automake's convention). */
-#define HVT_SKIP 77
-
-/* Ends the test (from its own thread): FAIL with a reason, or a skip. */
-noreturn void hvt_fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-noreturn void hvt_skip(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
+/* The runner's calls under the names these tests grew up with. */
+#define hvt_fail runner_fail
+#define hvt_skip runner_skip
+#define hvt_on_fail runner_on_fail
+#define hvt_ms runner_ms
 
 #define CHECK(cond)                                                          \
     do {                                                                     \
@@ -59,17 +58,9 @@ void hvt_poke(struct hvt_loop *l);
  * succeed (every handle of the test closed). */
 void hvt_loop_fini(struct hvt_loop *l);
 
-/* Runs FN(ARG) when the test fails (from hvt_fail, before it exits), to
- * undo what outlives the process, such as a domain in a libvirtd; one at a
- * time, NULL to clear. */
-void hvt_on_fail(void (*fn)(void *arg), void *arg);
-
-/* Scales the timeouts of slow runs (valgrind): $HVT_SLOW, default 1. */
-unsigned hvt_ms(unsigned ms);
-
-/* The test list: list.h rows TEST(name, timeout_s), bodies test_NAME. */
-#define TEST(name, timeout_s) void test_##name(void);
+/* The test bodies: list.h rows TEST_TIMED(name, timeout_s). */
+#define TEST_TIMED(name, timeout_s) void test_##name(void);
 #include "list.h"
-#undef TEST
+#undef TEST_TIMED
 
 #endif /* HVT_HARNESS_H */

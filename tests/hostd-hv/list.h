@@ -1,65 +1,66 @@
-/* The hostd-hv tests: one TEST(name, timeout in seconds) row each. */
+/* The hostd-hv tests: one TEST_TIMED(name, timeout in seconds) row each. */
 
 /*
- * Expanded twice (declarations, then the runner's table), so no include
+ * Expanded by harness.h (declarations) and by tests/unit/runner.c (its
+ * table, compiled by host-daemon/hostd.mk against this list), so no include
  * guard.  A test's name starts with its file's area: event_* in
  * test_event.c, xml_* in test_xml.c, libvirt_* in test_libvirt.c, e2e_* in
  * test_e2e.c.  Rows run in this order.
  */
 
 /* host-daemon/hv_xml.c */
-TEST(xml_channel_path, 10)
-TEST(xml_name_uuid, 10)
-TEST(xml_alias, 10)
-TEST(xml_pci_hostdev, 10)
-TEST(xml_device_alias, 10)
-TEST(xml_malformed, 10)
-TEST(xml_limits, 30)
+TEST_TIMED(xml_channel_path, 10)
+TEST_TIMED(xml_name_uuid, 10)
+TEST_TIMED(xml_alias, 10)
+TEST_TIMED(xml_pci_hostdev, 10)
+TEST_TIMED(xml_device_alias, 10)
+TEST_TIMED(xml_malformed, 10)
+TEST_TIMED(xml_limits, 30)
 
 /* host-daemon/hv_event.c */
-TEST(event_handle_readable, 30)
-TEST(event_handle_hangup_error, 30)
-TEST(event_handle_disable, 30)
-TEST(event_ids, 30)
-TEST(event_timeouts, 30)
-TEST(event_off_thread, 60)
-TEST(event_threads_stress, 120)
-TEST(event_shutdown_reattach, 30)
+TEST_TIMED(event_handle_readable, 30)
+TEST_TIMED(event_handle_hangup_error, 30)
+TEST_TIMED(event_handle_disable, 30)
+TEST_TIMED(event_ids, 30)
+TEST_TIMED(event_timeouts, 30)
+TEST_TIMED(event_off_thread, 60)
+TEST_TIMED(event_threads_stress, 120)
+TEST_TIMED(event_shutdown_reattach, 30)
 
 /* host-daemon/hv_libvirt.c against test:///default */
-TEST(libvirt_lifecycle, 60)
-TEST(libvirt_threads, 120)
-TEST(libvirt_pci_holders, 60)
-TEST(libvirt_unsupported, 60)
-TEST(libvirt_open_errors, 60)
+TEST_TIMED(libvirt_lifecycle, 60)
+TEST_TIMED(libvirt_threads, 120)
+TEST_TIMED(libvirt_pci_holders, 60)
+TEST_TIMED(libvirt_unsupported, 60)
+TEST_TIMED(libvirt_open_errors, 60)
 
 /* The same over a socket to a real libvirtd (test driver behind it);
  * skipped without CRANE_E2E_URI. */
-TEST(libvirt_remote_lifecycle, 120)
-TEST(libvirt_remote_threads, 180)
+TEST_TIMED(libvirt_remote_lifecycle, 120)
+TEST_TIMED(libvirt_remote_threads, 180)
 
 /* A booted QEMU guest on a real libvirtd: unplug and re-plug of ua-gpu0;
  * skipped without CRANE_E2E_URI.  Then live migration there (p2p) and
  * back (client-driven); skipped without CRANE_E2E_DEST_URI too. */
-TEST(e2e_hotplug, 300)
-TEST(e2e_migrate, 400)
+TEST_TIMED(e2e_hotplug, 300)
+TEST_TIMED(e2e_migrate, 400)
 
 /* crane-hostd's own parts (test_daemon.c): settings, event waits, peer
  * endpoints, the peer protocol over loopback. */
-TEST(config_keys, 10)
-TEST(config_file, 10)
-TEST(peer_endpoint_for, 10)
-TEST(waits, 20)
-TEST(peer_auth, 30)
-TEST(peer_wrong_key, 30)
-TEST(peer_bad_input, 30)
-TEST(peer_arrive_validated, 30)
+TEST_TIMED(config_keys, 10)
+TEST_TIMED(config_file, 10)
+TEST_TIMED(peer_endpoint_for, 10)
+TEST_TIMED(waits, 20)
+TEST_TIMED(peer_auth, 30)
+TEST_TIMED(peer_wrong_key, 30)
+TEST_TIMED(peer_bad_input, 30)
+TEST_TIMED(peer_arrive_validated, 30)
 
 /* libxl migration streams over the peer protocol (XenStream), without
  * Xen: refusals, the handshake first, the client's fd against a stand-in
  * destination, and the libxl server's accept path (skipped without
  * libxen-dev). */
-TEST(peer_xen_stream_refused, 30)
-TEST(peer_xen_stream_before_auth, 30)
-TEST(peer_xen_stream_accepted, 30)
-TEST(peer_xen_stream_libxl_receiver, 30)
+TEST_TIMED(peer_xen_stream_refused, 30)
+TEST_TIMED(peer_xen_stream_before_auth, 30)
+TEST_TIMED(peer_xen_stream_accepted, 30)
+TEST_TIMED(peer_xen_stream_libxl_receiver, 30)

@@ -1,4 +1,4 @@
-/* Unit-test runner: runs list.h's tests, each forked with a timeout. */
+/* The test runner: runs list.h's tests, each forked with a timeout. */
 #include "runner.h"
 
 #include <ctype.h>
@@ -24,21 +24,32 @@
 #define QUOTE_MAX 48
 
 #define TEST_ENTRY(name) void test_##name(void);
+#define TEST_TIMED(name, seconds) void test_##name(void);
 #include "list.h"
 #undef TEST_ENTRY
+#undef TEST_TIMED
 
 struct test_entry {
     const char *name;
     void (*fn)(void);
+    long timeout_s;              /* 0: the default */
 };
 
 /* Ends with a NULL row so that an empty list still compiles. */
 static const struct test_entry tests[] = {
-#define TEST_ENTRY(name) {#name, test_##name},
+#define TEST_ENTRY(name) {#name, test_##name, 0},
+#define TEST_TIMED(name, seconds) {#name, test_##name, seconds},
 #include "list.h"
 #undef TEST_ENTRY
-    {NULL, NULL},
+#undef TEST_TIMED
+    {NULL, NULL, 0},
 };
+
+/* This program's name, for its messages. */
+static const char *prog = "unit-tests";
+
+/* A skipped test's exit status, automake's convention. */
+#define SKIP_STATUS 77
 
 /*
  * The state of the test being run.  The framework is inherently
@@ -47,6 +58,9 @@ static const struct test_entry tests[] = {
 static struct {
     jmp_buf jump;           /* where a failed assertion returns to */
     int running;            /* a test body is on the stack */
+    int skipped;            /* it ended through runner_skip */
+    void (*on_fail)(void *arg);  /* runner_on_fail */
+    void *on_fail_arg;
     pthread_t thread;       /* the thread running the body */
     int reason_fd;          /* forked child: pipe to the parent, else -1 */
     char reason[REASON_MAX];
@@ -108,6 +122,12 @@ noreturn void runner_fail(const char *file, int line, const char *fmt, ...)
     vsnprintf(current.reason + n, sizeof(current.reason) - (size_t)n, fmt,
               ap);
     va_end(ap);
+    if (current.on_fail != NULL) {
+        void (*fn)(void *arg) = current.on_fail;
+
+        current.on_fail = NULL; /* a failure inside it must not loop */
+        fn(current.on_fail_arg);
+    }
 
     if (current.running && pthread_equal(current.thread, pthread_self())) {
         current.running = 0;
@@ -122,6 +142,44 @@ noreturn void runner_fail(const char *file, int line, const char *fmt, ...)
         _exit(1);
     }
     abort();
+}
+
+noreturn void runner_skip(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(current.reason, sizeof(current.reason), fmt, ap);
+    va_end(ap);
+    current.skipped = 1;
+    if (current.running && pthread_equal(current.thread, pthread_self())) {
+        current.running = 0;
+        longjmp(current.jump, 1);
+    }
+    fprintf(stderr, "skip: %s (outside the test's thread)\n", current.reason);
+    if (current.reason_fd >= 0) {
+        ssize_t w = write(current.reason_fd, current.reason,
+                          strlen(current.reason));
+        (void)w;
+    }
+    _exit(SKIP_STATUS);
+}
+
+void runner_on_fail(void (*fn)(void *arg), void *arg)
+{
+    current.on_fail = fn;
+    current.on_fail_arg = arg;
+}
+
+unsigned runner_ms(unsigned ms)
+{
+    const char *slow = getenv("CRANE_TEST_SLOW");
+    long factor;
+
+    if (slow == NULL || *slow == '\0')
+        slow = getenv("HVT_SLOW");
+    factor = slow != NULL ? strtol(slow, NULL, 10) : 1;
+    return factor > 1 && factor < 1000 ? ms * (unsigned)factor : ms;
 }
 
 void runner_assert_eq(const char *file, int line, const char *expr_a,
@@ -175,21 +233,28 @@ void runner_assert_mem_eq(const char *file, int line, const char *expr_a,
                 expr_a, expr_b, len, i, qa, qb);
 }
 
-/* Runs T's body in this process; returns 0, or -1 with current.reason set. */
+/* Runs T's body in this process; returns 0, SKIP_STATUS, or -1 with
+ * current.reason set. */
 static int run_body(const struct test_entry *t)
 {
     current.reason[0] = '\0';
-    if (setjmp(current.jump) != 0)
-        return -1;
+    current.skipped = 0;
+    current.on_fail = NULL;
+    if (setjmp(current.jump) != 0) {
+        current.on_fail = NULL;
+        return current.skipped ? SKIP_STATUS : -1;
+    }
     current.thread = pthread_self();
     current.running = 1;
     t->fn();
     current.running = 0;
+    current.on_fail = NULL;
     return 0;
 }
 
 /* Runs T in a forked child of its own process group, at most TIMEOUT_S
- * seconds (0: no limit); returns 0, or -1 with REASON set. */
+ * seconds (0: no limit); returns 0, SKIP_STATUS with REASON set, or -1
+ * with REASON set. */
 static int run_forked(const struct test_entry *t, long timeout_s,
                       const sigset_t *child_mask, char *reason, size_t cap)
 {
@@ -220,10 +285,13 @@ static int run_forked(const struct test_entry *t, long timeout_s,
         setpgid(0, 0);
         sigprocmask(SIG_SETMASK, child_mask, NULL);
         current.reason_fd = fds[1];
-        if (run_body(t) != 0) {
+        int rc = run_body(t);
+        if (rc != 0) {
             n = write(fds[1], current.reason, strlen(current.reason));
             (void)n;
-            _exit(1);
+            fflush(stdout);
+            fflush(stderr);
+            _exit(rc == SKIP_STATUS ? SKIP_STATUS : 1);
         }
         fflush(stdout);
         fflush(stderr);
@@ -289,6 +357,8 @@ static int run_forked(const struct test_entry *t, long timeout_s,
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP_STATUS)
+        return SKIP_STATUS;
     if (reason[0] != '\0')
         return -1;
     if (WIFEXITED(status))
@@ -314,9 +384,9 @@ static long read_timeout(void)
     v = strtol(s, &end, 10);
     if (errno != 0 || *end != '\0' || v < 0 || v > INT_MAX) {
         fprintf(stderr,
-                "unit-tests: CRANE_TEST_TIMEOUT must be a whole number of "
+                "%s: CRANE_TEST_TIMEOUT must be a whole number of "
                 "seconds (0: none), not '%s'\n",
-                s);
+                prog, s);
         return -1;
     }
     return v;
@@ -335,14 +405,18 @@ static const struct test_entry *find_test(const char *name)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: unit-tests [--list] [--no-fork] [TEST...]\n"
+            "usage: %s [--list] [--no-fork] [TEST...]\n"
             "Runs every unit test, or the named ones, each in a forked child.\n"
             "  --list     print the names of the tests and exit\n"
             "  --no-fork  run the tests in this process, without a timeout\n"
             "             (for valgrind and gdb)\n"
+            "Prints ok - NAME, ok - NAME # SKIP why, not ok - NAME (why);\n"
+            "exits 0, 1 when a test failed, 77 when every test skipped.\n"
             "Environment: CRANE_TEST_TIMEOUT=SECONDS per test (default %d, "
-            "0: none).\n",
-            DEFAULT_TIMEOUT_S);
+            "0: none; a\n"
+            "row's own limit wins), CRANE_TEST_SLOW=N scales limits "
+            "(valgrind).\n",
+            prog, DEFAULT_TIMEOUT_S);
 }
 
 int main(int argc, char **argv)
@@ -355,16 +429,19 @@ int main(int argc, char **argv)
     size_t nselected = 0;
     int passed = 0;
     int failed = 0;
+    int skipped = 0;
     int list = 0;
     int no_fork = 0;
     long timeout_s;
     size_t i;
     int a;
 
+    if (argc > 0 && argv[0] != NULL)
+        prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
     selected = calloc(sizeof(tests) / sizeof(tests[0]) + (size_t)argc,
                       sizeof(*selected));
     if (selected == NULL) {
-        fprintf(stderr, "unit-tests: out of memory\n");
+        fprintf(stderr, "%s: out of memory\n", prog);
         return 2;
     }
     for (a = 1; a < argc; a++) {
@@ -378,12 +455,12 @@ int main(int argc, char **argv)
             free(selected);
             return 0;
         } else if (argv[a][0] == '-') {
-            fprintf(stderr, "unit-tests: unknown option '%s'\n", argv[a]);
+            fprintf(stderr, "%s: unknown option '%s'\n", prog, argv[a]);
             usage(stderr);
             free(selected);
             return 2;
         } else if ((t = find_test(argv[a])) == NULL) {
-            fprintf(stderr, "unit-tests: no test named '%s' (see --list)\n",
+            fprintf(stderr, "%s: no test named '%s' (see --list)\n", prog,
                     argv[a]);
             free(selected);
             return 2;
@@ -418,18 +495,27 @@ int main(int argc, char **argv)
             rc = run_body(t);
             snprintf(reason, sizeof(reason), "%s", current.reason);
         } else {
-            rc = run_forked(t, timeout_s, &old_mask, reason, sizeof(reason));
+            long limit = t->timeout_s && timeout_s ? t->timeout_s : timeout_s;
+
+            if (limit)
+                limit = (long)runner_ms((unsigned)limit * 1000) / 1000;
+            rc = run_forked(t, limit, &old_mask, reason, sizeof(reason));
         }
         if (rc == 0) {
             passed++;
             printf("ok - %s\n", t->name);
+        } else if (rc == SKIP_STATUS) {
+            skipped++;
+            printf("ok - %s # SKIP %s\n", t->name, reason);
         } else {
             failed++;
             printf("not ok - %s (%s)\n", t->name, reason);
         }
         fflush(stdout);
     }
-    printf("%d passed, %d failed\n", passed, failed);
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     free(selected);
-    return failed == 0 ? 0 : 1;
+    if (failed)
+        return 1;
+    return passed == 0 && skipped > 0 ? SKIP_STATUS : 0;
 }

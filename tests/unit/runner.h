@@ -14,7 +14,11 @@
  *         ASSERT_EQ(crn_frame_write(fd, msg), 0);
  *     }
  *
- * and registered by one TEST_ENTRY(frame_roundtrip_pipe) row in list.h.
+ * and registered by one TEST_ENTRY(frame_roundtrip_pipe) row in list.h, or
+ * TEST_TIMED(name, seconds) for a test with a time limit of its own (else
+ * CRANE_TEST_TIMEOUT's, default 30 s).  Every test program of crane is
+ * this runner compiled against its folder's list.h (tests/unit,
+ * tests/hostd, tests/hostd-hv).
  * A test passes by returning.  A failed assertion prints nothing itself: it
  * records "file:line: what failed" and leaves the test at once (through
  * longjmp), so assertions also work inside helper functions.  A test is run
@@ -52,6 +56,19 @@
     do {                                                                     \
         runner_assert_mem_eq(__FILE__, __LINE__, #a, #b, (a), (b), (len));   \
     } while (0)
+
+/* Ends the test as skipped, saying why (a program that only skipped exits
+ * 77, as tests/run-tests.sh expects of a skip). */
+noreturn void runner_skip(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* Runs FN(ARG) when the test fails, before it ends, to undo what outlives
+ * the process (a domain left in a libvirtd); one at a time, NULL clears. */
+void runner_on_fail(void (*fn)(void *arg), void *arg);
+
+/* MS scaled for slow runs (valgrind): times $CRANE_TEST_SLOW (or the older
+ * $HVT_SLOW), default 1.  Time limits of rows are scaled the same way. */
+unsigned runner_ms(unsigned ms);
 
 /* The runner's side of the macros above; tests use the macros. */
 noreturn void runner_fail(const char *file, int line, const char *fmt, ...)
