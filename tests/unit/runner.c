@@ -152,15 +152,22 @@ noreturn void runner_skip(const char *fmt, ...)
     vsnprintf(current.reason, sizeof(current.reason), fmt, ap);
     va_end(ap);
     current.skipped = 1;
-    if (current.running && pthread_equal(current.thread, pthread_self())) {
+    /* In its own process a skip ends it at once, as the test left it (what
+     * it allocated is still referenced, not lost, for valgrind). */
+    if (current.reason_fd < 0 && current.running &&
+        pthread_equal(current.thread, pthread_self())) {
         current.running = 0;
         longjmp(current.jump, 1);
     }
-    fprintf(stderr, "skip: %s (outside the test's thread)\n", current.reason);
     if (current.reason_fd >= 0) {
+        fflush(stdout);
+        fflush(stderr);
         ssize_t w = write(current.reason_fd, current.reason,
                           strlen(current.reason));
         (void)w;
+    } else {
+        fprintf(stderr, "skip: %s (outside the test's thread)\n",
+                current.reason);
     }
     _exit(SKIP_STATUS);
 }
