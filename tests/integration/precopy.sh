@@ -1,7 +1,7 @@
 #!/bin/bash
 # Pre-copy under a running program: build/bench/switch --hot, where a
-# thread rewrites a 4 MiB buffer all through both switches (passthrough ->
-# crane-proxy -> back) over 32 MiB written once, with CRANE_PRECOPY_ROUNDS
+# thread rewrites a 1 MiB buffer all through both switches (passthrough ->
+# crane-proxy -> back) over 16 MiB written once, with CRANE_PRECOPY_ROUNDS
 # on.  Passes when every word is right (the program's own check), both
 # switches worked, each ran a pre-copy round, the first switch's stop read
 # no more than the hot buffer (the cold bytes went while the program ran,
@@ -17,7 +17,7 @@ PROXY=$B/bin/crane-proxy
 SWITCH=$B/bench/switch
 TMP=$(mktemp -d)
 PROXY_PID=
-HOT_MB=4
+HOT_MB=1
 
 cleanup() {
     [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID"
@@ -44,7 +44,7 @@ done
 env CRANE_PROXY="unix:$TMP/proxy.sock" CRANE_REHOME_TO=alternate \
     CRANE_SOCKET=none CRANE_REHOME_REPORT="$TMP/report" \
     CRANE_PRECOPY_ROUNDS=4 CRANE_PRECOPY_STOP_KB=0 \
-    timeout -s KILL 240 "$RUN" "$SWITCH" --mb 32 --hot $HOT_MB \
+    timeout -s KILL 240 "$RUN" "$SWITCH" --mb 16 --hot $HOT_MB \
     >"$TMP/out" 2>&1
 rc=$?
 cat "$TMP/out" "$TMP/report"
