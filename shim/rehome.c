@@ -943,8 +943,10 @@ static int begin(const struct shim_backend_ops *to,
         return ok;
     }
     checked_conn = shim_remote_generation();
-    /* Pinned chunks for the vendor's side of the copies (staging.c). */
+    /* Pinned chunks for the vendor's side of the copies, and the RAM
+     * copies themselves, before the program stops (staging.c). */
     shim_staging_prepare_switch(shim.backend, to);
+    shim_staging_prepare_shadows();
     shim_fault_switch(shim.rehomes + 1);
     /* What the program's devices hold, copied while it still runs:
      * the stop reads only what it changed since (precopy.c). */

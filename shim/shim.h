@@ -292,6 +292,8 @@ int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
                        size_t len, const void *src);
 int shim_staging_finish(void);
 void shim_staging_drop_all(void);
+/* RAM copies made and faulted in before the gate closes (staging.c). */
+void shim_staging_prepare_shadows(void);
 
 /* Pre-copy (precopy.c): rounds of copying device-dirty bytes into the RAM
  * copies while the program runs, before a switch closes the gate; the
