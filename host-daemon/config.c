@@ -3,6 +3,7 @@
 
 #include "proto/conffile.h"
 #include "proto/endpoint.h"
+#include "proto/tls.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@ void hd_config_defaults(struct hd_config *cfg)
              HD_PEER_PORT);
     cfg->peer_port = HD_PEER_PORT;
     snprintf(cfg->peer_key, sizeof(cfg->peer_key), "/etc/crane/hostd.key");
+    snprintf(cfg->tls, sizeof(cfg->tls), "auto");
+    snprintf(cfg->pki_dir, sizeof(cfg->pki_dir), "%s", CRN_TLS_PKI_DEFAULT);
     snprintf(cfg->http, sizeof(cfg->http), "127.0.0.1:7411");
     snprintf(cfg->history, sizeof(cfg->history), "/var/lib/crane/hostd.db");
     cfg->history_keep_days = 365;
@@ -153,6 +156,16 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
                  ? optional(cfg->guest_key, sizeof(cfg->guest_key), v)
                  : -EINVAL;
         hint = "an absolute path, or none";
+    } else if (strcmp(key, "tls") == 0) {
+        enum crn_tls_mode m;
+        rc = crn_tls_mode_parse(v, &m) == 0
+                 ? crn_conf_text(cfg->tls, sizeof(cfg->tls), v)
+                 : -EINVAL;
+        hint = "auto, x509, psk or none";
+    } else if (strcmp(key, "pki_dir") == 0) {
+        rc = v[0] == '/' ? crn_conf_text(cfg->pki_dir, sizeof(cfg->pki_dir), v)
+                         : -EINVAL;
+        hint = "an absolute path";
     } else if (strcmp(key, "http") == 0) {
         rc = strcmp(v, "none") == 0 || http_address(v) == 0
                  ? optional(cfg->http, sizeof(cfg->http), v)
@@ -215,12 +228,14 @@ void hd_config_print(const struct hd_config *c)
 {
     printf("uri = %s\nbackend = %s\nhost_name = %s\ncontrol = %s\n"
            "control_mode = %04o\npeer_listen = %s\npeer_port = %u\n"
-           "peer_key = %s\nguest_key = %s\nhttp = %s\nhistory = %s\n"
+           "peer_key = %s\nguest_key = %s\ntls = %s\npki_dir = %s\n"
+           "http = %s\nhistory = %s\n"
            "history_keep_days = %u\nchannel = %s\n",
            c->uri, c->backend, c->host_name, c->control, c->control_mode,
            *c->peer_listen ? c->peer_listen : "none", c->peer_port,
            *c->peer_key ? c->peer_key : "none",
-           *c->guest_key ? c->guest_key : "none", *c->http ? c->http : "none",
+           *c->guest_key ? c->guest_key : "none", c->tls, c->pki_dir,
+           *c->http ? c->http : "none",
            c->history, c->history_keep_days, c->channel);
     for (size_t i = 0; i < c->n_gpus; i++)
         printf("gpu = %s %s%s\n", c->gpus[i].name,

@@ -27,6 +27,8 @@ struct hd_config {
     uint16_t peer_port;          /* a peer's port when only its host is known */
     char peer_key[HD_TEXT];      /* shared key file; "" (none): no auth */
     char guest_key[HD_TEXT];     /* key of tcp: guest channels; "": none */
+    char tls[8];                 /* auto|x509|psk|none (proto/tls.h) */
+    char pki_dir[HD_TEXT];       /* x509 files in libvirt's layout */
     char http[HD_TEXT];          /* ADDR:PORT of the dashboard, "" none */
     char history[HD_TEXT];       /* SQLite file */
     uint32_t history_keep_days;  /* finished migrations kept; 0: all */

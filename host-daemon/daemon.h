@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+struct crn_tls_config;
+
 struct hd_pool;
 struct hd_waits;
 struct hd_waiting;
@@ -22,6 +24,7 @@ struct hd_daemon {
     struct hd_pool *pool;
     struct hd_waits *waits;       /* threads waiting for hypervisor events */
     struct hd_waiting *waiting;   /* arrived VMs waiting for a free GPU */
+    struct crn_tls_config *tls;   /* peers' TLS (tls, pki_dir), or NULL */
     uint8_t *key;                 /* peers' shared key, or NULL */
     size_t key_len;
 

@@ -7,6 +7,7 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/guest_auth.h"
+#include "proto/tls.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +26,13 @@
 static uint8_t *guest_key;
 static size_t guest_key_len;
 
+static struct crn_tls_config *guest_tls;
+
+void hd_guest_set_tls(struct crn_tls_config *tls)
+{
+    guest_tls = tls;
+}
+
 void hd_guest_set_key(uint8_t *key, size_t len)
 {
     guest_key = key;
@@ -36,7 +44,7 @@ void hd_guest_set_key(uint8_t *key, size_t len)
 static int guest_connect(const char *path, uint32_t wait_ms)
 {
     struct crn_endpoint ep = { .kind = CRN_EP_UNIX };
-    char why[256];
+    char why[512];
     int fd, rc;
 
     if (strncmp(path, "tcp:", 4) == 0) {
@@ -53,6 +61,14 @@ static int guest_connect(const char *path, uint32_t wait_ms)
     }
     if ((fd = crn_endpoint_connect(&ep)) < 0)
         return fd;
+    if (ep.kind == CRN_EP_TCP && guest_tls &&
+        (fd = crn_tls_wrap_client(guest_tls, fd, ep.host,
+                                  wait_ms < GUEST_AUTH_MS ? wait_ms
+                                                          : GUEST_AUTH_MS,
+                                  why, sizeof(why))) < 0) {
+        HD_WARN("guest %s: %s", path, why);
+        return fd;
+    }
     if (ep.kind == CRN_EP_TCP &&
         (rc = crn_guest_auth_client(fd, guest_key, guest_key_len,
                                     wait_ms < GUEST_AUTH_MS ? wait_ms

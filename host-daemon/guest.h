@@ -19,6 +19,10 @@ struct hd_guest_reply {
  * start-up before any call.
  */
 void hd_guest_set_key(uint8_t *key, size_t len);
+/* TLS for tcp: channels (crane-guestd's host_tls), NULL: none; kept and
+ * set like the key. */
+struct crn_tls_config;
+void hd_guest_set_tls(struct crn_tls_config *tls);
 
 /*
  * Each connects to the channel PATH (the unix socket of the virtio-serial

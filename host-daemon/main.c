@@ -9,6 +9,7 @@
 #include "log.h"
 #include "pool.h"
 #include "proto/auth.h"
+#include "proto/tls.h"
 #include "proto/notify.h"
 #include "proto/version.h"
 #include "waits.h"
@@ -42,6 +43,14 @@ static const char usage[] =
     "                       (tcp:0.0.0.0:7410; none: this host receives no VM)\n"
     "  --peer-key FILE      shared key of all hosts (/etc/crane/hostd.key);\n"
     "                       none: peers are not authenticated\n"
+    "  --tls MODE           TLS of peer links (and tcp: guest channels):\n"
+    "                       x509 (libvirt's PKI under --pki-dir), psk (the\n"
+    "                       key file's bytes as the key), none, or auto\n"
+    "                       (default: x509 where the PKI is complete, else\n"
+    "                       psk with the key, else none)\n"
+    "  --pki-dir DIR        CA/cacert.pem, libvirt/{server,client}cert.pem,\n"
+    "                       libvirt/private/{server,client}key.pem\n"
+    "                       (default /etc/pki, libvirt's)\n"
     "  --http ADDR:PORT     dashboard, /api, /metrics (127.0.0.1:7411; none)\n"
     "  --history FILE       migration history (/var/lib/crane/hostd.db)\n"
     "  --host-name NAME     this host in logs and history (hostname)\n"
@@ -62,6 +71,39 @@ static const char usage[] =
     "usage (an unknown option, a missing or malformed value).\n";
 
 static struct hd_daemon daemon_state;
+
+/* TLS of peer links (both ends: a host connects and accepts) and of tcp:
+ * guest channels (this side connects), from tls and pki_dir, the key
+ * files for psk (proto/tls.h). */
+static int start_tls(struct hd_daemon *d)
+{
+    struct crn_tls_config *guest = NULL;
+    enum crn_tls_mode mode = CRN_TLS_AUTO;
+    char why[512];
+
+    crn_tls_mode_parse(d->cfg.tls, &mode);
+    if (crn_tls_config_new(mode, CRN_TLS_BOTH, d->cfg.pki_dir,
+                           *d->cfg.peer_key ? d->cfg.peer_key : NULL,
+                           &d->tls, why, sizeof(why)) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "peer TLS: %s", why);
+        return -1;
+    }
+    if (crn_tls_config_new(mode, CRN_TLS_CLIENT, d->cfg.pki_dir,
+                           *d->cfg.guest_key ? d->cfg.guest_key : NULL,
+                           &guest, why, sizeof(why)) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "guest channel TLS: %s", why);
+        return -1;
+    }
+    hd_guest_set_tls(guest);
+    if (d->tls)
+        HD_INFO("peer links: TLS %s",
+                crn_tls_mode_name(crn_tls_config_mode(d->tls)));
+    else if (*d->cfg.peer_listen)
+        HD_WARN("peer links without TLS (tls = %s%s): migration streams "
+                "cross the network in clear", d->cfg.tls,
+                mode == CRN_TLS_AUTO ? ", no PKI and no peer_key" : "");
+    return 0;
+}
 static struct hd_listeners *listeners;
 static uv_signal_t sig_int, sig_term;
 static uv_timer_t retry_timer, stop_timer, prune_timer;
@@ -184,6 +226,8 @@ int main(int argc, char **argv)
         { "control", required_argument, NULL, 'C' },
         { "peer-listen", required_argument, NULL, 'p' },
         { "peer-key", required_argument, NULL, 'k' },
+        { "tls", required_argument, NULL, 't' },
+        { "pki-dir", required_argument, NULL, 'P' },
         { "http", required_argument, NULL, 'H' },
         { "history", required_argument, NULL, 'y' },
         { "host-name", required_argument, NULL, 'n' },
@@ -198,7 +242,7 @@ int main(int argc, char **argv)
         ['u'] = "uri", ['b'] = "backend", ['C'] = "control",
         ['p'] = "peer_listen", ['k'] = "peer_key", ['H'] = "http",
         ['y'] = "history", ['n'] = "host_name", ['g'] = "gpu",
-        ['l'] = "log_level",
+        ['l'] = "log_level", ['t'] = "tls", ['P'] = "pki_dir",
     };
     struct hd_daemon *d = &daemon_state;
     struct { int key; const char *value; } over[64];
@@ -276,6 +320,8 @@ int main(int argc, char **argv)
     }
     if (!*d->cfg.peer_key)
         HD_WARN("peer_key = none: other hosts are not authenticated");
+    if (start_tls(d) < 0)
+        return 1;
     if (*d->cfg.guest_key) {
         uint8_t *gkey;
         size_t gkey_len;

@@ -155,7 +155,7 @@ static int check(struct mig *m)
                                   sizeof(ep)) < 0)
         return fail(m, "%s names no host: give the destination's "
                     "crane-hostd with --peer tcp:HOST:PORT", m->q->dest_uri);
-    if ((rc = hd_peer_open(ep, d->key, d->key_len, d->cfg.host_name,
+    if ((rc = hd_peer_open(ep, d->tls, d->key, d->key_len, d->cfg.host_name,
                            &m->peer, why, sizeof(why))) < 0)
         return fail(m, "destination crane-hostd: %s", why);
     req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_CHECK;
@@ -297,7 +297,7 @@ static int open_stream(void *arg, int *fd)
     else if (hd_peer_endpoint_for(m->q->dest_uri, d->cfg.peer_port, ep,
                                   sizeof(ep)) < 0)
         return -EINVAL;               /* not reached: check passed */
-    rc = hd_peer_open_xen_stream(ep, d->key, d->key_len, d->cfg.host_name,
+    rc = hd_peer_open_xen_stream(ep, d->tls, d->key, d->key_len, d->cfg.host_name,
                                  m->run.m.id, m->dom.name, fd, why,
                                  sizeof(why));
     if (rc < 0) {

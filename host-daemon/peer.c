@@ -14,6 +14,7 @@
 #include "hv_libxl.h"
 #endif
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -213,7 +214,8 @@ static int handshake(struct hd_peer *p, const uint8_t *key, size_t key_len,
     return rc;
 }
 
-int hd_peer_open(const char *endpoint, const uint8_t *key, size_t key_len,
+int hd_peer_open(const char *endpoint, const struct crn_tls_config *tls,
+                 const uint8_t *key, size_t key_len,
                  const char *my_host, struct hd_peer **out, char *why,
                  size_t why_len)
 {
@@ -233,6 +235,17 @@ int hd_peer_open(const char *endpoint, const uint8_t *key, size_t key_len,
                  strerror(-rc));
         free(p);
         return rc;
+    }
+    if (tls) {
+        char tls_why[400];
+        p->fd = crn_tls_wrap_client(tls, p->fd, ep.host, PEER_HANDSHAKE_MS,
+                                    tls_why, sizeof(tls_why));
+        if (p->fd < 0) {
+            rc = p->fd;
+            snprintf(why, why_len, "%s: %s", endpoint, tls_why);
+            free(p);
+            return rc;
+        }
     }
     hd_send_timeout(p->fd, 30);
     if ((rc = handshake(p, key, key_len, my_host, why, why_len)) < 0) {
@@ -263,8 +276,9 @@ void hd_peer_close(struct hd_peer *p)
     free(p);
 }
 
-int hd_peer_open_xen_stream(const char *endpoint, const uint8_t *key,
-                            size_t key_len, const char *my_host,
+int hd_peer_open_xen_stream(const char *endpoint,
+                            const struct crn_tls_config *tls,
+                            const uint8_t *key, size_t key_len, const char *my_host,
                             const char *migration_id, const char *domain,
                             int *fd, char *why, size_t why_len)
 {
@@ -279,7 +293,7 @@ int hd_peer_open_xen_stream(const char *endpoint, const uint8_t *key,
         snprintf(why, why_len, "bad migration id or domain name");
         return -EINVAL;
     }
-    if ((rc = hd_peer_open(endpoint, key, key_len, my_host, &p, why,
+    if ((rc = hd_peer_open(endpoint, tls, key, key_len, my_host, &p, why,
                            why_len)) < 0)
         return rc;
     x.migration_id = (char *)migration_id;
@@ -514,12 +528,39 @@ static int serve_xen_stream(struct hd_daemon *d, int fd, uint64_t id,
     return rc;
 }
 
+/* The address of FD's peer, for a refusal's log line. */
+static void peer_address(int fd, char *out, size_t len)
+{
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof(sa);
+
+    snprintf(out, len, "?");
+    if (getpeername(fd, (struct sockaddr *)&sa, &sl) < 0)
+        return;
+    if (sa.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, out,
+                  (socklen_t)len);
+    else if (sa.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, out,
+                  (socklen_t)len);
+}
+
 void hd_peer_serve(struct hd_daemon *d, int fd)
 {
     char who[256] = "?";
     bool last = false;
     int rc;
 
+    if (d->tls) {
+        char addr[64], why[400];
+        peer_address(fd, addr, sizeof(addr));
+        fd = crn_tls_wrap_server(d->tls, fd, PEER_HANDSHAKE_MS, why,
+                                 sizeof(why));
+        if (fd < 0) {
+            HD_WARN("peer connection from %s refused: %s", addr, why);
+            return;
+        }
+    }
     hd_send_timeout(fd, 30);
     if (serve_handshake(d, fd, who, sizeof(who)) < 0) {
         close(fd);

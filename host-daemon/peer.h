@@ -4,6 +4,7 @@
 
 #include "daemon.h"
 #include "proto/hostd.pb-c.h"
+#include "proto/tls.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -14,13 +15,15 @@
 struct hd_peer;
 
 /*
- * Connects to the crane-hostd at ENDPOINT (tcp:HOST:PORT) and
- * authenticates both ways with KEY (NULL: none; then a peer that asks for
+ * Connects to the crane-hostd at ENDPOINT (tcp:HOST:PORT), speaks TLS
+ * with TLS (NULL: in clear; x509 checks the peer's certificate against
+ * HOST), and authenticates both ways with KEY (NULL: none; then a peer that asks for
  * one is refused, and so is one that does not when we have one).  WHY
  * gets one line on failure.  -ECONNREFUSED, -ETIMEDOUT, -EACCES (keys
  * differ), -EPROTO.
  */
-int hd_peer_open(const char *endpoint, const uint8_t *key, size_t key_len,
+int hd_peer_open(const char *endpoint, const struct crn_tls_config *tls,
+                 const uint8_t *key, size_t key_len,
                  const char *my_host, struct hd_peer **out, char *why,
                  size_t why_len);
 /* The peer's host name, as it said. */
@@ -36,19 +39,22 @@ void hd_peer_close(struct hd_peer *p);
  * authenticated as hd_peer_open does, and asks it to receive a libxl
  * migration stream (XenStream, proto/hostd.proto) of DOMAIN for migration
  * MIGRATION_ID.  Once it accepts, *FD is that connection's socket, blocking,
- * in step just after the accepting frame: the caller owns it, writes the
+ * in step just after the accepting frame (with TLS, the plaintext socket
+ * of its relay, proto/tls.h, so the stream is encrypted): the caller owns it, writes the
  * conversation of hv_libxl.h on it, and closes it.  WHY gets one line on
  * failure.  The errors of hd_peer_open; -EINVAL for a bad id or name;
  * the destination's own -errno when it refuses (-EOPNOTSUPP: its backend
  * is not libxl); -EPROTO for any other answer.
  */
-int hd_peer_open_xen_stream(const char *endpoint, const uint8_t *key,
-                            size_t key_len, const char *my_host,
+int hd_peer_open_xen_stream(const char *endpoint,
+                            const struct crn_tls_config *tls,
+                            const uint8_t *key, size_t key_len, const char *my_host,
                             const char *migration_id, const char *domain,
                             int *fd, char *why, size_t why_len);
 
 /* Serves one accepted peer connection FD until it closes (a job thread);
- * owns FD.  A XenStream request, when this host's backend is libxl, hands
+ * owns FD.  With d->tls it first runs the TLS handshake and serves the
+ * relay's plaintext socket.  A XenStream request, when this host's backend is libxl, hands
  * the rest of the connection to hv_libxl_receive on this thread and ends
  * it after; any other backend refuses it. */
 void hd_peer_serve(struct hd_daemon *d, int fd);

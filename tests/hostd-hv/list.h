@@ -55,6 +55,9 @@ TEST_TIMED(peer_auth, 30)
 TEST_TIMED(peer_wrong_key, 30)
 TEST_TIMED(peer_bad_input, 30)
 TEST_TIMED(peer_arrive_validated, 30)
+/* TLS on peer links and the libxl stream (proto/tls.c). */
+TEST_TIMED(peer_tls_psk, 30)
+TEST_TIMED(peer_tls_x509, 60)
 
 /* libxl migration streams over the peer protocol (XenStream), without
  * Xen: refusals, the handshake first, the client's fd against a stand-in

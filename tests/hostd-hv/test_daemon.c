@@ -12,6 +12,7 @@
 #include "host-daemon/waits.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
+#include "proto/tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -219,14 +220,17 @@ static void server_stop(struct server *s)
     free(s->d.key);
 }
 
+/* The source's TLS in the tests that set it (NULL: in clear). */
+static struct crn_tls_config *client_tls;
+
 static int open_peer(struct server *s, const char *key, struct hd_peer **p,
                      char *why, size_t why_len)
 {
     char ep[64];
 
     snprintf(ep, sizeof(ep), "tcp:127.0.0.1:%u", s->port);
-    return hd_peer_open(ep, (const uint8_t *)key, key ? strlen(key) : 0,
-                        "src", p, why, why_len);
+    return hd_peer_open(ep, client_tls, (const uint8_t *)key,
+                        key ? strlen(key) : 0, "src", p, why, why_len);
 }
 
 void test_peer_auth(void)
@@ -415,7 +419,7 @@ static int open_stream(uint16_t port, const char *key, const char *id,
     char ep[64];
 
     snprintf(ep, sizeof(ep), "tcp:127.0.0.1:%u", port);
-    return hd_peer_open_xen_stream(ep, (const uint8_t *)key,
+    return hd_peer_open_xen_stream(ep, client_tls, (const uint8_t *)key,
                                    key ? strlen(key) : 0, "src", id, domain,
                                    fd, why, len);
 }
@@ -546,6 +550,7 @@ enum double_mode {
 };
 
 struct double_server {
+    struct crn_tls_config *tls;  /* TLS first (double_start_tls) */
     int lfd;
     uint16_t port;
     pthread_t thread;
@@ -706,6 +711,14 @@ static void *double_serve(void *arg)
         snprintf(ds->failed, sizeof(ds->failed), "no connection");
         return NULL;
     }
+    if (ds->tls) {
+        char why[300];
+        fd = crn_tls_wrap_server(ds->tls, fd, 5000, why, sizeof(why));
+        if (fd < 0) {
+            snprintf(ds->failed, sizeof(ds->failed), "%.150s", why);
+            return NULL;
+        }
+    }
     double_conversation(ds, fd);
     /* Until the client lets go. */
     while (read(fd, &b, 1) > 0)
@@ -714,13 +727,16 @@ static void *double_serve(void *arg)
     return NULL;
 }
 
-static void double_start(struct double_server *ds, const char *key,
-                         enum double_mode mode)
+/* TLS (NULL: none) is what the stand-in speaks under the protocol. */
+static void double_start_tls(struct double_server *ds,
+                             struct crn_tls_config *tls, const char *key,
+                             enum double_mode mode)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET };
     socklen_t len = sizeof(sa);
 
     memset(ds, 0, sizeof(*ds));
+    ds->tls = tls;
     ds->key = key;
     ds->mode = mode;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -731,6 +747,12 @@ static void double_start(struct double_server *ds, const char *key,
     CHECK_INT(getsockname(ds->lfd, (struct sockaddr *)&sa, &len), ==, 0);
     ds->port = ntohs(sa.sin_port);
     CHECK_INT(pthread_create(&ds->thread, NULL, double_serve, ds), ==, 0);
+}
+
+static void double_start(struct double_server *ds, const char *key,
+                         enum double_mode mode)
+{
+    double_start_tls(ds, NULL, key, mode);
 }
 
 static void double_stop(struct double_server *ds)
@@ -814,4 +836,162 @@ void test_peer_xen_stream_libxl_receiver(void)
 #else
     hvt_skip("built without libxl (libxen-dev)");
 #endif
+}
+
+/* --- TLS on peer links (proto/tls.c) -------------------------------------- */
+
+static char *tls_key_file(const char *bytes)
+{
+    char *path = strdup("/tmp/crane-peer-key-XXXXXX");
+    int fd = mkstemp(path);
+
+    CHECK(fd >= 0);
+    CHECK_INT(write(fd, bytes, strlen(bytes)), ==, (ssize_t)strlen(bytes));
+    close(fd);
+    return path;
+}
+
+static struct crn_tls_config *tls_config(enum crn_tls_mode mode,
+                                         const char *pki, const char *key)
+{
+    struct crn_tls_config *cfg = NULL;
+    char why[300] = "";
+
+    if (crn_tls_config_new(mode, CRN_TLS_BOTH, pki, key, &cfg, why,
+                           sizeof(why)) < 0)
+        fprintf(stderr, "tls config: %s\n", why);
+    CHECK(cfg != NULL);
+    return cfg;
+}
+
+/* One Check call over an open peer: the link carries the protocol. */
+static void peer_check(struct hd_peer *p)
+{
+    Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+    Crane__Hostd__Check c = CRANE__HOSTD__CHECK__INIT;
+    Crane__Hostd__PeerReply *r = NULL;
+
+    req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_CHECK;
+    req.check = &c;
+    CHECK_INT(hd_peer_call(p, &req, 5000, &r), ==, 0);
+    CHECK_INT(r->msg_case, ==, CRANE__HOSTD__PEER_REPLY__MSG_CHECK);
+    crane__hostd__peer_reply__free_unpacked(r, NULL);
+}
+
+/* psk from the peer key file: the right key connects (the HMAC handshake
+ * then runs inside TLS), a wrong one and a client without TLS are
+ * refused. */
+void test_peer_tls_psk(void)
+{
+    char *key = tls_key_file("shared secret"), *wrong = tls_key_file("nope");
+    struct crn_tls_config *good = tls_config(CRN_TLS_PSK, NULL, key);
+    struct crn_tls_config *bad = tls_config(CRN_TLS_PSK, NULL, wrong);
+    struct hd_peer *p = NULL;
+    struct server s;
+    char why[300] = "";
+
+    server_start(&s, "shared secret");
+    s.d.tls = good;
+    client_tls = good;
+    CHECK_INT(open_peer(&s, "shared secret", &p, why, sizeof(why)), ==, 0);
+    CHECK_STR(hd_peer_host(p), "dst");
+    peer_check(p);
+    hd_peer_close(p);
+    server_stop(&s);
+
+    server_start(&s, "shared secret");
+    s.d.tls = good;
+    client_tls = bad;
+    CHECK(open_peer(&s, "shared secret", &p, why, sizeof(why)) < 0);
+    CHECK(strstr(why, "TLS") != NULL);
+    server_stop(&s);
+
+    /* In clear to a TLS peer: the server's handshake fails on the Hello,
+     * the client sees the connection end. */
+    server_start(&s, "shared secret");
+    s.d.tls = good;
+    client_tls = NULL;
+    CHECK(open_peer(&s, "shared secret", &p, why, sizeof(why)) < 0);
+    server_stop(&s);
+
+    crn_tls_config_free(good);
+    crn_tls_config_free(bad);
+    unlink(key);
+    unlink(wrong);
+    free(key);
+    free(wrong);
+}
+
+/* x509 in libvirt's layout (tests/tls/mkpki.sh): mutual certificates pass,
+ * a host whose certificate another CA signed is refused; then a libxl
+ * stream accepted over TLS carries its bytes unchanged. */
+void test_peer_tls_x509(void)
+{
+    static const uint8_t header[16] = { 'C', 'R', 'N', 'X', 'L', 'M', 'I',
+                                        'G', 0, 0, 0, 1, 0, 0, 0, 1 };
+    char dir[] = "/tmp/crane-peer-pki-XXXXXX", cmd[600], good_dir[100],
+         other_dir[100], why[300] = "";
+    struct crn_tls_config *good, *other;
+    struct double_server ds;
+    struct hd_peer *p = NULL;
+    struct server s;
+    uint8_t b;
+    int fd = -1;
+
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(good_dir, sizeof(good_dir), "%s/good", dir);
+    snprintf(other_dir, sizeof(other_dir), "%s/other", dir);
+    snprintf(cmd, sizeof(cmd),
+             "tests/tls/mkpki.sh %s good && tests/tls/mkpki.sh %s other && "
+             "cp %s/CA/cacert.pem %s/CA/cacert.pem",
+             good_dir, other_dir, good_dir, other_dir);
+    CHECK_INT(system(cmd), ==, 0);
+    good = tls_config(CRN_TLS_X509, good_dir, NULL);
+    other = tls_config(CRN_TLS_X509, other_dir, NULL);
+
+    server_start(&s, NULL);
+    s.d.tls = good;
+    client_tls = good;
+    CHECK_INT(open_peer(&s, NULL, &p, why, sizeof(why)), ==, 0);
+    peer_check(p);
+    hd_peer_close(p);
+    server_stop(&s);
+
+    server_start(&s, NULL);
+    s.d.tls = good;
+    client_tls = other;
+    p = NULL;
+    if (open_peer(&s, NULL, &p, why, sizeof(why)) == 0) {
+        /* TLS 1.3: the client finishes first; the server's refusal
+         * ends the link before any answer. */
+        Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
+        Crane__Hostd__Check c = CRANE__HOSTD__CHECK__INIT;
+        Crane__Hostd__PeerReply *r = NULL;
+        req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_CHECK;
+        req.check = &c;
+        CHECK(hd_peer_call(p, &req, 5000, &r) < 0);
+        hd_peer_close(p);
+    }
+    server_stop(&s);
+
+    client_tls = good;
+    double_start_tls(&ds, good, "shared secret", DOUBLE_ACCEPT);
+    CHECK_INT(open_stream(ds.port, "shared secret", "mig-43", "vm1", &fd, why,
+                          sizeof(why)), ==, 0);
+    CHECK_INT(read(fd, &b, 1), ==, 1);
+    CHECK_INT(b, ==, 0x5a);
+    CHECK_INT(write(fd, header, sizeof(header)), ==, sizeof(header));
+    CHECK_INT(read(fd, &b, 1), ==, 1);
+    CHECK_INT(b, ==, 0);
+    close(fd);
+    double_stop(&ds);
+    CHECK_STR(ds.failed, "");
+    CHECK_STR(ds.migration_id, "mig-43");
+    CHECK(memcmp(ds.header, header, sizeof(header)) == 0);
+
+    client_tls = NULL;
+    crn_tls_config_free(good);
+    crn_tls_config_free(other);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK_INT(system(cmd), ==, 0);
 }
