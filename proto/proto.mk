@@ -114,7 +114,7 @@ build/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c $(PROTO_C_SRCS) \
                        $(FUZZ_PBC_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PBC_CFLAGS) $(PROTO_CFLAGS) -o $@ \
-	    $(filter %.c %.o,$^) $(GNUTLS_LIBS)
+	    $(filter %.c %.o,$^) $(GNUTLS_LIBS) -luv
 
 build/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_GEN_C) \
                        $(PROTO_GEN_H) $(FUZZ_PBC_OBJ)
