@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "proto/conffile.h"
+#include "proto/tls.h"
 #include "proto/endpoint.h"
 
 void gd_config_defaults(struct gd_config *cfg)
@@ -24,6 +25,8 @@ void gd_config_defaults(struct gd_config *cfg)
     snprintf(cfg->host, sizeof(cfg->host),
              "/dev/virtio-ports/org.crane.guest.0");
     snprintf(cfg->control, sizeof(cfg->control), "unix:/run/crane/ctl.sock");
+    snprintf(cfg->tls, sizeof(cfg->tls), "auto");
+    snprintf(cfg->pki_dir, sizeof(cfg->pki_dir), "/etc/pki");
     cfg->control_mode = 0600;
     snprintf(cfg->state_file, sizeof(cfg->state_file),
              "/run/crane/guestd.state");
@@ -150,6 +153,16 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
                                            sizeof(cfg->host_key), v)
                            : -EINVAL;
         hint = "an absolute path to a key file, or none";
+    } else if (strcmp(key, "tls") == 0) {
+        enum crn_tls_mode m;
+        rc = crn_tls_mode_parse(v, &m) == 0
+                 ? crn_conf_text(cfg->tls, sizeof(cfg->tls), v)
+                 : -EINVAL;
+        hint = "auto, x509, psk or none";
+    } else if (strcmp(key, "pki_dir") == 0) {
+        rc = v[0] == '/' ? crn_conf_text(cfg->pki_dir, sizeof(cfg->pki_dir), v)
+                         : -EINVAL;
+        hint = "an absolute path";
     } else if (strcmp(key, "host") == 0) {
         rc = endpoint_or_path(v);
         if (rc == 0)

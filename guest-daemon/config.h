@@ -21,6 +21,8 @@ struct gd_config {
     char host[GD_TEXT];          /* virtio-serial port path, or unix:/tcp:
                                     to listen on (tests) */
     char host_key[GD_TEXT];      /* shared key file; required for tcp: */
+    char tls[8];                 /* tcp: host channel: auto|x509|psk|none */
+    char pki_dir[GD_TEXT];       /* x509 files, libvirt's layout */
     uint32_t host_handshake_ms;  /* to authenticate on a keyed channel */
     uint32_t host_idle_ms;       /* a host connection with nothing asked */
     uint32_t host_keepalive_s;   /* TCP keepalive idle time; 0: off */

@@ -5,6 +5,7 @@
 #include "proto/control.pb-c.h"
 #include "proto/endpoint.h"
 #include "proto/guest_auth.h"
+#include "proto/tls.h"
 #include "proto/frame.h"
 #include "proto/log.h"
 #include "proto/version.h"
@@ -25,8 +26,8 @@
 #define CTL_MAX_FRAME (16u << 20)
 
 static const char usage[] =
-    "Usage: cranectl [--connect ENDPOINT] [--timeout SECONDS] [--key FILE] "
-    "COMMAND\n"
+    "Usage: cranectl [--connect ENDPOINT] [--timeout SECONDS] [--key FILE]\n"
+    "                [--tls MODE] [--pki-dir DIR] COMMAND\n"
     "\n"
     "Drives crane-guestd by hand: sends what the host daemon would send.\n"
     "\n"
@@ -49,6 +50,13 @@ static const char usage[] =
     "  --key FILE          the shared key of a tcp: host channel (the\n"
     "                      daemon's host_key; default $CRANECTL_KEY);\n"
     "                      unix: endpoints take none\n"
+    "  --tls MODE          TLS to a tcp: host channel: x509 (client\n"
+    "                      certificate in libvirt's layout under --pki-dir),\n"
+    "                      psk (--key's bytes as the key), none, or auto\n"
+    "                      (default: x509 where the PKI is complete, else\n"
+    "                      psk with --key, else none)\n"
+    "  --pki-dir DIR       CA/cacert.pem, libvirt/clientcert.pem,\n"
+    "                      libvirt/private/clientkey.pem (default /etc/pki)\n"
     "  --help              this text\n"
     "  --version           print \"cranectl VERSION\" and exit\n"
     "\n"
@@ -101,6 +109,7 @@ static int authenticate(int fd, const char *endpoint, const uint8_t *key,
 /* Sends MSG to EP (ENDPOINT, parsed) and waits up to TIMEOUT seconds for
  * the answer with its id. */
 static int exchange(const char *endpoint, const struct crn_endpoint *ep,
+                    const struct crn_tls_config *tls,
                     const uint8_t *key, size_t key_len,
                     Crane__Control__HostMessage *msg, double timeout,
                     Crane__Control__GuestMessage **out)
@@ -115,6 +124,17 @@ static int exchange(const char *endpoint, const struct crn_endpoint *ep,
                         "crane-guestd running?)",
                 endpoint, strerror(-fd));
         return fd;
+    }
+    if (ep->kind == CRN_EP_TCP && tls) {
+        char why[512];
+        fd = crn_tls_wrap_client(tls, fd, ep->host,
+                                 timeout < 10 ? (unsigned)(timeout * 1e3)
+                                              : 10000,
+                                 why, sizeof(why));
+        if (fd < 0) {
+            crn_log(CRN_LOG_ERROR, "%s: %s", endpoint, why);
+            return fd;
+        }
     }
     if (ep->kind == CRN_EP_TCP &&
         (rc = authenticate(fd, endpoint, key, key_len, timeout)) < 0) {
@@ -178,6 +198,8 @@ int main(int argc, char **argv)
         {"connect", required_argument, NULL, 'c'},
         {"timeout", required_argument, NULL, 't'},
         {"key", required_argument, NULL, 'k'},
+        {"tls", required_argument, NULL, 'T'},
+        {"pki-dir", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -197,6 +219,10 @@ int main(int argc, char **argv)
     Crane__Control__GuestMessage *answer = NULL;
     const char *endpoint = getenv("CRANECTL_CONNECT");
     const char *key_path = getenv("CRANECTL_KEY");
+    const char *pki_dir = NULL;
+    enum crn_tls_mode tls_mode = CRN_TLS_AUTO;
+    struct crn_tls_config *tls = NULL;
+    char why[512];
     const char *cmd;
     struct crn_endpoint ep;
     uint8_t *key = NULL;
@@ -216,6 +242,12 @@ int main(int argc, char **argv)
         switch (opt) {
         case 'c': endpoint = optarg; break;
         case 'k': key_path = optarg; break;
+        case 'T':
+            if (crn_tls_mode_parse(optarg, &tls_mode) < 0)
+                return usage_error("bad --tls '%s' (x509, psk, none or auto)",
+                                   optarg);
+            break;
+        case 'P': pki_dir = optarg; break;
         case 't':
             timeout = strtod(optarg, &end);
             if (*end || end == optarg || !(timeout > 0) || timeout > 86400)
@@ -288,8 +320,17 @@ int main(int argc, char **argv)
                 rc == -EINVAL ? "empty" : strerror(-rc));
         return 1;
     }
+    if (ep.kind == CRN_EP_TCP &&
+        crn_tls_config_new(tls_mode, CRN_TLS_CLIENT, pki_dir,
+                           key_path && *key_path ? key_path : NULL, &tls, why,
+                           sizeof(why)) < 0) {
+        crn_log(CRN_LOG_ERROR, "TLS: %s", why);
+        free(key);
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
-    rc = exchange(endpoint, &ep, key, key_len, &msg, timeout, &answer);
+    rc = exchange(endpoint, &ep, tls, key, key_len, &msg, timeout, &answer);
+    crn_tls_config_free(tls);
     if (key) {
         explicit_bzero(key, key_len);
         free(key);

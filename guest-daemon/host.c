@@ -8,6 +8,7 @@
 
 #include "proto/auth.h"
 #include "proto/guest_auth.h"
+#include "proto/tls_uv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@ struct gd_host {
     struct gd_port *port;
     unsigned next_conn;
     uint8_t *key;                /* host_key's bytes, or NULL */
+    struct crn_tls_config *tls;  /* a tcp: channel's TLS, or NULL */
     size_t key_len;
     uv_timer_t sweep;            /* handshake and idle timeouts */
     bool sweep_init;
@@ -345,19 +347,19 @@ static void arm_sweep(struct gd_host *h)
                    next <= now ? 1 : (uint64_t)((next - now) * 1e3) + 1, 0);
 }
 
-static void on_connection(uv_stream_t *s, int status)
+/* A new connection on SLOT: accepted from S, or FD >= 0, the plaintext
+ * socket of a TLS relay (tls_accepted). */
+static void add_conn(struct gd_listen_slot *slot, uv_stream_t *s, int fd)
 {
-    struct gd_listen_slot *slot = s->data;
     struct gd_host *h = slot->host;
     struct host_conn *hc, *victim = NULL;
     size_t n = 0;
 
-    if (status < 0) {
-        GD_WARN("%s socket: %s", slot->what, uv_strerror(status));
+    if (h->d->stopping || !(hc = calloc(1, sizeof(*hc)))) {
+        if (fd >= 0)
+            close(fd);
         return;
     }
-    if (h->d->stopping || !(hc = calloc(1, sizeof(*hc))))
-        return;
     for (struct host_conn *c = h->conns; c; c = c->next)
         n += !c->conn.closing;
     if (n >= GD_MAX_HOST_CONNS && !(victim = host_victim(h))) {
@@ -381,7 +383,10 @@ static void on_connection(uv_stream_t *s, int status)
              ++h->next_conn);
     hc->next = h->conns;
     h->conns = hc;
-    if (gd_conn_accept(s, &hc->conn, conn_frame, conn_closed, h) == 0) {
+    if ((fd >= 0 ? gd_conn_open(h->d->loop, fd, &hc->conn, conn_frame,
+                                conn_closed, h)
+                 : gd_conn_accept(s, &hc->conn, conn_frame, conn_closed,
+                                  h)) == 0) {
         hc->conn.too_big = conn_too_big;
         snprintf(hc->conn.name, sizeof(hc->conn.name), "%s", hc->peer.name);
         if (hc->refused) {
@@ -395,6 +400,40 @@ static void on_connection(uv_stream_t *s, int status)
         if (!uv_is_active((uv_handle_t *)&h->sweep))
             arm_sweep(h);
     }
+}
+
+static void tls_accepted(void *arg, int fd, const char *peer,
+                         const char *why)
+{
+    struct gd_listen_slot *slot = arg;
+
+    if (fd < 0)
+        GD_WARN("%s channel: tcp connection from %s refused: %s",
+                slot->what, peer, why);
+    else
+        add_conn(slot, NULL, fd);
+}
+
+static void on_connection(uv_stream_t *s, int status)
+{
+    struct gd_listen_slot *slot = s->data;
+    struct gd_host *h = slot->host;
+    int rc;
+
+    if (status < 0) {
+        GD_WARN("%s socket: %s", slot->what, uv_strerror(status));
+        return;
+    }
+    if (!slot->keyed || !h->tls) {
+        add_conn(slot, s, -1);
+        return;
+    }
+    /* TLS first, on a thread of its own (proto/tls_uv.c); the channel's
+     * own handshake (Hello, Challenge, Auth) then runs inside it. */
+    rc = crn_tls_uv_accept(s, h->tls, h->d->cfg.host_handshake_ms,
+                           tls_accepted, slot);
+    if (rc < 0)
+        GD_WARN("%s socket: %s", slot->what, uv_strerror(rc));
 }
 
 static int listen_slot(struct gd_host *h, struct gd_listen_slot *slot,
@@ -419,8 +458,12 @@ static int listen_slot(struct gd_host *h, struct gd_listen_slot *slot,
         return rc;
     slot->lis.handle.data = slot;
     slot->listening = true;
-    GD_INFO("%s channel: listening on %s%s", what, endpoint,
-            slot->keyed ? " (authenticated with host_key)" : "");
+    if (slot->keyed)
+        GD_INFO("%s channel: listening on %s (authenticated with host_key, "
+                "TLS %s)", what, endpoint,
+                crn_tls_mode_name(crn_tls_config_mode(h->tls)));
+    else
+        GD_INFO("%s channel: listening on %s", what, endpoint);
     return 0;
 }
 
@@ -446,6 +489,28 @@ static void port_frame(void *arg, struct gd_peer *peer, const uint8_t *msg,
         gd_host_frame(arg, peer, msg, len);
 }
 
+/* A tcp: host channel speaks TLS (tls, pki_dir; psk with host_key). */
+static int start_tls(struct gd_host *h, char *why, size_t why_len)
+{
+    const struct gd_config *cfg = &h->d->cfg;
+    enum crn_tls_mode mode = CRN_TLS_AUTO;
+    char text[400];
+    int rc;
+
+    crn_tls_mode_parse(cfg->tls, &mode);
+    rc = crn_tls_config_new(mode, CRN_TLS_SERVER, cfg->pki_dir,
+                            cfg->host_key[0] ? cfg->host_key : NULL,
+                            &h->tls, text, sizeof(text));
+    if (rc < 0) {
+        snprintf(why, why_len, "host channel TLS: %s", text);
+        return rc;
+    }
+    if (!h->tls)
+        GD_WARN("host channel %s without TLS (tls = %s): the host's "
+                "requests cross the network in clear", cfg->host, cfg->tls);
+    return 0;
+}
+
 int gd_host_start(struct gd_daemon *d, char *why, size_t why_len)
 {
     struct gd_host *h = calloc(1, sizeof(*h));
@@ -465,6 +530,8 @@ int gd_host_start(struct gd_daemon *d, char *why, size_t why_len)
                  rc == -EINVAL ? "empty" : strerror(-rc));
         return rc;
     }
+    if (strncmp(hc, "tcp:", 4) == 0 && (rc = start_tls(h, why, why_len)) < 0)
+        return rc;
     if (strncmp(hc, "unix:", 5) == 0 || strncmp(hc, "tcp:", 4) == 0)
         rc = listen_slot(h, &h->host_lis, hc, 0600, "host", why, why_len);
     else if ((rc = gd_port_open(d->loop, hc, port_frame, d, &h->port)) < 0)
@@ -491,6 +558,8 @@ void gd_host_stop(struct gd_daemon *d)
     }
     close_slot(&h->host_lis);
     close_slot(&h->ctl_lis);
+    crn_tls_config_free(h->tls);
+    h->tls = NULL;
     for (struct host_conn *c = h->conns; c; c = c->next)
         gd_conn_close(&c->conn, NULL);
     if (h->port) {

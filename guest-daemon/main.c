@@ -75,12 +75,14 @@ static void print_config(const struct gd_config *c)
 {
     printf("listen = %s\nlisten_mode = %04o\nprogram_group = %s\n"
            "register_timeout_ms = %u\nmax_programs = %u\nhost = %s\n"
-           "host_key = %s\nhost_handshake_ms = %u\nhost_idle_ms = %u\n"
+           "host_key = %s\ntls = %s\npki_dir = %s\n"
+           "host_handshake_ms = %u\nhost_idle_ms = %u\n"
            "host_keepalive_s = %u\ncontrol = %s\n"
            "control_mode = %04o\nstate_file = %s\nmodprobe = %s\nmodules =",
            c->listen, c->listen_mode, c->program_group,
            c->register_timeout_ms, c->max_programs, c->host,
-           c->host_key[0] ? c->host_key : "none", c->host_handshake_ms,
+           c->host_key[0] ? c->host_key : "none", c->tls, c->pki_dir,
+           c->host_handshake_ms,
            c->host_idle_ms, c->host_keepalive_s,
            c->control[0] ? c->control : "none", c->control_mode,
            c->state_file, c->modprobe);

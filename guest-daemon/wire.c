@@ -179,6 +179,37 @@ int gd_conn_accept(uv_stream_t *server, struct gd_conn *c,
     return rc;
 }
 
+int gd_conn_open(uv_loop_t *loop, int fd, struct gd_conn *c,
+                 gd_conn_frame_fn frame, gd_conn_closed_fn closed,
+                 void *owner)
+{
+    int rc;
+
+    c->frame = frame;
+    c->closed = closed;
+    c->owner = owner;
+    c->closing = false;
+    c->too_big = NULL;
+    c->in.data = NULL;
+    snprintf(c->name, sizeof(c->name), "connection");
+    rc = uv_pipe_init(loop, &c->h.pipe, 0);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    c->h.handle.data = c;
+    rc = gd_inbuf_init(&c->in);
+    if (rc == 0 && (rc = uv_pipe_open(&c->h.pipe, fd)) < 0)
+        close(fd);
+    if (rc == 0)
+        rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+    if (rc < 0) {
+        GD_WARN("connection: %s", uv_strerror(rc));
+        gd_conn_close(c, NULL);
+    }
+    return rc;
+}
+
 struct gd_write {
     uv_write_t req;
     uint8_t *data;

@@ -65,6 +65,12 @@ struct gd_conn {
     char name[96];               /* for logs */
 };
 
+/* Starts C on FD, a connected stream socket (a TLS relay's plaintext
+ * end, proto/tls_uv.h), and starts reading; as gd_conn_accept otherwise
+ * (FD is C's from then on, even on failure). */
+int gd_conn_open(uv_loop_t *loop, int fd, struct gd_conn *c,
+                 gd_conn_frame_fn frame, gd_conn_closed_fn closed,
+                 void *owner);
 /* Accepts a connection on SERVER into C and starts reading.  On failure C
  * is closed and `closed` is called later.  Returns 0 or a negative errno. */
 int gd_conn_accept(uv_stream_t *server, struct gd_conn *c,

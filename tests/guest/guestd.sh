@@ -18,7 +18,7 @@ WORKER=$B/tests/guest/cl_worker
 FAKE=$B/tests/guest/fake_shim
 CASES="several-live offline exit-mid-prepare never-answers
 never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
-register-timeout program-bound socket-perms host-auth host-idle module-busy
+register-timeout program-bound socket-perms host-auth host-tls host-idle module-busy
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare abort-mid-prepare churn bad-host-input
 bad-shim-input port no-daemon cli"
@@ -472,9 +472,11 @@ case_host_auth() {
     "$GUESTD" --config "$T/tcp.conf" --control none --listen "$T/x.sock" \
         --state "$T/x.state" 2>&1 | tee "$T/err"
     grep -q 'needs host_key' "$T/err" || die "a tcp: channel without a key started"
+    # The channel's own handshake, without TLS under it (host-tls tests
+    # that layer): raw clients below speak it with Python's HMAC.
     start_daemon "host = tcp:127.0.0.1:$port" "host_key = $key" \
-        "host_handshake_ms = 1000"
-    local tcp="--connect tcp:127.0.0.1:$port"
+        "host_handshake_ms = 1000" "tls = none"
+    local tcp="--connect tcp:127.0.0.1:$port --tls none"
     for _ in $(seq 100); do
         grep -q 'listening on tcp:.*authenticated' "$T/guestd.log" && break
         sleep 0.05
@@ -561,9 +563,9 @@ EOF
     # guest_key, answered with it.
     "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" &&
         die "crane-hostd's client got in without the key"
-    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" "$T/wrong.key" &&
-        die "crane-hostd's client got in with a wrong key"
-    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" "$key" ||
+    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" "$T/wrong.key" \
+        none && die "crane-hostd's client got in with a wrong key"
+    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" "$key" none ||
         die "crane-hostd's client with the key was not answered"
     # With the key: commands work.
     "$CTL" $tcp --key "$key" --timeout 20 status | tee "$T/st.out"
@@ -576,6 +578,71 @@ EOF
 
 # A host connection with nothing asked is closed after host_idle_ms; one
 # waiting for a long prepare is not, and gets its answer.
+# TLS under the host channel (proto/tls.c): psk from host_key by default
+# (auto), x509 with a PKI in libvirt's layout; cranectl and crane-hostd's
+# client (host-daemon/guest.c) get in with the right credentials; a wrong
+# key, a certificate from another CA and a client without TLS are refused,
+# each with the daemon's log saying so.
+case_host_tls() {
+    local port key=$T/host.key n
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    head -c 32 /dev/urandom >"$key"
+    head -c 32 /dev/urandom >"$T/wrong.key"
+    local tcp="--connect tcp:127.0.0.1:$port"
+    refusals() { grep -c 'tcp connection from 127.0.0.1 refused: .*TLS' \
+        "$T/guestd.log"; }
+    # The daemon logs a refusal once its handshake thread is back on the
+    # loop, maybe after the client has exited: wait for it (5 s at most).
+    refused_since() {
+        for _ in $(seq 100); do
+            [ "$(refusals)" -gt "$1" ] && return 0
+            sleep 0.05
+        done
+        return 1
+    }
+    wait_listening() {
+        for _ in $(seq 100); do
+            grep -q "listening on tcp:.*TLS $1" "$T/guestd.log" && return 0
+            sleep 0.05
+        done
+        die "no 'TLS $1' listener"
+    }
+    start_daemon "host = tcp:127.0.0.1:$port" "host_key = $key" \
+        "pki_dir = $T/no-pki"
+    wait_listening psk
+    "$CTL" $tcp --key "$key" --timeout 20 status | tee "$T/st.out"
+    grep -q '^phase: idle' "$T/st.out" || die "psk status failed"
+    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" "$key" psk ||
+        die "crane-hostd's client over psk was not answered"
+    n=$(refusals)
+    "$CTL" $tcp --key "$T/wrong.key" --timeout 20 status 2>&1 &&
+        die "a wrong key got in"
+    refused_since "$n" || die "no refusal logged for a wrong key"
+    n=$(refusals)
+    "$CTL" $tcp --key "$key" --tls none --timeout 20 status 2>&1 &&
+        die "a client without TLS got in"
+    refused_since "$n" || die "no refusal logged for a plain client"
+    grep 'refused: .*TLS' "$T/guestd.log"
+    kill "$GD_PID"
+    wait "$GD_PID" 2>/dev/null
+    rm -f "$T/guestd.conf"
+    tests/tls/mkpki.sh "$T/pki" guest >/dev/null || die "mkpki"
+    tests/tls/mkpki.sh "$T/other" stranger >/dev/null || die "mkpki"
+    cp "$T/pki/CA/cacert.pem" "$T/other/CA/cacert.pem"
+    start_daemon "host = tcp:127.0.0.1:$port" "host_key = $key" \
+        "tls = x509" "pki_dir = $T/pki"
+    wait_listening x509
+    "$CTL" $tcp --key "$key" --tls x509 --pki-dir "$T/pki" --timeout 20 \
+        status | tee "$T/st.out"
+    grep -q '^phase: idle' "$T/st.out" || die "x509 status failed"
+    "$B/tests/guest/hostd_guest_call" "tcp:127.0.0.1:$port" "$key" x509 \
+        "$T/pki" || die "crane-hostd's client over x509 was not answered"
+    n=$(refusals)
+    "$CTL" $tcp --key "$key" --tls x509 --pki-dir "$T/other" --timeout 20 \
+        status 2>&1 && die "a certificate from another CA got in"
+    refused_since "$n" || die "no refusal logged for another CA"
+}
+
 case_host_idle() {
     start_daemon "host_idle_ms = 700"
     fake slow ok 2000

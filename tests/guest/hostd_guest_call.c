@@ -1,15 +1,17 @@
 /* crane-hostd's client of the guest channel (host-daemon/guest.c), alone:
  * sends one status to crane-guestd and prints the phase, for the tests.
  *
- *   hostd_guest_call CHANNEL [KEYFILE]
+ *   hostd_guest_call CHANNEL [KEYFILE [TLS [PKIDIR]]]
  *
  * CHANNEL is what crane-hostd would use: a unix socket path, or
- * tcp:HOST:PORT (authenticated with KEYFILE, as guest_key).  Prints
+ * tcp:HOST:PORT (authenticated with KEYFILE, as guest_key, over TLS as
+ * crane-hostd's tls and pki_dir say: auto by default).  Prints
  * "phase N" and exits 0 on an answer; exits 1 when there was none.
  */
 #include "guest.h"
 
 #include "proto/auth.h"
+#include "proto/tls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +34,23 @@ int main(int argc, char **argv)
     size_t len;
     int rc;
 
-    if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: hostd_guest_call CHANNEL [KEYFILE]\n");
+    if (argc < 2 || argc > 5) {
+        fprintf(stderr, "usage: hostd_guest_call CHANNEL [KEYFILE [TLS "
+                        "[PKIDIR]]]\n");
         return 2;
     }
-    if (argc == 3) {
+    if (argc >= 3) {
+        enum crn_tls_mode mode = CRN_TLS_AUTO;
+        struct crn_tls_config *tls = NULL;
+        char why[400];
+        if ((argc >= 4 && crn_tls_mode_parse(argv[3], &mode) < 0) ||
+            crn_tls_config_new(mode, CRN_TLS_CLIENT,
+                               argc >= 5 ? argv[4] : NULL, argv[2], &tls,
+                               why, sizeof(why)) < 0) {
+            fprintf(stderr, "hostd_guest_call: TLS: %s\n", why);
+            return 2;
+        }
+        hd_guest_set_tls(tls);
         if ((rc = crn_auth_key_load(argv[2], &key, &len)) < 0) {
             fprintf(stderr, "hostd_guest_call: %s: %s\n", argv[2],
                     strerror(-rc));
