@@ -105,7 +105,8 @@ static int endpoint_or_path(const char *v)
 {
     struct crn_endpoint ep;
 
-    if (strncmp(v, "unix:", 5) == 0 || strncmp(v, "tcp:", 4) == 0)
+    if (strncmp(v, "unix:", 5) == 0 || strncmp(v, "tcp:", 4) == 0 ||
+        strncmp(v, "vsock:", 6) == 0)
         return crn_endpoint_parse(v, &ep);
     return v[0] == '/' ? 0 : -EINVAL;
 }
@@ -167,13 +168,13 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
         rc = endpoint_or_path(v);
         if (rc == 0)
             rc = crn_conf_text(cfg->host, sizeof(cfg->host), v);
-        hint = "a port path, unix:PATH or tcp:HOST:PORT";
+        hint = "a port path, unix:PATH, tcp:HOST:PORT or vsock:CID:PORT";
     } else if (strcmp(key, "control") == 0) {
         rc = !*v || strcmp(v, "none") == 0 ? (cfg->control[0] = '\0', 0)
              : crn_endpoint_parse(v, &ep) == 0
                  ? crn_conf_text(cfg->control, sizeof(cfg->control), v)
                  : -EINVAL;
-        hint = "unix:PATH, tcp:HOST:PORT or none";
+        hint = "unix:PATH, tcp:HOST:PORT, vsock:CID:PORT or none";
     } else if (strcmp(key, "control_mode") == 0) {
         rc = file_mode(&cfg->control_mode, v);
         hint = "octal, e.g. 0600";

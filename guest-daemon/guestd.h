@@ -109,7 +109,7 @@ struct gd_daemon {
     struct gd_config cfg;
     char self_exe[GD_TEXT];      /* for the GPU probe child */
     /* The shims' socket and every connected program. */
-    union gd_listener shim_lis;
+    union crn_listener shim_lis;
     bool shim_listening;
     char shim_path[108];
     struct gd_program *programs;

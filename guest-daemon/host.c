@@ -31,7 +31,7 @@ struct host_conn {
 };
 
 struct gd_listen_slot {
-    union gd_listener lis;
+    union crn_listener lis;
     bool listening;
     bool keyed;                  /* its connections must authenticate */
     char path[108];              /* unix socket to unlink at the end */
@@ -445,7 +445,8 @@ static int listen_slot(struct gd_host *h, struct gd_listen_slot *slot,
     slot->what = what;
     slot->host = h;
     /* A channel that can cross a machine boundary takes the key. */
-    slot->keyed = strncmp(endpoint, "tcp:", 4) == 0;
+    slot->keyed = strncmp(endpoint, "tcp:", 4) == 0 ||
+                  strncmp(endpoint, "vsock:", 6) == 0;
     if (slot->keyed && !h->key) {
         snprintf(why, why_len, "the %s channel %s can be reached from "
                  "other machines: it needs host_key (a shared key file; "
@@ -532,7 +533,8 @@ int gd_host_start(struct gd_daemon *d, char *why, size_t why_len)
     }
     if (strncmp(hc, "tcp:", 4) == 0 && (rc = start_tls(h, why, why_len)) < 0)
         return rc;
-    if (strncmp(hc, "unix:", 5) == 0 || strncmp(hc, "tcp:", 4) == 0)
+    if (strncmp(hc, "unix:", 5) == 0 || strncmp(hc, "tcp:", 4) == 0 ||
+        strncmp(hc, "vsock:", 6) == 0)
         rc = listen_slot(h, &h->host_lis, hc, 0600, "host", why, why_len);
     else if ((rc = gd_port_open(d->loop, hc, port_frame, d, &h->port)) < 0)
         snprintf(why, why_len, "cannot use the host port %s: %s", hc,

@@ -4,6 +4,7 @@
 #include "log.h"
 
 #include "proto/endpoint.h"
+#include "proto/listen.h"
 #include "proto/frame.h"
 
 #include <errno.h>
@@ -257,105 +258,7 @@ int gd_conn_send(struct gd_conn *c, const ProtobufCMessage *msg)
 
 /* --- listening ----------------------------------------------------------- */
 
-/* A unix socket file left by a daemon that died: nobody accepts on it. */
-static bool stale_socket(const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    struct stat st;
-    bool stale;
-    int fd;
-
-    if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
-        return false;
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return false;
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    stale = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
-            errno == ECONNREFUSED;
-    close(fd);
-    return stale;
-}
-
-/* mkdir -p of PATH's folder (mode 0755 for new ones). */
-static void make_parent(const char *path)
-{
-    char dir[108];
-    char *slash;
-
-    snprintf(dir, sizeof(dir), "%s", path);
-    slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-        return;
-    *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(dir, 0755);
-            *p = '/';
-        }
-    }
-    mkdir(dir, 0755);
-}
-
-static int listen_unix(uv_loop_t *loop, union gd_listener *l,
-                       const struct crn_endpoint *ep, unsigned mode,
-                       uv_connection_cb cb, char *why, size_t why_len)
-{
-    int rc = uv_pipe_init(loop, &l->pipe, 0);
-
-    if (rc < 0)
-        goto fail;
-    make_parent(ep->path);
-    rc = uv_pipe_bind(&l->pipe, ep->path);
-    if (rc == UV_EADDRINUSE && stale_socket(ep->path)) {
-        unlink(ep->path);
-        rc = uv_pipe_bind(&l->pipe, ep->path);
-    }
-    if (rc == 0 && chmod(ep->path, mode) < 0)
-        rc = -errno;
-    if (rc == 0)
-        rc = uv_listen(&l->stream, 64, cb);
-    if (rc == 0)
-        return 0;
-    uv_close(&l->handle, NULL);
-fail:
-    snprintf(why, why_len, "cannot listen on unix:%s: %s", ep->path,
-             uv_strerror(rc));
-    return rc;
-}
-
-static int listen_tcp(uv_loop_t *loop, union gd_listener *l,
-                      const struct crn_endpoint *ep, uv_connection_cb cb,
-                      char *why, size_t why_len)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    int rc = getaddrinfo(ep->host, ep->port, &hints, &ai);
-
-    if (rc != 0) {
-        snprintf(why, why_len, "cannot resolve %s: %s", ep->host,
-                 gai_strerror(rc));
-        return -EINVAL;
-    }
-    rc = uv_tcp_init(loop, &l->tcp);
-    if (rc == 0) {
-        rc = uv_tcp_bind(&l->tcp, ai->ai_addr, 0);
-        if (rc == 0)
-            rc = uv_listen(&l->stream, 16, cb);
-        if (rc < 0)
-            uv_close(&l->handle, NULL);
-    }
-    freeaddrinfo(ai);
-    if (rc < 0)
-        snprintf(why, why_len, "cannot listen on tcp:%s:%s: %s", ep->host,
-                 ep->port, uv_strerror(rc));
-    return rc;
-}
-
-int gd_listen(uv_loop_t *loop, union gd_listener *l, const char *endpoint,
+int gd_listen(uv_loop_t *loop, union crn_listener *l, const char *endpoint,
               unsigned mode, uv_connection_cb cb, char *path_out,
               size_t path_len, char *why, size_t why_len)
 {
@@ -365,15 +268,13 @@ int gd_listen(uv_loop_t *loop, union gd_listener *l, const char *endpoint,
     path_out[0] = '\0';
     if (crn_endpoint_parse(endpoint, &ep) < 0) {
         snprintf(why, why_len,
-                 "bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)", endpoint);
+                 "bad endpoint '%s' (unix:PATH, tcp:HOST:PORT or "
+                 "vsock:CID:PORT)", endpoint);
         return -EINVAL;
     }
-    if (ep.kind == CRN_EP_UNIX) {
-        rc = listen_unix(loop, l, &ep, mode, cb, why, why_len);
-        if (rc == 0)
-            snprintf(path_out, path_len, "%s", ep.path);
-    } else {
-        rc = listen_tcp(loop, l, &ep, cb, why, why_len);
-    }
+    rc = crn_listen_uv(loop, l, &ep, ep.kind == CRN_EP_UNIX ? mode : 0, 64,
+                       cb, why, why_len);
+    if (rc == 0 && ep.kind == CRN_EP_UNIX)
+        snprintf(path_out, path_len, "%s", ep.path);
     return rc;
 }

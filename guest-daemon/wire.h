@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "proto/listen.h"
+
 /* docs/guest.md: a control frame holds at most 64 KiB on either hop. */
 #define GD_MAX_FRAME (64u << 10)
 /* Replies a slow peer has not read yet; past this it is cut off. */
@@ -82,17 +84,11 @@ int gd_conn_send(struct gd_conn *c, const ProtobufCMessage *msg);
 /* Closes C (once); `closed` runs when libuv is done with it. */
 void gd_conn_close(struct gd_conn *c, const char *why);
 
-/* Listening sockets: unix:PATH (stale socket files replaced, MODE set on
- * the file) or tcp:HOST:PORT.  L is a pipe or tcp handle inside a union
- * like gd_conn's; *PATH_OUT gets the path to unlink at the end ("" for
- * tcp).  WHY gets one line on failure. */
-union gd_listener {
-    uv_handle_t handle;
-    uv_stream_t stream;
-    uv_pipe_t pipe;
-    uv_tcp_t tcp;
-};
-int gd_listen(uv_loop_t *loop, union gd_listener *l, const char *endpoint,
+/* Listens on ENDPOINT (unix:PATH with MODE set on the file, tcp:HOST:PORT
+ * or vsock:CID:PORT) through the one listener, proto/listen.c; *PATH_OUT
+ * gets the path to unlink at the end ("" unless unix).  WHY gets one line
+ * on failure. */
+int gd_listen(uv_loop_t *loop, union crn_listener *l, const char *endpoint,
               unsigned mode, uv_connection_cb cb, char *path_out,
               size_t path_len, char *why, size_t why_len);
 

@@ -1,4 +1,5 @@
-/* crane-hostd's listening sockets: crane-migrate's (unix) and peers' (TCP). */
+/* crane-hostd's listening sockets (crane-migrate's unix one, the peers' TCP
+ * one, both through proto/listen.c) and who serves each connection. */
 #include "listen.h"
 
 #include "io.h"
@@ -6,6 +7,7 @@
 #include "migration.h"
 #include "peer.h"
 #include "proto/endpoint.h"
+#include "proto/listen.h"
 #include "proto/frame.h"
 #include "proto/hostd.pb-c.h"
 
@@ -187,67 +189,6 @@ static int start(struct hd_daemon *d, struct listener *l, int fd,
     return uv_poll_start(&l->poll, UV_READABLE, on_accept) < 0 ? -EIO : 0;
 }
 
-static int listen_unix(const char *path, unsigned mode)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    char dir[108];
-    char *slash;
-    int fd;
-
-    if (strlen(path) >= sizeof(sa.sun_path))
-        return -ENAMETOOLONG;
-    snprintf(dir, sizeof(dir), "%s", path);
-    if ((slash = strrchr(dir, '/')) && slash != dir) {
-        *slash = '\0';
-        mkdir(dir, 0755);
-    }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                     0)) < 0)
-        return -errno;
-    /* A socket file left by a daemon that died: a live one answers. */
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-        close(fd);
-        return -EADDRINUSE;
-    }
-    unlink(path);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        chmod(path, mode) < 0 || listen(fd, 16) < 0) {
-        int rc = -errno;
-        close(fd);
-        return rc;
-    }
-    return fd;
-}
-
-static int listen_tcp(const struct crn_endpoint *ep)
-{
-    struct addrinfo hints = { .ai_family = AF_UNSPEC,
-                              .ai_socktype = SOCK_STREAM,
-                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
-    struct addrinfo *ai;
-    int fd, one = 1, rc;
-
-    if (getaddrinfo(ep->host, ep->port, &hints, &ai) != 0)
-        return -EINVAL;
-    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                0);
-    if (fd < 0) {
-        rc = -errno;
-        freeaddrinfo(ai);
-        return rc;
-    }
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 16) < 0) {
-        rc = -errno;
-        close(fd);
-        freeaddrinfo(ai);
-        return rc;
-    }
-    freeaddrinfo(ai);
-    return fd;
-}
-
 int hd_listen_start(struct hd_daemon *d, struct hd_listeners **out,
                     char *why, size_t why_len)
 {
@@ -259,10 +200,10 @@ int hd_listen_start(struct hd_daemon *d, struct hd_listeners **out,
         return -ENOMEM;
     l->control.fd = l->peer.fd = -1;
     crn_endpoint_parse(d->cfg.control, &ep);
-    if ((fd = listen_unix(ep.path, d->cfg.control_mode)) < 0) {
-        snprintf(why, why_len, "cannot listen on %s: %s", d->cfg.control,
-                 fd == -EADDRINUSE ? "another crane-hostd uses it"
-                                   : strerror(-fd));
+    if ((fd = crn_listen(&ep, d->cfg.control_mode, 16, why, why_len)) < 0) {
+        if (fd == -EADDRINUSE)
+            snprintf(why, why_len, "cannot listen on %s: another crane-hostd "
+                     "uses it", d->cfg.control);
         free(l);
         return fd;
     }
@@ -271,9 +212,7 @@ int hd_listen_start(struct hd_daemon *d, struct hd_listeners **out,
         goto fail;
     if (*d->cfg.peer_listen) {
         crn_endpoint_parse(d->cfg.peer_listen, &ep);
-        if ((fd = listen_tcp(&ep)) < 0) {
-            snprintf(why, why_len, "cannot listen on %s: %s",
-                     d->cfg.peer_listen, strerror(-fd));
+        if ((fd = crn_listen(&ep, 0, 16, why, why_len)) < 0) {
             rc = fd;
             goto fail;
         }

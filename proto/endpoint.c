@@ -1,4 +1,5 @@
-/* Endpoints written unix:PATH or tcp:HOST:PORT: parsing and connecting. */
+/* Endpoints written unix:PATH, tcp:HOST:PORT or vsock:CID:PORT: parsing
+ * and connecting. */
 #include "proto/endpoint.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <linux/vm_sockets.h>
 #include <unistd.h>
 
 static int parse_tcp(const char *s, struct crn_endpoint *ep)
@@ -44,6 +46,43 @@ static int parse_tcp(const char *s, struct crn_endpoint *ep)
     return 0;
 }
 
+/* A decimal 32-bit number, the whole of [S, END). */
+static int parse_u32(const char *s, const char *end, unsigned *out)
+{
+    unsigned long long v = 0;
+
+    if (s == end || end - s > 10)
+        return -EINVAL;
+    for (; s < end; s++) {
+        if (*s < '0' || *s > '9')
+            return -EINVAL;
+        v = v * 10 + (unsigned)(*s - '0');
+    }
+    if (v > 0xffffffffull)
+        return -EINVAL;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse_vsock(const char *s, struct crn_endpoint *ep)
+{
+    const char *colon = strchr(s, ':');
+    unsigned cid, port;
+
+    if (!colon)
+        return -EINVAL;
+    if (colon - s == 3 && strncmp(s, "any", 3) == 0)
+        cid = CRN_VSOCK_CID_ANY;
+    else if (parse_u32(s, colon, &cid) < 0)
+        return -EINVAL;
+    if (parse_u32(colon + 1, colon + 1 + strlen(colon + 1), &port) < 0)
+        return -EINVAL;
+    ep->cid = cid;
+    snprintf(ep->port, sizeof(ep->port), "%u", port);
+    ep->kind = CRN_EP_VSOCK;
+    return 0;
+}
+
 int crn_endpoint_parse(const char *text, struct crn_endpoint *ep)
 {
     if (!text || !ep)
@@ -59,6 +98,8 @@ int crn_endpoint_parse(const char *text, struct crn_endpoint *ep)
     }
     if (strncmp(text, "tcp:", 4) == 0)
         return parse_tcp(text + 4, ep);
+    if (strncmp(text, "vsock:", 6) == 0)
+        return parse_vsock(text + 6, ep);
     return -EINVAL;
 }
 
@@ -105,6 +146,24 @@ static int connect_tcp(const struct crn_endpoint *ep)
     return err;
 }
 
+static int connect_vsock(const struct crn_endpoint *ep)
+{
+    struct sockaddr_vm sa = {.svm_family = AF_VSOCK,
+                             .svm_cid = ep->cid,
+                             .svm_port = (unsigned)strtoul(ep->port, NULL,
+                                                           10)};
+    int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
 int crn_endpoint_connect(const struct crn_endpoint *ep)
 {
     if (!ep)
@@ -112,6 +171,7 @@ int crn_endpoint_connect(const struct crn_endpoint *ep)
     switch (ep->kind) {
     case CRN_EP_UNIX: return connect_unix(ep);
     case CRN_EP_TCP: return connect_tcp(ep);
+    case CRN_EP_VSOCK: return connect_vsock(ep);
     default: return -EINVAL;
     }
 }
@@ -121,6 +181,10 @@ void crn_endpoint_format(const struct crn_endpoint *ep, char *buf,
 {
     if (ep->kind == CRN_EP_UNIX)
         snprintf(buf, len, "unix:%s", ep->path);
+    else if (ep->kind == CRN_EP_VSOCK && ep->cid == CRN_VSOCK_CID_ANY)
+        snprintf(buf, len, "vsock:any:%s", ep->port);
+    else if (ep->kind == CRN_EP_VSOCK)
+        snprintf(buf, len, "vsock:%u:%s", ep->cid, ep->port);
     else if (strchr(ep->host, ':'))
         snprintf(buf, len, "tcp:[%s]:%s", ep->host, ep->port);
     else

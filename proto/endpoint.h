@@ -1,22 +1,28 @@
-/* Endpoints written unix:PATH or tcp:HOST:PORT: parsing and connecting. */
+/* Endpoints written unix:PATH, tcp:HOST:PORT or vsock:CID:PORT: parsing
+ * and connecting. */
 #ifndef CRANE_PROTO_ENDPOINT_H
 #define CRANE_PROTO_ENDPOINT_H
 
 #include <stddef.h>
 
-enum crn_endpoint_kind { CRN_EP_UNIX = 1, CRN_EP_TCP };
+enum crn_endpoint_kind { CRN_EP_UNIX = 1, CRN_EP_TCP, CRN_EP_VSOCK };
+
+/* vsock:any:PORT listens on every local CID (VMADDR_CID_ANY). */
+#define CRN_VSOCK_CID_ANY 0xffffffffu
 
 struct crn_endpoint {
     enum crn_endpoint_kind kind;
     char path[108];              /* unix: the socket path */
     char host[256];              /* tcp: host name or address */
-    char port[8];                /* tcp: port number, as text */
+    char port[12];               /* tcp, vsock: port number, as text */
+    unsigned cid;                /* vsock: context id (2: the host) */
 };
 
 /* Parses TEXT into EP.  Returns 0, or -EINVAL for anything but a well-formed
  * unix:PATH (path fits a sockaddr_un) or tcp:HOST:PORT (port 0-65535, 0
  * for a listener that takes any free port, as crane-proxy logs; an IPv6
- * host is written in brackets, tcp:[::1]:7000). */
+ * host is written in brackets, tcp:[::1]:7000) or vsock:CID:PORT (CID and
+ * PORT 32-bit numbers, CID also "any"). */
 int crn_endpoint_parse(const char *text, struct crn_endpoint *ep);
 
 /* Connects a blocking, close-on-exec stream socket to EP (TCP with

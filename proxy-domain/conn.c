@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/vm_sockets.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -80,6 +81,11 @@ static void peer_name(struct px_conn *c)
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
             snprintf(c->peer, sizeof(c->peer), "uid %u",
                      (unsigned)cred.uid);
+    } else if (c->srv->ep.kind == CRN_EP_VSOCK) {
+        struct sockaddr_vm sa;
+        socklen_t len = sizeof(sa);
+        if (getpeername(fd, (struct sockaddr *)&sa, &len) == 0)
+            snprintf(c->peer, sizeof(c->peer), "vsock cid %u", sa.svm_cid);
     } else {
         struct sockaddr_storage sa;
         int len = sizeof(sa);

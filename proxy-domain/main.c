@@ -24,7 +24,8 @@ static const char usage[] =
     "Executes remoted OpenCL calls (docs/remoting.md) on this machine's\n"
     "devices for many clients at once, each a tenant with its own objects.\n"
     "\n"
-    "  --listen ENDPOINT   unix:PATH or tcp:HOST:PORT (required)\n"
+    "  --listen ENDPOINT   unix:PATH, tcp:HOST:PORT or vsock:CID:PORT\n"
+    "                      (required)\n"
     "  --device SPEC       devices offered: all (default), gpu, cpu,\n"
     "                      accelerator, P (platform index) or P:D\n"
     "  --auth-key FILE     require clients to prove they hold this key\n"
@@ -301,8 +302,8 @@ int main(int argc, char **argv)
     if (!opts.listen)
         return bad_usage("%s", "--listen ENDPOINT is required (see --help)");
     if (crn_endpoint_parse(opts.listen, &ep) < 0)
-        return bad_usage("bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
-                         opts.listen);
+        return bad_usage("bad endpoint '%s' (unix:PATH, tcp:HOST:PORT or "
+                         "vsock:CID:PORT)", opts.listen);
 
     /* Before the first work item starts libuv's pool: each tenant's calls
      * may block one thread while the device works. */

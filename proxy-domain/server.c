@@ -7,6 +7,7 @@
 #include "supervisor.h"
 
 #include "proto/auth.h"
+#include "proto/listen.h"
 #include "proto/notify.h"
 
 #include <errno.h>
@@ -34,87 +35,18 @@ static void on_connection(uv_stream_t *s, int status)
     px_conn_accept(srv);
 }
 
-/* A unix socket file left by a proxy that died: nobody accepts on it. */
-static bool stale_socket(const char *path)
+/* Listens through the one listener (proto/listen.c); port 0 of a tcp:
+ * endpoint becomes the port the kernel chose, which logs and workers say. */
+static int listen_on(struct px_server *srv, char *why, size_t why_len)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    struct stat st;
-    bool stale;
-    int fd;
-
-    if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
-        return false;
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return false;
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    stale = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
-            errno == ECONNREFUSED;
-    close(fd);
-    return stale;
-}
-
-static int listen_unix(struct px_server *srv, char *why, size_t why_len)
-{
-    int rc = uv_pipe_init(srv->loop, &srv->lis.pipe, 0);
+    int rc = crn_listen_uv(srv->loop, &srv->lis,
+                           &srv->ep, 0, 128, on_connection, why, why_len);
 
     if (rc < 0)
-        goto fail;
+        return rc;
     srv->listening = true;
-    rc = uv_pipe_bind(&srv->lis.pipe, srv->ep.path);
-    if (rc == UV_EADDRINUSE && stale_socket(srv->ep.path)) {
-        unlink(srv->ep.path);
-        rc = uv_pipe_bind(&srv->lis.pipe, srv->ep.path);
-    }
-    if (rc < 0)
-        goto fail;
-    srv->created_socket = true;
-    rc = uv_listen(&srv->lis.stream, 128, on_connection);
-    if (rc < 0)
-        goto fail;
+    srv->created_socket = srv->ep.kind == CRN_EP_UNIX;
     return 0;
-fail:
-    snprintf(why, why_len, "cannot listen on unix:%s: %s", srv->ep.path,
-             uv_strerror(rc));
-    return rc;
-}
-
-static int listen_tcp(struct px_server *srv, char *why, size_t why_len)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    int rc = getaddrinfo(srv->ep.host, srv->ep.port, &hints, &ai);
-
-    if (rc != 0) {
-        snprintf(why, why_len, "cannot resolve %s: %s", srv->ep.host,
-                 gai_strerror(rc));
-        return -EINVAL;
-    }
-    rc = uv_tcp_init(srv->loop, &srv->lis.tcp);
-    if (rc == 0) {
-        srv->listening = true;
-        rc = uv_tcp_bind(&srv->lis.tcp, ai->ai_addr, 0);
-    }
-    if (rc == 0)
-        rc = uv_listen(&srv->lis.stream, 128, on_connection);
-    freeaddrinfo(ai);
-    if (rc == 0) {
-        /* Port 0: the kernel chose a free one; logs and workers say it. */
-        struct sockaddr_storage sa;
-        int len = sizeof(sa);
-        if (uv_tcp_getsockname(&srv->lis.tcp, (struct sockaddr *)&sa,
-                               &len) == 0)
-            snprintf(srv->ep.port, sizeof(srv->ep.port), "%u",
-                     ntohs(sa.ss_family == AF_INET
-                               ? ((struct sockaddr_in *)&sa)->sin_port
-                               : ((struct sockaddr_in6 *)&sa)->sin6_port));
-    }
-    if (rc < 0)
-        snprintf(why, why_len, "cannot listen on tcp:%s:%s: %s", srv->ep.host,
-                 srv->ep.port, uv_strerror(rc));
-    return rc;
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -151,7 +83,8 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     srv->role = opts->role;
     if (crn_endpoint_parse(opts->listen, &srv->ep) < 0) {
         snprintf(why, why_len,
-                 "bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
+                 "bad endpoint '%s' (unix:PATH, tcp:HOST:PORT or "
+                 "vsock:CID:PORT)",
                  opts->listen);
         return -EINVAL;
     }
@@ -184,8 +117,7 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     }
     /* A worker takes connections from its supervisor, not a listener. */
     if (srv->role != PX_ROLE_WORKER) {
-        rc = srv->ep.kind == CRN_EP_UNIX ? listen_unix(srv, why, why_len)
-                                         : listen_tcp(srv, why, why_len);
+        rc = listen_on(srv, why, why_len);
         if (rc < 0)
             return rc;
         srv->lis.handle.data = srv;

@@ -6,6 +6,7 @@
 #include "tenant.h"
 
 #include "proto/endpoint.h"
+#include "proto/listen.h"
 #include "proto/tls.h"
 
 #include <stdbool.h>
@@ -55,12 +56,7 @@ struct px_options {
 struct px_server {
     uv_loop_t *loop;
     struct crn_endpoint ep;
-    union {
-        uv_handle_t handle;
-        uv_stream_t stream;
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-    } lis;
+    union crn_listener lis;      /* proto/listen.h */
     bool listening;
     bool created_socket;         /* unlink ep.path at the end */
     uv_signal_t sig_int, sig_term, sig_usr1;

@@ -19,7 +19,7 @@ $(B)/obj/tests/unit/%.o: tests/unit/%.c | $(PROTO_GEN_H)
 $(UNIT_BIN): $(UNIT_OBJS) $(SHIM_ARCHIVE) $(PROTO_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(UNIT_OBJS) $(SHIM_ARCHIVE) $(PROTO_LIBS) $(LDFLAGS) \
-	    -ldl -pthread
+	    -luv -ldl -pthread
 
 unit: $(UNIT_BIN)
 

@@ -50,6 +50,13 @@ TEST_ENTRY(map_random)
 TEST_ENTRY(map_pointers)
 TEST_ENTRY(map_each_replace_churn)
 
+/* proto/listen.c, endpoint.c: tests/unit/test_listen.c */
+TEST_ENTRY(listen_endpoint_vsock_parse)
+TEST_ENTRY(listen_vsock_error)
+TEST_ENTRY(listen_unix)
+TEST_ENTRY(listen_tcp_port0)
+TEST_ENTRY(listen_uv_unix)
+
 /* proxy-domain/validate.c: tests/unit/test_px.c */
 TEST_ENTRY(px_validate_launch)
 TEST_ENTRY(px_validate_mem)
