@@ -10,8 +10,8 @@
  * Every crane channel carries frames: 4 bytes holding the message's length
  * in big-endian order, then that many bytes of packed protobuf-c message.
  * A message with only default values is empty, so a frame may be just its 4
- * length bytes.  Bulk bytes announced by a message (a BufferChunk of the
- * snapshot channel) follow its frame raw, unframed.
+ * length bytes.  Bulk bytes announced by a message (a `bulk_len` of the
+ * remoting channel) follow its frame raw, unframed.
  *
  * All functions return 0 or a negative errno.
  */

@@ -462,7 +462,7 @@ echo "# fuzzing: a short pass of each target"
 # Each starts from its corpus in the repository (tests/fuzz/corpus/TARGET,
 # read only) and writes what it finds new to a corpus kept in the log
 # folder between runs; a finding fails the case, its artifact named in the
-# log.  frame: the frame decoder and snapshot unpacking; proto: every
+# log.  frame: the frame decoder and Register unpacking; proto: every
 # channel's top-level messages through protobuf-c's own (instrumented)
 # decoder and encoder; remote: the proxy's decoding, validation and
 # execution on PoCL.  tests/fuzz/README.md has the long run.

@@ -1,6 +1,7 @@
-/* libFuzzer target: bytes through crn_frame_decode, then snapshot unpack. */
+/* libFuzzer target: bytes through crn_frame_decode, then each frame unpacked
+ * as a shim's Register and ShimMessage. */
 #include "proto/frame.h"
-#include "proto/snapshot.pb-c.h"
+#include "proto/control.pb-c.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,45 +13,45 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /*
- * Unpacks MSG both ways a snapshot stream may hold it; a header that
- * unpacks must pack and unpack again to the same values.  Headers with
+ * Unpacks MSG as a ShimMessage and as a Register; a Register that unpacks
+ * must pack and unpack again to the same values.  Registers with
  * unknown fields are left out of that check: protobuf-c 1.4.1 keeps a field
  * numbered 0 whose tag is an overlong varint (80 80 00) as an unknown
  * field, then packs it canonically (00), which it rejects.
  */
 static void unpack_message(const uint8_t *msg, size_t len)
 {
-    Crane__SnapshotHeader *h;
-    Crane__SnapshotHeader *again;
-    Crane__BufferChunk *c;
+    Crane__Control__Register *h;
+    Crane__Control__Register *again;
+    Crane__Control__ShimMessage *c;
     uint8_t *packed;
     size_t packed_len;
 
-    c = crane__buffer_chunk__unpack(NULL, len, msg);
+    c = crane__control__shim_message__unpack(NULL, len, msg);
     if (c != NULL)
-        crane__buffer_chunk__free_unpacked(c, NULL);
+        crane__control__shim_message__free_unpacked(c, NULL);
 
-    h = crane__snapshot_header__unpack(NULL, len, msg);
+    h = crane__control__register__unpack(NULL, len, msg);
     if (h == NULL)
         return;
     if (h->base.n_unknown_fields > 0) {
-        crane__snapshot_header__free_unpacked(h, NULL);
+        crane__control__register__free_unpacked(h, NULL);
         return;
     }
-    packed_len = crane__snapshot_header__get_packed_size(h);
+    packed_len = crane__control__register__get_packed_size(h);
     packed = malloc(packed_len > 0 ? packed_len : 1);
     if (packed == NULL)
         abort();
-    if (crane__snapshot_header__pack(h, packed) != packed_len)
+    if (crane__control__register__pack(h, packed) != packed_len)
         abort();
-    again = crane__snapshot_header__unpack(NULL, packed_len, packed);
+    again = crane__control__register__unpack(NULL, packed_len, packed);
     if (again == NULL || again->version != h->version ||
         again->pid != h->pid || strcmp(again->program, h->program) != 0 ||
-        again->total_bytes != h->total_bytes ||
-        again->object_count != h->object_count)
+        again->state_bytes != h->state_bytes ||
+        again->mode != h->mode)
         abort();
-    crane__snapshot_header__free_unpacked(again, NULL);
-    crane__snapshot_header__free_unpacked(h, NULL);
+    crane__control__register__free_unpacked(again, NULL);
+    crane__control__register__free_unpacked(h, NULL);
     free(packed);
 }
 

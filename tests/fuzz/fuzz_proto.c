@@ -2,7 +2,7 @@
 #include "proto/control.pb-c.h"
 #include "proto/hostd.pb-c.h"
 #include "proto/remote.pb-c.h"
-#include "proto/snapshot.pb-c.h"
+#include "proto/worker.pb-c.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +32,8 @@ static const ProtobufCMessageDescriptor *const messages[] = {
     &crane__hostd__daemon_reply__descriptor,
     &crane__hostd__peer_request__descriptor,
     &crane__hostd__peer_reply__descriptor,
-    &crane__snapshot_header__descriptor,  /* state snapshot files */
-    &crane__buffer_chunk__descriptor,
+    &crane__worker__to_worker__descriptor,     /* proxy: supervisor -> worker */
+    &crane__worker__to_supervisor__descriptor, /* proxy: worker -> supervisor */
 };
 
 /* Packs M into a new buffer; *LEN its size.  Aborts on a size mismatch. */

@@ -2,7 +2,7 @@
 #include "runner.h"
 
 #include "proto/frame.h"
-#include "proto/snapshot.pb-c.h"
+#include "proto/control.pb-c.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,34 +18,34 @@
 #define MAX_LEN (4u << 20)
 
 /* Fills H with recognisable values; PROGRAM must outlive H. */
-static void make_header(Crane__SnapshotHeader *h, const char *program)
+static void make_header(Crane__Control__Register *h, const char *program)
 {
-    crane__snapshot_header__init(h);
+    crane__control__register__init(h);
     h->version = 1;
     h->pid = 4242;
     h->program = (char *)program;
-    h->total_bytes = UINT64_C(0x123456789a);
-    h->object_count = 17;
+    h->state_bytes = UINT64_C(0x123456789a);
+    h->mode = CRANE__CONTROL__PROGRAM_MODE__PROGRAM_REMOTING;
 }
 
 /* Unpacks LEN bytes at BUF and checks they are the header EXPECT. */
 static void check_header(const uint8_t *buf, size_t len,
-                         const Crane__SnapshotHeader *expect)
+                         const Crane__Control__Register *expect)
 {
-    Crane__SnapshotHeader *h;
+    Crane__Control__Register *h;
 
-    h = crane__snapshot_header__unpack(NULL, len, buf);
+    h = crane__control__register__unpack(NULL, len, buf);
     ASSERT(h != NULL);
     ASSERT_EQ(h->version, expect->version);
     ASSERT_EQ(h->pid, expect->pid);
     ASSERT_STR_EQ(h->program, expect->program);
-    ASSERT_EQ(h->total_bytes, expect->total_bytes);
-    ASSERT_EQ(h->object_count, expect->object_count);
-    crane__snapshot_header__free_unpacked(h, NULL);
+    ASSERT_EQ(h->state_bytes, expect->state_bytes);
+    ASSERT_EQ(h->mode, expect->mode);
+    crane__control__register__free_unpacked(h, NULL);
 }
 
 /* Reads one frame from FD and checks it holds the header EXPECT. */
-static void read_header(int fd, const Crane__SnapshotHeader *expect)
+static void read_header(int fd, const Crane__Control__Register *expect)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -110,8 +110,8 @@ static void small_socketpair(int sv[2])
 
 TEST(frame_roundtrip_pipe)
 {
-    Crane__SnapshotHeader h1;
-    Crane__SnapshotHeader h2;
+    Crane__Control__Register h1;
+    Crane__Control__Register h2;
     uint8_t *buf = NULL;
     size_t len = 0;
     int fds[2];
@@ -134,7 +134,7 @@ TEST(frame_roundtrip_pipe)
 
 TEST(frame_partial_writes)
 {
-    Crane__SnapshotHeader h;
+    Crane__Control__Register h;
     struct writer w;
     pthread_t thread;
     char *program = make_program_name(1 << 20);
@@ -174,7 +174,7 @@ TEST(frame_survives_signals)
     struct itimerval off = {{0, 0}, {0, 0}};
     struct sigaction sa = {.sa_handler = on_alarm};
     struct sigaction old_sa;
-    Crane__SnapshotHeader h;
+    Crane__Control__Register h;
     char *program = make_program_name(256 << 10);
     struct writer w;
     pthread_t thread;
@@ -300,10 +300,10 @@ TEST(frame_oversized)
 
 TEST(frame_decode_incremental)
 {
-    Crane__SnapshotHeader h1;
-    Crane__SnapshotHeader h2;
-    Crane__BufferChunk chunk = CRANE__BUFFER_CHUNK__INIT;
-    Crane__BufferChunk *c;
+    Crane__Control__Register h1;
+    Crane__Control__Register h2;
+    Crane__Control__ProgramAck chunk = CRANE__CONTROL__PROGRAM_ACK__INIT;
+    Crane__Control__ProgramAck *c;
     uint8_t stream[256];
     size_t stream_len = 0;
     size_t frame_len;
@@ -314,10 +314,10 @@ TEST(frame_decode_incremental)
     /* Three frames back to back, packed by hand. */
     make_header(&h1, "decode");
     make_header(&h2, "second");
-    h2.object_count = 0;
-    chunk.object_id = 7;
-    chunk.offset = 4096;
-    chunk.length = 65536;
+    h2.mode = CRANE__CONTROL__PROGRAM_MODE__PROGRAM_UNKNOWN;
+    chunk.err = -7;
+    chunk.error = "4096";
+    chunk.state_bytes = 65536;
     {
         const ProtobufCMessage *msgs[] = {&h1.base, &chunk.base, &h2.base};
         size_t i;
@@ -364,12 +364,12 @@ TEST(frame_decode_incremental)
         ASSERT_EQ(msg_len, frame_len - 4);
         ASSERT_MEM_EQ(in, stream + pos, frame_len);
         if (round == 1) {
-            c = crane__buffer_chunk__unpack(NULL, msg_len, msg);
+            c = crane__control__program_ack__unpack(NULL, msg_len, msg);
             ASSERT(c != NULL);
-            ASSERT_EQ(c->object_id, 7);
-            ASSERT_EQ(c->offset, 4096);
-            ASSERT_EQ(c->length, 65536);
-            crane__buffer_chunk__free_unpacked(c, NULL);
+            ASSERT_EQ(c->err, -7);
+            ASSERT_STR_EQ(c->error, "4096");
+            ASSERT_EQ(c->state_bytes, 65536);
+            crane__control__program_ack__free_unpacked(c, NULL);
         } else {
             check_header(msg, msg_len, round == 0 ? &h1 : &h2);
         }
@@ -398,8 +398,8 @@ TEST(frame_decode_incremental)
 TEST(frame_zero_length)
 {
     static const uint8_t empty_frame[] = {0, 0, 0, 0};
-    Crane__SnapshotHeader h = CRANE__SNAPSHOT_HEADER__INIT;
-    Crane__SnapshotHeader *got;
+    Crane__Control__Register h = CRANE__CONTROL__REGISTER__INIT;
+    Crane__Control__Register *got;
     const uint8_t *msg = NULL;
     size_t msg_len = 99;
     size_t consumed = 0;
@@ -421,11 +421,11 @@ TEST(frame_zero_length)
     ASSERT_EQ(crn_frame_read(fds[0], &buf, &len, 0), 0);
     ASSERT_EQ(len, 0);
     ASSERT(buf != NULL);
-    got = crane__snapshot_header__unpack(NULL, len, buf);
+    got = crane__control__register__unpack(NULL, len, buf);
     ASSERT(got != NULL);
     ASSERT_EQ(got->version, 0);
     ASSERT_STR_EQ(got->program, "");
-    crane__snapshot_header__free_unpacked(got, NULL);
+    crane__control__register__free_unpacked(got, NULL);
     free(buf);
     close(fds[0]);
     close(fds[1]);
@@ -439,7 +439,7 @@ TEST(frame_zero_length)
 
 TEST(frame_write_errors)
 {
-    Crane__SnapshotHeader h;
+    Crane__Control__Register h;
     uint8_t *buf = NULL;
     size_t len;
     int sv[2];
