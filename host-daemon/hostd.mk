@@ -101,7 +101,8 @@ UV_LIBS := $(or $(shell pkg-config --libs libuv 2>/dev/null),-luv)
 endif
 
 # crane-migrate's own files; the library's; everything else is the daemon.
-MIGRATE_SRCS := host-daemon/crane-migrate.c
+MIGRATE_SRCS := host-daemon/crane-migrate.c host-daemon/migrate_args.c \
+                host-daemon/migrate_print.c
 HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) \
                 host-daemon/hv_libxl%.c, \
                 $(sort $(wildcard host-daemon/*.c)))

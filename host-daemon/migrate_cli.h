@@ -1,0 +1,71 @@
+/* crane-migrate's shared parts: exit statuses, options, the output view. */
+#ifndef HD_MIGRATE_CLI_H
+#define HD_MIGRATE_CLI_H
+
+#include "proto/hostd.pb-c.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+
+#define MIG_DEFAULT_CONNECT "unix:/run/crane/hostd.sock"
+#define MIG_CONNECT_ENV "CRANE_HOSTD_CONNECT"
+#define MIG_MAX_REPLY (1u << 20)    /* bytes of one reply from the daemon */
+#define MIG_MAX_REQUEST (64u << 10) /* what crane-hostd reads of a frame */
+#define MIG_MAX_WAIT 1000000.0      /* --wait, seconds (fits poll's int ms) */
+#define MIG_FOLLOW "follow it on crane-hostd's dashboard or in its history"
+
+/* Exit statuses; --help and docs/host.md list them. */
+enum mig_exit {
+    MIG_EXIT_OK = 0,          /* moved, programs back on a GPU */
+    MIG_EXIT_ROLLED_BACK = 1, /* failed; runs on at the source as before */
+    MIG_EXIT_FAILURE = 1,     /* nothing started: --xml file unusable */
+    MIG_EXIT_USAGE = 2,
+    MIG_EXIT_NO_ANSWER = 3,   /* no (usable) answer from crane-hostd */
+    MIG_EXIT_REMOTING = 4,    /* moved; programs remote until a GPU comes */
+    MIG_EXIT_FAILED = 5,      /* failed and not fully restored */
+    MIG_EXIT_SIGNAL = 128,    /* + the signal: stopped watching */
+};
+
+/* What the command line asks for. */
+struct mig_opts {
+    Crane__Hostd__MigrateRequest req; /* strings point into argv or xml */
+    bool offline;
+    const char *connect;
+    const char *connect_from;         /* "--connect" or the variable */
+    double wait;                      /* seconds; 0: forever */
+    char *xml;                        /* --xml's text, owned */
+};
+
+/* The terminal or log that stdout is. */
+struct mig_view {
+    FILE *out;
+    bool tty;         /* update the progress line in place with \r */
+    bool line_open;   /* a progress line without its newline is shown */
+    int last_percent; /* -1: none shown yet */
+};
+
+/* Frames read from the daemon, buffered so that --wait holds inside a
+ * frame as well as between frames. */
+struct mig_reader {
+    int fd;
+    uint8_t *buf;
+    size_t len, cap;
+};
+
+
+/* migrate_args.c: the command line.  Returns -1 to go on with O filled,
+ * else the exit status (--help, --version, bad usage). */
+int mig_parse_args(int argc, char **argv, struct mig_opts *o);
+
+/* migrate_print.c: what crane-migrate shows, every string from the daemon
+ * cleaned first. */
+void mig_view_break(struct mig_view *v);
+void mig_show_progress(struct mig_view *v, const Crane__Hostd__Progress *p,
+                       bool verbose);
+const char *mig_result_name(Crane__Hostd__Result r);
+int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
+                   const char *domain);
+
+#endif /* HD_MIGRATE_CLI_H */
