@@ -6,7 +6,7 @@ set -u
 usage() {
     cat <<'EOF'
 usage: run.sh [--reps N] [--proxy-endpoint tcp:127.0.0.1:PORT|unix:PATH]
-              [--transport tcp|unix|shm]
+              [--transport tcp|tls|unix|shm]
               [--external] [--proxy-log-level L] [--scale S]
               [--iters N] [--mb "16 256"]
               [--platform N] [--build DIR] [--keep] [-v] [tests...]
@@ -23,7 +23,9 @@ the stoppage of each switch from CRANE_REHOME_REPORT.
                        with a free PORT)
   --transport T        how the remoted side reaches the proxy when no
                        --proxy-endpoint is given: tcp (default, loopback
-                       with a free port), unix (a unix socket, bulk bytes
+                       with a free port, TLS off: --tls none), tls (the
+                       same through TLS, psk with a fresh key: the cost of
+                       TLS is tls against tcp), unix (a unix socket, bulk bytes
                        on the stream: CRANE_SHM_MB=0) or shm (a unix socket
                        and a shared-memory area for bulk bytes,
                        CRANE_SHM_MB, default 64)
@@ -107,9 +109,9 @@ if [ $external = 1 ] && [ -z "$endpoint" ]; then
 fi
 
 case $transport in
-tcp) ;;
+tcp|tls) ;;
 unix|shm) [ -n "$endpoint" ] || endpoint=unix:@WORK@/proxy.sock ;;
-*) echo "run.sh: --transport must be tcp, unix or shm" >&2; exit 2 ;;
+*) echo "run.sh: --transport must be tcp, tls, unix or shm" >&2; exit 2 ;;
 esac
 # The shared area is the shim's to offer: unix: endpoints get one unless
 # CRANE_SHM_MB=0.
@@ -149,6 +151,18 @@ cleanup() {
 }
 trap cleanup EXIT
 endpoint=$(printf '%s' "$endpoint" | sed "s|@WORK@|$work|")
+# TLS (proto/tls.c) or not, explicitly: tcp is in clear, tls is psk.
+if [ "$transport" = tls ]; then
+    head -c 32 /dev/urandom >"$work/tls.key"
+    set -- --tls psk --auth-key "$work/tls.key"
+    CRANE_TLS=psk CRANE_AUTH_KEY=$work/tls.key
+    export CRANE_TLS CRANE_AUTH_KEY
+else
+    set -- --tls none
+    CRANE_TLS=none
+    export CRANE_TLS
+fi
+proxy_tls_args="$*"
 trap 'exit 2' HUP INT TERM
 
 # free_port: print a TCP port nobody listens on.
@@ -176,8 +190,9 @@ start_proxy() {
     case $endpoint in
     unix:*) [ -S "${endpoint#unix:}" ] && rm -f "${endpoint#unix:}" ;;
     esac
+    # shellcheck disable=SC2086  # the TLS options, split on purpose
     "$proxy" --listen "$endpoint" --log-level "$proxy_level" \
-        --isolation "$isolation" >"$work/proxy.log" 2>&1 &
+        --isolation "$isolation" $proxy_tls_args >"$work/proxy.log" 2>&1 &
     proxy_pid=$!
     i=0
     while ! listening; do

@@ -205,10 +205,12 @@ tls)
     run x509-other-ca refused CRANE_TLS=x509 CRANE_PKI_DIR="$TMP/other"
     run plain-client refused CRANE_TLS=none
     stop_proxy
-    start_tcp --auth-key "$TMP/key" || exit 1
+    # auto with a key and no PKI is psk (a PKI dir that does not exist, so
+    # that a machine's own /etc/pki changes nothing here).
+    start_tcp --auth-key "$TMP/key" --pki-dir "$TMP/none" || exit 1
     grep -q 'TLS psk' "$TMP/proxy.log" || { echo "no TLS psk"; exit 1; }
-    run psk pass CRANE_AUTH_KEY="$TMP/key"
-    run psk-wrong-key refused CRANE_AUTH_KEY="$TMP/wrong"
+    run psk pass CRANE_AUTH_KEY="$TMP/key" CRANE_PKI_DIR="$TMP/none"
+    run psk-wrong-key refused CRANE_TLS=psk CRANE_AUTH_KEY="$TMP/wrong"
     stop_proxy
     [ $fails -eq 0 ]
     ;;
