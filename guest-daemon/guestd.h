@@ -124,6 +124,10 @@ struct gd_daemon {
     double phase_since;
     Crane__Control__MigrationMode mode;
     char proxy[GD_TEXT];
+    /* The proxy's key from the host's prepare (handed to each shim with
+     * the proxy; in memory only, never in the state file). */
+    uint8_t proxy_key[4096];
+    size_t proxy_key_len;
     size_t modules_unloaded;     /* cfg.modules[0..n) are out */
     struct gd_op *op;            /* the operation in flight, or NULL */
     uv_timer_t fan_timer;        /* the current fan-out's deadline */

@@ -138,6 +138,8 @@ static void fan_send(struct gd_daemon *d, struct gd_program *p)
     case GD_OP(PREPARE):
         prep.mode = o->mode;
         prep.proxy = d->proxy;
+        prep.auth_key.data = d->proxy_key;
+        prep.auth_key.len = d->proxy_key_len;
         prep.deadline_ms = left;
         m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_PREPARE;
         m.prepare = &prep;
@@ -493,6 +495,11 @@ static int prepare_args(struct gd_daemon *d, const Crane__Control__Prepare *p,
                  "bad proxy endpoint (unix:PATH or tcp:HOST:PORT)");
         return -EINVAL;
     }
+    if (p->auth_key.len > sizeof(d->proxy_key)) {
+        snprintf(why, why_len, "proxy key over %zu bytes",
+                 sizeof(d->proxy_key));
+        return -EINVAL;
+    }
     *deadline = p->deadline_ms ? p->deadline_ms : d->cfg.prepare_deadline_ms;
     if (*deadline > GD_MAX_DEADLINE_MS) {
         snprintf(why, why_len, "deadline over one hour");
@@ -532,8 +539,12 @@ void gd_migrate_prepare(struct gd_daemon *d, struct gd_peer *peer,
     add_waiter(o, peer, id, GD_OP(PREPARE));
     o->mode = d->mode = mode;
     snprintf(d->proxy, sizeof(d->proxy), "%s", proxy);
-    GD_INFO("prepare %s%s%s, deadline %u ms", gd_mig_name(mode),
-            *proxy ? " via " : "", proxy, deadline);
+    d->proxy_key_len = p->auth_key.len;
+    if (p->auth_key.len)
+        memcpy(d->proxy_key, p->auth_key.data, p->auth_key.len);
+    GD_INFO("prepare %s%s%s%s, deadline %u ms", gd_mig_name(mode),
+            *proxy ? " via " : "", proxy,
+            p->auth_key.len ? " (with the proxy's key)" : "", deadline);
     gd_set_phase(d, GD_PHASE(PREPARING));
     fan_out(d, GD_OP(PREPARE), deadline, prepare_fanned);
 }

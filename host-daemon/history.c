@@ -129,7 +129,8 @@ static const char *const stmt_sql[ST_COUNT] = {
                   " FROM migrations GROUP BY result",
     [ST_STOPPAGES] =
         "SELECT phase, duration FROM steps"
-        " WHERE pid IS NOT NULL AND phase IN ('pre', 'post')"
+        " WHERE (pid IS NOT NULL AND phase IN ('pre', 'post'))"
+        " OR (pid IS NULL AND phase = 'downtime')"
         " ORDER BY migration_id, seq",
     /* Steps go with their migration (ON DELETE CASCADE). */
     [ST_PRUNE] = "DELETE FROM migrations"

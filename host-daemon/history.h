@@ -110,7 +110,8 @@ int hd_history_get(struct hd_history *h, const char *id,
 
 int hd_history_totals(struct hd_history *h, struct hd_totals *t);
 
-/* Calls FN for each program step in phase "pre" or "post", with its phase
+/* Calls FN for each program step in phase "pre" or "post", and each host
+ * step "downtime" (the VM's own pause, from the hypervisor), with its phase
  * and duration; FN returns 0 or -errno, and its first error ends the walk
  * and is returned. */
 typedef int hd_stoppage_fn(void *arg, const char *phase, double seconds);

@@ -6,8 +6,10 @@
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -18,7 +20,24 @@ enum {
     CB_DEVICE_REMOVED,
     CB_DEVICE_ADDED,
     CB_DEVICE_REMOVAL_FAILED,
+    CB_JOB_COMPLETED,
     CB_COUNT,
+};
+
+/* How long lv_job waits for the job-completed event of a domain that has
+ * just left (the event and the migration's answer race on the wire). */
+#define COMPLETED_WAIT_MS 3000
+
+/* The last job-completed event: a migrated-away domain is gone from the
+ * source (undefined, or transient) before anyone can ask for its stats,
+ * and the event is the only place that still has them (downtime above
+ * all).  Written on the loop thread, read by migration threads. */
+struct completed_job {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    char domain[HV_NAME_MAX + 1];  /* "" until the first event */
+    unsigned long seq;             /* events seen */
+    struct hv_job job;
 };
 
 /* Set by open, read-only afterwards: every entry may use it from any
@@ -31,6 +50,7 @@ struct hv {
     void *arg;
     int callback_ids[CB_COUNT]; /* -1: not registered */
     bool close_cb_registered;
+    struct completed_job completed;
 };
 
 /* --- errors ----------------------------------------------------------------- */
@@ -177,6 +197,60 @@ static void on_device_removal_failed(virConnectPtr conn, virDomainPtr dom,
             virDomainGetName(dom), alias);
 }
 
+static void job_from_params(virTypedParameterPtr params, int nparams,
+                            struct hv_job *out);
+
+static void on_job_completed(virConnectPtr conn, virDomainPtr dom,
+                             virTypedParameterPtr params, int nparams,
+                             void *opaque)
+{
+    struct hv *hv = opaque;
+    struct completed_job *c = &hv->completed;
+    const char *name = virDomainGetName(dom);
+
+    (void)conn;
+    if (name == NULL || strlen(name) > HV_NAME_MAX)
+        return;
+    pthread_mutex_lock(&c->lock);
+    snprintf(c->domain, sizeof(c->domain), "%s", name);
+    job_from_params(params, nparams, &c->job);
+    c->job.active = false;
+    c->seq++;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    HD_DEBUG("libvirt: domain %s job completed: %.3f s, downtime %.3f s",
+             name, c->job.elapsed, c->job.downtime);
+}
+
+/* The stats of DOMAIN's last completed job from its event, waiting up to
+ * COMPLETED_WAIT_MS for one.  -ENOENT when none came. */
+static int completed_job(struct hv *hv, const char *domain,
+                         struct hv_job *out)
+{
+    struct completed_job *c = &hv->completed;
+    struct timespec until;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += COMPLETED_WAIT_MS / 1000;
+    until.tv_nsec += (COMPLETED_WAIT_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->lock);
+    while (strcmp(c->domain, domain) != 0 && rc == 0)
+        rc = pthread_cond_timedwait(&c->cond, &c->lock, &until);
+    if (strcmp(c->domain, domain) == 0) {
+        *out = c->job;
+        rc = 0;
+    } else {
+        rc = -ENOENT;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
 static void on_connection_closed(virConnectPtr conn, int reason, void *opaque)
 {
     static const char *const reasons[] = {"error", "end of file",
@@ -207,6 +281,8 @@ static void lv_close(struct hv *hv)
             virConnectUnregisterCloseCallback(hv->conn, on_connection_closed);
         virConnectClose(hv->conn);
     }
+    pthread_mutex_destroy(&hv->completed.lock);
+    pthread_cond_destroy(&hv->completed.cond);
     free(hv->uri);
     free(hv->channel_name);
     free(hv);
@@ -227,6 +303,8 @@ static int register_events(struct hv *hv)
         [CB_DEVICE_REMOVAL_FAILED] =
             {VIR_DOMAIN_EVENT_ID_DEVICE_REMOVAL_FAILED,
              VIR_DOMAIN_EVENT_CALLBACK(on_device_removal_failed)},
+        [CB_JOB_COMPLETED] = {VIR_DOMAIN_EVENT_ID_JOB_COMPLETED,
+                              VIR_DOMAIN_EVENT_CALLBACK(on_job_completed)},
     };
 
     for (int i = 0; i < CB_COUNT; i++) {
@@ -256,6 +334,8 @@ static int lv_open(const char *uri, const char *channel_name, uv_loop_t *loop,
         return -ENOMEM;
     for (int i = 0; i < CB_COUNT; i++)
         hv->callback_ids[i] = -1;
+    pthread_mutex_init(&hv->completed.lock, NULL);
+    pthread_cond_init(&hv->completed.cond, NULL);
     hv->fn = fn;
     hv->arg = arg;
     hv->uri = strdup(uri);
@@ -599,6 +679,11 @@ static int lv_migrate(struct hv *hv, const char *domain,
     rc = lookup(hv, domain, &dom);
     if (rc < 0)
         return rc;
+    /* Forget an earlier migration's stats: this one's event replaces them. */
+    pthread_mutex_lock(&hv->completed.lock);
+    if (strcmp(hv->completed.domain, domain) == 0)
+        hv->completed.domain[0] = '\0';
+    pthread_mutex_unlock(&hv->completed.lock);
     rc = migrate_params(args, &params, &nparams);
     if (rc < 0)
         goto out;
@@ -633,19 +718,45 @@ static bool job_field(virTypedParameterPtr params, int nparams,
     return true;
 }
 
+static void job_from_params(virTypedParameterPtr params, int nparams,
+                            struct hv_job *out)
+{
+    uint64_t ms;
+
+    memset(out, 0, sizeof(*out));
+    if (job_field(params, nparams, VIR_DOMAIN_JOB_TIME_ELAPSED, &ms))
+        out->elapsed = (double)ms / 1000.0;
+    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_TOTAL, &out->data_total);
+    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_PROCESSED,
+              &out->data_processed);
+    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_REMAINING,
+              &out->data_remaining);
+    if (job_field(params, nparams, VIR_DOMAIN_JOB_DOWNTIME, &ms))
+        out->downtime = (double)ms / 1000.0;
+}
+
+/*
+ * The running job of DOMAIN, else its last completed one.  A domain that
+ * migrated away is gone here (or inactive) by the time the migration call
+ * returns: its stats then come from the job-completed event libvirt sent
+ * just before (completed_job).
+ */
 static int lv_job(struct hv *hv, const char *domain, struct hv_job *out)
 {
     virTypedParameterPtr params = NULL;
     int nparams = 0;
     virDomainPtr dom;
-    uint64_t ms;
     int type;
     int rc;
 
     memset(out, 0, sizeof(*out));
-    rc = lookup(hv, domain, &dom);
-    if (rc < 0)
-        return rc;
+    if (domain == NULL || domain[0] == '\0')
+        return -EINVAL;
+    if ((dom = virDomainLookupByName(hv->conn, domain)) == NULL)
+        return completed_job(hv, domain, out) == 0
+                   ? 0
+                   : failed("looking up domain", domain);
+    rc = 0;
     if (virDomainGetJobStats(dom, &type, &params, &nparams, 0) < 0) {
         rc = failed("reading the job of domain", domain);
         goto out;
@@ -659,21 +770,16 @@ static int lv_job(struct hv *hv, const char *domain, struct hv_job *out)
                                  VIR_DOMAIN_JOB_STATS_COMPLETED |
                                      VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED) <
             0) {
-            rc = failed("reading the last job of domain", domain);
+            /* Inactive now (migrated away, kept defined). */
+            rc = completed_job(hv, domain, out) == 0
+                     ? 0
+                     : failed("reading the last job of domain", domain);
             goto out;
         }
     }
+    job_from_params(params, nparams, out);
     out->active = type == VIR_DOMAIN_JOB_BOUNDED ||
                   type == VIR_DOMAIN_JOB_UNBOUNDED;
-    if (job_field(params, nparams, VIR_DOMAIN_JOB_TIME_ELAPSED, &ms))
-        out->elapsed = (double)ms / 1000.0;
-    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_TOTAL, &out->data_total);
-    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_PROCESSED,
-              &out->data_processed);
-    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_REMAINING,
-              &out->data_remaining);
-    if (job_field(params, nparams, VIR_DOMAIN_JOB_DOWNTIME, &ms))
-        out->downtime = (double)ms / 1000.0;
 out:
     virTypedParamsFree(params, nparams);
     virDomainFree(dom);

@@ -40,6 +40,14 @@ int hd_metrics_observe(struct hd_metrics *m, const char *phase,
 
     if (m == NULL || phase == NULL || !isfinite(seconds) || seconds < 0)
         return -EINVAL;
+    if (strcmp(phase, "downtime") == 0) {
+        for (int i = 0; i < HD_STOPPAGE_BUCKETS; i++)
+            if (seconds <= bucket_le[i])
+                m->downtime.buckets[i]++;
+        m->downtime.count++;
+        m->downtime.sum += seconds;
+        return 0;
+    }
     for (p = 0; p < HD_PHASE_COUNT; p++)
         if (strcmp(phase, phase_names[p]) == 0)
             break;
@@ -55,7 +63,7 @@ int hd_metrics_observe(struct hd_metrics *m, const char *phase,
 
 static int observe_cb(void *arg, const char *phase, double seconds)
 {
-    /* The history returns only "pre" and "post"; a hand-edited row with a
+    /* The history returns only "pre", "post" and "downtime"; a hand-edited row with a
      * negative time is skipped rather than failing the whole scrape. */
     int rc = hd_metrics_observe(arg, phase, seconds);
 
@@ -132,11 +140,31 @@ static void render_stoppage(const struct hd_metrics *m, struct hd_buf *out)
     }
 }
 
+#define DOWNTIME "crane_migration_downtime_seconds"
+
+static void render_downtime(const struct hd_metrics *m, struct hd_buf *out)
+{
+    hd_buf_printf(out,
+                  "# HELP %s Time a migrating VM was paused (the "
+                  "hypervisor's downtime).\n# TYPE %s histogram\n",
+                  DOWNTIME, DOWNTIME);
+    for (int i = 0; i < HD_STOPPAGE_BUCKETS; i++)
+        hd_buf_printf(out, DOWNTIME "_bucket{le=\"%s\"} %llu\n",
+                      bucket_le_text[i],
+                      (unsigned long long)m->downtime.buckets[i]);
+    hd_buf_printf(out, DOWNTIME "_bucket{le=\"+Inf\"} %llu\n" DOWNTIME "_sum ",
+                  (unsigned long long)m->downtime.count);
+    hd_buf_put_double(out, m->downtime.sum);
+    hd_buf_printf(out, "\n" DOWNTIME "_count %llu\n",
+                  (unsigned long long)m->downtime.count);
+}
+
 int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
 {
     if (m == NULL || out == NULL)
         return -EINVAL;
     render_stoppage(m, out);
+    render_downtime(m, out);
     hd_buf_puts(out, "# HELP crane_migrations_total Finished migrations, "
                      "by result.\n# TYPE crane_migrations_total counter\n");
     for (size_t i = 0; i < sizeof(counted_results) / sizeof(*counted_results);

@@ -19,21 +19,29 @@ struct hd_metrics {
         uint64_t count;
         double sum;
     } stoppage[HD_PHASE_COUNT];
+    /* The VMs' own downtime (the hypervisor's job stats), same buckets. */
+    struct {
+        uint64_t buckets[HD_STOPPAGE_BUCKETS];
+        uint64_t count;
+        double sum;
+    } downtime;
 };
 
-/* Adds one program's stoppage of SECONDS in PHASE ("pre" or "post");
- * -EINVAL for another phase or a negative or non-finite time. */
+/* Adds one program's stoppage of SECONDS in PHASE ("pre" or "post"), or
+ * a VM's downtime (PHASE "downtime"); -EINVAL for another phase or a
+ * negative or non-finite time. */
 int hd_metrics_observe(struct hd_metrics *m, const char *phase,
                        double seconds);
 
 /* Fills *M from the history: totals by result, bytes moved (running
- * migrations' progress included) and every stoppage recorded. */
+ * migrations' progress included), every stoppage and downtime recorded. */
 int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m);
 
 /*
  * Appends M in the Prometheus text format (version 0.0.4) to OUT, in this
  * order:
  *   crane_migration_stoppage_seconds{phase}  histogram: "pre", then "post"
+ *   crane_migration_downtime_seconds         histogram: the VM paused
  *   crane_migrations_total{result}           counter of finished ones:
  *                                            "ok", "failed", "rolled-back",
  *                                            "remoting", each always shown

@@ -45,6 +45,8 @@ static struct control {
     atomic_int fd;               /* the daemon connection, -1 when none */
     char proxy[512];             /* what shim_config.remote points at once
                                     the daemon named a proxy */
+    uint8_t key[4096];           /* what shim_config.auth_key_bytes points
+                                    at once the daemon sent the proxy's key */
 } ctl = {.fd = -1};
 
 /* What one command did, for its ack. */
@@ -136,11 +138,26 @@ static void add_times(struct shim_rehome_times *sum,
     sum->objects = t->objects;
 }
 
-/* Points shim_config.remote at ENDPOINT (kept in ctl.proxy).  Only called
- * while the program is in passthrough, so no remote connection reads it. */
-static int set_proxy(const char *endpoint, struct outcome *out)
+/* Points shim_config.remote at ENDPOINT (kept in ctl.proxy), and the key
+ * at KEY when the daemon sent one.  Only called while the program is in
+ * passthrough, so no remote connection reads them. */
+static int set_proxy(const char *endpoint, const ProtobufCBinaryData *key,
+                     struct outcome *out)
 {
     struct crn_endpoint ep;
+
+    if (key->len > sizeof(ctl.key)) {
+        snprintf(out->error, sizeof(out->error), "proxy key over %zu bytes",
+                 sizeof(ctl.key));
+        return -EINVAL;
+    }
+    if (key->len) {
+        pthread_mutex_lock(&shim.rehome_lock);
+        memcpy(ctl.key, key->data, key->len);
+        shim_config.auth_key_bytes = ctl.key;
+        shim_config.auth_key_bytes_len = key->len;
+        pthread_mutex_unlock(&shim.rehome_lock);
+    }
 
     if (!*endpoint) {
         if (shim_config.remote)
@@ -184,7 +201,7 @@ static int cmd_prepare(const Crane__Control__DaemonMessage *m, int fd,
     }
     if (mode == MODE_REMOTING)
         return 0;
-    if ((rc = set_proxy(p->proxy, out)) < 0)
+    if ((rc = set_proxy(p->proxy, &p->auth_key, out)) < 0)
         return rc;
     rc = until_not_busy(to_remote, &out->t, fd, deadline);
     if (rc < 0 && rc != -EBUSY && rc != -ENOTSUP && rc != -ETIMEDOUT)

@@ -61,6 +61,7 @@ static int write_fixture(const char *path)
         step("pre", PID_B, PROG_B, 0.2142, 0.0311),
         step("detach", 0, NULL, 0.2453, 0.083),
         step("migrate", 0, NULL, 0.3283, 6.2),
+        step("downtime", 0, NULL, 6.4693, 0.059),
         step("attach", 0, NULL, 6.5283, 0.91),
         step("post", PID_A, PROG_A, 7.4383, 0.045),
         step("post", PID_B, PROG_B, 7.4383, 0.0622),

@@ -287,7 +287,8 @@ for r in rows:
     if m is None:
         continue
     cells = {c: r.find_all(lambda n, c=c: n.tag == "td" and c in n.classes())
-             for c in ("domain", "result", "bytes", "worst-pre", "worst-post")}
+             for c in ("domain", "result", "bytes", "worst-pre", "worst-post",
+                       "downtime")}
     check(r.attrs.get("data-result") == m["result"],
           "row %s: result %r, the API says %r" %
           (m["id"], r.attrs.get("data-result"), m["result"]))
@@ -313,6 +314,13 @@ for r in rows:
         check((not worst and got is None) or near(got, max(worst or [0])),
               "row %s: worst %s %r, expected %r" %
               (m["id"], phase, got, max(worst) if worst else None))
+    down = [s["duration"] for s in steps_of(m)
+            if s["pid"] is None and s["phase"] == "downtime"]
+    cell = cells["downtime"]
+    got = num(cell[0].attrs.get("data-seconds")) if cell else None
+    check(cell and ((not down and got is None) or near(got, down[-1])),
+          "row %s: downtime %r, expected %r" %
+          (m["id"], got, down[-1] if down else None))
 live = root.by_id("live")
 check(live is not None and live.attrs.get("data-running") ==
       str(len(running)), "index: live panel counts %r running, not %d" %

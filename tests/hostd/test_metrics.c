@@ -60,6 +60,29 @@ static char *scrape(struct hd_history *h)
     "were held, per program and migration phase.\n"                          \
     "# TYPE crane_migration_stoppage_seconds histogram\n"
 
+/* The downtime histogram from cumulative bucket counts. */
+#define DOWNTIME(b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13,     \
+                 inf, sum)                                                   \
+    "# HELP crane_migration_downtime_seconds Time a migrating VM was "       \
+    "paused (the hypervisor's downtime).\n"                                  \
+    "# TYPE crane_migration_downtime_seconds histogram\n"                    \
+    "crane_migration_downtime_seconds_bucket{le=\"0.001\"} " #b1 "\n"        \
+    "crane_migration_downtime_seconds_bucket{le=\"0.0025\"} " #b2 "\n"       \
+    "crane_migration_downtime_seconds_bucket{le=\"0.005\"} " #b3 "\n"        \
+    "crane_migration_downtime_seconds_bucket{le=\"0.01\"} " #b4 "\n"         \
+    "crane_migration_downtime_seconds_bucket{le=\"0.025\"} " #b5 "\n"        \
+    "crane_migration_downtime_seconds_bucket{le=\"0.05\"} " #b6 "\n"         \
+    "crane_migration_downtime_seconds_bucket{le=\"0.1\"} " #b7 "\n"          \
+    "crane_migration_downtime_seconds_bucket{le=\"0.25\"} " #b8 "\n"         \
+    "crane_migration_downtime_seconds_bucket{le=\"0.5\"} " #b9 "\n"          \
+    "crane_migration_downtime_seconds_bucket{le=\"1\"} " #b10 "\n"           \
+    "crane_migration_downtime_seconds_bucket{le=\"2.5\"} " #b11 "\n"         \
+    "crane_migration_downtime_seconds_bucket{le=\"5\"} " #b12 "\n"           \
+    "crane_migration_downtime_seconds_bucket{le=\"10\"} " #b13 "\n"          \
+    "crane_migration_downtime_seconds_bucket{le=\"+Inf\"} " #inf "\n"        \
+    "crane_migration_downtime_seconds_sum " sum "\n"                         \
+    "crane_migration_downtime_seconds_count " #inf "\n"
+
 #define COUNTERS(ok, failed, rolled, remoting, running, bytes)               \
     "# HELP crane_migrations_total Finished migrations, by result.\n"        \
     "# TYPE crane_migrations_total counter\n"                                \
@@ -76,13 +99,15 @@ static char *scrape(struct hd_history *h)
     "crane_migration_bytes_total " #bytes "\n"
 
 /* A known history: five migrations, every result, host steps that do not
- * count, a stoppage exactly on a bucket bound and one past the last. */
+ * count (but the downtime), a stoppage exactly on a bucket bound and one
+ * past the last. */
 TEST(metrics_golden)
 {
     static const char golden[] =
         HISTOGRAM_HEAD
         BUCKETS("pre", 1, 1, 2, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, "0.0675")
         BUCKETS("post", 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 3, "13.8")
+        DOWNTIME(0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, "0.06")
         COUNTERS(1, 1, 1, 1, 1, 7168);
     struct fixture_db f;
     struct hd_history *h = NULL;
@@ -96,6 +121,7 @@ TEST(metrics_golden)
         fixture_step("pre", 101, "matmul", 0, 0.004),
         fixture_step("pre", 102, "ffmpeg", 0, 0.0125),
         fixture_step("migrate", 0, NULL, 1, 3),
+        fixture_step("downtime", 0, NULL, 3.9, 0.06),
         fixture_step("post", 101, "matmul", 4, 0.3),
         fixture_step("post", 102, "ffmpeg", 4, 1.5),
     };
@@ -140,6 +166,7 @@ TEST(metrics_empty_history)
         HISTOGRAM_HEAD
         BUCKETS("pre", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
         BUCKETS("post", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
+        DOWNTIME(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
         COUNTERS(0, 0, 0, 0, 0, 0);
     struct fixture_db f;
     struct hd_history *h = NULL;
