@@ -36,6 +36,9 @@ void hd_config_defaults(struct hd_config *cfg)
     cfg->prepare_deadline_ms = 30000;
     cfg->resume_deadline_ms = 60000;
     cfg->gpu_retry_ms = 5000;
+    snprintf(cfg->proxy_key, sizeof(cfg->proxy_key), "/etc/crane/proxy.key");
+    cfg->proxy_timeout_ms = 3000;
+    cfg->proxy_start_ms = 120000;
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
 }
 
@@ -197,6 +200,25 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
         rc = ms(&cfg->resume_deadline_ms, v);
     } else if (strcmp(key, "gpu_retry_ms") == 0) {
         rc = ms(&cfg->gpu_retry_ms, v);
+    } else if (strcmp(key, "proxy_domain") == 0) {
+        rc = strlen(v) <= 255 ? optional(cfg->proxy_domain,
+                                         sizeof(cfg->proxy_domain), v)
+                              : -EINVAL;
+        hint = "a domain name of this host, or none";
+    } else if (strcmp(key, "proxy") == 0) {
+        rc = strcmp(v, "none") == 0 || crn_endpoint_parse(v, &ep) == 0
+                 ? optional(cfg->proxy, sizeof(cfg->proxy), v)
+                 : -EINVAL;
+        hint = "tcp:HOST:PORT (or unix:PATH), or none";
+    } else if (strcmp(key, "proxy_key") == 0) {
+        rc = strcmp(v, "none") == 0 || v[0] == '/'
+                 ? optional(cfg->proxy_key, sizeof(cfg->proxy_key), v)
+                 : -EINVAL;
+        hint = "an absolute path, or none (the proxy does not authenticate)";
+    } else if (strcmp(key, "proxy_timeout_ms") == 0) {
+        rc = ms(&cfg->proxy_timeout_ms, v);
+    } else if (strcmp(key, "proxy_start_ms") == 0) {
+        rc = ms(&cfg->proxy_start_ms, v);
     } else if (strcmp(key, "log_level") == 0) {
         rc = strcmp(v, "error") == 0 || strcmp(v, "warn") == 0 ||
                      strcmp(v, "info") == 0 || strcmp(v, "debug") == 0
@@ -243,8 +265,13 @@ void hd_config_print(const struct hd_config *c)
                *c->gpus[i].pci ? c->gpus[i].pci : c->gpus[i].xml_file);
     printf("detach_timeout_ms = %u\nattach_timeout_ms = %u\n"
            "prepare_deadline_ms = %u\nresume_deadline_ms = %u\n"
-           "gpu_retry_ms = %u\nlog_level = %s\n",
+           "gpu_retry_ms = %u\n",
            c->detach_timeout_ms, c->attach_timeout_ms,
-           c->prepare_deadline_ms, c->resume_deadline_ms, c->gpu_retry_ms,
-           c->log_level);
+           c->prepare_deadline_ms, c->resume_deadline_ms, c->gpu_retry_ms);
+    printf("proxy_domain = %s\nproxy = %s\nproxy_key = %s\n"
+           "proxy_timeout_ms = %u\nproxy_start_ms = %u\nlog_level = %s\n",
+           *c->proxy_domain ? c->proxy_domain : "none",
+           *c->proxy ? c->proxy : "none",
+           *c->proxy_key ? c->proxy_key : "none", c->proxy_timeout_ms,
+           c->proxy_start_ms, c->log_level);
 }

@@ -40,6 +40,12 @@ struct hd_config {
     uint32_t prepare_deadline_ms;
     uint32_t resume_deadline_ms;
     uint32_t gpu_retry_ms;       /* VMs waiting for a GPU: retry period */
+    /* The proxy domain programs remote to during a live migration. */
+    char proxy_domain[HD_TEXT];  /* its name here, "" none (runs elsewhere) */
+    char proxy[HD_TEXT];         /* its endpoint as guests reach it, "" none */
+    char proxy_key[HD_TEXT];     /* the key crane-proxy was given, "" none */
+    uint32_t proxy_timeout_ms;   /* one probe: connect and handshake */
+    uint32_t proxy_start_ms;     /* for a proxy domain just started to answer */
     char log_level[16];
 };
 

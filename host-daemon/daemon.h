@@ -27,6 +27,8 @@ struct hd_daemon {
     struct crn_tls_config *tls;   /* peers' TLS (tls, pki_dir), or NULL */
     uint8_t *key;                 /* peers' shared key, or NULL */
     size_t key_len;
+    uint8_t *proxy_key;           /* the proxy domain's key, or NULL */
+    size_t proxy_key_len;
 
     /* Jobs (migrations, peer connections) run on threads of their own;
      * shutdown waits for them. */

@@ -140,6 +140,7 @@ static int call(const char *path, Crane__Control__HostMessage *m,
 }
 
 int hd_guest_prepare(const char *path, int mode, const char *proxy,
+                     const uint8_t *key, size_t key_len,
                      uint32_t deadline_ms, struct hd_guest_reply *r)
 {
     Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
@@ -147,6 +148,8 @@ int hd_guest_prepare(const char *path, int mode, const char *proxy,
 
     p.mode = (Crane__Control__MigrationMode)mode;
     p.proxy = (char *)(proxy ? proxy : "");
+    p.auth_key.data = (uint8_t *)key;
+    p.auth_key.len = key ? key_len : 0;
     p.deadline_ms = deadline_ms;
     m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE;
     m.prepare = &p;

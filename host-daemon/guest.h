@@ -31,8 +31,11 @@ void hd_guest_set_tls(struct crn_tls_config *tls);
  * guest daemon to answer.  0 with *R filled when the guest daemon answered
  * (look at R->ack->err for its result); -ETIMEDOUT, -ECONNREFUSED, ... when
  * it did not (logged, with WHY).  MODE: CRANE__CONTROL__MIGRATION_MODE__*.
+ * Prepare's KEY (KEY_LEN bytes, or NULL) is the proxy's key, passed on to
+ * the programs so that they can authenticate to it.
  */
 int hd_guest_prepare(const char *path, int mode, const char *proxy,
+                     const uint8_t *key, size_t key_len,
                      uint32_t deadline_ms, struct hd_guest_reply *r);
 int hd_guest_resume(const char *path, uint32_t deadline_ms,
                     struct hd_guest_reply *r);

@@ -117,6 +117,9 @@ struct hv_ops {
     int (*suspend)(struct hv *hv, const char *domain);
     /* Lets a suspended DOMAIN run again (a failed migration's rollback). */
     int (*unpause)(struct hv *hv, const char *domain);
+    /* Boots the defined, shut-off DOMAIN (the proxy domain); returns once
+     * it runs, not once its guest is up.  NULL: the backend cannot. */
+    int (*start)(struct hv *hv, const char *domain);
 };
 
 extern const struct hv_ops hv_libvirt_ops;

@@ -811,6 +811,20 @@ static int lv_unpause(struct hv *hv, const char *domain)
     return set_paused(hv, domain, false);
 }
 
+static int lv_start(struct hv *hv, const char *domain)
+{
+    virDomainPtr dom;
+    int rc;
+
+    rc = lookup(hv, domain, &dom);
+    if (rc < 0)
+        return rc;
+    if (virDomainCreate(dom) < 0)
+        rc = failed("starting domain", domain);
+    virDomainFree(dom);
+    return rc;
+}
+
 const struct hv_ops hv_libvirt_ops = {
     .name = "libvirt",
     .open = lv_open,
@@ -824,4 +838,5 @@ const struct hv_ops hv_libvirt_ops = {
     .job = lv_job,
     .suspend = lv_suspend,
     .unpause = lv_unpause,
+    .start = lv_start,
 };

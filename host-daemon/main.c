@@ -8,6 +8,7 @@
 #include "listen.h"
 #include "log.h"
 #include "pool.h"
+#include "proxy.h"
 #include "proto/auth.h"
 #include "proto/tls.h"
 #include "proto/notify.h"
@@ -332,6 +333,17 @@ int main(int argc, char **argv)
         }
         hd_guest_set_key(gkey, gkey_len);
     }
+    if (*d->cfg.proxy && *d->cfg.proxy_key &&
+        (rc = crn_auth_key_load(d->cfg.proxy_key, &d->proxy_key,
+                                &d->proxy_key_len)) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "proxy key %s: %s (proxy_key = none "
+                    "if the proxy does not authenticate its clients)",
+                    d->cfg.proxy_key, strerror(-rc));
+        return 1;
+    }
+    if (*d->cfg.proxy && !*d->cfg.proxy_key)
+        HD_WARN("proxy_key = none: programs reach the proxy %s without "
+                "authenticating", d->cfg.proxy);
     pthread_mutex_init(&d->jobs_lock, NULL);
     pthread_cond_init(&d->jobs_done, NULL);
     uv_loop_init(&loop);
@@ -370,6 +382,15 @@ int main(int argc, char **argv)
         goto out;
     }
     hd_waiting_recover(d);
+    {
+        /* The proxy domain runs from the start, so that the first live
+         * migration does not wait for its boot. */
+        bool started;
+        if (hd_proxy_ensure_running(d, &started, why, sizeof(why)) < 0)
+            HD_WARN("%s", why);
+        else if (started)
+            HD_INFO("proxy domain %s started", d->cfg.proxy_domain);
+    }
     if (*d->cfg.http) {
         char addr[HD_TEXT];
         char *colon;
@@ -426,6 +447,7 @@ out:
     hd_waits_free(d->waits);
     hd_pool_free(d->pool);
     free(d->key);
+    free(d->proxy_key);
     HD_INFO("crane-hostd stopped");
     return rc < 0 ? 1 : 0;
 }

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "peer.h"
 #include "pool.h"
+#include "proxy.h"
 #include "run.h"
 #include "waits.h"
 
@@ -27,6 +28,7 @@ struct mig {
     struct hv_domain dom;
     const struct hv_gpu *gpu;
     struct hd_peer *peer;
+    const char *proxy;           /* live: the endpoint programs go to */
     char why[768];
 };
 
@@ -124,6 +126,30 @@ static int fail(struct mig *m, const char *fmt, ...)
     return -1;
 }
 
+/* Live: the programs will compute through the proxy, so it must answer
+ * (and its domain run) before anything changes.  Without a proxy named
+ * here (neither --proxy nor `proxy`), the guest daemon's own is used. */
+static int check_proxy(struct mig *m)
+{
+    struct hd_daemon *d = m->d;
+    double t = hd_run_elapsed(&m->run);
+    char why[600];
+    int rc;
+
+    m->proxy = *m->q->proxy ? m->q->proxy : d->cfg.proxy;
+    if (!*m->proxy)
+        return 0;
+    hd_run_say(&m->run, "proxy", -1, "checking the proxy %s%s%s",
+               *d->cfg.proxy_domain ? d->cfg.proxy_domain : "",
+               *d->cfg.proxy_domain ? " at " : "", m->proxy);
+    rc = hd_proxy_ready(d, m->proxy, why, sizeof(why));
+    if (rc < 0)
+        fail(m, "%s: nothing was changed", why);
+    hd_run_step(&m->run, "proxy", 0, NULL, t, hd_run_elapsed(&m->run) - t, rc,
+                rc < 0 ? m->why : NULL);
+    return rc < 0 ? -1 : 0;
+}
+
 /* The domain, its GPU, its channel, the destination: nothing changes. */
 static int check(struct mig *m)
 {
@@ -176,7 +202,7 @@ static int check(struct mig *m)
     crane__hostd__peer_reply__free_unpacked(r, NULL);
     hd_run_step(&m->run, "check", 0, NULL, t, hd_run_elapsed(&m->run) - t, 0,
                 NULL);
-    return 0;
+    return live(m) ? check_proxy(m) : 0;
 }
 
 static int prepare(struct mig *m)
@@ -190,7 +216,10 @@ static int prepare(struct mig *m)
     rc = hd_guest_prepare(m->dom.channel,
                           live(m) ? CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE
                                   : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE,
-                          m->q->proxy, m->d->cfg.prepare_deadline_ms, &gr);
+                          m->proxy ? m->proxy : m->q->proxy,
+                          m->proxy ? m->d->proxy_key : NULL,
+                          m->d->proxy_key_len, m->d->cfg.prepare_deadline_ms,
+                          &gr);
     if (rc < 0) {
         hd_run_step(&m->run, "prepare", 0, NULL, t,
                     hd_run_elapsed(&m->run) - t, rc, "no answer");

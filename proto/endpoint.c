@@ -119,8 +119,10 @@ static int connect_unix(const struct crn_endpoint *ep)
     return fd;
 }
 
-static int connect_tcp(const struct crn_endpoint *ep)
+static int connect_tcp(const struct crn_endpoint *ep, unsigned timeout_ms)
 {
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    struct timeval none = {0, 0};
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *ai;
     int err = -ECONNREFUSED, one = 1;
 
@@ -134,8 +136,13 @@ static int connect_tcp(const struct crn_endpoint *ep)
             err = -errno;
             continue;
         }
+        /* Linux bounds connect() by the send timeout. */
+        if (timeout_ms)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            if (timeout_ms)
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
             freeaddrinfo(res);
             return fd;
         }
@@ -170,10 +177,19 @@ int crn_endpoint_connect(const struct crn_endpoint *ep)
         return -EINVAL;
     switch (ep->kind) {
     case CRN_EP_UNIX: return connect_unix(ep);
-    case CRN_EP_TCP: return connect_tcp(ep);
+    case CRN_EP_TCP: return connect_tcp(ep, 0);
     case CRN_EP_VSOCK: return connect_vsock(ep);
     default: return -EINVAL;
     }
+}
+
+int crn_endpoint_connect_within(const struct crn_endpoint *ep,
+                                unsigned timeout_ms)
+{
+    if (ep == NULL)
+        return -EINVAL;
+    return ep->kind == CRN_EP_TCP ? connect_tcp(ep, timeout_ms ? timeout_ms : 1)
+                                  : crn_endpoint_connect(ep);
 }
 
 void crn_endpoint_format(const struct crn_endpoint *ep, char *buf,

@@ -29,6 +29,12 @@ int crn_endpoint_parse(const char *text, struct crn_endpoint *ep);
  * TCP_NODELAY).  Returns the descriptor, or a negative errno. */
 int crn_endpoint_connect(const struct crn_endpoint *ep);
 
+/* The same, giving up on a TCP connect after TIMEOUT_MS (a host that
+ * drops packets: -ETIMEDOUT or -EINPROGRESS instead of the kernel's two
+ * minutes); the socket is blocking, without timeouts, once connected. */
+int crn_endpoint_connect_within(const struct crn_endpoint *ep,
+                                unsigned timeout_ms);
+
 /* Writes EP back as text into BUF of LEN bytes, for logs. */
 void crn_endpoint_format(const struct crn_endpoint *ep, char *buf,
                          size_t len);
