@@ -16,11 +16,15 @@
 #include <string.h>
 
 #define WAITING_MAX 64
+/* The error a migration ends with when the proxy died while it waited. */
+#define PROXY_LOST_WHY "the proxy domain stopped while the VM's programs " \
+                       "remoted through it: their OpenCL calls failed"
 
 struct waiter {
     char id[HD_ID_MAX + 1];
     char domain[HV_NAME_MAX + 1];
     double start_wall;            /* the migration's start */
+    bool proxy_lost;              /* the proxy died while it waited */
 };
 
 struct hd_waiting {
@@ -53,7 +57,8 @@ void hd_waiting_free(struct hd_waiting *w)
 }
 
 static void waiting_add(struct hd_waiting *w, const char *id,
-                        const char *domain, double start_wall)
+                        const char *domain, double start_wall,
+                        bool proxy_lost)
 {
     pthread_mutex_lock(&w->lock);
     for (size_t i = 0; i < w->n; i++)
@@ -64,6 +69,7 @@ static void waiting_add(struct hd_waiting *w, const char *id,
         snprintf(e->id, sizeof(e->id), "%s", id);
         snprintf(e->domain, sizeof(e->domain), "%s", domain);
         e->start_wall = start_wall;
+        e->proxy_lost = proxy_lost;
     } else {
         HD_ERROR("%s: more than %d VMs wait for a GPU; this one is not "
                  "retried (cranectl resume in the guest once a GPU is "
@@ -201,7 +207,8 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
     free(ptrs);
     if (result == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
         HD_WARN("%s: %s; it remotes until a GPU is free", a->domain, why);
-        waiting_add(d->waiting, run.m.id, a->domain, run.m.start_time);
+        waiting_add(d->waiting, run.m.id, a->domain, run.m.start_time,
+                    false);
         hd_run_leave(&run);
     } else {
         hd_run_end(&run, result, *why ? why : NULL);
@@ -254,11 +261,13 @@ static void retry_job(void *arg)
             /* No GPU for this one: none for the others either. */
             break;
         }
+        if (e.proxy_lost && !*why)
+            snprintf(why, sizeof(why), "%s", PROXY_LOST_WHY);
         hd_run_end(&run, r, *why ? why : NULL);
     }
     for (size_t i = 0; i < n_again; i++)
         waiting_add(d->waiting, again[i].id, again[i].domain,
-                    again[i].start_wall);
+                    again[i].start_wall, again[i].proxy_lost);
     pthread_mutex_lock(&d->waiting->lock);
     d->waiting->retrying = false;
     pthread_mutex_unlock(&d->waiting->lock);
@@ -278,6 +287,34 @@ void hd_waiting_kick(struct hd_daemon *d)
         d->waiting->retrying = false;
         pthread_mutex_unlock(&d->waiting->lock);
     }
+}
+
+unsigned hd_waiting_proxy_lost(struct hd_daemon *d, const char *proxy)
+{
+    struct waiter list[WAITING_MAX];
+    size_t n;
+
+    pthread_mutex_lock(&d->waiting->lock);
+    n = d->waiting->n;
+    memcpy(list, d->waiting->list, n * sizeof(*list));
+    for (size_t i = 0; i < d->waiting->n; i++)
+        d->waiting->list[i].proxy_lost = true;
+    pthread_mutex_unlock(&d->waiting->lock);
+    for (size_t i = 0; i < n; i++) {
+        struct hd_run run;
+        char why[400];
+
+        if (hd_run_continue(&run, d, list[i].id, list[i].domain,
+                            list[i].start_wall) < 0)
+            continue;
+        snprintf(why, sizeof(why), "proxy domain %s stopped while the "
+                 "programs of %s remoted through it", proxy, list[i].domain);
+        hd_run_say(&run, "proxy-lost", -1, "%s", why);
+        hd_run_step(&run, "proxy-lost", 0, NULL, hd_run_elapsed(&run), 0,
+                    -ECONNRESET, why);
+        hd_run_leave(&run);
+    }
+    return (unsigned)n;
 }
 
 int hd_waiting_recover(struct hd_daemon *d)
@@ -304,7 +341,7 @@ int hd_waiting_recover(struct hd_daemon *d)
                 -ENOENT) {
             HD_INFO("%s (migration %s) still waits for a GPU", m->domain,
                     m->id);
-            waiting_add(d->waiting, m->id, m->domain, m->start_time);
+            waiting_add(d->waiting, m->id, m->domain, m->start_time, false);
             continue;
         }
         HD_WARN("migration %s of %s was cut short by a daemon restart",

@@ -155,6 +155,9 @@ static void on_hv_event(void *arg, const struct hv_event *ev)
 
     HD_DEBUG("event %d %s %s", ev->kind, ev->domain, ev->alias);
     hd_waits_signal(d->waits, ev);
+    if (ev->kind == HV_EV_DOMAIN_STOPPED && *d->cfg.proxy_domain &&
+        strcmp(ev->domain, d->cfg.proxy_domain) == 0)
+        hd_proxy_lost(d);
     /* A GPU may have come free. */
     if (ev->kind == HV_EV_DEVICE_REMOVED || ev->kind == HV_EV_DOMAIN_STOPPED)
         hd_waiting_kick(d);

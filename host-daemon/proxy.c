@@ -1,6 +1,7 @@
 /* The proxy domain: started through the hypervisor, probed over the network before a live migration. */
 #include "proxy.h"
 
+#include "arrive.h"
 #include "hv.h"
 #include "io.h"
 #include "log.h"
@@ -190,6 +191,30 @@ out:
         crane__server_message__free_unpacked(s, NULL);
     close(fd);
     return rc;
+}
+
+static void proxy_lost_job(void *arg)
+{
+    struct hd_daemon *d = arg;
+    bool started;
+    char why[600];
+    unsigned n;
+
+    n = hd_waiting_proxy_lost(d, d->cfg.proxy_domain);
+    HD_ERROR("proxy domain %s stopped: %u VM%s waiting here had programs "
+             "remoting through it (their OpenCL calls fail)",
+             d->cfg.proxy_domain, n, n == 1 ? "" : "s");
+    if (hd_proxy_ensure_running(d, &started, why, sizeof(why)) < 0)
+        HD_ERROR("%s", why);
+    else if (started)
+        HD_INFO("proxy domain %s started again", d->cfg.proxy_domain);
+}
+
+void hd_proxy_lost(struct hd_daemon *d)
+{
+    if (hd_job_start(d, proxy_lost_job, d) < 0)
+        HD_WARN("proxy domain %s stopped; not handled (shutting down)",
+                d->cfg.proxy_domain);
 }
 
 int hd_proxy_ready(struct hd_daemon *d, const char *endpoint, char *why,

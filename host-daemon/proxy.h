@@ -37,4 +37,12 @@ int hd_proxy_probe(const struct hd_daemon *d, const char *endpoint,
 int hd_proxy_ready(struct hd_daemon *d, const char *endpoint, char *why,
                    size_t why_len);
 
+/*
+ * Loop thread: the proxy domain stopped.  Starts a job that notes it in
+ * every migration whose VM waits here for a GPU (its programs remote
+ * through that proxy: their OpenCL calls now fail) and boots the proxy
+ * domain again.
+ */
+void hd_proxy_lost(struct hd_daemon *d);
+
 #endif /* HD_PROXY_H */

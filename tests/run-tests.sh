@@ -439,6 +439,14 @@ done
 # through a stop-and-copy migration by crane-hostd; it must print PASS on
 # the destination.
 case_ "e2e/hostd-opencl" tests/e2e/run.sh "$PWD/tests/e2e/hostd-opencl.sh"
+# The whole mission live (tests/e2e/live.sh): a proxy domain VM, a guest
+# whose cl_worker and pyopencl program compute through it while the VM
+# live-migrates, and the faults of that path, all on one boot of each VM;
+# each phase is a case of its own (read from the run's results).
+case_ "e2e/live" tests/e2e/run.sh live
+for t in $(tests/e2e/live.sh --list); do
+    case_ "e2e/live/$t" tests/e2e/live.sh result "$t"
+done
 # crane-hostd built with AddressSanitizer, on both hosts, for the migration.
 case_ "e2e/hostd-asan/migrate" env HOSTD=$BA/bin/crane-hostd \
     ASAN_OPTIONS=abort_on_error=1 tests/e2e/run.sh "hostd.sh migrate"

@@ -1,5 +1,13 @@
 #!/bin/sh
-# Builds the OpenCL e2e test guest: the crane-guestd initramfs guest plus a read-only ext4 disk with cl_worker, the crane shim and PoCL.
+# Builds the OpenCL e2e test guest and proxy domain: the crane-guestd initramfs guest plus a read-only ext4 disk with cl_worker, cl_pyworker, crane-proxy, the crane shim and PoCL.
+#
+# One image, two roles, chosen on the kernel command line: a guest
+# (crane-guestd, then cl_worker and, with crane.py=1, cl_pyworker under
+# the shim: vmimages/clguest/70-cl-worker), or with crane.role=proxy the
+# proxy domain (crane-proxy on its own PoCL device, listening on TCP
+# 7420 with the key it reads from its second disk:
+# vmimages/clguest/60-crane-proxy).  crane.ip=ADDR/LEN puts eth0 on the
+# VMs' shared network (vmimages/clguest/20-crane-net).
 #
 # Usage: vmimages/build-clguest.sh OUTDIR
 # Writes OUTDIR/vmlinuz, OUTDIR/initramfs.img, OUTDIR/kernel-version
@@ -35,9 +43,18 @@
 #   the ldd closure of every executable and library above, with symlinks
 #   kept (the usr-merged /bin, /lib, /lib64 links too);
 #   empty mount points /proc, /sys, /dev, /tmp, /run/crane.
-# Then, when run as root, cl_worker runs once in a chroot of the tree
-# (unshare -m, CRANE_SOCKET=none, 1 s) so a missing file stops the build,
-# not the guest; CRANE_CLGUEST_CHECK=0 skips that.
+#   /opt/crane/bin/crane-proxy and its libraries;
+#   cl_pyworker (tests/guest/cl_pyworker.py) with /usr/bin/python3, numpy
+#       and pyopencl: the files python opens to run it, found with strace
+#       (-e openat,execve) on this host, and their ldd closure; left out
+#       (with a warning) when python3-pyopencl or strace is missing.
+# Then, when run as root, cl_worker and cl_pyworker run once in a chroot
+# of the tree (unshare -m, CRANE_SOCKET=none, 1 s) so a missing file stops
+# the build, not the guest; CRANE_CLGUEST_CHECK=0 skips that.  Their PoCL
+# kernel cache from that run is kept in /opt/crane/pocl-cache: the VMs
+# copy it to their tmpfs cache, so that neither the guest nor the proxy
+# domain compiles these kernels again under TCG (POCL_LLVM_CPU_NAME=x86-64
+# in both, so that the cache's keys match whatever CPU QEMU offers).
 set -eu
 
 usage() { echo "usage: $0 OUTDIR" >&2; exit 2; }
@@ -47,12 +64,15 @@ TOP=$(cd "$HERE/.." && pwd)
 BIN=${CRANE_BIN:-$TOP/build/bin}
 LIB=$(cd "$BIN/../lib" 2>/dev/null && pwd || echo "$TOP/build/lib")
 WORKER=$TOP/build/tests/guest/cl_worker
+PYWORKER=$TOP/tests/guest/cl_pyworker.py
+PYTHON=/usr/bin/python3
 KLIB=${CRANE_CLGUEST_KERNELLIB:-sse2}
 GUESTD=$HERE/guestd
 T0=$(date +%s.%N)
 
 die() { echo "build-clguest: $*" >&2; exit 1; }
-for f in "$BIN/crane-guestd" "$BIN/cranectl" "$BIN/crane-run" "$WORKER"; do
+for f in "$BIN/crane-guestd" "$BIN/cranectl" "$BIN/crane-run" \
+    "$BIN/crane-proxy" "$WORKER"; do
     [ -x "$f" ] || die "$f missing (make $f)"
 done
 [ -f "$LIB/libcrane.so" ] || die "$LIB/libcrane.so missing (make build/lib/libcrane.so)"
@@ -110,12 +130,60 @@ add_ldscript() {
     done
 }
 
-# crane and the program.
-cp "$BIN/crane-run" "$WORKER" "$ROOT/opt/crane/bin/"
+# crane, the programs and the proxy.
+cp "$BIN/crane-run" "$WORKER" "$BIN/crane-proxy" "$ROOT/opt/crane/bin/"
 cp "$LIB/libcrane.so" "$ROOT/opt/crane/lib/"
-for f in "$WORKER" "$LIB/libcrane.so"; do
+for f in "$WORKER" "$LIB/libcrane.so" "$BIN/crane-proxy"; do
     for l in $(ldd "$f" | grep -o '/[^ ]*'); do add "$l"; done
 done
+
+# cl_pyworker: python3 with numpy and pyopencl, as much of them as running
+# it opens (python's own site .pth files of this machine stay out).
+PY=0
+if [ -x "$PYTHON" ] && command -v strace > /dev/null &&
+    "$PYTHON" -c 'import numpy, pyopencl' 2> /dev/null; then
+    PY=1
+    cp "$PYWORKER" "$ROOT/opt/crane/bin/"
+    # A fresh HOME: pyopencl's own cache cold, as in the VM (a cold cache
+    # imports more: pkg_resources).
+    rm -rf "$OUT/trace-home"
+    mkdir -p "$OUT/trace-home"
+    env -i PATH=/usr/bin:/bin HOME="$OUT/trace-home" \
+        POCL_CACHE_DIR=$OUT/trace-cache POCL_KERNELLIB_NAME=$KLIB \
+        strace -f -qq -e trace=openat,execve -o "$OUT/py.strace" \
+        "$PYTHON" "$PYWORKER" --seconds 0.5 --words 1024 > "$OUT/py.out" 2>&1 ||
+        { cat "$OUT/py.out" >&2; die "cl_pyworker fails on this host"; }
+    rm -rf "$OUT/trace-cache" "$OUT/trace-home"
+    add_elf "$PYTHON"
+    # The landmarks python finds its prefix by (stat, never opened: os is
+    # a frozen module).
+    PYLIB=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+    add "$PYLIB/os.py"
+    mkdir -p "$ROOT$PYLIB/lib-dynload"
+    # Every codec: the guest's locale is C (ASCII), this host's may not be.
+    for f in "$PYLIB"/encodings/*.py; do add "$f"; done
+    # pyopencl's OpenCL headers: passed to the compiler as -I (it checks
+    # that the folder exists), opened only by kernels that include them.
+    PYCL=$("$PYTHON" -c 'import os, pyopencl; print(os.path.dirname(pyopencl.__file__))')
+    for f in $(find "$PYCL/cl" -type f); do add "$f"; done
+    grep -v -e ENOENT -e ENOTDIR "$OUT/py.strace" |
+        grep -oE '"/usr/lib/python3[^"]*"' | tr -d '"' | sort -u |
+        while read -r f; do
+            case $f in *.pth) [ "${f##*/}" = distutils-precedence.pth ] || continue ;; esac
+            [ -f "$f" ] || continue
+            case $f in *.so|*.so.*) add_elf "$f" ;; *) add "$f" ;; esac
+            # A cached .pyc is used only next to its source (python stats
+            # it to check the cache is fresh).
+            case $f in */__pycache__/*.pyc)
+                src=${f%/__pycache__/*}/$(basename "$f" | cut -d. -f1).py
+                [ -f "$src" ] && add "$src" ;;
+            esac
+        done
+    rm -f "$OUT/py.strace" "$OUT/py.out"
+else
+    echo "build-clguest: no python3-pyopencl, numpy or strace here:" \
+        "cl_pyworker left out" >&2
+fi
 
 # PoCL: the vendor file, the library it names, its device plugins, headers
 # and one kernel library.
@@ -158,21 +226,31 @@ for app in $("$ROOT/usr/bin/busybox" --list); do
         ln -s busybox "$ROOT/usr/bin/$app"
 done
 
-# The check: cl_worker for a second in a chroot of the tree.
+# The check: each program for a second in a chroot of the tree, filling
+# the PoCL kernel cache the VMs start with.
+mkdir -p "$ROOT/opt/crane/pocl-cache"
 if [ "${CRANE_CLGUEST_CHECK:-1}" != 0 ] && [ "$(id -u)" = 0 ] &&
     command -v unshare > /dev/null; then
     unshare -m sh -c '
-        R=$1 K=$2
+        R=$1 K=$2 PY=$3
         mount -t proc proc "$R/proc" && mount -t sysfs sysfs "$R/sys" &&
         mount -o bind /dev "$R/dev" && mount -t tmpfs tmpfs "$R/tmp" || exit 1
-        exec chroot "$R" /usr/bin/env -i PATH=/usr/bin HOME=/tmp \
-            POCL_CACHE_DIR=/tmp/pocl-cache POCL_KERNELLIB_NAME=$K \
-            CRANE_SOCKET=none /opt/crane/bin/crane-run \
-            /opt/crane/bin/cl_worker --seconds 1 --words 4096' \
-        sh "$ROOT" "$KLIB" > "$OUT/check.out" 2>&1 ||
-        { cat "$OUT/check.out" >&2; die "cl_worker fails in $ROOT"; }
-    grep -q '^PASS' "$OUT/check.out" ||
-        { cat "$OUT/check.out" >&2; die "cl_worker did not pass in $ROOT"; }
+        run() {
+            chroot "$R" /usr/bin/env -i PATH=/usr/bin HOME=/tmp \
+                POCL_CACHE_DIR=/opt/crane/pocl-cache POCL_KERNELLIB_NAME=$K \
+                POCL_LLVM_CPU_NAME=x86-64 \
+                CRANE_SOCKET=none /opt/crane/bin/crane-run "$@"
+        }
+        # The sizes the e2e tests run (PoCL caches a kernel per size).
+        run /opt/crane/bin/cl_worker --seconds 1 --words 65536 &&
+            run /opt/crane/bin/cl_worker --seconds 1 --words 262144 || exit 1
+        [ "$PY" = 0 ] || run /usr/bin/python3 /opt/crane/bin/cl_pyworker.py \
+            --seconds 1 --words 65536' \
+        sh "$ROOT" "$KLIB" "$PY" > "$OUT/check.out" 2>&1 ||
+        { cat "$OUT/check.out" >&2; die "a program fails in $ROOT"; }
+    [ "$(grep -c '^PASS' "$OUT/check.out")" = $((2 + PY)) ] ||
+        { cat "$OUT/check.out" >&2; die "a program did not pass in $ROOT"; }
+    find "$ROOT/opt/crane/pocl-cache" -maxdepth 1 -name 'tempfile*' -exec rm -rf {} + || true
 fi
 
 # The disk: no journal (read-only), no reserved blocks, room for 5 %.
@@ -180,7 +258,7 @@ KB=$(du -sk "$ROOT" | cut -f1)
 INODES=$(find "$ROOT" | wc -l)
 rm -f "$OUT/cl-root.img.tmp"
 mkfs.ext4 -q -F -L crane-cl -O ^has_journal,^metadata_csum -m 0 \
-    -N $((INODES + 64)) -E root_owner=0:0 -d "$ROOT" \
+    -N $((INODES + INODES / 4 + 256)) -E root_owner=0:0 -d "$ROOT" \
     "$OUT/cl-root.img.tmp" $((KB + KB / 20 + 2048))k > /dev/null
 mv "$OUT/cl-root.img.tmp" "$OUT/cl-root.img"
 rm -rf "$ROOT"
@@ -189,6 +267,8 @@ CRANE_INITRAMFS_BINS="$BIN/crane-guestd $BIN/cranectl ${CRANE_INITRAMFS_BINS:-}"
 CRANE_INITRAMFS_FILES="$GUESTD/guestd.conf:/etc/crane/guestd.conf
 $GUESTD/crane-modprobe:/usr/sbin/crane-modprobe
 $GUESTD/50-crane-guestd:/etc/crane-init.d/50-crane-guestd
+$HERE/clguest/20-crane-net:/etc/crane-init.d/20-crane-net
+$HERE/clguest/60-crane-proxy:/etc/crane-init.d/60-crane-proxy
 $HERE/clguest/70-cl-worker:/etc/crane-init.d/70-cl-worker ${CRANE_INITRAMFS_FILES:-}" \
 CRANE_INITRAMFS_MODULES="ext4 ${CRANE_INITRAMFS_MODULES:-}" \
     "$HERE/build-initramfs.sh" "$OUT"

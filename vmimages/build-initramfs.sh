@@ -173,7 +173,9 @@ done
         if [ -e /sys/bus/virtio/drivers/virtio_rng ] &&
            ls /sys/bus/virtio/drivers/virtio_rng | grep -q virtio; then
             now=present
-            ln -sf hwrng /dev/crane-gpu0
+            # Made once, never replaced: `ln -sf` would remove it for an
+            # instant on every round, and a watcher could see it gone.
+            [ -L /dev/crane-gpu0 ] || ln -s hwrng /dev/crane-gpu0
         else
             now=absent
             rm -f /dev/crane-gpu0

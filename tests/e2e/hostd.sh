@@ -56,6 +56,7 @@ finish() {
     exit 1
 }
 cleanup() {
+    [ -n "${PROXY_PID:-}" ] && kill "$PROXY_PID" 2>/dev/null
     for p in $EVPIDS; do kill "$p" 2>/dev/null; done
     for p in $HOSTD_PIDS; do kill "$p" 2>/dev/null; done
     for p in $HOSTD_PIDS; do wait "$p" 2>/dev/null; done
@@ -71,7 +72,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 HOSTD=${HOSTD:-$B/bin/crane-hostd}
-for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/cranectl"; do
+for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/cranectl" "$B/bin/crane-proxy"; do
     [ -x "$bin" ] || { echo "skip: $bin not built"; exit 77; }
 done
 e2e_guestd_image || exit 1
@@ -97,6 +98,11 @@ e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$HOSTD_CONF"
 T0=$(e2e_now)
 step "crane-hostd src up" "$WORK/hostd-src.log" 'crane-hostd on src'
 step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
+# A live migration is refused unless its proxy answers: a real crane-proxy
+# on loopback (the stand-in programs never connect to it).
+PROXY_EP=tcp:127.0.0.1:$((PORT0 + 4))
+"$B/bin/crane-proxy" --listen "$PROXY_EP" > "$WORK/proxy.log" 2>&1 &
+PROXY_PID=$!
 
 # The guest: crane-guestd inside, the rng as its GPU.
 KARGS=""
@@ -138,12 +144,12 @@ step "guest sees its GPU" "$WORK/console.log" '^CRANE-RNG present'
 step "two stand-in programs registered" "$WORK/console.log" '^CRANE-PROGRAMS 2'
 
 # crane-migrate ARGS...: runs it against src's crane-hostd; sets RC.  The
-# proxy is named because a live prepare needs one; the stand-in programs
-# never connect to it.
+# proxy is named because a live prepare needs one (crane-hostd checks that
+# it answers); the stand-in programs never connect to it.
 migrate() {
     T0=$(e2e_now)
     "$B/bin/crane-migrate" --connect "unix:$WORK/src-hostd.sock" \
-        --peer "tcp:127.0.0.1:$((PORT0 + 2))" --proxy tcp:127.0.0.1:7000 \
+        --peer "tcp:127.0.0.1:$((PORT0 + 2))" --proxy "$PROXY_EP" \
         --verbose "$@" \
         > "$WORK/migrate.out" 2>&1
     RC=$?

@@ -153,14 +153,16 @@ e2e_dest_xml() {
 E2E_CLGUEST_VM=${CRANE_CLGUEST_VM_DIR:-$E2E_VM/clguest}
 
 # e2e_clguest_image: builds E2E_CLGUEST_VM when it is missing or older than
-# its scripts and files, the daemon, cranectl, the shim, crane-run or
-# cl_worker (about 7 s, 280 MB).
+# its scripts and files, the daemon, cranectl, the shim, crane-run,
+# crane-proxy, cl_worker or cl_pyworker (about 25 s, 320 MB).
 e2e_clguest_image() {
     if [ ! -f "$E2E_CLGUEST_VM/vmlinuz" ] || [ ! -f "$E2E_CLGUEST_VM/cl-root.img" ] ||
         e2e_stale "$E2E_CLGUEST_VM/initramfs.img" \
             "$E2E_ROOT/build/bin/crane-guestd" "$E2E_ROOT/build/bin/cranectl" \
             "$E2E_ROOT/build/bin/crane-run" "$E2E_ROOT/build/lib/libcrane.so" \
             "$E2E_ROOT/build/tests/guest/cl_worker" \
+            "$E2E_ROOT/build/bin/crane-proxy" \
+            "$E2E_ROOT/tests/guest/cl_pyworker.py" \
             "$E2E_ROOT"/vmimages/*.sh "$E2E_ROOT"/vmimages/guestd/* \
             "$E2E_ROOT"/vmimages/clguest/*; then
         CRANE_VM_CACHE=$E2E_VM/cache \

@@ -1,0 +1,538 @@
+#!/bin/bash
+# e2e: the whole mission live: real OpenCL programs compute through a proxy domain while their VM live-migrates between two libvirtd, and the faults of that path.
+#
+# Usage: tests/e2e/live.sh [run] | result PHASE | --list | cleanup
+#
+# `run` (the default) boots, once, on this machine:
+#   - a bridge crane-e2e-br (10.77.0.1/24) that both libvirtd "hosts"
+#     attach their VMs to, as a data-centre L2 network spans real hosts;
+#   - libvirtd "lsrc" and "ldst", each with a crane-hostd (peers on
+#     loopback with a fresh key, one GPU each: the ua-gpu0 rng stand-in);
+#   - the proxy domain crane-proxydom, defined on ldst and named in dst's
+#     crane-hostd config (proxy_domain, proxy = tcp:10.77.0.2:7420,
+#     proxy_key): crane-hostd boots it; it runs crane-proxy on its own
+#     PoCL device with HMAC auth (vmimages/clguest/60-crane-proxy);
+#   - the guest crane-live on lsrc (10.77.0.10): crane-guestd,
+#     tests/guest/cl_worker and tests/guest/cl_pyworker.py (pyopencl, numpy:
+#     Debian's packages, unmodified) under crane-run on PoCL.
+# Then the phases, in order, each with its own verdict in WORK/results:
+#   proxy-down     the proxy domain is paused: `crane-migrate --live` is
+#                  refused before anything changes (exit 1), both programs
+#                  stay in passthrough, no unplug
+#   migrate-fails  the migration URI cannot be listened on: the programs
+#                  went remote, the GPU is plugged back on lsrc, both are
+#                  in passthrough again and go on computing
+#   live           `crane-migrate --live --p2p` to ldst: both programs
+#                  make progress between the GPU's unplug and its return
+#                  (through the proxy domain, while the VM moves), are back
+#                  in passthrough on ldst, stop and print PASS (every result
+#                  compared with a CPU model, byte for byte); each one's pre
+#                  and post stoppage and the VM's downtime are in both
+#                  histories, src's metrics, and its dashboard (headless
+#                  Chromium, tests/hostd/dashboard.sh)
+#   no-free-gpu    back to lsrc while another VM holds lsrc's GPU: exit 4,
+#                  a third program (cl_worker again, "victim") keeps
+#                  computing through the proxy domain; once the other VM is
+#                  gone lsrc's crane-hostd plugs the GPU in and the program
+#                  is back in passthrough by itself
+#   proxy-dies     to ldst, whose GPU is held again: while the victim
+#                  remotes, the proxy domain is destroyed; the victim fails
+#                  with an OpenCL error (never a wrong result), dst's
+#                  history has a proxy-lost step and says why, crane-hostd
+#                  boots the proxy domain again
+# `result PHASE` exits 0 if that phase passed in the last run, 1 if it
+# failed or did not run, 77 if the run was skipped.  `cleanup` stops the
+# libvirtd instances and removes the bridge.
+#
+# Environment: CRANE_E2E_TIMEOUT (60 s per step), CRANE_E2E_CL_TIMEOUT (180
+# s for the programs' start under TCG), CRANE_E2E_CL_MEM (guest MiB, 768),
+# CRANE_E2E_CL_AFTER (iterations on ldst before the programs stop, 150),
+# HOSTD.  Exit 0 pass, 1 fail, 77 skip.  Logs: $CRANE_E2E_DIR/live/.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+PHASES="proxy-down migrate-fails live no-free-gpu proxy-dies"
+TIMEOUT=${CRANE_E2E_TIMEOUT:-60}
+CL_TIMEOUT=${CRANE_E2E_CL_TIMEOUT:-180}
+MEM=${CRANE_E2E_CL_MEM:-768}
+AFTER=${CRANE_E2E_CL_AFTER:-150}
+SRC=lsrc
+DST=ldst
+DOM=crane-live
+PDOM=crane-proxydom
+BR=crane-e2e-br
+NET=10.77.0
+PROXY_EP=tcp:$NET.2:7420
+PORT0=17600
+B=$E2E_ROOT/build
+WORK=$E2E_DIR/live
+RESULTS=$WORK/results
+LIBVIRTD=$E2E_ROOT/tests/e2e/libvirtd.sh
+HOSTD_PIDS=""
+EVPIDS=""
+FAILED=0
+
+case "${1:-run}" in
+--list) echo $PHASES; exit 0 ;;
+cleanup)
+    "$LIBVIRTD" stop "$SRC"; "$LIBVIRTD" stop "$DST"
+    ip link del "$BR" 2>/dev/null
+    exit 0 ;;
+result)
+    [ $# = 2 ] || { echo "usage: $0 result PHASE" >&2; exit 2; }
+    [ -f "$RESULTS" ] || { echo "live.sh: no run recorded ($RESULTS)"; exit 1; }
+    if grep -q '^SKIP' "$RESULTS"; then
+        echo "live.sh: skipped: $(sed -n 's/^SKIP //p' "$RESULTS")"; exit 77
+    fi
+    v=$(awk -v p="$2" '$1 == p { v = $2 } END { print v }' "$RESULTS")
+    echo "live.sh: $2: ${v:-not run}"
+    [ "$v" = PASS ]; exit ;;
+run) ;;
+*) echo "usage: $0 [run] | result PHASE | --list | cleanup" >&2; exit 2 ;;
+esac
+
+mkdir -p "$WORK"
+skip() { echo "SKIP $*" > "$RESULTS"; echo "skip: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (libvirtd, QEMU and a bridge)"
+HOSTD=${HOSTD:-$B/bin/crane-hostd}
+for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/cranectl" "$B/bin/crane-guestd" \
+    "$B/bin/crane-run" "$B/bin/crane-proxy" "$B/tests/guest/cl_worker"; do
+    [ -x "$bin" ] || skip "$bin not built"
+done
+[ -f /etc/OpenCL/vendors/pocl.icd ] || skip "PoCL not installed (pocl-opencl-icd)"
+/usr/bin/python3 -c 'import numpy, pyopencl' 2> /dev/null ||
+    skip "python3-pyopencl and python3-numpy not installed"
+for t in mkfs.ext4 strace ip curl; do
+    command -v $t > /dev/null || skip "$t missing (vmimages/setup-vm-host.sh)"
+done
+
+# --- verdicts ---------------------------------------------------------------
+PHASE=setup
+: > "$RESULTS"
+# begin PHASE: a new phase; its checks start clean.
+begin() {
+    PHASE=$1
+    FAILED=0
+    T0=$(e2e_now)
+    e2e_log "=== phase $PHASE"
+}
+# verdict: records the phase's result; a failed phase ends the run (the
+# ones after it depend on where it left the VM).
+verdict() {
+    if [ $FAILED = 0 ]; then
+        echo "$PHASE PASS" >> "$RESULTS"
+        e2e_log "=== $PHASE: PASS ($(e2e_since "$T0") s)"
+    else
+        echo "$PHASE FAIL" >> "$RESULTS"
+        e2e_log "=== $PHASE: FAIL"
+        finish
+    fi
+}
+finish() {
+    e2e_hostd_stop > "$WORK/hostd-stop.out" ||
+        { cat "$WORK/hostd-stop.out"; [ "$PHASE" = done ] && echo "done FAIL" >> "$RESULTS"; }
+    e2e_log "whole run: $(e2e_since "$TALL") s"
+    if [ "$PHASE" = done ] && ! grep -q FAIL "$RESULTS"; then
+        e2e_log "live: PASS"
+        exit 0
+    fi
+    e2e_log "live: FAIL in phase $PHASE (logs in $WORK)"
+    for f in "$WORK"/hostd-*.log; do
+        [ -f "$f" ] && { echo "--- $f"; tail -12 "$f"; }
+    done
+    for f in "$WORK"/console*.log "$WORK"/proxy/console.log; do
+        [ -f "$f" ] && { echo "--- $f"; grep -v 'PROGRESS' "$f" | tail -12; }
+    done
+    exit 1
+}
+cleanup() {
+    for p in $EVPIDS; do kill "$p" 2>/dev/null; done
+    for p in $HOSTD_PIDS; do kill "$p" 2>/dev/null; done
+    for p in $HOSTD_PIDS; do wait "$p" 2>/dev/null; done
+    for u in "${SURI:-}" "${DURI:-}"; do
+        [ -n "$u" ] || continue
+        for d in "$DOM" "$DOM-blocker" "$PDOM"; do
+            virsh -q -c "$u" destroy "$d" > /dev/null 2>&1
+            virsh -q -c "$u" undefine "$d" > /dev/null 2>&1
+        done
+    done
+    "$LIBVIRTD" stop "$SRC" > /dev/null 2>&1
+    "$LIBVIRTD" stop "$DST" > /dev/null 2>&1
+    ip link del "$BR" 2> /dev/null
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# --- helpers ----------------------------------------------------------------
+# iters FILE TAG EVENT: the iteration count of the last "CRANE-TAG-GPU
+# EVENT UPTIME at N" line of FILE; UPTIME of it in UP.
+gpu_at() {
+    awk -v p="CRANE-$2-GPU $3" 'index($0, p) == 1 { u = $3; n = $5 }
+        END { print n " " u }' "$1"
+}
+# progress_at FILE TAG UPTIME: the last progress count at or before UPTIME
+# (the guest's clock) in FILE.
+progress_at() {
+    awk -v p="CRANE-$2-PROGRESS" -v t="$3" 'index($0, p) == 1 && $2 <= t { n = $3 }
+        END { print n + 0 }' "$1"
+}
+# wait_progress FILE TAG MIN [TIMEOUT]: waits for TAG's progress >= MIN.
+wait_progress() {
+    if IT=$(e2e_wait_count "$1" "CRANE-$2-PROGRESS" 3 "$3" "${4:-$CL_TIMEOUT}"); then
+        e2e_log "$2 at $IT iterations: $(e2e_since "$T0") s"
+    else
+        IT=0
+        fail "$2: not $3 iterations within ${4:-$CL_TIMEOUT}s"
+    fi
+}
+# last_it FILE TAG: the newest progress count of TAG in FILE.
+last_it() {
+    awk -v p="CRANE-$2-PROGRESS" 'index($0, p) == 1 { n = $3 } END { print n + 0 }' "$1"
+}
+# status SOCKET OUT: cranectl status over the guest's channel.
+status() {
+    "$B/bin/cranectl" --connect "unix:$1" --timeout 20 status > "$2" 2>&1
+    sed 's/^/    /' "$2"
+}
+# passthrough OUT NAME...: each NAME is listed in passthrough in OUT.
+passthrough() {
+    _o=$1
+    shift
+    for _n in "$@"; do
+        grep -qE "^program +[0-9]+ +$_n +passthrough" "$_o" ||
+            fail "$_n is not in passthrough ($_o)"
+    done
+}
+# dest_xml URI HOP: the domain's migratable XML on URI for the next hop:
+# its console and channel renamed (what the current QEMU holds open), the
+# GPU removed (detached before the move), libvirt's tap name dropped.
+dest_xml() {
+    virsh -q -c "$1" dumpxml --migratable "$DOM" |
+        sed -e "s|<source path='$WORK/console[^']*'|<source path='$WORK/console-$2.log'|g" \
+            -e "s|<source mode='bind' path='$WORK/guest[^']*'|<source mode='bind' path='$WORK/guest-$2.sock'|g" \
+            -e "/<target dev='vnet[0-9]*'\/>/d" \
+            -e "/<rng[ >]/,/<\/rng>/d" > "$WORK/dest-$2.xml"
+}
+# migrate FROM TO XML MIGRATE_URI [ARGS...]: crane-migrate --live --p2p on
+# FROM's crane-hostd, to TO; output in WORK/migrate-PHASE.out; sets RC.
+migrate() {
+    _from=$1 _to=$2 _xml=$3 _muri=$4
+    shift 4
+    _peer=$PORT0
+    [ "$_to" = dst ] && _peer=$((PORT0 + 2))
+    _uri=$SURI
+    [ "$_to" = dst ] && _uri=$DURI
+    _t=$(e2e_now)
+    "$B/bin/crane-migrate" --connect "unix:$WORK/$_from-hostd.sock" \
+        --peer "tcp:127.0.0.1:$_peer" --verbose --live --p2p --persistent \
+        --undefinesource "$@" --xml "$_xml" "$DOM" "$_uri" "$_muri" \
+        > "$WORK/migrate-$PHASE.out" 2>&1
+    RC=$?
+    MIGRATE_S=$(e2e_since "$_t")
+    e2e_log "crane-migrate exit $RC after $MIGRATE_S s"
+    sed 's/^/    /' "$WORK/migrate-$PHASE.out"
+}
+# api PORT: the newest migration of that crane-hostd, with its steps, as
+# JSON (its HTTP API).
+api_newest() {
+    _id=$(curl -sf "http://127.0.0.1:$1/api/migrations" |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["migrations"][0]["id"])')
+    curl -sf "http://127.0.0.1:$1/api/migrations/$_id"
+}
+# blocker URI: another VM that holds that host's GPU (firmware only).
+blocker() {
+    cat > "$WORK/blocker.xml" <<EOF
+<domain type='qemu'>
+  <name>$DOM-blocker</name>
+  <memory unit='MiB'>32</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+$(e2e_rng_xml | sed 's/^/    /')
+    <memballoon model='none'/>
+  </devices>
+</domain>
+EOF
+    virsh -q -c "$1" create "$WORK/blocker.xml" > /dev/null || fail "blocker VM"
+}
+# nic MAC: the VMs' network interface on the bridge.
+nic() {
+    printf "    <interface type='bridge'>\n      <mac address='%s'/>\n" "$1"
+    printf "      <source bridge='%s'/>\n      <model type='virtio'/>\n" "$BR"
+    printf "    </interface>\n"
+}
+
+# --- setup ------------------------------------------------------------------
+TALL=$(e2e_now)
+T0=$TALL
+e2e_clguest_image || { echo "setup FAIL" >> "$RESULTS"; e2e_log "FAIL: building $E2E_CLGUEST_VM"; exit 1; }
+e2e_log "image ready: $(e2e_since "$T0") s (disk $(du -k "$E2E_CLGUEST_VM/cl-root.img" | cut -f1) KiB)"
+grep -q cl_pyworker "$E2E_CLGUEST_VM/check.out" 2>/dev/null ||
+    { echo "setup FAIL" >> "$RESULTS"; e2e_log "FAIL: the image has no cl_pyworker"; exit 1; }
+
+# Leftovers of an interrupted run.
+for d in "$DOM" "$DOM-blocker" "$PDOM"; do
+    for n in $SRC $DST; do
+        [ -S "$E2E_DIR/$n/run/libvirt-sock" ] || continue
+        virsh -q -c "$("$LIBVIRTD" uri $n)" destroy "$d" > /dev/null 2>&1
+        virsh -q -c "$("$LIBVIRTD" uri $n)" undefine "$d" > /dev/null 2>&1
+    done
+done
+ip link del "$BR" 2> /dev/null
+rm -rf "$WORK"
+mkdir -p "$WORK/proxy"
+: > "$RESULTS"
+ip link add "$BR" type bridge && ip addr add "$NET.1/24" dev "$BR" &&
+    ip link set "$BR" up || { echo "setup FAIL" >> "$RESULTS"; e2e_log "FAIL: bridge $BR"; exit 1; }
+
+T0=$(e2e_now)
+SURI=$("$LIBVIRTD" start "$SRC") || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
+DURI=$("$LIBVIRTD" start "$DST") || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
+e2e_log "libvirtd $SRC and $DST up: $(e2e_since "$T0") s"
+VS="virsh -q -c $SURI"
+VD="virsh -q -c $DURI"
+
+head -c 32 /dev/urandom > "$WORK/key"
+head -c 32 /dev/urandom > "$WORK/proxy.key"
+chmod 600 "$WORK/key" "$WORK/proxy.key"
+# The proxy domain's key disk: the key, padded to a sector.
+cp "$WORK/proxy.key" "$WORK/proxy-key.img"
+truncate -s 512 "$WORK/proxy-key.img"
+e2e_rng_xml > "$WORK/rng.xml"
+
+# The proxy domain: the same image in its proxy role, no GPU of the pool
+# (it would own one in production), the key as a second read-only disk, a
+# console that survives a restart.
+e2e_cl_domain_xml "$PDOM" "$WORK/proxy" "$E2E_CLGUEST_VM" 768 \
+    "crane.role=proxy crane.ip=$NET.2/24" |
+    sed -e '/<rng[ >]/,/<\/rng>/d' \
+        -e "s|<source path='$WORK/proxy/console.log'/>|<source path='$WORK/proxy/console.log' append='on'/>|" |
+    awk -v key="$WORK/proxy-key.img" -v nic="$(nic 52:54:00:77:00:02)" '
+        /<memballoon/ {
+            print "    <disk type=\x27file\x27 device=\x27disk\x27>"
+            print "      <driver name=\x27qemu\x27 type=\x27raw\x27/>"
+            print "      <source file=\x27" key "\x27/>"
+            print "      <target dev=\x27vdb\x27 bus=\x27virtio\x27/>"
+            print "      <readonly/>"
+            print "    </disk>"
+            print nic
+        }
+        { print }' > "$WORK/proxy.xml"
+$VD define "$WORK/proxy.xml" > /dev/null || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
+
+e2e_cl_domain_xml "$DOM" "$WORK" "$E2E_CLGUEST_VM" "$MEM" \
+    "crane.ip=$NET.10/24 crane.py=1 crane.cl_backs=2 crane.cl_after=$AFTER crane.cl_words=65536 crane.victim=1" |
+    awk -v nic="$(nic 52:54:00:77:00:10)" '/<memballoon/ { print nic } { print }' \
+    > "$WORK/domain.xml"
+$VS define "$WORK/domain.xml" > /dev/null || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
+
+virsh -c "$SURI" event --all --loop --timestamp > "$WORK/events-src.log" 2>&1 &
+EVPIDS="$EVPIDS $!"
+virsh -c "$DURI" event --all --loop --timestamp > "$WORK/events-dst.log" 2>&1 &
+EVPIDS="$EVPIDS $!"
+
+E2E_WORK=$WORK
+CONF="prepare_deadline_ms = 60000
+resume_deadline_ms = 90000
+proxy = $PROXY_EP
+proxy_key = $WORK/proxy.key
+proxy_start_ms = 180000"
+T0=$(e2e_now)
+e2e_hostd src "$SURI" $PORT0 $((PORT0 + 1)) "$CONF"
+e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$CONF" "proxy_domain = $PDOM"
+step "crane-hostd src up" "$WORK/hostd-src.log" 'crane-hostd on src'
+step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
+$VS start "$DOM" > /dev/null || fail "start $DOM"
+step "dst's crane-hostd boots the proxy domain" "$WORK/hostd-dst.log" "proxy domain $PDOM started"
+PC=$WORK/proxy/console.log
+C=$WORK/console.log
+step "proxy domain on the network" "$PC" '^CRANE-NET eth0' 1 "$CL_TIMEOUT"
+step "crane-proxy listens in the proxy domain" "$PC" '^CRANE-PROXY-UP' 1 "$CL_TIMEOUT"
+step "guest on the network" "$C" '^CRANE-NET eth0' 1 "$CL_TIMEOUT"
+step "crane-guestd up in the guest" "$C" 'CRANE-GUESTD-UP' 1 "$CL_TIMEOUT"
+step "cl_worker registered" "$C" '^CRANE-CL-REGISTERED' 1 "$CL_TIMEOUT"
+step "cl_pyworker registered" "$C" '^CRANE-PY-REGISTERED' 1 "$CL_TIMEOUT"
+wait_progress "$C" CL 100
+wait_progress "$C" PY 50
+grep -q 'RESULT' "$C" && fail "a program ended on src: $(grep RESULT "$C")"
+e2e_log "setup: $(e2e_since "$TALL") s"
+[ $FAILED = 0 ] || { echo "setup FAIL" >> "$RESULTS"; finish; }
+
+# --- proxy-down -------------------------------------------------------------
+begin proxy-down
+$VD suspend "$PDOM" > /dev/null || fail "suspend the proxy domain"
+dest_xml "$SURI" 1
+migrate src dst "$WORK/dest-1.xml" tcp://127.0.0.1
+[ $RC = 1 ] || fail "crane-migrate exit $RC, expected 1"
+grep -q "does not answer" "$WORK/migrate-$PHASE.out" || fail "no 'does not answer'"
+grep -q "nothing was changed" "$WORK/migrate-$PHASE.out" || fail "not said that nothing changed"
+grep -qE '^step +prepare' "$WORK/migrate-$PHASE.out" && fail "a prepare was sent"
+grep -q 'device-removed' "$WORK/events-src.log" && fail "the GPU was unplugged"
+status "$WORK/guest0.sock" "$WORK/status-$PHASE.out"
+grep -q '^phase: *idle' "$WORK/status-$PHASE.out" || fail "guest not idle"
+passthrough "$WORK/status-$PHASE.out" cl_worker python3
+[ "$(e2e_newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
+$VD resume "$PDOM" > /dev/null || fail "resume the proxy domain"
+CL0=$(last_it "$C" CL)
+wait_progress "$C" CL $((CL0 + 20))
+verdict
+
+# --- migrate-fails ----------------------------------------------------------
+begin migrate-fails
+# 192.0.2.1 (TEST-NET-1) is no address of this host: dst's QEMU cannot
+# listen there; libvirt fails after the programs went remote and the GPU
+# was unplugged.
+migrate src dst "$WORK/dest-1.xml" tcp://192.0.2.1 --timeout 30
+[ $RC = 1 ] || fail "crane-migrate exit $RC, expected 1"
+grep -q 'migration failed' "$WORK/migrate-$PHASE.out" || fail "no migration failure"
+for p in cl_worker python3; do
+    grep -qE "^step +pre +[0-9]+ +$p .* ok" "$WORK/migrate-$PHASE.out" ||
+        fail "$p did not go remote (no pre step)"
+done
+step "GPU plugged back on src" "$WORK/events-src.log" 'device-added.*ua-gpu0'
+step "cl_worker sees its GPU back" "$C" '^CRANE-CL-GPU back'
+step "cl_pyworker sees its GPU back" "$C" '^CRANE-PY-GPU back'
+status "$WORK/guest0.sock" "$WORK/status-$PHASE.out"
+grep -q '^phase: *idle' "$WORK/status-$PHASE.out" || fail "guest not idle"
+passthrough "$WORK/status-$PHASE.out" cl_worker python3
+[ "$($VS domstate "$DOM")" = running ] || fail "not running on src"
+[ "$(e2e_newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
+CL0=$(last_it "$C" CL)
+PY0=$(last_it "$C" PY)
+wait_progress "$C" CL $((CL0 + 50))
+wait_progress "$C" PY $((PY0 + 25))
+grep -q 'RESULT' "$C" && fail "a program ended: $(grep RESULT "$C")"
+verdict
+
+# --- live -------------------------------------------------------------------
+begin live
+migrate src dst "$WORK/dest-1.xml" tcp://127.0.0.1
+[ $RC = 0 ] || fail "crane-migrate exit $RC, expected 0"
+grep -q '^result: ok' "$WORK/migrate-$PHASE.out" || fail "no 'result: ok'"
+for p in cl_worker python3; do
+    grep -qE "^program +[0-9]+ +$p +pre +[0-9.]+ ms post +[0-9.]+ ms" \
+        "$WORK/migrate-$PHASE.out" || fail "no stoppage line of $p"
+done
+grep -qE '^step +downtime ' "$WORK/migrate-$PHASE.out" || fail "no downtime step"
+C1=$WORK/console-1.log
+step "cl_worker sees its GPU on dst" "$C1" '^CRANE-CL-GPU back'
+step "cl_pyworker sees its GPU on dst" "$C1" '^CRANE-PY-GPU back'
+status "$WORK/guest-1.sock" "$WORK/status-$PHASE.out"
+grep -q '^phase: *idle' "$WORK/status-$PHASE.out" || fail "guest not idle on dst"
+passthrough "$WORK/status-$PHASE.out" cl_worker python3
+# Progress while the VM moved: from the GPU's unplug on src (the programs
+# were remote by then) to its return on dst (before they left the proxy).
+for tag in CL PY; do
+    set -- $(gpu_at "$C" $tag gone)
+    gone=${1:-0} gone_up=${2:-0}
+    set -- $(gpu_at "$C1" $tag back)
+    back=${1:-0} back_up=${2:-0}
+    span=$(awk -v a="$gone_up" -v b="$back_up" 'BEGIN { printf "%.1f", b - a }')
+    before=$(( gone - $(progress_at "$C" $tag "$(awk -v a="$gone_up" -v s="$span" 'BEGIN { print a - s }')") ))
+    e2e_log "$tag: $((back - gone)) iterations between the unplug (at $gone) and the GPU's return on dst (at $back), ${span} s of guest time; $before in the same span before"
+    echo "$tag during $((back - gone)) before $before span $span" >> "$WORK/progress-live"
+    [ "$back" -gt "$gone" ] || fail "$tag made no progress while the VM moved"
+done
+step "cl_worker stops on dst" "$C1" '^CRANE-CL-RESULT' 1 "$CL_TIMEOUT"
+step "cl_pyworker stops on dst" "$C1" '^CRANE-PY-RESULT' 1 "$CL_TIMEOUT"
+for tag in CL PY; do
+    r=$(grep "^CRANE-$tag-RESULT" "$C1" | tail -n 1)
+    e2e_log "$r"
+    case $r in "CRANE-$tag-RESULT PASS"*) ;; *) fail "$tag did not pass on dst" ;; esac
+done
+grep -q 'RESULT' "$C" && fail "a program ended on src"
+[ "$($VD domstate "$DOM")" = running ] || fail "not running on dst"
+$VS dominfo "$DOM" > /dev/null 2>&1 && fail "still defined on src"
+[ "$(e2e_newest_result $((PORT0 + 1)))" = ok ] || fail "src history: not ok"
+[ "$(e2e_newest_result $((PORT0 + 3)))" = ok ] || fail "dst history: not ok"
+# The history: each program's pre and post, the downtime.
+api_newest $((PORT0 + 1)) > "$WORK/api-$PHASE.json"
+python3 - "$WORK/api-$PHASE.json" <<'PY' || fail "history: stoppage or downtime missing"
+import json, sys
+m = json.load(open(sys.argv[1]))
+steps = m["steps"]
+for prog in ("cl_worker", "python3"):
+    for phase in ("pre", "post"):
+        s = [x for x in steps if x.get("program") == prog and x["phase"] == phase]
+        assert s and s[0]["duration"] > 0, (prog, phase)
+d = [x for x in steps if x["phase"] == "downtime" and not x.get("pid")]
+assert d and 0 < d[0]["duration"] < 30, d
+print("    history: pre/post of both programs, downtime %.1f ms" % (d[0]["duration"] * 1e3))
+PY
+curl -sf "http://127.0.0.1:$((PORT0 + 1))/metrics" > "$WORK/metrics-src.txt"
+grep -qE '^crane_migration_downtime_seconds_count [1-9]' "$WORK/metrics-src.txt" ||
+    fail "metrics: no downtime"
+grep -qE '^crane_migration_stoppage_seconds_count\{phase="post"\} [1-9]' "$WORK/metrics-src.txt" ||
+    fail "metrics: no post stoppage"
+# The dashboard, in headless Chromium, on the history this wrote (a copy:
+# the daemon still runs).
+cp "$WORK/src.db" "$WORK/src-copy.db"
+[ -f "$WORK/src.db-wal" ] && cp "$WORK/src.db-wal" "$WORK/src-copy.db-wal"
+bash "$E2E_ROOT/tests/hostd/dashboard.sh" "$WORK/src-copy.db" > "$WORK/dashboard.out" 2>&1
+r=$?
+tail -n 2 "$WORK/dashboard.out" | sed 's/^/    /'
+[ $r = 0 ] || [ $r = 77 ] || fail "dashboard on the real history"
+verdict
+
+# --- no-free-gpu ------------------------------------------------------------
+begin no-free-gpu
+step "the victim program registered on dst" "$C1" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
+wait_progress "$C1" VC 100
+blocker "$SURI"
+dest_xml "$DURI" 2
+migrate dst src "$WORK/dest-2.xml" tcp://127.0.0.1
+[ $RC = 4 ] || fail "crane-migrate exit $RC, expected 4 (remoting)"
+C2=$WORK/console-2.log
+status "$WORK/guest-2.sock" "$WORK/status-$PHASE-wait.out"
+grep -q '^phase: *prepared' "$WORK/status-$PHASE-wait.out" || fail "guest not waiting (prepared) on src"
+grep -qE '^program +[0-9]+ +cl_worker +remot' "$WORK/status-$PHASE-wait.out" ||
+    fail "the victim is not remoting"
+V0=$(last_it "$C2" VC)
+wait_progress "$C2" VC $((V0 + 50))
+e2e_log "victim computing through the proxy domain while no GPU is free: $V0 -> $IT"
+$VS destroy "$DOM-blocker" > /dev/null || fail "destroy the blocker"
+step "src plugs the freed GPU in" "$WORK/events-src.log" "device-added.*'$DOM'.*ua-gpu0|'$DOM'.*device-added.*ua-gpu0"
+step "the victim sees its GPU" "$C2" '^CRANE-VC-GPU back'
+step "src resumed it by itself" "$WORK/hostd-src.log" "migration .* $DOM: ok"
+status "$WORK/guest-2.sock" "$WORK/status-$PHASE.out"
+grep -q '^phase: *idle' "$WORK/status-$PHASE.out" || fail "guest not idle on src"
+passthrough "$WORK/status-$PHASE.out" cl_worker
+V0=$(last_it "$C2" VC)
+wait_progress "$C2" VC $((V0 + 50))
+grep -q 'CRANE-VC-RESULT' "$C2" && fail "the victim ended"
+verdict
+
+# --- proxy-dies -------------------------------------------------------------
+begin proxy-dies
+blocker "$DURI"
+dest_xml "$SURI" 3
+migrate src dst "$WORK/dest-3.xml" tcp://127.0.0.1
+[ $RC = 4 ] || fail "crane-migrate exit $RC, expected 4 (remoting)"
+C3=$WORK/console-3.log
+V0=$(last_it "$C3" VC)
+wait_progress "$C3" VC $((V0 + 20))
+PROXY_UPS=$(grep -c '^CRANE-PROXY-UP' "$PC")
+$VD destroy "$PDOM" > /dev/null || fail "destroy the proxy domain"
+step "dst notes the proxy domain's death" "$WORK/hostd-dst.log" "proxy domain $PDOM stopped: 1 VM"
+step "dst boots the proxy domain again" "$WORK/hostd-dst.log" "proxy domain $PDOM started again"
+step "crane-proxy up again" "$PC" '^CRANE-PROXY-UP' $((PROXY_UPS + 1)) "$CL_TIMEOUT"
+step "the victim ends" "$C3" '^CRANE-VC-RESULT' 1 "$CL_TIMEOUT"
+r=$(grep '^CRANE-VC-RESULT' "$C3" | tail -n 1)
+e2e_log "$r"
+case $r in
+*"differs from the CPU model"*) fail "the victim computed a wrong result" ;;
+*"CRANE-VC-RESULT FAIL"*"FAIL cl_worker: "*"(-"[0-9]*")") ;;
+*) fail "the victim did not end with an OpenCL error" ;;
+esac
+api_newest $((PORT0 + 3)) > "$WORK/api-$PHASE.json"
+grep -q '"proxy-lost"' "$WORK/api-$PHASE.json" || fail "dst history: no proxy-lost step"
+$VD destroy "$DOM-blocker" > /dev/null || fail "destroy the blocker"
+step "dst finishes the migration" "$WORK/hostd-dst.log" "migration .* $DOM: ok"
+api_newest $((PORT0 + 3)) > "$WORK/api-$PHASE-end.json"
+grep -q 'proxy domain stopped while' "$WORK/api-$PHASE-end.json" ||
+    fail "dst history: the migration does not say the proxy died"
+verdict
+
+PHASE=done
+finish
