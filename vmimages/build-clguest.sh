@@ -148,7 +148,7 @@ if [ -x "$PYTHON" ] && command -v strace > /dev/null &&
     # imports more: pkg_resources).
     rm -rf "$OUT/trace-home"
     mkdir -p "$OUT/trace-home"
-    env -i PATH=/usr/bin:/bin HOME="$OUT/trace-home" \
+    env -i PATH=/usr/bin:/bin HOME="$OUT/trace-home" PYOPENCL_NO_CACHE=1 \
         POCL_CACHE_DIR=$OUT/trace-cache POCL_KERNELLIB_NAME=$KLIB \
         strace -f -qq -e trace=openat,execve -o "$OUT/py.strace" \
         "$PYTHON" "$PYWORKER" --seconds 0.5 --words 1024 > "$OUT/py.out" 2>&1 ||
@@ -238,7 +238,7 @@ if [ "${CRANE_CLGUEST_CHECK:-1}" != 0 ] && [ "$(id -u)" = 0 ] &&
         run() {
             chroot "$R" /usr/bin/env -i PATH=/usr/bin HOME=/tmp \
                 POCL_CACHE_DIR=/opt/crane/pocl-cache POCL_KERNELLIB_NAME=$K \
-                POCL_LLVM_CPU_NAME=x86-64 \
+                POCL_LLVM_CPU_NAME=x86-64 PYOPENCL_NO_CACHE=1 \
                 CRANE_SOCKET=none /opt/crane/bin/crane-run "$@"
         }
         # The sizes the e2e tests run (PoCL caches a kernel per size).

@@ -47,7 +47,8 @@
 # Environment: CRANE_E2E_TIMEOUT (60 s per step), CRANE_E2E_CL_TIMEOUT (180
 # s for the programs' start under TCG), CRANE_E2E_CL_MEM (guest MiB, 768),
 # CRANE_E2E_CL_AFTER (iterations on ldst before the programs stop, 150),
-# HOSTD.  Exit 0 pass, 1 fail, 77 skip.  Logs: $CRANE_E2E_DIR/live/.
+# CRANE_E2E_KARGS (more for the guest's kernel command line, e.g.
+# crane.pocl_debug=all), HOSTD.  Exit 0 pass, 1 fail, 77 skip.  Logs: $CRANE_E2E_DIR/live/.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -322,7 +323,7 @@ e2e_cl_domain_xml "$PDOM" "$WORK/proxy" "$E2E_CLGUEST_VM" 768 \
 $VD define "$WORK/proxy.xml" > /dev/null || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
 
 e2e_cl_domain_xml "$DOM" "$WORK" "$E2E_CLGUEST_VM" "$MEM" \
-    "crane.ip=$NET.10/24 crane.py=1 crane.cl_backs=2 crane.cl_after=$AFTER crane.cl_words=65536 crane.victim=1" |
+    "crane.ip=$NET.10/24 crane.py=1 crane.cl_backs=2 crane.cl_after=$AFTER crane.cl_words=65536 crane.victim=1${CRANE_E2E_KARGS:+ $CRANE_E2E_KARGS}" |
     awk -v nic="$(nic 52:54:00:77:00:10)" '/<memballoon/ { print nic } { print }' \
     > "$WORK/domain.xml"
 $VS define "$WORK/domain.xml" > /dev/null || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
