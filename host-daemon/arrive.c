@@ -24,6 +24,7 @@ struct waiter {
     char id[HD_ID_MAX + 1];
     char domain[HV_NAME_MAX + 1];
     double start_wall;            /* the migration's start */
+    unsigned proxy_seen;          /* proxy losses already noted in it */
     bool proxy_lost;              /* the proxy died while it waited */
 };
 
@@ -33,6 +34,10 @@ struct hd_waiting {
     struct waiter list[WAITING_MAX];
     size_t n;
     bool retrying;
+    /* Times the proxy domain stopped; each waiter notes the losses it
+     * has not seen yet when the retry job next takes it up (a waiter may
+     * be out of the list, in the job, at the moment of the loss). */
+    unsigned proxy_losses;
 };
 
 int hd_waiting_new(struct hd_waiting **out)
@@ -58,7 +63,7 @@ void hd_waiting_free(struct hd_waiting *w)
 
 static void waiting_add(struct hd_waiting *w, const char *id,
                         const char *domain, double start_wall,
-                        bool proxy_lost)
+                        unsigned proxy_seen, bool proxy_lost)
 {
     pthread_mutex_lock(&w->lock);
     for (size_t i = 0; i < w->n; i++)
@@ -69,6 +74,7 @@ static void waiting_add(struct hd_waiting *w, const char *id,
         snprintf(e->id, sizeof(e->id), "%s", id);
         snprintf(e->domain, sizeof(e->domain), "%s", domain);
         e->start_wall = start_wall;
+        e->proxy_seen = proxy_seen;
         e->proxy_lost = proxy_lost;
     } else {
         HD_ERROR("%s: more than %d VMs wait for a GPU; this one is not "
@@ -207,7 +213,10 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
     free(ptrs);
     if (result == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
         HD_WARN("%s: %s; it remotes until a GPU is free", a->domain, why);
-        waiting_add(d->waiting, run.m.id, a->domain, run.m.start_time,
+        pthread_mutex_lock(&d->waiting->lock);
+        unsigned seen = d->waiting->proxy_losses;
+        pthread_mutex_unlock(&d->waiting->lock);
+        waiting_add(d->waiting, run.m.id, a->domain, run.m.start_time, seen,
                     false);
         hd_run_leave(&run);
     } else {
@@ -234,6 +243,28 @@ static bool take_next(struct hd_waiting *w, struct waiter *out)
     return got;
 }
 
+/* A "proxy-lost" step in the migration of waiter E for each loss of the
+ * proxy domain since it last looked: its programs remote through it. */
+static void note_proxy_lost(struct hd_daemon *d, struct hd_run *run,
+                            struct waiter *e)
+{
+    unsigned losses;
+    char why[HV_NAME_MAX + HD_TEXT + 64];
+
+    pthread_mutex_lock(&d->waiting->lock);
+    losses = d->waiting->proxy_losses;
+    pthread_mutex_unlock(&d->waiting->lock);
+    if (losses == e->proxy_seen)
+        return;
+    e->proxy_seen = losses;
+    e->proxy_lost = true;
+    snprintf(why, sizeof(why), "proxy domain %s stopped while the programs "
+             "of %s remoted through it", d->cfg.proxy_domain, e->domain);
+    hd_run_say(run, "proxy-lost", -1, "%s", why);
+    hd_run_step(run, "proxy-lost", 0, NULL, hd_run_elapsed(run), 0,
+                -ECONNRESET, why);
+}
+
 static void retry_job(void *arg)
 {
     struct hd_daemon *d = arg;
@@ -248,6 +279,7 @@ static void retry_job(void *arg)
         Crane__Hostd__Result r;
 
         hd_run_continue(&run, d, e.id, e.domain, e.start_wall);
+        note_proxy_lost(d, &run, &e);
         if (d->hv_ops->domain(d->hv, e.domain, &dom) < 0 || !dom.running) {
             hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_FAILED,
                        "the VM stopped running here while it waited for "
@@ -267,7 +299,8 @@ static void retry_job(void *arg)
     }
     for (size_t i = 0; i < n_again; i++)
         waiting_add(d->waiting, again[i].id, again[i].domain,
-                    again[i].start_wall, again[i].proxy_lost);
+                    again[i].start_wall, again[i].proxy_seen,
+                    again[i].proxy_lost);
     pthread_mutex_lock(&d->waiting->lock);
     d->waiting->retrying = false;
     pthread_mutex_unlock(&d->waiting->lock);
@@ -289,32 +322,11 @@ void hd_waiting_kick(struct hd_daemon *d)
     }
 }
 
-unsigned hd_waiting_proxy_lost(struct hd_daemon *d, const char *proxy)
+void hd_waiting_proxy_lost(struct hd_daemon *d)
 {
-    struct waiter list[WAITING_MAX];
-    size_t n;
-
     pthread_mutex_lock(&d->waiting->lock);
-    n = d->waiting->n;
-    memcpy(list, d->waiting->list, n * sizeof(*list));
-    for (size_t i = 0; i < d->waiting->n; i++)
-        d->waiting->list[i].proxy_lost = true;
+    d->waiting->proxy_losses++;
     pthread_mutex_unlock(&d->waiting->lock);
-    for (size_t i = 0; i < n; i++) {
-        struct hd_run run;
-        char why[400];
-
-        if (hd_run_continue(&run, d, list[i].id, list[i].domain,
-                            list[i].start_wall) < 0)
-            continue;
-        snprintf(why, sizeof(why), "proxy domain %s stopped while the "
-                 "programs of %s remoted through it", proxy, list[i].domain);
-        hd_run_say(&run, "proxy-lost", -1, "%s", why);
-        hd_run_step(&run, "proxy-lost", 0, NULL, hd_run_elapsed(&run), 0,
-                    -ECONNRESET, why);
-        hd_run_leave(&run);
-    }
-    return (unsigned)n;
 }
 
 int hd_waiting_recover(struct hd_daemon *d)
@@ -341,7 +353,8 @@ int hd_waiting_recover(struct hd_daemon *d)
                 -ENOENT) {
             HD_INFO("%s (migration %s) still waits for a GPU", m->domain,
                     m->id);
-            waiting_add(d->waiting, m->id, m->domain, m->start_time, false);
+            waiting_add(d->waiting, m->id, m->domain, m->start_time,
+                        d->waiting->proxy_losses, false);
             continue;
         }
         HD_WARN("migration %s of %s was cut short by a daemon restart",

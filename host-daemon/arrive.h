@@ -20,10 +20,11 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
  * each a free GPU while there are some. */
 void hd_waiting_kick(struct hd_daemon *d);
 
-/* The proxy domain PROXY stopped: a "proxy-lost" step in the migration of
- * every VM waiting here (their programs remote through it), and each ends
- * with that said.  Returns how many wait.  Any thread. */
-unsigned hd_waiting_proxy_lost(struct hd_daemon *d, const char *proxy);
+/* The proxy domain stopped: the migration of every VM waiting here (their
+ * programs remote through it) gets a "proxy-lost" step when the retry job
+ * next takes it up, and ends with that said.  Any thread; kick the retry
+ * job after it. */
+void hd_waiting_proxy_lost(struct hd_daemon *d);
 
 /* At start-up: migrations the history still has as running.  Those this
  * host received whose VM runs here without a GPU wait again; the others

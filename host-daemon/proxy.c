@@ -11,6 +11,7 @@
 #include "proto/remote.pb-c.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,28 +194,36 @@ out:
     return rc;
 }
 
+/* One restart job at a time: libvirt may report one stop twice
+ * (stopped, then shut down). */
+static atomic_bool restarting;
+
 static void proxy_lost_job(void *arg)
 {
     struct hd_daemon *d = arg;
     bool started;
     char why[600];
-    unsigned n;
 
-    n = hd_waiting_proxy_lost(d, d->cfg.proxy_domain);
-    HD_ERROR("proxy domain %s stopped: %u VM%s waiting here had programs "
-             "remoting through it (their OpenCL calls fail)",
-             d->cfg.proxy_domain, n, n == 1 ? "" : "s");
     if (hd_proxy_ensure_running(d, &started, why, sizeof(why)) < 0)
         HD_ERROR("%s", why);
     else if (started)
         HD_INFO("proxy domain %s started again", d->cfg.proxy_domain);
+    atomic_store(&restarting, false);
 }
 
 void hd_proxy_lost(struct hd_daemon *d)
 {
-    if (hd_job_start(d, proxy_lost_job, d) < 0)
-        HD_WARN("proxy domain %s stopped; not handled (shutting down)",
-                d->cfg.proxy_domain);
+    HD_ERROR("proxy domain %s stopped: programs of VMs remoting through it "
+             "get OpenCL errors", d->cfg.proxy_domain);
+    hd_waiting_proxy_lost(d);
+    hd_waiting_kick(d);
+    if (atomic_exchange(&restarting, true))
+        return;
+    if (hd_job_start(d, proxy_lost_job, d) < 0) {
+        atomic_store(&restarting, false);
+        HD_WARN("proxy domain %s stopped; not started again (shutting "
+                "down)", d->cfg.proxy_domain);
+    }
 }
 
 int hd_proxy_ready(struct hd_daemon *d, const char *endpoint, char *why,
