@@ -253,6 +253,16 @@ api_newest() {
         python3 -c 'import json,sys; print(json.load(sys.stdin)["migrations"][0]["id"])')
     curl -sf "http://127.0.0.1:$1/api/migrations/$_id"
 }
+# wait_result PORT WANT: until that crane-hostd's newest migration has
+# result WANT in its history (the log line comes just before the write).
+wait_result() {
+    _i=0
+    while [ "$(e2e_newest_result "$1")" != "$2" ] && [ $_i -lt $((TIMEOUT * 5)) ]; do
+        sleep 0.2
+        _i=$((_i + 1))
+    done
+    [ "$(e2e_newest_result "$1")" = "$2" ] || fail "history on port $1: not $2"
+}
 # blocker URI: another VM that holds that host's GPU (firmware only).
 blocker() {
     cat > "$WORK/blocker.xml" <<EOF
@@ -523,6 +533,7 @@ $VS destroy "$DOM-blocker" > /dev/null || fail "destroy the blocker"
 step "src plugs the freed GPU in" "$WORK/events-src.log" "device-added.*'$DOM'.*ua-gpu0|'$DOM'.*device-added.*ua-gpu0"
 step "the victim sees its GPU" "$C2" '^CRANE-VC-GPU back'
 step "src resumed it by itself" "$WORK/hostd-src.log" "migration .* $DOM: ok"
+wait_result $((PORT0 + 1)) ok
 status "$WORK/guest-2.sock" "$WORK/status-$PHASE.out"
 grep -q '^phase: *idle' "$WORK/status-$PHASE.out" || fail "guest not idle on src"
 passthrough "$WORK/status-$PHASE.out" cl_worker
@@ -559,6 +570,7 @@ api_newest $((PORT0 + 3)) > "$WORK/api-$PHASE.json"
 grep -q '"proxy-lost"' "$WORK/api-$PHASE.json" || fail "dst history: no proxy-lost step"
 $VD destroy "$DOM-blocker" > /dev/null || fail "destroy the blocker"
 step "dst finishes the migration" "$WORK/hostd-dst.log" "migration .* $DOM: ok"
+wait_result $((PORT0 + 3)) ok
 api_newest $((PORT0 + 3)) > "$WORK/api-$PHASE-end.json"
 grep -q 'proxy domain stopped while' "$WORK/api-$PHASE-end.json" ||
     fail "dst history: the migration does not say the proxy died"
