@@ -25,6 +25,10 @@
 #define PROBE_RETRY_MS 500
 /* The RPC version the probe speaks (proto/remote.proto, Hello.version). */
 #define PROBE_RPC_VERSION 1
+/* After the proxy domain stopped: how often, and how many times, to look
+ * for it shut off before booting it again. */
+#define RESTART_WAIT_MS 200
+#define RESTART_TRIES 50
 
 int hd_proxy_ensure_running(struct hd_daemon *d, bool *started, char *why,
                             size_t why_len)
@@ -201,13 +205,27 @@ static atomic_bool restarting;
 static void proxy_lost_job(void *arg)
 {
     struct hd_daemon *d = arg;
-    bool started;
+    bool started = false;
     char why[600];
+    int rc = 0;
 
-    if (hd_proxy_ensure_running(d, &started, why, sizeof(why)) < 0)
+    /* The stop event may come while libvirt still has the domain active
+     * (its teardown not finished): look again for a while. */
+    for (int i = 0; i < RESTART_TRIES && !started; i++) {
+        if (i)
+            nanosleep(&(struct timespec){0, RESTART_WAIT_MS * 1000000L},
+                      NULL);
+        if ((rc = hd_proxy_ensure_running(d, &started, why,
+                                          sizeof(why))) < 0)
+            break;
+    }
+    if (rc < 0)
         HD_ERROR("%s", why);
     else if (started)
         HD_INFO("proxy domain %s started again", d->cfg.proxy_domain);
+    else
+        HD_WARN("proxy domain %s runs again (not started by crane-hostd)",
+                d->cfg.proxy_domain);
     atomic_store(&restarting, false);
 }
 
