@@ -25,6 +25,7 @@ struct hd_daemon {
     struct hd_waits *waits;       /* threads waiting for hypervisor events */
     struct hd_waiting *waiting;   /* arrived VMs waiting for a free GPU */
     struct crn_tls_config *tls;   /* peers' TLS (tls, pki_dir), or NULL */
+    struct crn_tls_config *proxy_tls; /* to the proxy (tls, proxy_key) */
     uint8_t *key;                 /* peers' shared key, or NULL */
     size_t key_len;
     uint8_t *proxy_key;           /* the proxy domain's key, or NULL */

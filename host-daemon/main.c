@@ -96,6 +96,15 @@ static int start_tls(struct hd_daemon *d)
         return -1;
     }
     hd_guest_set_tls(guest);
+    /* The proxy probe speaks TLS as the programs do (psk from proxy_key
+     * under auto, as crane-proxy --auth-key does). */
+    if (*d->cfg.proxy &&
+        crn_tls_config_new(mode, CRN_TLS_CLIENT, d->cfg.pki_dir,
+                           *d->cfg.proxy_key ? d->cfg.proxy_key : NULL,
+                           &d->proxy_tls, why, sizeof(why)) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "proxy TLS: %s", why);
+        return -1;
+    }
     if (d->tls)
         HD_INFO("peer links: TLS %s",
                 crn_tls_mode_name(crn_tls_config_mode(d->tls)));
@@ -451,6 +460,7 @@ out:
     hd_pool_free(d->pool);
     free(d->key);
     free(d->proxy_key);
+    crn_tls_config_free(d->proxy_tls);
     HD_INFO("crane-hostd stopped");
     return rc < 0 ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/remote.pb-c.h"
+#include "proto/tls.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -133,6 +134,15 @@ int hd_proxy_probe(const struct hd_daemon *d, const char *endpoint,
         snprintf(why, why_len, "cannot connect: %s",
                  fd == -EINPROGRESS ? "timed out" : strerror(-fd));
         return fd == -EINPROGRESS ? -ETIMEDOUT : fd;
+    }
+    if (ep.kind == CRN_EP_TCP && d->proxy_tls) {
+        char tls_why[300] = "";
+
+        if ((fd = crn_tls_wrap_client(d->proxy_tls, fd, ep.host, timeout_ms,
+                                      tls_why, sizeof(tls_why))) < 0) {
+            snprintf(why, why_len, "TLS: %s", tls_why);
+            return fd;
+        }
     }
     hd_send_timeout(fd, (timeout_ms + 999) / 1000);
     hello.version = PROBE_RPC_VERSION;

@@ -23,10 +23,6 @@ struct shim_config {
                                     tcp: proxy (proto/tls.h) */
     const char *pki_dir;         /* CRANE_PKI_DIR: x509 files, libvirt's
                                     layout (default /etc/pki) */
-    /* The proxy's key bytes from the daemon's prepare (wins over
-     * auth_key; length 0: none).  Set only in passthrough, like remote. */
-    const uint8_t *auth_key_bytes;
-    size_t auth_key_bytes_len;
     size_t remote_chunk;         /* CRANE_REMOTE_CHUNK: bytes per message */
     long shm_mb;                 /* CRANE_SHM_MB: shared area, 0: none */
     const char *shm_file;        /* CRANE_SHM_FILE: area from a file */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -25,6 +26,7 @@
 #include "log.h"
 #include "shim.h"
 
+#include "proto/auth.h"
 #include "proto/control.pb-c.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
@@ -45,8 +47,9 @@ static struct control {
     atomic_int fd;               /* the daemon connection, -1 when none */
     char proxy[512];             /* what shim_config.remote points at once
                                     the daemon named a proxy */
-    uint8_t key[4096];           /* what shim_config.auth_key_bytes points
-                                    at once the daemon sent the proxy's key */
+    char key_path[64];           /* what shim_config.auth_key points at
+                                    once the daemon sent the proxy's key:
+                                    /proc/self/fd/N of a memfd */
 } ctl = {.fd = -1};
 
 /* What one command did, for its ack. */
@@ -146,16 +149,33 @@ static int set_proxy(const char *endpoint, const ProtobufCBinaryData *key,
 {
     struct crn_endpoint ep;
 
-    if (key->len > sizeof(ctl.key)) {
-        snprintf(out->error, sizeof(out->error), "proxy key over %zu bytes",
-                 sizeof(ctl.key));
+    if (key->len > CRN_AUTH_KEY_MAX) {
+        snprintf(out->error, sizeof(out->error), "proxy key over %d bytes",
+                 CRN_AUTH_KEY_MAX);
         return -EINVAL;
     }
     if (key->len) {
+        /* The key as a file only this process can name (a memfd), so that
+         * everything that takes CRANE_AUTH_KEY (the challenge's answer,
+         * TLS-PSK) takes it; kept for the program's life, replaced by the
+         * next prepare's. */
+        static int key_fd = -1;
+        int fd = memfd_create("crane-proxy-key", MFD_CLOEXEC);
+
+        if (fd < 0 || write(fd, key->data, key->len) != (ssize_t)key->len) {
+            int rc = fd < 0 ? -errno : -EIO;
+            if (fd >= 0)
+                close(fd);
+            snprintf(out->error, sizeof(out->error),
+                     "cannot keep the proxy's key: %s", strerror(-rc));
+            return rc;
+        }
         pthread_mutex_lock(&shim.rehome_lock);
-        memcpy(ctl.key, key->data, key->len);
-        shim_config.auth_key_bytes = ctl.key;
-        shim_config.auth_key_bytes_len = key->len;
+        if (key_fd >= 0)
+            close(key_fd);
+        key_fd = fd;
+        snprintf(ctl.key_path, sizeof(ctl.key_path), "/proc/self/fd/%d", fd);
+        shim_config.auth_key = ctl.key_path;
         pthread_mutex_unlock(&shim.rehome_lock);
     }
 

@@ -821,15 +821,6 @@ static int answer_challenge(const Crane__Challenge *ch)
     size_t key_len = 0;
     int rc;
 
-    if (shim_config.auth_key_bytes_len) {
-        /* The key crane-guestd passed on from the host's prepare. */
-        rc = crn_hmac_sha256(shim_config.auth_key_bytes,
-                             shim_config.auth_key_bytes_len, ch->nonce.data,
-                             ch->nonce.len, mac);
-        if (rc < 0)
-            return rc;
-        goto answer;
-    }
     if (!shim_config.auth_key) {
         LOG_ERROR("remote: the proxy wants a key; set CRANE_AUTH_KEY=FILE "
                   "(or have crane-hostd send it with the prepare)");
@@ -844,7 +835,6 @@ static int answer_challenge(const Crane__Challenge *ch)
     free(key);
     if (rc < 0)
         return rc;
-answer:;
     Crane__Auth auth = CRANE__AUTH__INIT;
     auth.mac.data = mac;
     auth.mac.len = sizeof(mac);
