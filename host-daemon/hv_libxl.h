@@ -20,13 +20,11 @@
  * device when it leaves (-EBUSY): crane detaches the GPU first and
  * attaches one at the destination afterwards.
  *
- * The conversation on one connection (integers big-endian):
- *   sender:   8 bytes   magic "CRNXLMIG"
- *             4 bytes   version, 1
- *             4 bytes   N, the length of the configuration,
- *                       1 .. HV_LIBXL_CONFIG_MAX
- *             N bytes   the configuration: libxl_domain_config as JSON,
- *                       no NUL
+ * The conversation on one connection:
+ *   sender:   one frame (proto/frame.h) holding a XenConfig
+ *             (proto/hostd.proto): version 1, and the configuration,
+ *             libxl_domain_config as JSON of 1 .. HV_LIBXL_CONFIG_MAX
+ *             bytes
  *   receiver: 1 byte    verdict on the configuration: 0, or a positive
  *                       errno value and the connection ends (the guest was
  *                       never suspended)

@@ -110,11 +110,10 @@ void hv_libxl__rescan_soon(struct hv *hv);
 
 /* --- hv_libxl_migrate.c: migrations from here, and the stream's I/O ----- */
 
-/* The header of the conversation (hv_libxl.h). */
-#define HV_LIBXL_WIRE_MAGIC "CRNXLMIG"
-#define HV_LIBXL_WIRE_MAGIC_LEN 8
+/* The conversation's first frame, XenConfig (hv_libxl.h): its version, and
+ * the most bytes it may take (the configuration and the fields' tags). */
 #define HV_LIBXL_WIRE_VERSION 1u
-#define HV_LIBXL_WIRE_HEADER_LEN (HV_LIBXL_WIRE_MAGIC_LEN + 4 + 4)
+#define HV_LIBXL_WIRE_FRAME_MAX (HV_LIBXL_CONFIG_MAX + 64)
 
 /* libxl_domain_suspend writes stream version 2 (LIBXL_HAVE_SRM_V2);
  * libxl_domain_restore_params defaults to 1. */
@@ -132,7 +131,6 @@ int hv_libxl__read_full(int fd, void *buf, size_t len, int64_t deadline);
 /* All of BUF before DEADLINE, never raising SIGPIPE on a socket. */
 int hv_libxl__write_full(int fd, const void *buf, size_t len,
                          int64_t deadline);
-void hv_libxl__put_be32(unsigned char *p, uint32_t v);
 uint32_t hv_libxl__get_be32(const unsigned char *p);
 
 int hv_libxl__migrate(struct hv *hv, const char *domain,

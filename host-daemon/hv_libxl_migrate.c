@@ -18,6 +18,9 @@
 #include "hv_libxl.h"
 #include "log.h"
 
+#include "proto/frame.h"
+#include "proto/hostd.pb-c.h"
+
 /* libxl's save helper writes the stream with blocking writes: one that
  * cannot move a byte for this long fails the send (the copy here is then
  * resumed), instead of hanging on a destination that is gone. */
@@ -114,14 +117,6 @@ int hv_libxl__write_full(int fd, const void *buf, size_t len,
         len -= (size_t)n;
     }
     return 0;
-}
-
-void hv_libxl__put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
 }
 
 uint32_t hv_libxl__get_be32(const unsigned char *p)
@@ -246,13 +241,15 @@ static void resume_here(struct hv *hv, uint32_t domid, const char *domain)
         HD_INFO("libxl: migrate %s: resumed here", domain);
 }
 
-/* Sends the header and the configuration of DOMID down FD and reads the
+/* Sends the configuration of DOMID down FD (a XenConfig frame) and reads the
  * destination's verdict on them: the guest keeps running until then. */
 static int send_config(struct hv *hv, uint32_t domid, const char *domain,
                        int fd)
 {
     libxl_domain_config cfg;
-    unsigned char hdr[HV_LIBXL_WIRE_HEADER_LEN], verdict;
+    Crane__Hostd__XenConfig msg = CRANE__HOSTD__XEN_CONFIG__INIT;
+    unsigned char verdict;
+    uint8_t *frame = NULL;
     char *json = NULL;
     size_t len;
     int64_t deadline = hv_libxl__now_ms() + HV_LIBXL_HEADER_TIMEOUT_MS;
@@ -276,12 +273,18 @@ static int send_config(struct hv *hv, uint32_t domid, const char *domain,
         rc = json ? -E2BIG : -EIO;
         goto out;
     }
-    memcpy(hdr, HV_LIBXL_WIRE_MAGIC, HV_LIBXL_WIRE_MAGIC_LEN);
-    hv_libxl__put_be32(hdr + HV_LIBXL_WIRE_MAGIC_LEN, HV_LIBXL_WIRE_VERSION);
-    hv_libxl__put_be32(hdr + HV_LIBXL_WIRE_MAGIC_LEN + 4, (uint32_t)len);
-    rc = hv_libxl__write_full(fd, hdr, sizeof(hdr), deadline);
-    if (!rc)
-        rc = hv_libxl__write_full(fd, json, len, deadline);
+    msg.version = HV_LIBXL_WIRE_VERSION;
+    msg.config_json = json;
+    len = crane__hostd__xen_config__get_packed_size(&msg);
+    frame = malloc(CRN_FRAME_HEADER_LEN + len);
+    if (!frame) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    crn_frame_header(frame, len);
+    crane__hostd__xen_config__pack(&msg, frame + CRN_FRAME_HEADER_LEN);
+    rc = hv_libxl__write_full(fd, frame, CRN_FRAME_HEADER_LEN + len,
+                              deadline);
     if (!rc)
         rc = hv_libxl__read_full(fd, &verdict, 1, deadline);
     if (rc) {
@@ -293,6 +296,7 @@ static int send_config(struct hv *hv, uint32_t domid, const char *domain,
         rc = -(int)verdict;
     }
 out:
+    free(frame);
     free(json);
     libxl_domain_config_dispose(&cfg);
     return rc;

@@ -11,59 +11,70 @@
 #include "hv_libxl.h"
 #include "log.h"
 
-/* Reads and checks the header and the configuration into CFG. */
+#include "proto/frame.h"
+#include "proto/hostd.pb-c.h"
+
+/* Reads and checks the XenConfig frame: the configuration into CFG. */
 static int receive_config(struct hv *hv, int fd, libxl_domain_config *cfg)
 {
-    unsigned char hdr[HV_LIBXL_WIRE_HEADER_LEN];
+    uint8_t hdr[CRN_FRAME_HEADER_LEN];
     int64_t deadline = hv_libxl__now_ms() + HV_LIBXL_HEADER_TIMEOUT_MS;
-    uint32_t version, len;
-    char *json;
+    Crane__Hostd__XenConfig *msg = NULL;
+    uint8_t *body = NULL;
+    uint32_t len;
+    size_t json_len;
     int rc, xrc;
 
     rc = hv_libxl__read_full(fd, hdr, sizeof(hdr), deadline);
     if (rc) {
-        HD_ERROR("libxl: receive: no header: %s", strerror(-rc));
+        HD_ERROR("libxl: receive: no configuration: %s", strerror(-rc));
         return rc;
     }
-    if (memcmp(hdr, HV_LIBXL_WIRE_MAGIC, HV_LIBXL_WIRE_MAGIC_LEN) != 0) {
-        HD_ERROR("libxl: receive: not a crane libxl migration stream");
-        return -EPROTO;
-    }
-    version = hv_libxl__get_be32(hdr + HV_LIBXL_WIRE_MAGIC_LEN);
-    len = hv_libxl__get_be32(hdr + HV_LIBXL_WIRE_MAGIC_LEN + 4);
-    if (version != HV_LIBXL_WIRE_VERSION) {
-        HD_ERROR("libxl: receive: stream version %u, this host speaks %u",
-                 version, HV_LIBXL_WIRE_VERSION);
-        return -EPROTONOSUPPORT;
-    }
-    if (len == 0 || len > HV_LIBXL_CONFIG_MAX) {
-        HD_ERROR("libxl: receive: configuration of %u bytes (1..%u)", len,
-                 HV_LIBXL_CONFIG_MAX);
+    len = hv_libxl__get_be32(hdr);
+    if (len == 0 || len > HV_LIBXL_WIRE_FRAME_MAX) {
+        HD_ERROR("libxl: receive: a first frame of %u bytes (1..%u): not a "
+                 "crane libxl migration stream", len,
+                 HV_LIBXL_WIRE_FRAME_MAX);
         return -EMSGSIZE;
     }
-    json = malloc((size_t)len + 1);
-    if (!json)
+    body = malloc(len);
+    if (!body)
         return -ENOMEM;
-    rc = hv_libxl__read_full(fd, json, len, deadline);
+    rc = hv_libxl__read_full(fd, body, len, deadline);
     if (rc) {
         HD_ERROR("libxl: receive: configuration cut short: %s",
                  strerror(-rc));
         goto out;
     }
-    json[len] = '\0';
-    if (memchr(json, '\0', len)) {
-        HD_ERROR("libxl: receive: configuration holds a NUL byte");
+    msg = crane__hostd__xen_config__unpack(NULL, len, body);
+    if (!msg) {
+        HD_ERROR("libxl: receive: not a crane libxl migration stream");
         rc = -EPROTO;
         goto out;
     }
-    xrc = libxl_domain_config_from_json(hv->ctx, cfg, json);
+    if (msg->version != HV_LIBXL_WIRE_VERSION) {
+        HD_ERROR("libxl: receive: stream version %u, this host speaks %u",
+                 msg->version, HV_LIBXL_WIRE_VERSION);
+        rc = -EPROTONOSUPPORT;
+        goto out;
+    }
+    json_len = strlen(msg->config_json);
+    if (json_len == 0 || json_len > HV_LIBXL_CONFIG_MAX) {
+        HD_ERROR("libxl: receive: configuration of %zu bytes (1..%u)",
+                 json_len, HV_LIBXL_CONFIG_MAX);
+        rc = -EMSGSIZE;
+        goto out;
+    }
+    xrc = libxl_domain_config_from_json(hv->ctx, cfg, msg->config_json);
     if (xrc) {
         HD_ERROR("libxl: receive: configuration is not libxl's JSON: %s",
                  hv_libxl__strerror(xrc));
         rc = -EPROTO;
     }
 out:
-    free(json);
+    if (msg)
+        crane__hostd__xen_config__free_unpacked(msg, NULL);
+    free(body);
     return rc;
 }
 

@@ -32,6 +32,7 @@ static const ProtobufCMessageDescriptor *const messages[] = {
     &crane__hostd__daemon_reply__descriptor,
     &crane__hostd__peer_request__descriptor,
     &crane__hostd__peer_reply__descriptor,
+    &crane__hostd__xen_config__descriptor,     /* libxl stream: its first frame */
     &crane__worker__to_worker__descriptor,     /* proxy: supervisor -> worker */
     &crane__worker__to_supervisor__descriptor, /* proxy: worker -> supervisor */
 };
