@@ -128,7 +128,7 @@ esac
 
 echo
 echo "== 3. the whole mission, live: two libvirtd \"hosts\" on this machine and"
-echo "   three real QEMU VMs (TCG, no KVM here) on one bridge: a proxy domain"
+echo "   two real QEMU VMs (TCG, no KVM here) on one bridge: a proxy domain"
 echo "   running crane-proxy on its own OpenCL device (PoCL), booted by"
 echo "   crane-hostd; a guest whose cl_worker and pyopencl program compute"
 echo "   under the shim; crane-migrate --live --p2p moves it while they run."

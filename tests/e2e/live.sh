@@ -420,6 +420,7 @@ verdict
 # --- migrate-fails ----------------------------------------------------------
 phase_migrate_fails() {
 begin migrate-fails
+dest_xml "$SURI" 1
 # 192.0.2.1 (TEST-NET-1) is no address of this host: dst's QEMU cannot
 # listen there; libvirt fails after the programs went remote and the GPU
 # was unplugged.
@@ -449,6 +450,7 @@ verdict
 # --- live -------------------------------------------------------------------
 phase_live() {
 begin live
+dest_xml "$SURI" 1
 migrate src dst "$WORK/dest-1.xml" tcp://127.0.0.1
 [ $RC = 0 ] || fail "crane-migrate exit $RC, expected 0"
 grep -q '^result: ok' "$WORK/migrate-$PHASE.out" || fail "no 'result: ok'"
