@@ -86,10 +86,8 @@ mkdir -p "$WORK"
 head -c 32 /dev/urandom > "$WORK/key"
 e2e_rng_xml > "$WORK/rng.xml"
 
-# Ports from the case's position, so that cases never share one.
-n=0
-for c in $CASES; do n=$((n + 1)); [ "$c" = "$CASE" ] && break; done
-PORT0=$((17400 + n * 10))
+# Free ports, the case's own for its whole run.
+PORT0=$(e2e_free_ports 10) || { echo "no free ports"; exit 1; }
 E2E_WORK=$WORK
 HOSTD_CONF="prepare_deadline_ms = 20000
 resume_deadline_ms = 30000"

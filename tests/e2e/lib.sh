@@ -287,3 +287,25 @@ step() {
         fail "$1: not seen within ${5:-$TIMEOUT}s"
     fi
 }
+
+# e2e_free_ports N: prints a base port B such that B .. B+N-1 are free on
+# this machine (no TCP socket bound to them), so that cases never collide
+# with each other or with another process; the ports stay the case's own
+# for its whole run (a daemon restarted mid-case gets the same ones).
+# POSIX sh: the sh tests source this file too.
+e2e_free_ports() {
+    _fp_used=$(ss -Htan | awk '{ k = split($4, a, ":"); print a[k] }' |
+               sort -u)
+    _fp_try=0
+    while [ "$_fp_try" -lt 200 ]; do
+        _fp_try=$((_fp_try + 1))
+        _fp_base=$(( $(od -An -N2 -tu2 /dev/urandom) % 2500 * 16 + 20000 ))
+        _fp_i=0
+        while [ "$_fp_i" -lt "$1" ] &&
+            ! printf '%s\n' "$_fp_used" | grep -qx "$((_fp_base + _fp_i))"; do
+            _fp_i=$((_fp_i + 1))
+        done
+        [ "$_fp_i" -eq "$1" ] && { echo "$_fp_base"; return 0; }
+    done
+    return 1
+}

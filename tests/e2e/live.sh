@@ -70,7 +70,7 @@ PROXY_EP=tcp:$NET.2:7420
 # past the prepare's deadline: the test runs the proxy with every tenant
 # in one process unless told otherwise.
 PROXY_ISOLATION=${CRANE_E2E_PROXY_ISOLATION:-none}
-PORT0=17600
+PORT0=$(e2e_free_ports 10) || { echo "no free ports"; exit 1; }
 B=$E2E_ROOT/build
 WORK=$E2E_DIR/live
 RESULTS=$WORK/results
