@@ -144,7 +144,8 @@ void shim_obj_release_child(struct shim_obj *parent)
     if (!parent)
         return;
     if (atomic_fetch_sub(&parent->child_refs, 1) == 1 &&
-        atomic_load(&parent->app_refs) == 0)
+        atomic_load(&parent->app_refs) == 0 &&
+        !atomic_exchange(&parent->finalizing, true))
         obj_final(parent);
 }
 
@@ -179,7 +180,8 @@ int shim_obj_release(void *handle, enum shim_kind kind)
         return 0;
     /* The program can no longer name it; children may still need it. */
     o->magic = 0;
-    if (atomic_load(&o->child_refs) == 0)
+    if (atomic_load(&o->child_refs) == 0 &&
+        !atomic_exchange(&o->finalizing, true))
         obj_final(o);
     return 0;
 }

@@ -49,6 +49,13 @@ struct shim_obj {
     void *real;                  /* the current backend's handle */
     atomic_uint app_refs;        /* what CL_*_REFERENCE_COUNT reports */
     atomic_uint child_refs;      /* shadows that need this one to rebuild */
+    /* Claimed by whichever release destroys the object.  The program's
+     * last release and another thread's last child release (a switch
+     * preparing on its own thread) can both see both counts at zero;
+     * without the claim both destroyed it, and its recycled memory was
+     * linked into the store twice (a cycle a switch then walked for
+     * ever). */
+    atomic_bool finalizing;
     uint64_t seq;                /* creation order = recreation order */
     struct shim_obj *prev, *next;  /* the store, in creation order */
     struct shim_obj *free_next;  /* per-kind free list */
