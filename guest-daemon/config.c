@@ -154,16 +154,10 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
                                            sizeof(cfg->host_key), v)
                            : -EINVAL;
         hint = "an absolute path to a key file, or none";
-    } else if (strcmp(key, "tls") == 0) {
-        enum crn_tls_mode m;
-        rc = crn_tls_mode_parse(v, &m) == 0
-                 ? crn_conf_text(cfg->tls, sizeof(cfg->tls), v)
-                 : -EINVAL;
-        hint = "auto, x509, psk or none";
-    } else if (strcmp(key, "pki_dir") == 0) {
-        rc = v[0] == '/' ? crn_conf_text(cfg->pki_dir, sizeof(cfg->pki_dir), v)
-                         : -EINVAL;
-        hint = "an absolute path";
+    } else if ((rc = crn_tls_conf_setting(key, v, cfg->tls, sizeof(cfg->tls),
+                                          cfg->pki_dir, sizeof(cfg->pki_dir),
+                                          &hint)) != 1) {
+        /* tls or pki_dir: rc and hint are set */
     } else if (strcmp(key, "host") == 0) {
         rc = endpoint_or_path(v);
         if (rc == 0)

@@ -2,6 +2,7 @@
 #include "proto/tls.h"
 
 #include "proto/auth.h"
+#include "proto/conffile.h"
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
@@ -680,4 +681,22 @@ int crn_tls_wrap_server(const struct crn_tls_config *cfg, int fd,
     if (rc < 0)
         snprintf(why, why_len, "TLS relay: %s", strerror(-rc));
     return rc;
+}
+
+int crn_tls_conf_setting(const char *key, const char *v, char *tls,
+                         size_t tls_len, char *pki, size_t pki_len,
+                         const char **hint)
+{
+    enum crn_tls_mode m;
+
+    if (strcmp(key, "tls") == 0) {
+        *hint = "auto, x509, psk or none";
+        return crn_tls_mode_parse(v, &m) == 0 ? crn_conf_text(tls, tls_len, v)
+                                              : -EINVAL;
+    }
+    if (strcmp(key, "pki_dir") == 0) {
+        *hint = "an absolute path";
+        return v[0] == '/' ? crn_conf_text(pki, pki_len, v) : -EINVAL;
+    }
+    return 1;
 }

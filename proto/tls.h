@@ -43,6 +43,12 @@ struct crn_tls;
 
 /* Parses "x509", "psk", "none" or "auto" into *MODE; 0 or -EINVAL. */
 int crn_tls_mode_parse(const char *text, enum crn_tls_mode *mode);
+/* The TLS settings every daemon's config file takes: "tls" (auto, x509,
+ * psk, none) into TLS and "pki_dir" (an absolute path) into PKI.  1 when
+ * KEY is neither, else 0, or -EINVAL with *HINT saying what is wanted. */
+int crn_tls_conf_setting(const char *key, const char *v, char *tls,
+                         size_t tls_len, char *pki, size_t pki_len,
+                         const char **hint);
 const char *crn_tls_mode_name(enum crn_tls_mode mode);
 
 /*
