@@ -19,7 +19,9 @@ ifeq ($(shell pkg-config --exists sqlite3 && echo yes),yes)
 SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3)
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3)
 
-HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/metrics.c \
+HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/history_schema.c \
+                  host-daemon/history_query.c host-daemon/history_stats.c \
+                  host-daemon/metrics.c \
                   host-daemon/json.c host-daemon/buf.c
 HOSTD_LIB_OBJS := $(HOSTD_LIB_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_LIB := $(B)/lib/libcrane-hostd.a
