@@ -14,13 +14,17 @@
 #   shimcost    bench/shimcost/run.sh (the shim's added ns per call)
 #   programs    tests/programs natively, under the shim, re-homed every 97
 #               calls, on NVIDIA alone
-#   remote      bench/remote/run.sh --reps 5 --mb "16 256 1024"
-#               --precopy 4096:16 on NVIDIA
-#               alone (proxy on the same machine)
-#   shm         bench/remote/run.sh --transport shm, then --transport unix
-#               (write read latency launch setarg, --reps 5) on NVIDIA
-#               alone: the shared-memory path next to the unix stream;
-#               `remote` gives the TCP rows
+#   remote      bench/remote/run.sh --reps 5 --mb "16 256 1024" on NVIDIA
+#               alone (proxy on the same machine, TCP loopback): every
+#               test but precopy, with the switch's stoppage and where it
+#               went inside each phase (the "inside the phases" table)
+#   shm         bench/remote/run.sh --transport shm (write read latency
+#               launch setarg switch, --reps 5, switch at 16/256/1024 MiB
+#               with its phases), then --transport unix (write read
+#               latency launch setarg) on NVIDIA alone: the shared-memory
+#               path next to the unix stream; `remote` gives the TCP rows
+#   precopy     bench/remote/run.sh precopy --precopy 4096:16 --reps 3
+#               (4 GiB held, 16 MiB hot), on its own: it takes minutes
 #   overhead    bench/overhead/run.sh on NVIDIA alone
 #   cross       bench/remote/cross-vendor.sh (NVIDIA <-> PoCL moves)
 # Which platform each part used is in its log (the DEVICE lines, or the
@@ -83,16 +87,22 @@ part_programs() {
 
 part_remote() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
-    nv bench/remote/run.sh --reps 5 --mb "16 256 1024" --precopy "4096:16" \
-        --build "$root/$B"
+    nv bench/remote/run.sh --reps 5 --mb "16 256 1024" --build "$root/$B" \
+        write read latency launch setarg switch
 }
 
 part_shm() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
-    for t in shm unix; do
-        nv bench/remote/run.sh --transport $t --reps 5 --build "$root/$B" \
-            write read latency launch setarg
-    done
+    nv bench/remote/run.sh --transport shm --reps 5 --mb "16 256 1024" \
+        --build "$root/$B" write read latency launch setarg switch
+    nv bench/remote/run.sh --transport unix --reps 5 --build "$root/$B" \
+        write read latency launch setarg
+}
+
+part_precopy() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine"
+    nv bench/remote/run.sh --reps 3 --precopy "4096:16" --build "$root/$B" \
+        precopy
 }
 
 part_overhead() {
@@ -111,6 +121,6 @@ for part in "$@"; do
     timeout "${PART_TIMEOUT:-400}" bash -c "$(declare -f "part_$part" nv); \
         part_$part" >"$OUT/$part.log" 2>&1 ||
         { rc=1; echo "($part exited non-zero or timed out)"; }
-    tail -40 "$OUT/$part.log"
+    tail -60 "$OUT/$part.log"
 done
 exit $rc

@@ -321,10 +321,20 @@ static void report_line(const char *line)
     fclose(f);
 }
 
+/* The bulk time between two snapshots A and B. */
+static void bulk_since(struct shim_remote_bulk *out,
+                       const struct shim_remote_bulk *a,
+                       const struct shim_remote_bulk *b)
+{
+    out->out_copy_s = b->out_copy_s - a->out_copy_s;
+    out->out_wait_s = b->out_wait_s - a->out_wait_s;
+    out->in_copy_s = b->in_copy_s - a->in_copy_s;
+}
+
 static void report(const struct shim_rehome_times *t, int rc,
                    const char *from, const char *to)
 {
-    char line[512];
+    char line[1024];
 
     LOG_INFO("re-home #%u %s->%s %s: blocked %.3f ms = finish %.3f + extract %.3f "
              "+ release %.3f + unload %.3f + load %.3f + rebuild %.3f + "
@@ -343,16 +353,30 @@ static void report(const struct shim_rehome_times *t, int rc,
              t->extract, t->release, t->unload, t->load, t->rebuild,
              t->reinject, t->bytes_extracted, t->bytes_reinjected,
              t->objects);
+    /* Where extract and reinject spent their time (docs/results.md reads
+     * these): the vendor's staged chunks (device waits, CPU copies) and
+     * the proxy's bulk bytes as moved here (copies, waits for ring room;
+     * the rest of a phase is the proxy's own work and the round trips). */
+    size_t at = strlen(line) - 1;
+    snprintf(line + at, sizeof(line) - at,
+             " extract_dev=%.6f extract_copy=%.6f extract_ship=%.6f "
+             "reinject_dev=%.6f reinject_copy=%.6f reinject_ship=%.6f "
+             "reinject_ringwait=%.6f transport=%s\n",
+             t->extract_staged.device_s, t->extract_staged.copy_s,
+             t->extract_ship.in_copy_s, t->reinject_staged.device_s,
+             t->reinject_staged.copy_s, t->reinject_ship.out_copy_s,
+             t->reinject_ship.out_wait_s,
+             t->transport ? t->transport : "none");
     /* Pre-copy rounds before the stop, if any (precopy.c). */
     char pre[200];
     shim_precopy_describe(pre, sizeof(pre));
     if (pre[0]) {
-        size_t at = strlen(line) - 1;
+        at = strlen(line) - 1;
         snprintf(line + at, sizeof(line) - at, "%s\n", pre);
     }
     /* A refused move says why, on the same line. */
     if (rc < 0 && shim_devices_refusal()[0]) {
-        size_t at = strlen(line) - 1;
+        at = strlen(line) - 1;
         snprintf(line + at, sizeof(line) - at, " reason=\"%s\"\n",
                  shim_devices_refusal());
     }
@@ -679,6 +703,9 @@ static int take_out(const struct shim_backend_ops *from,
     /* 2. Extract: every byte the device changed goes to RAM.  Nothing is
      * marked clean until every read has completed without error. */
     ts = shim_now();
+    struct shim_remote_bulk ship0, ship1;
+    shim_staging_stats_take(&t->extract_staged);  /* pre-copy's: dropped */
+    shim_remote_bulk_stats(&ship0);
     size_t owed_before = from == &shim_remote_ops
                              ? shim_remote_reads_outstanding()
                              : 0;
@@ -712,6 +739,11 @@ static int take_out(const struct shim_backend_ops *from,
         rc = -EIO;
     }
     t->extract = shim_now() - ts;
+    shim_staging_stats_take(&t->extract_staged);
+    shim_remote_bulk_stats(&ship1);
+    bulk_since(&t->extract_ship, &ship0, &ship1);
+    if (from == &shim_remote_ops)
+        t->transport = shim_remote_transport();
     if (rc < 0) {
         SWITCH_FAIL("extracting from %s failed (%d); the program "
                   "stays there", from->name, rc);
@@ -846,6 +878,9 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
     /* 6. Put every byte back; the switch is done only once every write
      * has completed without error. */
     ts = shim_now();
+    struct shim_remote_bulk ship0, ship1;
+    shim_staging_stats_take(&t->reinject_staged);
+    shim_remote_bulk_stats(&ship0);
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
@@ -868,6 +903,11 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
     if (rc == 0)
         rc = frc;
     t->reinject = shim_now() - ts;
+    shim_staging_stats_take(&t->reinject_staged);
+    shim_remote_bulk_stats(&ship1);
+    bulk_since(&t->reinject_ship, &ship0, &ship1);
+    if (to == &shim_remote_ops)
+        t->transport = shim_remote_transport();
     if (rc < 0)
         SWITCH_FAIL("putting the bytes back on %s failed (%d)",
                   to->name, rc);

@@ -101,6 +101,10 @@ static struct conn {
      * filled under send_lock, ring 1 emptied by the reader thread. */
     struct crn_shm shm;
     bool shm_on;
+    /* Bulk bytes as this side moved them, in ns (the re-home report):
+     * copying out (into ring 0 or the socket), waiting for ring 0's room,
+     * copying in (from ring 1 or the socket, on the reader thread). */
+    atomic_uint_fast64_t out_copy_ns, out_wait_ns, in_copy_ns;
 } cn = {
     .fd = -1,
     .shm = {.fd = -1},
@@ -181,10 +185,13 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
     int rc = crn_shm_reserve(&cn.shm, CRN_SHM_TO_PROXY, bulk_len, &pos);
 
     if (rc == -EAGAIN) {
+        double t0 = shim_now();
         if ((rc = flush_locked()) < 0)
             return rc;
         rc = crn_shm_reserve_wait(&cn.shm, CRN_SHM_TO_PROXY, bulk_len,
                                   SHM_WAIT_MS, &pos);
+        atomic_fetch_add(&cn.out_wait_ns,
+                         (uint64_t)((shim_now() - t0) * 1e9));
     }
     if (rc < 0) {
         if (rc == -EPROTO) {
@@ -194,7 +201,9 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
         }
         return rc;
     }
+    double t0 = shim_now();
     memcpy(crn_shm_at(&cn.shm, CRN_SHM_TO_PROXY, pos), bulk, bulk_len);
+    atomic_fetch_add(&cn.out_copy_ns, (uint64_t)((shim_now() - t0) * 1e9));
     m->shm_bulk = true;
     m->shm_pos = pos;
     return 0;
@@ -245,7 +254,11 @@ static int queue_locked(Crane__ClientMessage *m, const void *bulk,
     } else if (bulk_len) {
         if ((rc = flush_locked()) < 0)
             return rc;
-        if ((rc = conn_write(bulk, bulk_len)) < 0) {
+        double t0 = shim_now();
+        rc = conn_write(bulk, bulk_len);
+        atomic_fetch_add(&cn.out_copy_ns,
+                         (uint64_t)((shim_now() - t0) * 1e9));
+        if (rc < 0) {
             atomic_store(&cn.dead, true);
             shutdown(cn.fd, SHUT_RDWR);
             return rc;
@@ -291,6 +304,20 @@ size_t shim_remote_reads_outstanding(void)
         n += s->detached;
     pthread_mutex_unlock(&cn.lock);
     return n;
+}
+
+void shim_remote_bulk_stats(struct shim_remote_bulk *out)
+{
+    out->out_copy_s = atomic_load(&cn.out_copy_ns) / 1e9;
+    out->out_wait_s = atomic_load(&cn.out_wait_ns) / 1e9;
+    out->in_copy_s = atomic_load(&cn.in_copy_ns) / 1e9;
+}
+
+const char *shim_remote_transport(void)
+{
+    if (!shim_remote_alive())
+        return "none";
+    return cn.shm_on ? "shm" : "stream";
 }
 
 cl_int shim_remote_send(Crane__ClientMessage *m, const void *bulk,
@@ -488,6 +515,7 @@ static int handle_reply(Crane__ServerMessage *msg)
     }
     bool fits = s && s->dst && r->bulk_offset <= s->dst_len &&
                 r->bulk_len <= s->dst_len - r->bulk_offset;
+    double t0 = r->bulk_len ? shim_now() : 0;
     if (r->bulk_len && r->shm_bulk) {
         /* The bytes are in ring 1: copied out (or dropped) in order; a
          * piece out of place ends the connection, never wrong data. */
@@ -519,6 +547,8 @@ static int handle_reply(Crane__ServerMessage *msg)
             rc = drain(r->bulk_len);
         }
     }
+    if (r->bulk_len)
+        atomic_fetch_add(&cn.in_copy_ns, (uint64_t)((shim_now() - t0) * 1e9));
     if (r->more || !s) {
         crane__server_message__free_unpacked(msg, NULL);
         return rc;

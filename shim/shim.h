@@ -299,6 +299,23 @@ int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
                        size_t len, const void *src);
 int shim_staging_finish(void);
 void shim_staging_drop_all(void);
+/* Where a switch's staged copies spent their time: the switch thread
+ * waiting for the device's chunk copies, and copying between the pinned
+ * chunks and RAM (taken, then zeroed, per phase by rehome.c). */
+struct shim_staging_stats {
+    double device_s, copy_s;
+    size_t bytes;
+};
+void shim_staging_stats_take(struct shim_staging_stats *out);
+/* The proxy side's bulk bytes as this process moved them, cumulative
+ * seconds (remote_conn.c): copying out (into ring 0 or the socket),
+ * waiting for ring 0's room, copying in (ring 1 or the socket). */
+struct shim_remote_bulk {
+    double out_copy_s, out_wait_s, in_copy_s;
+};
+void shim_remote_bulk_stats(struct shim_remote_bulk *out);
+/* How bulk bytes reach the proxy now: "shm", "stream" or "none". */
+const char *shim_remote_transport(void);
 /* RAM copies made and faulted in before the gate closes (staging.c). */
 void shim_staging_prepare_shadows(void);
 
@@ -672,6 +689,12 @@ struct shim_rehome_times {
         total;
     size_t bytes_extracted, bytes_reinjected;
     unsigned objects;
+    /* Inside extract and reinject: the vendor side's staged copies
+     * (device waits, CPU copies between pinned chunks and RAM), and the
+     * proxy side's bulk bytes as the shim moved them (ring or stream). */
+    struct shim_staging_stats extract_staged, reinject_staged;
+    struct shim_remote_bulk extract_ship, reinject_ship;
+    const char *transport;       /* the proxy's bulk path, if it was one */
 };
 
 int shim_rehome(struct shim_rehome_times *t);

@@ -55,6 +55,10 @@ struct staging {
 static struct staging table[STAGING_CONTEXTS];
 static size_t n_table;
 static int stream_err;           /* first failure since the last finish */
+/* Where a stream's time went, for the re-home report (since the last
+ * shim_staging_stats_take): waiting for the device's chunk copies, and
+ * the CPU's copies between the chunks and the RAM copy. */
+static struct shim_staging_stats stats;
 
 static struct staging *find(void *ctx)
 {
@@ -264,7 +268,10 @@ static void retire(struct slot *sl)
 
     if (!sl->ev)
         return;
+    double t0 = shim_now();
     cl_int err = VENDOR(sl->ev)->clWaitForEvents(1, &sl->ev);
+    double t1 = shim_now();
+    stats.device_s += t1 - t0;
     if (err == CL_SUCCESS)
         err = VENDOR(sl->ev)->clGetEventInfo(
             sl->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
@@ -277,6 +284,8 @@ static void retire(struct slot *sl)
             stream_err = -EIO;
     } else if (sl->to) {
         memcpy(sl->to, sl->ptr, sl->len);
+        stats.copy_s += shim_now() - t1;
+        stats.bytes += sl->len;
     }
     sl->to = NULL;
 }
@@ -334,7 +343,10 @@ int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
     while (len > 0 && !stream_err) {
         size_t n = len < STAGING_CHUNK ? len : STAGING_CHUNK;
         struct slot *sl = take_slot(s);
+        double t0 = shim_now();
         memcpy(sl->ptr, src, n);
+        stats.copy_s += shim_now() - t0;
+        stats.bytes += n;
         cl_int err = VENDOR(q)->clEnqueueWriteBuffer(
             q, mem, CL_FALSE, off, n, sl->ptr, 0, NULL, &sl->ev);
         if (err != CL_SUCCESS) {
@@ -364,4 +376,11 @@ int shim_staging_finish(void)
     int rc = stream_err;
     stream_err = 0;
     return rc;
+}
+
+/* Where the staged copies' time went since the last call, then zeroed. */
+void shim_staging_stats_take(struct shim_staging_stats *out)
+{
+    *out = stats;
+    memset(&stats, 0, sizeof(stats));
 }
