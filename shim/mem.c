@@ -727,6 +727,14 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueMigrateMemObjects(
         err = shim_xlate_events(&wl, event_wait_list,
                                 num_events_in_wait_list);
         if (err == CL_SUCCESS) {
+            err = shim_check_migrate(command_queue, num_mem_objects,
+                                     mem_objects, flags,
+                                     num_events_in_wait_list,
+                                     event_wait_list);
+            if (err != CL_SUCCESS)
+                shim_xlate_done(&wl);
+        }
+        if (err == CL_SUCCESS) {
             /* Undefined content counts as changed. */
             if (flags & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED)
                 for (cl_uint i = 0; i < num_mem_objects; i++)

@@ -660,6 +660,45 @@ void shim_mem_mapped(cl_mem handle);
 void shim_mem_unmapped(cl_mem handle);
 void shim_kernel_launching(cl_kernel handle);
 
+/* --- OpenCL's rules for commands the remote backend batches (check.c) --- */
+
+/* Each returns CL_SUCCESS or the error OpenCL names for the call.  The
+ * rules on objects, sizes and wait lists are checked only for a queue on
+ * the remote backend (the vendor judges them itself in passthrough); the
+ * host access check (shim_mem_host_check) runs on every backend. */
+bool shim_check_on_remote(cl_command_queue queue);
+cl_int shim_check_wait_context(const struct shim_queue *q, cl_uint n,
+                               const cl_event *events);
+cl_int shim_check_buffer_io(cl_command_queue queue, cl_mem buffer,
+                            size_t offset, size_t size, const void *ptr,
+                            cl_uint n, const cl_event *events,
+                            cl_map_flags access);
+/* The rectangle's pitches as OpenCL defines them (0: packed). */
+cl_int shim_check_buffer_rect_io(
+    cl_command_queue queue, cl_mem buffer, const size_t *buffer_origin,
+    const size_t *host_origin, const size_t *region, size_t buffer_row,
+    size_t buffer_slice, size_t host_row, size_t host_slice, const void *ptr,
+    cl_uint n, const cl_event *events, cl_map_flags access);
+cl_int shim_check_fill_buffer(cl_command_queue queue, cl_mem buffer,
+                              const void *pattern, size_t pattern_size,
+                              size_t offset, size_t size, cl_uint n,
+                              const cl_event *events);
+cl_int shim_check_copy_buffer(cl_command_queue queue, cl_mem src_buffer,
+                              cl_mem dst_buffer, size_t src_offset,
+                              size_t dst_offset, size_t size, cl_uint n,
+                              const cl_event *events);
+cl_int shim_check_image_io(cl_command_queue queue, cl_mem image,
+                           const size_t *origin, const size_t *region,
+                           const void *ptr, cl_uint n, const cl_event *events,
+                           cl_map_flags access);
+cl_int shim_check_fill_image(cl_command_queue queue, cl_mem image,
+                             const void *color, const size_t *origin,
+                             const size_t *region, cl_uint n,
+                             const cl_event *events);
+cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
+                          const cl_mem *objects, cl_mem_migration_flags flags,
+                          cl_uint n, const cl_event *events);
+
 /* --- maps that survive a switch (map.c) -------------------------------- */
 
 int shim_maps_check(void);

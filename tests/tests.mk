@@ -1,6 +1,7 @@
 # Tests: the unit-test binary and `make check`, which runs every stage.
 
 UNIT_SRCS += tests/unit/test_shadow.c tests/unit/test_remote.c \
+    tests/unit/test_check.c \
     tests/unit/test_timebase.c \
     tests/unit/test_kernel_sig.c
 UNIT_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(UNIT_RUNNER_SRCS) $(UNIT_SRCS))

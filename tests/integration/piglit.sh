@@ -54,14 +54,6 @@ declare -A LEFT_OUT=(
     [remote:cl-api-create-buffer]="a buffer larger than CL_DEVICE_MAX_MEM_ALLOC_SIZE is created remotely with CL_SUCCESS (the proxy's vendor judges it later)"
     [remote:cl-api-create-command-queue]="PoCL exit()s natively when asked for a device-side queue; the proxy refuses it, so the program goes on and fails"
     [remote:cl-api-link-program]="remoted, a link that fails answers CL_SUCCESS, not CL_LINK_PROGRAM_FAILURE"
-    [remote:cl-api-enqueue-fill-buffer]=$REMOTE_DEFERS
-    [switch:cl-api-enqueue-fill-buffer]=$REMOTE_DEFERS
-    [remote:cl-api-enqueue-fill-image]=$REMOTE_DEFERS
-    [switch:cl-api-enqueue-fill-image]=$REMOTE_DEFERS
-    [remote:cl-api-enqueue-migrate-mem-objects]=$REMOTE_DEFERS
-    [switch:cl-api-enqueue-migrate-mem-objects]=$REMOTE_DEFERS
-    [remote:cl-api-enqueue-read_write-buffer]=$REMOTE_DEFERS
-    [switch:cl-api-enqueue-read_write-buffer]=$REMOTE_DEFERS
     [remote:cl-api-set-kernel-arg]=$REMOTE_DEFERS
     [switch:cl-api-set-kernel-arg]=$REMOTE_DEFERS
 )

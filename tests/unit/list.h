@@ -84,6 +84,15 @@ TEST_ENTRY(remote_map_churn)
 TEST_ENTRY(remote_table_every_row)
 TEST_ENTRY(remote_table_refusals_answer)
 
+/* shim/check.c: tests/unit/test_check.c */
+TEST_ENTRY(check_buffer_io)
+TEST_ENTRY(check_passthrough_leaves_it_to_the_vendor)
+TEST_ENTRY(check_fill_buffer)
+TEST_ENTRY(check_copy_buffer)
+TEST_ENTRY(check_buffer_rect)
+TEST_ENTRY(check_images)
+TEST_ENTRY(check_migrate)
+
 /* shim/kernel_sig.c: tests/unit/test_kernel_sig.c */
 TEST_ENTRY(kernel_sig_classes)
 TEST_ENTRY(kernel_sig_says_nothing_when_unsure)

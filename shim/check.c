@@ -1,0 +1,292 @@
+/* OpenCL's rules for enqueued commands, checked by the shim where the remote
+ * backend would batch the call and answer before the proxy's vendor. */
+#include "remote.h"
+
+/*
+ * A command the remote backend batches answers CL_SUCCESS at once; the
+ * proxy's vendor judges it later, and its error would reach the program
+ * only at some later call (docs/remoting.md, "Errors of batched calls").
+ * So for a queue on the remote backend the shim first checks here what it
+ * knows itself: every object it made (buffer sizes and kinds, images'
+ * shapes, contexts, queues, events).  Every rule here is OpenCL's own, the
+ * same for every vendor; the order follows the one vendors use: objects,
+ * their context, then offsets and sizes, then the wait list's events.
+ * On the vendor (passthrough) the vendor judges the call itself, so these
+ * checks run only for the remote backend: the program sees the vendor's
+ * own answer there, its own order of checks included.
+ */
+
+bool shim_check_on_remote(cl_command_queue queue)
+{
+    const struct shim_obj *q = (const struct shim_obj *)queue;
+    return q && q->real && VENDOR(q->real) == &shim_remote_dispatch;
+}
+
+/* A buffer or sub-buffer of this context; else the error OpenCL names. */
+static cl_int buffer_of(const struct shim_queue *q, cl_mem handle,
+                        struct shim_mem **out)
+{
+    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, handle);
+
+    if (!m || (m->type != SHIM_BUFFER && m->type != SHIM_SUB_BUFFER))
+        return CL_INVALID_MEM_OBJECT;
+    if (m->context != q->context)
+        return CL_INVALID_CONTEXT;
+    *out = m;
+    return CL_SUCCESS;
+}
+
+static cl_int image_of(const struct shim_queue *q, cl_mem handle,
+                       struct shim_mem **out)
+{
+    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, handle);
+
+    if (!m || m->type != SHIM_IMAGE)
+        return CL_INVALID_MEM_OBJECT;
+    if (m->context != q->context)
+        return CL_INVALID_CONTEXT;
+    *out = m;
+    return CL_SUCCESS;
+}
+
+/* [offset, offset + size) inside a buffer of LIMIT bytes, size not 0. */
+static bool range_fits(size_t offset, size_t size, size_t limit)
+{
+    return size && offset <= limit && size <= limit - offset;
+}
+
+cl_int shim_check_wait_context(const struct shim_queue *q, cl_uint n,
+                               const cl_event *events)
+{
+    for (cl_uint i = 0; events && i < n; i++) {
+        const struct shim_event *e =
+            SHIM_AS(shim_event, SHIM_EVENT, events[i]);
+        if (!e)
+            return CL_INVALID_EVENT_WAIT_LIST;
+        if (e->context != q->context)
+            return CL_INVALID_CONTEXT;
+    }
+    return CL_SUCCESS;
+}
+
+/* The object of a transfer between the program and the device: a buffer
+ * (IMAGE false) or an image of the queue's context, and the program's
+ * memory there. */
+static cl_int io_object(cl_command_queue queue, cl_mem mem, bool image,
+                        const void *ptr, struct shim_mem **out)
+{
+    const struct shim_queue *q = (const struct shim_queue *)queue;
+    cl_int err = image ? image_of(q, mem, out) : buffer_of(q, mem, out);
+
+    return err == CL_SUCCESS && !ptr ? CL_INVALID_VALUE : err;
+}
+
+/* The end of every check of a transfer between the program and a memory
+ * object: its host access flags (on every backend), then the wait list. */
+static cl_int io_finish(cl_command_queue queue, cl_mem mem, bool remote,
+                        cl_uint n, const cl_event *events,
+                        cl_map_flags access)
+{
+    cl_int err = shim_mem_host_check(queue, mem, access);
+
+    if (err != CL_SUCCESS || !remote)
+        return err;
+    return shim_check_wait_context((const struct shim_queue *)queue, n,
+                                   events);
+}
+
+/* The end of a rectangle (origin, region, pitches as OpenCL defines their
+ * defaults and limits) in a buffer of LIMIT bytes: CL_INVALID_VALUE when
+ * it is not a valid rectangle or does not fit. */
+static cl_int rect_fits(const size_t *origin, const size_t *region,
+                        size_t row, size_t slice, size_t limit)
+{
+    size_t start, end, t;
+
+    if (!origin || !region || !region[0] || !region[1] || !region[2])
+        return CL_INVALID_VALUE;
+    if (!row)
+        row = region[0];
+    if (row < region[0])
+        return CL_INVALID_VALUE;
+    if (__builtin_mul_overflow(region[1], row, &t))
+        return CL_INVALID_VALUE;
+    if (!slice)
+        slice = t;
+    if (slice < t || slice % row)
+        return CL_INVALID_VALUE;
+    if (__builtin_mul_overflow(origin[2], slice, &start) ||
+        __builtin_mul_overflow(origin[1], row, &t) ||
+        __builtin_add_overflow(start, t, &start) ||
+        __builtin_add_overflow(start, origin[0], &start) ||
+        __builtin_mul_overflow(region[2] - 1, slice, &end) ||
+        __builtin_mul_overflow(region[1] - 1, row, &t) ||
+        __builtin_add_overflow(end, t, &end) ||
+        __builtin_add_overflow(end, region[0], &end) ||
+        __builtin_add_overflow(end, start, &end) || end > limit)
+        return CL_INVALID_VALUE;
+    return CL_SUCCESS;
+}
+
+cl_int shim_check_buffer_rect_io(cl_command_queue queue, cl_mem buffer,
+                                 const size_t *buffer_origin,
+                                 const size_t *host_origin,
+                                 const size_t *region, size_t buffer_row,
+                                 size_t buffer_slice, size_t host_row,
+                                 size_t host_slice, const void *ptr,
+                                 cl_uint n, const cl_event *events,
+                                 cl_map_flags access)
+{
+    bool remote = shim_check_on_remote(queue);
+    struct shim_mem *m;
+    cl_int err = CL_SUCCESS;
+
+    if (remote &&
+        (err = io_object(queue, buffer, false, ptr, &m)) == CL_SUCCESS &&
+        (rect_fits(buffer_origin, region, buffer_row, buffer_slice,
+                   m->size) != CL_SUCCESS ||
+         rect_fits(host_origin, region, host_row, host_slice, SIZE_MAX) !=
+             CL_SUCCESS))
+        err = CL_INVALID_VALUE;
+    if (err != CL_SUCCESS)
+        return err;
+    return io_finish(queue, buffer, remote, n, events, access);
+}
+
+/* A plain transfer is a rectangle of one row. */
+cl_int shim_check_buffer_io(cl_command_queue queue, cl_mem buffer,
+                            size_t offset, size_t size, const void *ptr,
+                            cl_uint n, const cl_event *events,
+                            cl_map_flags access)
+{
+    const size_t origin[3] = {offset, 0, 0}, host[3] = {0, 0, 0};
+    const size_t region[3] = {size, 1, 1};
+
+    return shim_check_buffer_rect_io(queue, buffer, origin, host, region, 0,
+                                     0, 0, 0, ptr, n, events, access);
+}
+
+cl_int shim_check_fill_buffer(cl_command_queue queue, cl_mem buffer,
+                              const void *pattern, size_t pattern_size,
+                              size_t offset, size_t size, cl_uint n,
+                              const cl_event *events)
+{
+    struct shim_mem *m;
+    cl_int err;
+
+    if (!shim_check_on_remote(queue))
+        return CL_SUCCESS;
+    if ((err = io_object(queue, buffer, false, pattern, &m)) != CL_SUCCESS)
+        return err;
+    if (!range_fits(offset, size, m->size))
+        return CL_INVALID_VALUE;
+    /* A pattern of 1, 2, 4, ... 128 bytes; offset and size its
+     * multiples. */
+    if (!pattern_size || pattern_size > 128 ||
+        (pattern_size & (pattern_size - 1)) || offset % pattern_size ||
+        size % pattern_size)
+        return CL_INVALID_VALUE;
+    return shim_check_wait_context((const struct shim_queue *)queue, n,
+                                   events);
+}
+
+/* Whether [src, src + size) and [dst, dst + size) of the same storage
+ * overlap (two sub-buffers of one buffer included). */
+static bool copy_overlaps(const struct shim_mem *src, size_t src_off,
+                          const struct shim_mem *dst, size_t dst_off,
+                          size_t size)
+{
+    if (shim_mem_root((struct shim_mem *)src) !=
+        shim_mem_root((struct shim_mem *)dst))
+        return false;
+    size_t a = src_off + (src->type == SHIM_SUB_BUFFER ? src->origin : 0);
+    size_t b = dst_off + (dst->type == SHIM_SUB_BUFFER ? dst->origin : 0);
+    return a < b + size && b < a + size;
+}
+
+cl_int shim_check_copy_buffer(cl_command_queue queue, cl_mem src_buffer,
+                              cl_mem dst_buffer, size_t src_offset,
+                              size_t dst_offset, size_t size, cl_uint n,
+                              const cl_event *events)
+{
+    const struct shim_queue *q = (const struct shim_queue *)queue;
+    struct shim_mem *src, *dst;
+    cl_int err;
+
+    if (!shim_check_on_remote(queue))
+        return CL_SUCCESS;
+    if ((err = buffer_of(q, src_buffer, &src)) != CL_SUCCESS ||
+        (err = buffer_of(q, dst_buffer, &dst)) != CL_SUCCESS)
+        return err;
+    if (!range_fits(src_offset, size, src->size) ||
+        !range_fits(dst_offset, size, dst->size))
+        return CL_INVALID_VALUE;
+    if (copy_overlaps(src, src_offset, dst, dst_offset, size))
+        return CL_MEM_COPY_OVERLAP;
+    return shim_check_wait_context(q, n, events);
+}
+
+/* ORIGIN and REGION inside image M: every region value at least 1, and
+ * what a lower-dimensional image lacks given as origin 0 and region 1
+ * (OpenCL's rule for every image command). */
+static cl_int image_box_fits(const struct shim_mem *m, const size_t *origin,
+                             const size_t *region)
+{
+    size_t dims[3];
+
+    if (!origin || !region)
+        return CL_INVALID_VALUE;
+    shim_image_desc_region(&m->desc, dims);
+    for (int i = 0; i < 3; i++)
+        if (!range_fits(origin[i], region[i], dims[i]))
+            return CL_INVALID_VALUE;
+    return CL_SUCCESS;
+}
+
+cl_int shim_check_image_io(cl_command_queue queue, cl_mem image,
+                           const size_t *origin, const size_t *region,
+                           const void *ptr, cl_uint n, const cl_event *events,
+                           cl_map_flags access)
+{
+    bool remote = shim_check_on_remote(queue);
+    struct shim_mem *m;
+    cl_int err = CL_SUCCESS;
+
+    if (remote && (err = io_object(queue, image, true, ptr, &m)) == CL_SUCCESS)
+        err = image_box_fits(m, origin, region);
+    if (err != CL_SUCCESS)
+        return err;
+    return io_finish(queue, image, remote, n, events, access);
+}
+
+/* A fill is a transfer of one colour, with no host access rule. */
+cl_int shim_check_fill_image(cl_command_queue queue, cl_mem image,
+                             const void *color, const size_t *origin,
+                             const size_t *region, cl_uint n,
+                             const cl_event *events)
+{
+    return shim_check_image_io(queue, image, origin, region, color, n,
+                               events, 0);
+}
+
+cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
+                          const cl_mem *objects, cl_mem_migration_flags flags,
+                          cl_uint n, const cl_event *events)
+{
+    const struct shim_queue *q = (const struct shim_queue *)queue;
+    const cl_mem_migration_flags known =
+        CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
+
+    if (!shim_check_on_remote(queue))
+        return CL_SUCCESS;
+    for (cl_uint i = 0; i < n_objects; i++) {
+        const struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, objects[i]);
+        if (!m)
+            return CL_INVALID_MEM_OBJECT;
+        if (m->context != q->context)
+            return CL_INVALID_CONTEXT;
+    }
+    if (flags & ~known)
+        return CL_INVALID_VALUE;
+    return shim_check_wait_context(q, n, events);
+}
