@@ -91,6 +91,31 @@ static bool portable(struct shim_mem *m)
            m->type != SHIM_PIPE;
 }
 
+/* Whether a map of M on Q goes into shim memory (map_own).  A map that
+ * M's host access flags forbid is the vendor's, so that its verdict is the
+ * vendor's own; one they allow whose bytes the host may not read (a map
+ * for writing of a host-write-only buffer) is read through the device,
+ * which needs an in-order queue, else it is the vendor's too. */
+static bool map_in_shim(struct shim_queue *q, struct shim_mem *m,
+                        cl_map_flags flags, bool image)
+{
+    cl_command_queue_properties props = 0;
+    void *rq = q->obj.real, *rm = m->obj.real;
+
+    if (!portable(m) || m->context != q->context)
+        return false;
+    if (shim_mem_host_forbids(m, rm, flags))
+        return false;
+    if ((flags & CL_MAP_WRITE_INVALIDATE_REGION) ||
+        !shim_mem_host_forbids(m, rm, CL_MAP_READ))
+        return true;
+    return !image &&
+           VENDOR(rq)->clGetCommandQueueInfo(rq, CL_QUEUE_PROPERTIES,
+                                             sizeof(props), &props,
+                                             NULL) == CL_SUCCESS &&
+           !(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+}
+
 /* The shim's own mapping: memory, filled unless the program overwrites
  * it all; the command's event is the read's (or a marker's). */
 static void *map_own(struct shim_queue *q, struct shim_mem *m,
@@ -102,6 +127,7 @@ static void *map_own(struct shim_queue *q, struct shim_mem *m,
                      ? mp->row_pitch * mp->region[1] * mp->region[2]
                      : mp->size;
     void *p = aligned_alloc(4096, ((len ? len : 1) + 4095) & ~(size_t)4095);
+    cl_event done = NULL;
 
     if (!p) {
         *err = CL_OUT_OF_HOST_MEMORY;
@@ -110,7 +136,18 @@ static void *map_own(struct shim_queue *q, struct shim_mem *m,
     if (mp->flags & CL_MAP_WRITE_INVALIDATE_REGION)
         *err = VENDOR(rq)->clEnqueueMarkerWithWaitList(
             rq, wl->n, (const cl_event *)wl->real, ev);
-    else if (mp->image)
+    else if (shim_mem_host_forbids(m, rm, CL_MAP_READ)) {
+        /* A map for writing of a buffer the host may only write: its
+         * bytes come through the device (map_common chose this). */
+        cl_event *last = ev ? ev : blocking ? &done : NULL;
+        *err = shim_hostcopy_read_events(
+            rq, m->context->obj.real, rm, mp->offset, mp->size, p, wl->n,
+            (const cl_event *)wl->real, last);
+        if (*err == CL_SUCCESS && blocking)
+            *err = VENDOR(*last)->clWaitForEvents(1, last);
+        if (done)
+            VENDOR(done)->clReleaseEvent(done);
+    } else if (mp->image)
         *err = VENDOR(rq)->clEnqueueReadImage(
             rq, rm, blocking, mp->origin, mp->region, mp->row_pitch,
             mp->slice_pitch, p, wl->n, (const cl_event *)wl->real, ev);
@@ -157,7 +194,7 @@ static void *map_common(cl_command_queue command_queue, cl_mem memobj,
             shim_mem_dirty_map(memobj, flags, 0, SIZE_MAX);
         else
             shim_mem_dirty_map(memobj, flags, mp->offset, mp->size);
-        if (portable(m) && m->context == q->context)
+        if (map_in_shim(q, m, flags, image))
             p = map_own(q, m, mp, blocking, &wl, evp, &err);
         else if (image)
             p = VENDOR(rq)->clEnqueueMapImage(

@@ -8,14 +8,21 @@
 #include "log.h"
 #include "shim.h"
 
-/* Host access restrictions are kept in the shadow but not given to the
- * vendor: the shim must read and write every buffer to move it.  The
- * program still sees them exactly as natively: a creation with host access
- * flags is first tried with the program's own flags (the vendor's verdict
- * on them is the answer), the rules a sub-buffer or an image over a buffer
- * inherits from its parent are checked here (the vendor's parent has none),
- * reads, writes and maps the flags forbid are refused here, and
- * CL_MEM_FLAGS reports them. */
+/* Host access flags (CL_MEM_HOST_WRITE_ONLY, HOST_READ_ONLY,
+ * HOST_NO_ACCESS) go to the vendor with the program's other flags, so that
+ * the program sees exactly what its vendor says: errors at creation,
+ * CL_MEM_FLAGS, and the verdict on every read, write and map (PoCL refuses
+ * the ones the flags forbid; NVIDIA's OpenCL accepts them, and so does the
+ * shim).  The shim itself still moves every byte of such an object at a
+ * switch, a pre-copy or a map into its own memory: through the device, by
+ * copies into an unrestricted buffer (hostcopy.c).
+ *
+ * A proxy's objects are made without them (its reads at a switch back
+ * stay plain reads), and a remote creation answers before the proxy's
+ * vendor has judged it: on the proxy the shim says what OpenCL says
+ * (flags_valid, the inheritance rules of sub-buffers and images over
+ * buffers, and the refusals of shim_mem_host_check), and CL_MEM_FLAGS
+ * reports the program's flags. */
 #define HOST_ACCESS_FLAGS \
     (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
 #define ACCESS_FLAGS \
@@ -65,25 +72,50 @@ static bool host_access_inherits(cl_mem_flags flags, const struct shim_mem *p)
     return true;
 }
 
+extern const struct _cl_icd_dispatch shim_remote_dispatch;
+
+/* Whether REAL is an object of the proxy (made without host access
+ * flags), not of a vendor loaded here. */
+static bool on_proxy(const void *real)
+{
+    return real && VENDOR(real) == &shim_remote_dispatch;
+}
+
+/* Whether host access flags HOST forbid ACCESS from the host. */
+static bool forbids(cl_mem_flags host, cl_map_flags access)
+{
+    if ((access & CL_MAP_READ) &&
+        (host & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS)))
+        return true;
+    return (access & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)) &&
+           (host & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS));
+}
+
+bool shim_mem_host_forbids(const struct shim_mem *m, const void *real,
+                           cl_map_flags access)
+{
+    return real && !on_proxy(real) && forbids(host_access(m), access);
+}
+
+/* The flags the real object of M is made with in the context CTX. */
+static cl_mem_flags real_flags(const struct shim_mem *m, const void *ctx)
+{
+    return on_proxy(ctx) ? m->flags & ~HOST_ACCESS_FLAGS : m->flags;
+}
+
 cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
                            cl_map_flags access)
 {
     struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, queue);
     struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
-    cl_mem_flags host;
 
     /* Whatever the vendor refuses first (a bad object, another context)
-     * it still answers itself. */
-    if (!q || !m || m->context != q->context)
+     * it still answers itself; a vendor's object carries the flags, and
+     * its vendor judges. */
+    if (!q || !m || m->context != q->context || !on_proxy(m->obj.real))
         return CL_SUCCESS;
-    host = host_access(m);
-    if ((access & CL_MAP_READ) &&
-        (host & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS)))
-        return CL_INVALID_OPERATION;
-    if ((access & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)) &&
-        (host & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)))
-        return CL_INVALID_OPERATION;
-    return CL_SUCCESS;
+    return forbids(host_access(m), access) ? CL_INVALID_OPERATION
+                                           : CL_SUCCESS;
 }
 
 static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -231,7 +263,8 @@ int shim_mem_realize(struct shim_mem *m, void *copy_from)
     if (pre)
         VENDOR(pre)->clReleaseMemObject(pre);
     m->premade_used = false;
-    return mem_create_real(m, m->flags & ~HOST_ACCESS_FLAGS, copy_from);
+    return mem_create_real(m, real_flags(m, m->context->obj.real),
+                           copy_from);
 }
 
 /* A root buffer like M in the vendor context CTX, for a pre-copy; NULL
@@ -241,7 +274,7 @@ void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err)
     /* As realize makes it (never over the program's memory: those are
      * not pre-copied). */
     cl_mem_flags flags =
-        m->flags & ~(HOST_ACCESS_FLAGS | (cl_mem_flags)CL_MEM_COPY_HOST_PTR);
+        real_flags(m, ctx) & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
 
     if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
         return VENDOR(ctx)->clCreateBufferWithProperties(ctx, m->props, flags,
@@ -249,17 +282,21 @@ void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err)
     return VENDOR(ctx)->clCreateBuffer(ctx, flags, m->size, NULL, err);
 }
 
-/* The rules every vendor applies to flags (flags_valid), then, for a root
- * object with host access flags, the vendor's judgement of the program's own
- * flags on an object made with them and released at once, so that errors
- * (and the CL_MEM_FLAGS it reports) are the vendor's own.  Sub-buffers and
- * images over buffers are judged by the inheritance rule instead, since the
- * vendor's parent lacks the flags. */
+/* On a vendor loaded here: nothing, the creation itself is the verdict.
+ * On the proxy: the rules every vendor applies to flags (flags_valid),
+ * then, for a root object with host access flags, the proxy vendor's
+ * judgement of the program's own flags on an object made with them and
+ * released at once, so that errors (and the CL_MEM_FLAGS it reports) are
+ * that vendor's own.  Sub-buffers and images over buffers are judged by
+ * the inheritance rule instead, since the proxy's parent lacks the
+ * flags. */
 static cl_int flags_verdict(struct shim_mem *m, void *copy_from)
 {
     void *probe;
     cl_int err;
 
+    if (!on_proxy(m->context->obj.real))
+        return CL_SUCCESS;
     if (!flags_valid(m->flags))
         return CL_INVALID_VALUE;
     /* A sub-buffer never has host pointer flags of its own (a proxy, which
@@ -285,16 +322,16 @@ static cl_int flags_verdict(struct shim_mem *m, void *copy_from)
 }
 
 /* CL_MEM_FLAGS, kept from creation so that it does not change when the
- * program moves.  Where no host access flag is involved it is the vendor's
- * answer for the object it has.  Otherwise: a root object's is the probe's
- * (above); a sub-buffer's or an image's over a buffer is OpenCL's rule of
- * inheritance applied to its parent's answer, since the vendor's parent
- * differs from the program's. */
+ * program moves.  Made by a vendor loaded here, or without host access
+ * flags, it is the vendor's answer for the object it has.  Otherwise (on
+ * the proxy): a root object's is the probe's (above); a sub-buffer's or an
+ * image's over a buffer is OpenCL's rule of inheritance applied to its
+ * parent's answer, since the proxy's parent differs from the program's. */
 static void remember_flags(struct shim_mem *m)
 {
     cl_mem_flags f = m->flags, parent;
 
-    if (!host_access(m)) {
+    if (!host_access(m) || !on_proxy(m->obj.real)) {
         if (VENDOR(m->obj.real)->clGetMemObjectInfo(
                 m->obj.real, CL_MEM_FLAGS, sizeof(f), &f, NULL) != CL_SUCCESS)
             f = m->flags;

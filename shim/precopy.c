@@ -232,6 +232,9 @@ static int copy(struct round *r)
             rc = -EIO;
         else if ((rc = shim_fault_at("precopy")) < 0)
             break;
+        else if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ))
+            rc = shim_hostcopy_read(q, ctx, m->obj.real, lo, n,
+                                    (char *)m->shadow + lo);
         else if (shim_staging_has(ctx))
             rc = shim_staging_read(q, ctx, m->obj.real, lo, n,
                                    (char *)m->shadow + lo);
@@ -291,9 +294,12 @@ static cl_command_queue target_queue(struct round *r, void *ctx)
     return q;
 }
 
-static int target_write(cl_command_queue q, void *ctx, cl_mem mem,
-                        size_t off, size_t n, const void *src)
+static int target_write(cl_command_queue q, void *ctx, struct shim_mem *m,
+                        cl_mem mem, size_t off, size_t n, const void *src)
 {
+    /* Made with the program's host access flags (mem.c). */
+    if (shim_mem_host_forbids(m, mem, CL_MAP_WRITE))
+        return shim_hostcopy_write(q, ctx, mem, off, n, src);
     if (shim_staging_has(ctx))
         return shim_staging_write(q, ctx, mem, off, n, src);
     return VENDOR(q)->clEnqueueWriteBuffer(q, mem, CL_FALSE, off, n, src, 0,
@@ -341,7 +347,7 @@ static int mirror(struct round *r)
         if (!q)
             rc = -EIO;
         else if ((rc = shim_fault_at("precopy-target")) == 0)
-            rc = target_write(q, ctx, m->premade, lo, hi - lo,
+            rc = target_write(q, ctx, m, m->premade, lo, hi - lo,
                               (char *)m->shadow + lo);
         r->target_bytes += hi - lo;
     }

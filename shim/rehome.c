@@ -177,6 +177,27 @@ static int check_movable(void)
     return rc;
 }
 
+/* The host pitches of an image's bytes read into the program's memory
+ * (ROW, SLICE as it gave them, 0 meaning packed): between rows, or the
+ * layers of a 1D array, and between slices. */
+static void image_host_steps(const struct shim_mem *m, size_t row,
+                             size_t slice, size_t *row_step,
+                             size_t *slice_step)
+{
+    size_t region[3], packed = shim_image_row_bytes(m);
+
+    shim_image_region(m, region);
+    if (!row)
+        row = packed;
+    if (m->desc.image_type == CL_MEM_OBJECT_IMAGE1D_ARRAY) {
+        *row_step = slice ? slice : row;
+        *slice_step = 0;
+        return;
+    }
+    *row_step = row;
+    *slice_step = slice ? slice : row * region[1];
+}
+
 /* Copies to RAM what the device changed since the last copy. */
 static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
 {
@@ -198,10 +219,18 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
             }
             dst = m->shadow;
         }
+        *bytes += m->size;
+        /* Its host access flags forbid reading it: through the device. */
+        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ)) {
+            size_t row_step, slice_step;
+            image_host_steps(m, row, slice, &row_step, &slice_step);
+            return shim_hostcopy_read_image(q, m->context->obj.real, m,
+                                            m->obj.real, dst, row_step,
+                                            slice_step) < 0 ? -EIO : 0;
+        }
         err = VENDOR(q)->clEnqueueReadImage(q, m->obj.real, CL_FALSE, origin,
                                             region, row, slice, dst, 0, NULL,
                                             NULL);
-        *bytes += m->size;
     } else {
         size_t lo = 0, hi = m->size;
         m->stop_lo = m->stop_hi = 0;
@@ -225,6 +254,9 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         }
         void *ctx = m->context->obj.real;
         *bytes += hi - lo;
+        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ))
+            return shim_hostcopy_read(q, ctx, m->obj.real, lo, hi - lo,
+                                      (char *)base + lo);
         /* Into the shim's own RAM copy, through pinned chunks where the
          * vendor's context has them (staging.c). */
         if (base == m->shadow && shim_staging_has(ctx))
@@ -257,6 +289,9 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         if (n == 0)
             return 0;
         *bytes += n;
+        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_WRITE))
+            return shim_hostcopy_write(q, ctx, m->obj.real, lo, n,
+                                       (char *)m->shadow + lo);
         if (shim_staging_has(ctx))
             return shim_staging_write(q, ctx, m->obj.real, lo, n,
                                       (char *)m->shadow + lo) < 0 ? -EIO : 0;
@@ -268,6 +303,16 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
             return -EIO;
         }
         return 0;
+    }
+    if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_WRITE)) {
+        /* Its host access flags forbid writing it: through the device. */
+        void *ctx = m->context->obj.real;
+        *bytes += m->size;
+        if (m->type == SHIM_IMAGE)
+            return shim_hostcopy_write_image(q, ctx, m, m->obj.real,
+                                             m->shadow) < 0 ? -EIO : 0;
+        return shim_hostcopy_write(q, ctx, m->obj.real, 0, m->size,
+                                   m->shadow);
     }
     if (m->type == SHIM_IMAGE) {
         size_t origin[3] = {0, 0, 0}, region[3];

@@ -297,7 +297,13 @@ int shim_staging_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
                       size_t len, void *dst);
 int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
                        size_t len, const void *src);
+/* The same for a buffer the host may not read or write (hostcopy.c). */
+int shim_staging_read_via_device(cl_command_queue q, void *ctx, cl_mem mem,
+                                 size_t off, size_t len, void *dst);
+int shim_staging_write_via_device(cl_command_queue q, void *ctx, cl_mem mem,
+                                  size_t off, size_t len, const void *src);
 int shim_staging_finish(void);
+/* Also drops hostcopy.c's bounce buffers. */
 void shim_staging_drop_all(void);
 /* Where a switch's staged copies spent their time: the switch thread
  * waiting for the device's chunk copies, and copying between the pinned
@@ -316,6 +322,30 @@ struct shim_remote_bulk {
 void shim_remote_bulk_stats(struct shim_remote_bulk *out);
 /* How bulk bytes reach the proxy now: "shm", "stream" or "none". */
 const char *shim_remote_transport(void);
+
+/* Bytes of memory objects whose host access flags (CL_MEM_HOST_*) forbid
+ * the host's reads or writes, moved through the device (hostcopy.c).
+ * Queued on Q, an in-order queue of the vendor context CTX; done once Q
+ * finished (and shim_staging_finish() returned 0).  0, or -errno, logged. */
+int shim_hostcopy_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                       size_t len, void *dst);
+int shim_hostcopy_write(cl_command_queue q, void *ctx, cl_mem mem,
+                        size_t off, size_t len, const void *src);
+/* A whole image (M's shape) into DST with host pitches ROW_STEP (between
+ * rows, or layers of a 1D array) and SLICE_STEP; from packed SRC. */
+int shim_hostcopy_read_image(cl_command_queue q, void *ctx,
+                             const struct shim_mem *m, cl_mem mem, void *dst,
+                             size_t row_step, size_t slice_step);
+int shim_hostcopy_write_image(cl_command_queue q, void *ctx,
+                              const struct shim_mem *m, cl_mem mem,
+                              const void *src);
+/* For a program's map (map.c): the read through a bounce buffer of its
+ * own, the first copy waiting on WAIT, *LAST the final command's event. */
+cl_int shim_hostcopy_read_events(cl_command_queue q, void *ctx, cl_mem mem,
+                                 size_t off, size_t len, void *dst,
+                                 cl_uint n_wait, const cl_event *wait,
+                                 cl_event *last);
+void shim_hostcopy_drop_all(void);
 /* RAM copies made and faulted in before the gate closes (staging.c). */
 void shim_staging_prepare_shadows(void);
 
@@ -652,9 +682,16 @@ int shim_kernel_sig_classes(const char *source, const char *kernel,
 int shim_program_sig_classes(const struct shim_program *p,
                              const char *kernel, cl_uint n_args,
                              uint8_t *cls);
-/* CL_INVALID_OPERATION when the object's host access flags forbid `access`
- * (CL_MAP_READ, CL_MAP_WRITE, ...) from the host, else CL_SUCCESS. */
+/* CL_INVALID_OPERATION when the object lives on the proxy (made there
+ * without host access flags) and its flags forbid `access` (CL_MAP_READ,
+ * CL_MAP_WRITE, ...) from the host, else CL_SUCCESS: a vendor's object
+ * carries the flags, and the vendor's verdict is the program's. */
 cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
+                           cl_map_flags access);
+/* Whether the real object REAL of M carries host access flags (M's, or a
+ * parent's) that forbid the host ACCESS: the shim's own copies of it then
+ * go through the device (hostcopy.c). */
+bool shim_mem_host_forbids(const struct shim_mem *m, const void *real,
                            cl_map_flags access);
 void shim_mem_mapped(cl_mem handle);
 void shim_mem_unmapped(cl_mem handle);

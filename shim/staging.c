@@ -20,6 +20,12 @@
  *
  * Only contexts of the native backend are staged (a proxy's memory is not
  * this process's to pin); any context without staging is copied directly.
+ *
+ * An object the host may not read or write (CL_MEM_HOST_*, hostcopy.c)
+ * goes through the device as well: each slot then also has an unrestricted
+ * device buffer of STAGING_CHUNK bytes (made at its first such use), and a
+ * chunk is copied between the object and it on the device before (or
+ * after) the slot's host copy, on the same in-order queue.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -38,6 +44,7 @@
 
 struct slot {
     cl_mem buf;
+    cl_mem dev;                  /* unrestricted twin, for hostcopy.c */
     void *ptr;                   /* mapped, for the process's copies */
     cl_event ev;                 /* the copy in flight, NULL when idle */
     void *to;                    /* a read: where the bytes go once done */
@@ -82,9 +89,12 @@ static void release(struct staging *s)
     }
     if (s->mapq)
         VENDOR(s->mapq)->clFinish(s->mapq);
-    for (unsigned i = 0; i < s->n_slots; i++)
+    for (unsigned i = 0; i < s->n_slots; i++) {
         if (s->slots[i].buf)
             VENDOR(s->slots[i].buf)->clReleaseMemObject(s->slots[i].buf);
+        if (s->slots[i].dev)
+            VENDOR(s->slots[i].dev)->clReleaseMemObject(s->slots[i].dev);
+    }
     if (s->mapq)
         VENDOR(s->mapq)->clReleaseCommandQueue(s->mapq);
     memset(s, 0, sizeof(*s));
@@ -249,6 +259,7 @@ void shim_staging_prepare_shadows(void)
  * before the vendor they belong to is unloaded). */
 void shim_staging_drop_all(void)
 {
+    shim_hostcopy_drop_all();
     for (size_t i = 0; i < n_table; i++)
         release(&table[i]);
     n_table = 0;
@@ -298,11 +309,30 @@ static struct slot *take_slot(struct staging *s)
     return sl;
 }
 
+/* The slot's unrestricted device buffer, made at its first use: NULL
+ * (logged, the stream failed) if the vendor has none to give. */
+static cl_mem slot_dev(struct staging *s, struct slot *sl)
+{
+    cl_int err = CL_SUCCESS;
+
+    if (!sl->dev)
+        sl->dev = VENDOR(s->ctx)->clCreateBuffer(
+            s->ctx, CL_MEM_READ_WRITE, STAGING_CHUNK, NULL, &err);
+    if (!sl->dev) {
+        LOG_ERROR("staging: no %u-byte device buffer for a restricted "
+                  "object's copy: %d", STAGING_CHUNK, err);
+        stream_err = -ENOMEM;
+    }
+    return sl->dev;
+}
+
 /* Queues the read of [off, off+len) of the vendor buffer MEM on Q (a queue
- * of context CTX) into DST, chunk by chunk.  DST holds the bytes only after
+ * of context CTX) into DST, chunk by chunk; with VIA_DEVICE each chunk is
+ * first copied on the device into the slot's unrestricted buffer (MEM's
+ * host access flags forbid reading it).  DST holds the bytes only after
  * shim_staging_finish() returned 0.  0, or -errno (nothing more queued). */
-int shim_staging_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
-                      size_t len, void *dst)
+static int stream_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                       size_t len, void *dst, bool via_device)
 {
     struct staging *s = find(ctx);
 
@@ -311,8 +341,19 @@ int shim_staging_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
     while (len > 0 && !stream_err) {
         size_t n = len < STAGING_CHUNK ? len : STAGING_CHUNK;
         struct slot *sl = take_slot(s);
-        cl_int err = VENDOR(q)->clEnqueueReadBuffer(q, mem, CL_FALSE, off, n,
-                                                    sl->ptr, 0, NULL, &sl->ev);
+        cl_mem from = mem;
+        size_t at = off;
+        cl_int err = CL_SUCCESS;
+        if (via_device) {
+            if (!(from = slot_dev(s, sl)))
+                break;
+            at = 0;
+            err = VENDOR(q)->clEnqueueCopyBuffer(q, mem, from, off, 0, n, 0,
+                                                 NULL, NULL);
+        }
+        if (err == CL_SUCCESS)
+            err = VENDOR(q)->clEnqueueReadBuffer(q, from, CL_FALSE, at, n,
+                                                 sl->ptr, 0, NULL, &sl->ev);
         if (err != CL_SUCCESS) {
             LOG_ERROR("staging: reading %zu bytes at %zu failed: %d", n, off,
                       err);
@@ -330,11 +371,25 @@ int shim_staging_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
     return stream_err;
 }
 
+int shim_staging_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                      size_t len, void *dst)
+{
+    return stream_read(q, ctx, mem, off, len, dst, false);
+}
+
+int shim_staging_read_via_device(cl_command_queue q, void *ctx, cl_mem mem,
+                                 size_t off, size_t len, void *dst)
+{
+    return stream_read(q, ctx, mem, off, len, dst, true);
+}
+
 /* Queues the write of LEN bytes from SRC into [off, off+len) of the vendor
- * buffer MEM on Q, chunk by chunk: done once shim_staging_finish() returned
- * 0.  SRC may be reused as soon as this returns.  0, or -errno. */
-int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
-                       size_t len, const void *src)
+ * buffer MEM on Q, chunk by chunk (with VIA_DEVICE, through the slot's
+ * unrestricted buffer and a device copy): done once shim_staging_finish()
+ * returned 0.  SRC may be reused as soon as this returns.  0, or -errno. */
+static int stream_write(cl_command_queue q, void *ctx, cl_mem mem,
+                        size_t off, size_t len, const void *src,
+                        bool via_device)
 {
     struct staging *s = find(ctx);
 
@@ -343,12 +398,24 @@ int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
     while (len > 0 && !stream_err) {
         size_t n = len < STAGING_CHUNK ? len : STAGING_CHUNK;
         struct slot *sl = take_slot(s);
+        cl_mem to = via_device ? slot_dev(s, sl) : mem;
+        cl_int err;
+        if (!to)
+            break;
         double t0 = shim_now();
         memcpy(sl->ptr, src, n);
         stats.copy_s += shim_now() - t0;
         stats.bytes += n;
-        cl_int err = VENDOR(q)->clEnqueueWriteBuffer(
-            q, mem, CL_FALSE, off, n, sl->ptr, 0, NULL, &sl->ev);
+        if (via_device) {
+            err = VENDOR(q)->clEnqueueWriteBuffer(q, to, CL_FALSE, 0, n,
+                                                  sl->ptr, 0, NULL, NULL);
+            if (err == CL_SUCCESS)
+                err = VENDOR(q)->clEnqueueCopyBuffer(q, to, mem, 0, off, n, 0,
+                                                     NULL, &sl->ev);
+        } else {
+            err = VENDOR(q)->clEnqueueWriteBuffer(q, mem, CL_FALSE, off, n,
+                                                  sl->ptr, 0, NULL, &sl->ev);
+        }
         if (err != CL_SUCCESS) {
             LOG_ERROR("staging: writing %zu bytes at %zu failed: %d", n, off,
                       err);
@@ -364,6 +431,18 @@ int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
         len -= n;
     }
     return stream_err;
+}
+
+int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                       size_t len, const void *src)
+{
+    return stream_write(q, ctx, mem, off, len, src, false);
+}
+
+int shim_staging_write_via_device(cl_command_queue q, void *ctx, cl_mem mem,
+                                  size_t off, size_t len, const void *src)
+{
+    return stream_write(q, ctx, mem, off, len, src, true);
 }
 
 /* Waits for every chunk in flight: 0 only when each completed (its bytes in
