@@ -80,6 +80,23 @@ static bool pending_user_event(const struct shim_obj *o)
            e->user_status == CL_SUBMITTED;
 }
 
+/* A pending user event moved to the new side leaves its old vendor event
+ * unset for ever.  Some vendors (NVIDIA's) wait for every event of a
+ * context before they let the context or the library go, so the release
+ * of the old side would never end and the next switch, which waits for
+ * it, would hang the program.  No command and no callback waits on the
+ * old event (the switch was refused otherwise), so completing it there
+ * changes nothing the program can see. */
+static bool abandon_user_event(void *real)
+{
+    cl_int err = VENDOR(real)->clSetUserEventStatus(real, CL_COMPLETE);
+
+    if (err != CL_SUCCESS)
+        LOG_WARN("re-home: completing a moved user event on its old side "
+                 "failed (%d)", err);
+    return err == CL_SUCCESS;
+}
+
 /* Objects whose bytes the shim moves itself: root buffers and images not
  * backed by a buffer.  Sub-buffers and buffer images share a root's bytes. */
 static bool holds_bytes(const struct shim_obj *o)
@@ -439,6 +456,7 @@ struct stale {
     void *real;
     cl_device_type type;         /* root devices: bind() overwrites it */
     bool twin;                   /* kept on the proxy, not released */
+    bool user_pending;           /* a user event that moved unset */
 };
 
 static struct background {
@@ -520,9 +538,13 @@ static void *background_release(void *arg)
     bool linger = false;
 
     (void)arg;
-    for (size_t i = bg.n; i-- > 0;)
+    size_t completed = 0;
+    for (size_t i = bg.n; i-- > 0;) {
+        if (bg.list[i].user_pending && bg.list[i].real)
+            completed += abandon_user_event(bg.list[i].real);
         if (!bg.list[i].twin)
             shim_real_release_handle(bg.list[i].obj, bg.list[i].real);
+    }
     t1 = shim_now();
     if (bg.twins)
         bg.twins_held = linger = true;
@@ -533,8 +555,8 @@ static void *background_release(void *arg)
              linger ? "; proxy objects kept for the next switch" : "");
     snprintf(line, sizeof(line),
              "background n=%u release=%.6f unload=%.6f objects=%zu "
-             "twins=%zu\n",
-             bg.rehome, t1 - t0, shim_now() - t1, bg.n, bg.twins);
+             "twins=%zu user_events_completed=%zu\n",
+             bg.rehome, t1 - t0, shim_now() - t1, bg.n, bg.twins, completed);
     report_line(line);
     if (!linger)
         return NULL;
@@ -601,6 +623,7 @@ static int background_collect(const struct shim_backend_ops *from)
         }
         bg.list[n].obj = o;
         bg.list[n].real = o->real;
+        bg.list[n].user_pending = pending_user_event(o);
         bg.list[n].type = o->kind == SHIM_DEVICE
                               ? ((struct shim_device *)o)->type
                               : 0;
@@ -817,6 +840,8 @@ static int take_out(const struct shim_backend_ops *from,
          o = o->prev) {
         if (o->kind == SHIM_EVENT && !pending_user_event(o))
             shim_event_retire((void *)o);
+        if (pending_user_event(o) && o->real)
+            abandon_user_event(o->real);
         if (o->kind != SHIM_PLATFORM && o->real) {
             shim_real_release(o);
             o->real = NULL;

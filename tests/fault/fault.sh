@@ -285,6 +285,10 @@ case_user_event() {
     [ "$(report_rc 4)" = -16 ] || die "the 4th switch was not refused"
     grep -q 'a command waits on a user event' "$T/shim.log" ||
         die "no reason for the refusal"
+    # The event moved unset: each side it left must have it completed
+    # (a vendor may hold a context with an unset event for ever).
+    grep -Eq '^background .* user_events_completed=[1-9]' "$T/report" ||
+        die "no switch completed the moved user event on its old side"
 }
 
 # twins-proxy-restarted: objects kept on a proxy that is gone are never
