@@ -255,14 +255,93 @@ static void sizes3(size_t out[3], const uint64_t *in)
         out[i] = (size_t)in[i];
 }
 
-static cl_mem mem_arg(struct mem_op *op, uint64_t id, cl_int *err)
+enum mem_want { WANT_ANY, WANT_BUFFER, WANT_IMAGE };
+
+/* The memory object ID, of the class an op needs on that side.  Some
+ * vendors take a buffer where an image is due without looking (PoCL read
+ * an image's fields from a sub-buffer given to clEnqueueCopyBufferToImage
+ * and crashed the proxy: tests/fuzz/regress/remote), so the proxy checks
+ * the class as the specification words it: CL_INVALID_MEM_OBJECT. */
+static cl_mem mem_arg(struct mem_op *op, uint64_t id, enum mem_want want,
+                      cl_int *err)
 {
     cl_mem m = px_tenant_handle(op->c->t, id, PX_MEM, err);
+    cl_mem_object_type type = 0;
 
-    if (!m)
+    if (!m) {
         px_fail(op->c, *err, "unknown memory object %llu",
                 (unsigned long long)id);
+        return NULL;
+    }
+    if (want == WANT_ANY)
+        return m;
+    if (clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof(type), &type, NULL) !=
+            CL_SUCCESS ||
+        (want == WANT_BUFFER) != (type == CL_MEM_OBJECT_BUFFER) ||
+        type == CL_MEM_OBJECT_PIPE) {
+        *err = px_fail(op->c, CL_INVALID_MEM_OBJECT,
+                       "memory object %llu (type 0x%x) is no %s",
+                       (unsigned long long)id, (unsigned)type,
+                       want == WANT_BUFFER ? "buffer" : "image");
+        return NULL;
+    }
     return m;
+}
+
+/* A sub-buffer on the buffer side of a copy between a buffer and an image
+ * is given to the vendor as its parent at the sub-buffer's origin: PoCL
+ * (5.0) dereferences a sub-buffer there as if it were a root buffer and
+ * crashes (tests/fuzz/regress/remote/copy-buffer-to-sub-buffer-as-image;
+ * a native program crashes the same way).  The bytes are the same; the
+ * sub-buffer's own bounds are checked here, as the vendor would have. */
+static cl_int buffer_side_as_root(struct mem_op *op, cl_mem image,
+                                  cl_mem *buf, size_t *offset,
+                                  const size_t region[3])
+{
+    cl_mem parent = NULL;
+    size_t origin = 0, size = 0, elem = 0;
+    uint64_t need;
+
+    if (clGetMemObjectInfo(*buf, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof(parent),
+                           &parent, NULL) != CL_SUCCESS || !parent)
+        return CL_SUCCESS;
+    if (clGetMemObjectInfo(*buf, CL_MEM_OFFSET, sizeof(origin), &origin,
+                           NULL) != CL_SUCCESS ||
+        clGetMemObjectInfo(*buf, CL_MEM_SIZE, sizeof(size), &size, NULL) !=
+            CL_SUCCESS ||
+        clGetImageInfo(image, CL_IMAGE_ELEMENT_SIZE, sizeof(elem), &elem,
+                       NULL) != CL_SUCCESS)
+        return px_fail(op->c, CL_INVALID_MEM_OBJECT,
+                       "cannot query a sub-buffer or an image");
+    if (px_mul3(region[0], region[1], region[2], &need) ||
+        __builtin_mul_overflow(need, elem, &need) || *offset > size ||
+        need > size - *offset)
+        return px_fail(op->c, CL_INVALID_VALUE,
+                       "%llu bytes at offset %zu of a sub-buffer of %zu",
+                       (unsigned long long)need, *offset, size);
+    *buf = parent;
+    *offset += origin;
+    return CL_SUCCESS;
+}
+
+/* What an op needs as its source (SRC) or destination. */
+static enum mem_want mem_want_of(Crane__MemOp o, bool src)
+{
+    switch (o) {
+    case CRANE__MEM_OP__MEM_READ_IMAGE:
+    case CRANE__MEM_OP__MEM_WRITE_IMAGE:
+    case CRANE__MEM_OP__MEM_COPY_IMAGE:
+    case CRANE__MEM_OP__MEM_FILL_IMAGE:
+        return WANT_IMAGE;
+    case CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER:
+        return src ? WANT_IMAGE : WANT_BUFFER;
+    case CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE:
+        return src ? WANT_BUFFER : WANT_IMAGE;
+    case CRANE__MEM_OP__MEM_MIGRATE:
+        return WANT_ANY;
+    default:
+        return WANT_BUFFER;
+    }
 }
 
 /* Writes: the bulk bytes stay alive until the device has copied them. */
@@ -744,13 +823,16 @@ static cl_int mem_other(struct mem_op *op)
     case CRANE__MEM_OP__MEM_COPY_IMAGE:
     case CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER:
     case CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE:
-        if (!(src = mem_arg(op, mc->src, &err)) ||
-            !(dst = mem_arg(op, mc->dst, &err)))
+        if (!(src = mem_arg(op, mc->src, mem_want_of(mc->op, true),
+                            &err)) ||
+            !(dst = mem_arg(op, mc->dst, mem_want_of(mc->op, false),
+                            &err)))
             return err;
         break;
     case CRANE__MEM_OP__MEM_FILL:
     case CRANE__MEM_OP__MEM_FILL_IMAGE:
-        if (!(dst = mem_arg(op, mc->dst, &err)))
+        if (!(dst = mem_arg(op, mc->dst, mem_want_of(mc->op, false),
+                            &err)))
             return err;
         break;
     default:
@@ -781,20 +863,27 @@ static cl_int mem_other(struct mem_op *op)
     case CRANE__MEM_OP__MEM_FILL_IMAGE:
         return clEnqueueFillImage(op->q, dst, mc->pattern.data, dO, region,
                                   op->nwait, op->wait, evp);
-    case CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER:
-        return clEnqueueCopyImageToBuffer(op->q, src, dst, so, region,
-                                          mc->dst_offset, op->nwait, op->wait,
-                                          evp);
-    case CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE:
-        return clEnqueueCopyBufferToImage(op->q, src, dst, mc->src_offset, dO,
-                                          region, op->nwait, op->wait, evp);
+    case CRANE__MEM_OP__MEM_COPY_IMAGE_TO_BUFFER: {
+        size_t at = mc->dst_offset;
+        if ((err = buffer_side_as_root(op, src, &dst, &at, region)))
+            return err;
+        return clEnqueueCopyImageToBuffer(op->q, src, dst, so, region, at,
+                                          op->nwait, op->wait, evp);
+    }
+    case CRANE__MEM_OP__MEM_COPY_BUFFER_TO_IMAGE: {
+        size_t at = mc->src_offset;
+        if ((err = buffer_side_as_root(op, dst, &src, &at, region)))
+            return err;
+        return clEnqueueCopyBufferToImage(op->q, src, dst, at, dO, region,
+                                          op->nwait, op->wait, evp);
+    }
     case CRANE__MEM_OP__MEM_MIGRATE: {
         cl_mem *mems = calloc(mc->n_objects ? mc->n_objects : 1,
                               sizeof(*mems));
         if (!mems)
             return px_fail(op->c, CL_OUT_OF_HOST_MEMORY, "out of memory");
         for (size_t i = 0; i < mc->n_objects && err == CL_SUCCESS; i++)
-            mems[i] = mem_arg(op, mc->objects[i], &err);
+            mems[i] = mem_arg(op, mc->objects[i], WANT_ANY, &err);
         if (err == CL_SUCCESS)
             err = clEnqueueMigrateMemObjects(op->q, (cl_uint)mc->n_objects,
                                              mems, mc->flags, op->nwait,
@@ -830,13 +919,15 @@ cl_int px_exec_mem(struct px_call *c)
     case CRANE__MEM_OP__MEM_READ:
     case CRANE__MEM_OP__MEM_READ_RECT:
     case CRANE__MEM_OP__MEM_READ_IMAGE:
-        if ((mem = mem_arg(&op, mc->src, &err)) != NULL)
+        if ((mem = mem_arg(&op, mc->src, mem_want_of(mc->op, true),
+                           &err)) != NULL)
             err = mem_read(&op, mem);
         break;
     case CRANE__MEM_OP__MEM_WRITE:
     case CRANE__MEM_OP__MEM_WRITE_RECT:
     case CRANE__MEM_OP__MEM_WRITE_IMAGE:
-        if ((mem = mem_arg(&op, mc->dst, &err)) != NULL)
+        if ((mem = mem_arg(&op, mc->dst, mem_want_of(mc->op, false),
+                           &err)) != NULL)
             err = mem_write(&op, mem);
         break;
     default:
