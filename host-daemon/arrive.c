@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WAITING_MAX 64
 /* The error a migration ends with when the proxy died while it waited. */
 #define PROXY_LOST_WHY "the proxy domain stopped while the VM's programs " \
                        "remoted through it: their OpenCL calls failed"
@@ -31,7 +30,7 @@ struct waiter {
 struct hd_waiting {
     pthread_mutex_t lock;         /* the list and `retrying` */
     pthread_mutex_t attach_lock;  /* one attach-and-resume at a time */
-    struct waiter list[WAITING_MAX];
+    struct waiter list[HD_WAITING_MAX];
     size_t n;
     bool retrying;
     /* Times the proxy domain stopped; each waiter notes the losses it
@@ -69,7 +68,7 @@ static void waiting_add(struct hd_waiting *w, const char *id,
     for (size_t i = 0; i < w->n; i++)
         if (strcmp(w->list[i].domain, domain) == 0)
             w->list[i] = w->list[--w->n];
-    if (w->n < WAITING_MAX) {
+    if (w->n < HD_WAITING_MAX) {
         struct waiter *e = &w->list[w->n++];
         snprintf(e->id, sizeof(e->id), "%s", id);
         snprintf(e->domain, sizeof(e->domain), "%s", domain);
@@ -79,21 +78,16 @@ static void waiting_add(struct hd_waiting *w, const char *id,
     } else {
         HD_ERROR("%s: more than %d VMs wait for a GPU; this one is not "
                  "retried (cranectl resume in the guest once a GPU is "
-                 "attached)", domain, WAITING_MAX);
+                 "attached)", domain, HD_WAITING_MAX);
     }
     pthread_mutex_unlock(&w->lock);
 }
 
-/*
- * Gives DOMAIN a free GPU and brings its programs back: OK; REMOTING when
- * there is no free GPU or it would not attach (the VM goes on remoting);
- * FAILED when the guest did not come back (WHY says why).
- */
-static Crane__Hostd__Result attach_and_resume(struct hd_daemon *d,
-                                              struct hd_run *run,
-                                              const char *domain, char *why,
-                                              size_t why_len)
+Crane__Hostd__Result hd_arrive_attach(struct hd_daemon *d, struct hd_run *run,
+                                      const char *domain, enum hd_bring how,
+                                      char *why, size_t why_len)
 {
+    const char *step = how == HD_BRING_ABORT ? "abort" : "resume";
     struct hd_guest_reply gr;
     struct hv_domain dom;
     const struct hv_gpu *gpu;
@@ -132,25 +126,28 @@ static Crane__Hostd__Result attach_and_resume(struct hd_daemon *d,
     pthread_mutex_unlock(&d->waiting->attach_lock);
 
     t = hd_run_elapsed(run);
-    hd_run_say(run, "resume", -1, "bringing programs back to the GPU");
+    hd_run_say(run, step, -1, "bringing programs back to the GPU");
     if ((rc = d->hv_ops->domain(d->hv, domain, &dom)) < 0 || !*dom.channel) {
         snprintf(why, why_len, "%s has no guest channel here", domain);
         return CRANE__HOSTD__RESULT__RESULT_FAILED;
     }
-    if ((rc = hd_guest_resume(dom.channel, d->cfg.resume_deadline_ms,
-                              &gr)) < 0) {
-        snprintf(why, why_len, "the guest daemon did not answer resume: %s",
-                 strerror(-rc));
-        hd_run_step(run, "resume", 0, NULL, t, hd_run_elapsed(run) - t, rc,
-                    why);
+    /* Abort undoes the prepare on the host that made it; resume follows
+     * a move.  Both end with every program back on the GPU. */
+    rc = how == HD_BRING_ABORT
+             ? hd_guest_abort(dom.channel, d->cfg.resume_deadline_ms, &gr)
+             : hd_guest_resume(dom.channel, d->cfg.resume_deadline_ms, &gr);
+    if (rc < 0) {
+        snprintf(why, why_len, "the guest daemon did not answer %s: %s",
+                 step, strerror(-rc));
+        hd_run_step(run, step, 0, NULL, t, hd_run_elapsed(run) - t, rc, why);
         return CRANE__HOSTD__RESULT__RESULT_FAILED;
     }
     hd_run_guest_steps(run, gr.ack, "post", t);
     rc = gr.ack->err;
     if (rc < 0)
-        snprintf(why, why_len, "the guest could not resume: %.300s",
+        snprintf(why, why_len, "the guest could not %s: %.300s", step,
                  gr.ack->error);
-    hd_run_step(run, "resume", 0, NULL, t, hd_run_elapsed(run) - t, rc,
+    hd_run_step(run, step, 0, NULL, t, hd_run_elapsed(run) - t, rc,
                 rc < 0 ? why : NULL);
     hd_guest_reply_free(&gr);
     return rc < 0 ? CRANE__HOSTD__RESULT__RESULT_FAILED
@@ -199,7 +196,8 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
                  d->cfg.host_name);
         result = CRANE__HOSTD__RESULT__RESULT_FAILED;
     } else {
-        result = attach_and_resume(d, &run, a->domain, why, sizeof(why));
+        result = hd_arrive_attach(d, &run, a->domain, HD_BRING_RESUME, why,
+                                  sizeof(why));
     }
     ar.result = result;
     ar.error = why;
@@ -213,12 +211,7 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
     free(ptrs);
     if (result == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
         HD_WARN("%s: %s; it remotes until a GPU is free", a->domain, why);
-        pthread_mutex_lock(&d->waiting->lock);
-        unsigned seen = d->waiting->proxy_losses;
-        pthread_mutex_unlock(&d->waiting->lock);
-        waiting_add(d->waiting, run.m.id, a->domain, run.m.start_time, seen,
-                    false);
-        hd_run_leave(&run);
+        hd_waiting_add_run(d, &run);
     } else {
         hd_run_end(&run, result, *why ? why : NULL);
     }
@@ -226,6 +219,34 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
 }
 
 /* --- VMs waiting for a GPU ----------------------------------------------- */
+
+void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run)
+{
+    unsigned seen;
+
+    pthread_mutex_lock(&d->waiting->lock);
+    seen = d->waiting->proxy_losses;
+    pthread_mutex_unlock(&d->waiting->lock);
+    waiting_add(d->waiting, run->m.id, run->m.domain, run->m.start_time, seen,
+                false);
+    hd_run_leave(run);
+}
+
+size_t hd_waiting_list(struct hd_daemon *d, struct hd_waiting_entry *out,
+                       size_t max)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&d->waiting->lock);
+    for (size_t i = 0; i < d->waiting->n && n < max; i++, n++) {
+        snprintf(out[n].domain, sizeof(out[n].domain), "%s",
+                 d->waiting->list[i].domain);
+        snprintf(out[n].id, sizeof(out[n].id), "%s", d->waiting->list[i].id);
+        out[n].start_wall = d->waiting->list[i].start_wall;
+    }
+    pthread_mutex_unlock(&d->waiting->lock);
+    return n;
+}
 
 static bool take_next(struct hd_waiting *w, struct waiter *out)
 {
@@ -268,7 +289,7 @@ static void note_proxy_lost(struct hd_daemon *d, struct hd_run *run,
 static void retry_job(void *arg)
 {
     struct hd_daemon *d = arg;
-    struct waiter again[WAITING_MAX];
+    struct waiter again[HD_WAITING_MAX];
     size_t n_again = 0;
     struct waiter e;
 
@@ -286,7 +307,8 @@ static void retry_job(void *arg)
                        "a GPU");
             continue;
         }
-        r = attach_and_resume(d, &run, e.domain, why, sizeof(why));
+        r = hd_arrive_attach(d, &run, e.domain, HD_BRING_RESUME, why,
+                             sizeof(why));
         if (r == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
             hd_run_leave(&run);
             again[n_again++] = e;

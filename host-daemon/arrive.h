@@ -4,9 +4,25 @@
 #define HD_ARRIVE_H
 
 #include "daemon.h"
+#include "history.h"
 #include "proto/hostd.pb-c.h"
+#include "run.h"
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* How the programs come back once the GPU is in: after a move (resume),
+ * or on the host that prepared them (abort). */
+enum hd_bring { HD_BRING_RESUME, HD_BRING_ABORT };
+
+#define HD_WAITING_MAX 64      /* VMs waiting for a GPU at once */
+
+/* A VM waiting for a GPU, as hd_waiting_list copies it. */
+struct hd_waiting_entry {
+    char domain[HV_NAME_MAX + 1];
+    char id[HD_ID_MAX + 1];
+    double start_wall;            /* the migration's start */
+};
 
 int hd_waiting_new(struct hd_waiting **out);
 void hd_waiting_free(struct hd_waiting *w);
@@ -15,6 +31,22 @@ void hd_waiting_free(struct hd_waiting *w);
  * the steps.  Returns the write's result. */
 int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
                     const Crane__Hostd__Arrive *a, const char *src_host);
+
+/* Gives DOMAIN a free GPU of the pool and brings its programs back (HOW):
+ * OK; REMOTING when no GPU is free or it would not attach (the VM goes on
+ * remoting); FAILED when the guest did not come back.  WHY says why.
+ * Steps go into RUN. */
+Crane__Hostd__Result hd_arrive_attach(struct hd_daemon *d, struct hd_run *run,
+                                      const char *domain, enum hd_bring how,
+                                      char *why, size_t why_len);
+
+/* RUN's VM waits here for a GPU (retried by hd_waiting_kick); the run is
+ * left running in the history (hd_run_leave). */
+void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run);
+
+/* Copies up to MAX of the VMs waiting for a GPU; returns how many. */
+size_t hd_waiting_list(struct hd_daemon *d, struct hd_waiting_entry *out,
+                       size_t max);
 
 /* Loop thread: when VMs wait and no retry runs, starts a job that gives
  * each a free GPU while there are some. */

@@ -11,6 +11,8 @@
 #                    and libmicrohttpd too); the libxl backend is built in
 #                    when libxenlight is there (package libxen-dev)
 #   MIGRATE_BIN      $(B)/bin/crane-migrate
+#   HOSTCTL_BIN      $(B)/bin/crane-hostctl (crane's steps of a migration
+#                    another tool performs; the pool for schedulers)
 #   HOSTD_TOOLS      $(B)/tests/hostd-serve: serves a history file over
 #                    HTTP (the dashboard's browser test)
 
@@ -22,7 +24,8 @@ SQLITE_LIBS := $(shell pkg-config --libs sqlite3)
 HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/history_schema.c \
                   host-daemon/history_query.c host-daemon/history_stats.c \
                   host-daemon/metrics.c \
-                  host-daemon/json.c host-daemon/buf.c
+                  host-daemon/json.c host-daemon/buf.c \
+                  host-daemon/pool_report.c
 HOSTD_LIB_OBJS := $(HOSTD_LIB_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_LIB := $(B)/lib/libcrane-hostd.a
 HOSTD_LIBS := $(HOSTD_LIB) $(PROTO_LIBS) $(SQLITE_LIBS) -lm
@@ -105,7 +108,9 @@ endif
 # crane-migrate's own files; the library's; everything else is the daemon.
 MIGRATE_SRCS := host-daemon/crane-migrate.c host-daemon/migrate_args.c \
                 host-daemon/migrate_print.c
-HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) \
+# crane-hostctl shares crane-migrate's output (migrate_print.c).
+HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/migrate_print.c
+HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) $(HOSTCTL_SRCS) \
                 host-daemon/hv_libxl%.c, \
                 $(sort $(wildcard host-daemon/*.c)))
 HOSTD_DAEMON_DEFS :=
@@ -118,8 +123,10 @@ XL_LIBS := $(shell pkg-config --libs xenlight xentoollog)
 endif
 HOSTD_OBJS := $(HOSTD_SRCS:%.c=$(B)/obj/%.o)
 MIGRATE_OBJS := $(MIGRATE_SRCS:%.c=$(B)/obj/%.o)
+HOSTCTL_OBJS := $(HOSTCTL_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_BIN := $(B)/bin/crane-hostd
 MIGRATE_BIN := $(B)/bin/crane-migrate
+HOSTCTL_BIN := $(B)/bin/crane-hostctl
 HOSTD_SERVE_BIN := $(B)/tests/hostd-serve
 HOSTD_FAKE_BIN := $(B)/tests/hostd-fake
 # The daemon's objects without main(), for tests that drive its parts.
@@ -129,11 +136,12 @@ HOSTD_HV_TEST_OBJS := $(HOSTD_HV_TEST_SRCS:%.c=$(B)/obj/%.o) \
                       $(B)/obj/tests/hostd-hv/runner/runner.o
 HOSTD_HV_TEST_BIN := $(B)/tests/hostd-hv-tests
 
-all: $(HOSTD_BIN) $(MIGRATE_BIN) $(HOSTD_SERVE_BIN) $(HOSTD_FAKE_BIN) \
+all: $(HOSTD_BIN) $(MIGRATE_BIN) $(HOSTCTL_BIN) $(HOSTD_SERVE_BIN) \
+     $(HOSTD_FAKE_BIN) \
      $(if $(HOSTD_HV_TEST_SRCS),$(HOSTD_HV_TEST_BIN))
 
-$(HOSTD_OBJS) $(MIGRATE_OBJS): | $(PROTO_GEN_H)
-$(HOSTD_OBJS) $(MIGRATE_OBJS): CFLAGS += $(PROTO_CFLAGS) $(VIRT_CFLAGS) \
+$(HOSTD_OBJS) $(MIGRATE_OBJS) $(HOSTCTL_OBJS): | $(PROTO_GEN_H)
+$(HOSTD_OBJS) $(MIGRATE_OBJS) $(HOSTCTL_OBJS): CFLAGS += $(PROTO_CFLAGS) $(VIRT_CFLAGS) \
     $(UV_CFLAGS) $(HOSTD_DAEMON_DEFS)
 
 $(HOSTD_BIN): $(HOSTD_OBJS) $(HOSTD_LIB) $(PROTO_LIB)
@@ -144,6 +152,10 @@ $(HOSTD_BIN): $(HOSTD_OBJS) $(HOSTD_LIB) $(PROTO_LIB)
 $(MIGRATE_BIN): $(MIGRATE_OBJS) $(PROTO_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(MIGRATE_OBJS) $(PROTO_LIBS) $(LDFLAGS) -lm
+
+$(HOSTCTL_BIN): $(HOSTCTL_OBJS) $(HOSTD_LIB) $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(HOSTCTL_OBJS) $(HOSTD_LIBS) $(PROTO_LIBS) $(LDFLAGS) -lm
 
 $(B)/obj/tests/hostd-tools/%.o: tests/hostd-tools/%.c
 	@mkdir -p $(@D)
@@ -187,7 +199,8 @@ $(HOSTD_HV_TEST_BIN): $(HOSTD_HV_TEST_OBJS) $(HOSTD_CORE_OBJS) $(HOSTD_LIB) \
 
 # `make install` (install.mk) installs both, the config and the unit.
 
--include $(HOSTD_OBJS:.o=.d) $(MIGRATE_OBJS:.o=.d) $(HOSTD_HV_TEST_OBJS:.o=.d)
+-include $(HOSTD_OBJS:.o=.d) $(MIGRATE_OBJS:.o=.d) $(HOSTCTL_OBJS:.o=.d) \
+    $(HOSTD_HV_TEST_OBJS:.o=.d)
 endif
 
 -include $(HOSTD_LIB_OBJS:.o=.d) $(HOSTD_TEST_OBJS:.o=.d)

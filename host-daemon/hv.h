@@ -45,6 +45,8 @@ enum hv_event_kind {
                                   crashed, migrated away) */
     HV_EV_CONNECTION_LOST,     /* the hypervisor connection is gone (no
                                   domain); may come from any thread */
+    HV_EV_DOMAIN_MIGRATED_OUT, /* DOMAIN left this host by a migration
+                                  (HV_EV_DOMAIN_STOPPED follows) */
 };
 
 struct hv_event {

@@ -164,6 +164,9 @@ static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event,
         deliver(opaque, HV_EV_DOMAIN_STARTED, dom, NULL);
         break;
     case VIR_DOMAIN_EVENT_STOPPED: /* shut off, destroyed, migrated away */
+        if (detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED)
+            deliver(opaque, HV_EV_DOMAIN_MIGRATED_OUT, dom, NULL);
+        /* fall through */
     case VIR_DOMAIN_EVENT_SHUTDOWN: /* every detail means "finished" */
     case VIR_DOMAIN_EVENT_CRASHED:
         deliver(opaque, HV_EV_DOMAIN_STOPPED, dom, NULL);

@@ -2,6 +2,7 @@
  * one, both through proto/listen.c) and who serves each connection. */
 #include "listen.h"
 
+#include "handoff.h"
 #include "io.h"
 #include "log.h"
 #include "migration.h"
@@ -126,7 +127,21 @@ static void serve_client(void *arg)
         q = crane__hostd__client_request__unpack(NULL, len, buf);
         free(buf);
     }
-    if (!q || q->msg_case != CRANE__HOSTD__CLIENT_REQUEST__MSG_MIGRATE) {
+    if (q && q->msg_case != CRANE__HOSTD__CLIENT_REQUEST__MSG_MIGRATE) {
+        /* One step of a migration another tool performs (handoff.c). */
+        const char *domain;
+
+        if ((bad = hd_handoff_check(q, &domain)))
+            refuse(c->fd, bad);
+        else if (domain && !claim(domain))
+            refuse(c->fd, "a migration step of this domain is already "
+                          "running");
+        else {
+            hd_handoff_serve(c->d, c->fd, q);
+            if (domain)
+                unclaim(domain);
+        }
+    } else if (!q) {
         if (rc != -ENODATA)
             refuse(c->fd, "malformed request");
     } else if ((bad = check_request(q->migrate))) {

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "guest.h"
+#include "handoff.h"
 #include "history.h"
 #include "http.h"
 #include "listen.h"
@@ -164,6 +165,7 @@ static void on_hv_event(void *arg, const struct hv_event *ev)
 
     HD_DEBUG("event %d %s %s", ev->kind, ev->domain, ev->alias);
     hd_waits_signal(d->waits, ev);
+    hd_handoff_event(d, ev);
     if (ev->kind == HV_EV_DOMAIN_STOPPED && *d->cfg.proxy_domain &&
         strcmp(ev->domain, d->cfg.proxy_domain) == 0)
         hd_proxy_lost(d);

@@ -2,6 +2,7 @@
 #include "migration.h"
 
 #include "guest.h"
+#include "handoff.h"
 #include "log.h"
 #include "peer.h"
 #include "pool.h"
@@ -29,6 +30,7 @@ struct mig {
     const struct hv_gpu *gpu;
     struct hd_peer *peer;
     const char *proxy;           /* live: the endpoint programs go to */
+    bool handoff;                /* prepare only: another tool migrates */
     char why[768];
 };
 
@@ -175,6 +177,15 @@ static int check(struct mig *m)
                                        "(use virsh migrate)"
                                      : "%s: cannot read its devices",
                     m->dom.name);
+    if (m->handoff) {
+        /* The tool that migrates chose the destination and checked it;
+         * crane-hostctl resume there finds a GPU (or waits for one). */
+        hd_run_say(&m->run, "check", -1, "%s holds %s", m->dom.name,
+                   m->gpu->name);
+        hd_run_step(&m->run, "check", 0, NULL, t,
+                    hd_run_elapsed(&m->run) - t, 0, NULL);
+        return live(m) ? check_proxy(m) : 0;
+    }
     if (*m->q->peer)
         snprintf(ep, sizeof(ep), "%s", m->q->peer);
     else if (hd_peer_endpoint_for(m->q->dest_uri, d->cfg.peer_port, ep,
@@ -481,5 +492,50 @@ void hd_migration_run(struct hd_daemon *d, int client_fd,
                                     ? NULL
                                     : m->why);
     hd_peer_close(m->peer);
+    free(m);
+}
+
+void hd_migration_prepare(struct hd_daemon *d, int client_fd,
+                          const Crane__Hostd__HostPrepare *p)
+{
+    Crane__Hostd__MigrateRequest q = CRANE__HOSTD__MIGRATE_REQUEST__INIT;
+    struct mig *m = calloc(1, sizeof(*m));
+    Crane__Hostd__Result result;
+
+    if (!m)
+        return;
+    q.domain = p->domain;
+    q.live = p->live;
+    q.proxy = p->proxy;
+    m->d = d;
+    m->q = &q;
+    m->handoff = true;
+    hd_run_begin(&m->run, d, *p->migration_id ? p->migration_id : NULL,
+                 p->domain, d->cfg.host_name,
+                 *p->dest_host ? p->dest_host : "-",
+                 p->live ? HD_MODE_LIVE : HD_MODE_OFFLINE, client_fd);
+    hd_run_say(&m->run, "start", -1, "migration %s of %s: prepare for a "
+               "migration another tool performs", m->run.m.id, p->domain);
+    if (check(m) < 0) {
+        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
+        hd_run_step(&m->run, "check", 0, NULL, 0, hd_run_elapsed(&m->run),
+                    -EINVAL, m->why);
+    } else if (prepare(m) < 0) {
+        result = rollback_guest(m, false);
+    } else if (detach(m) < 0) {
+        result = rollback_guest(m, true);
+    } else {
+        /* Ready to move.  The history keeps the migration running until
+         * the VM leaves this host (ok) or crane-hostctl abort. */
+        hd_run_say(&m->run, "ready", -1, "%s may move now: its programs "
+                   "are off the GPU and %s is unplugged", m->dom.name,
+                   m->gpu->name);
+        hd_handoff_prepared(d, m->run.m.id, m->dom.name, m->run.m.start_time);
+        hd_run_reply(&m->run, CRANE__HOSTD__RESULT__RESULT_OK, NULL);
+        hd_run_leave(&m->run);
+        free(m);
+        return;
+    }
+    hd_run_end(&m->run, result, m->why);
     free(m);
 }

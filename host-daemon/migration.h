@@ -11,6 +11,13 @@
 void hd_migration_run(struct hd_daemon *d, int client_fd,
                       const Crane__Hostd__MigrateRequest *req);
 
+/* The source's half of a migration another tool performs (crane-hostctl
+ * prepare): check, proxy (live), prepare, detach, each rolled back on
+ * failure; MigrateDone OK once the VM may move, its migration left
+ * running in the history (handoff.h follows it from there). */
+void hd_migration_prepare(struct hd_daemon *d, int client_fd,
+                          const Crane__Hostd__HostPrepare *req);
+
 /* The destination crane-hostd's endpoint for DEST_URI: tcp:HOST:PORT from
  * the URI's host.  -EINVAL when the URI names no host (say --peer). */
 int hd_peer_endpoint_for(const char *dest_uri, unsigned port, char *out,

@@ -198,3 +198,26 @@ int hd_pool_free_count(struct hd_pool *p, const struct hv_ops *ops,
     *free_count = (unsigned)rc;
     return 0;
 }
+
+int hd_pool_view(struct hd_pool *p, const struct hv_ops *ops, struct hv *hv,
+                 struct hd_pool_entry *out, size_t max, size_t *n)
+{
+    char (*holder)[HV_NAME_MAX + 1] = NULL;
+    int rc = 0;
+
+    *n = p->n < max ? p->n : max;
+    if (p->n && !(holder = calloc(p->n, sizeof(*holder))))
+        return -ENOMEM;
+    pthread_mutex_lock(&p->lock);
+    if (p->n)
+        rc = ops->holders(hv, p->gpus, p->n, holder);
+    for (size_t i = 0; i < *n; i++) {
+        out[i].gpu = &p->gpus[i];
+        snprintf(out[i].holder, sizeof(out[i].holder), "%s",
+                 rc == 0 ? holder[i] : "");
+        out[i].reserved = p->reserved[i];
+    }
+    pthread_mutex_unlock(&p->lock);
+    free(holder);
+    return rc;
+}

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "hv.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct hd_pool;
@@ -33,5 +34,19 @@ void hd_pool_unreserve(struct hd_pool *pool, const struct hv_gpu *gpu);
 /* How many GPUs are free now (not held, not reserved). */
 int hd_pool_free_count(struct hd_pool *pool, const struct hv_ops *ops,
                        struct hv *hv, unsigned *free_count);
+
+/* One pool GPU as the hypervisor has it now. */
+struct hd_pool_entry {
+    const struct hv_gpu *gpu;
+    char holder[HV_NAME_MAX + 1]; /* the running domain holding it, or "" */
+    bool reserved;                /* being attached right now */
+};
+
+/* Fills OUT[0..n) (N is the pool's size, at most MAX) with every GPU and
+ * who holds it; *N is set even on failure, with holders then empty.
+ * 0 or -errno (the hypervisor could not be read). */
+int hd_pool_view(struct hd_pool *pool, const struct hv_ops *ops,
+                 struct hv *hv, struct hd_pool_entry *out, size_t max,
+                 size_t *n);
 
 #endif /* HD_POOL_H */

@@ -257,20 +257,14 @@ enum hd_result hd_run_history_result(Crane__Hostd__Result r)
     }
 }
 
-void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
-                const char *error)
+/* MigrateDone to the client: RESULT, ERROR (or none), the steps. */
+static double send_done(struct hd_run *run, Crane__Hostd__Result result,
+                        const char *error)
 {
     Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
     Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
     Crane__Hostd__Step **ptrs = calloc(run->n_steps + 1, sizeof(*ptrs));
-    int rc;
 
-    if (run->h &&
-        (rc = hd_history_finish(run->h, run->m.id,
-                                hd_run_history_result(result), hd_wall(),
-                                error ? error : "")) < 0)
-        HD_ERROR("migration %s: end not recorded: %s", run->m.id,
-                 strerror(-rc));
     done.result = result;
     done.error = (char *)(error ? error : "");
     done.id = run->m.id;
@@ -286,9 +280,31 @@ void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
     r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
     r.done = &done;
     send_reply(run, &r);
-    HD_INFO("migration %s %s: %s in %.3f s%s%s", run->m.id, run->m.domain,
-            hd_result_name(hd_run_history_result(result)), done.seconds,
-            error ? ": " : "", error ? error : "");
     free(ptrs);
+    return done.seconds;
+}
+
+void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
+                const char *error)
+{
+    double seconds;
+    int rc;
+
+    if (run->h &&
+        (rc = hd_history_finish(run->h, run->m.id,
+                                hd_run_history_result(result), hd_wall(),
+                                error ? error : "")) < 0)
+        HD_ERROR("migration %s: end not recorded: %s", run->m.id,
+                 strerror(-rc));
+    seconds = send_done(run, result, error);
+    HD_INFO("migration %s %s: %s in %.3f s%s%s", run->m.id, run->m.domain,
+            hd_result_name(hd_run_history_result(result)), seconds,
+            error ? ": " : "", error ? error : "");
     hd_run_leave(run);
+}
+
+void hd_run_reply(struct hd_run *run, Crane__Hostd__Result result,
+                  const char *error)
+{
+    send_done(run, result, error);
 }

@@ -55,6 +55,11 @@ void hd_run_bytes(struct hd_run *run, uint64_t bytes);
  * freed.  ERROR may be NULL. */
 void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
                 const char *error);
+/* MigrateDone (RESULT, ERROR or NULL, the steps so far) to the client
+ * while the history keeps the run running: one step of a migration that
+ * another tool performs (crane-hostctl).  The run stays as it was. */
+void hd_run_reply(struct hd_run *run, Crane__Hostd__Result result,
+                  const char *error);
 /* Stores each of a peer's STEPS, shifted by OFFSET seconds. */
 void hd_run_peer_steps(struct hd_run *run, Crane__Hostd__Step **steps,
                        size_t n, double offset);

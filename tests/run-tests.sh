@@ -398,6 +398,9 @@ echo "# host daemon: crane-migrate, the dashboard, the libvirt backend"
 for t in $(tests/hostd/migrate-cli.sh --list); do
     case_ "hostd/migrate-cli/$t" bash tests/hostd/migrate-cli.sh "$t"
 done
+# crane-hostctl (the steps of a migration another tool performs, the pool
+# for schedulers) against crane-hostd on libvirt's test driver: about 1 s.
+case_ "hostd/hostctl" bash tests/hostd/hostctl.sh
 case_ "hostd/dashboard" bash tests/hostd/dashboard.sh
 HV_TESTS=$B/tests/hostd-hv-tests
 if [ -x "$HV_TESTS" ]; then

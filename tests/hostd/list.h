@@ -30,6 +30,14 @@ TEST_ENTRY(json_migration_with_steps)
 TEST_ENTRY(json_migration_list)
 TEST_ENTRY(json_bad_inputs)
 
+/* host-daemon/pool_report.c: tests/hostd/test_pool_report.c */
+TEST_ENTRY(pool_report_json)
+TEST_ENTRY(pool_report_placement)
+TEST_ENTRY(pool_report_kubernetes)
+TEST_ENTRY(pool_report_unknown_holders)
+TEST_ENTRY(pool_report_empty)
+TEST_ENTRY(pool_report_bad_inputs)
+
 /* host-daemon/http.c: tests/hostd/test_http.c (built with libmicrohttpd) */
 #ifdef HD_HAVE_HTTP
 TEST_ENTRY(http_routes)

@@ -1,0 +1,382 @@
+/* crane-hostctl: one step of a migration another tool performs (an
+ * orchestrator's own virDomainMigrate), and the GPU pool for schedulers. */
+/*
+ * OpenStack Nova, KubeVirt or a script migrate the VM with libvirt
+ * themselves; crane-hostctl asks the local crane-hostd for crane's part
+ * around it (docs/fleet.md): `prepare` on the source before the
+ * migration, `resume` on the destination after it, `abort` on the source
+ * when it failed, and `pool` for a scheduler.  It sends one request on
+ * crane-hostd's control socket (the client hop of proto/hostd.proto) and
+ * prints the replies as crane-migrate does; the result is the exit status.
+ */
+#include "migrate_cli.h"
+#include "pool_report.h"
+
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+#include "proto/hostd.pb-c.h"
+#include "proto/log.h"
+#include "proto/version.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define PROGRAM "crane-hostctl"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+    "Usage: " PROGRAM " [OPTION]... COMMAND DOMAIN\n"
+    "       " PROGRAM " [OPTION]... pool\n"
+    "crane's part of a VM migration that another tool performs (OpenStack\n"
+    "Nova, KubeVirt, virsh migrate), asked of the local crane-hostd, and\n"
+    "the GPU pool in the form schedulers read.\n"
+    "\n"
+    "Commands:\n"
+    "  prepare DOMAIN   on the source, before the migration: the VM's\n"
+    "                   programs leave the GPU (--live: onto the proxy;\n"
+    "                   else parked), the GPU is unplugged; exit 0 when the\n"
+    "                   VM may move (its `migration:` line names the id)\n"
+    "  resume DOMAIN    on the destination, once the VM runs there: a free\n"
+    "                   GPU of the pool is plugged in, the programs go back\n"
+    "                   to it (exit 4: none free, they remote until one is)\n"
+    "  abort DOMAIN     on the source, when the migration failed: a GPU is\n"
+    "                   plugged back in, the programs go back to it\n"
+    "  pool             the GPU pool: free, held (by which VM), waiting VMs\n"
+    "\n"
+    "Options:\n"
+    "  --live              prepare: the programs compute through the proxy\n"
+    "                      while the VM moves (default: they are parked)\n"
+    "  --offline           prepare: park them (the default)\n"
+    "  --proxy ENDPOINT    prepare --live: the proxy (default: crane-hostd's\n"
+    "                      `proxy` setting)\n"
+    "  --id ID             the migration's id in crane-hostd's history, the\n"
+    "                      same on both hosts ([A-Za-z0-9._-], at most 64;\n"
+    "                      default: prepare makes one, abort takes the\n"
+    "                      newest prepared migration of DOMAIN)\n"
+    "  --to HOST           prepare: the destination, for the history\n"
+    "  --from HOST         resume: the source, for the history\n"
+    "  --format FORMAT     pool: json (crane's own, the default), placement\n"
+    "                      (an OpenStack Placement provider per GPU) or\n"
+    "                      kubernetes (a merge patch of the Node)\n"
+    "  --connect ENDPOINT  the local crane-hostd (default $" MIG_CONNECT_ENV
+    ",\n"
+    "                      else " MIG_DEFAULT_CONNECT ")\n"
+    "  --wait S            give up if crane-hostd says nothing for S seconds\n"
+    "                      (default 0: wait as long as the step takes)\n"
+    "  --help              this text\n"
+    "  --version           print \"" PROGRAM " VERSION\" and exit\n"
+    "\n"
+    "Exit status: 0 done (abort: the VM runs on here with a GPU); 1\n"
+    "rolled back (prepare refused or undone: the VM runs on as before);\n"
+    "2 bad usage; 3 no usable answer from crane-hostd (the step may go on\n"
+    "there); 4 remoting (no free GPU: the programs run remotely until\n"
+    "crane-hostd attaches one by itself); 5 failed and not fully restored\n"
+    "(operator attention).\n"
+    "Losing " PROGRAM " (Ctrl-C, --wait) never cancels a step: crane-hostd\n"
+    "owns it.  docs/fleet.md: how Nova and KubeVirt call these.\n");
+}
+
+static int bad_usage(const char *what, const char *arg)
+{
+    crn_log(CRN_LOG_ERROR, "%s%s%s (see --help)", what, arg ? ": " : "",
+            arg ? arg : "");
+    return MIG_EXIT_USAGE;
+}
+
+struct ctl_opts {
+    const char *command, *domain, *proxy, *id, *to, *from, *format;
+    const char *connect;
+    bool live, offline;
+    double wait;
+};
+
+/* -1 to go on, else the exit status. */
+static int parse(int argc, char **argv, struct ctl_opts *o)
+{
+    enum { O_LIVE = 1, O_OFFLINE, O_PROXY, O_ID, O_TO, O_FROM, O_FORMAT,
+           O_CONNECT, O_WAIT, O_HELP, O_VERSION };
+    static const struct option opts[] = {
+        {"live", no_argument, NULL, O_LIVE},
+        {"offline", no_argument, NULL, O_OFFLINE},
+        {"proxy", required_argument, NULL, O_PROXY},
+        {"id", required_argument, NULL, O_ID},
+        {"to", required_argument, NULL, O_TO},
+        {"from", required_argument, NULL, O_FROM},
+        {"format", required_argument, NULL, O_FORMAT},
+        {"connect", required_argument, NULL, O_CONNECT},
+        {"wait", required_argument, NULL, O_WAIT},
+        {"help", no_argument, NULL, O_HELP},
+        {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    struct crn_endpoint ep;
+    enum hd_pool_format fmt;
+    char *end;
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_LIVE: o->live = true; break;
+        case O_OFFLINE: o->offline = true; break;
+        case O_PROXY: o->proxy = optarg; break;
+        case O_ID: o->id = optarg; break;
+        case O_TO: o->to = optarg; break;
+        case O_FROM: o->from = optarg; break;
+        case O_FORMAT: o->format = optarg; break;
+        case O_CONNECT: o->connect = optarg; break;
+        case O_WAIT:
+            errno = 0;
+            o->wait = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !isfinite(o->wait) ||
+                o->wait < 0 || o->wait > MIG_MAX_WAIT)
+                return bad_usage("bad --wait", optarg);
+            break;
+        case O_HELP: usage(stdout); return MIG_EXIT_OK;
+        case O_VERSION: crn_print_version(PROGRAM); return MIG_EXIT_OK;
+        default:
+            return bad_usage(optopt ? "an option lacks its value"
+                                    : "unknown option",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return bad_usage("missing command", NULL);
+    o->command = argv[optind++];
+    if (strcmp(o->command, "pool") == 0) {
+        if (optind < argc)
+            return bad_usage("pool takes no operand", argv[optind]);
+        if (o->format && hd_pool_format_parse(o->format, &fmt) < 0)
+            return bad_usage("bad --format (json, placement, kubernetes)",
+                             o->format);
+    } else if (strcmp(o->command, "prepare") == 0 ||
+               strcmp(o->command, "resume") == 0 ||
+               strcmp(o->command, "abort") == 0) {
+        if (optind >= argc)
+            return bad_usage("missing DOMAIN", NULL);
+        o->domain = argv[optind++];
+        if (optind < argc)
+            return bad_usage("too many operands", argv[optind]);
+        if (o->format)
+            return bad_usage("--format is for pool", NULL);
+    } else {
+        return bad_usage("unknown command", o->command);
+    }
+    if (o->live && o->offline)
+        return bad_usage("--live and --offline together", NULL);
+    if ((o->live || o->offline) && strcmp(o->command, "prepare") &&
+        strcmp(o->command, "resume"))
+        return bad_usage("--live and --offline are for prepare and resume",
+                         NULL);
+    if (o->proxy && strcmp(o->command, "prepare"))
+        return bad_usage("--proxy is for prepare", NULL);
+    if (o->proxy && crn_endpoint_parse(o->proxy, &ep) < 0)
+        return bad_usage("bad --proxy", o->proxy);
+    if (o->to && strcmp(o->command, "prepare"))
+        return bad_usage("--to is for prepare", NULL);
+    if (o->from && strcmp(o->command, "resume"))
+        return bad_usage("--from is for resume", NULL);
+    if (o->id && !strcmp(o->command, "pool"))
+        return bad_usage("--id is not for pool", NULL);
+    if (o->id && (!*o->id || strlen(o->id) > 64 ||
+                  strspn(o->id, "abcdefghijklmnopqrstuvwxyz"
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                      strlen(o->id)))
+        return bad_usage("bad --id ([A-Za-z0-9._-], at most 64)", o->id);
+    if (!o->connect)
+        o->connect = getenv(MIG_CONNECT_ENV);
+    if (!o->connect || !*o->connect)
+        o->connect = MIG_DEFAULT_CONNECT;
+    if (crn_endpoint_parse(o->connect, &ep) < 0)
+        return bad_usage("bad --connect", o->connect);
+    return -1;
+}
+
+static char *str(const char *s)
+{
+    return (char *)(s ? s : "");
+}
+
+/* The pool report as the chosen format, on stdout. */
+static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
+{
+    struct hd_pool_gpu_state g[64];
+    struct hd_pool_waiter_state w[64];
+    struct hd_pool_state s = {.host = str(r->host), .gpus = g,
+                              .waiting = w, .error = str(r->error)};
+    enum hd_pool_format fmt = HD_POOL_JSON;
+    struct hd_buf out = {0};
+    int rc;
+
+    if (format)
+        hd_pool_format_parse(format, &fmt);
+    s.n_gpus = r->n_gpus < 64 ? r->n_gpus : 64;
+    s.n_waiting = r->n_waiting < 64 ? r->n_waiting : 64;
+    for (size_t i = 0; i < s.n_gpus; i++)
+        g[i] = (struct hd_pool_gpu_state){
+            .name = str(r->gpus[i]->name), .alias = str(r->gpus[i]->alias),
+            .pci = str(r->gpus[i]->pci), .holder = str(r->gpus[i]->holder),
+            .reserved = r->gpus[i]->reserved};
+    for (size_t i = 0; i < s.n_waiting; i++)
+        w[i] = (struct hd_pool_waiter_state){
+            .domain = str(r->waiting[i]->domain),
+            .migration_id = str(r->waiting[i]->migration_id),
+            .since = r->waiting[i]->since};
+    if (r->err && !*s.error)
+        s.error = strerror(-r->err);
+    rc = hd_pool_render(&out, &s, fmt);
+    if (rc == 0)
+        fputs(out.data, stdout);
+    hd_buf_free(&out);
+    if (rc < 0) {
+        crn_log(CRN_LOG_ERROR, "malformed pool report from crane-hostd "
+                "(%s)", strerror(-rc));
+        return MIG_EXIT_NO_ANSWER;
+    }
+    if (*s.error) {
+        crn_log(CRN_LOG_ERROR, "crane-hostd could not read the hypervisor: "
+                "%s (no GPU's holder is known)", s.error);
+        return MIG_EXIT_FAILED;
+    }
+    return MIG_EXIT_OK;
+}
+
+static void build(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
+                  Crane__Hostd__HostPrepare *p, Crane__Hostd__HostResume *r,
+                  Crane__Hostd__HostAbort *a, Crane__Hostd__PoolQuery *pq)
+{
+    if (!strcmp(o->command, "prepare")) {
+        p->domain = str(o->domain);
+        p->live = o->live;
+        p->proxy = str(o->proxy);
+        p->migration_id = str(o->id);
+        p->dest_host = str(o->to);
+        q->msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_PREPARE;
+        q->prepare = p;
+    } else if (!strcmp(o->command, "resume")) {
+        r->domain = str(o->domain);
+        r->migration_id = str(o->id);
+        r->src_host = str(o->from);
+        r->live = !o->offline;
+        q->msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_RESUME;
+        q->resume = r;
+    } else if (!strcmp(o->command, "abort")) {
+        a->domain = str(o->domain);
+        a->migration_id = str(o->id);
+        q->msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_ABORT;
+        q->abort = a;
+    } else {
+        q->msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL;
+        q->pool = pq;
+    }
+}
+
+/* The exit status of a step's MigrateDone. */
+static int step_status(const struct ctl_opts *o, struct mig_view *v,
+                       const Crane__Hostd__MigrateDone *d)
+{
+    int status = mig_print_done(v, d, o->domain);
+
+    /* abort's own success is the migration rolled back. */
+    if (!strcmp(o->command, "abort") && status == MIG_EXIT_ROLLED_BACK)
+        return MIG_EXIT_OK;
+    return status;
+}
+
+static int run(const struct ctl_opts *o)
+{
+    Crane__Hostd__ClientRequest q = CRANE__HOSTD__CLIENT_REQUEST__INIT;
+    Crane__Hostd__HostPrepare p = CRANE__HOSTD__HOST_PREPARE__INIT;
+    Crane__Hostd__HostResume r = CRANE__HOSTD__HOST_RESUME__INIT;
+    Crane__Hostd__HostAbort a = CRANE__HOSTD__HOST_ABORT__INIT;
+    Crane__Hostd__PoolQuery pq = CRANE__HOSTD__POOL_QUERY__INIT;
+    struct mig_view v = {.out = stdout, .last_percent = -1};
+    struct crn_endpoint ep;
+    int fd, rc, status = MIG_EXIT_NO_ANSWER;
+
+    build(o, &q, &p, &r, &a, &pq);
+    crn_endpoint_parse(o->connect, &ep);
+    if ((fd = crn_endpoint_connect(&ep)) < 0) {
+        crn_log(CRN_LOG_ERROR, "cannot connect to crane-hostd at %s: %s (is "
+                "crane-hostd running?)", o->connect, strerror(-fd));
+        return MIG_EXIT_NO_ANSWER;
+    }
+    if (o->wait > 0) {
+        struct timeval tv = {.tv_sec = (time_t)o->wait,
+                             .tv_usec = (suseconds_t)((o->wait -
+                                                       floor(o->wait)) *
+                                                      1e6)};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    }
+    if ((rc = crn_frame_write(fd, &q.base)) < 0) {
+        crn_log(CRN_LOG_ERROR, "sending the request to %s: %s", o->connect,
+                strerror(-rc));
+        goto out;
+    }
+    for (;;) {
+        Crane__Hostd__DaemonReply *m;
+        uint8_t *buf;
+        size_t len;
+
+        if ((rc = crn_frame_read(fd, &buf, &len, MIG_MAX_REPLY)) < 0) {
+            mig_view_break(&v);
+            crn_log(CRN_LOG_ERROR, "%s from crane-hostd at %s; the step "
+                    "may go on there: " MIG_FOLLOW,
+                    rc == -EAGAIN ? "no message for --wait seconds"
+                    : rc == -ENODATA || rc == -EPIPE ? "connection closed"
+                                                      : strerror(-rc),
+                    o->connect);
+            break;
+        }
+        m = crane__hostd__daemon_reply__unpack(NULL, len, buf);
+        free(buf);
+        if (!m) {
+            crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd");
+            break;
+        }
+        if (m->msg_case == CRANE__HOSTD__DAEMON_REPLY__MSG_PROGRESS &&
+            m->progress) {
+            mig_show_progress(&v, m->progress, false);
+            crane__hostd__daemon_reply__free_unpacked(m, NULL);
+            continue;
+        }
+        if (m->msg_case == CRANE__HOSTD__DAEMON_REPLY__MSG_DONE && m->done &&
+            mig_result_name(m->done->result))
+            status = q.msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL
+                         ? MIG_EXIT_NO_ANSWER
+                         : step_status(o, &v, m->done);
+        else if (m->msg_case == CRANE__HOSTD__DAEMON_REPLY__MSG_POOL &&
+                 m->pool &&
+                 q.msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL)
+            status = print_pool(m->pool, o->format);
+        else
+            crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not "
+                    "an answer to %s)", o->command);
+        crane__hostd__daemon_reply__free_unpacked(m, NULL);
+        break;
+    }
+out:
+    close(fd);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    struct ctl_opts o = {0};
+    int status;
+
+    crn_log_init_cli(PROGRAM);
+    status = parse(argc, argv, &o);
+    if (status >= 0)
+        return status;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    return run(&o);
+}

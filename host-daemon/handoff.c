@@ -1,0 +1,381 @@
+/* The steps of a migration another tool performs (an orchestrator's own
+ * virDomainMigrate): crane-hostctl's prepare, abort, resume and pool. */
+#include "handoff.h"
+
+#include "arrive.h"
+#include "history.h"
+#include "log.h"
+#include "migration.h"
+#include "pool.h"
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+#include "run.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREPARED_MAX 64
+
+/* VMs prepared here whose migration the hypervisor has yet to carry out:
+ * their history rows are running. */
+struct prepared {
+    char id[HD_ID_MAX + 1];
+    char domain[HV_NAME_MAX + 1];
+    double start_wall;
+};
+
+static pthread_mutex_t prepared_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct prepared prepared[PREPARED_MAX];
+static size_t n_prepared;
+
+void hd_handoff_prepared(struct hd_daemon *d, const char *id,
+                         const char *domain, double start_wall)
+{
+    (void)d;
+    pthread_mutex_lock(&prepared_lock);
+    for (size_t i = 0; i < n_prepared; i++)
+        if (strcmp(prepared[i].domain, domain) == 0)
+            prepared[i] = prepared[--n_prepared];
+    if (n_prepared < PREPARED_MAX) {
+        struct prepared *p = &prepared[n_prepared++];
+        snprintf(p->id, sizeof(p->id), "%s", id);
+        snprintf(p->domain, sizeof(p->domain), "%s", domain);
+        p->start_wall = start_wall;
+    } else {
+        HD_WARN("%s: more than %d VMs prepared at once: migration %s is "
+                "not followed (it stays running in the history)", domain,
+                PREPARED_MAX, id);
+    }
+    pthread_mutex_unlock(&prepared_lock);
+}
+
+/* Takes DOMAIN's entry (and, with ID not "", only that migration's) out
+ * of the list into *OUT.  false when there is none. */
+static bool take_prepared(const char *domain, const char *id,
+                          struct prepared *out)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&prepared_lock);
+    for (size_t i = 0; i < n_prepared && !found; i++)
+        if (strcmp(prepared[i].domain, domain) == 0 &&
+            (!*id || strcmp(prepared[i].id, id) == 0)) {
+            *out = prepared[i];
+            prepared[i] = prepared[--n_prepared];
+            found = true;
+        }
+    pthread_mutex_unlock(&prepared_lock);
+    return found;
+}
+
+/* --- the VM left (or stopped) -------------------------------------------- */
+
+struct left {
+    struct hd_daemon *d;
+    struct prepared p;
+    bool migrated;
+};
+
+static void finish_left(void *arg)
+{
+    struct left *l = arg;
+    struct hd_run run;
+
+    hd_run_continue(&run, l->d, l->p.id, l->p.domain, l->p.start_wall);
+    if (l->migrated) {
+        hd_run_step(&run, "moved", 0, NULL, hd_run_elapsed(&run), 0, 0,
+                    "the hypervisor moved the VM away");
+        hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_OK, NULL);
+    } else {
+        hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_FAILED,
+                   "the VM stopped here after the prepare, without "
+                   "migrating");
+    }
+    free(l);
+}
+
+void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev)
+{
+    struct left *l;
+    struct prepared p;
+
+    if (ev->kind != HV_EV_DOMAIN_MIGRATED_OUT &&
+        ev->kind != HV_EV_DOMAIN_STOPPED)
+        return;
+    if (!take_prepared(ev->domain, "", &p))
+        return;
+    if (!(l = calloc(1, sizeof(*l)))) {
+        HD_ERROR("migration %s: out of memory: it stays running", p.id);
+        return;
+    }
+    l->d = d;
+    l->p = p;
+    l->migrated = ev->kind == HV_EV_DOMAIN_MIGRATED_OUT;
+    /* The history is written off the loop thread. */
+    if (hd_job_start(d, finish_left, l) < 0) {
+        HD_WARN("migration %s: stopping: it stays running in the history",
+                p.id);
+        free(l);
+    }
+}
+
+/* --- requests ------------------------------------------------------------ */
+
+static bool valid_id(const char *s)
+{
+    size_t n = strlen(s);
+
+    return n <= HD_ID_MAX &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789._-") == n;
+}
+
+static bool valid_name(const char *s, bool may_be_empty)
+{
+    size_t n = strlen(s);
+
+    return (n > 0 || may_be_empty) && n <= HV_NAME_MAX;
+}
+
+const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
+                             const char **domain)
+{
+    struct crn_endpoint ep;
+
+    *domain = NULL;
+    switch (q->msg_case) {
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_PREPARE:
+        *domain = q->prepare->domain;
+        if (*q->prepare->proxy && crn_endpoint_parse(q->prepare->proxy,
+                                                     &ep) < 0)
+            return "bad proxy endpoint";
+        if (!valid_name(q->prepare->dest_host, true))
+            return "bad destination host name";
+        if (!valid_id(q->prepare->migration_id))
+            return "bad migration id ([A-Za-z0-9._-], at most 64)";
+        break;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_ABORT:
+        *domain = q->abort->domain;
+        if (!valid_id(q->abort->migration_id))
+            return "bad migration id ([A-Za-z0-9._-], at most 64)";
+        break;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_RESUME:
+        *domain = q->resume->domain;
+        if (!valid_name(q->resume->src_host, true))
+            return "bad source host name";
+        if (!valid_id(q->resume->migration_id))
+            return "bad migration id ([A-Za-z0-9._-], at most 64)";
+        break;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL:
+        return NULL;
+    default:
+        return "malformed request";
+    }
+    return valid_name(*domain, false) ? NULL : "bad domain name";
+}
+
+/* The newest migration of DOMAIN this host began and still has running,
+ * from the history (a prepare made before a restart).  -ENOENT: none. */
+static int find_running(struct hd_daemon *d, const char *domain,
+                        struct prepared *out)
+{
+    struct hd_history *h;
+    struct hd_migration *list = NULL;
+    size_t n = 0;
+    int rc;
+
+    if ((rc = hd_history_open(d->cfg.history, &h)) < 0)
+        return rc;
+    rc = hd_history_list(h, HD_LIST_MAX, &list, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (list[i].result == HD_RESULT_RUNNING &&
+            strcmp(list[i].domain, domain) == 0 &&
+            strcmp(list[i].src_host, d->cfg.host_name) == 0) {
+            snprintf(out->id, sizeof(out->id), "%s", list[i].id);
+            snprintf(out->domain, sizeof(out->domain), "%s", domain);
+            out->start_wall = list[i].start_time;
+            free(list);
+            hd_history_close(h);
+            return 0;
+        }
+    free(list);
+    hd_history_close(h);
+    return rc < 0 ? rc : -ENOENT;
+}
+
+/* Refuses before anything changed: MigrateDone, rolled back. */
+static void refuse(int fd, Crane__Hostd__Result result, const char *why)
+{
+    Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
+
+    HD_WARN("refused: %s", why);
+    done.result = result;
+    done.error = (char *)why;
+    r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
+    r.done = &done;
+    crn_frame_write(fd, &r.base);
+}
+
+/* Ends RUN as hd_arrive_attach left it: a VM still without a GPU waits
+ * for one here (REMOTING, the history row running). */
+static void end_attached(struct hd_daemon *d, struct hd_run *run,
+                         Crane__Hostd__Result r, Crane__Hostd__Result ok,
+                         const char *ok_why, const char *why)
+{
+    if (r == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
+        HD_WARN("%s: %s; it remotes until a GPU is free", run->m.domain, why);
+        hd_run_reply(run, r, why);
+        hd_waiting_add_run(d, run);
+        return;
+    }
+    if (r == CRANE__HOSTD__RESULT__RESULT_OK)
+        hd_run_end(run, ok, ok_why);
+    else
+        hd_run_end(run, r, *why ? why : NULL);
+}
+
+static void serve_abort(struct hd_daemon *d, int fd,
+                        const Crane__Hostd__HostAbort *q)
+{
+    const struct hv_gpu *gpu;
+    struct hv_domain dom;
+    struct prepared p;
+    struct hd_run run;
+    char why[512] = "";
+    Crane__Hostd__Result r;
+
+    if (d->hv_ops->domain(d->hv, q->domain, &dom) < 0 || !dom.running) {
+        refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
+               "the VM does not run on this host");
+        return;
+    }
+    if (hd_pool_held_by(d->pool, d->hv_ops, d->hv, q->domain, &gpu) == 0) {
+        refuse(fd, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
+               "the VM still holds its GPU: nothing to undo");
+        return;
+    }
+    if (!take_prepared(q->domain, q->migration_id, &p) &&
+        (*q->migration_id || find_running(d, q->domain, &p) < 0)) {
+        /* A prepare this host does not know of (cranectl by hand, a lost
+         * history): still bring the programs back, in a run of its own. */
+        hd_run_begin(&run, d, *q->migration_id ? q->migration_id : NULL,
+                     q->domain, d->cfg.host_name, "-", HD_MODE_LIVE, fd);
+    } else {
+        hd_run_continue(&run, d, p.id, p.domain, p.start_wall);
+        run.client_fd = fd;
+    }
+    hd_run_say(&run, "abort", -1, "migration %s of %s did not happen: "
+               "plugging a GPU back in", run.m.id, q->domain);
+    r = hd_arrive_attach(d, &run, q->domain, HD_BRING_ABORT, why,
+                         sizeof(why));
+    end_attached(d, &run, r, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
+                 "the migration did not happen (crane-hostctl abort): the "
+                 "VM runs on here with a GPU", why);
+}
+
+static void serve_resume(struct hd_daemon *d, int fd,
+                         const Crane__Hostd__HostResume *q)
+{
+    const struct hv_gpu *gpu;
+    struct hv_domain dom;
+    struct hd_run run;
+    char why[512] = "";
+    Crane__Hostd__Result r;
+
+    if (d->hv_ops->domain(d->hv, q->domain, &dom) < 0 || !dom.running) {
+        refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
+               "the VM does not run on this host");
+        return;
+    }
+    if (!*dom.channel) {
+        refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
+               "the VM has no guest channel here");
+        return;
+    }
+    if (hd_pool_held_by(d->pool, d->hv_ops, d->hv, q->domain, &gpu) == 0) {
+        refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
+               "the VM already holds a GPU of this host's pool");
+        return;
+    }
+    hd_run_begin(&run, d, *q->migration_id ? q->migration_id : NULL,
+                 q->domain, *q->src_host ? q->src_host : "-",
+                 d->cfg.host_name,
+                 q->live ? HD_MODE_LIVE : HD_MODE_OFFLINE, fd);
+    hd_run_say(&run, "arrive", -1, "%s arrived from %s: attaching a GPU",
+               q->domain, *q->src_host ? q->src_host : "another host");
+    r = hd_arrive_attach(d, &run, q->domain, HD_BRING_RESUME, why,
+                         sizeof(why));
+    end_attached(d, &run, r, CRANE__HOSTD__RESULT__RESULT_OK, NULL, why);
+}
+
+static void serve_pool(struct hd_daemon *d, int fd)
+{
+    Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__PoolReport rep = CRANE__HOSTD__POOL_REPORT__INIT;
+    struct hd_pool_entry e[HD_MAX_GPUS];
+    Crane__Hostd__PoolGpu g[HD_MAX_GPUS], *gp[HD_MAX_GPUS];
+    struct hd_waiting_entry *w = calloc(HD_WAITING_MAX, sizeof(*w));
+    Crane__Hostd__PoolWaiter *wv = calloc(HD_WAITING_MAX, sizeof(*wv));
+    Crane__Hostd__PoolWaiter **wp = calloc(HD_WAITING_MAX, sizeof(*wp));
+    size_t n = 0, nw = 0;
+    int rc;
+
+    rc = hd_pool_view(d->pool, d->hv_ops, d->hv, e, HD_MAX_GPUS, &n);
+    rep.host = d->cfg.host_name;
+    rep.err = rc;
+    rep.error = rc < 0 ? (char *)strerror(-rc) : "";
+    for (size_t i = 0; i < n; i++) {
+        crane__hostd__pool_gpu__init(&g[i]);
+        g[i].name = (char *)e[i].gpu->name;
+        g[i].alias = (char *)e[i].gpu->alias;
+        g[i].pci = (char *)e[i].gpu->pci;
+        g[i].holder = e[i].holder;
+        g[i].reserved = e[i].reserved;
+        gp[i] = &g[i];
+    }
+    rep.gpus = gp;
+    rep.n_gpus = n;
+    if (w && wv && wp) {
+        nw = hd_waiting_list(d, w, HD_WAITING_MAX);
+        for (size_t i = 0; i < nw; i++) {
+            crane__hostd__pool_waiter__init(&wv[i]);
+            wv[i].domain = w[i].domain;
+            wv[i].migration_id = w[i].id;
+            wv[i].since = w[i].start_wall;
+            wp[i] = &wv[i];
+        }
+        rep.waiting = wp;
+        rep.n_waiting = nw;
+    }
+    r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_POOL;
+    r.pool = &rep;
+    crn_frame_write(fd, &r.base);
+    free(w);
+    free(wv);
+    free(wp);
+}
+
+void hd_handoff_serve(struct hd_daemon *d, int fd,
+                      const Crane__Hostd__ClientRequest *q)
+{
+    switch (q->msg_case) {
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_PREPARE:
+        hd_migration_prepare(d, fd, q->prepare);
+        break;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_ABORT:
+        serve_abort(d, fd, q->abort);
+        break;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_RESUME:
+        serve_resume(d, fd, q->resume);
+        break;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL:
+        serve_pool(d, fd);
+        break;
+    default:
+        break;
+    }
+}

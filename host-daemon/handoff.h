@@ -1,0 +1,30 @@
+/* The steps of a migration another tool performs (an orchestrator's own
+ * virDomainMigrate): crane-hostctl's prepare, abort, resume and pool. */
+#ifndef HD_HANDOFF_H
+#define HD_HANDOFF_H
+
+#include "daemon.h"
+#include "hv.h"
+#include "proto/hostd.pb-c.h"
+
+/* Why request Q (not a MigrateRequest) is refused before anything starts,
+ * or NULL when it may run.  Its domain, if it names one, in *DOMAIN. */
+const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
+                             const char **domain);
+
+/* Serves request Q on CLIENT_FD (a job thread; blocks for the step):
+ * prepare (migration.c), abort, resume, pool. */
+void hd_handoff_serve(struct hd_daemon *d, int client_fd,
+                      const Crane__Hostd__ClientRequest *q);
+
+/* DOMAIN was prepared here for migration ID (begun at START_WALL, epoch
+ * seconds): the history row stays running until the VM leaves or an
+ * abort takes it up. */
+void hd_handoff_prepared(struct hd_daemon *d, const char *id,
+                         const char *domain, double start_wall);
+
+/* Loop thread, every hypervisor event: a prepared VM that migrated away
+ * ends its migration ok; one that stopped otherwise ends it failed. */
+void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev);
+
+#endif /* HD_HANDOFF_H */

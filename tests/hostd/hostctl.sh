@@ -1,0 +1,152 @@
+#!/bin/bash
+# crane-hostctl against a real crane-hostd on libvirt's test driver: the
+# pool in its three formats (a domain holds one of two pool GPUs), the
+# steps refused before anything changes, bad usage, no daemon.
+#
+#   hostctl.sh     exit 0 pass, 1 fail, 77 skip
+#
+# The steps that change a VM (prepare, resume, abort around a real
+# migration) need QEMU: tests/e2e/live.sh, phase `orchestrated`.
+set -u
+cd "$(dirname "$0")/../.."
+
+B=${B:-build}
+HOSTD=${HOSTD:-$B/bin/crane-hostd}
+CTL=${HOSTCTL:-$B/bin/crane-hostctl}
+for f in "$HOSTD" "$CTL"; do
+    [ -x "$f" ] || { echo "skip: $f not built"; exit 77; }
+done
+command -v python3 > /dev/null || { echo "skip: python3 missing"; exit 77; }
+
+T=$(mktemp -d /tmp/crane-hostctl-test.XXXXXX)
+PID=
+cleanup() {
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+die() {
+    echo "FAIL: $*"
+    for f in out err hostd.log; do
+        [ -s "$T/$f" ] && { echo "--- $f"; tail -n 20 "$T/$f"; }
+    done
+    exit 1
+}
+# ctl WANT ARGS...: crane-hostctl on the daemon's socket, exit status WANT.
+ctl() {
+    _want=$1
+    shift
+    "$CTL" --connect "unix:$T/c.sock" "$@" > "$T/out" 2> "$T/err"
+    _rc=$?
+    [ "$_rc" = "$_want" ] || die "crane-hostctl $*: exit $_rc, expected $_want"
+}
+
+# The test driver's node: "holder" runs with gpu0 (an rng aliased
+# ua-gpu0, as the e2e tests' stand-in GPU), "nochan" runs without the
+# guest channel.
+rng() {
+    echo "<rng model='virtio'><backend model='random'>/dev/urandom</backend><alias name='ua-$1'/></rng>"
+}
+cat > "$T/node.xml" <<XML
+<node>
+  <domain type='test'>
+    <name>holder</name><memory>65536</memory><os><type>hvm</type></os>
+    <devices>$(rng gpu0)</devices>
+  </domain>
+  <domain type='test'>
+    <name>nochan</name><memory>65536</memory><os><type>hvm</type></os>
+  </domain>
+</node>
+XML
+rng gpu0 > "$T/gpu0.xml"
+rng gpu1 > "$T/gpu1.xml"
+
+# --- usage and no daemon (nothing listens yet) -------------------------------
+"$CTL" --help > "$T/out" 2>&1 || die "--help exit $?"
+grep -q '^Exit status' "$T/out" || die "--help says no exit statuses"
+"$CTL" --version > "$T/out" 2>&1 || die "--version exit $?"
+grep -q '^crane-hostctl ' "$T/out" || die "--version"
+for args in "" "frob vm" "prepare" "prepare a b" "pool vm" \
+    "pool --format yaml" "prepare vm --format json" "abort vm --live" \
+    "prepare vm --live --offline" "resume vm --proxy tcp:h:1" \
+    "prepare vm --proxy nonsense" "prepare vm --id bad/id" \
+    "resume vm --to h" "prepare vm --from h" "pool --id x" \
+    "pool --wait -1" "pool --connect nonsense" "prepare vm --bogus"; do
+    ctl 2 $args
+    [ "$(wc -l < "$T/err")" = 1 ] || die "'$args': not one line on stderr"
+    grep -q '^crane-hostctl: .*(see --help)$' "$T/err" || die "'$args': $(cat "$T/err")"
+done
+ctl 3 pool
+grep -q 'cannot connect to crane-hostd' "$T/err" || die "no daemon: $(cat "$T/err")"
+
+# --- a daemon on the test driver ---------------------------------------------
+"$HOSTD" --uri "test://$T/node.xml" --control "unix:$T/c.sock" \
+    --peer-listen none --http none --history "$T/h.db" --host-name host-a \
+    --peer-key none --gpu "gpu0 xml:$T/gpu0.xml" --gpu "gpu1 xml:$T/gpu1.xml" \
+    > "$T/hostd.log" 2>&1 &
+PID=$!
+for _ in $(seq 100); do
+    [ -S "$T/c.sock" ] && break
+    kill -0 "$PID" 2>/dev/null || die "crane-hostd exited"
+    sleep 0.05
+done
+[ -S "$T/c.sock" ] || die "crane-hostd does not listen"
+
+ctl 0 pool
+python3 - "$T/out" <<'PY' || die "pool (json): $(cat "$T/out")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["host"] == "host-a" and p["error"] is None, p
+assert (p["total"], p["free"], p["held"], p["reserved"]) == (2, 1, 1, 0), p
+g = {x["name"]: x for x in p["gpus"]}
+assert g["gpu0"]["state"] == "held" and g["gpu0"]["holder"] == "holder", g
+assert g["gpu1"]["state"] == "free" and g["gpu1"]["holder"] is None, g
+assert g["gpu0"]["alias"] == "ua-gpu0" and g["gpu0"]["pci"] is None, g
+assert p["waiting"] == [], p
+PY
+ctl 0 pool --format placement
+python3 - "$T/out" <<'PY' || die "pool (placement): $(cat "$T/out")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["root_provider_name"] == "host-a", p
+rc = p["resource_class"]
+prov = {x["name"]: x for x in p["providers"]}
+assert set(prov) == {"host-a_crane_gpu0", "host-a_crane_gpu1"}, prov
+for name, used in (("host-a_crane_gpu0", 1), ("host-a_crane_gpu1", 0)):
+    x = prov[name]
+    assert x["parent_provider_name"] == "host-a", x
+    inv = x["inventories"][rc]
+    assert (inv["total"], inv["reserved"], inv["max_unit"]) == (1, 0, 1), x
+    assert x["usages"][rc] == used, x
+    assert p["trait"] in x["traits"], x
+PY
+ctl 0 pool --format kubernetes
+python3 - "$T/out" <<'PY' || die "pool (kubernetes): $(cat "$T/out")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+l = p["metadata"]["labels"]
+assert l["crane.io/gpus-total"] == "2" and l["crane.io/gpus-free"] == "1", l
+assert p["status"]["allocatable"]["crane.io/gpu"] == "2", p
+PY
+
+# Steps refused before anything changes.
+ctl 1 prepare nochan
+grep -q '^result: rolled-back: nochan has no guest channel' "$T/out" || die "prepare nochan: $(cat "$T/out")"
+grep -qE '^migration: m[0-9]' "$T/out" || die "prepare names no migration"
+ctl 1 prepare absent --live
+grep -q '^result: rolled-back: no domain absent here' "$T/out" || die "prepare absent: $(cat "$T/out")"
+ctl 5 resume absent
+grep -q '^result: failed: the VM does not run on this host' "$T/out" || die "resume absent: $(cat "$T/out")"
+ctl 5 resume holder
+grep -q '^result: failed:' "$T/out" || die "resume holder: $(cat "$T/out")"
+ctl 0 abort holder
+grep -q 'still holds its GPU: nothing to undo' "$T/out" || die "abort holder: $(cat "$T/out")"
+# The pool is as it was.
+ctl 0 pool
+grep -q '"free":1,"held":1,"reserved":0' "$T/out" || die "pool changed: $(cat "$T/out")"
+kill "$PID"
+wait "$PID"
+rc=$?
+PID=
+[ $rc = 0 ] || die "crane-hostd exit $rc on SIGTERM"
+echo "PASS: crane-hostctl (pool in 3 formats, refused steps, usage)"
