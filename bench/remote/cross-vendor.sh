@@ -10,7 +10,8 @@
 #   bench/remote/cross-vendor.sh [--every N] [--clpeak-every N]
 #                                [--nvidia LIB] [--pocl LIB]
 # (N: switch before every Nth OpenCL call; 97 for the test programs, 2000
-# for clpeak, whose launch test makes many calls.)
+# for clpeak, whose launch test makes many calls; --clpeak-every 0 leaves
+# clpeak out.)
 #
 # Moves, each with tests/programs (every byte checked by the program) and
 # clpeak --kernel-latency (a third-party program: it must exit 0):
@@ -36,7 +37,8 @@
 # passed, at least one switch went each way and none failed; refusals are
 # counted (a program holding binary-only programs is refused a move to
 # another device model while it holds them).  Exit status 0 when every
-# line passed.  PROGRAMS="kernels images" limits the test programs.
+# line passed.  PROGRAMS="kernels images" limits the test programs;
+# MOVE_TIMEOUT (300 s) bounds each run (a hang fails with exit 124).
 set -u
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -68,7 +70,7 @@ while [ $# -gt 0 ]; do
     --clpeak-every) clpeak_every=${2:?}; shift 2 ;;
     --nvidia) nvidia=${2:?}; shift 2 ;;
     --pocl) pocl=${2:?}; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "cross-vendor.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -140,7 +142,7 @@ move() {
     CRANE_VENDORS_DIR=$TMP/$set OCL_ICD_VENDORS=$TMP/$set \
         CRANE_PROXY="unix:$SOCK" CRANE_REHOME_TO=alternate \
         CRANE_REHOME_EVERY=$n CRANE_REHOME_REPORT=$rep \
-        "$RUN" "$@" >"$TMP/out" 2>"$TMP/err"
+        timeout "${MOVE_TIMEOUT:-300}" "$RUN" "$@" >"$TMP/out" 2>"$TMP/err"
     local rc=$? prog
     prog=$(basename "$1")
     touch "$rep"
@@ -194,7 +196,7 @@ run_moves() {
     for p in $(programs); do
         move "$name" "$set" "$expect" "$every" "$p"
     done
-    if command -v clpeak >/dev/null; then
+    if [ "$clpeak_every" -gt 0 ] && command -v clpeak >/dev/null; then
         move "$name" "$set" "$expect" "$clpeak_every" \
             "$(command -v clpeak)" $clpeak_args
     fi
