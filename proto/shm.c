@@ -2,6 +2,8 @@
  * rules for untrusted peers). */
 #include "shm.h"
 
+#include "pcopy.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -244,7 +246,7 @@ int crn_shm_take(struct crn_shm *s, enum crn_shm_ring ring, uint64_t pos,
         pos + len - from > L || pos % L + len > L)
         return -EPROTO;
     if (dst)
-        memcpy(dst, crn_shm_at(s, ring, pos), (size_t)len);
+        crn_pcopy(dst, crn_shm_at(s, ring, pos), (size_t)len);
     s->expect[ring] = pos + len;
     atomic_store_explicit(consumed(s, ring), pos + len, memory_order_release);
     return 0;

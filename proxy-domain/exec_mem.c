@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/pcopy.h"
 #include "proto/shm.h"
 
 /* Host-pointer flags never reach the proxy's OpenCL: the program's memory
@@ -478,8 +479,8 @@ static cl_int read_staged(struct mem_op *op, cl_mem src, size_t len,
         r.bulk_offset = off;
         if (crn_shm_reserve_wait(t->shm, CRN_SHM_TO_CLIENT, k, PX_SHM_WAIT_MS,
                                  &pos) == 0) {
-            memcpy(crn_shm_at(t->shm, CRN_SHM_TO_CLIENT, pos), host[i & 1],
-                   k);
+            crn_pcopy_from_pinned(crn_shm_at(t->shm, CRN_SHM_TO_CLIENT, pos),
+                                  host[i & 1], k);
             r.shm_bulk = true;
             r.shm_pos = pos;
             r.bulk_len = k;

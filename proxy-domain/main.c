@@ -7,6 +7,7 @@
 
 #include "proto/endpoint.h"
 #include "proto/notify.h"
+#include "proto/pcopy.h"
 #include "proto/version.h"
 
 #include <errno.h>
@@ -76,6 +77,9 @@ static const char usage[] =
     "                      never; its tenant stays for --grace).  TCP\n"
     "                      connections also send keepalive probes after\n"
     "                      60 s of silence\n"
+    "\n"
+    "Large copies of bulk bytes (between a shared-memory area and pinned\n"
+    "staging) use a quarter of the CPUs, 1 to 8 threads.\n"
     "\n"
     "Signals: SIGINT/SIGTERM stop cleanly (every object released, the unix\n"
     "socket removed); SIGUSR1 logs a stats line (connections, tenants,\n"
@@ -314,6 +318,9 @@ int main(int argc, char **argv)
      * touched (measured: a third of the proxy's time in bulk transfers). */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    /* Bulk copies between the shared area and the pinned staging are
+     * spread over a quarter of the CPUs (proto/pcopy.h). */
+    crn_pcopy_set_threads(crn_pcopy_default_threads());
 
     if (worker)
         opts.role = PX_ROLE_WORKER;

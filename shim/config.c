@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "proto/pcopy.h"
 
 struct shim_config shim_config;
 
@@ -96,6 +97,11 @@ void shim_config_load(void)
     shim_config.staging_mb = (unsigned)env_long("CRANE_STAGING_MB", 32, 0);
     if (shim_config.staging_mb > 1024)
         shim_config.staging_mb = 1024;
+    /* Threads for a large copy of bulk bytes (pinned chunks, the shared
+     * rings): default a quarter of the CPUs, 1 to 8 (proto/pcopy.h). */
+    shim_config.copy_threads = (unsigned)env_long(
+        "CRANE_COPY_THREADS", (long)crn_pcopy_default_threads(), 1);
+    crn_pcopy_set_threads(shim_config.copy_threads);
     shim_config.precopy_rounds =
         (unsigned)env_long("CRANE_PRECOPY_ROUNDS", 0, 0);
     if (shim_config.precopy_rounds > 64)

@@ -44,6 +44,8 @@ struct shim_config {
     unsigned staging_mb;         /* CRANE_STAGING_MB: pinned MiB per vendor
                                     context for a switch's copies (0: off,
                                     staging.c) */
+    unsigned copy_threads;       /* CRANE_COPY_THREADS: threads per large
+                                    bulk copy (proto/pcopy.h) */
     unsigned precopy_rounds;     /* CRANE_PRECOPY_ROUNDS: copy rounds while
                                     the program runs, before a switch stops
                                     it (0: off, precopy.c) */

@@ -215,6 +215,9 @@ static void image_host_steps(const struct shim_mem *m, size_t row,
     *slice_step = slice ? slice : row * region[1];
 }
 
+/* Reads from the proxy at least this big are blocking (extract). */
+#define STREAMED_READ_MIN (1u << 20)
+
 /* Copies to RAM what the device changed since the last copy. */
 static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
 {
@@ -279,7 +282,17 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         if (base == m->shadow && shim_staging_has(ctx))
             return shim_staging_read(q, ctx, m->obj.real, lo, hi - lo,
                                      (char *)base + lo) < 0 ? -EIO : 0;
-        err = VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, CL_FALSE, lo,
+        /* From the proxy a large range is read blocking: the proxy then
+         * streams it chunk by chunk (its pinned pair, the ring or the
+         * socket), its device copies, its copies and ours overlapped,
+         * where a non-blocking read is first gathered whole in its heap
+         * (proxy-domain/exec_mem.c).  Small ones stay non-blocking, so
+         * that many of them cost no round trip each. */
+        cl_bool blocking = shim.backend == &shim_remote_ops &&
+                                   hi - lo >= STREAMED_READ_MIN
+                               ? CL_TRUE
+                               : CL_FALSE;
+        err = VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, blocking, lo,
                                              hi - lo, (char *)base + lo, 0,
                                              NULL, NULL);
     }

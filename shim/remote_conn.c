@@ -26,6 +26,7 @@
 #include "proto/auth.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
+#include "proto/pcopy.h"
 #include "proto/shm.h"
 #include "proto/tls.h"
 #include "remote.h"
@@ -202,7 +203,7 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
         return rc;
     }
     double t0 = shim_now();
-    memcpy(crn_shm_at(&cn.shm, CRN_SHM_TO_PROXY, pos), bulk, bulk_len);
+    crn_pcopy(crn_shm_at(&cn.shm, CRN_SHM_TO_PROXY, pos), bulk, bulk_len);
     atomic_fetch_add(&cn.out_copy_ns, (uint64_t)((shim_now() - t0) * 1e9));
     m->shm_bulk = true;
     m->shm_pos = pos;

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "proto/pcopy.h"
 #include "log.h"
 #include "shim.h"
 
@@ -294,7 +295,7 @@ static void retire(struct slot *sl)
         if (!stream_err)
             stream_err = -EIO;
     } else if (sl->to) {
-        memcpy(sl->to, sl->ptr, sl->len);
+        crn_pcopy_from_pinned(sl->to, sl->ptr, sl->len);
         stats.copy_s += shim_now() - t1;
         stats.bytes += sl->len;
     }
@@ -403,7 +404,7 @@ static int stream_write(cl_command_queue q, void *ctx, cl_mem mem,
         if (!to)
             break;
         double t0 = shim_now();
-        memcpy(sl->ptr, src, n);
+        crn_pcopy(sl->ptr, src, n);
         stats.copy_s += shim_now() - t0;
         stats.bytes += n;
         if (via_device) {

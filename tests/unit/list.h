@@ -24,6 +24,10 @@ TEST_ENTRY(shm_take_refuses_pieces_out_of_place)
 TEST_ENTRY(shm_reserve_distrusts_consumed)
 TEST_ENTRY(shm_map_refuses_bad_areas)
 
+/* proto/pcopy.c: tests/unit/test_pcopy.c */
+TEST_ENTRY(pcopy_matches_memcpy)
+TEST_ENTRY(pcopy_concurrent_callers)
+
 /* proto/auth.c: tests/unit/test_auth.c */
 TEST_ENTRY(auth_hmac_rfc4231)
 TEST_ENTRY(auth_hmac_edges)
