@@ -79,7 +79,8 @@ static const char usage[] =
     "                      60 s of silence\n"
     "\n"
     "Large copies of bulk bytes (between a shared-memory area and pinned\n"
-    "staging) use a quarter of the CPUs, 1 to 8 threads.\n"
+    "staging) use a quarter of the CPUs, 1 to 8 threads, or\n"
+    "CRANE_COPY_THREADS (1 to 16) when set.\n"
     "\n"
     "Signals: SIGINT/SIGTERM stop cleanly (every object released, the unix\n"
     "socket removed); SIGUSR1 logs a stats line (connections, tenants,\n"
@@ -319,8 +320,12 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     /* Bulk copies between the shared area and the pinned staging are
-     * spread over a quarter of the CPUs (proto/pcopy.h). */
-    crn_pcopy_set_threads(crn_pcopy_default_threads());
+     * spread over a quarter of the CPUs (proto/pcopy.h), or as many
+     * threads as CRANE_COPY_THREADS says (the shim's knob, for
+     * measurements of both sides at once). */
+    const char *ct = getenv("CRANE_COPY_THREADS");
+    crn_pcopy_set_threads(ct && atoi(ct) > 0 ? (unsigned)atoi(ct)
+                                             : crn_pcopy_default_threads());
 
     if (worker)
         opts.role = PX_ROLE_WORKER;
