@@ -28,11 +28,15 @@ struct waiter {
 };
 
 struct hd_waiting {
-    pthread_mutex_t lock;         /* the list and `retrying` */
+    pthread_mutex_t lock;         /* the list, `trying`, `retrying` */
     pthread_mutex_t attach_lock;  /* one attach-and-resume at a time */
     struct waiter list[HD_WAITING_MAX];
     size_t n;
     bool retrying;
+    /* The waiter the retry job took out of the list, while it tries: it
+     * still waits, as hd_waiting_list shows. */
+    struct waiter trying;
+    bool has_trying;
     /* Times the proxy domain stopped; each waiter notes the losses it
      * has not seen yet when the retry job next takes it up (a waiter may
      * be out of the list, in the job, at the moment of the loss). */
@@ -190,6 +194,11 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
                      ? HD_MODE_OFFLINE
                      : HD_MODE_LIVE,
                  -1);
+    /* The move as the source saw it: this history shows it too. */
+    if (a->bytes_moved && a->bytes_moved <= INT64_MAX)
+        hd_run_bytes(&run, a->bytes_moved);
+    if (a->downtime_s > 0 && a->downtime_s < 86400)
+        hd_run_step(&run, "downtime", 0, NULL, 0, a->downtime_s, 0, NULL);
     if ((rc = d->hv_ops->domain(d->hv, a->domain, &dom)) < 0 ||
         !dom.running) {
         snprintf(why, sizeof(why), "%s does not run on %s", a->domain,
@@ -238,11 +247,17 @@ size_t hd_waiting_list(struct hd_daemon *d, struct hd_waiting_entry *out,
     size_t n = 0;
 
     pthread_mutex_lock(&d->waiting->lock);
-    for (size_t i = 0; i < d->waiting->n && n < max; i++, n++) {
-        snprintf(out[n].domain, sizeof(out[n].domain), "%s",
-                 d->waiting->list[i].domain);
-        snprintf(out[n].id, sizeof(out[n].id), "%s", d->waiting->list[i].id);
-        out[n].start_wall = d->waiting->list[i].start_wall;
+    for (size_t i = 0; i <= d->waiting->n && n < max; i++, n++) {
+        const struct waiter *e = i < d->waiting->n ? &d->waiting->list[i]
+                                 : d->waiting->has_trying
+                                     ? &d->waiting->trying
+                                     : NULL;
+
+        if (!e)
+            break;
+        snprintf(out[n].domain, sizeof(out[n].domain), "%s", e->domain);
+        snprintf(out[n].id, sizeof(out[n].id), "%s", e->id);
+        out[n].start_wall = e->start_wall;
     }
     pthread_mutex_unlock(&d->waiting->lock);
     return n;
@@ -257,8 +272,11 @@ static bool take_next(struct hd_waiting *w, struct waiter *out)
         *out = w->list[0];
         w->list[0] = w->list[--w->n];
         got = true;
+        w->trying = *out;
+        w->has_trying = true;
     } else {
         w->retrying = false;
+        w->has_trying = false;
     }
     pthread_mutex_unlock(&w->lock);
     return got;
@@ -319,6 +337,9 @@ static void retry_job(void *arg)
             snprintf(why, sizeof(why), "%s", PROXY_LOST_WHY);
         hd_run_end(&run, r, *why ? why : NULL);
     }
+    pthread_mutex_lock(&d->waiting->lock);
+    d->waiting->has_trying = false;     /* back in the list, or done */
+    pthread_mutex_unlock(&d->waiting->lock);
     for (size_t i = 0; i < n_again; i++)
         waiting_add(d->waiting, again[i].id, again[i].domain,
                     again[i].start_wall, again[i].proxy_seen,
@@ -387,5 +408,46 @@ int hd_waiting_recover(struct hd_daemon *d)
     }
     free(list);
     hd_history_close(h);
+    return rc;
+}
+
+int hd_daemon_pool_read(void *arg,
+                        int (*use)(void *use_arg,
+                                   const struct hd_pool_state *s),
+                        void *use_arg)
+{
+    struct hd_daemon *d = arg;
+    struct hd_pool_entry e[HD_MAX_GPUS];
+    struct hd_pool_gpu_state g[HD_MAX_GPUS];
+    struct hd_waiting_entry *w = calloc(HD_WAITING_MAX, sizeof(*w));
+    struct hd_pool_waiter_state *ws = calloc(HD_WAITING_MAX, sizeof(*ws));
+    struct hd_pool_state s = {.host = d->cfg.host_name, .gpus = g,
+                              .waiting = ws, .error = ""};
+    size_t n = 0, nw = 0;
+    int rc;
+
+    if (!w || !ws) {
+        free(w);
+        free(ws);
+        return -ENOMEM;
+    }
+    rc = hd_pool_view(d->pool, d->hv_ops, d->hv, e, HD_MAX_GPUS, &n);
+    if (rc < 0)
+        s.error = strerror(-rc);
+    for (size_t i = 0; i < n; i++)
+        g[i] = (struct hd_pool_gpu_state){
+            .name = e[i].gpu->name, .alias = e[i].gpu->alias,
+            .pci = e[i].gpu->pci, .holder = e[i].holder,
+            .reserved = e[i].reserved};
+    s.n_gpus = n;
+    nw = hd_waiting_list(d, w, HD_WAITING_MAX);
+    for (size_t i = 0; i < nw; i++)
+        ws[i] = (struct hd_pool_waiter_state){
+            .domain = w[i].domain, .migration_id = w[i].id,
+            .since = w[i].start_wall};
+    s.n_waiting = nw;
+    rc = use(use_arg, &s);
+    free(w);
+    free(ws);
     return rc;
 }

@@ -4,6 +4,7 @@
 #define HD_ARRIVE_H
 
 #include "daemon.h"
+#include "pool_report.h"
 #include "history.h"
 #include "proto/hostd.pb-c.h"
 #include "run.h"
@@ -62,5 +63,13 @@ void hd_waiting_proxy_lost(struct hd_daemon *d);
  * host received whose VM runs here without a GPU wait again; the others
  * are marked failed (the daemon stopped in their middle). */
 int hd_waiting_recover(struct hd_daemon *d);
+
+/* hd_pool_read_fn (http.h) for the HTTP server: the pool's GPUs and the
+ * VMs that wait here for one, as a struct hd_pool_state (ARG: the struct
+ * hd_daemon).  Any thread. */
+int hd_daemon_pool_read(void *arg,
+                        int (*use)(void *use_arg,
+                                   const struct hd_pool_state *s),
+                        void *use_arg);
 
 #endif /* HD_ARRIVE_H */

@@ -43,6 +43,24 @@ const char *const hd__stmt_sql[ST_COUNT] = {
     /* Steps go with their migration (ON DELETE CASCADE). */
     [ST_PRUNE] = "DELETE FROM migrations"
                  " WHERE result != 'running' AND end_time < ?",
+    [ST_SET_DESTINATION] = "UPDATE migrations SET dst_host = ? WHERE id = ?",
+    [ST_QUERY] = "SELECT " MIGRATION_COLUMNS " FROM migrations" FILTER_WHERE
+                 " ORDER BY start_time DESC, rowid DESC LIMIT ?7 OFFSET ?8",
+    [ST_QUERY_COUNT] = "SELECT count(*) FROM migrations" FILTER_WHERE,
+    /* The steps' primary key (migration_id, seq) serves each subquery. */
+    [ST_SUMMARIES] =
+        "SELECT domain, src_host, dst_host, mode, result, start_time,"
+        " end_time, bytes_moved,"
+        " (SELECT max(duration) FROM steps WHERE migration_id = id"
+        "  AND pid IS NOT NULL AND phase = 'pre'),"
+        " (SELECT max(duration) FROM steps WHERE migration_id = id"
+        "  AND pid IS NOT NULL AND phase = 'post'),"
+        " (SELECT max(duration) FROM steps WHERE migration_id = id"
+        "  AND pid IS NULL AND phase = 'downtime')"
+        " FROM migrations" FILTER_WHERE
+        " ORDER BY start_time DESC, rowid DESC LIMIT ?7",
+    [ST_DURATIONS] = "SELECT mode, end_time - start_time FROM migrations"
+                     " WHERE result != 'running'",
 };
 
 _Static_assert(HD_STEPS_MAX == 4096, "ST_GET_STEPS's LIMIT is HD_STEPS_MAX");
@@ -392,6 +410,27 @@ int hd_history_finish(struct hd_history *h, const char *id,
         sqlite3_bind_double(s, 2, end_time);
         sqlite3_bind_text(s, 3, error, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 4, id, -1, SQLITE_STATIC);
+        rc = hd__stmt_run(h, s);
+    }
+    return hd__tx_end(h, rc);
+}
+
+int hd_history_set_destination(struct hd_history *h, const char *id,
+                               const char *dst_host)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    if (h == NULL || !hd__id_ok(id) || !hd__text_ok(dst_host, HD_NAME_MAX, 0))
+        return -EINVAL;
+    rc = hd__tx_begin(h, 1);
+    if (rc != 0)
+        return rc;
+    rc = expect_running(h, id);
+    if (rc == 0) {
+        s = hd__stmt(h, ST_SET_DESTINATION);
+        sqlite3_bind_text(s, 1, dst_host, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, id, -1, SQLITE_STATIC);
         rc = hd__stmt_run(h, s);
     }
     return hd__tx_end(h, rc);

@@ -13,6 +13,7 @@
 #define HD_PROGRAM_MAX 255    /* a program's name, empty when pid is 0 */
 #define HD_STEPS_MAX 4096     /* steps of one migration */
 #define HD_LIST_MAX 1000      /* migrations one list call returns */
+#define HD_SUMMARY_MAX 5000   /* migrations one summaries call returns */
 
 enum hd_mode { HD_MODE_LIVE = 1, HD_MODE_OFFLINE = 2 };
 
@@ -55,6 +56,37 @@ struct hd_step {
     double duration;          /* seconds */
 };
 
+/*
+ * Which migrations a query takes; a field left as hd_filter_init sets it
+ * takes all.  Times bound start_time: since <= start_time < until.
+ */
+struct hd_filter {
+    char domain[HD_NAME_MAX + 1];   /* "": any domain */
+    char host[HD_NAME_MAX + 1];     /* "": any; else as source or dest. */
+    enum hd_mode mode;              /* 0: either mode */
+    int result;                     /* -1: any; else an enum hd_result */
+    double since;                   /* 0: no lower bound */
+    double until;                   /* 0: no upper bound */
+};
+
+/* What the stats need of one migration (hd_history_summaries). */
+struct hd_summary {
+    char domain[HD_NAME_MAX + 1];
+    char src_host[HD_NAME_MAX + 1];
+    char dst_host[HD_NAME_MAX + 1];
+    enum hd_mode mode;
+    enum hd_result result;
+    double start_time;
+    double end_time;          /* 0 while running */
+    uint64_t bytes_moved;
+    /* The longest stoppage of any of its programs before ("pre") and after
+     * ("post") the move, and the VM's own downtime; NAN when none was
+     * recorded (no program ran, or the hypervisor did not say). */
+    double pre;
+    double post;
+    double downtime;
+};
+
 /* Sums over every migration stored, running ones included. */
 struct hd_totals {
     uint64_t by_result[HD_RESULT_COUNT]; /* indexed by enum hd_result */
@@ -92,6 +124,12 @@ int hd_history_finish(struct hd_history *h, const char *id,
                       enum hd_result result, double end_time,
                       const char *error);
 
+/* The destination as it named itself (its host name) once it answered, in
+ * place of the address the migration began with.  -ENOENT, -EALREADY as
+ * above. */
+int hd_history_set_destination(struct hd_history *h, const char *id,
+                               const char *dst_host);
+
 /* Removes the finished migrations that ended before BEFORE (seconds since
  * the epoch), with their steps, in one transaction; running ones stay.
  * *REMOVED (may be NULL) gets how many went. */
@@ -102,6 +140,21 @@ int hd_history_prune(struct hd_history *h, double before, unsigned *removed);
 int hd_history_list(struct hd_history *h, size_t limit,
                     struct hd_migration **out, size_t *n);
 
+/* A filter that takes every migration. */
+void hd_filter_init(struct hd_filter *f);
+
+/* -EINVAL unless F is well formed (names within bounds, a known mode and
+ * result, finite non-negative times). */
+int hd_filter_check(const struct hd_filter *f);
+
+/* One page of the migrations F takes, newest first: OFFSET skipped, at
+ * most LIMIT (1..HD_LIST_MAX) into a malloc'ed array the caller frees
+ * (NULL when *N is 0); *TOTAL (may be NULL) gets how many F takes in all,
+ * from the same snapshot. */
+int hd_history_query(struct hd_history *h, const struct hd_filter *f,
+                     uint64_t offset, size_t limit, struct hd_migration **out,
+                     size_t *n, uint64_t *total);
+
 /* Migration ID into *M and its steps, in order, into a malloc'ed array
  * *STEPS the caller frees (NULL when *N is 0).  -ENOENT: no such id. */
 int hd_history_get(struct hd_history *h, const char *id,
@@ -109,6 +162,19 @@ int hd_history_get(struct hd_history *h, const char *id,
                    size_t *n);
 
 int hd_history_totals(struct hd_history *h, struct hd_totals *t);
+
+/* The newest LIMIT (1..HD_SUMMARY_MAX) migrations F takes, newest first,
+ * as summaries into a malloc'ed array the caller frees (NULL when *N is
+ * 0); *TOTAL (may be NULL) gets how many F takes in all. */
+int hd_history_summaries(struct hd_history *h, const struct hd_filter *f,
+                         size_t limit, struct hd_summary **out, size_t *n,
+                         uint64_t *total);
+
+/* Calls FN with the mode and duration (end - start, seconds) of each
+ * finished migration; FN's first error ends the walk and is returned. */
+typedef int hd_duration_fn(void *arg, enum hd_mode mode, double seconds);
+int hd_history_each_duration(struct hd_history *h, hd_duration_fn *fn,
+                             void *arg);
 
 /* Calls FN for each program step in phase "pre" or "post", and each host
  * step "downtime" (the VM's own pause, from the hypervisor), with its phase

@@ -10,6 +10,16 @@
     "id, domain, src_host, dst_host, mode, start_time, end_time, result, "   \
     "error, bytes_moved"
 
+/* The WHERE clause of a struct hd_filter, parameters ?1 to ?6
+ * (hd__bind_filter binds them). */
+#define FILTER_WHERE                                                         \
+    " WHERE (?1 IS NULL OR domain = ?1)"                                     \
+    " AND (?2 IS NULL OR src_host = ?2 OR dst_host = ?2)"                    \
+    " AND (?3 IS NULL OR mode = ?3)"                                         \
+    " AND (?4 IS NULL OR result = ?4)"                                       \
+    " AND (?5 IS NULL OR start_time >= ?5)"                                  \
+    " AND (?6 IS NULL OR start_time < ?6)"
+
 /* Every statement, prepared once at open. */
 enum hd__stmt_id {
     ST_BEGIN_READ,
@@ -28,6 +38,11 @@ enum hd__stmt_id {
     ST_TOTALS,
     ST_STOPPAGES,
     ST_PRUNE,
+    ST_SET_DESTINATION,
+    ST_QUERY,
+    ST_QUERY_COUNT,
+    ST_SUMMARIES,
+    ST_DURATIONS,
     ST_COUNT
 };
 
@@ -66,6 +81,9 @@ int hd__tx_end(struct hd_history *h, int rc);
 int hd__text_ok(const char *s, size_t max, int may_be_empty);
 int hd__id_ok(const char *id);
 int hd__seconds_ok(double s);
+
+/* Binds F (checked) to ?1..?6 of S (FILTER_WHERE). */
+void hd__bind_filter(sqlite3_stmt *s, const struct hd_filter *f);
 
 /* Copies column COL of S, at most MAX bytes, into OUT[MAX + 1]. */
 void hd__copy_text(char *out, size_t max, sqlite3_stmt *s, int col);

@@ -49,22 +49,15 @@ int hd__read_migration(struct hd_history *h, sqlite3_stmt *s,
     return 0;
 }
 
-int hd_history_list(struct hd_history *h, size_t limit,
-                    struct hd_migration **out, size_t *n)
+/* Reads the rows of S (at most LIMIT) into a malloc'ed *OUT, *N. */
+static int read_page(struct hd_history *h, sqlite3_stmt *s, size_t limit,
+                     struct hd_migration **out, size_t *n)
 {
     struct hd_migration *list = NULL;
-    sqlite3_stmt *s;
     size_t count = 0;
     int rc;
 
-    if (h == NULL || out == NULL || n == NULL || limit == 0 ||
-        limit > HD_LIST_MAX)
-        return -EINVAL;
-    *out = NULL;
-    *n = 0;
-    s = hd__stmt(h, ST_LIST);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)limit);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while (count < limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (list == NULL) {
             list = calloc(limit, sizeof(*list));
             if (list == NULL) {
@@ -77,7 +70,7 @@ int hd_history_list(struct hd_history *h, size_t limit,
             break;
         count++;
     }
-    if (rc == SQLITE_DONE)
+    if (count == limit || rc == SQLITE_DONE)
         rc = 0;
     else if (rc > 0)
         rc = hd__log_sqlite(h, rc, "listing migrations");
@@ -88,6 +81,112 @@ int hd_history_list(struct hd_history *h, size_t limit,
     }
     *out = list;
     *n = count;
+    return 0;
+}
+
+int hd_history_list(struct hd_history *h, size_t limit,
+                    struct hd_migration **out, size_t *n)
+{
+    sqlite3_stmt *s;
+
+    if (h == NULL || out == NULL || n == NULL || limit == 0 ||
+        limit > HD_LIST_MAX)
+        return -EINVAL;
+    *out = NULL;
+    *n = 0;
+    s = hd__stmt(h, ST_LIST);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)limit);
+    return read_page(h, s, limit, out, n);
+}
+
+void hd_filter_init(struct hd_filter *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->result = -1;
+}
+
+int hd_filter_check(const struct hd_filter *f)
+{
+    if (f == NULL ||
+        strnlen(f->domain, sizeof(f->domain)) >= sizeof(f->domain) ||
+        strnlen(f->host, sizeof(f->host)) >= sizeof(f->host) ||
+        (f->mode != 0 && hd_mode_name(f->mode) == NULL) ||
+        (f->result != -1 && hd_result_name(f->result) == NULL) ||
+        !hd__seconds_ok(f->since) || !hd__seconds_ok(f->until))
+        return -EINVAL;
+    return 0;
+}
+
+void hd__bind_filter(sqlite3_stmt *s, const struct hd_filter *f)
+{
+    if (f->domain[0] != '\0')
+        sqlite3_bind_text(s, 1, f->domain, -1, SQLITE_STATIC);
+    if (f->host[0] != '\0')
+        sqlite3_bind_text(s, 2, f->host, -1, SQLITE_STATIC);
+    if (f->mode != 0)
+        sqlite3_bind_text(s, 3, hd_mode_name(f->mode), -1, SQLITE_STATIC);
+    if (f->result != -1)
+        sqlite3_bind_text(s, 4, hd_result_name(f->result), -1,
+                          SQLITE_STATIC);
+    if (f->since > 0)
+        sqlite3_bind_double(s, 5, f->since);
+    if (f->until > 0)
+        sqlite3_bind_double(s, 6, f->until);
+}
+
+/* How many migrations F takes, into *TOTAL. */
+static int count_filtered(struct hd_history *h, const struct hd_filter *f,
+                          uint64_t *total)
+{
+    sqlite3_stmt *s = hd__stmt(h, ST_QUERY_COUNT);
+    int rc;
+
+    hd__bind_filter(s, f);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *total = (uint64_t)sqlite3_column_int64(s, 0);
+        rc = 0;
+    } else {
+        rc = hd__log_sqlite(h, rc, "counting migrations");
+    }
+    sqlite3_reset(s);
+    return rc;
+}
+
+int hd_history_query(struct hd_history *h, const struct hd_filter *f,
+                     uint64_t offset, size_t limit, struct hd_migration **out,
+                     size_t *n, uint64_t *total)
+{
+    sqlite3_stmt *s;
+    uint64_t all = 0;
+    int rc;
+
+    if (h == NULL || hd_filter_check(f) != 0 || out == NULL || n == NULL ||
+        limit == 0 || limit > HD_LIST_MAX || offset > INT64_MAX)
+        return -EINVAL;
+    *out = NULL;
+    *n = 0;
+    /* One read transaction: the page and its total from one snapshot. */
+    rc = hd__tx_begin(h, 0);
+    if (rc != 0)
+        return rc;
+    rc = count_filtered(h, f, &all);
+    if (rc == 0) {
+        s = hd__stmt(h, ST_QUERY);
+        hd__bind_filter(s, f);
+        sqlite3_bind_int64(s, 7, (sqlite3_int64)limit);
+        sqlite3_bind_int64(s, 8, (sqlite3_int64)offset);
+        rc = read_page(h, s, limit, out, n);
+    }
+    rc = hd__tx_end(h, rc);
+    if (rc != 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return rc;
+    }
+    if (total != NULL)
+        *total = all;
     return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -43,6 +44,7 @@ extern const unsigned long hd_dashboard_html_len;
 struct hd_http {
     struct MHD_Daemon *daemon;
     struct hd_history *history; /* borrowed; used by the server thread */
+    struct hd_http_sources src; /* the pool, when the daemon has one */
     uint16_t port;
 };
 
@@ -140,6 +142,20 @@ static enum MHD_Result serve_dashboard(struct MHD_Connection *c)
                       headers, sizeof(headers) / sizeof(*headers));
 }
 
+/* hd_pool_use_fn: the pool's counts into the metrics (ARG); a pool whose
+ * hypervisor did not answer leaves the gauges out. */
+static int pool_counts(void *arg, const struct hd_pool_state *s)
+{
+    struct hd_metrics *m = arg;
+
+    if (s->error != NULL && s->error[0] != '\0')
+        return -EIO;
+    hd_pool_count(s, &m->pool.held, &m->pool.reserved, &m->pool.free);
+    m->pool.waiting = s->n_waiting;
+    m->pool.known = true;
+    return 0;
+}
+
 static enum MHD_Result serve_metrics(struct hd_http *s,
                                      struct MHD_Connection *c)
 {
@@ -147,20 +163,63 @@ static enum MHD_Result serve_metrics(struct hd_http *s,
     struct hd_buf out = {0};
     int err = hd_metrics_collect(s->history, &m);
 
+    /* A hypervisor that does not answer leaves the gauges out rather than
+     * failing the scrape. */
+    if (err == 0 && s->src.pool != NULL)
+        s->src.pool(s->src.arg, pool_counts, &m);
     if (err == 0)
         err = hd_metrics_render(&m, &out);
     return reply_buf(c, err, &out, CT_METRICS);
 }
 
-/* Parses ?limit= (absent: the default) into *LIMIT; -EINVAL when it is not
- * a plain decimal in 1..HD_HTTP_LIST_MAX. */
-static int parse_limit(struct MHD_Connection *c, size_t *limit)
-{
-    const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-                                                "limit");
-    size_t n = 0;
+/* The query parameters each route takes; any other is refused (a typo
+ * must not silently widen a filter). */
+static const char *const list_params[] = {
+    "limit", "offset", "domain", "host", "mode", "result", "since", "until",
+    NULL,
+};
+static const char *const stats_params[] = {
+    "buckets", "domain", "host", "mode", "result", "since", "until", NULL,
+};
 
-    *limit = HD_HTTP_LIST_DEFAULT;
+static enum MHD_Result check_known(void *cls, enum MHD_ValueKind kind,
+                                   const char *key, const char *value)
+{
+    const char *const *known = ((const char *const **)cls)[0];
+    int *unknown = (int *)((const char *const **)cls)[1];
+
+    (void)kind;
+    (void)value;
+    for (; *known != NULL; known++)
+        if (strcmp(*known, key) == 0)
+            return MHD_YES;
+    *unknown = 1;
+    return MHD_NO;
+}
+
+/* -EINVAL when the request has a parameter not in KNOWN. */
+static int only_known(struct MHD_Connection *c, const char *const *known)
+{
+    int unknown = 0;
+    const void *cls[2] = {known, &unknown};
+
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_known, cls);
+    return unknown ? -EINVAL : 0;
+}
+
+static const char *arg(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Parses ?NAME= (absent: DEF) as a plain decimal in MIN..MAX into *OUT. */
+static int parse_uint(struct MHD_Connection *c, const char *name,
+                      uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
+{
+    const char *v = arg(c, name);
+    uint64_t n = 0;
+
+    *out = def;
     if (v == NULL)
         return 0;
     if (*v == '\0')
@@ -168,29 +227,211 @@ static int parse_limit(struct MHD_Connection *c, size_t *limit)
     for (; *v != '\0'; v++) {
         if (*v < '0' || *v > '9')
             return -EINVAL;
-        n = n * 10 + (size_t)(*v - '0');
-        if (n > HD_HTTP_LIST_MAX)
+        n = n * 10 + (uint64_t)(*v - '0');
+        if (n > max)
             return -EINVAL;
     }
-    if (n == 0)
+    if (n < min)
         return -EINVAL;
-    *limit = n;
+    *out = n;
     return 0;
+}
+
+/* Parses ?NAME= (absent: 0) as seconds since the epoch: digits with at
+ * most one '.', more than 0 and below 10^11. */
+static int parse_time(struct MHD_Connection *c, const char *name, double *out)
+{
+    const char *v = arg(c, name);
+    size_t len, dots = 0;
+    char *end;
+    double t;
+
+    *out = 0;
+    if (v == NULL)
+        return 0;
+    len = strnlen(v, 33);
+    if (len == 0 || len > 32)
+        return -EINVAL;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] == '.')
+            dots++;
+        else if (v[i] < '0' || v[i] > '9')
+            return -EINVAL;
+    }
+    if (dots > 1 || v[0] == '.' || v[len - 1] == '.')
+        return -EINVAL;
+    t = strtod(v, &end);
+    if (*end != '\0' || !isfinite(t) || t <= 0 || t >= 1e11)
+        return -EINVAL;
+    *out = t;
+    return 0;
+}
+
+static int hex_digit(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/*
+ * Parses ?NAME= (absent: "") as a name: percent-decoded here (the server
+ * decodes nothing, keep_escapes), '+' as a space, 1..CAP-1 bytes, no
+ * control character or NUL (a "%00" would cut it short).
+ */
+static int parse_name(struct MHD_Connection *c, const char *name, char *out,
+                      size_t cap)
+{
+    const char *v = arg(c, name);
+    size_t n = 0;
+
+    out[0] = '\0';
+    if (v == NULL)
+        return 0;
+    for (; *v != '\0'; v++) {
+        int ch = (unsigned char)*v;
+
+        if (ch == '%') {
+            int hi = hex_digit(v[1]);
+            int lo = hi < 0 ? -1 : hex_digit(v[2]);
+
+            if (lo < 0)
+                return -EINVAL;
+            ch = hi * 16 + lo;
+            v += 2;
+        } else if (ch == '+') {
+            ch = ' ';
+        }
+        if (ch < 0x20 || ch == 0x7f || n + 1 >= cap)
+            return -EINVAL;
+        out[n++] = (char)ch;
+    }
+    out[n] = '\0';
+    return n > 0 ? 0 : -EINVAL;
+}
+
+/* The filter of ?domain, host, mode, result, since, until into *F. */
+static int parse_filter(struct MHD_Connection *c, struct hd_filter *f)
+{
+    const char *mode = arg(c, "mode");
+    const char *result = arg(c, "result");
+
+    hd_filter_init(f);
+    if (parse_name(c, "domain", f->domain, sizeof(f->domain)) != 0 ||
+        parse_name(c, "host", f->host, sizeof(f->host)) != 0 ||
+        parse_time(c, "since", &f->since) != 0 ||
+        parse_time(c, "until", &f->until) != 0)
+        return -EINVAL;
+    if (f->since > 0 && f->until > 0 && f->until <= f->since)
+        return -EINVAL;
+    if (mode != NULL) {
+        if (strcmp(mode, "live") == 0)
+            f->mode = HD_MODE_LIVE;
+        else if (strcmp(mode, "offline") == 0)
+            f->mode = HD_MODE_OFFLINE;
+        else
+            return -EINVAL;
+    }
+    if (result != NULL) {
+        for (int r = 0; r < HD_RESULT_COUNT && f->result < 0; r++)
+            if (strcmp(result, hd_result_name((enum hd_result)r)) == 0)
+                f->result = r;
+        if (f->result < 0)
+            return -EINVAL;
+    }
+    return hd_filter_check(f);
 }
 
 static enum MHD_Result serve_list(struct hd_http *s, struct MHD_Connection *c)
 {
     struct hd_migration *list = NULL;
     struct hd_buf out = {0};
-    size_t limit, n = 0;
+    struct hd_filter f;
+    uint64_t limit, offset, total = 0;
+    size_t n = 0;
     int err;
 
-    if (parse_limit(c, &limit) != 0)
+    if (only_known(c, list_params) != 0)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown parameter");
+    if (parse_uint(c, "limit", HD_HTTP_LIST_DEFAULT, 1, HD_HTTP_LIST_MAX,
+                   &limit) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad limit");
-    err = hd_history_list(s->history, limit, &list, &n);
+    if (parse_uint(c, "offset", 0, 0, HD_HTTP_OFFSET_MAX, &offset) != 0)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad offset");
+    if (parse_filter(c, &f) != 0)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad filter");
+    err = hd_history_query(s->history, &f, offset, (size_t)limit, &list, &n,
+                           &total);
     if (err == 0)
-        err = hd_json_migration_list(&out, list, n);
+        err = hd_json_page(&out, list, n, total, offset, (size_t)limit);
     free(list);
+    return reply_buf(c, err, &out, CT_JSON);
+}
+
+static enum MHD_Result serve_stats(struct hd_http *s, struct MHD_Connection *c)
+{
+    struct hd_summary *list = NULL;
+    struct hd_stats *st;
+    struct hd_buf out = {0};
+    struct hd_filter f;
+    uint64_t buckets, total = 0;
+    size_t n = 0;
+    int err;
+
+    if (only_known(c, stats_params) != 0)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown parameter");
+    if (parse_uint(c, "buckets", HD_TREND_DEFAULT, 1, HD_TREND_MAX,
+                   &buckets) != 0)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad buckets");
+    if (parse_filter(c, &f) != 0)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad filter");
+    st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    err = hd_history_summaries(s->history, &f, HD_SUMMARY_MAX, &list, &n,
+                               &total);
+    if (err == 0)
+        err = hd_stats_compute(list, n, (unsigned)buckets, f.since, f.until,
+                               st);
+    if (err == 0)
+        err = hd_json_stats(&out, st, total);
+    hd_stats_free(st);
+    free(st);
+    free(list);
+    return reply_buf(c, err, &out, CT_JSON);
+}
+
+/* hd_pool_use_fn: the pool as crane's JSON into the buffer ARG; -EIO
+ * when the hypervisor did not answer. */
+static int pool_json(void *arg, const struct hd_pool_state *s)
+{
+    if (s->error != NULL && s->error[0] != '\0') {
+        HD_ERROR("http: reading the GPU pool: %s", s->error);
+        return -EIO;
+    }
+    return hd_pool_render(arg, s, HD_POOL_JSON);
+}
+
+static enum MHD_Result serve_pool(struct hd_http *s, struct MHD_Connection *c)
+{
+    static const char *const none[] = {NULL};
+    struct hd_buf out = {0};
+    int err;
+
+    if (only_known(c, none) != 0)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown parameter");
+    if (s->src.pool == NULL)
+        return reply_error(c, MHD_HTTP_NOT_FOUND, "no GPU pool here");
+    err = s->src.pool(s->src.arg, pool_json, &out);
+    if (err == -EIO) {
+        hd_buf_free(&out);
+        return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           "the hypervisor did not answer");
+    }
     return reply_buf(c, err, &out, CT_JSON);
 }
 
@@ -255,6 +496,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         return serve_metrics(s, c);
     if (strcmp(url, "/api/migrations") == 0)
         return serve_list(s, c);
+    if (strcmp(url, "/api/stats") == 0)
+        return serve_stats(s, c);
+    if (strcmp(url, "/api/pool") == 0)
+        return serve_pool(s, c);
     if (strncmp(url, prefix, sizeof(prefix) - 1) == 0)
         return serve_one(s, c, url + sizeof(prefix) - 1);
     return reply_error(c, MHD_HTTP_NOT_FOUND, "not found");
@@ -277,9 +522,9 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /*
  * libmicrohttpd percent-decodes the path and query values in place, so
  * "%00" would cut a string short ("/api/migrations/m-1%00x" would name
- * m-1).  Nothing a route accepts needs escaping (ids are unreserved
- * characters, limits digits), so they are taken as sent: a '%' left in an
- * id or a limit makes it invalid.
+ * m-1).  Ids, numbers and modes need no escaping, so values are taken as
+ * sent (a '%' left in an id or a number makes it invalid); the names of
+ * filters are decoded by parse_name, which refuses a NUL.
  */
 static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *s)
 {
@@ -316,6 +561,13 @@ static int parse_addr(const char *addr, uint16_t port,
 int hd_http_start(struct hd_http **out, const char *addr, uint16_t port,
                   struct hd_history *h)
 {
+    return hd_http_start_with(out, addr, port, h, NULL);
+}
+
+int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
+                       struct hd_history *h,
+                       const struct hd_http_sources *src)
+{
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
                      MHD_USE_ERROR_LOG;
     struct sockaddr_storage sa;
@@ -337,6 +589,8 @@ int hd_http_start(struct hd_http **out, const char *addr, uint16_t port,
         return -ENOMEM;
     }
     s->history = h;
+    if (src != NULL)
+        s->src = *src;
     s->daemon = MHD_start_daemon(
         flags, port, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,

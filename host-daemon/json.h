@@ -6,6 +6,7 @@
 
 #include "buf.h"
 #include "history.h"
+#include "stats.h"
 
 /*
  * Appends S as a JSON string, quotes included: '"' and '\\' escaped,
@@ -31,5 +32,27 @@ int hd_json_migration(struct hd_buf *out, const struct hd_migration *m,
 /* {"migrations":[...]}, each without steps. */
 int hd_json_migration_list(struct hd_buf *out,
                            const struct hd_migration *list, size_t n);
+
+/* json_views.c: the dashboard's views. */
+
+/* {"migrations":[...],"total":T,"offset":O,"limit":L}: one page of LIST[N]
+ * out of TOTAL that the filter took. */
+int hd_json_page(struct hd_buf *out, const struct hd_migration *list,
+                 size_t n, uint64_t total, uint64_t offset, size_t limit);
+
+/*
+ * ST as {"count":N (migrations the figures are over), "total":TOTAL (how
+ * many the filter took), "all":G, "modes":[G live, G offline],
+ * "trend":[{"start":S,"end":S,"count":N,"failed":N,"pre":D,"post":D,
+ * "downtime":D},...], "hosts":[G,...], "hosts_left_out":N,
+ * "domains":[G,...], "domains_left_out":N}, where a group G is
+ * {"name":..,"count":N,"results":{"running":N,"ok":N,...},"as_source":N,
+ * "as_destination":N,"bytes_moved":N,"last_start":S|null,"pre":D,
+ * "post":D,"downtime":D,"duration":D} and a distribution D is
+ * {"n":N,"p50":S|null,"p95":S|null,"max":S|null,"sum":S|null}.
+ */
+int hd_json_stats(struct hd_buf *out, const struct hd_stats *st,
+                  uint64_t total);
+
 
 #endif /* HD_JSON_H */

@@ -415,8 +415,12 @@ int main(int argc, char **argv)
             memmove(addr, addr + 1, strlen(addr));
             addr[strlen(addr) - 1] = '\0';
         }
-        if ((rc = hd_http_start(&http, addr, (uint16_t)atoi(colon + 1),
-                                http_history)) < 0) {
+        struct hd_http_sources src = {
+            .pool = hd_daemon_pool_read,
+            .arg = d,
+        };
+        if ((rc = hd_http_start_with(&http, addr, (uint16_t)atoi(colon + 1),
+                                     http_history, &src)) < 0) {
             crn_log_say(CRN_LOG_ERROR, "cannot serve HTTP on %s",
                     d->cfg.http);
             goto out;

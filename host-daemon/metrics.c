@@ -1,6 +1,8 @@
 /* Prometheus text exposition of the migration history's metrics. */
 #include "metrics.h"
 
+#include "proto/version.h"
+
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -17,6 +19,16 @@ static const double bucket_le[HD_STOPPAGE_BUCKETS] = {
 static const char *const bucket_le_text[HD_STOPPAGE_BUCKETS] = {
     "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
     "0.25",  "0.5",    "1",     "2.5",  "5",     "10",
+};
+
+/* A migration takes from under a second (a small VM, offline) to many
+ * minutes (a large one whose memory keeps changing). */
+static const double duration_le[HD_DURATION_BUCKETS] = {
+    0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500,
+};
+static const char *const duration_le_text[HD_DURATION_BUCKETS] = {
+    "0.5", "1", "2.5", "5", "10", "25", "50", "100", "250", "500", "1000",
+    "2500",
 };
 
 static const char *const phase_names[HD_PHASE_COUNT] = {
@@ -61,6 +73,31 @@ int hd_metrics_observe(struct hd_metrics *m, const char *phase,
     return 0;
 }
 
+int hd_metrics_observe_duration(struct hd_metrics *m, enum hd_mode mode,
+                                double seconds)
+{
+    int i;
+
+    if (m == NULL || hd_mode_name(mode) == NULL || !isfinite(seconds) ||
+        seconds < 0)
+        return -EINVAL;
+    i = mode == HD_MODE_LIVE ? 0 : 1;
+    for (int b = 0; b < HD_DURATION_BUCKETS; b++)
+        if (seconds <= duration_le[b])
+            m->duration[i].buckets[b]++;
+    m->duration[i].count++;
+    m->duration[i].sum += seconds;
+    return 0;
+}
+
+static int duration_cb(void *arg, enum hd_mode mode, double seconds)
+{
+    /* A hand-edited row that ends before it starts is skipped. */
+    int rc = hd_metrics_observe_duration(arg, mode, seconds);
+
+    return rc == -EINVAL ? 0 : rc;
+}
+
 static int observe_cb(void *arg, const char *phase, double seconds)
 {
     /* The history returns only "pre", "post" and "downtime"; a hand-edited row with a
@@ -80,6 +117,8 @@ int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m)
     rc = hd_history_totals(h, &m->totals);
     if (rc == 0)
         rc = hd_history_each_stoppage(h, observe_cb, m);
+    if (rc == 0)
+        rc = hd_history_each_duration(h, duration_cb, m);
     return rc;
 }
 
@@ -159,12 +198,58 @@ static void render_downtime(const struct hd_metrics *m, struct hd_buf *out)
                   (unsigned long long)m->downtime.count);
 }
 
+#define DURATION "crane_migration_duration_seconds"
+
+static void render_duration(const struct hd_metrics *m, struct hd_buf *out)
+{
+    hd_buf_printf(out,
+                  "# HELP %s Time a finished migration took, start to "
+                  "end, by mode.\n# TYPE %s histogram\n",
+                  DURATION, DURATION);
+    for (int i = 0; i < 2; i++) {
+        const char *mode = hd_mode_name(i == 0 ? HD_MODE_LIVE
+                                               : HD_MODE_OFFLINE);
+
+        for (int b = 0; b < HD_DURATION_BUCKETS; b++) {
+            put_series(out, DURATION "_bucket", "mode", mode,
+                       duration_le_text[b]);
+            hd_buf_printf(out, "%llu\n",
+                          (unsigned long long)m->duration[i].buckets[b]);
+        }
+        put_series(out, DURATION "_bucket", "mode", mode, "+Inf");
+        hd_buf_printf(out, "%llu\n", (unsigned long long)m->duration[i].count);
+        put_series(out, DURATION "_sum", "mode", mode, NULL);
+        hd_buf_put_double(out, m->duration[i].sum);
+        hd_buf_puts(out, "\n");
+        put_series(out, DURATION "_count", "mode", mode, NULL);
+        hd_buf_printf(out, "%llu\n", (unsigned long long)m->duration[i].count);
+    }
+}
+
+static void render_pool(const struct hd_metrics *m, struct hd_buf *out)
+{
+    hd_buf_printf(out,
+                  "# HELP crane_gpu_pool_gpus GPUs of this host's pool, by "
+                  "state.\n# TYPE crane_gpu_pool_gpus gauge\n"
+                  "crane_gpu_pool_gpus{state=\"free\"} %zu\n"
+                  "crane_gpu_pool_gpus{state=\"held\"} %zu\n"
+                  "crane_gpu_pool_gpus{state=\"reserved\"} %zu\n",
+                  m->pool.free, m->pool.held, m->pool.reserved);
+    hd_buf_printf(out,
+                  "# HELP crane_gpu_pool_waiting_vms VMs received here that "
+                  "wait for a free GPU (their programs remote).\n"
+                  "# TYPE crane_gpu_pool_waiting_vms gauge\n"
+                  "crane_gpu_pool_waiting_vms %zu\n",
+                  m->pool.waiting);
+}
+
 int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
 {
     if (m == NULL || out == NULL)
         return -EINVAL;
     render_stoppage(m, out);
     render_downtime(m, out);
+    render_duration(m, out);
     hd_buf_puts(out, "# HELP crane_migrations_total Finished migrations, "
                      "by result.\n# TYPE crane_migrations_total counter\n");
     for (size_t i = 0; i < sizeof(counted_results) / sizeof(*counted_results);
@@ -188,5 +273,12 @@ int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
                   "# TYPE crane_migration_bytes_total counter\n"
                   "crane_migration_bytes_total %llu\n",
                   (unsigned long long)m->totals.bytes_moved);
+    if (m->pool.known)
+        render_pool(m, out);
+    hd_buf_puts(out, "# HELP crane_build_info The crane version that "
+                     "serves these metrics.\n"
+                     "# TYPE crane_build_info gauge\n");
+    put_series(out, "crane_build_info", "version", crn_version(), NULL);
+    hd_buf_puts(out, "1\n");
     return out->err;
 }

@@ -4,9 +4,14 @@
 
 #include "buf.h"
 #include "history.h"
+#include <stdbool.h>
+#include <stddef.h>
 
 /* Upper bounds (seconds) of crane_migration_stoppage_seconds' buckets. */
 #define HD_STOPPAGE_BUCKETS 13
+
+/* Upper bounds (seconds) of crane_migration_duration_seconds' buckets. */
+#define HD_DURATION_BUCKETS 12
 
 /* The stoppage phases the histogram has a series for, always shown. */
 enum hd_stoppage_phase { HD_PHASE_PRE, HD_PHASE_POST, HD_PHASE_COUNT };
@@ -25,6 +30,18 @@ struct hd_metrics {
         uint64_t count;
         double sum;
     } downtime;
+    /* Finished migrations, start to end, by mode (index HD_MODE_LIVE - 1,
+     * HD_MODE_OFFLINE - 1). */
+    struct {
+        uint64_t buckets[HD_DURATION_BUCKETS];
+        uint64_t count;
+        double sum;
+    } duration[2];
+    /* The GPU pool now (hd_pool_count), when KNOWN: its gauges. */
+    struct {
+        bool known;
+        size_t free, held, reserved, waiting;
+    } pool;
 };
 
 /* Adds one program's stoppage of SECONDS in PHASE ("pre" or "post"), or
@@ -32,6 +49,11 @@ struct hd_metrics {
  * negative or non-finite time. */
 int hd_metrics_observe(struct hd_metrics *m, const char *phase,
                        double seconds);
+
+/* Adds one finished migration of MODE that took SECONDS; -EINVAL for an
+ * unknown mode or a negative or non-finite time. */
+int hd_metrics_observe_duration(struct hd_metrics *m, enum hd_mode mode,
+                                double seconds);
 
 /* Fills *M from the history: totals by result, bytes moved (running
  * migrations' progress included), every stoppage and downtime recorded. */
@@ -42,11 +64,18 @@ int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m);
  * order:
  *   crane_migration_stoppage_seconds{phase}  histogram: "pre", then "post"
  *   crane_migration_downtime_seconds         histogram: the VM paused
+ *   crane_migration_duration_seconds{mode}   histogram: finished ones,
+ *                                            "live", then "offline"
  *   crane_migrations_total{result}           counter of finished ones:
  *                                            "ok", "failed", "rolled-back",
  *                                            "remoting", each always shown
  *   crane_migrations_running                 gauge
  *   crane_migration_bytes_total              counter
+ *   crane_gpu_pool_gpus{state}               gauge, when M->pool.known:
+ *                                            "free", "held", "reserved"
+ *   crane_gpu_pool_waiting_vms               gauge, when M->pool.known: VMs
+ *                                            received that wait for a GPU
+ *   crane_build_info{version}                gauge, always 1
  * Returns 0 or OUT's error.
  */
 int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out);

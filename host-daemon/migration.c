@@ -31,6 +31,7 @@ struct mig {
     struct hd_peer *peer;
     const char *proxy;           /* live: the endpoint programs go to */
     bool handoff;                /* prepare only: another tool migrates */
+    double downtime;             /* the VM's pause, as the hypervisor says */
     char why[768];
 };
 
@@ -203,6 +204,8 @@ static int check(struct mig *m)
             crane__hostd__peer_reply__free_unpacked(r, NULL);
         return fail(m, "destination crane-hostd did not answer check");
     }
+    /* From here on the destination is known by the name it gave. */
+    hd_run_set_destination(&m->run, hd_peer_host(m->peer));
     hd_run_say(&m->run, "check", -1,
                "%s holds %s; destination %s has %u of %u GPUs free%s",
                m->dom.name, m->gpu->name, hd_peer_host(m->peer),
@@ -388,6 +391,7 @@ static int migrate(struct mig *m)
     } else if (d->hv_ops->job(d->hv, m->dom.name, &job) == 0) {
         if (job.data_processed)
             hd_run_bytes(&m->run, job.data_processed);
+        m->downtime = job.downtime;
         if (job.downtime > 0)
             hd_run_step(&m->run, "downtime", 0, NULL,
                         hd_run_elapsed(&m->run) - job.downtime, job.downtime,
@@ -416,6 +420,8 @@ static Crane__Hostd__Result hand_over(struct mig *m)
                      : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE;
     a.src_host = m->d->cfg.host_name;
     a.deadline_ms = m->d->cfg.resume_deadline_ms;
+    a.bytes_moved = m->run.m.bytes_moved;
+    a.downtime_s = m->downtime;
     req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_ARRIVE;
     req.arrive = &a;
     rc = hd_peer_call(m->peer, &req,

@@ -230,10 +230,28 @@ void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
 void hd_run_peer_steps(struct hd_run *run, Crane__Hostd__Step **steps,
                        size_t n, double offset)
 {
-    for (size_t i = 0; i < n && i < HD_STEPS_MAX; i++)
+    for (size_t i = 0; i < n && i < HD_STEPS_MAX; i++) {
+        /* The VM's downtime: this side has its own, from its hypervisor
+         * (the destination only echoes what it was told in Arrive). */
+        if (strcmp(steps[i]->phase, "downtime") == 0)
+            continue;
         hd_run_step(run, steps[i]->phase, steps[i]->pid, steps[i]->program,
                     offset + steps[i]->start, steps[i]->seconds,
                     steps[i]->err, steps[i]->error);
+    }
+}
+
+void hd_run_set_destination(struct hd_run *run, const char *host)
+{
+    int rc;
+
+    if (!host || !*host || strcmp(host, run->m.dst_host) == 0)
+        return;
+    snprintf(run->m.dst_host, sizeof(run->m.dst_host), "%s", host);
+    if (run->h &&
+        (rc = hd_history_set_destination(run->h, run->m.id, host)) < 0)
+        HD_WARN("migration %s: destination %s not recorded: %s", run->m.id,
+                host, strerror(-rc));
 }
 
 void hd_run_bytes(struct hd_run *run, uint64_t bytes)

@@ -49,6 +49,9 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
  * "post"), placed from SENT (when the command left, run seconds). */
 void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
                         const char *program_phase, double sent);
+/* The destination's host name, as it named itself, in place of the address
+ * the run began with (history and MigrateDone). */
+void hd_run_set_destination(struct hd_run *run, const char *host);
 /* Memory the hypervisor moved so far. */
 void hd_run_bytes(struct hd_run *run, uint64_t bytes);
 /* Ends the run: history finished, MigrateDone to the client, memory

@@ -17,6 +17,19 @@ TEST_ENTRY(history_concurrent_writer)
 TEST_ENTRY(history_bad_inputs)
 TEST_ENTRY(history_prune)
 
+/* host-daemon/history_query.c, history_stats.c:
+ * tests/hostd/test_history_query.c */
+TEST_ENTRY(history_query_filters)
+TEST_ENTRY(history_query_paging)
+TEST_ENTRY(history_query_summaries)
+TEST_ENTRY(history_query_destination_named)
+
+/* host-daemon/stats.c: tests/hostd/test_stats.c */
+TEST_ENTRY(stats_percentile)
+TEST_ENTRY(stats_dist_skips_missing)
+TEST_ENTRY(stats_groups_and_trend)
+TEST_ENTRY(stats_groups_bounded)
+
 /* host-daemon/metrics.c: tests/hostd/test_metrics.c */
 TEST_ENTRY(metrics_golden)
 TEST_ENTRY(metrics_empty_history)
@@ -43,4 +56,6 @@ TEST_ENTRY(pool_report_bad_inputs)
 TEST_ENTRY(http_routes)
 TEST_ENTRY(http_errors)
 TEST_ENTRY(http_odd_requests)
+TEST_ENTRY(http_filters_and_stats)
+TEST_ENTRY(http_pool_and_gauges)
 #endif

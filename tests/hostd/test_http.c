@@ -234,6 +234,7 @@ TEST(http_routes)
     struct world w = {0};
     struct hd_metrics m = {0};
     struct hd_buf metrics = {0}, all = {0}, newest = {0}, one = {0};
+    struct hd_buf most = {0};
     struct hd_migration *list, m1;
     struct hd_step *steps;
     struct answer a = {0};
@@ -247,8 +248,9 @@ TEST(http_routes)
     ASSERT_EQ(n, 3);
     ASSERT_STR_EQ(list[0].id, "m-2");
     ASSERT_STR_EQ(list[1].id, "m-r");
-    ASSERT_EQ(hd_json_migration_list(&all, list, 3), 0);
-    ASSERT_EQ(hd_json_migration_list(&newest, list, 1), 0);
+    ASSERT_EQ(hd_json_page(&all, list, 3, 3, 0, 100), 0);
+    ASSERT_EQ(hd_json_page(&newest, list, 1, 3, 0, 1), 0);
+    ASSERT_EQ(hd_json_page(&most, list, 3, 3, 0, 1000), 0);
     free(list);
     ASSERT_EQ(hd_history_get(w.h, "m-1", &m1, &steps, &n_steps), 0);
     ASSERT_EQ(hd_json_migration(&one, &m1, steps, n_steps), 0);
@@ -269,7 +271,7 @@ TEST(http_routes)
     expect(w.port, "GET", "/api/migrations?limit=1", 200, CT_JSON,
            newest.data);
     expect(w.port, "GET", "/api/migrations?limit=1000", 200, CT_JSON,
-           all.data);
+           most.data);
     expect(w.port, "GET", "/api/migrations/m-1", 200, CT_JSON, one.data);
     /* A remoting migration is shown as such, whole and exactly. */
     expect(w.port, "GET", "/api/migrations/m-r", 200, CT_JSON,
@@ -301,6 +303,7 @@ TEST(http_routes)
 
     hd_buf_free(&metrics);
     hd_buf_free(&all);
+    hd_buf_free(&most);
     hd_buf_free(&newest);
     hd_buf_free(&one);
     world_free(&w);
@@ -410,13 +413,230 @@ TEST(http_odd_requests)
     exchange(w.port, body, sizeof(body) - 1, &a);
     ASSERT_EQ(a.status, 405);
     answer_free(&a);
-    expect(w.port, "GET", "/api/migrations?limit=1&limit=2&x=%zz&&=", 200,
+    /* A repeated parameter: the first counts; an unknown one is refused
+     * (a misspelt filter must not widen the answer). */
+    expect(w.port, "GET", "/api/migrations?limit=1&limit=2", 200, CT_JSON,
+           NULL);
+    expect(w.port, "GET", "/api/migrations?limit=1&limit=2&x=%zz&&=", 400,
            CT_JSON, NULL);
     expect(w.port, "GET", "//metrics", 404, CT_JSON, NULL);
     expect(w.port, "GET", "http://localhost/metrics", 404, CT_JSON, NULL);
 
     /* Still serving after all that. */
     expect(w.port, "GET", "/api/migrations?limit=2", 200, CT_JSON, NULL);
+    world_free(&w);
+}
+
+/* The list's paging and filters, the stats, over the wire. */
+TEST(http_filters_and_stats)
+{
+    struct world w = {0};
+    struct answer a = {0};
+    static const char *const bad[] = {
+        "/api/migrations?offset=-1", "/api/migrations?offset=1e3",
+        "/api/migrations?offset=1000000001", "/api/migrations?offset=",
+        "/api/migrations?mode=LIVE", "/api/migrations?result=okay",
+        "/api/migrations?domain=", "/api/migrations?domain=a%00b",
+        "/api/migrations?domain=a%0ab", "/api/migrations?domain=%zz",
+        "/api/migrations?domain=%4", "/api/migrations?since=-5",
+        "/api/migrations?since=1.2.3", "/api/migrations?since=1e9",
+        "/api/migrations?since=nan", "/api/migrations?since=.5",
+        "/api/migrations?since=100000000000",
+        "/api/migrations?since=20&until=10", "/api/migrations?until=0",
+        "/api/migrations?limit=5&buckets=2", "/api/stats?buckets=0",
+        "/api/stats?buckets=201", "/api/stats?limit=1",
+        "/api/pool?x=1",
+    };
+
+    world_make(&w);
+    world_serve(&w);
+    /* Pages: the total is of everything the filter takes. */
+    request(w.port, "GET", "/api/migrations?limit=1&offset=1", &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT(strstr(a.body, "{\"migrations\":[{\"id\":\"m-r\",") == a.body);
+    ASSERT(strstr(a.body, "],\"total\":3,\"offset\":1,\"limit\":1}\n") !=
+           NULL);
+    answer_free(&a);
+    request(w.port, "GET", "/api/migrations?offset=3", &a);
+    ASSERT_STR_EQ(a.body, "{\"migrations\":[],\"total\":3,\"offset\":3,"
+                          "\"limit\":100}\n");
+    answer_free(&a);
+    /* Names are percent-decoded ('+' a space), exactly matched. */
+    request(w.port, "GET", "/api/migrations?domain=vm+%22one%22", &a);
+    ASSERT(strstr(a.body, "\"id\":\"m-1\"") != NULL);
+    ASSERT(strstr(a.body, "\"total\":1,") != NULL);
+    answer_free(&a);
+    request(w.port, "GET", "/api/migrations?host=host-b&result=remoting"
+                           "&mode=live&since=1500&until=1501", &a);
+    ASSERT(strstr(a.body, "\"id\":\"m-r\"") != NULL);
+    ASSERT(strstr(a.body, "\"total\":1,") != NULL);
+    answer_free(&a);
+    request(w.port, "GET", "/api/migrations?host=host-z", &a);
+    ASSERT(strstr(a.body, "\"total\":0,") != NULL);
+    answer_free(&a);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        request(w.port, "GET", bad[i], &a);
+        if (a.status != 400)
+            fprintf(stderr, "%s answered %d\n", bad[i], a.status);
+        ASSERT_EQ(a.status, 400);
+        answer_free(&a);
+    }
+    /* Stats: m-1 is the only one with a program's stoppage. */
+    request(w.port, "GET", "/api/stats?buckets=3", &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT_STR_EQ(a.ctype, CT_JSON);
+    ASSERT(strstr(a.body, "{\"count\":3,\"total\":3,\"all\":{\"name\":\"\","
+                          "\"count\":3,") == a.body);
+    ASSERT(strstr(a.body, "\"pre\":{\"n\":1,\"p50\":0.125,\"p95\":0.125,"
+                          "\"max\":0.125,\"sum\":0.125}") != NULL);
+    ASSERT(strstr(a.body, "\"trend\":[{\"start\":1000,") != NULL);
+    ASSERT(strstr(a.body, "\"hosts\":[{\"name\":\"host-a\",\"count\":3,")
+           != NULL);
+    ASSERT(strstr(a.body, "\"domains_left_out\":0}\n") != NULL);
+    answer_free(&a);
+    request(w.port, "GET", "/api/stats?domain=vm-two", &a);
+    ASSERT(strstr(a.body, "{\"count\":1,\"total\":1,") == a.body);
+    answer_free(&a);
+    /* Without a pool source there is no pool. */
+    expect(w.port, "GET", "/api/pool", 404, CT_JSON,
+           "{\"error\":\"no GPU pool here\"}\n");
+    world_free(&w);
+}
+
+/* A pool source as the daemon gives it (arrive.c's, here a fixed one):
+ * gpu0 held, gpu1 free, gpu2 being attached, one VM waiting; from the
+ * third call on the hypervisor is gone. */
+static int fake_pool(void *arg, hd_pool_use_fn *use, void *use_arg)
+{
+    static const struct hd_pool_gpu_state g[] = {
+        {"gpu0", "ua-crane-gpu0", "0000:65:00.0", "vm <a>", false},
+        {"gpu1", "ua-crane-gpu1", "", "", false},
+        {"gpu2", "ua-crane-gpu2", "", "", true},
+    };
+    static const struct hd_pool_waiter_state w[] = {{"vm-w", "m-9", 1234.5}};
+    struct hd_pool_state s = {"host-a", g, 3, w, 1, ""};
+    int *calls = arg;
+
+    if ((*calls)++ >= 2)
+        s.error = "Input/output error";
+    return use(use_arg, &s);
+}
+
+/* The value of the series LINE (a name with labels, then a space) in the
+ * exposition TEXT, or -1. */
+static long long series(const char *text, const char *line)
+{
+    const char *p = text;
+    size_t n = strlen(line);
+
+    while ((p = strstr(p, line)) != NULL) {
+        if (p == text || p[-1] == '\n')
+            return atoll(p + n);
+        p += n;
+    }
+    return -1;
+}
+
+/* Every histogram's buckets are cumulative, series by series (a series:
+ * its labels but le), and each series' +Inf bucket is its _count. */
+static void check_histograms(const char *text)
+{
+    const char *p = text;
+    int seen = 0;
+
+    while ((p = strstr(p, "\n# TYPE ")) != NULL) {
+        char name[128], type[32], prev[256] = "";
+        long long last = 0, inf = -1;
+        const char *line;
+
+        ASSERT_EQ(sscanf(p, "\n# TYPE %127s %31s", name, type), 2);
+        p++;
+        if (strcmp(type, "histogram") != 0)
+            continue;
+        seen++;
+        for (line = strchr(p, '\n') + 1; *line != '\0' && *line != '#';
+             line = strchr(line, '\n') + 1) {
+            size_t nl = strlen(name);
+            const char *eol = strchr(line, '\n');
+            const char *sp = memrchr(line, ' ', (size_t)(eol - line));
+            long long v;
+
+            ASSERT(eol != NULL && sp != NULL);
+            ASSERT(strncmp(line, name, nl) == 0);
+            v = atoll(sp + 1);
+            if (strncmp(line + nl, "_bucket", 7) == 0) {
+                const char *le = strstr(line, "le=\"");
+                char series_[256];
+
+                ASSERT(le != NULL && le < eol);
+                snprintf(series_, sizeof(series_), "%.*s",
+                         (int)(le - line), line);
+                if (strcmp(series_, prev) != 0) {
+                    snprintf(prev, sizeof(prev), "%s", series_);
+                    last = 0;
+                }
+                ASSERT(v >= last);
+                last = v;
+                if (strncmp(le, "le=\"+Inf\"", 9) == 0)
+                    inf = v;
+            } else if (strncmp(line + nl, "_count", 6) == 0) {
+                ASSERT_EQ(v, inf);
+            }
+        }
+    }
+    ASSERT_EQ(seen, 3);
+}
+
+TEST(http_pool_and_gauges)
+{
+    struct world w = {0};
+    struct answer a = {0};
+    int calls = 0;
+    struct hd_http_sources src = {.pool = fake_pool, .arg = &calls};
+
+    world_make(&w);
+    ASSERT_EQ(hd_http_start_with(&w.http, "127.0.0.1", 0, w.h, &src), 0);
+    w.port = hd_http_port(w.http);
+    /* crane's pool JSON (pool_report.c renders it; its own tests check
+     * every field). */
+    request(w.port, "GET", "/api/pool", &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT_STR_EQ(a.ctype, CT_JSON);
+    ASSERT(strstr(a.body, "{\"host\":\"host-a\",\"total\":3,\"free\":1,"
+                          "\"held\":1,\"reserved\":1,") == a.body);
+    ASSERT(strstr(a.body, "\"holder\":\"vm <a>\"") != NULL);
+    ASSERT(strstr(a.body, "\"waiting\":[{\"domain\":\"vm-w\","
+                          "\"migration_id\":\"m-9\",\"since\":1234.5}]")
+           != NULL);
+    answer_free(&a);
+    request(w.port, "GET", "/metrics", &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT_EQ(series(a.body, "crane_gpu_pool_gpus{state=\"free\"} "), 1);
+    ASSERT_EQ(series(a.body, "crane_gpu_pool_gpus{state=\"held\"} "), 1);
+    ASSERT_EQ(series(a.body, "crane_gpu_pool_gpus{state=\"reserved\"} "), 1);
+    ASSERT_EQ(series(a.body, "crane_gpu_pool_waiting_vms "), 1);
+    ASSERT(strstr(a.body, "\ncrane_build_info{version=\"") != NULL);
+    /* Three finished live migrations in the history, 2.5 s each. */
+    ASSERT_EQ(series(a.body, "crane_migration_duration_seconds_count"
+                             "{mode=\"live\"} "), 3);
+    ASSERT_EQ(series(a.body, "crane_migration_duration_seconds_bucket"
+                             "{mode=\"live\",le=\"1\"} "), 0);
+    ASSERT_EQ(series(a.body, "crane_migration_duration_seconds_bucket"
+                             "{mode=\"live\",le=\"2.5\"} "), 3);
+    ASSERT_EQ(series(a.body, "crane_migration_duration_seconds_count"
+                             "{mode=\"offline\"} "), 0);
+    ASSERT_EQ(series(a.body, "crane_migration_stoppage_seconds_count"
+                             "{phase=\"pre\"} "), 1);
+    check_histograms(a.body);
+    answer_free(&a);
+    /* The hypervisor gone: the pool is 503, the metrics go on without
+     * its gauges. */
+    expect(w.port, "GET", "/api/pool", 503, CT_JSON, NULL);
+    request(w.port, "GET", "/metrics", &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT(strstr(a.body, "crane_gpu_pool_gpus") == NULL);
+    ASSERT(strstr(a.body, "crane_build_info") != NULL);
+    answer_free(&a);
     world_free(&w);
 }
 

@@ -3,6 +3,7 @@
 
 #include "fixture.h"
 #include "host-daemon/metrics.h"
+#include "proto/version.h"
 
 #include <errno.h>
 #include <math.h>
@@ -98,6 +99,59 @@ static char *scrape(struct hd_history *h)
     "# TYPE crane_migration_bytes_total counter\n"                           \
     "crane_migration_bytes_total " #bytes "\n"
 
+/* The duration histogram of one mode from cumulative bucket counts. */
+#define DURATION(mode, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12,   \
+                 inf, sum)                                                   \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"0.5\"} " \
+    #b1 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"1\"} "   \
+    #b2 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"2.5\"} " \
+    #b3 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"5\"} "   \
+    #b4 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"10\"} "  \
+    #b5 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"25\"} "  \
+    #b6 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"50\"} "  \
+    #b7 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"100\"} " \
+    #b8 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"250\"} " \
+    #b9 "\n"                                                                 \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"500\"} " \
+    #b10 "\n"                                                                \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"1000\"} "\
+    #b11 "\n"                                                                \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"2500\"} "\
+    #b12 "\n"                                                                \
+    "crane_migration_duration_seconds_bucket{mode=\"" mode "\",le=\"+Inf\"} "\
+    #inf "\n"                                                                \
+    "crane_migration_duration_seconds_sum{mode=\"" mode "\"} " sum "\n"      \
+    "crane_migration_duration_seconds_count{mode=\"" mode "\"} " #inf "\n"
+
+#define DURATION_HEAD                                                        \
+    "# HELP crane_migration_duration_seconds Time a finished migration "     \
+    "took, start to end, by mode.\n"                                         \
+    "# TYPE crane_migration_duration_seconds histogram\n"
+
+/* Fails unless TEXT is GOLDEN then the build info line. */
+static void assert_golden(const char *text, const char *golden)
+{
+    char *want = NULL;
+
+    ASSERT(asprintf(&want,
+                    "%s# HELP crane_build_info The crane version that serves "
+                    "these metrics.\n# TYPE crane_build_info gauge\n"
+                    "crane_build_info{version=\"%s\"} 1\n",
+                    golden, crn_version()) > 0);
+    if (strcmp(text, want) != 0)
+        fprintf(stderr, "%s", text);
+    ASSERT_STR_EQ(text, want);
+    free(want);
+}
+
 /* A known history: five migrations, every result, host steps that do not
  * count (but the downtime), a stoppage exactly on a bucket bound and one
  * past the last. */
@@ -108,6 +162,11 @@ TEST(metrics_golden)
         BUCKETS("pre", 1, 1, 2, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, "0.0675")
         BUCKETS("post", 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 3, "13.8")
         DOWNTIME(0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, "0.06")
+        /* Finished: a, b, e live in 2.5 s each (a bucket bound), c
+         * offline in 40 s; d runs and is not counted. */
+        DURATION_HEAD
+        DURATION("live", 0, 0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, "7.5")
+        DURATION("offline", 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, "40")
         COUNTERS(1, 1, 1, 1, 1, 7168);
     struct fixture_db f;
     struct hd_history *h = NULL;
@@ -136,6 +195,8 @@ TEST(metrics_golden)
     b.bytes_moved = 24;
     c.result = HD_RESULT_FAILED;
     c.bytes_moved = 0;
+    c.mode = HD_MODE_OFFLINE;
+    c.end_time = c.start_time + 40;
     d.result = HD_RESULT_RUNNING;
     d.end_time = 0;
     d.bytes_moved = 0;
@@ -152,9 +213,7 @@ TEST(metrics_golden)
     ASSERT_EQ(hd_history_add_step(h, "m-d", &sd), 0);
     ASSERT_EQ(hd_history_progress(h, "m-d", 4096), 0);
     text = scrape(h);
-    ASSERT_STR_EQ(text, golden);
-    if (strcmp(text, golden) != 0)
-        fprintf(stderr, "%s", text);
+    assert_golden(text, golden);
     free(text);
     hd_history_close(h);
     fixture_db_remove(&f);
@@ -167,6 +226,9 @@ TEST(metrics_empty_history)
         BUCKETS("pre", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
         BUCKETS("post", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
         DOWNTIME(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
+        DURATION_HEAD
+        DURATION("live", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
+        DURATION("offline", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
         COUNTERS(0, 0, 0, 0, 0, 0);
     struct fixture_db f;
     struct hd_history *h = NULL;
@@ -175,7 +237,7 @@ TEST(metrics_empty_history)
     fixture_db_make(&f);
     ASSERT_EQ(hd_history_open(f.path, &h), 0);
     text = scrape(h);
-    ASSERT_STR_EQ(text, golden);
+    assert_golden(text, golden);
     free(text);
     hd_history_close(h);
     fixture_db_remove(&f);
