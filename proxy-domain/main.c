@@ -49,6 +49,9 @@ static const char usage[] =
     "                      process of its own, so that a call that crashes\n"
     "                      the vendor library ends only that tenant; none:\n"
     "                      every tenant in this process\n"
+    "  --spares N          with --isolation tenant: workers kept started\n"
+    "                      and idle, each ready for a new tenant (1 to 64,\n"
+    "                      default 2)\n"
     "  --no-shm            never take a client's shared-memory area: bulk\n"
     "                      bytes stay on the stream (default: a client on\n"
     "                      a unix: socket may hand over a memfd)\n"
@@ -183,6 +186,7 @@ int main(int argc, char **argv)
         {"max-queued", required_argument, NULL, 'Q'},
         {"idle-timeout", required_argument, NULL, 'I'},
         {"isolation", required_argument, NULL, 'i'},
+        {"spares", required_argument, NULL, 'W'},
         {"no-shm", no_argument, NULL, 'N'},
         {"shm-dir", required_argument, NULL, 'S'},
         /* Internal: a worker started by the supervisor (supervisor.c). */
@@ -195,6 +199,7 @@ int main(int argc, char **argv)
     struct px_options opts = {
         .role = PX_ROLE_SUPERVISOR,
         .device = "all",
+        .spares = 2,
         .tls_mode = CRN_TLS_AUTO,
         .limits = {.handshake_ms = 10000,
                    .max_unauth = 64,
@@ -278,6 +283,13 @@ int main(int argc, char **argv)
                 return bad_usage("bad --isolation '%s' (tenant or none)",
                                  optarg);
             break;
+        case 'W': {
+            uint64_t n;
+            if (parse_count(optarg, &n) < 0 || n < 1 || n > 64)
+                return bad_usage("bad --spares '%s' (1 to 64)", optarg);
+            opts.spares = (unsigned)n;
+            break;
+        }
         case 'w':
             worker = true;
             break;

@@ -49,6 +49,7 @@ struct px_options {
     struct px_limits limits;
     bool no_shm;                 /* --no-shm: bulk always on the stream */
     const char *shm_dir;         /* --shm-dir: areas clients name */
+    unsigned spares;             /* --spares: idle workers kept ready */
 };
 
 /* Everything lives on one loop thread; only px_conn's queues and the
@@ -70,6 +71,7 @@ struct px_server {
     struct px_limits limits;
     bool no_shm;
     const char *shm_dir;
+    unsigned spares;             /* idle workers kept ready (supervisor) */
     bool inline_waits;           /* small device waits on the loop thread */
     enum px_role role;
     struct px_super *super;      /* PX_ROLE_SUPERVISOR: its workers */

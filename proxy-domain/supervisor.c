@@ -94,6 +94,29 @@ static struct px_wrk *spare(struct px_super *s, bool ready)
     return NULL;
 }
 
+/* Spare workers, ready or starting. */
+static unsigned spares(struct px_super *s)
+{
+    unsigned n = 0;
+
+    for (struct px_wrk *w = s->workers; w; w = w->next)
+        n += !w->exited && !w->assigned;
+    return n;
+}
+
+/* Starts spares until --spares of them are ready or starting: a worker
+ * loads the vendor before it can welcome anyone (seconds; under QEMU TCG
+ * tens of seconds), so programs that connect together, as they do at a
+ * migration's resume, each find one ready.  0, or the last spawn error. */
+static int top_up(struct px_server *srv)
+{
+    int rc = 0;
+
+    while (!srv->stopping && rc == 0 && spares(srv->super) < srv->spares)
+        rc = spawn(srv);
+    return rc;
+}
+
 static void log_stats(struct px_server *srv)
 {
     struct px_super *s = srv->super;
@@ -212,7 +235,7 @@ static void serve_waiting(struct px_server *srv)
         snprintf(w->peer, sizeof(w->peer), "%s", c->peer);
         send_to(w, c);
     }
-    if (!srv->stopping && !spare(s, false) && spawn(srv) < 0)
+    if (top_up(srv) < 0 && !spare(s, false))
         refuse_waiting(srv, "no worker could start (see the proxy's log)");
 }
 
@@ -474,7 +497,7 @@ int px_super_init(struct px_server *srv, char **argv, char *why,
         s->argv[i] = argv[i];
     s->argv[n] = "--worker";
     crane__worker__stats__init(&s->sum);
-    rc = spawn(srv);
+    rc = top_up(srv);
     if (rc < 0)
         snprintf(why, why_len, "cannot start a worker: %s", uv_strerror(rc));
     return rc;

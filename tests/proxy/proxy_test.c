@@ -4,6 +4,7 @@
 #include "proto/auth.h"
 #include "proto/frame.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1485,6 +1486,67 @@ static int test_build_options(void)
     return 0;
 }
 
+/* Child processes of PID (its workers). */
+static int children_of(pid_t pid)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return -1;
+    while ((e = readdir(d))) {
+        char path[300], buf[512], *rp;
+        int ppid = 0;
+        FILE *f;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')) &&
+            sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+            n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Waits up to 60 s for PID to have N children. */
+static bool children_become(pid_t pid, int n)
+{
+    for (int i = 0; i < 600; i++) {
+        if (children_of(pid) == n)
+            return true;
+        usleep(100000);
+    }
+    fprintf(stderr, "%d workers, expected %d\n", children_of(pid), n);
+    return false;
+}
+
+/* --spares 3: three idle workers wait from the start; each tenant takes
+ * one and another starts, so that programs connecting together (a
+ * migration's resume) each find one ready; a tenant's worker ends with it. */
+static int test_spares(void)
+{
+    struct proxy p;
+    struct client a, b;
+
+    proxy_start(&p, "--spares", "3", NULL);
+    CHECK(children_become(p.pid, 3));
+    client_open(&a, &p, NULL, 0, NULL, 0);
+    client_open(&b, &p, NULL, 0, NULL, 0);
+    compute(&a, 2);
+    compute(&b, 3);
+    CHECK(children_become(p.pid, 5));
+    client_close(&a);
+    client_close(&b);
+    CHECK(children_become(p.pid, 3));
+    proxy_stop(&p);
+    return 0;
+}
+
 /* --isolation none: every tenant in the one process, as before workers;
  * two tenants at once still compute exactly and are released. */
 static int test_single_process(void)
@@ -1531,6 +1593,7 @@ static const struct {
     {"max-objects", test_max_objects},
     {"crash-isolation", test_crash_isolation},
     {"single-process", test_single_process},
+    {"spares", test_spares},
     {"build-options", test_build_options},
 };
 
