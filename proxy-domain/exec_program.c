@@ -84,11 +84,13 @@ cl_int px_exec_program(struct px_call *c)
     size_t bytes_len = p->bulk_len ? c->bulk_len : p->source.len;
     switch (p->origin) {
     case CRANE__PROGRAM_ORIGIN__PROGRAM_SOURCE: {
-        const char *src = (const char *)bytes;
+        /* An empty source is a valid program (OpenCL refuses only a
+         * NULL string): given as "", since a length of 0 would mean a
+         * NUL-terminated string at BYTES. */
+        const char *src = bytes_len ? (const char *)bytes : "";
         size_t len = bytes_len;
-        if (len == 0)
-            return px_fail(c, CL_INVALID_VALUE, "empty source");
-        prog = clCreateProgramWithSource(ctx, 1, &src, &len, &err);
+        prog = clCreateProgramWithSource(ctx, 1, &src, len ? &len : NULL,
+                                         &err);
         break;
     }
     case CRANE__PROGRAM_ORIGIN__PROGRAM_BINARY:
@@ -161,7 +163,10 @@ static cl_int link_programs(struct px_call *c, const cl_device_id *devs,
     prog = clLinkProgram(ctx, (cl_uint)b->n_devices,
                          b->n_devices ? devs : NULL, b->options,
                          (cl_uint)b->n_inputs, inputs, NULL, NULL, &err);
-    /* A failed link may still make a program, to read its log from. */
+    /* A failed link may still make a program, to read its log from; the
+     * reply's count says whether it did (a vendor that makes none gives
+     * the program none either). */
+    c->reply.count = prog != NULL;
     if (prog) {
         cl_int kept = px_tenant_add(c->t, b->link_id, PX_PROGRAM, prog, 0,
                                     false);

@@ -423,6 +423,17 @@ static cl_int check_arg(struct px_call *c, cl_kernel k, cl_uint nargs,
             return CL_SUCCESS;   /* NULL, or the executor names the id */
         return check_mem_arg(c, a, ARG_BUFFER, 0);
     }
+    /* OpenCL: a memory object's or sampler's argument takes a handle's
+     * size, whatever the value (the vendor's first check, PoCL's too). */
+    size_t size = object ? sizeof(cl_mem)
+                  : a->is_local ? a->local_size
+                                : a->value.len;
+    if (kind != ARG_UNKNOWN && kind != ARG_VALUE && kind != ARG_LOCAL &&
+        size != sizeof(cl_mem))
+        return px_fail(c, CL_INVALID_ARG_SIZE,
+                       "argument %u: %zu bytes for a memory object or "
+                       "sampler argument",
+                       a->index, size);
     switch (kind) {
     case ARG_UNKNOWN:
     case ARG_VALUE:

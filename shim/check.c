@@ -16,10 +16,10 @@
  * own answer there, its own order of checks included.
  */
 
-bool shim_check_on_remote(cl_command_queue queue)
+bool shim_on_remote(const void *handle)
 {
-    const struct shim_obj *q = (const struct shim_obj *)queue;
-    return q && q->real && VENDOR(q->real) == &shim_remote_dispatch;
+    const struct shim_obj *o = handle;
+    return o && o->real && VENDOR(o->real) == &shim_remote_dispatch;
 }
 
 /* A buffer or sub-buffer of this context; else the error OpenCL names. */
@@ -137,7 +137,7 @@ cl_int shim_check_buffer_rect_io(cl_command_queue queue, cl_mem buffer,
                                  cl_uint n, const cl_event *events,
                                  cl_map_flags access)
 {
-    bool remote = shim_check_on_remote(queue);
+    bool remote = shim_on_remote(queue);
     struct shim_mem *m;
     cl_int err = CL_SUCCESS;
 
@@ -174,7 +174,7 @@ cl_int shim_check_fill_buffer(cl_command_queue queue, cl_mem buffer,
     struct shim_mem *m;
     cl_int err;
 
-    if (!shim_check_on_remote(queue))
+    if (!shim_on_remote(queue))
         return CL_SUCCESS;
     if ((err = io_object(queue, buffer, false, pattern, &m)) != CL_SUCCESS)
         return err;
@@ -213,7 +213,7 @@ cl_int shim_check_copy_buffer(cl_command_queue queue, cl_mem src_buffer,
     struct shim_mem *src, *dst;
     cl_int err;
 
-    if (!shim_check_on_remote(queue))
+    if (!shim_on_remote(queue))
         return CL_SUCCESS;
     if ((err = buffer_of(q, src_buffer, &src)) != CL_SUCCESS ||
         (err = buffer_of(q, dst_buffer, &dst)) != CL_SUCCESS)
@@ -248,7 +248,7 @@ cl_int shim_check_image_io(cl_command_queue queue, cl_mem image,
                            const void *ptr, cl_uint n, const cl_event *events,
                            cl_map_flags access)
 {
-    bool remote = shim_check_on_remote(queue);
+    bool remote = shim_on_remote(queue);
     struct shim_mem *m;
     cl_int err = CL_SUCCESS;
 
@@ -277,7 +277,7 @@ cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
     const cl_mem_migration_flags known =
         CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
 
-    if (!shim_check_on_remote(queue))
+    if (!shim_on_remote(queue))
         return CL_SUCCESS;
     for (cl_uint i = 0; i < n_objects; i++) {
         const struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, objects[i]);
@@ -289,4 +289,17 @@ cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
     if (flags & ~known)
         return CL_INVALID_VALUE;
     return shim_check_wait_context(q, n, events);
+}
+
+cl_int shim_check_buffer_size(const struct shim_context *c, size_t size)
+{
+    if (!shim_on_remote(c))
+        return CL_SUCCESS;
+    for (cl_uint i = 0; i < c->n_devices; i++) {
+        cl_ulong max = shim_remote_device_max_alloc(c->devices[i]->obj.real);
+        /* Unknown (the query failed): the proxy's vendor judges. */
+        if (max == 0 || size <= max)
+            return CL_SUCCESS;
+    }
+    return c->n_devices ? CL_INVALID_BUFFER_SIZE : CL_SUCCESS;
 }

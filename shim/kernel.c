@@ -113,6 +113,10 @@ static cl_int arg_apply(struct shim_kernel *k, cl_uint i)
     } else {
         value = a->size <= SHIM_ARG_INLINE ? a->v.bytes : a->v.heap;
     }
+    /* The program set it once already: the proxy need not be asked
+     * whether the shape is valid (remote_kernel.c). */
+    if (shim_on_remote(k))
+        return shim_remote_restore_arg(k->obj.real, i, a->size, value);
     return VENDOR(k->obj.real)->clSetKernelArg(k->obj.real, i, a->size,
                                                value);
 }

@@ -426,6 +426,13 @@ static cl_mem buffer_new(cl_context context, const cl_mem_properties *props,
         return NULL;
     }
     shim_enter();
+    cl_int err = shim_check_buffer_size(c, size);
+    if (err != CL_SUCCESS) {
+        shim_leave();
+        if (errcode_ret)
+            *errcode_ret = err;
+        return NULL;
+    }
     m = mem_alloc(c, flags, props, errcode_ret);
     if (m) {
         m->type = SHIM_BUFFER;

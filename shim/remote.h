@@ -31,6 +31,7 @@ struct rc_user_event {
 struct rc_device {
     struct rc_obj obj;
     cl_device_type type;
+    _Atomic cl_ulong max_alloc;  /* asked once; 0 before */
 };
 
 struct rc_platform {
@@ -78,6 +79,21 @@ struct rc_svm {
 /* The SVM allocation holding P (at *OFFSET from its start), or NULL. */
 struct rc_svm *shim_remote_svm_find(const void *p, size_t *offset);
 
+/* What a clSetKernelArg gives an argument, as far as its validity goes:
+ * the vendor accepts or refuses a shape (a __local size, a NULL buffer, a
+ * buffer, an image of each kernel access, a sampler, plain bytes of one
+ * size) for an argument whatever the value's own bytes. */
+enum rc_arg_kind {
+    RC_ARG_LOCAL,
+    RC_ARG_NULL,
+    RC_ARG_BUFFER,
+    RC_ARG_IMAGE_RW,
+    RC_ARG_IMAGE_RO,
+    RC_ARG_IMAGE_WO,
+    RC_ARG_SAMPLER,
+    RC_ARG_BYTES
+};
+
 /* A kernel's arguments, cached until the next launch carries the changed
  * ones. */
 struct rc_arg {
@@ -88,6 +104,12 @@ struct rc_arg {
     uint64_t svm_offset;
     size_t size;
     unsigned char *value;        /* malloc()ed, size bytes */
+    /* The shapes the proxy's vendor accepted for this argument (bits of
+     * enum rc_arg_kind), and the size of plain bytes it accepted: a set
+     * of one of these is batched, any other is sent and answered first
+     * (remote_kernel.c). */
+    uint8_t valid_kinds;
+    size_t valid_bytes;
 };
 
 struct rc_kernel {

@@ -81,6 +81,19 @@ cl_int CL_API_CALL rc_clCreateSubDevices(
     return err;
 }
 
+cl_ulong shim_remote_device_max_alloc(void *device)
+{
+    struct rc_device *d = device;
+    cl_ulong v = atomic_load_explicit(&d->max_alloc, memory_order_relaxed);
+
+    if (v == 0 &&
+        rc_get_info(CRANE__INFO_FN__INFO_DEVICE, d->obj.id, 0,
+                    CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(v), &v,
+                    NULL) == CL_SUCCESS)
+        atomic_store_explicit(&d->max_alloc, v, memory_order_relaxed);
+    return v;
+}
+
 cl_int CL_API_CALL rc_clReleaseDevice(cl_device_id d)
 {
     /* Root devices belong to the connection; sub-devices to the program. */

@@ -215,41 +215,170 @@ cl_int CL_API_CALL rc_clSetKernelExecInfo(cl_kernel h, cl_uint param,
     }
 }
 
-cl_int CL_API_CALL rc_clSetKernelArg(cl_kernel h, cl_uint index, size_t size,
-                                     const void *value)
+/* The shape of a clSetKernelArg (enum rc_arg_kind); *OBJ is the memory
+ * object or sampler it names, else NULL. */
+static enum rc_arg_kind arg_kind(size_t size, const void *value,
+                                 struct rc_obj **obj)
 {
-    struct rc_kernel *k = (void *)h;
-    struct rc_obj *obj = NULL;
+    const struct rc_mem *m;
 
-    /* Local memory (a NULL value) is only a size: no bytes travel. */
+    *obj = NULL;
+    if (!value)
+        return RC_ARG_LOCAL;
+    if (size != sizeof(void *))
+        return RC_ARG_BYTES;
+    if (!*(void *const *)value)
+        return RC_ARG_NULL;
+    if (!(*obj = shim_remote_by_addr(*(void *const *)value)))
+        return RC_ARG_BYTES;
+    if ((*obj)->kind == SHIM_SAMPLER)
+        return RC_ARG_SAMPLER;
+    m = (const struct rc_mem *)*obj;
+    if (!m->elem)
+        return RC_ARG_BUFFER;
+    /* A read_only image argument refuses a write-only image, and the
+     * reverse (OpenCL's rule): each access is a shape of its own. */
+    if (m->flags & CL_MEM_READ_ONLY)
+        return RC_ARG_IMAGE_RO;
+    return m->flags & CL_MEM_WRITE_ONLY ? RC_ARG_IMAGE_WO : RC_ARG_IMAGE_RW;
+}
+
+/* Whether the proxy's vendor accepted this shape for argument A before. */
+static bool arg_known(const struct rc_arg *a, enum rc_arg_kind kind,
+                      size_t size)
+{
+    return (a->valid_kinds & (1u << kind)) &&
+           (kind != RC_ARG_BYTES || size == a->valid_bytes);
+}
+
+static void arg_learn(struct rc_arg *a, enum rc_arg_kind kind, size_t size)
+{
+    a->valid_kinds |= (uint8_t)(1u << kind);
+    if (kind == RC_ARG_BYTES)
+        a->valid_bytes = size;
+}
+
+/* Argument A (number INDEX) as a message; VALUE its bytes. */
+static void arg_message(const struct rc_arg *a, cl_uint index,
+                        const void *value, Crane__KernelArg *out)
+{
+    static const Crane__KernelArg empty = CRANE__KERNEL_ARG__INIT;
+
+    *out = empty;
+    out->index = index;
+    out->is_object = a->is_object;
+    out->object = a->object;
+    out->is_local = a->is_local;
+    out->is_svm = a->is_svm;
+    out->svm_offset = a->svm_offset;
+    out->local_size = a->is_local ? a->size : 0;
+    out->value.data = (uint8_t *)value;
+    out->value.len = value ? a->size : 0;
+}
+
+/* Sets argument INDEX to NEXT (its bytes at VALUE) on the proxy now and
+ * waits for the vendor's verdict: *ACCEPTED when it took it. */
+static cl_int arg_send_now(struct rc_kernel *k, cl_uint index,
+                           const struct rc_arg *next, const void *value,
+                           bool *accepted)
+{
+    Crane__SetKernelArgs sa = CRANE__SET_KERNEL_ARGS__INIT;
+    Crane__KernelArg ka, *one = &ka;
+    struct rc_reply r;
+
+    arg_message(next, index, value, &ka);
+    sa.kernel = k->obj.id;
+    sa.n_args = 1;
+    sa.args = &one;
+    RC_MSG(m, set_kernel_args, SET_KERNEL_ARGS, &sa);
+    cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    /* An earlier batched call's error may come back instead of this
+     * call's own verdict, which the reply still holds. */
+    *accepted = r.reply && r.reply->err == CL_SUCCESS;
+    shim_remote_reply_free(&r);
+    return err;
+}
+
+/* Keeps NEXT (its bytes at VALUE) as argument INDEX of K, to be sent with
+ * the next launch (CHANGED) or already on the proxy; caller holds
+ * k->lock. */
+static cl_int arg_store(struct rc_kernel *k, cl_uint index,
+                        const struct rc_arg *next, const void *value,
+                        bool changed)
+{
+    struct rc_arg *a = arg_slot(k, index);
+
+    if (!a)
+        return CL_OUT_OF_HOST_MEMORY;
+    a->is_object = next->is_object;
+    a->is_local = next->is_local;
+    a->object = next->object;
+    a->size = next->size;
+    if (value && !next->is_object && next->size) {
+        if (!(a->value = malloc(next->size)))
+            return CL_OUT_OF_HOST_MEMORY;
+        memcpy(a->value, value, next->size);
+    }
+    if (changed != a->changed)
+        k->n_changed += changed ? 1 : -1;
+    a->changed = changed;
+    return CL_SUCCESS;
+}
+
+/*
+ * Only the vendor knows an argument's type, so its errors for a wrong size
+ * or kind of value cannot be told here.  The first set of each shape of
+ * each argument is therefore sent at once and answered by the vendor;
+ * once accepted, the same shape is batched ever after (a memory object or
+ * sampler in it is checked to be one of ours by the lookup that finds
+ * it), and only a new shape costs a round trip again.  TRUSTED: a switch
+ * restoring a value the vendor on the other side took, batched at once.
+ */
+static cl_int set_arg(struct rc_kernel *k, cl_uint index, size_t size,
+                      const void *value, bool trusted)
+{
+    struct rc_obj *obj;
+    enum rc_arg_kind kind = arg_kind(size, value, &obj);
+    struct rc_arg next = {.is_object = obj != NULL, .is_local = !value,
+                          .object = obj ? obj->id : 0, .size = size};
+    const void *bytes = value && !obj && size ? value : NULL;
+    bool known, accepted = true;
+    cl_int err = CL_SUCCESS;
+
     if (index > 4096)
         return CL_INVALID_ARG_INDEX;
     if (value && size > 65536)
         return CL_INVALID_ARG_SIZE;
-    if (value && size == sizeof(void *))
-        obj = shim_remote_by_addr(*(void *const *)value);
     pthread_mutex_lock(&k->lock);
-    struct rc_arg *a = arg_slot(k, index);
-    if (!a) {
-        pthread_mutex_unlock(&k->lock);
-        return CL_OUT_OF_HOST_MEMORY;
+    known = trusted ||
+            (index < k->n_args && arg_known(&k->args[index], kind, size));
+    /* OpenCL's rule for an argument known to be __local. */
+    if (known && kind == RC_ARG_LOCAL && size == 0)
+        err = CL_INVALID_ARG_SIZE;
+    else if (!known)
+        err = arg_send_now(k, index, &next, bytes, &accepted);
+    /* Known: kept to go with the next launch; else already set there. */
+    if (known ? err == CL_SUCCESS : accepted) {
+        cl_int kept = arg_store(k, index, &next, bytes, known);
+        if (kept == CL_SUCCESS)
+            arg_learn(&k->args[index], kind, size);
+        else if (err == CL_SUCCESS)
+            err = kept;
     }
-    a->is_object = obj != NULL;
-    a->is_local = !value;
-    a->object = obj ? obj->id : 0;
-    a->size = size;
-    if (value && !obj && size) {
-        if (!(a->value = malloc(size))) {
-            pthread_mutex_unlock(&k->lock);
-            return CL_OUT_OF_HOST_MEMORY;
-        }
-        memcpy(a->value, value, size);
-    }
-    if (!a->changed)
-        k->n_changed++;
-    a->changed = true;
     pthread_mutex_unlock(&k->lock);
-    return CL_SUCCESS;
+    return err;
+}
+
+cl_int CL_API_CALL rc_clSetKernelArg(cl_kernel h, cl_uint index, size_t size,
+                                     const void *value)
+{
+    return set_arg((struct rc_kernel *)h, index, size, value, false);
+}
+
+cl_int shim_remote_restore_arg(void *kernel, cl_uint index, size_t size,
+                               const void *value)
+{
+    return set_arg(kernel, index, size, value, true);
 }
 
 /* The changed arguments as messages; caller holds k->lock. */
@@ -262,17 +391,7 @@ static size_t collect_args(struct rc_kernel *k, Crane__KernelArg *store,
         struct rc_arg *a = &k->args[i];
         if (!a->changed)
             continue;
-        Crane__KernelArg ka = CRANE__KERNEL_ARG__INIT;
-        ka.index = i;
-        ka.is_object = a->is_object;
-        ka.object = a->object;
-        ka.is_local = a->is_local;
-        ka.is_svm = a->is_svm;
-        ka.svm_offset = a->svm_offset;
-        ka.local_size = a->is_local ? a->size : 0;
-        ka.value.data = a->value;
-        ka.value.len = a->value ? a->size : 0;
-        store[n] = ka;
+        arg_message(a, i, a->value, &store[n]);
         ptrs[n] = &store[n];
         n++;
     }

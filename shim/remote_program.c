@@ -198,10 +198,12 @@ cl_program CL_API_CALL rc_clCreateProgramWithBuiltInKernels(
 
 typedef void(CL_CALLBACK *build_notify_fn)(cl_program, void *);
 
+/* A build, compile or link, answered; *MADE: whether a link made its
+ * program (NULL for the others). */
 static cl_int build(Crane__BuildOp op, cl_program p, cl_context c, cl_uint n,
                     const cl_device_id *devs, const char *options,
                     cl_uint n_inputs, const cl_program *inputs,
-                    const char **names, uint64_t link_id)
+                    const char **names, uint64_t link_id, bool *made)
 {
     Crane__BuildProgram bp = CRANE__BUILD_PROGRAM__INIT;
     uint64_t ids[64], in[256];
@@ -226,6 +228,8 @@ static cl_int build(Crane__BuildOp op, cl_program p, cl_context c, cl_uint n,
     bp.link_id = link_id;
     RC_MSG(m, build_program, BUILD_PROGRAM, &bp);
     cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    if (made)
+        *made = r.reply && r.reply->count;
     shim_remote_reply_free(&r);
     return err;
 }
@@ -236,7 +240,7 @@ cl_int CL_API_CALL rc_clBuildProgram(cl_program p, cl_uint n,
                                      build_notify_fn notify, void *data)
 {
     cl_int err = build(CRANE__BUILD_OP__BUILD, p, NULL, n, devs, options, 0,
-                       NULL, NULL, 0);
+                       NULL, NULL, 0, NULL);
     if (notify)
         notify(p, data);
     return err;
@@ -250,7 +254,7 @@ cl_int CL_API_CALL rc_clCompileProgram(cl_program p, cl_uint n,
                                        build_notify_fn notify, void *data)
 {
     cl_int err = build(CRANE__BUILD_OP__COMPILE, p, NULL, n, devs, options,
-                       n_headers, headers, names, 0);
+                       n_headers, headers, names, 0, NULL);
     if (notify)
         notify(p, data);
     return err;
@@ -269,11 +273,13 @@ cl_program CL_API_CALL rc_clLinkProgram(cl_context c, cl_uint n,
         RC_SET_ERR(CL_OUT_OF_HOST_MEMORY);
         return NULL;
     }
+    bool made = false;
     cl_int err = build(CRANE__BUILD_OP__LINK, NULL, c, n, devs, options,
-                       n_inputs, inputs, NULL, o->id);
+                       n_inputs, inputs, NULL, o->id, &made);
     RC_SET_ERR(err);
-    /* A failed link may still make a program (with a log to read). */
-    if (err != CL_SUCCESS && err != CL_LINK_PROGRAM_FAILURE) {
+    /* A failed link may still make a program (with a log to read), if the
+     * proxy's vendor made one. */
+    if (err != CL_SUCCESS && (err != CL_LINK_PROGRAM_FAILURE || !made)) {
         shim_remote_untrack(o);
         free(o);
         o = NULL;

@@ -387,6 +387,10 @@ int shim_sampler_realize(struct shim_sampler *s);
 int shim_program_realize(struct shim_program *p);
 int shim_kernel_realize(struct shim_kernel *k);
 int shim_kernel_reset_args(struct shim_kernel *k);
+/* A kernel argument a switch sets again on the remote backend: batched,
+ * its shape taken as valid (remote_kernel.c). */
+cl_int shim_remote_restore_arg(void *kernel, cl_uint index, size_t size,
+                               const void *value);
 int shim_event_realize(struct shim_event *e);
 int shim_device_realize(struct shim_device *d);
 
@@ -703,7 +707,8 @@ void shim_kernel_launching(cl_kernel handle);
  * rules on objects, sizes and wait lists are checked only for a queue on
  * the remote backend (the vendor judges them itself in passthrough); the
  * host access check (shim_mem_host_check) runs on every backend. */
-bool shim_check_on_remote(cl_command_queue queue);
+/* Whether a live shadow's real handle is the remote backend's. */
+bool shim_on_remote(const void *handle);
 cl_int shim_check_wait_context(const struct shim_queue *q, cl_uint n,
                                const cl_event *events);
 cl_int shim_check_buffer_io(cl_command_queue queue, cl_mem buffer,
@@ -732,6 +737,11 @@ cl_int shim_check_fill_image(cl_command_queue queue, cl_mem image,
                              const void *color, const size_t *origin,
                              const size_t *region, cl_uint n,
                              const cl_event *events);
+/* A new buffer of SIZE bytes in C: CL_INVALID_BUFFER_SIZE above every
+ * device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (the remote backend's devices:
+ * asked once, shim_remote_device_max_alloc in remote_context.c). */
+cl_int shim_check_buffer_size(const struct shim_context *c, size_t size);
+cl_ulong shim_remote_device_max_alloc(void *device);
 cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
                           const cl_mem *objects, cl_mem_migration_flags flags,
                           cl_uint n, const cl_event *events);

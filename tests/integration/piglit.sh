@@ -43,19 +43,9 @@ build/optimization-options-cl11+.cl"
 # Left out, each with its reason (printed with the verdicts), by mode ("all"
 # or the mode); each one remoted is a known defect of the remote backend or
 # the proxy, reproduced by `piglit.sh remote` with the line removed.
-REMOTE_DEFERS="a call the remote backend batches answers CL_SUCCESS before \
-the proxy's vendor has judged it: invalid arguments are never reported (and \
-switching back to the vendor afterwards fails, -5)"
 declare -A LEFT_OUT=(
     [all:cl-api-get-extension-function-address-for-platform]="ocl-icd answers a NULL platform with its own clIcdGetPlatformIDsKHR; the shim, in the loader's place, answers NULL as the specification says"
-    [remote:cl-api-build-program]="remoted, building a program made from an empty string gives CL_INVALID_PROGRAM (natively CL_SUCCESS)"
-    [switch:cl-api-build-program]="remoted, building a program made from an empty string gives CL_INVALID_PROGRAM (natively CL_SUCCESS)"
-    [remote:cl-api-compile-program]="remoted, compiling a program made from an empty string gives CL_INVALID_PROGRAM (natively CL_SUCCESS)"
-    [remote:cl-api-create-buffer]="a buffer larger than CL_DEVICE_MAX_MEM_ALLOC_SIZE is created remotely with CL_SUCCESS (the proxy's vendor judges it later)"
     [remote:cl-api-create-command-queue]="PoCL exit()s natively when asked for a device-side queue; the proxy refuses it, so the program goes on and fails"
-    [remote:cl-api-link-program]="remoted, a link that fails answers CL_SUCCESS, not CL_LINK_PROGRAM_FAILURE"
-    [remote:cl-api-set-kernel-arg]=$REMOTE_DEFERS
-    [switch:cl-api-set-kernel-arg]=$REMOTE_DEFERS
 )
 
 # Why a test is left out of this mode, or nothing.

@@ -96,6 +96,7 @@ TEST_ENTRY(check_copy_buffer)
 TEST_ENTRY(check_buffer_rect)
 TEST_ENTRY(check_images)
 TEST_ENTRY(check_migrate)
+TEST_ENTRY(check_buffer_size)
 
 /* shim/kernel_sig.c: tests/unit/test_kernel_sig.c */
 TEST_ENTRY(kernel_sig_classes)

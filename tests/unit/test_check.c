@@ -111,7 +111,7 @@ TEST(check_buffer_io)
     char host[1024];
 
     world_make(&w, true);
-    ASSERT(shim_check_on_remote(Q(w)));
+    ASSERT(shim_on_remote(Q(w)));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct io_case *c = &cases[i];
         cl_event ev = (cl_event)(c->foreign_event ? w.foreign_ev : w.ev);
@@ -139,7 +139,7 @@ TEST(check_passthrough_leaves_it_to_the_vendor)
     static const char pattern[3] = {0};
 
     world_make(&w, false);
-    ASSERT(!shim_check_on_remote(Q(w)));
+    ASSERT(!shim_on_remote(Q(w)));
     ASSERT_EQ(shim_check_buffer_io(Q(w), M(w.buf), 4096, 4, host, 0, NULL,
                                    CL_MAP_READ),
               CL_SUCCESS);
@@ -325,4 +325,41 @@ TEST(check_migrate)
     ASSERT_EQ(shim_check_migrate(Q(w), 2, mine, 4, 0, NULL),
               CL_INVALID_VALUE);
     world_free(&w);
+}
+
+/* Above every device's largest allocation: refused before it leaves. */
+TEST(check_buffer_size)
+{
+    static struct rc_obj ctx_real = {&shim_remote_dispatch, 3, SHIM_CONTEXT,
+                                     false};
+    static struct rc_device small = {{&shim_remote_dispatch, 4, SHIM_DEVICE,
+                                      false},
+                                     CL_DEVICE_TYPE_CPU, 1024};
+    static struct rc_device large = {{&shim_remote_dispatch, 5, SHIM_DEVICE,
+                                      false},
+                                     CL_DEVICE_TYPE_GPU, 4096};
+    struct shim_device *devs[2];
+    struct shim_context *c =
+        shim_obj_new(SHIM_CONTEXT, sizeof(struct shim_context), NULL);
+
+    for (int i = 0; i < 2; i++) {
+        devs[i] = shim_obj_new(SHIM_DEVICE, sizeof(struct shim_device),
+                               i ? (void *)&large : (void *)&small);
+    }
+    c->devices = devs;
+    c->n_devices = 1;
+    /* Passthrough: the vendor judges. */
+    ASSERT_EQ(shim_check_buffer_size(c, 1 << 20), CL_SUCCESS);
+    c->obj.real = &ctx_real;
+    ASSERT_EQ(shim_check_buffer_size(c, 1024), CL_SUCCESS);
+    ASSERT_EQ(shim_check_buffer_size(c, 1025), CL_INVALID_BUFFER_SIZE);
+    /* Allowed if any device of the context can hold it. */
+    c->n_devices = 2;
+    ASSERT_EQ(shim_check_buffer_size(c, 4096), CL_SUCCESS);
+    ASSERT_EQ(shim_check_buffer_size(c, 4097), CL_INVALID_BUFFER_SIZE);
+    c->obj.real = NULL;
+    c->n_devices = 0;
+    c->devices = NULL;
+    for (int i = 0; i < 2; i++)
+        devs[i]->obj.real = NULL;
 }
