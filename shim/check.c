@@ -16,10 +16,15 @@
  * own answer there, its own order of checks included.
  */
 
+bool shim_real_on_remote(const void *real)
+{
+    return real && VENDOR(real) == &shim_remote_dispatch;
+}
+
 bool shim_on_remote(const void *handle)
 {
     const struct shim_obj *o = handle;
-    return o && o->real && VENDOR(o->real) == &shim_remote_dispatch;
+    return o && shim_real_on_remote(o->real);
 }
 
 /* A buffer or sub-buffer of this context; else the error OpenCL names. */
@@ -82,7 +87,7 @@ static cl_int io_object(cl_command_queue queue, cl_mem mem, bool image,
 }
 
 /* The end of every check of a transfer between the program and a memory
- * object: its host access flags (on every backend), then the wait list. */
+ * object: its host access flags (shim_mem_host_check), then the wait list. */
 static cl_int io_finish(cl_command_queue queue, cl_mem mem, bool remote,
                         cl_uint n, const cl_event *events,
                         cl_map_flags access)

@@ -72,15 +72,6 @@ static bool host_access_inherits(cl_mem_flags flags, const struct shim_mem *p)
     return true;
 }
 
-extern const struct _cl_icd_dispatch shim_remote_dispatch;
-
-/* Whether REAL is an object of the proxy (made without host access
- * flags), not of a vendor loaded here. */
-static bool on_proxy(const void *real)
-{
-    return real && VENDOR(real) == &shim_remote_dispatch;
-}
-
 /* Whether host access flags HOST forbid ACCESS from the host. */
 static bool forbids(cl_mem_flags host, cl_map_flags access)
 {
@@ -94,13 +85,15 @@ static bool forbids(cl_mem_flags host, cl_map_flags access)
 bool shim_mem_host_forbids(const struct shim_mem *m, const void *real,
                            cl_map_flags access)
 {
-    return real && !on_proxy(real) && forbids(host_access(m), access);
+    return real && !shim_real_on_remote(real) &&
+           forbids(host_access(m), access);
 }
 
 /* The flags the real object of M is made with in the context CTX. */
 static cl_mem_flags real_flags(const struct shim_mem *m, const void *ctx)
 {
-    return on_proxy(ctx) ? m->flags & ~HOST_ACCESS_FLAGS : m->flags;
+    return shim_real_on_remote(ctx) ? m->flags & ~HOST_ACCESS_FLAGS
+                                     : m->flags;
 }
 
 cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
@@ -112,7 +105,8 @@ cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
     /* Whatever the vendor refuses first (a bad object, another context)
      * it still answers itself; a vendor's object carries the flags, and
      * its vendor judges. */
-    if (!q || !m || m->context != q->context || !on_proxy(m->obj.real))
+    if (!q || !m || m->context != q->context ||
+        !shim_real_on_remote(m->obj.real))
         return CL_SUCCESS;
     return forbids(host_access(m), access) ? CL_INVALID_OPERATION
                                            : CL_SUCCESS;
@@ -295,7 +289,7 @@ static cl_int flags_verdict(struct shim_mem *m, void *copy_from)
     void *probe;
     cl_int err;
 
-    if (!on_proxy(m->context->obj.real))
+    if (!shim_real_on_remote(m->context->obj.real))
         return CL_SUCCESS;
     if (!flags_valid(m->flags))
         return CL_INVALID_VALUE;
@@ -331,7 +325,7 @@ static void remember_flags(struct shim_mem *m)
 {
     cl_mem_flags f = m->flags, parent;
 
-    if (!host_access(m) || !on_proxy(m->obj.real)) {
+    if (!host_access(m) || !shim_real_on_remote(m->obj.real)) {
         if (VENDOR(m->obj.real)->clGetMemObjectInfo(
                 m->obj.real, CL_MEM_FLAGS, sizeof(f), &f, NULL) != CL_SUCCESS)
             f = m->flags;

@@ -706,8 +706,11 @@ void shim_kernel_launching(cl_kernel handle);
 /* Each returns CL_SUCCESS or the error OpenCL names for the call.  The
  * rules on objects, sizes and wait lists are checked only for a queue on
  * the remote backend (the vendor judges them itself in passthrough); the
- * host access check (shim_mem_host_check) runs on every backend. */
-/* Whether a live shadow's real handle is the remote backend's. */
+ * transfers' checks end with shim_mem_host_check's. */
+
+/* Whether a real handle is the remote backend's (an object of the
+ * proxy), and whether a live shadow's real handle is. */
+bool shim_real_on_remote(const void *real);
 bool shim_on_remote(const void *handle);
 cl_int shim_check_wait_context(const struct shim_queue *q, cl_uint n,
                                const cl_event *events);
