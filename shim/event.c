@@ -122,6 +122,8 @@ clWaitForEvents(cl_uint num_events, const cl_event *event_list)
                                                   (const cl_event *)wl.real);
         shim_xlate_done(&wl);
     }
+    if (err == CL_SUCCESS)
+        err = shim_owed_take();
     shim_leave();
     return err;
 }

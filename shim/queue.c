@@ -114,6 +114,25 @@ clReleaseCommandQueue(cl_command_queue command_queue)
     return rc < 0 ? CL_INVALID_COMMAND_QUEUE : CL_SUCCESS;
 }
 
+/* A switch away from the proxy may hand an error of a batched call on
+ * (shim_owed_take): the program's next clFinish or clWaitForEvents
+ * reports it, as the proxy would have. */
+SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
+clFinish(cl_command_queue command_queue)
+{
+    cl_int err;
+
+    if (!SHIM_LIVE(command_queue))
+        return CL_INVALID_COMMAND_QUEUE;
+    shim_enter();
+    void *real = R(command_queue);
+    err = real ? VENDOR(real)->clFinish(real) : CL_INVALID_COMMAND_QUEUE;
+    if (err == CL_SUCCESS)
+        err = shim_owed_take();
+    shim_leave();
+    return err;
+}
+
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetCommandQueueInfo(
     cl_command_queue command_queue, cl_command_queue_info param_name,
     size_t param_value_size, void *param_value, size_t *param_value_size_ret)

@@ -23,11 +23,38 @@ extern atomic_long shim_svm_live;
 bool shim_remote_alive(void);
 unsigned long shim_remote_generation(void);
 size_t shim_remote_reads_outstanding(void);
+cl_int shim_remote_hand_over_deferred(void);
 extern atomic_long shim_event_callbacks_pending;
 void shim_event_retire(struct shim_event *e);
 void shim_event_drain_deferred(void);
 void shim_image_region(const struct shim_mem *m, size_t region[3]);
 size_t shim_image_row_bytes(const struct shim_mem *m);
+
+SHIM_TLS bool shim_own_calls;
+
+/* The first error of the program's batched calls that a switch away from
+ * the proxy took with it, for the program's next clFinish or
+ * clWaitForEvents: a switch must neither fail for it (the program's
+ * error, not the switch's) nor lose it. */
+static atomic_int owed;
+
+static void owe(cl_int err)
+{
+    int none = CL_SUCCESS;
+
+    if (err != CL_SUCCESS) {
+        LOG_DEBUG("re-home: an error of a batched call (%d) goes on to the "
+                  "program's next clFinish or clWaitForEvents", err);
+        atomic_compare_exchange_strong(&owed, &none, err);
+    }
+}
+
+cl_int shim_owed_take(void)
+{
+    if (SHIM_LIKELY(!atomic_load_explicit(&owed, memory_order_relaxed)))
+        return CL_SUCCESS;
+    return (cl_int)atomic_exchange(&owed, CL_SUCCESS);
+}
 
 /* The first cause of the switch under way's failure, in words, for the
  * operator (cranectl status, through control.c). */
@@ -1094,8 +1121,8 @@ static int end(struct shim_rehome_times *t, int rc, const char *from,
     return rc;
 }
 
-int shim_switch(const struct shim_backend_ops *to,
-                struct shim_rehome_times *t)
+static int switch_to(const struct shim_backend_ops *to,
+                     struct shim_rehome_times *t)
 {
     struct pass ps = {.n_hq = 0};
     const struct shim_backend_ops *from = shim.backend;
@@ -1128,15 +1155,19 @@ int shim_switch(const struct shim_backend_ops *to,
                  "; the proxy connection is gone (closed, or silent past "
                  "CRANE_PROXY_TIMEOUT_MS)");
     }
+    /* The program's errors left on the proxy go with it. */
+    if (rc == 0 && from == &shim_remote_ops && to != from)
+        owe(shim_remote_hand_over_deferred());
     /* Objects made ahead that this switch did not adopt. */
     shim_precopy_drop_targets();
     reopen(&ps, t, t0);
     return end(t, rc, from->name, to->name);
 }
 
+
 /* Stop-and-copy: everything out to RAM and the vendor unloaded; the gate
  * stays closed, so the program's OpenCL calls wait until shim_unpark(). */
-int shim_park(struct shim_rehome_times *t)
+static int park(struct shim_rehome_times *t)
 {
     struct pass ps = {.n_hq = 0};
     double t0;
@@ -1152,6 +1183,8 @@ int shim_park(struct shim_rehome_times *t)
         reopen(&ps, t, t0);
         return end(t, rc, from->name, "parked");
     }
+    if (from == &shim_remote_ops)
+        owe(shim_remote_hand_over_deferred());
     shim.parked = true;
     shim.parked_from = from;
     shim.parked_at = t0;
@@ -1160,7 +1193,7 @@ int shim_park(struct shim_rehome_times *t)
 }
 
 /* Back from stop-and-copy onto the backend the program was parked from. */
-int shim_unpark(struct shim_rehome_times *t)
+static int unpark(struct shim_rehome_times *t)
 {
     struct pass ps = {.n_hq = 0};
 
@@ -1191,6 +1224,41 @@ int shim_unpark(struct shim_rehome_times *t)
     /* Calls were held since the park: that whole time is stoppage. */
     t->block = t0 - shim.parked_at;
     return end(t, rc, "parked", to->name);
+}
+
+/* A switch, a park or an unpark, this thread's calls marked as its own
+ * (shim_own_calls) meanwhile. */
+enum move { MOVE_SWITCH, MOVE_PARK, MOVE_UNPARK };
+
+static int own_calls(enum move what, const struct shim_backend_ops *to,
+                     struct shim_rehome_times *t)
+{
+    bool was = shim_own_calls;
+    int rc;
+
+    shim_own_calls = true;
+    if (what == MOVE_SWITCH)
+        rc = switch_to(to, t);
+    else
+        rc = what == MOVE_PARK ? park(t) : unpark(t);
+    shim_own_calls = was;
+    return rc;
+}
+
+int shim_switch(const struct shim_backend_ops *to,
+                struct shim_rehome_times *t)
+{
+    return own_calls(MOVE_SWITCH, to, t);
+}
+
+int shim_park(struct shim_rehome_times *t)
+{
+    return own_calls(MOVE_PARK, NULL, t);
+}
+
+int shim_unpark(struct shim_rehome_times *t)
+{
+    return own_calls(MOVE_UNPARK, NULL, t);
 }
 
 /* The backend a re-home goes to: CRANE_REHOME_TO=native (a plain re-home

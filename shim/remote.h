@@ -163,8 +163,12 @@ cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
  * waits; a later synchronising call sees them arrived (docs/remoting.md). */
 cl_int shim_remote_call_detached(Crane__ClientMessage *m, void *dst,
                                  size_t dst_len);
-/* The error of an earlier batched call, once (0 if none). */
+/* The error of an earlier batched call, once (0 if none); in a switch's
+ * own calls (shim_own_calls) left for the program. */
 cl_int shim_remote_take_deferred(void);
+/* That error taken whoever asks: for a switch leaving the proxy, which
+ * hands it on to the program (shim_owed_take). */
+cl_int shim_remote_hand_over_deferred(void);
 /* Sends everything batched. */
 cl_int shim_remote_flush(void);
 void shim_remote_reply_free(struct rc_reply *r);

@@ -272,13 +272,22 @@ static int queue_locked(Crane__ClientMessage *m, const void *bulk,
 
 cl_int shim_remote_take_deferred(void)
 {
-    cl_int err = (cl_int)atomic_exchange(&cn.deferred_err, 0);
+    /* A switch's own calls must neither fail for the program's error nor
+     * swallow it (a switch back would fail, and the error be lost). */
+    cl_int err = shim_own_calls ? CL_SUCCESS
+                                : (cl_int)atomic_exchange(&cn.deferred_err,
+                                                          0);
 
     /* A dead connection fails everything, even a clFinish with nothing
      * left to send: what it was waiting for will never come. */
     if (err == CL_SUCCESS && atomic_load(&cn.dead))
         err = CL_DEVICE_NOT_AVAILABLE;
     return err;
+}
+
+cl_int shim_remote_hand_over_deferred(void)
+{
+    return (cl_int)atomic_exchange(&cn.deferred_err, 0);
 }
 
 /* Which connection is up (0: none yet); objects of an older one are

@@ -403,6 +403,15 @@ int shim_device_realize(struct shim_device *d);
 /* The vendor's error code when a realize function returned -EIO. */
 extern SHIM_TLS cl_int shim_vendor_err;
 
+/* Set while this thread runs a switch (rehome.c): its calls to the proxy
+ * answer their own verdicts and leave the errors of the program's batched
+ * calls to the program (remote_conn.c). */
+extern SHIM_TLS bool shim_own_calls;
+/* An error of a batched call that a switch away from the proxy handed on:
+ * owed once to the program's next clFinish or clWaitForEvents (rehome.c);
+ * CL_SUCCESS if none. */
+cl_int shim_owed_take(void);
+
 /* Releases a shadow's twin on the proxy, if it has one (rehome.c). */
 void shim_twin_release(struct shim_obj *o);
 

@@ -339,6 +339,12 @@ case_ "remote/tls" tests/integration/remote.sh tls "$PROGS/buffers"
 case_ "native/user-events-threads" "$RUN" $B/tests/integration/user_events
 case_ "remote/user-events-threads" tests/integration/remote.sh remote \
     $B/tests/integration/user_events
+# An error only the proxy's vendor finds, in a batched call, crosses a
+# switch back to the vendor: the switch works, the next clFinish reports
+# it once (tests/integration/deferred.c); natively it comes at once.
+case_ "native/deferred" $B/tests/integration/deferred
+case_ "switch/deferred" tests/integration/remote.sh switch 1000000 2 \
+    $B/tests/integration/deferred
 # Devices matched by identity, not position: switched to a proxy offering
 # PoCL and a fake accelerator platform (both orders) each program lands on
 # PoCL; to a proxy offering only the fake, every move is refused first.
