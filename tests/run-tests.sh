@@ -354,6 +354,14 @@ for p in kernels images; do
 done
 case_ "devices/refused" tests/integration/devices.sh refused $PROGS/kernels
 case_ "devices/refused-cranectl" tests/integration/devices.sh control
+# Host access flags on a vendor that does not enforce them (fakecl.c
+# wrapping PoCL, as NVIDIA's OpenCL): natively, under the shim and re-homed
+# the program sees the same verdicts, its buffers keep every byte, and the
+# vendor sees no forbidden host access the shim made itself.  Then maps in
+# shim memory of buffers the host may only write, re-homed.
+case_ "lenient/hostaccess" tests/integration/lenient.sh
+case_ "portable-maps/hostaccess" env CRANE_PORTABLE_MAPS=1 CRANE_STAGING_MB=0 \
+    bash -c 'rehome_case 13 1 "$RUN" "$PROGS/hostaccess"'
 # Coarse-grained SVM (maps, SVM kernel arguments, copies, fills, frees),
 # the device/host timers and destructor callbacks: natively and remoted.
 for t in svm timers callbacks; do

@@ -30,11 +30,12 @@ REMOTE_TEST_BINS := $(B)/tests/integration/user_events \
     $(B)/tests/integration/svm $(B)/tests/integration/timers \
     $(B)/tests/integration/callbacks $(B)/tests/integration/bulk_loop \
     $(B)/tests/integration/deferred \
-    $(B)/tests/integration/libcrane-fakecl.so
+    $(B)/tests/integration/libcrane-fakecl.so \
+    $(B)/tests/integration/hostaccess_lenient
 $(B)/tests/integration/libcrane-fakecl.so: tests/integration/fakecl.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -shared \
-	    -fPIC $< -o $@
+	    -fPIC $< -o $@ -ldl -pthread
 $(B)/tests/integration/%: tests/integration/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \
