@@ -14,7 +14,8 @@
 #   HOSTCTL_BIN      $(B)/bin/crane-hostctl (crane's steps of a migration
 #                    another tool performs; the pool for schedulers)
 #   HOSTD_TOOLS      $(B)/tests/hostd-serve: serves a history file over
-#                    HTTP (the dashboard's browser test)
+#                    HTTP (the dashboard's browser test); hostd-seed:
+#                    writes a realistic history of one host
 
 ifeq ($(shell pkg-config --exists sqlite3 && echo yes),yes)
 
@@ -128,6 +129,7 @@ HOSTD_BIN := $(B)/bin/crane-hostd
 MIGRATE_BIN := $(B)/bin/crane-migrate
 HOSTCTL_BIN := $(B)/bin/crane-hostctl
 HOSTD_SERVE_BIN := $(B)/tests/hostd-serve
+HOSTD_SEED_BIN := $(B)/tests/hostd-seed
 HOSTD_FAKE_BIN := $(B)/tests/hostd-fake
 # The daemon's objects without main(), for tests that drive its parts.
 HOSTD_CORE_OBJS := $(filter-out $(B)/obj/host-daemon/main.o,$(HOSTD_OBJS))
@@ -137,6 +139,7 @@ HOSTD_HV_TEST_OBJS := $(HOSTD_HV_TEST_SRCS:%.c=$(B)/obj/%.o) \
 HOSTD_HV_TEST_BIN := $(B)/tests/hostd-hv-tests
 
 all: $(HOSTD_BIN) $(MIGRATE_BIN) $(HOSTCTL_BIN) $(HOSTD_SERVE_BIN) \
+     $(HOSTD_SEED_BIN) \
      $(HOSTD_FAKE_BIN) \
      $(if $(HOSTD_HV_TEST_SRCS),$(HOSTD_HV_TEST_BIN))
 
@@ -162,6 +165,11 @@ $(B)/obj/tests/hostd-tools/%.o: tests/hostd-tools/%.c
 	$(CC) $(CFLAGS) $(HOSTD_DEFS) -I. -c -o $@ $<
 
 $(HOSTD_SERVE_BIN): $(B)/obj/tests/hostd-tools/serve.o $(HOSTD_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(HOSTD_LIBS) $(LDFLAGS) -pthread
+
+# A realistic history of one host for the dashboard's tests on crane-hostd.
+$(HOSTD_SEED_BIN): $(B)/obj/tests/hostd-tools/seed.o $(HOSTD_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(HOSTD_LIBS) $(LDFLAGS) -pthread
 

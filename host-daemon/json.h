@@ -44,7 +44,7 @@ int hd_json_page(struct hd_buf *out, const struct hd_migration *list,
  * ST as {"count":N (migrations the figures are over), "total":TOTAL (how
  * many the filter took), "all":G, "modes":[G live, G offline],
  * "trend":[{"start":S,"end":S,"count":N,"failed":N,"pre":D,"post":D,
- * "downtime":D},...], "hosts":[G,...], "hosts_left_out":N,
+ * "downtime":D,"downtime_live":D,"downtime_offline":D},...], "hosts":[G,...], "hosts_left_out":N,
  * "domains":[G,...], "domains_left_out":N}, where a group G is
  * {"name":..,"count":N,"results":{"running":N,"ok":N,...},"as_source":N,
  * "as_destination":N,"bytes_moved":N,"last_start":S|null,"pre":D,

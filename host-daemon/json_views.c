@@ -96,6 +96,8 @@ int hd_json_stats(struct hd_buf *out, const struct hd_stats *st,
         put_dist(out, "pre", &b->pre);
         put_dist(out, "post", &b->post);
         put_dist(out, "downtime", &b->downtime);
+        put_dist(out, "downtime_live", &b->downtime_by_mode[0]);
+        put_dist(out, "downtime_offline", &b->downtime_by_mode[1]);
         hd_buf_puts(out, "}");
     }
     hd_buf_puts(out, "]");

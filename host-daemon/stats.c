@@ -212,6 +212,14 @@ static void make_trend(const struct hd_summary *s, size_t n, unsigned buckets,
         bk->pre = dist_over(s, idx, k, M_PRE, scratch);
         bk->post = dist_over(s, idx, k, M_POST, scratch);
         bk->downtime = dist_over(s, idx, k, M_DOWNTIME, scratch);
+        for (int m = 0; m < 2; m++) {
+            size_t km = 0;
+
+            for (size_t i = 0; i < k; i++)
+                if (s[idx[i]].mode == (m == 0 ? HD_MODE_LIVE : HD_MODE_OFFLINE))
+                    scratch[km++] = s[idx[i]].downtime;
+            bk->downtime_by_mode[m] = hd_dist_of(scratch, km);
+        }
     }
 }
 

@@ -48,6 +48,9 @@ struct hd_bucket {
     struct hd_dist pre;
     struct hd_dist post;
     struct hd_dist downtime;
+    /* The downtime per mode: a live VM pauses for the last round only,
+     * an offline one for the whole copy (index HD_MODE_LIVE - 1, ...). */
+    struct hd_dist downtime_by_mode[2];
 };
 
 struct hd_stats {

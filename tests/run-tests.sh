@@ -416,6 +416,10 @@ done
 # for schedulers) against crane-hostd on libvirt's test driver: about 1 s.
 case_ "hostd/hostctl" bash tests/hostd/hostctl.sh
 case_ "hostd/dashboard" bash tests/hostd/dashboard.sh
+# The dashboard of a real crane-hostd (libvirt's test driver, four GPUs,
+# a VM waiting, 240 seeded migrations): trend, pool, kinds, pages, filters
+# against its API (about 20 s).
+case_ "hostd/dashboard-hostd" sh tests/hostd/dashboard-hostd.sh
 HV_TESTS=$B/tests/hostd-hv-tests
 if [ -x "$HV_TESTS" ]; then
     # libvirt_remote_* and e2e_* need two real libvirtd: e2e/hostd-hv

@@ -181,6 +181,21 @@ out:
     return rc;
 }
 
+/* A stand-in for crane-hostd's pool (hd_pool_read_fn): gpu0 held, gpu1
+ * free, no VM waiting; the dashboard asks for a pool on every poll. */
+static int stand_in_pool(void *arg, hd_pool_use_fn *use, void *use_arg)
+{
+    static const struct hd_pool_gpu_state gpus[] = {
+        {"gpu0", "ua-crane-gpu0", "0000:65:00.0", "vm-ok", false},
+        {"gpu1", "ua-crane-gpu1", "0000:66:00.0", "", false},
+    };
+    struct hd_pool_state s = {.host = "gpu-host-a", .gpus = gpus,
+                              .n_gpus = 2, .error = ""};
+
+    (void)arg;
+    return use(use_arg, &s);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hostd-serve HISTORY.db PORT\n"
@@ -188,7 +203,7 @@ static void usage(FILE *f)
                "       hostd-serve --advance HISTORY.db\n"
                "Serves the dashboard, /api and /metrics of HISTORY.db on"
                " 127.0.0.1:PORT (0: any free port, printed) until stdin"
-               " closes; with --fixture, writes a sample history (finished,"
+               " closes, with a stand-in GPU pool of two GPUs; with --fixture, writes a sample history (finished,"
                " rolled-back, failed and running migrations) into the new"
                " file HISTORY.db instead; with --advance, moves that"
                " fixture's running migration one event on (exit 3 once it"
@@ -199,6 +214,7 @@ int main(int argc, char **argv)
 {
     struct hd_history *h = NULL;
     struct hd_http *s = NULL;
+    const struct hd_http_sources pool = {.pool = stand_in_pool};
     char buf[64];
     int rc;
 
@@ -225,7 +241,8 @@ int main(int argc, char **argv)
         return rc == -EALREADY ? 3 : rc < 0 ? 1 : 0;
     }
     if ((rc = hd_history_open(argv[1], &h)) < 0 ||
-        (rc = hd_http_start(&s, NULL, (uint16_t)atoi(argv[2]), h)) < 0) {
+        (rc = hd_http_start_with(&s, NULL, (uint16_t)atoi(argv[2]), h,
+                                 &pool)) < 0) {
         fprintf(stderr, "hostd-serve: cannot serve %s: %s\n", argv[1],
                 strerror(-rc));
         hd_history_close(h);

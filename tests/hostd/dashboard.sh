@@ -3,8 +3,8 @@
 #
 #   tests/hostd/dashboard.sh [HISTORY.db]
 #
-# Serves HISTORY.db (without it: a fixture written by `hostd-serve
-# --fixture`: an ok, a rolled-back with markup in its error, a failed and a
+# Serves HISTORY.db (with hostd-serve's stand-in pool of two GPUs; without
+# it: a fixture written by `hostd-serve --fixture`: an ok, a rolled-back with markup in its error, a failed and a
 # running migration) with build/tests/hostd-serve on an ephemeral port,
 # loads the page in headless Chromium (the newest migration, then each one
 # by #id=ID) and checks the DOM it built against the JSON API of the same
@@ -105,7 +105,7 @@ dump() {
 python3 - "$base" "${DASHBOARD_MAX_PAGES:-20}" >"$tmp/pages" <<'EOF'
 import json, sys, urllib.request
 base, most = sys.argv[1], int(sys.argv[2])
-with urllib.request.urlopen(base + "/api/migrations?limit=100") as r:
+with urllib.request.urlopen(base + "/api/migrations?limit=50") as r:
     ms = json.load(r)["migrations"]
 print("index")
 for i, m in enumerate(ms[:most]):
@@ -118,7 +118,10 @@ done <"$tmp/pages"
 
 python3 - "$base" "$tmp" "$fixture" <<'EOF'
 """Checks the dumped DOMs against the API of the same server."""
-import html.parser, json, os, re, sys, urllib.request
+import json, os, re, sys, urllib.request
+sys.path.insert(0, os.path.join(os.getcwd(), "tests", "hostd"))
+import dom
+from dom import Node
 
 base, tmp, fixture = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 failures = []
@@ -139,81 +142,12 @@ def get(path):
         return r.status, dict(r.headers), r.read()
 
 
-class Node:
-    def __init__(self, tag, attrs, parent):
-        self.tag, self.attrs, self.parent = tag, dict(attrs), parent
-        self.children = []
-
-    def text(self):
-        return "".join(c if isinstance(c, str) else c.text()
-                       for c in self.children)
-
-    def walk(self):
-        yield self
-        for c in self.children:
-            if isinstance(c, Node):
-                yield from c.walk()
-
-    def find_all(self, pred):
-        return [n for n in self.walk() if pred(n)]
-
-    def by_id(self, ident):
-        found = self.find_all(lambda n: n.attrs.get("id") == ident)
-        return found[0] if found else None
-
-    def classes(self):
-        return (self.attrs.get("class") or "").split()
-
-
-class TreeBuilder(html.parser.HTMLParser):
-    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input",
-            "link", "meta", "source", "track", "wbr"}
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#document", [], None)
-        self.cur = self.root
-
-    def handle_starttag(self, tag, attrs):
-        n = Node(tag, attrs, self.cur)
-        self.cur.children.append(n)
-        if tag not in self.VOID:
-            self.cur = n
-
-    def handle_startendtag(self, tag, attrs):
-        self.cur.children.append(Node(tag, attrs, self.cur))
-
-    def handle_endtag(self, tag):
-        n = self.cur
-        while n is not None and n.tag != tag:
-            n = n.parent
-        if n is not None and n.parent is not None:
-            self.cur = n.parent
-
-    def handle_data(self, data):
-        self.cur.children.append(data)
-
-
 def load(name):
-    with open(os.path.join(tmp, name + ".html"), encoding="utf-8") as f:
-        raw = f.read()
-    b = TreeBuilder()
-    b.feed(raw)
-    b.close()
-    return raw, b.root
+    return dom.load(tmp, name)
 
 
 def console_errors(name):
-    """The page's console messages that are errors or policy violations."""
-    bad = []
-    with open(os.path.join(tmp, name + ".log"), encoding="utf-8",
-              errors="replace") as f:
-        for line in f:
-            if "CONSOLE" in line and re.search(
-                    r"Uncaught|Refused|TrustedHTML|TrustedScript|"
-                    r"Content Security Policy|Error", line):
-                bad.append(line.strip())
-    return bad
+    return dom.console_errors(tmp, name)
 
 
 def near(a, b):
@@ -247,10 +181,12 @@ for directive in ("default-src 'none'", "script-src 'unsafe-inline'",
     check(directive in csp, "GET /: CSP %r lacks %r" % (csp, directive))
 check(h.get("x-content-type-options") == "nosniff", "GET /: no nosniff")
 check(get("/dashboard")[2] == page, "GET /dashboard differs from GET /")
-check(not re.search(rb"<(link|img|iframe)\b|\bsrc=|https?://", page),
+# (The SVG namespace is a name, not something loaded.)
+check(not re.search(rb"<(link|img|iframe)\b|\bsrc=|https?://(?!www\.w3\.org/"
+                    rb"2000/svg')", page),
       "the page refers to something outside itself")
 
-migrations = json.loads(get("/api/migrations?limit=100")[2])["migrations"]
+migrations = json.loads(get("/api/migrations?limit=50")[2])["migrations"]
 details = {m["id"]: json.loads(get("/api/migrations/" + m["id"])[2])
            for m in migrations}
 running = [m["id"] for m in migrations if details[m["id"]]["result"] ==
@@ -470,107 +406,12 @@ EOF
 
 python3 - "$chrome" "$serve" "$tmp" <<'EOF'
 """The live run: one page open while the running migration moves on."""
-import fcntl, json, os, select, subprocess, sys, time
+import json, os, subprocess, sys, time
+sys.path.insert(0, os.path.join(os.getcwd(), "tests", "hostd"))
+from dom import Browser
 
 chrome, serve, tmp = sys.argv[1:4]
 failures = []
-
-
-class Browser:
-    """Headless Chromium driven over --remote-debugging-pipe (fds 3, 4):
-    JSON messages separated by NUL bytes."""
-
-    def __init__(self, log):
-        to_r, self.to_chrome = os.pipe()
-        self.from_chrome, from_w = os.pipe()
-        hi_r = fcntl.fcntl(to_r, fcntl.F_DUPFD, 100)
-        hi_w = fcntl.fcntl(from_w, fcntl.F_DUPFD, 100)
-
-        def child_fds():
-            os.dup2(hi_r, 3)
-            os.dup2(hi_w, 4)
-
-        self.proc = subprocess.Popen(
-            [chrome, "--headless=new", "--no-sandbox", "--disable-gpu",
-             "--no-first-run", "--disable-extensions",
-             "--disable-dev-shm-usage", "--remote-debugging-pipe",
-             "--user-data-dir=" + os.path.join(tmp, "live-profile"),
-             "--window-size=1400,1000", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-            pass_fds=(3, 4), preexec_fn=child_fds)
-        for fd in (to_r, from_w, hi_r, hi_w):
-            os.close(fd)
-        self.buf = b""
-        self.next_id = 0
-        self.session = None
-        self.errors = []
-
-    def _read(self, deadline):
-        while b"\0" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no answer from chromium")
-            if select.select([self.from_chrome], [], [], left)[0]:
-                chunk = os.read(self.from_chrome, 1 << 16)
-                if not chunk:
-                    raise RuntimeError("chromium closed its pipe")
-                self.buf += chunk
-        msg, _, self.buf = self.buf.partition(b"\0")
-        return json.loads(msg)
-
-    def _event(self, m):
-        method, p = m.get("method"), m.get("params", {})
-        if method == "Runtime.exceptionThrown":
-            self.errors.append(json.dumps(p.get("exceptionDetails"))[:400])
-        elif method == "Runtime.consoleAPICalled" and p.get("type") in (
-                "error", "assert"):
-            self.errors.append(json.dumps(p.get("args"))[:400])
-        elif method == "Log.entryAdded":
-            e = p.get("entry", {})
-            if e.get("level") == "error" and not str(
-                    e.get("url", "")).endswith("/favicon.ico"):
-                self.errors.append(e.get("text", "")[:400])
-
-    def send(self, method, params=None, session=True, timeout=30):
-        self.next_id += 1
-        msg = {"id": self.next_id, "method": method, "params": params or {}}
-        if session and self.session:
-            msg["sessionId"] = self.session
-        os.write(self.to_chrome, json.dumps(msg).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            m = self._read(deadline)
-            if m.get("id") == self.next_id:
-                if "error" in m:
-                    raise RuntimeError("%s: %s" % (method, m["error"]))
-                return m.get("result", {})
-            self._event(m)
-
-    def open(self, url):
-        t = self.send("Target.createTarget", {"url": "about:blank"}, False)
-        self.session = self.send("Target.attachToTarget", {
-            "targetId": t["targetId"], "flatten": True}, False)["sessionId"]
-        self.send("Runtime.enable")
-        self.send("Log.enable")
-        self.send("Page.navigate", {"url": url})
-
-    def eval(self, expr):
-        r = self.send("Runtime.evaluate", {"expression": expr,
-                                           "returnByValue": True})
-        if "exceptionDetails" in r:
-            raise RuntimeError("evaluating: %s" % r["exceptionDetails"])
-        return r["result"].get("value")
-
-    def close(self):
-        try:
-            self.send("Browser.close", session=False, timeout=10)
-        except Exception:
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # What the page shows, as one object.
@@ -620,7 +461,7 @@ log = open(os.path.join(tmp, "live.log"), "w")
 srv = subprocess.Popen([serve, db, "0"], stdin=subprocess.PIPE,
                        stdout=subprocess.PIPE, stderr=log)
 port = int(srv.stdout.readline().split()[1])
-b = Browser(log)
+b = Browser(chrome, os.path.join(tmp, "live-profile"), log)
 try:
     b.open("http://127.0.0.1:%d/" % port)
     wait_for(b, "the running migration, as written", lambda s:

@@ -148,6 +148,11 @@ TEST(stats_groups_and_trend)
     ASSERT_EQ(st->trend[0].count, 2);
     ASSERT(st->trend[0].pre.p50 == 0.01 && st->trend[0].pre.p95 == 0.03);
     ASSERT(st->trend[0].downtime.max == 2.0);
+    /* Downtime per mode: the offline one's 2 s, the live one's 50 ms. */
+    ASSERT_EQ(st->trend[0].downtime_by_mode[0].n, 1);
+    ASSERT(st->trend[0].downtime_by_mode[0].max == 0.05);
+    ASSERT_EQ(st->trend[0].downtime_by_mode[1].n, 1);
+    ASSERT(st->trend[0].downtime_by_mode[1].p50 == 2.0);
     ASSERT_EQ(st->trend[1].count, 0);
     ASSERT_EQ(st->trend[1].pre.n, 0);
     ASSERT(isnan(st->trend[1].pre.p50));
