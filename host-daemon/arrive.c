@@ -376,12 +376,17 @@ int hd_waiting_recover(struct hd_daemon *d)
 {
     struct hd_history *h;
     struct hd_migration *list = NULL;
+    struct hd_filter running;
     size_t n = 0;
     int rc;
 
     if ((rc = hd_history_open(d->cfg.history, &h)) < 0)
         return rc;
-    rc = hd_history_list(h, HD_LIST_MAX, &list, &n);
+    /* The running ones wherever they are in the history, not only among
+     * the newest: a VM may wait longer than a thousand migrations take. */
+    hd_filter_init(&running);
+    running.result = HD_RESULT_RUNNING;
+    rc = hd_history_query(h, &running, 0, HD_LIST_MAX, &list, &n, NULL);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct hd_migration *m = &list[i];
         const struct hv_gpu *gpu;
