@@ -36,10 +36,11 @@ const char *const hd__stmt_sql[ST_COUNT] = {
     [ST_TOTALS] = "SELECT result, count(*), total(bytes_moved)"
                   " FROM migrations GROUP BY result",
     [ST_STOPPAGES] =
-        "SELECT phase, duration FROM steps"
-        " WHERE (pid IS NOT NULL AND phase IN ('pre', 'post'))"
-        " OR (pid IS NULL AND phase = 'downtime')"
-        " ORDER BY migration_id, seq",
+        "SELECT s.phase, s.duration, m.mode FROM steps s"
+        " JOIN migrations m ON m.id = s.migration_id"
+        " WHERE (s.pid IS NOT NULL AND s.phase IN ('pre', 'post'))"
+        " OR (s.pid IS NULL AND s.phase = 'downtime')"
+        " ORDER BY s.migration_id, s.seq",
     /* Steps go with their migration (ON DELETE CASCADE). */
     [ST_PRUNE] = "DELETE FROM migrations"
                  " WHERE result != 'running' AND end_time < ?",

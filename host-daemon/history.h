@@ -177,10 +177,11 @@ int hd_history_each_duration(struct hd_history *h, hd_duration_fn *fn,
                              void *arg);
 
 /* Calls FN for each program step in phase "pre" or "post", and each host
- * step "downtime" (the VM's own pause, from the hypervisor), with its phase
- * and duration; FN returns 0 or -errno, and its first error ends the walk
- * and is returned. */
-typedef int hd_stoppage_fn(void *arg, const char *phase, double seconds);
+ * step "downtime" (the VM's own pause, from the hypervisor), with its
+ * migration's mode, its phase and duration; FN returns 0 or -errno, and
+ * its first error ends the walk and is returned. */
+typedef int hd_stoppage_fn(void *arg, enum hd_mode mode, const char *phase,
+                           double seconds);
 int hd_history_each_stoppage(struct hd_history *h, hd_stoppage_fn *fn,
                              void *arg);
 

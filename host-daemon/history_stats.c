@@ -53,8 +53,13 @@ int hd_history_each_stoppage(struct hd_history *h, hd_stoppage_fn *fn,
     s = hd__stmt(h, ST_STOPPAGES);
     while (rc == 0 && (src = sqlite3_step(s)) == SQLITE_ROW) {
         const char *phase = (const char *)sqlite3_column_text(s, 0);
+        int mode = hd__name_index(hd__mode_names, HD__MODE_NAMES,
+                                  (const char *)sqlite3_column_text(s, 2));
 
-        rc = fn(arg, phase != NULL ? phase : "", sqlite3_column_double(s, 1));
+        /* A hand-edited row with an unknown mode is left out. */
+        if (mode > 0)
+            rc = fn(arg, (enum hd_mode)mode, phase != NULL ? phase : "",
+                    sqlite3_column_double(s, 1));
     }
     if (rc == 0 && src != SQLITE_DONE)
         rc = hd__log_sqlite(h, src, "reading stoppage times");

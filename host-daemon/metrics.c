@@ -31,6 +31,15 @@ static const char *const duration_le_text[HD_DURATION_BUCKETS] = {
     "2500",
 };
 
+static const double downtime_le[HD_DOWNTIME_BUCKETS] = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+    0.5,   1,      2.5,   5,    10,    25,   50,  100,
+};
+static const char *const downtime_le_text[HD_DOWNTIME_BUCKETS] = {
+    "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
+    "0.5",   "1",      "2.5",   "5",    "10",    "25",   "50",  "100",
+};
+
 static const char *const phase_names[HD_PHASE_COUNT] = {
     [HD_PHASE_PRE] = "pre",
     [HD_PHASE_POST] = "post",
@@ -45,19 +54,21 @@ _Static_assert(sizeof(counted_results) / sizeof(*counted_results) ==
                    HD_RESULT_COUNT - 1,
                "every result but running is counted");
 
-int hd_metrics_observe(struct hd_metrics *m, const char *phase,
-                       double seconds)
+int hd_metrics_observe(struct hd_metrics *m, enum hd_mode mode,
+                       const char *phase, double seconds)
 {
     int p;
 
-    if (m == NULL || phase == NULL || !isfinite(seconds) || seconds < 0)
+    if (m == NULL || phase == NULL || !isfinite(seconds) || seconds < 0 ||
+        hd_mode_name(mode) == NULL)
         return -EINVAL;
     if (strcmp(phase, "downtime") == 0) {
-        for (int i = 0; i < HD_STOPPAGE_BUCKETS; i++)
-            if (seconds <= bucket_le[i])
-                m->downtime.buckets[i]++;
-        m->downtime.count++;
-        m->downtime.sum += seconds;
+        p = mode == HD_MODE_LIVE ? 0 : 1;
+        for (int i = 0; i < HD_DOWNTIME_BUCKETS; i++)
+            if (seconds <= downtime_le[i])
+                m->downtime[p].buckets[i]++;
+        m->downtime[p].count++;
+        m->downtime[p].sum += seconds;
         return 0;
     }
     for (p = 0; p < HD_PHASE_COUNT; p++)
@@ -98,11 +109,12 @@ static int duration_cb(void *arg, enum hd_mode mode, double seconds)
     return rc == -EINVAL ? 0 : rc;
 }
 
-static int observe_cb(void *arg, const char *phase, double seconds)
+static int observe_cb(void *arg, enum hd_mode mode, const char *phase,
+                      double seconds)
 {
     /* The history returns only "pre", "post" and "downtime"; a hand-edited row with a
      * negative time is skipped rather than failing the whole scrape. */
-    int rc = hd_metrics_observe(arg, phase, seconds);
+    int rc = hd_metrics_observe(arg, mode, phase, seconds);
 
     return rc == -EINVAL ? 0 : rc;
 }
@@ -185,17 +197,26 @@ static void render_downtime(const struct hd_metrics *m, struct hd_buf *out)
 {
     hd_buf_printf(out,
                   "# HELP %s Time a migrating VM was paused (the "
-                  "hypervisor's downtime).\n# TYPE %s histogram\n",
+                  "hypervisor's downtime), by mode.\n# TYPE %s histogram\n",
                   DOWNTIME, DOWNTIME);
-    for (int i = 0; i < HD_STOPPAGE_BUCKETS; i++)
-        hd_buf_printf(out, DOWNTIME "_bucket{le=\"%s\"} %llu\n",
-                      bucket_le_text[i],
-                      (unsigned long long)m->downtime.buckets[i]);
-    hd_buf_printf(out, DOWNTIME "_bucket{le=\"+Inf\"} %llu\n" DOWNTIME "_sum ",
-                  (unsigned long long)m->downtime.count);
-    hd_buf_put_double(out, m->downtime.sum);
-    hd_buf_printf(out, "\n" DOWNTIME "_count %llu\n",
-                  (unsigned long long)m->downtime.count);
+    for (int i = 0; i < 2; i++) {
+        const char *mode = hd_mode_name(i == 0 ? HD_MODE_LIVE
+                                               : HD_MODE_OFFLINE);
+
+        for (int b = 0; b < HD_DOWNTIME_BUCKETS; b++) {
+            put_series(out, DOWNTIME "_bucket", "mode", mode,
+                       downtime_le_text[b]);
+            hd_buf_printf(out, "%llu\n",
+                          (unsigned long long)m->downtime[i].buckets[b]);
+        }
+        put_series(out, DOWNTIME "_bucket", "mode", mode, "+Inf");
+        hd_buf_printf(out, "%llu\n", (unsigned long long)m->downtime[i].count);
+        put_series(out, DOWNTIME "_sum", "mode", mode, NULL);
+        hd_buf_put_double(out, m->downtime[i].sum);
+        hd_buf_puts(out, "\n");
+        put_series(out, DOWNTIME "_count", "mode", mode, NULL);
+        hd_buf_printf(out, "%llu\n", (unsigned long long)m->downtime[i].count);
+    }
 }
 
 #define DURATION "crane_migration_duration_seconds"

@@ -10,6 +10,10 @@
 /* Upper bounds (seconds) of crane_migration_stoppage_seconds' buckets. */
 #define HD_STOPPAGE_BUCKETS 13
 
+/* Upper bounds (seconds) of crane_migration_downtime_seconds' buckets: the
+ * stoppage's, then on to 100 s (an offline VM pauses for the whole copy). */
+#define HD_DOWNTIME_BUCKETS 16
+
 /* Upper bounds (seconds) of crane_migration_duration_seconds' buckets. */
 #define HD_DURATION_BUCKETS 12
 
@@ -24,12 +28,13 @@ struct hd_metrics {
         uint64_t count;
         double sum;
     } stoppage[HD_PHASE_COUNT];
-    /* The VMs' own downtime (the hypervisor's job stats), same buckets. */
+    /* The VMs' own downtime (the hypervisor's job stats), by mode (index
+     * HD_MODE_LIVE - 1, HD_MODE_OFFLINE - 1). */
     struct {
-        uint64_t buckets[HD_STOPPAGE_BUCKETS];
+        uint64_t buckets[HD_DOWNTIME_BUCKETS];
         uint64_t count;
         double sum;
-    } downtime;
+    } downtime[2];
     /* Finished migrations, start to end, by mode (index HD_MODE_LIVE - 1,
      * HD_MODE_OFFLINE - 1). */
     struct {
@@ -45,10 +50,10 @@ struct hd_metrics {
 };
 
 /* Adds one program's stoppage of SECONDS in PHASE ("pre" or "post"), or
- * a VM's downtime (PHASE "downtime"); -EINVAL for another phase or a
- * negative or non-finite time. */
-int hd_metrics_observe(struct hd_metrics *m, const char *phase,
-                       double seconds);
+ * the downtime of a VM migrated in MODE (PHASE "downtime"); -EINVAL for
+ * another phase or mode, or a negative or non-finite time. */
+int hd_metrics_observe(struct hd_metrics *m, enum hd_mode mode,
+                       const char *phase, double seconds);
 
 /* Adds one finished migration of MODE that took SECONDS; -EINVAL for an
  * unknown mode or a negative or non-finite time. */
@@ -63,7 +68,8 @@ int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m);
  * Appends M in the Prometheus text format (version 0.0.4) to OUT, in this
  * order:
  *   crane_migration_stoppage_seconds{phase}  histogram: "pre", then "post"
- *   crane_migration_downtime_seconds         histogram: the VM paused
+ *   crane_migration_downtime_seconds{mode}   histogram: the VM paused,
+ *                                            "live", then "offline"
  *   crane_migration_duration_seconds{mode}   histogram: finished ones,
  *                                            "live", then "offline"
  *   crane_migrations_total{result}           counter of finished ones:

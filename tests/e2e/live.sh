@@ -505,7 +505,7 @@ assert d and 0 < d[0]["duration"] < 30, d
 print("    history: pre/post of both programs, downtime %.1f ms" % (d[0]["duration"] * 1e3))
 PY
 curl -sf "http://127.0.0.1:$((PORT0 + 1))/metrics" > "$WORK/metrics-src.txt"
-grep -qE '^crane_migration_downtime_seconds_count [1-9]' "$WORK/metrics-src.txt" ||
+grep -qE '^crane_migration_downtime_seconds_count\{mode="live"\} [1-9]' "$WORK/metrics-src.txt" ||
     fail "metrics: no downtime"
 grep -qE '^crane_migration_stoppage_seconds_count\{phase="post"\} [1-9]' "$WORK/metrics-src.txt" ||
     fail "metrics: no post stoppage"

@@ -61,28 +61,27 @@ static char *scrape(struct hd_history *h)
     "were held, per program and migration phase.\n"                          \
     "# TYPE crane_migration_stoppage_seconds histogram\n"
 
-/* The downtime histogram from cumulative bucket counts. */
-#define DOWNTIME(b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13,     \
-                 inf, sum)                                                   \
+/* The downtime histogram of one mode from cumulative bucket counts. */
+#define DOWNTIME(mode, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12,   \
+                 b13, b14, b15, b16, inf, sum)                               \
+    DT_BUCKET(mode, "0.001", b1) DT_BUCKET(mode, "0.0025", b2)               \
+    DT_BUCKET(mode, "0.005", b3) DT_BUCKET(mode, "0.01", b4)                 \
+    DT_BUCKET(mode, "0.025", b5) DT_BUCKET(mode, "0.05", b6)                 \
+    DT_BUCKET(mode, "0.1", b7) DT_BUCKET(mode, "0.25", b8)                   \
+    DT_BUCKET(mode, "0.5", b9) DT_BUCKET(mode, "1", b10)                     \
+    DT_BUCKET(mode, "2.5", b11) DT_BUCKET(mode, "5", b12)                    \
+    DT_BUCKET(mode, "10", b13) DT_BUCKET(mode, "25", b14)                    \
+    DT_BUCKET(mode, "50", b15) DT_BUCKET(mode, "100", b16)                   \
+    DT_BUCKET(mode, "+Inf", inf)                                             \
+    "crane_migration_downtime_seconds_sum{mode=\"" mode "\"} " sum "\n"     \
+    "crane_migration_downtime_seconds_count{mode=\"" mode "\"} " #inf "\n"
+#define DT_BUCKET(mode, le, n)                                               \
+    "crane_migration_downtime_seconds_bucket{mode=\"" mode "\",le=\"" le     \
+    "\"} " #n "\n"
+#define DOWNTIME_HEAD                                                        \
     "# HELP crane_migration_downtime_seconds Time a migrating VM was "       \
-    "paused (the hypervisor's downtime).\n"                                  \
-    "# TYPE crane_migration_downtime_seconds histogram\n"                    \
-    "crane_migration_downtime_seconds_bucket{le=\"0.001\"} " #b1 "\n"        \
-    "crane_migration_downtime_seconds_bucket{le=\"0.0025\"} " #b2 "\n"       \
-    "crane_migration_downtime_seconds_bucket{le=\"0.005\"} " #b3 "\n"        \
-    "crane_migration_downtime_seconds_bucket{le=\"0.01\"} " #b4 "\n"         \
-    "crane_migration_downtime_seconds_bucket{le=\"0.025\"} " #b5 "\n"        \
-    "crane_migration_downtime_seconds_bucket{le=\"0.05\"} " #b6 "\n"         \
-    "crane_migration_downtime_seconds_bucket{le=\"0.1\"} " #b7 "\n"          \
-    "crane_migration_downtime_seconds_bucket{le=\"0.25\"} " #b8 "\n"         \
-    "crane_migration_downtime_seconds_bucket{le=\"0.5\"} " #b9 "\n"          \
-    "crane_migration_downtime_seconds_bucket{le=\"1\"} " #b10 "\n"           \
-    "crane_migration_downtime_seconds_bucket{le=\"2.5\"} " #b11 "\n"         \
-    "crane_migration_downtime_seconds_bucket{le=\"5\"} " #b12 "\n"           \
-    "crane_migration_downtime_seconds_bucket{le=\"10\"} " #b13 "\n"          \
-    "crane_migration_downtime_seconds_bucket{le=\"+Inf\"} " #inf "\n"        \
-    "crane_migration_downtime_seconds_sum " sum "\n"                         \
-    "crane_migration_downtime_seconds_count " #inf "\n"
+    "paused (the hypervisor's downtime), by mode.\n"                         \
+    "# TYPE crane_migration_downtime_seconds histogram\n"
 
 #define COUNTERS(ok, failed, rolled, remoting, running, bytes)               \
     "# HELP crane_migrations_total Finished migrations, by result.\n"        \
@@ -161,7 +160,12 @@ TEST(metrics_golden)
         HISTOGRAM_HEAD
         BUCKETS("pre", 1, 1, 2, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, "0.0675")
         BUCKETS("post", 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 3, "13.8")
-        DOWNTIME(0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, "0.06")
+        /* a's 0.06 s (live); c, offline, paused 40 s */
+        DOWNTIME_HEAD
+        DOWNTIME("live", 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                 "0.06")
+        DOWNTIME("offline", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1,
+                 1, "40")
         /* Finished: a, b, e live in 2.5 s each (a bucket bound), c
          * offline in 40 s; d runs and is not counted. */
         DURATION_HEAD
@@ -185,7 +189,10 @@ TEST(metrics_golden)
         fixture_step("post", 102, "ffmpeg", 4, 1.5),
     };
     struct hd_step sb = fixture_step("pre", 7, "sim", 0, 0.001);
-    struct hd_step sc = fixture_step("post", 9, "train", 2, 12);
+    struct hd_step sc[] = {
+        fixture_step("post", 9, "train", 2, 12),
+        fixture_step("downtime", 0, NULL, 1, 40),
+    };
     struct hd_step sd = fixture_step("pre", 11, "render", 0, 0.05);
     struct hd_step se = fixture_step("arrive", 0, NULL, 3, 0.5);
     char *text;
@@ -207,7 +214,7 @@ TEST(metrics_golden)
     ASSERT_EQ(hd_history_open(f.path, &h), 0);
     ASSERT_EQ(hd_history_record(h, &a, sa, sizeof(sa) / sizeof(*sa)), 0);
     ASSERT_EQ(hd_history_record(h, &b, &sb, 1), 0);
-    ASSERT_EQ(hd_history_record(h, &c, &sc, 1), 0);
+    ASSERT_EQ(hd_history_record(h, &c, sc, 2), 0);
     ASSERT_EQ(hd_history_record(h, &e, &se, 1), 0);
     ASSERT_EQ(hd_history_begin(h, &d), 0);
     ASSERT_EQ(hd_history_add_step(h, "m-d", &sd), 0);
@@ -225,7 +232,11 @@ TEST(metrics_empty_history)
         HISTOGRAM_HEAD
         BUCKETS("pre", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
         BUCKETS("post", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
-        DOWNTIME(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
+        DOWNTIME_HEAD
+        DOWNTIME("live", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                 "0")
+        DOWNTIME("offline", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                 0, "0")
         DURATION_HEAD
         DURATION("live", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
         DURATION("offline", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0")
@@ -248,23 +259,35 @@ TEST(metrics_bucket_bounds)
     struct hd_metrics m = {0};
 
     /* Bounds are inclusive (le); 10 s is the last bound, 10.5 only +Inf. */
-    ASSERT_EQ(hd_metrics_observe(&m, "pre", 0), 0);
-    ASSERT_EQ(hd_metrics_observe(&m, "pre", 0.001), 0);
-    ASSERT_EQ(hd_metrics_observe(&m, "pre", 0.0010001), 0);
-    ASSERT_EQ(hd_metrics_observe(&m, "pre", 10), 0);
-    ASSERT_EQ(hd_metrics_observe(&m, "pre", 10.5), 0);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "pre", 0), 0);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "pre", 0.001), 0);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "pre", 0.0010001), 0);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "pre", 10), 0);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "pre", 10.5), 0);
     ASSERT_EQ(m.stoppage[HD_PHASE_PRE].buckets[0], 2);
     ASSERT_EQ(m.stoppage[HD_PHASE_PRE].buckets[1], 3);
     ASSERT_EQ(m.stoppage[HD_PHASE_PRE].buckets[HD_STOPPAGE_BUCKETS - 1], 4);
     ASSERT_EQ(m.stoppage[HD_PHASE_PRE].count, 5);
     ASSERT_EQ(m.stoppage[HD_PHASE_POST].count, 0);
 
-    ASSERT_EQ(hd_metrics_observe(&m, "detach", 1), -EINVAL);
-    ASSERT_EQ(hd_metrics_observe(&m, "pre", -0.5), -EINVAL);
-    ASSERT_EQ(hd_metrics_observe(&m, "pre", NAN), -EINVAL);
-    ASSERT_EQ(hd_metrics_observe(&m, "pre", INFINITY), -EINVAL);
-    ASSERT_EQ(hd_metrics_observe(&m, NULL, 1), -EINVAL);
-    ASSERT_EQ(hd_metrics_observe(NULL, "pre", 1), -EINVAL);
+    /* Downtime by mode, on buckets up to 100 s. */
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_OFFLINE, "downtime", 30), 0);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "downtime", 0.02), 0);
+    ASSERT_EQ(m.downtime[1].count, 1);
+    ASSERT_EQ(m.downtime[1].buckets[HD_DOWNTIME_BUCKETS - 3], 0);
+    ASSERT_EQ(m.downtime[1].buckets[HD_DOWNTIME_BUCKETS - 2], 1);
+    ASSERT_EQ(m.downtime[0].count, 1);
+    ASSERT_EQ(m.downtime[0].buckets[3], 0);
+    ASSERT_EQ(m.downtime[0].buckets[4], 1);
+    ASSERT_EQ(hd_metrics_observe(&m, 0, "downtime", 1), -EINVAL);
+    ASSERT_EQ(hd_metrics_observe(&m, 3, "pre", 1), -EINVAL);
+    ASSERT_EQ(m.downtime[0].count + m.downtime[1].count, 2);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "detach", 1), -EINVAL);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "pre", -0.5), -EINVAL);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "pre", NAN), -EINVAL);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, "pre", INFINITY), -EINVAL);
+    ASSERT_EQ(hd_metrics_observe(&m, HD_MODE_LIVE, NULL, 1), -EINVAL);
+    ASSERT_EQ(hd_metrics_observe(NULL, HD_MODE_LIVE, "pre", 1), -EINVAL);
     ASSERT_EQ(m.stoppage[HD_PHASE_PRE].count, 5);
     ASSERT_EQ(hd_metrics_collect(NULL, &m), -EINVAL);
     {
