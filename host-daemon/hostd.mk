@@ -35,8 +35,9 @@ HOSTD_DEFS :=
 # The HTTP server; HD_HAVE_HTTP turns on its tests (tests/hostd/list.h).
 ifeq ($(shell pkg-config --exists libmicrohttpd && echo yes),yes)
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
-HOSTD_LIB_SRCS += host-daemon/http.c
-HOSTD_LIB_OBJS += $(B)/obj/host-daemon/http.o $(B)/obj/gen/dashboard.o
+HOSTD_LIB_SRCS += host-daemon/http.c host-daemon/http_query.c
+HOSTD_LIB_OBJS += $(B)/obj/host-daemon/http.o \
+                  $(B)/obj/host-daemon/http_query.o $(B)/obj/gen/dashboard.o
 HOSTD_LIBS += $(shell pkg-config --libs libmicrohttpd)
 HOSTD_DEFS += -DHD_HAVE_HTTP
 endif

@@ -1,6 +1,8 @@
 /* The host daemon's HTTP server (libmicrohttpd): dashboard, JSON, metrics. */
 #include "http.h"
 
+#include "http_query.h"
+
 #include "buf.h"
 #include "json.h"
 #include "log.h"
@@ -8,7 +10,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <math.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -182,170 +183,6 @@ static const char *const stats_params[] = {
     "buckets", "domain", "host", "mode", "result", "since", "until", NULL,
 };
 
-static enum MHD_Result check_known(void *cls, enum MHD_ValueKind kind,
-                                   const char *key, const char *value)
-{
-    const char *const *known = ((const char *const **)cls)[0];
-    int *unknown = (int *)((const char *const **)cls)[1];
-
-    (void)kind;
-    (void)value;
-    for (; *known != NULL; known++)
-        if (strcmp(*known, key) == 0)
-            return MHD_YES;
-    *unknown = 1;
-    return MHD_NO;
-}
-
-/* -EINVAL when the request has a parameter not in KNOWN. */
-static int only_known(struct MHD_Connection *c, const char *const *known)
-{
-    int unknown = 0;
-    const void *cls[2] = {known, &unknown};
-
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_known, cls);
-    return unknown ? -EINVAL : 0;
-}
-
-static const char *arg(struct MHD_Connection *c, const char *name)
-{
-    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
-}
-
-/* Parses ?NAME= (absent: DEF) as a plain decimal in MIN..MAX into *OUT. */
-static int parse_uint(struct MHD_Connection *c, const char *name,
-                      uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
-{
-    const char *v = arg(c, name);
-    uint64_t n = 0;
-
-    *out = def;
-    if (v == NULL)
-        return 0;
-    if (*v == '\0')
-        return -EINVAL;
-    for (; *v != '\0'; v++) {
-        if (*v < '0' || *v > '9')
-            return -EINVAL;
-        n = n * 10 + (uint64_t)(*v - '0');
-        if (n > max)
-            return -EINVAL;
-    }
-    if (n < min)
-        return -EINVAL;
-    *out = n;
-    return 0;
-}
-
-/* Parses ?NAME= (absent: 0) as seconds since the epoch: digits with at
- * most one '.', more than 0 and below 10^11. */
-static int parse_time(struct MHD_Connection *c, const char *name, double *out)
-{
-    const char *v = arg(c, name);
-    size_t len, dots = 0;
-    char *end;
-    double t;
-
-    *out = 0;
-    if (v == NULL)
-        return 0;
-    len = strnlen(v, 33);
-    if (len == 0 || len > 32)
-        return -EINVAL;
-    for (size_t i = 0; i < len; i++) {
-        if (v[i] == '.')
-            dots++;
-        else if (v[i] < '0' || v[i] > '9')
-            return -EINVAL;
-    }
-    if (dots > 1 || v[0] == '.' || v[len - 1] == '.')
-        return -EINVAL;
-    t = strtod(v, &end);
-    if (*end != '\0' || !isfinite(t) || t <= 0 || t >= 1e11)
-        return -EINVAL;
-    *out = t;
-    return 0;
-}
-
-static int hex_digit(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/*
- * Parses ?NAME= (absent: "") as a name: percent-decoded here (the server
- * decodes nothing, keep_escapes), '+' as a space, 1..CAP-1 bytes, no
- * control character or NUL (a "%00" would cut it short).
- */
-static int parse_name(struct MHD_Connection *c, const char *name, char *out,
-                      size_t cap)
-{
-    const char *v = arg(c, name);
-    size_t n = 0;
-
-    out[0] = '\0';
-    if (v == NULL)
-        return 0;
-    for (; *v != '\0'; v++) {
-        int ch = (unsigned char)*v;
-
-        if (ch == '%') {
-            int hi = hex_digit(v[1]);
-            int lo = hi < 0 ? -1 : hex_digit(v[2]);
-
-            if (lo < 0)
-                return -EINVAL;
-            ch = hi * 16 + lo;
-            v += 2;
-        } else if (ch == '+') {
-            ch = ' ';
-        }
-        if (ch < 0x20 || ch == 0x7f || n + 1 >= cap)
-            return -EINVAL;
-        out[n++] = (char)ch;
-    }
-    out[n] = '\0';
-    return n > 0 ? 0 : -EINVAL;
-}
-
-/* The filter of ?domain, host, mode, result, since, until into *F. */
-static int parse_filter(struct MHD_Connection *c, struct hd_filter *f)
-{
-    const char *mode = arg(c, "mode");
-    const char *result = arg(c, "result");
-
-    hd_filter_init(f);
-    if (parse_name(c, "domain", f->domain, sizeof(f->domain)) != 0 ||
-        parse_name(c, "host", f->host, sizeof(f->host)) != 0 ||
-        parse_time(c, "since", &f->since) != 0 ||
-        parse_time(c, "until", &f->until) != 0)
-        return -EINVAL;
-    if (f->since > 0 && f->until > 0 && f->until <= f->since)
-        return -EINVAL;
-    if (mode != NULL) {
-        if (strcmp(mode, "live") == 0)
-            f->mode = HD_MODE_LIVE;
-        else if (strcmp(mode, "offline") == 0)
-            f->mode = HD_MODE_OFFLINE;
-        else
-            return -EINVAL;
-    }
-    if (result != NULL) {
-        for (int r = 0; r < HD_RESULT_COUNT && f->result < 0; r++)
-            if (strcmp(result, hd_result_name((enum hd_result)r)) == 0)
-                f->result = r;
-        if (f->result < 0)
-            return -EINVAL;
-    }
-    return hd_filter_check(f);
-}
-
 static enum MHD_Result serve_list(struct hd_http *s, struct MHD_Connection *c)
 {
     struct hd_migration *list = NULL;
@@ -355,14 +192,14 @@ static enum MHD_Result serve_list(struct hd_http *s, struct MHD_Connection *c)
     size_t n = 0;
     int err;
 
-    if (only_known(c, list_params) != 0)
+    if (hd_http_only_known(c, list_params) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown parameter");
-    if (parse_uint(c, "limit", HD_HTTP_LIST_DEFAULT, 1, HD_HTTP_LIST_MAX,
+    if (hd_http_parse_uint(c, "limit", HD_HTTP_LIST_DEFAULT, 1, HD_HTTP_LIST_MAX,
                    &limit) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad limit");
-    if (parse_uint(c, "offset", 0, 0, HD_HTTP_OFFSET_MAX, &offset) != 0)
+    if (hd_http_parse_uint(c, "offset", 0, 0, HD_HTTP_OFFSET_MAX, &offset) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad offset");
-    if (parse_filter(c, &f) != 0)
+    if (hd_http_parse_filter(c, &f) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad filter");
     err = hd_history_query(s->history, &f, offset, (size_t)limit, &list, &n,
                            &total);
@@ -382,12 +219,12 @@ static enum MHD_Result serve_stats(struct hd_http *s, struct MHD_Connection *c)
     size_t n = 0;
     int err;
 
-    if (only_known(c, stats_params) != 0)
+    if (hd_http_only_known(c, stats_params) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown parameter");
-    if (parse_uint(c, "buckets", HD_TREND_DEFAULT, 1, HD_TREND_MAX,
+    if (hd_http_parse_uint(c, "buckets", HD_TREND_DEFAULT, 1, HD_TREND_MAX,
                    &buckets) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad buckets");
-    if (parse_filter(c, &f) != 0)
+    if (hd_http_parse_filter(c, &f) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad filter");
     st = calloc(1, sizeof(*st));
     if (st == NULL)
@@ -422,7 +259,7 @@ static enum MHD_Result serve_pool(struct hd_http *s, struct MHD_Connection *c)
     struct hd_buf out = {0};
     int err;
 
-    if (only_known(c, none) != 0)
+    if (hd_http_only_known(c, none) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown parameter");
     if (s->src.pool == NULL)
         return reply_error(c, MHD_HTTP_NOT_FOUND, "no GPU pool here");
