@@ -21,8 +21,9 @@
  * stay plain reads), and a remote creation answers before the proxy's
  * vendor has judged it: on the proxy the shim says what OpenCL says
  * (flags_valid, the inheritance rules of sub-buffers and images over
- * buffers, and the refusals of shim_mem_host_check), and CL_MEM_FLAGS
- * reports the program's flags. */
+ * buffers), CL_MEM_FLAGS reports the program's flags, and a read, write or
+ * map they forbid gets the answer the program's own vendor gave when asked
+ * (learn_host_policy), or OpenCL's refusal (shim_mem_host_check). */
 #define HOST_ACCESS_FLAGS \
     (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
 #define ACCESS_FLAGS \
@@ -96,11 +97,69 @@ static cl_mem_flags real_flags(const struct shim_mem *m, const void *ctx)
                                      : m->flags;
 }
 
+/*
+ * What the program's own vendor says to host accesses the flags forbid
+ * (PoCL refuses them, NVIDIA's OpenCL accepts them), learnt once per
+ * context when its first object with host access flags is made on the
+ * vendor: a small no-access buffer is read and written, and mapped for
+ * reading and for writing, on a queue of its own.  Reads are taken as
+ * accepted only if both the read and the map were, writes likewise (the
+ * check below cannot tell a read from a map).  A program on the proxy then
+ * gets the answers its vendor would give; one remoted from its start (no
+ * vendor here to ask) gets OpenCL's.
+ */
+static void learn_host_policy(struct shim_context *c)
+{
+    void *ctx = c->obj.real;
+    unsigned policy = SHIM_HOST_PROBED;
+    cl_uint word[16] = {0};
+    cl_int err;
+    void *p;
+
+    if (atomic_load(&c->host_policy) || !ctx || shim_real_on_remote(ctx) ||
+        !c->n_devices)
+        return;
+    cl_mem b = VENDOR(ctx)->clCreateBuffer(ctx, CL_MEM_HOST_NO_ACCESS,
+                                           sizeof(word), NULL, &err);
+    cl_command_queue q = VENDOR(ctx)->clCreateCommandQueue(
+        ctx, c->devices[0]->obj.real, 0, &err);
+    if (b && q) {
+        bool r = VENDOR(q)->clEnqueueReadBuffer(q, b, CL_TRUE, 0, 4, word, 0,
+                                                NULL, NULL) == CL_SUCCESS;
+        bool w = VENDOR(q)->clEnqueueWriteBuffer(q, b, CL_TRUE, 0, 4, word,
+                                                 0, NULL, NULL) == CL_SUCCESS;
+        p = VENDOR(q)->clEnqueueMapBuffer(q, b, CL_TRUE, CL_MAP_READ, 0, 4, 0,
+                                          NULL, NULL, &err);
+        if (p)
+            VENDOR(q)->clEnqueueUnmapMemObject(q, b, p, 0, NULL, NULL);
+        r = r && p;
+        p = VENDOR(q)->clEnqueueMapBuffer(q, b, CL_TRUE,
+                                          CL_MAP_WRITE_INVALIDATE_REGION, 0,
+                                          4, 0, NULL, NULL, &err);
+        if (p)
+            VENDOR(q)->clEnqueueUnmapMemObject(q, b, p, 0, NULL, NULL);
+        w = w && p;
+        VENDOR(q)->clFinish(q);
+        policy |= (r ? SHIM_HOST_READS_OK : 0) | (w ? SHIM_HOST_WRITES_OK : 0);
+        if (r || w)
+            LOG_INFO("the vendor accepts host %s%s%s that host access flags "
+                     "forbid; on the proxy the program gets the same",
+                     r ? "reads" : "", r && w ? " and " : "",
+                     w ? "writes" : "");
+    }
+    if (q)
+        VENDOR(q)->clReleaseCommandQueue(q);
+    if (b)
+        VENDOR(b)->clReleaseMemObject(b);
+    atomic_store(&c->host_policy, policy);
+}
+
 cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
                            cl_map_flags access)
 {
     struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, queue);
     struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
+    unsigned policy;
 
     /* Whatever the vendor refuses first (a bad object, another context)
      * it still answers itself; a vendor's object carries the flags, and
@@ -108,6 +167,13 @@ cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
     if (!q || !m || m->context != q->context ||
         !shim_real_on_remote(m->obj.real))
         return CL_SUCCESS;
+    /* On the proxy: as the program's own vendor would answer. */
+    policy = atomic_load(&m->context->host_policy);
+    if (policy & SHIM_HOST_READS_OK)
+        access &= ~(cl_map_flags)CL_MAP_READ;
+    if (policy & SHIM_HOST_WRITES_OK)
+        access &= ~(cl_map_flags)(CL_MAP_WRITE |
+                                  CL_MAP_WRITE_INVALIDATE_REGION);
     return forbids(host_access(m), access) ? CL_INVALID_OPERATION
                                            : CL_SUCCESS;
 }
@@ -370,6 +436,8 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
         err = shim_vendor_err;
     if (err == CL_SUCCESS) {
         remember_flags(m);
+        if (host_access(m))
+            learn_host_policy(m->context);
     } else {
         shim_obj_release(m, SHIM_MEM);
         m = NULL;

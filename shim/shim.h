@@ -115,7 +115,15 @@ struct shim_context {
     cl_uint n_devices;
     void (CL_CALLBACK *notify)(const char *, const void *, size_t, void *);
     void *notify_data;
+    /* Whether the vendor the program started on accepts reads and writes
+     * that host access flags forbid (SHIM_HOST_* bits, mem.c): on the
+     * proxy the shim answers as it would. */
+    atomic_uint host_policy;
 };
+
+#define SHIM_HOST_PROBED 1u
+#define SHIM_HOST_READS_OK 2u
+#define SHIM_HOST_WRITES_OK 4u
 
 struct shim_queue {
     struct shim_obj obj;
