@@ -99,6 +99,9 @@ void shim_config_load(void)
         shim_config.staging_mb = 1024;
     /* Threads for a large copy of bulk bytes (pinned chunks, the shared
      * rings): default a quarter of the CPUs, 1 to 8 (proto/pcopy.h). */
+    /* A switch to the proxy streams buffers from the device straight to
+     * the proxy (rehome.c); 0: through the RAM copy, as before. */
+    shim_config.stream_switch = env_long("CRANE_STREAM_SWITCH", 1, 0) != 0;
     shim_config.copy_threads = (unsigned)env_long(
         "CRANE_COPY_THREADS", (long)crn_pcopy_default_threads(), 1);
     crn_pcopy_set_threads(shim_config.copy_threads);

@@ -46,6 +46,8 @@ struct shim_config {
                                     staging.c) */
     unsigned copy_threads;       /* CRANE_COPY_THREADS: threads per large
                                     bulk copy (proto/pcopy.h) */
+    bool stream_switch;          /* CRANE_STREAM_SWITCH: a switch to the
+                                    proxy streams buffers (rehome.c) */
     unsigned precopy_rounds;     /* CRANE_PRECOPY_ROUNDS: copy rounds while
                                     the program runs, before a switch stops
                                     it (0: off, precopy.c) */

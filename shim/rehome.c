@@ -242,8 +242,10 @@ static void image_host_steps(const struct shim_mem *m, size_t row,
     *slice_step = slice ? slice : row * region[1];
 }
 
-/* Reads from the proxy at least this big are blocking (extract). */
-#define STREAMED_READ_MIN (1u << 20)
+/* Reads from the proxy at least this big are blocking (extract): a round
+ * trip each (~0.1 ms) is then under a tenth of the transfer, and the
+ * proxy would gather larger ones in fresh (page-faulting) heap memory. */
+#define STREAMED_READ_MIN (8u << 20)
 
 /* Copies to RAM what the device changed since the last copy. */
 static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
@@ -693,12 +695,94 @@ static int background_collect(const struct shim_backend_ops *from)
     return 0;
 }
 
+/* A buffer whose bytes a switch to the proxy streams from the vendor's
+ * device straight to the proxy (each pinned chunk into the ring or the
+ * socket), not through its RAM copy: its vendor handles, kept by the
+ * background list until the gate opens. */
+struct streamed {
+    struct shim_mem *m;
+    void *ctx;                   /* the vendor's context */
+    cl_mem mem;                  /* the vendor's buffer */
+    cl_command_queue q;          /* a vendor queue of the pass (sq) */
+    cl_command_queue rq;         /* the proxy's, set by bring_back */
+};
+
 /* Helper queues of one switch, released by whoever opens the gate. */
 struct pass {
     struct helper_queue hq[16];
     size_t n_hq;
     bool background;
+    /* Streamed buffers and the vendor queues that read them. */
+    struct helper_queue sq[16];
+    size_t n_sq;
+    struct streamed *streamed;
+    size_t n_streamed;
 };
+
+/*
+ * Whether a switch from FROM to TO streams M: from the vendor to the proxy
+ * (the vendor's objects then outlive the rebuild, so the bytes can move
+ * once the proxy's buffer exists), a whole buffer to move (no RAM copy
+ * holding part of it), through pinned chunks, none of the cases that need
+ * the RAM copy (a map carried, the program's own memory, a pre-copy
+ * target, host access the vendor forbids).  CRANE_STREAM_SWITCH=0: never.
+ */
+static bool streams(const struct shim_backend_ops *from,
+                    const struct shim_backend_ops *to,
+                    const struct shim_mem *m)
+{
+    return shim_config.stream_switch && from == &shim_native_ops &&
+           to == &shim_remote_ops && m->type == SHIM_BUFFER &&
+           !(m->flags & CL_MEM_USE_HOST_PTR) && atomic_load(&m->maps) == 0 &&
+           !m->premade && m->obj.real &&
+           (!m->shadow_valid || (atomic_load(&m->dirty_lo) == 0 &&
+                                 atomic_load(&m->dirty_hi) >= m->size)) &&
+           shim_staging_has(m->context->obj.real) &&
+           !shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ);
+}
+
+/* Step 2 for a streamed buffer: only noted, read by bring_back. */
+static int stream_defer(struct pass *ps, struct shim_mem *m,
+                        cl_command_queue q, size_t *bytes)
+{
+    struct streamed *l = realloc(ps->streamed,
+                                 (ps->n_streamed + 1) * sizeof(*l));
+
+    if (!l) {
+        SWITCH_FAIL("no memory to note a streamed buffer");
+        return -ENOMEM;
+    }
+    ps->streamed = l;
+    l[ps->n_streamed++] = (struct streamed){
+        .m = m, .ctx = m->context->obj.real, .mem = m->obj.real, .q = q};
+    m->streamed = true;
+    m->stop_lo = m->stop_hi = 0;
+    *bytes += m->size;
+    return 0;
+}
+
+/* A chunk in its pinned memory goes to the proxy's buffer: the remote
+ * backend has the bytes in the ring (or on the socket) when it returns. */
+static int stream_sink(void *arg, size_t off, const void *p, size_t len)
+{
+    struct streamed *d = arg;
+    cl_int err = VENDOR(d->rq)->clEnqueueWriteBuffer(
+        d->rq, d->m->obj.real, CL_FALSE, off, len, p, 0, NULL, NULL);
+
+    return err == CL_SUCCESS ? 0 : -EIO;
+}
+
+/* The streamed buffers forgotten and their vendor queues released (when
+ * the gate opens, whatever became of the switch). */
+static void streamed_forget(struct pass *ps)
+{
+    for (size_t i = 0; i < ps->n_streamed; i++)
+        ps->streamed[i].m->streamed = false;
+    free(ps->streamed);
+    ps->streamed = NULL;
+    ps->n_streamed = 0;
+    helper_queues_release(ps->sq, &ps->n_sq);
+}
 
 /* A helper queue of this pass for CTX, for map.c. */
 static cl_command_queue pass_queue(struct shim_context *ctx, void *arg)
@@ -821,11 +905,16 @@ static int take_out(const struct shim_backend_ops *from,
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
             cl_command_queue q;
-            rc = helper_queue(ps->hq, &ps->n_hq, 16, m->context, &q);
+            bool stream = streams(from, to, m);
+            if (stream)
+                rc = helper_queue(ps->sq, &ps->n_sq, 16, m->context, &q);
+            else
+                rc = helper_queue(ps->hq, &ps->n_hq, 16, m->context, &q);
             if (rc == 0)
                 rc = shim_fault_at("extract");
             if (rc == 0)
-                rc = extract(m, q, &t->bytes_extracted);
+                rc = stream ? stream_defer(ps, m, q, &t->bytes_extracted)
+                            : extract(m, q, &t->bytes_extracted);
         }
     if (rc == 0)
         rc = shim_fault_at("extract-done");
@@ -857,8 +946,9 @@ static int take_out(const struct shim_backend_ops *from,
                   "stays there", from->name, rc);
         return rc;
     }
+    /* Streamed buffers stay dirty until their bytes are on the proxy. */
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
-        if (holds_bytes(o))
+        if (holds_bytes(o) && !((struct shim_mem *)o)->streamed)
             shim_mem_dirty_reset((struct shim_mem *)o);
 
     /* 3. Release every vendor object, children first: now, or after the
@@ -991,6 +1081,7 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
     struct shim_remote_bulk ship0, ship1;
     shim_staging_stats_take(&t->reinject_staged);
     shim_remote_bulk_stats(&ship0);
+    size_t next_streamed = 0;    /* the extract noted them in this order */
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
@@ -998,9 +1089,33 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
             rc = helper_queue(ps->hq, &ps->n_hq, 16, m->context, &q);
             if (rc == 0)
                 rc = shim_fault_at("reinject");
-            if (rc == 0)
-                rc = reinject(m, q, &t->bytes_reinjected);
+            if (rc < 0 || !m->streamed) {
+                if (rc == 0)
+                    rc = reinject(m, q, &t->bytes_reinjected);
+                continue;
+            }
+            /* Streamed: vendor device -> pinned chunk -> the proxy, the
+             * device's copy of a chunk while the previous one is handed
+             * on (staging.c), the proxy copying them in meanwhile. */
+            struct streamed *d = next_streamed < ps->n_streamed
+                                     ? &ps->streamed[next_streamed++]
+                                     : NULL;
+            if (!d || d->m != m) {
+                SWITCH_FAIL("the streamed buffers changed under the switch");
+                rc = -EIO;
+                break;
+            }
+            d->rq = q;
+            t->bytes_reinjected += m->size;
+            if (shim_staging_stream(d->q, d->ctx, d->mem, 0, m->size,
+                                    stream_sink, d) < 0)
+                rc = -EIO;
         }
+    if (rc == 0 && next_streamed != ps->n_streamed) {
+        SWITCH_FAIL("%zu streamed buffer(s) not sent",
+                    ps->n_streamed - next_streamed);
+        rc = -EIO;
+    }
     if (rc == 0)
         rc = shim_fault_at("reinject-done");
     int src = shim_staging_finish();
@@ -1012,6 +1127,12 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
                                    "writing the buffers back");
     if (rc == 0)
         rc = frc;
+    /* Every streamed chunk went through the proxy's queue finished above:
+     * the bytes are there, and the RAM copy does not hold them. */
+    for (size_t i = 0; rc == 0 && i < ps->n_streamed; i++) {
+        shim_mem_dirty_reset(ps->streamed[i].m);
+        ps->streamed[i].m->shadow_valid = false;
+    }
     t->reinject = shim_now() - ts;
     shim_staging_stats_take(&t->reinject_staged);
     shim_remote_bulk_stats(&ship1);
@@ -1044,6 +1165,7 @@ static void undo_bring_back(const struct shim_backend_ops *to,
 static void reopen(struct pass *ps, struct shim_rehome_times *t, double t0)
 {
     helper_queues_release(ps->hq, &ps->n_hq);
+    streamed_forget(ps);
     shim_gate_open();
     t->total = shim_now() - t0;
     /* Unpinning is not stoppage, but comes before the old vendor goes. */

@@ -165,6 +165,7 @@ struct shim_mem {
     unsigned long premade_conn;  /* on the proxy: its connection; else 0 */
     bool premade_used;
     size_t stop_lo, stop_hi;
+    bool streamed;               /* a switch streams its bytes (rehome.c) */
     atomic_int maps;             /* outstanding maps */
     struct shim_map *map_list;   /* them, for a switch (map.c) */
 };
@@ -313,6 +314,12 @@ int shim_staging_write_via_device(cl_command_queue q, void *ctx, cl_mem mem,
 int shim_staging_finish(void);
 /* Also drops hostcopy.c's bounce buffers. */
 void shim_staging_drop_all(void);
+/* A read whose chunks go straight from the pinned chunk to SINK (the
+ * proxy, on a switch's way out), without a RAM copy. */
+typedef int (*shim_staging_sink)(void *arg, size_t off, const void *p,
+                                 size_t len);
+int shim_staging_stream(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                        size_t len, shim_staging_sink sink, void *arg);
 /* Where a switch's staged copies spent their time: the switch thread
  * waiting for the device's chunk copies, and copying between the pinned
  * chunks and RAM (taken, then zeroed, per phase by rehome.c). */

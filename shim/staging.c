@@ -49,6 +49,9 @@ struct slot {
     void *ptr;                   /* mapped, for the process's copies */
     cl_event ev;                 /* the copy in flight, NULL when idle */
     void *to;                    /* a read: where the bytes go once done */
+    shim_staging_sink sink;      /* or a stream: whom they go to */
+    void *sink_arg;
+    size_t off;                  /* a stream: the chunk's place in it */
     size_t len;
 };
 
@@ -298,8 +301,18 @@ static void retire(struct slot *sl)
         crn_pcopy_from_pinned(sl->to, sl->ptr, sl->len);
         stats.copy_s += shim_now() - t1;
         stats.bytes += sl->len;
+    } else if (sl->sink && !stream_err) {
+        int rc = sl->sink(sl->sink_arg, sl->off, sl->ptr, sl->len);
+        stats.copy_s += shim_now() - t1;
+        stats.bytes += sl->len;
+        if (rc < 0) {
+            LOG_ERROR("staging: handing on a %zu-byte chunk at %zu failed "
+                      "(%d)", sl->len, sl->off, rc);
+            stream_err = rc;
+        }
     }
     sl->to = NULL;
+    sl->sink = NULL;
 }
 
 static struct slot *take_slot(struct staging *s)
@@ -382,6 +395,44 @@ int shim_staging_read_via_device(cl_command_queue q, void *ctx, cl_mem mem,
                                  size_t off, size_t len, void *dst)
 {
     return stream_read(q, ctx, mem, off, len, dst, true);
+}
+
+/* Queues the read of [off, off+len) of the vendor buffer MEM on Q (a queue
+ * of context CTX), chunk by chunk, each handed to SINK(ARG, offset, bytes,
+ * length) straight from its pinned chunk once its copy completed (the
+ * bytes are SINK's to copy before it returns; a sink that fails ends the
+ * stream).  Every chunk went through SINK only once shim_staging_finish()
+ * returned 0.  0, or -errno (nothing more queued). */
+int shim_staging_stream(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                        size_t len, shim_staging_sink sink, void *arg)
+{
+    struct staging *s = find(ctx);
+
+    if (!s)
+        return -ENOENT;
+    while (len > 0 && !stream_err) {
+        size_t n = len < STAGING_CHUNK ? len : STAGING_CHUNK;
+        struct slot *sl = take_slot(s);
+        if (stream_err)
+            break;  /* the chunk just handed on failed */
+        cl_int err = VENDOR(q)->clEnqueueReadBuffer(q, mem, CL_FALSE, off, n,
+                                                    sl->ptr, 0, NULL, &sl->ev);
+        if (err != CL_SUCCESS) {
+            LOG_ERROR("staging: reading %zu bytes at %zu failed: %d", n, off,
+                      err);
+            sl->ev = NULL;
+            stream_err = -EIO;
+            break;
+        }
+        VENDOR(q)->clFlush(q);
+        sl->sink = sink;
+        sl->sink_arg = arg;
+        sl->off = off;
+        sl->len = n;
+        off += n;
+        len -= n;
+    }
+    return stream_err;
 }
 
 /* Queues the write of LEN bytes from SRC into [off, off+len) of the vendor
