@@ -24,9 +24,10 @@
 #               latency launch setarg) on NVIDIA alone: the shared-memory
 #               path next to the unix stream; `remote` gives the TCP rows
 #   phases      the switch over shm at 256/1024 MiB (--reps 3) as shipped,
-#               then with CRANE_STAGING_MB=0 (no pinned chunks: the vendor
+#               then with CRANE_STREAM_SWITCH=0 (the way out through the RAM
+#               copy), CRANE_STAGING_MB=0 (no pinned chunks: the vendor
 #               copies straight into the RAM copy) and CRANE_COPY_THREADS=1
-#               (every bulk copy on one core): which of them bounds it
+#               (every bulk copy on one core): what each part is worth
 #   precopy     bench/remote/run.sh precopy --precopy 4096:16 --reps 3
 #               (4 GiB held, 16 MiB hot), on its own: it takes minutes
 #   overhead    bench/overhead/run.sh on NVIDIA alone
@@ -105,7 +106,8 @@ part_shm() {
 
 part_phases() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
-    for v in CRANE_STAGING_MB=32 CRANE_STAGING_MB=0 CRANE_COPY_THREADS=1; do
+    for v in CRANE_STAGING_MB=32 CRANE_STREAM_SWITCH=0 CRANE_STAGING_MB=0 \
+        CRANE_COPY_THREADS=1; do
         echo "## $v"
         nv env "$v" bench/remote/run.sh --transport shm --reps 3 \
             --mb "256 1024" --build "$root/$B" switch | tail -n 11

@@ -465,12 +465,12 @@ static void report(const struct shim_rehome_times *t, int rc,
     snprintf(line + at, sizeof(line) - at,
              " extract_dev=%.6f extract_copy=%.6f extract_ship=%.6f "
              "reinject_dev=%.6f reinject_copy=%.6f reinject_ship=%.6f "
-             "reinject_ringwait=%.6f transport=%s\n",
+             "reinject_ringwait=%.6f transport=%s streamed=%zu\n",
              t->extract_staged.device_s, t->extract_staged.copy_s,
              t->extract_ship.in_copy_s, t->reinject_staged.device_s,
              t->reinject_staged.copy_s, t->reinject_ship.out_copy_s,
              t->reinject_ship.out_wait_s,
-             t->transport ? t->transport : "none");
+             t->transport ? t->transport : "none", t->bytes_streamed);
     /* Pre-copy rounds before the stop, if any (precopy.c). */
     char pre[200];
     shim_precopy_describe(pre, sizeof(pre));
@@ -1107,6 +1107,7 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
             }
             d->rq = q;
             t->bytes_reinjected += m->size;
+            t->bytes_streamed += m->size;
             if (shim_staging_stream(d->q, d->ctx, d->mem, 0, m->size,
                                     stream_sink, d) < 0)
                 rc = -EIO;

@@ -801,6 +801,7 @@ struct shim_rehome_times {
     double block, finish, extract, release, unload, load, rebuild, reinject,
         total;
     size_t bytes_extracted, bytes_reinjected;
+    size_t bytes_streamed;       /* of those, device -> proxy directly */
     unsigned objects;
     /* Inside extract and reinject: the vendor side's staged copies
      * (device waits, CPU copies between pinned chunks and RAM), and the

@@ -312,7 +312,8 @@ row() {
 # pre_rebuild pre_reinject post_extract post_release post_rebuild
 # post_reinject pre_extract_dev pre_extract_copy pre_reinject_ship
 # pre_reinject_ringwait post_extract_ship post_reinject_dev
-# post_reinject_copy transport" to $work/switch-MB.
+# post_reinject_copy transport pre_reinject_dev pre_reinject_copy" to
+# $work/switch-MB.
 switch_run() {
     rep=$work/report
     rm -f "$rep"
@@ -350,11 +351,12 @@ switch_run() {
                 post["reinject"]
             # Inside the phases (shim/rehome.c report); 0 from a shim
             # that does not report them.
-            printf " %s %s %s %s %s %s %s %s\n", pre["extract_dev"] + 0,
+            printf " %s %s %s %s %s %s %s %s %s %s\n", pre["extract_dev"] + 0,
                 pre["extract_copy"] + 0, pre["reinject_ship"] + 0,
                 pre["reinject_ringwait"] + 0, post["extract_ship"] + 0,
                 post["reinject_dev"] + 0, post["reinject_copy"] + 0,
-                pre["transport"] == "" ? "?" : pre["transport"]
+                pre["transport"] == "" ? "?" : pre["transport"],
+                pre["reinject_dev"] + 0, pre["reinject_copy"] + 0
         }' "$rep" >>"$work/switch-$1" || {
         echo "run.sh: switch --mb $1: unexpected report:" >&2
         sed 's/^/    /' "$rep" >&2
@@ -503,13 +505,14 @@ case " $tests " in
     echo
     echo "inside the phases (s, medians; GB/s = state / phase):" \
         "out = native->remote: extract = device waits + copies pinned->RAM" \
-        "(+ queueing), reinject = the shim's copies into the proxy's" \
+        "(+ queueing), reinject = device waits + handing chunks on (when" \
+        "streamed) and within that the shim's copies into the proxy's" \
         "ring/socket + waits for ring room (+ the proxy's work);" \
         "back = remote->native: extract = the shim's copies out of the" \
         "ring/socket (+ the proxy's work), reinject = device waits +" \
         "copies RAM->pinned"
-    printf '%-7s %-6s | %-26s | %-26s | %-17s | %-26s\n' size path \
-        "out extract dev/copy GB/s" "out reinject ship/wait GB/s" \
+    printf '%-7s %-6s | %-26s | %-38s | %-17s | %-26s\n' size path \
+        "out extract dev/copy GB/s" "out reinject dev/copy ship/wait GB/s" \
         "back extract ship GB/s" "back reinject dev/copy GB/s"
     for mb in $mbs; do
         f=$work/switch-$mb
@@ -520,12 +523,14 @@ case " $tests " in
             -v a="$(column "$f" 11)" -v b="$(column "$f" 12)" \
             -v c="$(column "$f" 13)" -v d="$(column "$f" 14)" \
             -v e="$(column "$f" 15)" -v g="$(column "$f" 16)" \
-            -v h="$(column "$f" 17)" 'BEGIN {
+            -v h="$(column "$f" 17)" -v i="$(column "$f" 19)" \
+            -v j="$(column "$f" 20)" 'BEGIN {
             B = mb * 1048576 / 1e9
-            f = "%-7s %-6s | %5.3f/%5.3f %6.2f GB/s | %5.3f/%5.3f %6.2f GB/s"
-            f = f " | %5.3f %6.2f GB/s | %5.3f/%5.3f %6.2f GB/s\n"
+            f = "%-7s %-6s | %5.3f/%5.3f %6.2f GB/s | %5.3f/%5.3f %5.3f/%5.3f"
+            f = f " %6.2f GB/s | %5.3f %6.2f GB/s | %5.3f/%5.3f %6.2f GB/s\n"
             printf f, m, t,
-                a, b, (e1 > 0 ? B / e1 : 0), c, d, (r1 > 0 ? B / r1 : 0),
+                a, b, (e1 > 0 ? B / e1 : 0), i, j, c, d,
+                (r1 > 0 ? B / r1 : 0),
                 e, (e2 > 0 ? B / e2 : 0), g, h, (r2 > 0 ? B / r2 : 0)
         }'
     done

@@ -14,7 +14,9 @@
 #                       (DIR: out = passthrough -> proxy, back = proxy ->
 #                       passthrough): the switch must fail, the program
 #                       stay where its data is whole and pass, and every
-#                       other switch work
+#                       other switch work; a switch to the proxy streams
+#                       its buffers (device -> proxy, the report's
+#                       streamed=), checked where it got that far
 #   kill-proxy-STEP-DIR, stop-proxy-STEP-DIR
 #                       the proxy is killed (SIGKILL) or frozen (SIGSTOP)
 #                       while the switch waits at STEP
@@ -192,6 +194,14 @@ expect_error() {  # a clear OpenCL error, never a wrong byte
     grep -q '^ERROR switchee:' "$T/out" || die "no OpenCL error reported"
 }
 
+# expect_streamed K: switch K (to the proxy) streamed its buffers from
+# the device straight to the proxy (CRANE_STREAM_SWITCH, on by default).
+expect_streamed() {
+    awk -v k="$1" '/^rehome / && ++n == k' "$T/report" |
+        grep -Eq ' streamed=[1-9]' ||
+        die "switch $1 did not stream its buffers to the proxy"
+}
+
 # fail-STEP-DIR: the hook fails the switch; the program must not notice.
 case_fail() {
     local step=$1 dir=$2 k=1
@@ -204,6 +214,12 @@ case_fail() {
     grep -q "test hook: failing the switch at $step" "$T/shim.log" ||
         die "the hook never fired"
     grep -q "staying on" "$T/shim.log" || die "no 'staying on' logged"
+    # The bytes went out streamed: failed while streaming (out, from
+    # reinject on), or before the switch that failed (back).
+    case "$dir:$step" in
+    out:reinject | out:reinject-done) expect_streamed 1 ;;
+    back:*) expect_streamed 1 ;;
+    esac
 }
 
 # kill-proxy / stop-proxy at STEP in DIR.
@@ -223,7 +239,9 @@ case_proxy() {
     out:*)
         # The proxy side never became whole: the program stays in
         # passthrough, every later switch to the proxy fails too.
-        expect_pass 0 4 ;;
+        expect_pass 0 4
+        # At reinject the proxy went while the bytes streamed to it.
+        case $step in reinject*) expect_streamed 1 ;; esac ;;
     back:finish | back:extract | back:extract-done)
         # The bytes were on the proxy only, and did not all come back:
         # the switch fails and the program gets OpenCL errors.
