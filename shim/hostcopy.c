@@ -267,6 +267,28 @@ int shim_hostcopy_write_image(cl_command_queue q, void *ctx,
     return 0;
 }
 
+cl_int shim_hostcopy_read_image_events(cl_command_queue q, void *ctx,
+                                       cl_mem mem, const size_t *origin,
+                                       const size_t *region, size_t len,
+                                       void *dst, cl_uint n_wait,
+                                       const cl_event *wait, cl_event *last)
+{
+    cl_int err;
+    cl_mem bounce = make_buffer(ctx, len ? len : 1, &err);
+
+    if (!bounce)
+        return err;
+    /* Packed as the shim's own image mappings are (map.c). */
+    err = VENDOR(q)->clEnqueueCopyImageToBuffer(q, mem, bounce, origin,
+                                                region, 0, n_wait, wait,
+                                                NULL);
+    if (err == CL_SUCCESS)
+        err = VENDOR(q)->clEnqueueReadBuffer(q, bounce, CL_FALSE, 0, len, dst,
+                                             0, NULL, last);
+    VENDOR(bounce)->clReleaseMemObject(bounce);
+    return err;
+}
+
 cl_int shim_hostcopy_read_events(cl_command_queue q, void *ctx, cl_mem mem,
                                  size_t off, size_t len, void *dst,
                                  cl_uint n_wait, const cl_event *wait,

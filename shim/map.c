@@ -94,10 +94,10 @@ static bool portable(struct shim_mem *m)
 /* Whether a map of M on Q goes into shim memory (map_own).  A map that
  * M's host access flags forbid is the vendor's, so that its verdict is the
  * vendor's own; one they allow whose bytes the host may not read (a map
- * for writing of a host-write-only buffer) is read through the device,
- * which needs an in-order queue, else it is the vendor's too. */
+ * for writing of a host-write-only buffer or image) is read through the
+ * device, which needs an in-order queue, else it is the vendor's too. */
 static bool map_in_shim(struct shim_queue *q, struct shim_mem *m,
-                        cl_map_flags flags, bool image)
+                        cl_map_flags flags)
 {
     cl_command_queue_properties props = 0;
     void *rq = q->obj.real, *rm = m->obj.real;
@@ -109,8 +109,10 @@ static bool map_in_shim(struct shim_queue *q, struct shim_mem *m,
     if ((flags & CL_MAP_WRITE_INVALIDATE_REGION) ||
         !shim_mem_host_forbids(m, rm, CL_MAP_READ))
         return true;
-    return !image &&
-           VENDOR(rq)->clGetCommandQueueInfo(rq, CL_QUEUE_PROPERTIES,
+    /* PoCL crashes copying an image over a buffer into a buffer. */
+    if (m->type == SHIM_IMAGE && m->parent)
+        return false;
+    return VENDOR(rq)->clGetCommandQueueInfo(rq, CL_QUEUE_PROPERTIES,
                                              sizeof(props), &props,
                                              NULL) == CL_SUCCESS &&
            !(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
@@ -140,9 +142,14 @@ static void *map_own(struct shim_queue *q, struct shim_mem *m,
         /* A map for writing of a buffer the host may only write: its
          * bytes come through the device (map_common chose this). */
         cl_event *last = ev ? ev : blocking ? &done : NULL;
-        *err = shim_hostcopy_read_events(
-            rq, m->context->obj.real, rm, mp->offset, mp->size, p, wl->n,
-            (const cl_event *)wl->real, last);
+        if (mp->image)
+            *err = shim_hostcopy_read_image_events(
+                rq, m->context->obj.real, rm, mp->origin, mp->region, len, p,
+                wl->n, (const cl_event *)wl->real, last);
+        else
+            *err = shim_hostcopy_read_events(
+                rq, m->context->obj.real, rm, mp->offset, mp->size, p, wl->n,
+                (const cl_event *)wl->real, last);
         if (*err == CL_SUCCESS && blocking)
             *err = VENDOR(*last)->clWaitForEvents(1, last);
         if (done)
@@ -194,7 +201,7 @@ static void *map_common(cl_command_queue command_queue, cl_mem memobj,
             shim_mem_dirty_map(memobj, flags, 0, SIZE_MAX);
         else
             shim_mem_dirty_map(memobj, flags, mp->offset, mp->size);
-        if (map_in_shim(q, m, flags, image))
+        if (map_in_shim(q, m, flags))
             p = map_own(q, m, mp, blocking, &wl, evp, &err);
         else if (image)
             p = VENDOR(rq)->clEnqueueMapImage(

@@ -360,6 +360,12 @@ cl_int shim_hostcopy_read_events(cl_command_queue q, void *ctx, cl_mem mem,
                                  size_t off, size_t len, void *dst,
                                  cl_uint n_wait, const cl_event *wait,
                                  cl_event *last);
+/* The same for the box ORIGIN, REGION of an image, LEN bytes packed. */
+cl_int shim_hostcopy_read_image_events(cl_command_queue q, void *ctx,
+                                       cl_mem mem, const size_t *origin,
+                                       const size_t *region, size_t len,
+                                       void *dst, cl_uint n_wait,
+                                       const cl_event *wait, cl_event *last);
 void shim_hostcopy_drop_all(void);
 /* RAM copies made and faulted in before the gate closes (staging.c). */
 void shim_staging_prepare_shadows(void);

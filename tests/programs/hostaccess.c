@@ -3,7 +3,7 @@
  * not read or write keeping their bytes while the device works on them
  * (a switch moves them through the device): a no-access sub-buffer changed
  * by kernels, a no-access image and a 1D image over a no-access buffer, a
- * host-write-only buffer mapped for writing in part. */
+ * host-write-only buffer and image mapped for writing in part. */
 #define TEST_NAME "hostaccess"
 #include "clcheck.h"
 
@@ -212,7 +212,7 @@ int main(void)
     /* A no-access buffer whose second half, a sub-buffer, kernels change;
      * a no-access image that gets the no-access buffer's bytes each round;
      * a 1D image over the first buffer, where the device offers one. */
-    static cl_uint nb_want[N], img_want[N], wo_want[N];
+    static cl_uint nb_want[N], img_want[N], wo_want[N], wimg_want[N];
     cl_image_desc d2 = {.image_type = CL_MEM_OBJECT_IMAGE2D,
                         .image_width = 32, .image_height = N / 4 / 32};
     cl_image_desc d1 = {.image_type = CL_MEM_OBJECT_IMAGE1D_BUFFER,
@@ -223,17 +223,21 @@ int main(void)
     cl_mem nbs = clCreateSubBuffer(nb, 0, CL_BUFFER_CREATE_TYPE_REGION, &half,
                                    &err);
     CHECK(err);
-    cl_mem img = NULL, img1d = NULL;
+    cl_mem img = NULL, img1d = NULL, wimg = NULL;
     cl_program prog1d = NULL;
     cl_kernel k1d = NULL;
     memcpy(nb_want, init, sizeof(nb_want));
     memcpy(wo_want, init, sizeof(wo_want));
+    memcpy(wimg_want, init, sizeof(wimg_want));
     memcpy(img_want, init, sizeof(img_want));
     CHECK(clGetDeviceInfo(device, CL_DEVICE_IMAGE_SUPPORT, sizeof(images),
                           &images, NULL));
     if (images && image_format_ok(c, CL_MEM_OBJECT_IMAGE2D)) {
         img = clCreateImage(c, CL_MEM_HOST_NO_ACCESS | CL_MEM_COPY_HOST_PTR,
                             &rgba32, &d2, init, &err);
+        CHECK(err);
+        wimg = clCreateImage(c, CL_MEM_HOST_WRITE_ONLY | CL_MEM_COPY_HOST_PTR,
+                             &rgba32, &d2, init, &err);
         CHECK(err);
     } else {
         fprintf(stderr, "note: no RGBA/UNSIGNED_INT32 2D images, the image "
@@ -292,6 +296,22 @@ int main(void)
                 p[i] = wo_want[i] = round * 1000u + i;
             CHECK(clEnqueueUnmapMemObject(q, wo, p, 0, NULL, NULL));
         }
+        /* The same with eight rows of a host-write-only image. */
+        if (wimg && round % 4 == 1) {
+            size_t origin[3] = {0, 0, 0}, region[3] = {32, 8, 1}, pitch = 0;
+            cl_uint *p = clEnqueueMapImage(q, wimg, CL_TRUE, CL_MAP_WRITE,
+                                           origin, region, &pitch, NULL, 0,
+                                           NULL, NULL, &err);
+            CHECK(err);
+            for (cl_uint y = 0; y < 8; y++)
+                for (cl_uint x = 0; x < 32 * 4; x += 2)
+                    p[y * pitch / 4 + x] = wimg_want[y * 32 * 4 + x] =
+                        round * 7000u + y * 128 + x;
+            CHECK(clEnqueueUnmapMemObject(q, wimg, p, 0, NULL, NULL));
+        }
+        if (wimg)
+            check_through(q, wimg, true, 32, plain, wimg_want,
+                          "host-write-only image");
         cl_mem targets[2] = {na, wo};
         cl_uint *wants[2] = {want, wo_want};
         for (int t = 0; t < 2; t++) {
@@ -315,8 +335,10 @@ int main(void)
         CHECK(clReleaseProgram(prog1d));
         CHECK(clReleaseMemObject(img1d));
     }
-    if (img)
+    if (img) {
+        CHECK(clReleaseMemObject(wimg));
         CHECK(clReleaseMemObject(img));
+    }
     CHECK(clReleaseMemObject(nbs));
     CHECK(clReleaseMemObject(nb));
     CHECK(clReleaseMemObject(plain));
