@@ -32,6 +32,11 @@
 #               (4 GiB held, 16 MiB hot), on its own: it takes minutes
 #   overhead    bench/overhead/run.sh on NVIDIA alone
 #   cross       bench/remote/cross-vendor.sh (NVIDIA <-> PoCL moves)
+#   hostaccess  tests/integration/lenient.sh --vendors on NVIDIA alone: a
+#               program's reads, writes and maps that host access flags
+#               forbid get NVIDIA's verdicts natively, under the shim,
+#               re-homed and switched to a proxy and back (build it first:
+#               make build/tests/integration/hostaccess_lenient)
 # Which platform each part used is in its log (the DEVICE lines, or the
 # vendor set named at its top).
 set -u
@@ -127,6 +132,11 @@ part_overhead() {
 
 part_cross() {
     bench/remote/cross-vendor.sh
+}
+
+part_hostaccess() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine"
+    tests/integration/lenient.sh --vendors /tmp/nv-only
 }
 
 [ $# -gt 0 ] || set -- info shimcost programs remote cross
