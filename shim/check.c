@@ -308,3 +308,26 @@ cl_int shim_check_buffer_size(const struct shim_context *c, size_t size)
     }
     return c->n_devices ? CL_INVALID_BUFFER_SIZE : CL_SUCCESS;
 }
+
+cl_int shim_check_launch(cl_command_queue queue, cl_kernel kernel,
+                         cl_uint n, const cl_event *events)
+{
+    const struct shim_queue *q = (const struct shim_queue *)queue;
+    const struct shim_kernel *k = SHIM_AS(shim_kernel, SHIM_KERNEL, kernel);
+
+    if (!shim_on_remote(queue))
+        return CL_SUCCESS;
+    if (!k)
+        return CL_INVALID_KERNEL;
+    if (k->program->context != q->context)
+        return CL_INVALID_CONTEXT;
+    cl_int err = shim_check_wait_context(q, n, events);
+    if (err != CL_SUCCESS)
+        return err;
+    /* Every argument set (SVM pointers are not counted here: such a
+     * kernel is left to the vendor). */
+    for (cl_uint i = 0; !k->uses_svm && i < k->n_args; i++)
+        if (!k->args[i].set)
+            return CL_INVALID_KERNEL_ARGS;
+    return CL_SUCCESS;
+}

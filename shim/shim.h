@@ -775,6 +775,9 @@ cl_int shim_check_fill_image(cl_command_queue queue, cl_mem image,
  * asked once, shim_remote_device_max_alloc in remote_context.c). */
 cl_int shim_check_buffer_size(const struct shim_context *c, size_t size);
 cl_ulong shim_remote_device_max_alloc(void *device);
+/* A launch: a kernel of the queue's context with every argument set. */
+cl_int shim_check_launch(cl_command_queue queue, cl_kernel kernel,
+                         cl_uint n, const cl_event *events);
 cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
                           const cl_mem *objects, cl_mem_migration_flags flags,
                           cl_uint n, const cl_event *events);

@@ -4,7 +4,8 @@
  *
  * Run under crane-run with CRANE_PROXY set and CRANE_REHOME_TO=alternate:
  * the program switches to the proxy itself (crane_rehome), launches a
- * kernel with a work-group larger than the device allows (an error that
+ * kernel with an argument not set (the shim's own check answers at once),
+ * then one with a work-group larger than the device allows (an error that
  * only the vendor knows to give, so remoted it travels batched), switches
  * back, and finishes the queue.  Then it launches properly and checks
  * every word.  Natively (no crane_rehome) it checks the error comes at
@@ -72,6 +73,20 @@ int main(void)
 
     if (rehome && switch_now(rehome, "to the proxy") != 0)
         return 1;
+    /* What the shim can tell itself comes at once, remoted too: a kernel
+     * with an argument not set. */
+    cl_kernel unset = clCreateKernel(prog, "fill", &err);
+    CK(err);
+    size_t one = 1;
+    err = clEnqueueNDRangeKernel(q, unset, 1, NULL, &one, NULL, 0, NULL,
+                                 NULL);
+    if (err != CL_INVALID_KERNEL_ARGS) {
+        printf("FAIL deferred: a launch with an argument not set: %d, not "
+               "CL_INVALID_KERNEL_ARGS (%d)\n",
+               err, CL_INVALID_KERNEL_ARGS);
+        return 1;
+    }
+    CK(clReleaseKernel(unset));
     size_t too_many = 2 * max_wg;
     err = clEnqueueNDRangeKernel(q, k, 1, NULL, &too_many, &too_many, 0,
                                  NULL, NULL);

@@ -366,3 +366,37 @@ TEST(check_buffer_size)
     for (int i = 0; i < 2; i++)
         devs[i]->obj.real = NULL;
 }
+
+/* A launch: the kernel's program in the queue's context, every argument
+ * set (a kernel given SVM pointers is left to the vendor). */
+TEST(check_launch)
+{
+    struct world w;
+    struct shim_arg args[2] = {{.set = true}, {.set = false}};
+
+    world_make(&w, true);
+    struct shim_program *p = shim_obj_new(SHIM_PROGRAM, sizeof(*p), NULL);
+    struct shim_kernel *k = shim_obj_new(SHIM_KERNEL, sizeof(*k), NULL);
+    p->context = w.ctx;
+    k->program = p;
+    k->args = args;
+    k->n_args = 2;
+    cl_event foreign = (cl_event)w.foreign_ev;
+    ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)k, 0, NULL),
+              CL_INVALID_KERNEL_ARGS);
+    k->uses_svm = true;
+    ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)k, 0, NULL), CL_SUCCESS);
+    k->uses_svm = false;
+    args[1].set = true;
+    ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)k, 0, NULL), CL_SUCCESS);
+    ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)k, 1, &foreign),
+              CL_INVALID_CONTEXT);
+    ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)w.buf, 0, NULL),
+              CL_INVALID_KERNEL);
+    p->context = w.other_ctx;
+    ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)k, 0, NULL),
+              CL_INVALID_CONTEXT);
+    k->args = NULL;
+    k->n_args = 0;
+    world_free(&w);
+}
