@@ -41,8 +41,8 @@ build/macro-definitions.cl build/define-GENTYPE.cl
 build/optimization-options-cl11+.cl"
 
 # Left out, each with its reason (printed with the verdicts), by mode ("all"
-# or the mode); each one remoted is a known defect of the remote backend or
-# the proxy, reproduced by `piglit.sh remote` with the line removed.
+# or the mode): differences crane keeps on purpose, each reproduced by
+# `piglit.sh MODE` with its line removed.
 declare -A LEFT_OUT=(
     [all:cl-api-get-extension-function-address-for-platform]="ocl-icd answers a NULL platform with its own clIcdGetPlatformIDsKHR; the shim, in the loader's place, answers NULL as the specification says"
     [remote:cl-api-create-command-queue]="PoCL exit()s natively when asked for a device-side queue; the proxy refuses it, so the program goes on and fails"
