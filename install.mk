@@ -5,7 +5,8 @@
 #   PREFIX      [/usr/local]
 #   BINDIR      [$(PREFIX)/bin]    crane-run, crane-migrate
 #   SBINDIR     [$(PREFIX)/sbin]   crane-hostd, crane-guestd, crane-proxy,
-#                                  cranectl (tools for root, man section 8)
+#                                  cranectl, crane-hostctl (tools for root,
+#                                  man section 8)
 #   LIBDIR      [$(PREFIX)/lib]    crane/libcrane.so: preloaded by
 #                                  crane-run, never linked against
 #   SYSCONFDIR  [/etc]             crane/*.conf and proxy.env, installed
@@ -36,7 +37,7 @@ HELP2MAN ?= help2man
 # PROGRAM:SECTION for every program that is built here (crane-hostd and
 # crane-migrate need libvirt's headers: hostd.mk).
 MAN_PAGES := crane-run:1 crane-proxy:8 crane-guestd:8 cranectl:8 \
-    $(if $(HOSTD_BIN),crane-hostd:8 crane-migrate:1)
+    $(if $(HOSTD_BIN),crane-hostd:8 crane-migrate:1 crane-hostctl:8)
 MAN_FILES := $(foreach p,$(MAN_PAGES),\
     build/man/$(word 1,$(subst :, ,$(p))).$(word 2,$(subst :, ,$(p))))
 
@@ -73,7 +74,7 @@ install_subst = $(INSTALL_SED) $(1) >$(2).tmp && chmod $(3) $(2).tmp && \
     mv -f $(2).tmp $(2)
 
 install: $(SHIM_LIB) $(CRANE_RUN) $(PROXY_BIN) $(GUESTD_BIN) \
-    $(CRANECTL_BIN) $(HOSTD_BIN) $(MIGRATE_BIN) man
+    $(CRANECTL_BIN) $(HOSTD_BIN) $(MIGRATE_BIN) $(HOSTCTL_BIN) man
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
 	    $(DESTDIR)$(LIBDIR)/crane $(DESTDIR)$(SYSCONFDIR)/crane \
 	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man1 \
@@ -92,6 +93,7 @@ install: $(SHIM_LIB) $(CRANE_RUN) $(PROXY_BIN) $(GUESTD_BIN) \
 ifneq ($(HOSTD_BIN),)
 	install -m 755 $(HOSTD_BIN) $(DESTDIR)$(SBINDIR)/crane-hostd
 	install -m 755 $(MIGRATE_BIN) $(DESTDIR)$(BINDIR)/crane-migrate
+	install -m 755 $(HOSTCTL_BIN) $(DESTDIR)$(SBINDIR)/crane-hostctl
 	$(call install_conf,host-daemon/crane-hostd.conf,hostd.conf)
 	$(call install_subst,host-daemon/crane-hostd.service,\
 	    $(DESTDIR)$(UNITDIR)/crane-hostd.service,644)

@@ -30,6 +30,16 @@
 #                  and post stoppage and the VM's downtime are in both
 #                  histories, src's metrics, and its dashboard (headless
 #                  Chromium, tests/hostd/dashboard.sh)
+#   orchestrated   libvirt itself migrates the VM (virsh migrate, as an
+#                  orchestrator's own virDomainMigrate would), crane-hostctl
+#                  around it: prepare on the source, a migration that fails
+#                  then abort (the GPU back, the program in passthrough),
+#                  then prepare, virsh migrate --live ldst -> lsrc, resume
+#                  on lsrc, and the same back to ldst; the victim program
+#                  (below) computes through the proxy domain while the VM
+#                  moves and passes its self-checks after each hop; both
+#                  histories have each migration by the id crane-hostctl
+#                  gave (source ok once the VM left, destination ok)
 #   no-free-gpu    back to lsrc while another VM holds lsrc's GPU: exit 4,
 #                  a third program (cl_worker again, "victim") keeps
 #                  computing through the proxy domain; once the other VM is
@@ -53,7 +63,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-PHASES="proxy-down migrate-fails live no-free-gpu proxy-dies"
+PHASES="proxy-down migrate-fails live orchestrated no-free-gpu proxy-dies"
 TIMEOUT=${CRANE_E2E_TIMEOUT:-60}
 CL_TIMEOUT=${CRANE_E2E_CL_TIMEOUT:-300}
 MEM=${CRANE_E2E_CL_MEM:-768}
@@ -97,7 +107,8 @@ result)
     [ "$v" = PASS ]; exit ;;
 run)
     # run PHASE...: only those (in the order above; `live` alone for the
-    # demo); no-free-gpu and proxy-dies need live before them.
+    # demo); orchestrated, no-free-gpu and proxy-dies need live before
+    # them.
     if [ $# -gt 1 ]; then
         shift
         RUN_PHASES=""
@@ -113,7 +124,7 @@ mkdir -p "$WORK"
 skip() { echo "SKIP $*" > "$RESULTS"; echo "skip: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (libvirtd, QEMU and a bridge)"
 HOSTD=${HOSTD:-$B/bin/crane-hostd}
-for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/cranectl" "$B/bin/crane-guestd" \
+for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/crane-hostctl" "$B/bin/cranectl" "$B/bin/crane-guestd" \
     "$B/bin/crane-run" "$B/bin/crane-proxy" "$B/tests/guest/cl_worker"; do
     [ -x "$bin" ] || skip "$bin not built"
 done
@@ -460,6 +471,7 @@ for p in cl_worker python3; do
 done
 grep -qE '^step +downtime ' "$WORK/migrate-$PHASE.out" || fail "no downtime step"
 C1=$WORK/console-1.log
+CON=$C1
 step "cl_worker sees its GPU on dst" "$C1" '^CRANE-CL-GPU back'
 step "cl_pyworker sees its GPU on dst" "$C1" '^CRANE-PY-GPU back'
 status "$WORK/guest-1.sock" "$WORK/status-$PHASE.out"
@@ -520,11 +532,130 @@ tail -n 2 "$WORK/dashboard.out" | sed 's/^/    /'
 verdict
 }
 
+# --- orchestrated -----------------------------------------------------------
+# hostctl HOST OUT ARGS...: crane-hostctl on HOST's crane-hostd; its output
+# in WORK/OUT; sets RC.
+hostctl() {
+    _h=$1 _o=$2
+    shift 2
+    _t=$(e2e_now)
+    "$B/bin/crane-hostctl" --connect "unix:$WORK/$_h-hostd.sock" "$@" \
+        > "$WORK/$_o" 2>&1
+    RC=$?
+    e2e_log "crane-hostctl $1 on $_h: exit $RC after $(e2e_since "$_t") s"
+    sed 's/^/    /' "$WORK/$_o"
+}
+# api_get PORT ID: migration ID of that crane-hostd's history, as JSON.
+api_get() {
+    curl -sf "http://127.0.0.1:$1/api/migrations/$2"
+}
+# wait_id PORT ID WANT: until migration ID has result WANT in that history.
+wait_id() {
+    _i=0
+    while [ $_i -lt $((TIMEOUT * 5)) ]; do
+        api_get "$1" "$2" > "$WORK/api-$2-$1.json" 2>/dev/null &&
+            grep -q "\"result\":\"$3\"" "$WORK/api-$2-$1.json" && return 0
+        sleep 0.2
+        _i=$((_i + 1))
+    done
+    fail "migration $2 on port $1: not $3 ($(cat "$WORK/api-$2-$1.json" 2>/dev/null | head -c 300))"
+}
+# status_ok SOCKET OUT: the guest idle with the victim in passthrough.
+status_ok() {
+    status "$1" "$2"
+    grep -q '^phase: *idle' "$2" || fail "guest not idle ($2)"
+    passthrough "$2" cl_worker
+}
+# orch_abort HOST: prepare on HOST, a migration libvirt cannot make, abort.
+orch_abort() {
+    _from=$1 _uri=$DURI _turi=$SURI _port=$((PORT0 + 3)) _ev=$WORK/events-dst.log
+    if [ "$_from" = src ]; then
+        _uri=$SURI _turi=$DURI _port=$((PORT0 + 1)) _ev=$WORK/events-src.log
+    fi
+    _id=orch-abort-$$
+    _rm=$(grep -c "device-removed.*ua-gpu0" "$_ev")
+    _back=$(grep -c '^CRANE-VC-GPU back' "$CON")
+    dest_xml "$_uri" 4
+    hostctl "$_from" "orch-prepare-abort.out" prepare --live --id "$_id" "$DOM"
+    [ $RC = 0 ] || fail "prepare exit $RC, expected 0"
+    grep -q '^result: ok' "$WORK/orch-prepare-abort.out" || fail "prepare: no 'result: ok'"
+    grep -qE '^step +pre +[0-9]+ +cl_worker .* ok' "$WORK/orch-prepare-abort.out" ||
+        fail "the victim did not go remote (no pre step)"
+    step "GPU unplugged by the prepare" "$_ev" "device-removed.*ua-gpu0" $((_rm + 1))
+    # 192.0.2.1 (TEST-NET-1): the destination's QEMU cannot listen there.
+    virsh -q -c "$_uri" migrate --live --p2p --persistent --undefinesource \
+        --xml "$WORK/dest-4.xml" "$DOM" "$_turi" tcp://192.0.2.1 \
+        > "$WORK/virsh-abort.out" 2>&1 && fail "virsh migrate to 192.0.2.1 succeeded"
+    e2e_log "virsh migrate failed as it must: $(head -n 1 "$WORK/virsh-abort.out")"
+    hostctl "$_from" "orch-abort.out" abort "$DOM"
+    [ $RC = 0 ] || fail "abort exit $RC, expected 0"
+    step "the victim sees its GPU back" "$CON" '^CRANE-VC-GPU back' $((_back + 1))
+    status_ok "$CHAN" "$WORK/status-$PHASE-abort.out"
+    wait_id "$_port" "$_id" rolled-back
+}
+# orch_hop FROM TO N: prepare on FROM, virsh migrate --live FROM -> TO,
+# resume on TO; the victim computes through the proxy domain meanwhile.
+orch_hop() {
+    _from=$1 _to=$2 _n=$3
+    _furi=$DURI _turi=$SURI _fport=$((PORT0 + 3)) _tport=$((PORT0 + 1))
+    if [ "$_from" = src ]; then
+        _furi=$SURI _turi=$DURI _fport=$((PORT0 + 1)) _tport=$((PORT0 + 3))
+    fi
+    _id=orch-$_n-$$
+    dest_xml "$_furi" "$_n"
+    hostctl "$_from" "orch-prepare-$_n.out" prepare --live --id "$_id" --to "$_to" "$DOM"
+    [ $RC = 0 ] || fail "prepare exit $RC, expected 0"
+    grep -qE '^step +pre +[0-9]+ +cl_worker .* ok' "$WORK/orch-prepare-$_n.out" ||
+        fail "the victim did not go remote (no pre step)"
+    _t=$(e2e_now)
+    virsh -q -c "$_furi" migrate --live --p2p --persistent --undefinesource \
+        --xml "$WORK/dest-$_n.xml" "$DOM" "$_turi" tcp://127.0.0.1 \
+        > "$WORK/virsh-$_n.out" 2>&1 || fail "virsh migrate $_from -> $_to: $(cat "$WORK/virsh-$_n.out")"
+    e2e_log "virsh migrate --live $_from -> $_to: $(e2e_since "$_t") s"
+    hostctl "$_to" "orch-resume-$_n.out" resume --id "$_id" --from "$_from" "$DOM"
+    [ $RC = 0 ] || fail "resume exit $RC, expected 0"
+    grep -qE '^step +post +[0-9]+ +cl_worker .* ok' "$WORK/orch-resume-$_n.out" ||
+        fail "the victim did not come back (no post step)"
+    _new=$WORK/console-$_n.log
+    step "the victim sees its GPU on $_to" "$_new" '^CRANE-VC-GPU back'
+    status_ok "$WORK/guest-$_n.sock" "$WORK/status-$PHASE-$_n.out"
+    set -- $(gpu_at "$CON" VC gone)
+    _gone=${1:-0}
+    set -- $(gpu_at "$_new" VC back)
+    _backit=${1:-0}
+    e2e_log "victim: $((_backit - _gone)) iterations between the unplug on $_from (at $_gone) and the GPU's return on $_to (at $_backit)"
+    echo "VC hop $_n during $((_backit - _gone))" >> "$WORK/progress-live"
+    [ "$_backit" -gt "$_gone" ] || fail "the victim made no progress while the VM moved"
+    [ "$(virsh -q -c "$_turi" domstate "$DOM")" = running ] || fail "not running on $_to"
+    virsh -q -c "$_furi" dominfo "$DOM" > /dev/null 2>&1 && fail "still defined on $_from"
+    # The source's migration ends ok once libvirt says the VM left; the
+    # destination's (the same id) once the programs are back.
+    wait_id "$_fport" "$_id" ok
+    wait_id "$_tport" "$_id" ok
+    grep -q '"phase":"moved"' "$WORK/api-$_id-$_fport.json" || fail "source history: no moved step"
+    grep -q '"phase":"attach"' "$WORK/api-$_id-$_tport.json" || fail "destination history: no attach step"
+    CON=$_new
+    CHAN=$WORK/guest-$_n.sock
+    V0=$(last_it "$CON" VC)
+    wait_progress "$CON" VC $((V0 + 50))
+    grep -q 'CRANE-VC-RESULT' "$CON" && fail "the victim ended: $(grep RESULT "$CON")"
+}
+phase_orchestrated() {
+begin orchestrated
+step "the victim program registered" "$CON" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
+wait_progress "$CON" VC 100
+CHAN=$WORK/guest-1.sock
+orch_abort dst
+orch_hop dst src 5
+orch_hop src dst 6
+verdict
+}
+
 # --- no-free-gpu ------------------------------------------------------------
 phase_no_free_gpu() {
 begin no-free-gpu
-step "the victim program registered on dst" "$C1" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
-wait_progress "$C1" VC 100
+step "the victim program registered on dst" "$CON" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
+wait_progress "$CON" VC 100
 blocker "$SURI"
 dest_xml "$DURI" 2
 migrate dst src "$WORK/dest-2.xml" tcp://127.0.0.1

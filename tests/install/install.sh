@@ -33,10 +33,12 @@ programs="usr/bin/crane-run usr/sbin/crane-proxy usr/sbin/crane-guestd
 usr/sbin/cranectl"
 if [ -x build/bin/crane-hostd ]; then
     files="$files usr/sbin/crane-hostd usr/bin/crane-migrate
-etc/crane/hostd.conf usr/lib/systemd/system/crane-hostd.service
-usr/share/man/man8/crane-hostd.8 usr/share/man/man1/crane-migrate.1"
+usr/sbin/crane-hostctl etc/crane/hostd.conf
+usr/lib/systemd/system/crane-hostd.service usr/share/man/man8/crane-hostd.8
+usr/share/man/man1/crane-migrate.1 usr/share/man/man8/crane-hostctl.8"
     units="$units crane-hostd"
-    programs="$programs usr/sbin/crane-hostd usr/bin/crane-migrate"
+    programs="$programs usr/sbin/crane-hostd usr/bin/crane-migrate
+usr/sbin/crane-hostctl"
 fi
 for f in $files; do
     [ -f "$R/$f" ] || die "$f not installed"
