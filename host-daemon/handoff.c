@@ -102,8 +102,10 @@ void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev)
     struct left *l;
     struct prepared p;
 
+    /* Not HV_EV_DOMAIN_STOPPED: libvirt reports the guest's shutdown
+     * before the migration's end. */
     if (ev->kind != HV_EV_DOMAIN_MIGRATED_OUT &&
-        ev->kind != HV_EV_DOMAIN_STOPPED)
+        ev->kind != HV_EV_DOMAIN_SHUT_OFF)
         return;
     if (!take_prepared(ev->domain, "", &p))
         return;
@@ -177,10 +179,11 @@ const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
     return valid_name(*domain, false) ? NULL : "bad domain name";
 }
 
-/* The newest migration of DOMAIN this host began and still has running,
- * from the history (a prepare made before a restart).  -ENOENT: none. */
+/* The newest migration of DOMAIN (migration ID when not "") this host
+ * began and still has running, from the history (a prepare made before a
+ * restart).  -ENOENT: none. */
 static int find_running(struct hd_daemon *d, const char *domain,
-                        struct prepared *out)
+                        const char *id, struct prepared *out)
 {
     struct hd_history *h;
     struct hd_migration *list = NULL;
@@ -193,6 +196,7 @@ static int find_running(struct hd_daemon *d, const char *domain,
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (list[i].result == HD_RESULT_RUNNING &&
             strcmp(list[i].domain, domain) == 0 &&
+            (!*id || strcmp(list[i].id, id) == 0) &&
             strcmp(list[i].src_host, d->cfg.host_name) == 0) {
             snprintf(out->id, sizeof(out->id), "%s", list[i].id);
             snprintf(out->domain, sizeof(out->domain), "%s", domain);
@@ -259,7 +263,7 @@ static void serve_abort(struct hd_daemon *d, int fd,
         return;
     }
     if (!take_prepared(q->domain, q->migration_id, &p) &&
-        (*q->migration_id || find_running(d, q->domain, &p) < 0)) {
+        find_running(d, q->domain, q->migration_id, &p) < 0) {
         /* A prepare this host does not know of (cranectl by hand, a lost
          * history): still bring the programs back, in a run of its own. */
         hd_run_begin(&run, d, *q->migration_id ? q->migration_id : NULL,

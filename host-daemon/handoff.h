@@ -24,7 +24,8 @@ void hd_handoff_prepared(struct hd_daemon *d, const char *id,
                          const char *domain, double start_wall);
 
 /* Loop thread, every hypervisor event: a prepared VM that migrated away
- * ends its migration ok; one that stopped otherwise ends it failed. */
+ * (HV_EV_DOMAIN_MIGRATED_OUT) ends its migration ok; one whose process
+ * ended otherwise (HV_EV_DOMAIN_SHUT_OFF) ends it failed. */
 void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev);
 
 #endif /* HD_HANDOFF_H */

@@ -47,6 +47,11 @@ enum hv_event_kind {
                                   domain); may come from any thread */
     HV_EV_DOMAIN_MIGRATED_OUT, /* DOMAIN left this host by a migration
                                   (HV_EV_DOMAIN_STOPPED follows) */
+    HV_EV_DOMAIN_SHUT_OFF,     /* DOMAIN's process ended for any other
+                                  reason (HV_EV_DOMAIN_STOPPED follows).
+                                  Unlike HV_EV_DOMAIN_STOPPED, never sent
+                                  for the guest's shutdown that precedes
+                                  the end of an outgoing migration */
 };
 
 struct hv_event {

@@ -164,8 +164,12 @@ static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event,
         deliver(opaque, HV_EV_DOMAIN_STARTED, dom, NULL);
         break;
     case VIR_DOMAIN_EVENT_STOPPED: /* shut off, destroyed, migrated away */
-        if (detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED)
-            deliver(opaque, HV_EV_DOMAIN_MIGRATED_OUT, dom, NULL);
+        /* An outgoing migration ends with SHUTDOWN (host) and then
+         * STOPPED (migrated): only STOPPED's detail tells them apart. */
+        deliver(opaque, detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED
+                            ? HV_EV_DOMAIN_MIGRATED_OUT
+                            : HV_EV_DOMAIN_SHUT_OFF,
+                dom, NULL);
         /* fall through */
     case VIR_DOMAIN_EVENT_SHUTDOWN: /* every detail means "finished" */
     case VIR_DOMAIN_EVENT_CRASHED:
