@@ -283,10 +283,12 @@ static void build(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
 static int step_status(const struct ctl_opts *o, struct mig_view *v,
                        const Crane__Hostd__MigrateDone *d)
 {
-    int status = mig_print_done(v, d, o->domain);
+    int status;
 
     /* abort's own success is the migration rolled back. */
-    if (!strcmp(o->command, "abort") && status == MIG_EXIT_ROLLED_BACK)
+    v->rollback_asked = !strcmp(o->command, "abort");
+    status = mig_print_done(v, d, o->domain);
+    if (v->rollback_asked && status == MIG_EXIT_ROLLED_BACK)
         return MIG_EXIT_OK;
     return status;
 }

@@ -44,6 +44,8 @@ struct mig_view {
     bool tty;         /* update the progress line in place with \r */
     bool line_open;   /* a progress line without its newline is shown */
     int last_percent; /* -1: none shown yet */
+    bool rollback_asked; /* rolled-back is what was asked (crane-hostctl
+                            abort): no stderr line for it */
 };
 
 /* Frames read from the daemon, buffered so that --wait holds inside a

@@ -270,9 +270,10 @@ int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
     switch (d->result) {
     case CRANE__HOSTD__RESULT__RESULT_OK: status = MIG_EXIT_OK; break;
     case CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK:
-        crn_log(CRN_LOG_ERROR, "migrating %s failed and was rolled "
-                        "back: it runs on at the source%s%s",
-                dom, *err ? ": " : "", err);
+        if (!v->rollback_asked)
+            crn_log(CRN_LOG_ERROR, "migrating %s failed and was rolled "
+                            "back: it runs on at the source%s%s",
+                    dom, *err ? ": " : "", err);
         status = MIG_EXIT_ROLLED_BACK;
         break;
     case CRANE__HOSTD__RESULT__RESULT_REMOTING:

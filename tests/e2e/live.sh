@@ -626,6 +626,22 @@ orch_hop() {
     e2e_log "victim: $((_backit - _gone)) iterations between the unplug on $_from (at $_gone) and the GPU's return on $_to (at $_backit)"
     echo "VC hop $_n during $((_backit - _gone))" >> "$WORK/progress-live"
     [ "$_backit" -gt "$_gone" ] || fail "the victim made no progress while the VM moved"
+    # The pool as a scheduler reads it, from the real libvirt: the GPU
+    # held by the VM on the destination, free again on the source.
+    hostctl "$_to" "orch-pool-$_n-to.out" pool
+    python3 - "$WORK/orch-pool-$_n-to.out" "$DOM" <<'PY' || fail "pool on $_to: gpu0 not held by $DOM"
+import json, sys
+p = json.loads(open(sys.argv[1]).read().splitlines()[0])
+g = {x["name"]: x for x in p["gpus"]}
+assert g["gpu0"]["state"] == "held" and g["gpu0"]["holder"] == sys.argv[2], p
+PY
+    hostctl "$_from" "orch-pool-$_n-from.out" pool --format placement
+    python3 - "$WORK/orch-pool-$_n-from.out" <<'PY' || fail "pool on $_from: gpu0 not free"
+import json, sys
+p = json.loads(open(sys.argv[1]).read().splitlines()[0])
+x = p["providers"][0]
+assert x["usages"]["CUSTOM_CRANE_GPU"] == 0 and x["inventories"]["CUSTOM_CRANE_GPU"]["reserved"] == 0, p
+PY
     [ "$(virsh -q -c "$_turi" domstate "$DOM")" = running ] || fail "not running on $_to"
     virsh -q -c "$_furi" dominfo "$DOM" > /dev/null 2>&1 && fail "still defined on $_from"
     # The source's migration ends ok once libvirt says the VM left; the
@@ -654,7 +670,9 @@ verdict
 # --- no-free-gpu ------------------------------------------------------------
 phase_no_free_gpu() {
 begin no-free-gpu
-step "the victim program registered on dst" "$CON" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
+# (the victim registers where live left the VM: console-1.log; CON is
+# where the VM writes now, after orchestrated's hops)
+step "the victim program registered on dst" "$C1" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
 wait_progress "$CON" VC 100
 blocker "$SURI"
 dest_xml "$DURI" 2

@@ -141,6 +141,7 @@ ctl 5 resume holder
 grep -q '^result: failed:' "$T/out" || die "resume holder: $(cat "$T/out")"
 ctl 0 abort holder
 grep -q 'still holds its GPU: nothing to undo' "$T/out" || die "abort holder: $(cat "$T/out")"
+[ -s "$T/err" ] && die "abort exit 0 with a line on stderr: $(cat "$T/err")"
 # The pool is as it was.
 ctl 0 pool
 grep -q '"free":1,"held":1,"reserved":0' "$T/out" || die "pool changed: $(cat "$T/out")"
