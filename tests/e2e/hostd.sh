@@ -14,6 +14,14 @@
 #                  remoting (exit 4); dst's crane-hostd restarts and finds
 #                  it waiting in its history; once the other VM stops it
 #                  attaches the GPU and resumes it by itself
+#   hostctl        crane-hostctl, the steps an orchestrator calls
+#                  (docs/fleet.md), on one host: the guest boots without
+#                  its GPU; resume plugs a free one in (device-added, the
+#                  guest sees it, crane-guestd idle, the pool says held);
+#                  a second resume is refused; prepare --offline takes the
+#                  two programs off it and unplugs it (device-removed,
+#                  crane-guestd prepared); abort plugs it back (idle, that
+#                  migration rolled-back in the history under its --id)
 #   cleanup        stops the libvirtd instances the cases share
 # HOSTD names the crane-hostd binary (default build/bin/crane-hostd).
 # Each case starts its own pair of crane-hostd (src, dst) on loopback and
@@ -22,7 +30,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-CASES="migrate detach-timeout migrate-fails no-free-gpu"
+CASES="migrate detach-timeout migrate-fails no-free-gpu hostctl"
 TIMEOUT=${CRANE_E2E_TIMEOUT:-60}
 SRC=hsrc
 DST=hdst
@@ -72,7 +80,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 HOSTD=${HOSTD:-$B/bin/crane-hostd}
-for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/cranectl" "$B/bin/crane-proxy"; do
+for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/crane-hostctl" "$B/bin/cranectl" "$B/bin/crane-proxy"; do
     [ -x "$bin" ] || { echo "skip: $bin not built"; exit 77; }
 done
 e2e_guestd_image || exit 1
@@ -106,6 +114,11 @@ PROXY_PID=$!
 KARGS=""
 [ "$CASE" = detach-timeout ] && KARGS="acpi_mask_gpe=0x01"
 e2e_domain_xml "$DOM" "$WORK" "$E2E_GUESTD_VM" "$KARGS" > "$WORK/domain.xml"
+# hostctl: the VM boots without its GPU, as an orchestrator that leaves the
+# GPU to crane-hostd starts it.
+if [ "$CASE" = hostctl ]; then
+    sed -i '/<rng[ >]/,/<\/rng>/d' "$WORK/domain.xml"
+fi
 $VS define "$WORK/domain.xml" > /dev/null || { fail "define"; finish; }
 # The destination XML: libvirt's (with the uuid it gave), without the GPU,
 # with new paths for what the source QEMU holds open.
@@ -138,7 +151,11 @@ T0=$(e2e_now)
 $VS start "$DOM" > /dev/null || { fail "start"; finish; }
 step "guest ready on src" "$WORK/console.log" '^CRANE-GUEST-READY'
 step "crane-guestd up in the guest" "$WORK/console.log" 'CRANE-GUESTD-UP'
-step "guest sees its GPU" "$WORK/console.log" '^CRANE-RNG present'
+if [ "$CASE" = hostctl ]; then
+    step "guest sees no GPU" "$WORK/console.log" '^CRANE-RNG absent'
+else
+    step "guest sees its GPU" "$WORK/console.log" '^CRANE-RNG present'
+fi
 step "two stand-in programs registered" "$WORK/console.log" '^CRANE-PROGRAMS 2'
 
 # crane-migrate ARGS...: runs it against src's crane-hostd; sets RC.  The
@@ -237,6 +254,44 @@ no-free-gpu)
     step "guest on dst sees its GPU" "$WORK/console-dst.log" '^CRANE-RNG present'
     step "dst resumed it by itself" "$WORK/hostd-dst.log" "migration .* $DOM: ok"
     [ "$(guest_phase "$WORK/guest0-dst.sock")" = idle ] || fail "guest not idle on dst"
+    ;;
+hostctl)
+    # ctl WANT OUT ARGS...: crane-hostctl on src's crane-hostd.
+    ctl() {
+        _want=$1 _out=$2
+        shift 2
+        T0=$(e2e_now)
+        "$B/bin/crane-hostctl" --connect "unix:$WORK/src-hostd.sock" "$@" \
+            > "$WORK/$_out" 2>&1
+        _rc=$?
+        e2e_log "crane-hostctl $1: exit $_rc after $(e2e_since "$T0") s"
+        sed 's/^/    /' "$WORK/$_out"
+        [ "$_rc" = "$_want" ] || fail "crane-hostctl $*: exit $_rc, expected $_want"
+    }
+    ctl 0 resume.out resume "$DOM"
+    grep -q '^result: ok' "$WORK/resume.out" || fail "resume: no 'result: ok'"
+    step "device-added on src" "$WORK/events-src.log" 'device-added.*ua-gpu0'
+    step "guest sees its GPU" "$WORK/console.log" '^CRANE-RNG present'
+    [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle after resume"
+    ctl 0 pool.out pool
+    grep -q "\"state\":\"held\",\"holder\":\"$DOM\"" "$WORK/pool.out" ||
+        fail "pool: gpu0 not held by $DOM"
+    ctl 5 resume-again.out resume "$DOM"
+    grep -q 'already holds a GPU' "$WORK/resume-again.out" || fail "second resume not refused"
+    ctl 0 prepare.out prepare --offline --id hc-$$ "$DOM"
+    grep -q '^result: ok' "$WORK/prepare.out" || fail "prepare: no 'result: ok'"
+    grep -q '^stoppage: .* over 2 program' "$WORK/prepare.out" ||
+        fail "prepare: not both programs"
+    step "device-removed on src" "$WORK/events-src.log" 'device-removed.*ua-gpu0'
+    step "guest sees its GPU gone" "$WORK/console.log" '^CRANE-RNG absent' 2
+    [ "$(guest_phase "$WORK/guest0.sock")" = prepared ] || fail "guest not prepared"
+    ctl 0 abort.out abort "$DOM"
+    step "device-added again on src" "$WORK/events-src.log" 'device-added.*ua-gpu0' 2
+    step "guest sees its GPU again" "$WORK/console.log" '^CRANE-RNG present' 2
+    [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle after abort"
+    curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations/hc-$$" > "$WORK/api.json"
+    grep -q '"result":"rolled-back"' "$WORK/api.json" ||
+        fail "history: hc-$$ not rolled-back ($(head -c 300 "$WORK/api.json"))"
     ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac
