@@ -242,8 +242,11 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
         return MIG_EXIT_NO_ANSWER;
     }
     if (*s.error) {
+        char why[300];
+
         crn_log(CRN_LOG_ERROR, "crane-hostd could not read the hypervisor: "
-                "%s (no GPU's holder is known)", s.error);
+                "%s (no GPU's holder is known)",
+                mig_clean(why, sizeof(why), s.error, false));
         return MIG_EXIT_FAILED;
     }
     return MIG_EXIT_OK;
@@ -283,13 +286,38 @@ static void build(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
 static int step_status(const struct ctl_opts *o, struct mig_view *v,
                        const Crane__Hostd__MigrateDone *d)
 {
+    bool abort = !strcmp(o->command, "abort");
+    char err[600];
     int status;
 
-    /* abort's own success is the migration rolled back. */
-    v->rollback_asked = !strcmp(o->command, "abort");
+    mig_clean(err, sizeof(err), d->error, false);
+    v->quiet = true;
     status = mig_print_done(v, d, o->domain);
-    if (v->rollback_asked && status == MIG_EXIT_ROLLED_BACK)
-        return MIG_EXIT_OK;
+    /* One stderr line for a status other than 0, in the step's words. */
+    switch (status) {
+    case MIG_EXIT_ROLLED_BACK:
+        /* abort's own success is the migration rolled back. */
+        if (abort)
+            return MIG_EXIT_OK;
+        crn_log(CRN_LOG_ERROR, "%s %.255s refused or undone: it runs on "
+                "here as before%s%s", o->command, o->domain,
+                *err ? ": " : "", err);
+        break;
+    case MIG_EXIT_REMOTING:
+        crn_log(CRN_LOG_WARN, "%s %.255s: no free GPU here: its programs "
+                "run remotely until crane-hostd attaches one by itself",
+                o->command, o->domain);
+        break;
+    case MIG_EXIT_FAILED:
+        crn_log(CRN_LOG_ERROR, "%s %.255s failed%s%s%s", o->command,
+                o->domain, *err ? ": " : "", err,
+                abort || !strcmp(o->command, "prepare")
+                    ? " (operator attention: the VM may have no GPU)"
+                    : "");
+        break;
+    default:
+        break;
+    }
     return status;
 }
 

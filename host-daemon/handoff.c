@@ -262,6 +262,11 @@ static void serve_abort(struct hd_daemon *d, int fd,
                "the VM still holds its GPU: nothing to undo");
         return;
     }
+    if (!*dom.channel) {
+        refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
+               "the VM has no guest channel here");
+        return;
+    }
     if (!take_prepared(q->domain, q->migration_id, &p) &&
         find_running(d, q->domain, q->migration_id, &p) < 0) {
         /* A prepare this host does not know of (cranectl by hand, a lost

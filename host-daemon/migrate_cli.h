@@ -44,8 +44,8 @@ struct mig_view {
     bool tty;         /* update the progress line in place with \r */
     bool line_open;   /* a progress line without its newline is shown */
     int last_percent; /* -1: none shown yet */
-    bool rollback_asked; /* rolled-back is what was asked (crane-hostctl
-                            abort): no stderr line for it */
+    bool quiet;       /* mig_print_done writes no stderr line: the
+                         caller says it in its own words (crane-hostctl) */
 };
 
 /* Frames read from the daemon, buffered so that --wait holds inside a
@@ -63,6 +63,10 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o);
 
 /* migrate_print.c: what crane-migrate shows, every string from the daemon
  * cleaned first. */
+/* S fit for a terminal and a log in BUF (SIZE >= 8): controls and invalid
+ * UTF-8 as '?', too long cut with "..."; a TOKEN also has spaces as '_'
+ * and "-" when empty.  Returns BUF. */
+const char *mig_clean(char *buf, size_t size, const char *s, bool token);
 void mig_view_break(struct mig_view *v);
 void mig_show_progress(struct mig_view *v, const Crane__Hostd__Progress *p,
                        bool verbose);

@@ -59,7 +59,7 @@ static size_t utf8_char(const unsigned char *s, size_t n)
  * column) also has its spaces turned into '_' and is "-" when empty.  Too
  * long a string ends in "...".  Returns BUF.
  */
-static const char *clean(char *buf, size_t size, const char *s, bool token)
+const char *mig_clean(char *buf, size_t size, const char *s, bool token)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     size_t left = strlen((const char *)p), o = 0, k;
@@ -108,8 +108,8 @@ void mig_show_progress(struct mig_view *v, const Crane__Hostd__Progress *p,
     if (p->text && *p->text) {
         mig_view_break(v);
         fprintf(v->out, "[%7.3fs] %-9s %s\n", p->elapsed,
-                clean(phase, sizeof(phase), p->phase, true),
-                clean(text, sizeof(text), p->text, false));
+                mig_clean(phase, sizeof(phase), p->phase, true),
+                mig_clean(text, sizeof(text), p->text, false));
     }
     /* Job progress as virsh shows it: in place on a terminal; in a log one
      * line per change, so that a long migration stays readable. */
@@ -184,7 +184,7 @@ static int print_programs(FILE *out, const Crane__Hostd__MigrateDone *d)
             ms(a, sizeof(a), p.pre);
             ms(b, sizeof(b), p.post);
             fprintf(out, "program %-7u %-16s pre %9s ms post %9s ms%s\n",
-                    p.pid, clean(name, sizeof(name), p.name, true), a, b,
+                    p.pid, mig_clean(name, sizeof(name), p.name, true), a, b,
                     p.failed ? "  FAILED" : "");
             pre_max = p.pre > pre_max ? p.pre : pre_max;
             post_max = p.post > post_max ? p.post : post_max;
@@ -222,8 +222,8 @@ const char *mig_result_name(Crane__Hostd__Result r)
     }
 }
 
-/* Prints the report of D and its one stderr line; returns the exit status
- * its result means. */
+/* Prints the report of D and its one stderr line (none with V->quiet);
+ * returns the exit status its result means. */
 int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
                       const char *domain)
 {
@@ -243,11 +243,11 @@ int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
         if (s->pid)
             snprintf(pid, sizeof(pid), "%u", s->pid);
         fprintf(out, "step    %-9s %-7s %-16s %9.3f %9.1f  %s%s%s\n",
-                clean(phase, sizeof(phase), s->phase, true), pid,
-                s->pid ? clean(name, sizeof(name), s->program, true) : "-",
+                mig_clean(phase, sizeof(phase), s->phase, true), pid,
+                s->pid ? mig_clean(name, sizeof(name), s->program, true) : "-",
                 s->start, s->seconds * 1e3, s->err ? "FAILED" : "ok",
                 s->err ? ": " : "",
-                s->err ? clean(err, sizeof(err),
+                s->err ? mig_clean(err, sizeof(err),
                                *s->error ? s->error : strerror(-s->err),
                                false)
                        : "");
@@ -255,39 +255,41 @@ int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
     if (print_programs(out, d) < 0)
         fprintf(out, "stoppage: (out of memory)\n");
     crn_format_bytes(moved, sizeof(moved), d->bytes);
-    fprintf(out, "migration: %s\n", clean(id, sizeof(id), d->id, true));
+    fprintf(out, "migration: %s\n", mig_clean(id, sizeof(id), d->id, true));
     if (d->dest_host && *d->dest_host)
         fprintf(out, "destination: %s\n",
-                clean(host, sizeof(host), d->dest_host, true));
+                mig_clean(host, sizeof(host), d->dest_host, true));
     fprintf(out, "total: %.3f s\n", d->seconds);
     fprintf(out, "bytes: %llu (%s)\n", (unsigned long long)d->bytes, moved);
-    clean(err, sizeof(err), d->error, false);
+    mig_clean(err, sizeof(err), d->error, false);
     fprintf(out, "result: %s%s%s\n", mig_result_name(d->result),
             *err ? ": " : "", err);
     fflush(out);
 
-    clean(dom, sizeof(dom), domain, false);
+    mig_clean(dom, sizeof(dom), domain, false);
     switch (d->result) {
     case CRANE__HOSTD__RESULT__RESULT_OK: status = MIG_EXIT_OK; break;
     case CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK:
-        if (!v->rollback_asked)
+        if (!v->quiet)
             crn_log(CRN_LOG_ERROR, "migrating %s failed and was rolled "
                             "back: it runs on at the source%s%s",
                     dom, *err ? ": " : "", err);
         status = MIG_EXIT_ROLLED_BACK;
         break;
     case CRANE__HOSTD__RESULT__RESULT_REMOTING:
-        crn_log(CRN_LOG_WARN, "%s moved, but the destination has no "
-                        "usable GPU: its programs run remote until "
-                        "crane-hostd there attaches one",
-                dom);
+        if (!v->quiet)
+            crn_log(CRN_LOG_WARN, "%s moved, but the destination has "
+                            "no usable GPU: its programs run remote until "
+                            "crane-hostd there attaches one",
+                    dom);
         status = MIG_EXIT_REMOTING;
         break;
     default:
-        crn_log(CRN_LOG_ERROR, "migrating %s failed and it is not "
-                        "fully restored (migration %s): operator attention "
-                        "needed%s%s",
-                dom, id, *err ? ": " : "", err);
+        if (!v->quiet)
+            crn_log(CRN_LOG_ERROR, "migrating %s failed and it is not "
+                            "fully restored (migration %s): operator "
+                            "attention needed%s%s",
+                    dom, id, *err ? ": " : "", err);
         status = MIG_EXIT_FAILED;
         break;
     }

@@ -133,12 +133,20 @@ PY
 ctl 1 prepare nochan
 grep -q '^result: rolled-back: nochan has no guest channel' "$T/out" || die "prepare nochan: $(cat "$T/out")"
 grep -qE '^migration: m[0-9]' "$T/out" || die "prepare names no migration"
+[ "$(wc -l < "$T/err")" = 1 ] &&
+    grep -q '^crane-hostctl: prepare nochan refused or undone: it runs on here as before: ' "$T/err" ||
+    die "prepare nochan: stderr $(cat "$T/err")"
 ctl 1 prepare absent --live
 grep -q '^result: rolled-back: no domain absent here' "$T/out" || die "prepare absent: $(cat "$T/out")"
 ctl 5 resume absent
 grep -q '^result: failed: the VM does not run on this host' "$T/out" || die "resume absent: $(cat "$T/out")"
+[ "$(wc -l < "$T/err")" = 1 ] &&
+    grep -q '^crane-hostctl: resume absent failed: the VM does not run on this host$' "$T/err" ||
+    die "resume absent: stderr $(cat "$T/err")"
 ctl 5 resume holder
 grep -q '^result: failed:' "$T/out" || die "resume holder: $(cat "$T/out")"
+ctl 5 abort nochan
+grep -q '^result: failed: the VM has no guest channel here' "$T/out" || die "abort nochan: $(cat "$T/out")"
 ctl 0 abort holder
 grep -q 'still holds its GPU: nothing to undo' "$T/out" || die "abort holder: $(cat "$T/out")"
 [ -s "$T/err" ] && die "abort exit 0 with a line on stderr: $(cat "$T/err")"
