@@ -1,5 +1,7 @@
 /* OpenCL's rules for enqueued commands, checked by the shim where the remote
  * backend would batch the call and answer before the proxy's vendor. */
+#include <string.h>
+
 #include "remote.h"
 
 /*
@@ -195,6 +197,25 @@ cl_int shim_check_fill_buffer(cl_command_queue queue, cl_mem buffer,
                                    events);
 }
 
+/* The two objects of a copy: each an image (*_IMAGE) or a buffer of the
+ * queue's context; *PA NULL when the queue is the vendor's, who judges. */
+static cl_int copy_sides(cl_command_queue queue, cl_mem a, bool a_image,
+                         cl_mem b, bool b_image, struct shim_mem **pa,
+                         struct shim_mem **pb)
+{
+    const struct shim_queue *q = (const struct shim_queue *)queue;
+    cl_int err;
+
+    *pa = NULL;
+    if (!shim_on_remote(queue))
+        return CL_SUCCESS;
+    err = a_image ? image_of(q, a, pa) : buffer_of(q, a, pa);
+
+    if (err == CL_SUCCESS)
+        err = b_image ? image_of(q, b, pb) : buffer_of(q, b, pb);
+    return err;
+}
+
 /* Whether [src, src + size) and [dst, dst + size) of the same storage
  * overlap (two sub-buffers of one buffer included). */
 static bool copy_overlaps(const struct shim_mem *src, size_t src_off,
@@ -209,26 +230,26 @@ static bool copy_overlaps(const struct shim_mem *src, size_t src_off,
     return a < b + size && b < a + size;
 }
 
+/* A plain copy is a copy of a one-row rectangle, which may not overlap
+ * itself. */
 cl_int shim_check_copy_buffer(cl_command_queue queue, cl_mem src_buffer,
                               cl_mem dst_buffer, size_t src_offset,
                               size_t dst_offset, size_t size, cl_uint n,
                               const cl_event *events)
 {
-    const struct shim_queue *q = (const struct shim_queue *)queue;
-    struct shim_mem *src, *dst;
-    cl_int err;
+    const size_t src_at[3] = {src_offset, 0, 0};
+    const size_t dst_at[3] = {dst_offset, 0, 0}, region[3] = {size, 1, 1};
+    cl_int err = shim_check_copy_buffer_rect(queue, src_buffer, dst_buffer,
+                                             src_at, dst_at, region, 0, 0,
+                                             0, 0, n, events);
 
-    if (!shim_on_remote(queue))
-        return CL_SUCCESS;
-    if ((err = buffer_of(q, src_buffer, &src)) != CL_SUCCESS ||
-        (err = buffer_of(q, dst_buffer, &dst)) != CL_SUCCESS)
+    if (err != CL_SUCCESS || !shim_on_remote(queue))
         return err;
-    if (!range_fits(src_offset, size, src->size) ||
-        !range_fits(dst_offset, size, dst->size))
-        return CL_INVALID_VALUE;
-    if (copy_overlaps(src, src_offset, dst, dst_offset, size))
+    /* Both are buffers of the queue's context now. */
+    if (copy_overlaps((const struct shim_mem *)src_buffer, src_offset,
+                      (const struct shim_mem *)dst_buffer, dst_offset, size))
         return CL_MEM_COPY_OVERLAP;
-    return shim_check_wait_context(q, n, events);
+    return CL_SUCCESS;
 }
 
 /* ORIGIN and REGION inside image M: every region value at least 1, and
@@ -330,4 +351,106 @@ cl_int shim_check_launch(cl_command_queue queue, cl_kernel kernel,
         if (!k->args[i].set)
             return CL_INVALID_KERNEL_ARGS;
     return CL_SUCCESS;
+}
+
+cl_int shim_check_map(cl_command_queue queue, cl_mem mem, bool image,
+                      size_t offset, size_t size, const size_t *origin,
+                      const size_t *region, cl_uint n,
+                      const cl_event *events, cl_map_flags flags)
+{
+    const cl_map_flags rw = CL_MAP_READ | CL_MAP_WRITE;
+
+    /* Known flags, CL_MAP_WRITE_INVALIDATE_REGION alone (OpenCL's rule):
+     * remoted, such a map answers without a round trip. */
+    if (shim_on_remote(queue) &&
+        ((flags & ~(rw | CL_MAP_WRITE_INVALIDATE_REGION)) ||
+         ((flags & CL_MAP_WRITE_INVALIDATE_REGION) && (flags & rw))))
+        return CL_INVALID_VALUE;
+    /* The mapping provides the memory: no program pointer to check (the
+     * queue stands in for one). */
+    if (image)
+        return shim_check_image_io(queue, mem, origin, region, queue, n,
+                                   events, flags);
+    return shim_check_buffer_io(queue, mem, offset, size, queue, n, events,
+                                flags);
+}
+
+cl_int shim_check_copy_buffer_rect(cl_command_queue queue, cl_mem src_buffer,
+                                   cl_mem dst_buffer,
+                                   const size_t *src_origin,
+                                   const size_t *dst_origin,
+                                   const size_t *region, size_t src_row,
+                                   size_t src_slice, size_t dst_row,
+                                   size_t dst_slice, cl_uint n,
+                                   const cl_event *events)
+{
+    struct shim_mem *src, *dst;
+    cl_int err = copy_sides(queue, src_buffer, false, dst_buffer, false,
+                            &src, &dst);
+
+    if (err != CL_SUCCESS || !src)
+        return err;
+    /* Rectangles that overlap in one buffer are the vendor's to find. */
+    if ((err = rect_fits(src_origin, region, src_row, src_slice,
+                         src->size)) != CL_SUCCESS ||
+        (err = rect_fits(dst_origin, region, dst_row, dst_slice,
+                         dst->size)) != CL_SUCCESS)
+        return err;
+    return shim_check_wait_context((const struct shim_queue *)queue, n,
+                                   events);
+}
+
+/* Whether two boxes of REGION at A and B overlap. */
+static bool boxes_overlap(const size_t *a, const size_t *b,
+                          const size_t *region)
+{
+    for (int i = 0; i < 3; i++)
+        if (a[i] >= b[i] + region[i] || b[i] >= a[i] + region[i])
+            return false;
+    return true;
+}
+
+cl_int shim_check_copy_image(cl_command_queue queue, cl_mem src_image,
+                             cl_mem dst_image, const size_t *src_origin,
+                             const size_t *dst_origin, const size_t *region,
+                             cl_uint n, const cl_event *events)
+{
+    struct shim_mem *src, *dst;
+    cl_int err = copy_sides(queue, src_image, true, dst_image, true, &src,
+                            &dst);
+
+    if (err != CL_SUCCESS || !src)
+        return err;
+    if (memcmp(&src->format, &dst->format, sizeof(src->format)))
+        return CL_IMAGE_FORMAT_MISMATCH;
+    if ((err = image_box_fits(src, src_origin, region)) != CL_SUCCESS ||
+        (err = image_box_fits(dst, dst_origin, region)) != CL_SUCCESS)
+        return err;
+    if (src == dst && boxes_overlap(src_origin, dst_origin, region))
+        return CL_MEM_COPY_OVERLAP;
+    return shim_check_wait_context((const struct shim_queue *)queue, n,
+                                   events);
+}
+
+cl_int shim_check_copy_image_buffer(cl_command_queue queue, cl_mem image,
+                                    cl_mem buffer, const size_t *origin,
+                                    const size_t *region, size_t offset,
+                                    cl_uint n, const cl_event *events)
+{
+    struct shim_mem *img, *buf;
+    size_t bytes;
+    cl_int err = copy_sides(queue, image, true, buffer, false, &img, &buf);
+
+    if (err != CL_SUCCESS || !img)
+        return err;
+    if ((err = image_box_fits(img, origin, region)) != CL_SUCCESS)
+        return err;
+    /* The box's pixels, packed, from OFFSET of the buffer. */
+    if (__builtin_mul_overflow(region[0] * region[1], region[2], &bytes) ||
+        __builtin_mul_overflow(bytes, shim_image_elem_size(&img->format),
+                               &bytes) ||
+        !range_fits(offset, bytes, buf->size))
+        return CL_INVALID_VALUE;
+    return shim_check_wait_context((const struct shim_queue *)queue, n,
+                                   events);
 }

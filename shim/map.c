@@ -191,7 +191,9 @@ static void *map_common(cl_command_queue command_queue, cl_mem memobj,
     shim_enter();
     err = shim_xlate_events(&wl, wait, n_wait);
     if (err == CL_SUCCESS)
-        err = shim_mem_host_check(command_queue, memobj, flags);
+        err = shim_check_map(command_queue, memobj, image, mp->offset,
+                             mp->size, mp->origin, mp->region, n_wait, wait,
+                             flags);
     if (err == CL_SUCCESS) {
         void *rq = q->obj.real, *rm = m->obj.real;
         cl_event *evp = event ? &ev : NULL;

@@ -775,6 +775,25 @@ cl_int shim_check_fill_image(cl_command_queue queue, cl_mem image,
  * asked once, shim_remote_device_max_alloc in remote_context.c). */
 cl_int shim_check_buffer_size(const struct shim_context *c, size_t size);
 cl_ulong shim_remote_device_max_alloc(void *device);
+cl_int shim_check_copy_buffer_rect(
+    cl_command_queue queue, cl_mem src_buffer, cl_mem dst_buffer,
+    const size_t *src_origin, const size_t *dst_origin, const size_t *region,
+    size_t src_row, size_t src_slice, size_t dst_row, size_t dst_slice,
+    cl_uint n, const cl_event *events);
+cl_int shim_check_copy_image(cl_command_queue queue, cl_mem src_image,
+                             cl_mem dst_image, const size_t *src_origin,
+                             const size_t *dst_origin, const size_t *region,
+                             cl_uint n, const cl_event *events);
+/* Between IMAGE's box and BUFFER from OFFSET, either way. */
+cl_int shim_check_copy_image_buffer(cl_command_queue queue, cl_mem image,
+                                    cl_mem buffer, const size_t *origin,
+                                    const size_t *region, size_t offset,
+                                    cl_uint n, const cl_event *events);
+/* A map of a buffer (OFFSET, SIZE) or an image (ORIGIN, REGION). */
+cl_int shim_check_map(cl_command_queue queue, cl_mem mem, bool image,
+                      size_t offset, size_t size, const size_t *origin,
+                      const size_t *region, cl_uint n,
+                      const cl_event *events, cl_map_flags flags);
 /* A launch: a kernel of the queue's context with every argument set. */
 cl_int shim_check_launch(cl_command_queue queue, cl_kernel kernel,
                          cl_uint n, const cl_event *events);

@@ -98,6 +98,7 @@ TEST_ENTRY(check_images)
 TEST_ENTRY(check_migrate)
 TEST_ENTRY(check_buffer_size)
 TEST_ENTRY(check_launch)
+TEST_ENTRY(check_copies_and_maps)
 
 /* shim/kernel_sig.c: tests/unit/test_kernel_sig.c */
 TEST_ENTRY(kernel_sig_classes)

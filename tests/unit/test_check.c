@@ -400,3 +400,78 @@ TEST(check_launch)
     k->n_args = 0;
     world_free(&w);
 }
+
+/* Copies with images, rectangles between buffers, maps. */
+TEST(check_copies_and_maps)
+{
+    struct world w;
+    static const size_t zero[3] = {0, 0, 0}, half[3] = {8, 8, 1};
+    static const size_t right[3] = {8, 0, 0}, third[3] = {4, 0, 0};
+    static const size_t rect[3] = {16, 4, 1}, far[3] = {0, 61, 0};
+
+    world_make(&w, true);
+    struct shim_mem *img2 = mem(w.ctx, SHIM_IMAGE, 16 * 8 * 4);
+    img2->desc = w.img->desc;
+    img2->format.image_channel_order = CL_RGBA;
+    img2->format.image_channel_data_type = CL_UNSIGNED_INT8;
+    w.img->format = img2->format;
+    cl_command_queue q = Q(w);
+    /* Between images: the same format, inside both, no overlap in one. */
+    const struct {
+        struct shim_mem *dst;
+        const size_t *src_at, *dst_at;
+        cl_int want;
+    } copies[] = {
+        {img2, zero, right, CL_SUCCESS},
+        {w.img, zero, right, CL_SUCCESS},
+        {w.img, zero, third, CL_MEM_COPY_OVERLAP},
+        {img2, far, right, CL_INVALID_VALUE},
+        {w.buf, zero, zero, CL_INVALID_MEM_OBJECT},
+    };
+    for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++)
+        ASSERT_EQ(shim_check_copy_image(q, M(w.img), M(copies[i].dst),
+                                        copies[i].src_at, copies[i].dst_at,
+                                        half, 0, NULL),
+                  copies[i].want);
+    img2->format.image_channel_data_type = CL_FLOAT;
+    ASSERT_EQ(shim_check_copy_image(q, M(w.img), M(img2), zero, zero, half,
+                                    0, NULL),
+              CL_IMAGE_FORMAT_MISMATCH);
+    /* 8 x 8 pixels of 4 bytes: 256 bytes from the offset. */
+    ASSERT_EQ(shim_check_copy_image_buffer(q, M(w.img), M(w.buf), zero, half,
+                                           768, 0, NULL),
+              CL_SUCCESS);
+    ASSERT_EQ(shim_check_copy_image_buffer(q, M(w.img), M(w.buf), zero, half,
+                                           769, 0, NULL),
+              CL_INVALID_VALUE);
+    ASSERT_EQ(shim_check_copy_image_buffer(q, M(w.buf), M(w.img), zero, half,
+                                           0, 0, NULL),
+              CL_INVALID_MEM_OBJECT);
+    /* Rows of 16 bytes: 4 rows from row 61 end at byte 1040 > 1024. */
+    ASSERT_EQ(shim_check_copy_buffer_rect(q, M(w.buf), M(w.sub), zero, zero,
+                                          rect, 0, 0, 0, 0, 0, NULL),
+              CL_SUCCESS);
+    ASSERT_EQ(shim_check_copy_buffer_rect(q, M(w.buf), M(w.buf), far, zero,
+                                          rect, 0, 0, 0, 0, 0, NULL),
+              CL_INVALID_VALUE);
+    /* Maps: a range inside, flags OpenCL defines, INVALIDATE alone. */
+    ASSERT_EQ(shim_check_map(q, M(w.buf), false, 512, 512, NULL, NULL, 0,
+                             NULL, CL_MAP_WRITE_INVALIDATE_REGION),
+              CL_SUCCESS);
+    ASSERT_EQ(shim_check_map(q, M(w.buf), false, 512, 513, NULL, NULL, 0,
+                             NULL, CL_MAP_READ),
+              CL_INVALID_VALUE);
+    ASSERT_EQ(shim_check_map(q, M(w.buf), false, 0, 4, NULL, NULL, 0, NULL,
+                             CL_MAP_READ | CL_MAP_WRITE_INVALIDATE_REGION),
+              CL_INVALID_VALUE);
+    ASSERT_EQ(shim_check_map(q, M(w.buf), false, 0, 4, NULL, NULL, 0, NULL,
+                             1 << 7),
+              CL_INVALID_VALUE);
+    ASSERT_EQ(shim_check_map(q, M(w.img), true, 0, 0, right, half, 0, NULL,
+                             CL_MAP_READ),
+              CL_SUCCESS);
+    ASSERT_EQ(shim_check_map(q, M(w.img), true, 0, 0, third, rect, 0, NULL,
+                             CL_MAP_READ),
+              CL_INVALID_VALUE);
+    world_free(&w);
+}
