@@ -55,6 +55,9 @@ void hvt_wait_event(struct hvt_loop *l, const struct hvt_recorder *r,
         [HV_EV_DEVICE_ADDED] = "device-added",
         [HV_EV_DOMAIN_STARTED] = "started",
         [HV_EV_DOMAIN_STOPPED] = "stopped",
+        [HV_EV_CONNECTION_LOST] = "connection-lost",
+        [HV_EV_DOMAIN_MIGRATED_OUT] = "migrated-out",
+        [HV_EV_DOMAIN_SHUT_OFF] = "shut-off",
     };
     struct event_goal g = {r, kind, domain, alias, want};
     char what[HV_NAME_MAX + HV_ALIAS_MAX + 64];

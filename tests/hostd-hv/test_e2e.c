@@ -412,6 +412,10 @@ void test_e2e_migrate(void)
     args.p2p = true;
     migrate(&l, src, rs, rd, e.name, &args, 1, 1);
     free(xml);
+    /* The source learns the VM left by a migration (an outgoing one ends
+     * with a SHUTDOWN event before STOPPED: neither is a shut-off). */
+    CHECK_INT(hvt_count(rs, HV_EV_DOMAIN_MIGRATED_OUT, e.name, NULL), ==, 1);
+    CHECK_INT(hvt_count(rs, HV_EV_DOMAIN_SHUT_OFF, e.name, NULL), ==, 0);
     CHECK_INT(hv_libvirt_ops.domain(src, e.name, &d), ==, -ENOENT);
     CHECK_INT(hv_libvirt_ops.domain(dst, e.name, &d), ==, 0);
     CHECK(d.running);
@@ -457,6 +461,8 @@ void test_e2e_migrate(void)
     args.p2p = false;
     migrate(&l, dst, rd, rs, e.name, &args, 1, 2);
     free(back);
+    CHECK_INT(hvt_count(rd, HV_EV_DOMAIN_MIGRATED_OUT, e.name, NULL), ==, 1);
+    CHECK_INT(hvt_count(rd, HV_EV_DOMAIN_SHUT_OFF, e.name, NULL), ==, 0);
     CHECK_INT(hv_libvirt_ops.domain(src, e.name, &d), ==, 0);
     CHECK(d.running);
     snprintf(path, sizeof(path), "%s/guest0.sock", e.work);
@@ -466,7 +472,11 @@ void test_e2e_migrate(void)
     dom = virDomainLookupByName(raw, e.name);
     CHECK(dom != NULL);
     CHECK_INT(virDomainDestroy(dom), ==, 0);
+    /* (STOPPED may count 2 already: libvirt reports an outgoing
+     * migration's end as SHUTDOWN, then STOPPED.) */
+    hvt_wait_event(&l, rs, HV_EV_DOMAIN_SHUT_OFF, e.name, NULL, 1, 30000);
     hvt_wait_event(&l, rs, HV_EV_DOMAIN_STOPPED, e.name, NULL, 2, 30000);
+    CHECK_INT(hvt_count(rs, HV_EV_DOMAIN_MIGRATED_OUT, e.name, NULL), ==, 1);
     CHECK_INT(virDomainUndefine(dom), ==, 0);
     virDomainFree(dom);
     hvt_on_fail(NULL, NULL);

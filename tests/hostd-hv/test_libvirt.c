@@ -196,6 +196,10 @@ static void lifecycle(const char *uri)
     ops->close(hv);
     CHECK_INT(r->off_loop, ==, 0);
     CHECK_INT(hvt_count(r, HV_EV_DOMAIN_STOPPED, name, NULL), ==, 1);
+    /* Destroyed, not migrated: what ends a prepared VM's migration failed
+     * (handoff.c). */
+    CHECK_INT(hvt_count(r, HV_EV_DOMAIN_SHUT_OFF, name, NULL), ==, 1);
+    CHECK_INT(hvt_count(r, HV_EV_DOMAIN_MIGRATED_OUT, name, NULL), ==, 0);
     hvt_loop_fini(&l);
     free(r);
 }
