@@ -1,6 +1,8 @@
 /* Limits on what a client may send, and checking a message against them. */
 #include "validate.h"
 
+#include "proto/clrules.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -644,20 +646,13 @@ static int check_mem(const Crane__MemCommand *c, char *why, size_t why_len)
                        (unsigned long long)c->bulk_len);
     }
     if (c->op == CRANE__MEM_OP__MEM_FILL &&
-        (c->pattern.len == 0 || c->pattern.len > PX_MAX_PATTERN ||
-         (c->pattern.len & (c->pattern.len - 1))))
-        return BAD("fill pattern of %zu bytes (1, 2, 4, ... %d)",
-                   c->pattern.len, PX_MAX_PATTERN);
-    if (c->op == CRANE__MEM_OP__MEM_FILL &&
-        (c->dst_offset % c->pattern.len || c->size % c->pattern.len))
-        return BAD("fill offset %llu or size %llu not a multiple of the "
-                   "pattern's %zu bytes",
-                   (unsigned long long)c->dst_offset,
-                   (unsigned long long)c->size, c->pattern.len);
+        !crn_fill_pattern_ok(c->pattern.len, c->dst_offset, c->size))
+        return BAD("fill pattern of %zu bytes at offset %llu, size %llu "
+                   "(1, 2, 4, ... %d bytes; offset and size its multiples)",
+                   c->pattern.len, (unsigned long long)c->dst_offset,
+                   (unsigned long long)c->size, PX_MAX_PATTERN);
     if (c->op == CRANE__MEM_OP__MEM_MIGRATE &&
-        (c->n_objects == 0 ||
-         (c->flags & ~(uint64_t)(CL_MIGRATE_MEM_OBJECT_HOST |
-                                 CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED))))
+        (c->n_objects == 0 || !crn_migrate_flags_ok(c->flags)))
         return BAD("migration of %zu objects with flags 0x%llx",
                    c->n_objects, (unsigned long long)c->flags);
     if (c->op != CRANE__MEM_OP__MEM_MIGRATE && (c->flags || c->n_objects))

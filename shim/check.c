@@ -2,12 +2,13 @@
  * backend would batch the call and answer before the proxy's vendor. */
 #include <string.h>
 
+#include "proto/clrules.h"
 #include "remote.h"
 
 /*
  * A command the remote backend batches answers CL_SUCCESS at once; the
  * proxy's vendor judges it later, and its error would reach the program
- * only at some later call (docs/remoting.md, "Errors of batched calls").
+ * only at some later call (docs/remoting.md, "Batching and errors").
  * So for a queue on the remote backend the shim first checks here what it
  * knows itself: every object it made (buffer sizes and kinds, images'
  * shapes, contexts, queues, events).  Every rule here is OpenCL's own, the
@@ -187,11 +188,7 @@ cl_int shim_check_fill_buffer(cl_command_queue queue, cl_mem buffer,
         return err;
     if (!range_fits(offset, size, m->size))
         return CL_INVALID_VALUE;
-    /* A pattern of 1, 2, 4, ... 128 bytes; offset and size its
-     * multiples. */
-    if (!pattern_size || pattern_size > 128 ||
-        (pattern_size & (pattern_size - 1)) || offset % pattern_size ||
-        size % pattern_size)
+    if (!crn_fill_pattern_ok(pattern_size, offset, size))
         return CL_INVALID_VALUE;
     return shim_check_wait_context((const struct shim_queue *)queue, n,
                                    events);
@@ -300,8 +297,6 @@ cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
                           cl_uint n, const cl_event *events)
 {
     const struct shim_queue *q = (const struct shim_queue *)queue;
-    const cl_mem_migration_flags known =
-        CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
 
     if (!shim_on_remote(queue))
         return CL_SUCCESS;
@@ -312,7 +307,7 @@ cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
         if (m->context != q->context)
             return CL_INVALID_CONTEXT;
     }
-    if (flags & ~known)
+    if (!crn_migrate_flags_ok(flags))
         return CL_INVALID_VALUE;
     return shim_check_wait_context(q, n, events);
 }
