@@ -161,6 +161,15 @@ cl_int shim_check_buffer_rect_io(cl_command_queue queue, cl_mem buffer,
     return io_finish(queue, buffer, remote, n, events, access);
 }
 
+cl_int shim_check_wait_list(cl_command_queue queue, cl_uint n,
+                            const cl_event *events)
+{
+    if (!shim_on_remote(queue))
+        return CL_SUCCESS;
+    return shim_check_wait_context((const struct shim_queue *)queue, n,
+                                   events);
+}
+
 /* A plain transfer is a rectangle of one row. */
 cl_int shim_check_buffer_io(cl_command_queue queue, cl_mem buffer,
                             size_t offset, size_t size, const void *ptr,

@@ -744,6 +744,9 @@ bool shim_real_on_remote(const void *real);
 bool shim_on_remote(const void *handle);
 cl_int shim_check_wait_context(const struct shim_queue *q, cl_uint n,
                                const cl_event *events);
+/* A command with no object of its own (a marker, a barrier). */
+cl_int shim_check_wait_list(cl_command_queue queue, cl_uint n,
+                            const cl_event *events);
 cl_int shim_check_buffer_io(cl_command_queue queue, cl_mem buffer,
                             size_t offset, size_t size, const void *ptr,
                             cl_uint n, const cl_event *events,

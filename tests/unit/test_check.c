@@ -391,6 +391,8 @@ TEST(check_launch)
     ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)k, 0, NULL), CL_SUCCESS);
     ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)k, 1, &foreign),
               CL_INVALID_CONTEXT);
+    ASSERT_EQ(shim_check_wait_list(Q(w), 1, &foreign), CL_INVALID_CONTEXT);
+    ASSERT_EQ(shim_check_wait_list(Q(w), 0, NULL), CL_SUCCESS);
     ASSERT_EQ(shim_check_launch(Q(w), (cl_kernel)w.buf, 0, NULL),
               CL_INVALID_KERNEL);
     p->context = w.other_ctx;
