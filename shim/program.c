@@ -146,6 +146,9 @@ int shim_program_realize(struct shim_program *p)
         shim_vendor_err = err;
         return -EIO;
     }
+    /* A link that failed may still make a program, with a log to read:
+     * the program gets both (clLinkProgram). */
+    shim_vendor_err = err;
     for (cl_uint i = 0; i < p->n_spec; i++)
         VENDOR(p->obj.real)->clSetProgramSpecializationConstant(
             p->obj.real, p->spec[i].id, p->spec[i].size, p->spec[i].value);
@@ -596,6 +599,8 @@ SHIM_EXPORT CL_API_ENTRY cl_program CL_API_CALL clLinkProgram(
         program_note_arg_info(p, options);
     }
     h = program_finish(p, err, errcode_ret);
+    if (h && shim_vendor_err == CL_LINK_PROGRAM_FAILURE && errcode_ret)
+        *errcode_ret = CL_LINK_PROGRAM_FAILURE;
     shim_leave();
     if (h && pfn_notify)
         pfn_notify(h, user_data);
