@@ -2,7 +2,9 @@
 # Which file of one folder uses which other: calls (from the objects'
 # symbol tables: X.c uses a function or variable defined in Y.c) and
 # includes (X.c or X.h includes Y.h; X and Y are modules, a .c with its .h).
-# Prints both graphs; exits 1 when either has a cycle.
+# Prints both graphs, then for each its size and its knots: the groups of
+# files that all reach each other (strongly connected components), which
+# no order of layers can separate.  Exits 1 when either graph has a knot.
 # Usage: scripts/calls-graph.sh SRCDIR OBJDIR
 #   e.g. scripts/calls-graph.sh guest-daemon build/obj/guest-daemon
 set -eu
@@ -30,10 +32,42 @@ for g in calls includes; do
     echo "$g:"
     awk '{ a[$1] = a[$1] " " $2 } END { for (k in a) print "  " k ":" a[k] }' \
         "$tmp/$g" | sort
-    if tsort "$tmp/$g" >/dev/null 2>"$tmp/err" && ! [ -s "$tmp/err" ]; then
-        echo "  -> acyclic"
+    # Reachability by Floyd-Warshall (a folder has tens of files), then
+    # each knot is a file with every file it reaches and is reached by.
+    awk '{ node[$1]; node[$2]; r[$1, $2] = 1; edge[$1, $2]; edges++ }
+         END {
+             for (k in node) for (i in node) if ((i, k) in r)
+                 for (j in node) if ((k, j) in r) r[i, j] = 1
+             for (e in edge) {
+                 split(e, ij, SUBSEP)
+                 if ((ij[2], ij[1]) in r) looped++
+             }
+             for (i in node) {
+                 files++
+                 if (i in done) continue
+                 size = 1; names = i
+                 for (j in node)
+                     if (j != i && (i, j) in r && (j, i) in r) {
+                         done[j]; size++; names = names "\n" j
+                     }
+                 if (size > 1) {
+                     knots++; inknots += size
+                     cmd = "sort | tr \"\\n\" \" \""
+                     printf "%s\n", names | cmd; close(cmd)
+                     printf "\n"
+                 }
+             }
+             printf "= %d files, %d edges; %d knots holding %d files, " \
+                    "%d edges inside them\n", files, edges, knots, inknots,
+                    looped
+         }' "$tmp/$g" >"$tmp/knots"
+    sed -n 's/^= /  /p' "$tmp/knots"
+    if grep -q '^[a-z]' "$tmp/knots"; then
+        awk '/^[a-z]/ { printf "  -> KNOT of %d files: %s\n", NF, $0 }' \
+            "$tmp/knots"
+        rc=1
     else
-        echo "  -> CYCLE:"; sed 's/^/  /' "$tmp/err"; rc=1
+        echo "  -> acyclic"
     fi
 done
 exit $rc
