@@ -73,8 +73,9 @@ static bool props_valid(const cl_context_properties *props)
     return true;
 }
 
-int shim_context_realize(struct shim_context *c)
+static int context_realize(struct shim_obj *o)
 {
+    struct shim_context *c = (void *)o;
     cl_device_id devs[64];
     cl_context_properties *props = NULL;
     cl_int err = CL_OUT_OF_HOST_MEMORY;
@@ -109,7 +110,7 @@ static cl_context context_new(const cl_context_properties *properties,
     struct shim_context *c;
     cl_int err = CL_SUCCESS;
 
-    c = shim_obj_new(SHIM_CONTEXT, sizeof(*c), NULL);
+    c = shim_obj_new(&shim_context_kind, sizeof(*c), NULL);
     if (!c) {
         err = CL_OUT_OF_HOST_MEMORY;
         goto out;
@@ -127,7 +128,7 @@ static cl_context context_new(const cl_context_properties *properties,
         c->devices[i] = (struct shim_device *)devices[i];
         shim_obj_retain_child(&c->devices[i]->obj);
     }
-    if (shim_context_realize(c) < 0) {
+    if (context_realize(&c->obj) < 0) {
         err = shim_vendor_err;
         goto fail;
     }
@@ -296,8 +297,9 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetContextDestructorCallback(
     return rc < 0 ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
 }
 
-void shim_context_destroy(struct shim_context *c)
+static void context_destroy(struct shim_obj *o)
 {
+    struct shim_context *c = (void *)o;
     struct ctx_cb **pp, *e = NULL;
 
     pthread_mutex_lock(&cb_lock);
@@ -317,3 +319,18 @@ void shim_context_destroy(struct shim_context *c)
     free(c->devices);
     free(c->props);
 }
+
+static void context_release_real(const struct shim_obj *o, void *real)
+{
+    (void)o;
+    VENDOR(real)->clReleaseContext(real);
+}
+
+const struct shim_kind_ops shim_context_kind = {
+    .kind = SHIM_CONTEXT,
+    .name = "context",
+    .twins = true,
+    .destroy = context_destroy,
+    .realize = context_realize,
+    .release_real = context_release_real,
+};

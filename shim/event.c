@@ -14,7 +14,7 @@ atomic_long shim_event_callbacks_pending;
 cl_int shim_event_wrap(cl_event *out, cl_event real, struct shim_queue *q)
 {
     shim_event_drain_deferred();
-    struct shim_event *e = shim_obj_new(SHIM_EVENT, sizeof(*e), real);
+    struct shim_event *e = shim_obj_new(&shim_event_kind, sizeof(*e), real);
 
     if (!e) {
         VENDOR(real)->clReleaseEvent(real);
@@ -32,8 +32,9 @@ cl_int shim_event_wrap(cl_event *out, cl_event real, struct shim_queue *q)
     return CL_SUCCESS;
 }
 
-int shim_event_realize(struct shim_event *e)
+static int event_realize(struct shim_obj *o)
 {
+    struct shim_event *e = (void *)o;
     cl_int err;
     void *ctx = e->context->obj.real;
 
@@ -60,7 +61,7 @@ clCreateUserEvent(cl_context context, cl_int *errcode_ret)
         goto out;
     }
     shim_enter();
-    e = shim_obj_new(SHIM_EVENT, sizeof(*e), NULL);
+    e = shim_obj_new(&shim_event_kind, sizeof(*e), NULL);
     if (!e) {
         err = CL_OUT_OF_HOST_MEMORY;
     } else {
@@ -69,7 +70,7 @@ clCreateUserEvent(cl_context context, cl_int *errcode_ret)
         e->user_status = CL_SUBMITTED;
         e->command = CL_COMMAND_USER;
         shim_obj_retain_child(&c->obj);
-        if (shim_event_realize(e) < 0) {
+        if (event_realize(&e->obj) < 0) {
             err = shim_vendor_err;
             shim_obj_release(e, SHIM_EVENT);
             e = NULL;
@@ -407,10 +408,26 @@ void shim_event_retire(struct shim_event *e)
     e->retired = true;
 }
 
-void shim_event_destroy(struct shim_event *e)
+static void event_destroy(struct shim_obj *o)
 {
+    struct shim_event *e = (void *)o;
+
     if (e->queue)
         shim_obj_release_child(&e->queue->obj);
     else
         shim_obj_release_child(&e->context->obj);
 }
+
+static void event_release_real(const struct shim_obj *o, void *real)
+{
+    (void)o;
+    VENDOR(real)->clReleaseEvent(real);
+}
+
+const struct shim_kind_ops shim_event_kind = {
+    .kind = SHIM_EVENT,
+    .name = "user event",
+    .destroy = event_destroy,
+    .realize = event_realize,
+    .release_real = event_release_real,
+};

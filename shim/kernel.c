@@ -84,8 +84,9 @@ static int kernel_init_args(struct shim_kernel *k)
     return 0;
 }
 
-int shim_kernel_realize(struct shim_kernel *k)
+static int kernel_realize(struct shim_obj *o)
 {
+    struct shim_kernel *k = (void *)o;
     void *prog = k->program->obj.real;
     cl_int err;
 
@@ -137,7 +138,7 @@ int shim_kernel_reset_args(struct shim_kernel *k)
 static struct shim_kernel *kernel_wrap(struct shim_program *p, void *real,
                                        const char *name, cl_int *err)
 {
-    struct shim_kernel *k = shim_obj_new(SHIM_KERNEL, sizeof(*k), real);
+    struct shim_kernel *k = shim_obj_new(&shim_kernel_kind, sizeof(*k), real);
     char buf[256];
 
     if (!k) {
@@ -482,11 +483,28 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelArgInfo(
     return err;
 }
 
-void shim_kernel_destroy(struct shim_kernel *k)
+static void kernel_destroy(struct shim_obj *o)
 {
+    struct shim_kernel *k = (void *)o;
+
     for (cl_uint i = 0; k->args && i < k->n_args; i++)
         arg_clear(&k->args[i]);
     free(k->args);
     free(k->name);
     shim_obj_release_child(&k->program->obj);
 }
+
+static void kernel_release_real(const struct shim_obj *o, void *real)
+{
+    (void)o;
+    VENDOR(real)->clReleaseKernel(real);
+}
+
+const struct shim_kind_ops shim_kernel_kind = {
+    .kind = SHIM_KERNEL,
+    .name = "kernel",
+    .twins = true,
+    .destroy = kernel_destroy,
+    .realize = kernel_realize,
+    .release_real = kernel_release_real,
+};

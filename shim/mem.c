@@ -310,7 +310,7 @@ static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
     return 0;
 }
 
-int shim_mem_realize(struct shim_mem *m, void *copy_from)
+static int mem_make(struct shim_mem *m, void *copy_from)
 {
     /* Made ahead by a pre-copy in the context this one now has: its bytes
      * are there already (precopy.c). */
@@ -432,7 +432,7 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
         shim_obj_retain_child(&m->parent->obj);
     void *copy_from = (m->flags & CL_MEM_COPY_HOST_PTR) ? host_ptr : NULL;
     err = flags_verdict(m, copy_from);
-    if (err == CL_SUCCESS && shim_mem_realize(m, copy_from) < 0)
+    if (err == CL_SUCCESS && mem_make(m, copy_from) < 0)
         err = shim_vendor_err;
     if (err == CL_SUCCESS) {
         remember_flags(m);
@@ -451,7 +451,7 @@ static struct shim_mem *mem_alloc(struct shim_context *c, cl_mem_flags flags,
                                   const cl_mem_properties *props,
                                   cl_int *errcode_ret)
 {
-    struct shim_mem *m = shim_obj_new(SHIM_MEM, sizeof(*m), NULL);
+    struct shim_mem *m = shim_obj_new(&shim_mem_kind, sizeof(*m), NULL);
 
     if (!m) {
         if (errcode_ret)
@@ -976,8 +976,9 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueSVMFree(
     return err;
 }
 
-void shim_mem_destroy(struct shim_mem *m)
+static void mem_destroy(struct shim_obj *o)
 {
+    struct shim_mem *m = (void *)o;
     struct mem_cb **pp, *e = NULL;
 
     shim_maps_free(m);
@@ -1004,3 +1005,24 @@ void shim_mem_destroy(struct shim_mem *m)
     if (m->parent)
         shim_obj_release_child(&m->parent->obj);
 }
+
+/* A switch makes it again from its shadow alone (its bytes come after). */
+static int mem_realize(struct shim_obj *o)
+{
+    return mem_make((struct shim_mem *)o, NULL);
+}
+
+static void mem_release_real(const struct shim_obj *o, void *real)
+{
+    (void)o;
+    VENDOR(real)->clReleaseMemObject(real);
+}
+
+const struct shim_kind_ops shim_mem_kind = {
+    .kind = SHIM_MEM,
+    .name = "memory object",
+    .by_address = true,
+    .destroy = mem_destroy,
+    .realize = mem_realize,
+    .release_real = mem_release_real,
+};

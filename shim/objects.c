@@ -5,6 +5,10 @@
  * free list with its magic cleared.  Reading the magic of any handle the
  * program ever received is therefore always safe, and a released handle is
  * answered with the spec's CL_INVALID_* error instead of a crash.
+ *
+ * What depends on a shadow's kind (what to free, how to release its real
+ * handle) comes from its kind's row (struct shim_kind_ops), so the store
+ * calls into no kind's file.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,11 +32,6 @@ static uint64_t next_seq = 1;
  * not be a handle.  Guarded by store_lock. */
 static struct crn_map live_by_addr;
 
-static bool tracked_by_address(uint32_t kind)
-{
-    return kind == SHIM_MEM || kind == SHIM_SAMPLER;
-}
-
 struct shim_obj *shim_obj_find_live(const void *value)
 {
     struct shim_obj *found;
@@ -48,8 +47,9 @@ struct shim_obj *shim_obj_find_live(const void *value)
     return found;
 }
 
-void *shim_obj_new(enum shim_kind kind, size_t size, void *real)
+void *shim_obj_new(const struct shim_kind_ops *ops, size_t size, void *real)
 {
+    enum shim_kind kind = ops->kind;
     struct shim_obj *o;
 
     pthread_mutex_lock(&store_lock);
@@ -64,12 +64,13 @@ void *shim_obj_new(enum shim_kind kind, size_t size, void *real)
 
     o->dispatch = &shim_icd_dispatch;
     o->kind = kind;
+    o->ops = ops;
     o->real = real;
     atomic_init(&o->app_refs, 1);
     atomic_init(&o->child_refs, 0);
 
     pthread_mutex_lock(&store_lock);
-    if (tracked_by_address(kind) &&
+    if (ops->by_address &&
         crn_map_put(&live_by_addr, (uintptr_t)o, (uintptr_t)o) < 0) {
         o->free_next = free_lists[kind];
         free_lists[kind] = o;
@@ -90,21 +91,6 @@ void *shim_obj_new(enum shim_kind kind, size_t size, void *real)
     return o;
 }
 
-static void kind_destroy(struct shim_obj *o)
-{
-    switch (o->kind) {
-    case SHIM_PLATFORM: shim_platform_destroy((void *)o); break;
-    case SHIM_DEVICE: shim_device_destroy((void *)o); break;
-    case SHIM_CONTEXT: shim_context_destroy((void *)o); break;
-    case SHIM_QUEUE: shim_queue_destroy((void *)o); break;
-    case SHIM_MEM: shim_mem_destroy((void *)o); break;
-    case SHIM_SAMPLER: shim_sampler_destroy((void *)o); break;
-    case SHIM_PROGRAM: shim_program_destroy((void *)o); break;
-    case SHIM_KERNEL: shim_kernel_destroy((void *)o); break;
-    case SHIM_EVENT: shim_event_destroy((void *)o); break;
-    }
-}
-
 /* Last reference of any sort gone: release the vendor object, drop the
  * references this shadow held on others, recycle the memory. */
 static void obj_final(struct shim_obj *o)
@@ -113,10 +99,11 @@ static void obj_final(struct shim_obj *o)
     if (o->real)
         shim_real_release(o);
     o->real = NULL;
-    kind_destroy(o);
+    if (o->ops->destroy)
+        o->ops->destroy(o);
 
     pthread_mutex_lock(&store_lock);
-    if (tracked_by_address(o->kind))
+    if (o->ops->by_address)
         crn_map_del(&live_by_addr, (uintptr_t)o);
     if (o->prev)
         o->prev->next = o->next;
@@ -223,20 +210,6 @@ void shim_real_release(struct shim_obj *o)
 
 void shim_real_release_handle(const struct shim_obj *o, void *r)
 {
-    if (!r)
-        return;
-    switch (o->kind) {
-    case SHIM_DEVICE:
-        if (((struct shim_device *)o)->parent)
-            VENDOR(r)->clReleaseDevice(r);
-        break;
-    case SHIM_CONTEXT: VENDOR(r)->clReleaseContext(r); break;
-    case SHIM_QUEUE: VENDOR(r)->clReleaseCommandQueue(r); break;
-    case SHIM_MEM: VENDOR(r)->clReleaseMemObject(r); break;
-    case SHIM_SAMPLER: VENDOR(r)->clReleaseSampler(r); break;
-    case SHIM_PROGRAM: VENDOR(r)->clReleaseProgram(r); break;
-    case SHIM_KERNEL: VENDOR(r)->clReleaseKernel(r); break;
-    case SHIM_EVENT: VENDOR(r)->clReleaseEvent(r); break;
-    default: break;
-    }
+    if (r && o->ops->release_real)
+        o->ops->release_real(o, r);
 }

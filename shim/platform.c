@@ -24,7 +24,7 @@ static int platforms_create(cl_platform_id *real, cl_uint n)
         return -ENOMEM;
     for (cl_uint i = 0; i < n; i++) {
         struct shim_platform *p = shim_obj_new(
-            SHIM_PLATFORM, sizeof(struct shim_platform), NULL);
+            &shim_platform_kind, sizeof(struct shim_platform), NULL);
         cl_uint nd = 0;
         cl_device_id devs[64];
 
@@ -43,8 +43,8 @@ static int platforms_create(cl_platform_id *real, cl_uint n)
         if (!p->devices)
             return -ENOMEM;
         for (cl_uint d = 0; d < nd; d++) {
-            struct shim_device *sd =
-                shim_obj_new(SHIM_DEVICE, sizeof(struct shim_device), NULL);
+            struct shim_device *sd = shim_obj_new(
+                &shim_device_kind, sizeof(struct shim_device), NULL);
             if (!sd)
                 return -ENOMEM;
             sd->platform = p;
@@ -242,9 +242,13 @@ clGetDeviceInfo(cl_device_id device, cl_device_info param_name,
 }
 
 /* Sub-devices: recorded with their partition so a re-home can recreate them
- * in the same order. */
-int shim_device_realize(struct shim_device *d)
+ * in the same order.  Root devices get theirs from shim_platforms_bind. */
+static int device_realize(struct shim_obj *o)
 {
+    struct shim_device *d = (void *)o;
+
+    if (!d->parent)
+        return 0;
     cl_uint n = 0;
     cl_device_id *out;
     void *parent = d->parent->obj.real;
@@ -294,7 +298,7 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clCreateSubDevices(
             continue;
         }
         struct shim_device *sd =
-            shim_obj_new(SHIM_DEVICE, sizeof(*sd), real_out[i]);
+            shim_obj_new(&shim_device_kind, sizeof(*sd), real_out[i]);
         if (!sd) {
             VENDOR(real_out[i])->clReleaseDevice(real_out[i]);
             err = CL_OUT_OF_HOST_MEMORY;
@@ -339,17 +343,41 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseDevice(cl_device_id device)
     return CL_SUCCESS;
 }
 
-void shim_platform_destroy(struct shim_platform *p)
+static void platform_destroy(struct shim_obj *o)
 {
-    free(p->devices);
+    free(((struct shim_platform *)o)->devices);
 }
 
-void shim_device_destroy(struct shim_device *d)
+const struct shim_kind_ops shim_platform_kind = {
+    .kind = SHIM_PLATFORM,
+    .name = "platform",
+    .destroy = platform_destroy,
+};
+
+static void device_destroy(struct shim_obj *o)
 {
+    struct shim_device *d = (void *)o;
+
     free(d->partition);
     if (d->parent)
         shim_obj_release_child(&d->parent->obj);
 }
+
+/* Only sub-devices are the program's to release; root devices are the
+ * backend's. */
+static void device_release_real(const struct shim_obj *o, void *real)
+{
+    if (((const struct shim_device *)o)->parent)
+        VENDOR(real)->clReleaseDevice(real);
+}
+
+const struct shim_kind_ops shim_device_kind = {
+    .kind = SHIM_DEVICE,
+    .name = "sub-device",
+    .destroy = device_destroy,
+    .realize = device_realize,
+    .release_real = device_release_real,
+};
 
 /* Extension lookups return the shim's own functions for every entry point
  * it wraps; vendor extensions would receive shim handles they cannot read,

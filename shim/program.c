@@ -96,8 +96,9 @@ static int program_build_step(struct shim_program *p)
     return 0;
 }
 
-int shim_program_realize(struct shim_program *p)
+static int program_realize(struct shim_obj *o)
 {
+    struct shim_program *p = (void *)o;
     void *ctx = p->context->obj.real;
     cl_device_id devs[64];
     cl_int err = CL_INVALID_OPERATION;
@@ -185,7 +186,7 @@ static struct shim_device **copy_devices(const cl_device_id *list, cl_uint n,
 static struct shim_program *program_alloc(struct shim_context *c,
                                           enum shim_program_origin origin)
 {
-    struct shim_program *p = shim_obj_new(SHIM_PROGRAM, sizeof(*p), NULL);
+    struct shim_program *p = shim_obj_new(&shim_program_kind, sizeof(*p), NULL);
 
     if (p) {
         p->context = c;
@@ -199,7 +200,7 @@ static struct shim_program *program_alloc(struct shim_context *c,
 static cl_program program_finish(struct shim_program *p, cl_int err,
                                  cl_int *errcode_ret)
 {
-    if (err == CL_SUCCESS && shim_program_realize(p) < 0)
+    if (err == CL_SUCCESS && program_realize(&p->obj) < 0)
         err = shim_vendor_err;
     if (err != CL_SUCCESS && p) {
         shim_obj_release(p, SHIM_PROGRAM);
@@ -306,7 +307,7 @@ SHIM_EXPORT CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithBinary(
             p->bin_sizes[i] = lengths[i];
         }
     }
-    if (err == CL_SUCCESS && shim_program_realize(p) < 0)
+    if (err == CL_SUCCESS && program_realize(&p->obj) < 0)
         err = shim_vendor_err;
     if (binary_status)
         for (cl_uint i = 0; i < num_devices; i++)
@@ -735,8 +736,10 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramBuildInfo(
     return err;
 }
 
-void shim_program_destroy(struct shim_program *p)
+static void program_destroy(struct shim_obj *o)
 {
+    struct shim_program *p = (void *)o;
+
     for (cl_uint i = 0; i < p->n_devices && p->devices; i++)
         shim_obj_release_child(&p->devices[i]->obj);
     for (cl_uint i = 0; i < p->n_build_devices; i++)
@@ -762,3 +765,18 @@ void shim_program_destroy(struct shim_program *p)
     shim_program_cache_free(p);
     shim_obj_release_child(&p->context->obj);
 }
+
+static void program_release_real(const struct shim_obj *o, void *real)
+{
+    (void)o;
+    VENDOR(real)->clReleaseProgram(real);
+}
+
+const struct shim_kind_ops shim_program_kind = {
+    .kind = SHIM_PROGRAM,
+    .name = "program",
+    .twins = true,
+    .destroy = program_destroy,
+    .realize = program_realize,
+    .release_real = program_release_real,
+};

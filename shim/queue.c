@@ -5,8 +5,9 @@
 #include "log.h"
 #include "shim.h"
 
-int shim_queue_realize(struct shim_queue *q)
+static int queue_realize(struct shim_obj *o)
 {
+    struct shim_queue *q = (void *)o;
     void *ctx = q->context->obj.real, *dev = q->device->obj.real;
     cl_int err = CL_INVALID_OPERATION;
 
@@ -42,7 +43,7 @@ static cl_command_queue queue_new(cl_context context, cl_device_id device,
         goto out;
     }
     shim_enter();
-    q = shim_obj_new(SHIM_QUEUE, sizeof(*q), NULL);
+    q = shim_obj_new(&shim_queue_kind, sizeof(*q), NULL);
     if (!q) {
         err = CL_OUT_OF_HOST_MEMORY;
     } else {
@@ -59,7 +60,7 @@ static cl_command_queue queue_new(cl_context context, cl_device_id device,
         shim_obj_retain_child(&d->obj);
         if (props && !q->props)
             err = CL_OUT_OF_HOST_MEMORY;
-        else if (shim_queue_realize(q) < 0)
+        else if (queue_realize(&q->obj) < 0)
             err = shim_vendor_err;
         if (err != CL_SUCCESS) {
             shim_obj_release(q, SHIM_QUEUE);
@@ -181,9 +182,26 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetCommandQueueInfo(
     return err;
 }
 
-void shim_queue_destroy(struct shim_queue *q)
+static void queue_destroy(struct shim_obj *o)
 {
+    struct shim_queue *q = (void *)o;
+
     free(q->props);
     shim_obj_release_child(&q->context->obj);
     shim_obj_release_child(&q->device->obj);
 }
+
+static void queue_release_real(const struct shim_obj *o, void *real)
+{
+    (void)o;
+    VENDOR(real)->clReleaseCommandQueue(real);
+}
+
+const struct shim_kind_ops shim_queue_kind = {
+    .kind = SHIM_QUEUE,
+    .name = "queue",
+    .twins = true,
+    .destroy = queue_destroy,
+    .realize = queue_realize,
+    .release_real = queue_release_real,
+};

@@ -85,18 +85,6 @@ const char *shim_rehome_reason(void)
     return fail_reason;
 }
 
-static const char *shim_kind_name(uint32_t kind)
-{
-    static const char *const names[SHIM_KIND_COUNT] = {
-        [SHIM_PLATFORM] = "platform", [SHIM_DEVICE] = "sub-device",
-        [SHIM_CONTEXT] = "context",   [SHIM_QUEUE] = "queue",
-        [SHIM_MEM] = "memory object", [SHIM_SAMPLER] = "sampler",
-        [SHIM_PROGRAM] = "program",   [SHIM_KERNEL] = "kernel",
-        [SHIM_EVENT] = "user event",
-    };
-    return kind < SHIM_KIND_COUNT && names[kind] ? names[kind] : "object";
-}
-
 /* A user event the program has not set yet: it moves (a new one on the
  * new side), unless a command still waits on it. */
 static bool pending_user_event(const struct shim_obj *o)
@@ -397,22 +385,10 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
     return 0;
 }
 
+/* Its kind's row makes it again on the backend now in use (shim.h). */
 static int realize(struct shim_obj *o)
 {
-    switch (o->kind) {
-    case SHIM_DEVICE:
-        return ((struct shim_device *)o)->parent
-                   ? shim_device_realize((void *)o)
-                   : 0;
-    case SHIM_CONTEXT: return shim_context_realize((void *)o);
-    case SHIM_QUEUE: return shim_queue_realize((void *)o);
-    case SHIM_MEM: return shim_mem_realize((void *)o, NULL);
-    case SHIM_SAMPLER: return shim_sampler_realize((void *)o);
-    case SHIM_PROGRAM: return shim_program_realize((void *)o);
-    case SHIM_KERNEL: return shim_kernel_realize((void *)o);
-    case SHIM_EVENT: return shim_event_realize((void *)o);
-    default: return 0;
-    }
+    return o->ops->realize ? o->ops->realize(o) : 0;
 }
 
 static void report_line(const char *line)
@@ -526,13 +502,6 @@ static struct background {
  * its twin (objects.c); after the linger, or before any other kind of
  * switch, every twin is released and the connection closed.
  */
-static bool twin_kind(uint32_t kind)
-{
-    return kind == SHIM_CONTEXT || kind == SHIM_QUEUE ||
-           kind == SHIM_SAMPLER || kind == SHIM_PROGRAM ||
-           kind == SHIM_KERNEL;
-}
-
 void shim_twin_release(struct shim_obj *o)
 {
     void *t = atomic_exchange(&o->twin, NULL);
@@ -681,7 +650,7 @@ static int background_collect(const struct shim_backend_ops *from)
         bg.list[i].twin = false;
         if (o->kind == SHIM_EVENT && !pending_user_event(o))
             shim_event_retire((void *)o);
-        if (keep && conn && twin_kind(o->kind) && o->real) {
+        if (keep && conn && o->ops->twins && o->real) {
             o->twin_conn = conn;
             if (o->kind == SHIM_PROGRAM)
                 o->twin_build = ((struct shim_program *)o)->build_gen;
@@ -1054,12 +1023,12 @@ static int bring_back(const struct shim_backend_ops *to, struct pass *ps,
         if (o->kind != SHIM_PLATFORM) {
             shim_vendor_err = CL_SUCCESS;
             rc = shim_fault_at("rebuild");
-            if (rc == 0 && to == &shim_remote_ops && twin_kind(o->kind) &&
+            if (rc == 0 && to == &shim_remote_ops && o->ops->twins &&
                 (o->real = twin_take(o)))
                 continue;
             if (rc == 0 && (rc = realize(o)) < 0)
                 SWITCH_FAIL("recreating a %s on %s failed (%d, "
-                          "vendor %d)", shim_kind_name(o->kind), to->name,
+                          "vendor %d)", o->ops->name, to->name,
                           rc, shim_vendor_err);
         }
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)

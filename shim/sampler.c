@@ -4,8 +4,9 @@
 
 #include "shim.h"
 
-int shim_sampler_realize(struct shim_sampler *s)
+static int sampler_realize(struct shim_obj *o)
 {
+    struct shim_sampler *s = (void *)o;
     void *ctx = s->context->obj.real;
     cl_int err = CL_INVALID_OPERATION;
     cl_bool norm = CL_TRUE;
@@ -49,7 +50,7 @@ SHIM_EXPORT CL_API_ENTRY cl_sampler CL_API_CALL clCreateSamplerWithProperties(
         goto out;
     }
     shim_enter();
-    s = shim_obj_new(SHIM_SAMPLER, sizeof(*s), NULL);
+    s = shim_obj_new(&shim_sampler_kind, sizeof(*s), NULL);
     if (!s) {
         err = CL_OUT_OF_HOST_MEMORY;
     } else {
@@ -60,7 +61,7 @@ SHIM_EXPORT CL_API_ENTRY cl_sampler CL_API_CALL clCreateSamplerWithProperties(
                                   sizeof(cl_sampler_properties));
         if (!s->props)
             err = CL_OUT_OF_HOST_MEMORY;
-        else if (shim_sampler_realize(s) < 0)
+        else if (sampler_realize(&s->obj) < 0)
             err = shim_vendor_err;
         if (err != CL_SUCCESS) {
             shim_obj_release(s, SHIM_SAMPLER);
@@ -130,8 +131,26 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetSamplerInfo(
     return err;
 }
 
-void shim_sampler_destroy(struct shim_sampler *s)
+static void sampler_destroy(struct shim_obj *o)
 {
+    struct shim_sampler *s = (void *)o;
+
     free(s->props);
     shim_obj_release_child(&s->context->obj);
 }
+
+static void sampler_release_real(const struct shim_obj *o, void *real)
+{
+    (void)o;
+    VENDOR(real)->clReleaseSampler(real);
+}
+
+const struct shim_kind_ops shim_sampler_kind = {
+    .kind = SHIM_SAMPLER,
+    .name = "sampler",
+    .by_address = true,
+    .twins = true,
+    .destroy = sampler_destroy,
+    .realize = sampler_realize,
+    .release_real = sampler_release_real,
+};

@@ -39,6 +39,39 @@ enum shim_kind {
  * of a released handle is always safe. */
 #define SHIM_MAGIC 0x43524e00u
 
+struct shim_obj;
+
+/* What the store (objects.c) and a switch (rehome.c) do with a shadow that
+ * depends on its kind.  Each kind's file defines its row (platform.c:
+ * shim_platform_kind and shim_device_kind; context.c: shim_context_kind;
+ * ...) and passes it to shim_obj_new; every shadow points at its row, so
+ * the store and the switch call through it without knowing any kind. */
+struct shim_kind_ops {
+    enum shim_kind kind;
+    /* What a switch recreates of this kind, in its logs. */
+    const char *name;
+    /* Findable by address (shim_obj_find_live): memory objects and
+     * samplers, which a kernel without argument info may be given as a
+     * plain 8-byte value. */
+    bool by_address;
+    /* The proxy's object is kept as a twin while the program runs on the
+     * vendor, for the next switch back to reuse (rehome.c). */
+    bool twins;
+    /* Frees what the shadow owns and drops its references on other
+     * shadows; the store has released its real handle and recycles its
+     * memory.  NULL: nothing to free. */
+    void (*destroy)(struct shim_obj *o);
+    /* Makes the real object again, on the backend now in use, from what
+     * the shadow recorded (a switch, in creation order): 0, or -errno
+     * (-EIO with shim_vendor_err set).  NULL: the backend's binding
+     * (shim_platforms_bind) gives it its handle. */
+    int (*realize)(struct shim_obj *o);
+    /* Releases REAL, a real handle O had on some backend, through that
+     * backend.  NULL: the backend owns it (platforms, root devices are
+     * checked in the row itself). */
+    void (*release_real)(const struct shim_obj *o, void *real);
+};
+
 /* Every shim handle starts with this header.  `dispatch` must come first:
  * ICD loaders call through it, which is how programs that reach OpenCL via
  * dlopen("libOpenCL.so.1") end up in the shim. */
@@ -46,6 +79,7 @@ struct shim_obj {
     const struct _cl_icd_dispatch *dispatch;
     uint32_t magic;
     uint32_t kind;
+    const struct shim_kind_ops *ops;  /* its kind's row */
     void *real;                  /* the current backend's handle */
     atomic_uint app_refs;        /* what CL_*_REFERENCE_COUNT reports */
     atomic_uint child_refs;      /* shadows that need this one to rebuild */
@@ -277,7 +311,14 @@ struct shim_event {
 
 /* --- the store (objects.c) ----------------------------------------------- */
 
-void *shim_obj_new(enum shim_kind kind, size_t size, void *real);
+/* The rows of struct shim_kind_ops, one per kind, each in its kind's file. */
+extern const struct shim_kind_ops shim_platform_kind, shim_device_kind,
+    shim_context_kind, shim_queue_kind, shim_mem_kind, shim_sampler_kind,
+    shim_program_kind, shim_kernel_kind, shim_event_kind;
+
+/* A new shadow of the kind OPS, SIZE bytes (its kind's struct), holding
+ * REAL; its creation makes it last in the store's order. */
+void *shim_obj_new(const struct shim_kind_ops *ops, size_t size, void *real);
 void shim_obj_retain_child(struct shim_obj *parent);
 void shim_obj_release_child(struct shim_obj *parent);
 int shim_obj_retain(void *handle, enum shim_kind kind);
@@ -389,31 +430,12 @@ void shim_program_cache_prepare(void);
 bool shim_program_cache_realize(struct shim_program *p, char *options);
 void shim_program_cache_free(struct shim_program *p);
 
-/* Per-kind destructor and rebuild hooks, called by the store and re-home. */
-void shim_platform_destroy(struct shim_platform *p);
-void shim_device_destroy(struct shim_device *d);
-void shim_context_destroy(struct shim_context *c);
-void shim_queue_destroy(struct shim_queue *q);
-void shim_mem_destroy(struct shim_mem *m);
-void shim_sampler_destroy(struct shim_sampler *s);
-void shim_program_destroy(struct shim_program *p);
-void shim_kernel_destroy(struct shim_kernel *k);
-void shim_event_destroy(struct shim_event *e);
-
-int shim_context_realize(struct shim_context *c);
-int shim_queue_realize(struct shim_queue *q);
-int shim_mem_realize(struct shim_mem *m, void *copy_from);
 void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err);
-int shim_sampler_realize(struct shim_sampler *s);
-int shim_program_realize(struct shim_program *p);
-int shim_kernel_realize(struct shim_kernel *k);
 int shim_kernel_reset_args(struct shim_kernel *k);
 /* A kernel argument a switch sets again on the remote backend: batched,
  * its shape taken as valid (remote_kernel.c). */
 cl_int shim_remote_restore_arg(void *kernel, cl_uint index, size_t size,
                                const void *value);
-int shim_event_realize(struct shim_event *e);
-int shim_device_realize(struct shim_device *d);
 
 /* Thread-locals read on every call: initial-exec, so that each read is one
  * %fs-relative load instead of a call to __tls_get_addr.  The shim is
@@ -436,7 +458,8 @@ cl_int shim_owed_take(void);
 /* Releases a shadow's twin on the proxy, if it has one (rehome.c). */
 void shim_twin_release(struct shim_obj *o);
 
-/* Releases the real handle of any kind through its vendor. */
+/* Releases the real handle of any kind through its vendor (its kind's
+ * row), ... */
 void shim_real_release(struct shim_obj *o);
 /* ... or a real handle it had before a switch of backends. */
 void shim_real_release_handle(const struct shim_obj *o, void *real);

@@ -20,7 +20,7 @@ struct world {
 static struct shim_mem *mem(struct shim_context *c, enum shim_mem_type type,
                             size_t size)
 {
-    struct shim_mem *m = shim_obj_new(SHIM_MEM, sizeof(*m), NULL);
+    struct shim_mem *m = shim_obj_new(&shim_mem_kind, sizeof(*m), NULL);
 
     m->context = c;
     m->type = type;
@@ -32,7 +32,7 @@ static struct shim_mem *mem(struct shim_context *c, enum shim_mem_type type,
 
 static struct shim_event *event(struct shim_context *c)
 {
-    struct shim_event *e = shim_obj_new(SHIM_EVENT, sizeof(*e), NULL);
+    struct shim_event *e = shim_obj_new(&shim_event_kind, sizeof(*e), NULL);
 
     e->context = c;
     e->user = true;
@@ -45,11 +45,12 @@ static struct shim_event *event(struct shim_context *c)
  * of another context. */
 static void world_make(struct world *w, bool remote)
 {
-    w->ctx = shim_obj_new(SHIM_CONTEXT, sizeof(struct shim_context), NULL);
+    w->ctx =
+        shim_obj_new(&shim_context_kind, sizeof(struct shim_context), NULL);
     w->other_ctx =
-        shim_obj_new(SHIM_CONTEXT, sizeof(struct shim_context), NULL);
-    w->q = shim_obj_new(SHIM_QUEUE, sizeof(*w->q), remote ? &remote_real
-                                                          : NULL);
+        shim_obj_new(&shim_context_kind, sizeof(struct shim_context), NULL);
+    w->q = shim_obj_new(&shim_queue_kind, sizeof(*w->q),
+                        remote ? &remote_real : NULL);
     w->q->context = w->ctx;
     w->buf = mem(w->ctx, SHIM_BUFFER, 1024);
     w->sub = mem(w->ctx, SHIM_SUB_BUFFER, 256);
@@ -343,10 +344,10 @@ TEST(check_buffer_size)
                                      CL_DEVICE_TYPE_GPU, 4096};
     struct shim_device *devs[2];
     struct shim_context *c =
-        shim_obj_new(SHIM_CONTEXT, sizeof(struct shim_context), NULL);
+        shim_obj_new(&shim_context_kind, sizeof(struct shim_context), NULL);
 
     for (int i = 0; i < 2; i++) {
-        devs[i] = shim_obj_new(SHIM_DEVICE, sizeof(struct shim_device),
+        devs[i] = shim_obj_new(&shim_device_kind, sizeof(struct shim_device),
                                i ? (void *)&large : (void *)&small);
     }
     c->devices = devs;

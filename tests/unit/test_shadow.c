@@ -7,12 +7,13 @@
 
 static struct shim_context *fake_context(void)
 {
-    return shim_obj_new(SHIM_CONTEXT, sizeof(struct shim_context), NULL);
+    return shim_obj_new(&shim_context_kind, sizeof(struct shim_context),
+                        NULL);
 }
 
 static struct shim_mem *fake_buffer(struct shim_context *c, size_t size)
 {
-    struct shim_mem *m = shim_obj_new(SHIM_MEM, sizeof(*m), NULL);
+    struct shim_mem *m = shim_obj_new(&shim_mem_kind, sizeof(*m), NULL);
 
     m->context = c;
     m->type = SHIM_BUFFER;
@@ -29,7 +30,7 @@ static struct shim_mem *fake_buffer(struct shim_context *c, size_t size)
 static struct shim_mem *fake_sub_buffer(struct shim_mem *parent,
                                         size_t origin, size_t size)
 {
-    struct shim_mem *m = shim_obj_new(SHIM_MEM, sizeof(*m), NULL);
+    struct shim_mem *m = shim_obj_new(&shim_mem_kind, sizeof(*m), NULL);
 
     m->context = parent->context;
     m->type = SHIM_SUB_BUFFER;
