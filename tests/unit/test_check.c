@@ -376,8 +376,8 @@ TEST(check_launch)
     struct shim_arg args[2] = {{.set = true}, {.set = false}};
 
     world_make(&w, true);
-    struct shim_program *p = shim_obj_new(SHIM_PROGRAM, sizeof(*p), NULL);
-    struct shim_kernel *k = shim_obj_new(SHIM_KERNEL, sizeof(*k), NULL);
+    struct shim_program *p = shim_obj_new(&shim_program_kind, sizeof(*p), NULL);
+    struct shim_kernel *k = shim_obj_new(&shim_kernel_kind, sizeof(*k), NULL);
     p->context = w.ctx;
     k->program = p;
     k->args = args;
