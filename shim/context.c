@@ -320,17 +320,10 @@ static void context_destroy(struct shim_obj *o)
     free(c->props);
 }
 
-static void context_release_real(const struct shim_obj *o, void *real)
-{
-    (void)o;
-    VENDOR(real)->clReleaseContext(real);
-}
+SHIM_RELEASE_REAL_WITH(clReleaseContext)
 
 const struct shim_kind_ops shim_context_kind = {
-    .kind = SHIM_CONTEXT,
-    .name = "context",
-    .twins = true,
-    .destroy = context_destroy,
-    .realize = context_realize,
-    .release_real = context_release_real,
+    .kind = SHIM_CONTEXT, .name = "context", .twins = true,
+    .destroy = context_destroy, .realize = context_realize,
+    .release_real = release_real,
 };

@@ -418,16 +418,9 @@ static void event_destroy(struct shim_obj *o)
         shim_obj_release_child(&e->context->obj);
 }
 
-static void event_release_real(const struct shim_obj *o, void *real)
-{
-    (void)o;
-    VENDOR(real)->clReleaseEvent(real);
-}
+SHIM_RELEASE_REAL_WITH(clReleaseEvent)
 
 const struct shim_kind_ops shim_event_kind = {
-    .kind = SHIM_EVENT,
-    .name = "user event",
-    .destroy = event_destroy,
-    .realize = event_realize,
-    .release_real = event_release_real,
+    .kind = SHIM_EVENT, .name = "user event", .destroy = event_destroy,
+    .realize = event_realize, .release_real = release_real,
 };

@@ -494,17 +494,10 @@ static void kernel_destroy(struct shim_obj *o)
     shim_obj_release_child(&k->program->obj);
 }
 
-static void kernel_release_real(const struct shim_obj *o, void *real)
-{
-    (void)o;
-    VENDOR(real)->clReleaseKernel(real);
-}
+SHIM_RELEASE_REAL_WITH(clReleaseKernel)
 
 const struct shim_kind_ops shim_kernel_kind = {
-    .kind = SHIM_KERNEL,
-    .name = "kernel",
-    .twins = true,
-    .destroy = kernel_destroy,
-    .realize = kernel_realize,
-    .release_real = kernel_release_real,
+    .kind = SHIM_KERNEL, .name = "kernel", .twins = true,
+    .destroy = kernel_destroy, .realize = kernel_realize,
+    .release_real = release_real,
 };

@@ -1012,17 +1012,10 @@ static int mem_realize(struct shim_obj *o)
     return mem_make((struct shim_mem *)o, NULL);
 }
 
-static void mem_release_real(const struct shim_obj *o, void *real)
-{
-    (void)o;
-    VENDOR(real)->clReleaseMemObject(real);
-}
+SHIM_RELEASE_REAL_WITH(clReleaseMemObject)
 
 const struct shim_kind_ops shim_mem_kind = {
-    .kind = SHIM_MEM,
-    .name = "memory object",
-    .by_address = true,
-    .destroy = mem_destroy,
-    .realize = mem_realize,
-    .release_real = mem_release_real,
+    .kind = SHIM_MEM, .name = "memory object", .by_address = true,
+    .destroy = mem_destroy, .realize = mem_realize,
+    .release_real = release_real,
 };

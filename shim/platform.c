@@ -349,9 +349,7 @@ static void platform_destroy(struct shim_obj *o)
 }
 
 const struct shim_kind_ops shim_platform_kind = {
-    .kind = SHIM_PLATFORM,
-    .name = "platform",
-    .destroy = platform_destroy,
+    .kind = SHIM_PLATFORM, .name = "platform", .destroy = platform_destroy,
 };
 
 static void device_destroy(struct shim_obj *o)
@@ -372,10 +370,8 @@ static void device_release_real(const struct shim_obj *o, void *real)
 }
 
 const struct shim_kind_ops shim_device_kind = {
-    .kind = SHIM_DEVICE,
-    .name = "sub-device",
-    .destroy = device_destroy,
-    .realize = device_realize,
+    .kind = SHIM_DEVICE, .name = "sub-device",
+    .destroy = device_destroy, .realize = device_realize,
     .release_real = device_release_real,
 };
 

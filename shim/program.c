@@ -766,17 +766,10 @@ static void program_destroy(struct shim_obj *o)
     shim_obj_release_child(&p->context->obj);
 }
 
-static void program_release_real(const struct shim_obj *o, void *real)
-{
-    (void)o;
-    VENDOR(real)->clReleaseProgram(real);
-}
+SHIM_RELEASE_REAL_WITH(clReleaseProgram)
 
 const struct shim_kind_ops shim_program_kind = {
-    .kind = SHIM_PROGRAM,
-    .name = "program",
-    .twins = true,
-    .destroy = program_destroy,
-    .realize = program_realize,
-    .release_real = program_release_real,
+    .kind = SHIM_PROGRAM, .name = "program", .twins = true,
+    .destroy = program_destroy, .realize = program_realize,
+    .release_real = release_real,
 };

@@ -191,17 +191,10 @@ static void queue_destroy(struct shim_obj *o)
     shim_obj_release_child(&q->device->obj);
 }
 
-static void queue_release_real(const struct shim_obj *o, void *real)
-{
-    (void)o;
-    VENDOR(real)->clReleaseCommandQueue(real);
-}
+SHIM_RELEASE_REAL_WITH(clReleaseCommandQueue)
 
 const struct shim_kind_ops shim_queue_kind = {
-    .kind = SHIM_QUEUE,
-    .name = "queue",
-    .twins = true,
-    .destroy = queue_destroy,
-    .realize = queue_realize,
-    .release_real = queue_release_real,
+    .kind = SHIM_QUEUE, .name = "queue", .twins = true,
+    .destroy = queue_destroy, .realize = queue_realize,
+    .release_real = release_real,
 };

@@ -139,18 +139,10 @@ static void sampler_destroy(struct shim_obj *o)
     shim_obj_release_child(&s->context->obj);
 }
 
-static void sampler_release_real(const struct shim_obj *o, void *real)
-{
-    (void)o;
-    VENDOR(real)->clReleaseSampler(real);
-}
+SHIM_RELEASE_REAL_WITH(clReleaseSampler)
 
 const struct shim_kind_ops shim_sampler_kind = {
-    .kind = SHIM_SAMPLER,
-    .name = "sampler",
-    .by_address = true,
-    .twins = true,
-    .destroy = sampler_destroy,
-    .realize = sampler_realize,
-    .release_real = sampler_release_real,
+    .kind = SHIM_SAMPLER, .name = "sampler", .by_address = true, .twins = true,
+    .destroy = sampler_destroy, .realize = sampler_realize,
+    .release_real = release_real,
 };

@@ -522,6 +522,15 @@ SHIM_REAL_FN(SHIM_EVENT, cl_event, shim_real_event)
 /* The vendor dispatch table behind a real handle. */
 #define VENDOR(real) (*(struct _cl_icd_dispatch *const *)(real))
 
+/* Defines release_real for a kind row (struct shim_kind_ops) whose real
+ * handles all go back to their vendor through FN (clReleaseContext...). */
+#define SHIM_RELEASE_REAL_WITH(fn)                                  \
+    static void release_real(const struct shim_obj *o, void *real) \
+    {                                                               \
+        (void)o;                                                    \
+        VENDOR(real)->fn(real);                                     \
+    }
+
 /* Arrays of handles translated for one call; small ones live on the stack. */
 #define SHIM_XLATE_STACK 16
 struct shim_xlate {
