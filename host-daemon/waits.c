@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/deadline.h"
+
 struct hd_waits {
     pthread_mutex_t lock;
     pthread_cond_t cond;         /* on CLOCK_MONOTONIC */
@@ -75,13 +77,7 @@ int hd_wait_for(struct hd_waits *ws, struct hd_wait *w, uint32_t timeout_ms)
     struct timespec until;
     int rc = 0;
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    crn_deadline_in(CLOCK_MONOTONIC, timeout_ms, &until);
     pthread_mutex_lock(&ws->lock);
     while (!w->fired && rc == 0)
         rc = pthread_cond_timedwait(&ws->cond, &ws->lock, &until);

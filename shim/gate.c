@@ -9,6 +9,8 @@
 #include "log.h"
 #include "shim.h"
 
+#include "proto/deadline.h"
+
 SHIM_TLS bool shim_in_callback;
 SHIM_TLS struct shim_gate_slot *shim_gate_slot;
 
@@ -151,12 +153,7 @@ int shim_gate_close(long timeout_ms)
             return -ETIMEDOUT;
         }
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        crn_deadline_in(CLOCK_REALTIME, 1, &ts);
         pthread_cond_timedwait(&shim_gate.cond, &shim_gate.lock, &ts);
     }
     pthread_mutex_unlock(&shim_gate.lock);

@@ -54,6 +54,10 @@ TEST_ENTRY(map_random)
 TEST_ENTRY(map_pointers)
 TEST_ENTRY(map_each_replace_churn)
 
+/* proto/deadline.c: tests/unit/test_deadline.c */
+TEST_ENTRY(deadline_add_ms)
+TEST_ENTRY(deadline_in)
+
 /* proto/listen.c, endpoint.c: tests/unit/test_listen.c */
 TEST_ENTRY(listen_endpoint_vsock_parse)
 TEST_ENTRY(listen_vsock_error)
