@@ -115,7 +115,7 @@ part_phases() {
         CRANE_COPY_THREADS=1; do
         echo "## $v"
         nv env "$v" bench/remote/run.sh --transport shm --reps 3 \
-            --mb "256 1024" --build "$root/$B" switch | tail -n 11
+            --mb "256 1024" --build "$root/$B" switch | tail -n 14
     done
 }
 
@@ -146,6 +146,6 @@ for part in "$@"; do
     timeout "${PART_TIMEOUT:-400}" bash -c "$(declare -f "part_$part" nv); \
         part_$part" >"$OUT/$part.log" 2>&1 ||
         { rc=1; echo "($part exited non-zero or timed out)"; }
-    tail -60 "$OUT/$part.log"
+    tail -66 "$OUT/$part.log"
 done
 exit $rc
