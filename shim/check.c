@@ -374,9 +374,9 @@ cl_int shim_check_map(cl_command_queue queue, cl_mem mem, bool image,
      * queue stands in for one). */
     if (image)
         return shim_check_image_io(queue, mem, origin, region, queue, n,
-                                   events, flags);
+                                   events, flags | SHIM_ACCESS_MAP);
     return shim_check_buffer_io(queue, mem, offset, size, queue, n, events,
-                                flags);
+                                flags | SHIM_ACCESS_MAP);
 }
 
 cl_int shim_check_copy_buffer_rect(cl_command_queue queue, cl_mem src_buffer,

@@ -99,12 +99,11 @@ static cl_mem_flags real_flags(const struct shim_mem *m, const void *ctx)
 
 /*
  * What the program's own vendor says to host accesses the flags forbid
- * (PoCL refuses them, NVIDIA's OpenCL accepts them), learnt once per
- * context when its first object with host access flags is made on the
- * vendor: a small no-access buffer is read and written, and mapped for
- * reading and for writing, on a queue of its own.  Reads are taken as
- * accepted only if both the read and the map were, writes likewise (the
- * check below cannot tell a read from a map).  A program on the proxy then
+ * (PoCL refuses them all; NVIDIA's OpenCL refuses reads and writes but
+ * maps to invalidate), learnt once per context when its first object with
+ * host access flags is made on the vendor: a small no-access buffer is
+ * read, written, and mapped each of the three ways, on a queue of its own,
+ * each answer kept apart (SHIM_HOST_*_OK).  A program on the proxy then
  * gets the answers its vendor would give; one remoted from its start (no
  * vendor here to ask) gets OpenCL's.
  */
@@ -124,28 +123,35 @@ static void learn_host_policy(struct shim_context *c)
     cl_command_queue q = VENDOR(ctx)->clCreateCommandQueue(
         ctx, c->devices[0]->obj.real, 0, &err);
     if (b && q) {
-        bool r = VENDOR(q)->clEnqueueReadBuffer(q, b, CL_TRUE, 0, 4, word, 0,
-                                                NULL, NULL) == CL_SUCCESS;
-        bool w = VENDOR(q)->clEnqueueWriteBuffer(q, b, CL_TRUE, 0, 4, word,
-                                                 0, NULL, NULL) == CL_SUCCESS;
-        p = VENDOR(q)->clEnqueueMapBuffer(q, b, CL_TRUE, CL_MAP_READ, 0, 4, 0,
-                                          NULL, NULL, &err);
-        if (p)
+        static const struct {
+            cl_map_flags map;
+            unsigned ok;
+        } maps[] = {
+            {CL_MAP_READ, SHIM_HOST_MAP_READ_OK},
+            {CL_MAP_WRITE, SHIM_HOST_MAP_WRITE_OK},
+            {CL_MAP_WRITE_INVALIDATE_REGION, SHIM_HOST_MAP_INVALIDATE_OK},
+        };
+        if (VENDOR(q)->clEnqueueReadBuffer(q, b, CL_TRUE, 0, 4, word, 0,
+                                           NULL, NULL) == CL_SUCCESS)
+            policy |= SHIM_HOST_READS_OK;
+        if (VENDOR(q)->clEnqueueWriteBuffer(q, b, CL_TRUE, 0, 4, word, 0,
+                                            NULL, NULL) == CL_SUCCESS)
+            policy |= SHIM_HOST_WRITES_OK;
+        for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+            p = VENDOR(q)->clEnqueueMapBuffer(q, b, CL_TRUE, maps[i].map, 0,
+                                              4, 0, NULL, NULL, &err);
+            if (!p)
+                continue;
             VENDOR(q)->clEnqueueUnmapMemObject(q, b, p, 0, NULL, NULL);
-        r = r && p;
-        p = VENDOR(q)->clEnqueueMapBuffer(q, b, CL_TRUE,
-                                          CL_MAP_WRITE_INVALIDATE_REGION, 0,
-                                          4, 0, NULL, NULL, &err);
-        if (p)
-            VENDOR(q)->clEnqueueUnmapMemObject(q, b, p, 0, NULL, NULL);
-        w = w && p;
+            policy |= maps[i].ok;
+        }
         VENDOR(q)->clFinish(q);
-        policy |= (r ? SHIM_HOST_READS_OK : 0) | (w ? SHIM_HOST_WRITES_OK : 0);
-        if (r || w)
-            LOG_INFO("the vendor accepts host %s%s%s that host access flags "
-                     "forbid; on the proxy the program gets the same",
-                     r ? "reads" : "", r && w ? " and " : "",
-                     w ? "writes" : "");
+        if (policy != SHIM_HOST_PROBED)
+            LOG_INFO("the vendor accepts some host accesses that host "
+                     "access flags forbid (0x%x: reads 2, writes 4, maps "
+                     "for reading 8, writing 16, invalidating 32); on the "
+                     "proxy the program gets the same",
+                     policy & ~SHIM_HOST_PROBED);
     }
     if (q)
         VENDOR(q)->clReleaseCommandQueue(q);
@@ -169,11 +175,19 @@ cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
         return CL_SUCCESS;
     /* On the proxy: as the program's own vendor would answer. */
     policy = atomic_load(&m->context->host_policy);
-    if (policy & SHIM_HOST_READS_OK)
-        access &= ~(cl_map_flags)CL_MAP_READ;
-    if (policy & SHIM_HOST_WRITES_OK)
-        access &= ~(cl_map_flags)(CL_MAP_WRITE |
-                                  CL_MAP_WRITE_INVALIDATE_REGION);
+    if (access & SHIM_ACCESS_MAP) {
+        if (policy & SHIM_HOST_MAP_READ_OK)
+            access &= ~(cl_map_flags)CL_MAP_READ;
+        if (policy & SHIM_HOST_MAP_WRITE_OK)
+            access &= ~(cl_map_flags)CL_MAP_WRITE;
+        if (policy & SHIM_HOST_MAP_INVALIDATE_OK)
+            access &= ~(cl_map_flags)CL_MAP_WRITE_INVALIDATE_REGION;
+    } else {
+        if (policy & SHIM_HOST_READS_OK)
+            access &= ~(cl_map_flags)CL_MAP_READ;
+        if (policy & SHIM_HOST_WRITES_OK)
+            access &= ~(cl_map_flags)CL_MAP_WRITE;
+    }
     return forbids(host_access(m), access) ? CL_INVALID_OPERATION
                                            : CL_SUCCESS;
 }

@@ -156,8 +156,17 @@ struct shim_context {
 };
 
 #define SHIM_HOST_PROBED 1u
-#define SHIM_HOST_READS_OK 2u
-#define SHIM_HOST_WRITES_OK 4u
+#define SHIM_HOST_READS_OK 2u            /* clEnqueueRead* */
+#define SHIM_HOST_WRITES_OK 4u           /* clEnqueueWrite* */
+#define SHIM_HOST_MAP_READ_OK 8u         /* a map with CL_MAP_READ */
+#define SHIM_HOST_MAP_WRITE_OK 16u       /* with CL_MAP_WRITE */
+#define SHIM_HOST_MAP_INVALIDATE_OK 32u  /* CL_MAP_WRITE_INVALIDATE_REGION */
+
+/* Added by the map checks to the access they ask shim_mem_host_check
+ * about, so that a vendor's answer to maps and to transfers stay apart
+ * (NVIDIA refuses a read of a no-access buffer but maps it to
+ * invalidate). */
+#define SHIM_ACCESS_MAP ((cl_map_flags)1 << 62)
 
 struct shim_queue {
     struct shim_obj obj;

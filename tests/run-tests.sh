@@ -360,6 +360,7 @@ case_ "devices/refused-cranectl" tests/integration/devices.sh control
 # vendor sees no forbidden host access the shim made itself.  Then maps in
 # shim memory of buffers the host may only write, re-homed.
 case_ "lenient/hostaccess" tests/integration/lenient.sh
+case_ "lenient/maps-only" tests/integration/lenient.sh --maps-only
 case_ "portable-maps/hostaccess" env CRANE_PORTABLE_MAPS=1 CRANE_STAGING_MB=0 \
     bash -c 'rehome_case 13 1 "$RUN" "$PROGS/hostaccess"'
 # Coarse-grained SVM (maps, SVM kernel arguments, copies, fills, frees),

@@ -16,13 +16,15 @@
  * the file CRANE_FAKECL_COUNT: the program's own forbidden accesses are
  * the same natively and under the shim, which moves such objects through
  * the device and never reads or writes them from the host itself
- * (tests/integration/lenient.sh). */
+ * (tests/integration/lenient.sh).  CRANE_FAKECL_LENIENT=maps refuses
+ * the forbidden reads and writes but not the maps, as NVIDIA's does. */
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 #include <CL/cl_icd.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,16 +200,30 @@ static cl_mem_flags host_of(cl_mem mem)
     return host;
 }
 
-/* Counts LEN bytes if MEM's flags forbid ACCESS (CL_MAP_READ / _WRITE). */
-static void count(cl_mem mem, cl_map_flags access, size_t len)
+/* Whether MEM's flags forbid ACCESS (CL_MAP_READ / _WRITE ...). */
+static bool forbidden(cl_mem mem, cl_map_flags access)
 {
     cl_mem_flags host = host_of(mem);
-    int bad = ((access & CL_MAP_READ) &&
-               (host & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS))) ||
-              ((access & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)) &&
-               (host & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)));
 
-    if (bad) {
+    return ((access & CL_MAP_READ) &&
+            (host & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS))) ||
+           ((access & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)) &&
+            (host & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)));
+}
+
+/* With CRANE_FAKECL_LENIENT=maps, as NVIDIA's OpenCL does: reads and
+ * writes the flags forbid are refused, maps they forbid are not. */
+static bool refuses_transfer(cl_mem mem, cl_map_flags access)
+{
+    const char *mode = getenv("CRANE_FAKECL_LENIENT");
+
+    return mode && strcmp(mode, "maps") == 0 && forbidden(mem, access);
+}
+
+/* Counts LEN bytes if MEM's flags forbid ACCESS. */
+static void count(cl_mem mem, cl_map_flags access, size_t len)
+{
+    if (forbidden(mem, access)) {
         pthread_mutex_lock(&lock);
         forbidden_bytes += len;
         pthread_mutex_unlock(&lock);
@@ -285,6 +301,8 @@ static cl_int CL_API_CALL w_read(cl_command_queue q, cl_mem b, cl_bool bl,
                                  size_t off, size_t len, void *p, cl_uint n,
                                  const cl_event *w, cl_event *e)
 {
+    if (refuses_transfer(b, CL_MAP_READ))
+        return CL_INVALID_OPERATION;
     cl_int err = orig.clEnqueueReadBuffer(q, b, bl, off, len, p, n, w, e);
     if (err == CL_SUCCESS)
         count(b, CL_MAP_READ, len);
@@ -295,6 +313,8 @@ static cl_int CL_API_CALL w_write(cl_command_queue q, cl_mem b, cl_bool bl,
                                   size_t off, size_t len, const void *p,
                                   cl_uint n, const cl_event *w, cl_event *e)
 {
+    if (refuses_transfer(b, CL_MAP_WRITE))
+        return CL_INVALID_OPERATION;
     cl_int err = orig.clEnqueueWriteBuffer(q, b, bl, off, len, p, n, w, e);
     if (err == CL_SUCCESS)
         count(b, CL_MAP_WRITE, len);
@@ -306,6 +326,8 @@ static cl_int CL_API_CALL w_read_rect(
     const size_t *ho, const size_t *r, size_t brp, size_t bsp, size_t hrp,
     size_t hsp, void *p, cl_uint n, const cl_event *w, cl_event *e)
 {
+    if (refuses_transfer(b, CL_MAP_READ))
+        return CL_INVALID_OPERATION;
     cl_int err = orig.clEnqueueReadBufferRect(q, b, bl, bo, ho, r, brp, bsp,
                                               hrp, hsp, p, n, w, e);
     if (err == CL_SUCCESS)
@@ -318,6 +340,8 @@ static cl_int CL_API_CALL w_write_rect(
     const size_t *ho, const size_t *r, size_t brp, size_t bsp, size_t hrp,
     size_t hsp, const void *p, cl_uint n, const cl_event *w, cl_event *e)
 {
+    if (refuses_transfer(b, CL_MAP_WRITE))
+        return CL_INVALID_OPERATION;
     cl_int err = orig.clEnqueueWriteBufferRect(q, b, bl, bo, ho, r, brp, bsp,
                                                hrp, hsp, p, n, w, e);
     if (err == CL_SUCCESS)
@@ -331,6 +355,8 @@ static cl_int CL_API_CALL w_read_image(cl_command_queue q, cl_mem im,
                                        void *p, cl_uint n, const cl_event *w,
                                        cl_event *e)
 {
+    if (refuses_transfer(im, CL_MAP_READ))
+        return CL_INVALID_OPERATION;
     cl_int err = orig.clEnqueueReadImage(q, im, bl, o, r, rp, sp, p, n, w, e);
     if (err == CL_SUCCESS)
         count(im, CL_MAP_READ, region_bytes(r, image_elem(im)));
@@ -343,6 +369,8 @@ static cl_int CL_API_CALL w_write_image(cl_command_queue q, cl_mem im,
                                         size_t sp, const void *p, cl_uint n,
                                         const cl_event *w, cl_event *e)
 {
+    if (refuses_transfer(im, CL_MAP_WRITE))
+        return CL_INVALID_OPERATION;
     cl_int err = orig.clEnqueueWriteImage(q, im, bl, o, r, rp, sp, p, n, w,
                                           e);
     if (err == CL_SUCCESS)
