@@ -196,7 +196,11 @@ expect_error() {  # a clear OpenCL error, never a wrong byte
 
 # expect_streamed K: switch K (to the proxy) streamed its buffers from
 # the device straight to the proxy (CRANE_STREAM_SWITCH, on by default).
+# With pre-copy the rounds before the stop already moved them: the stop
+# may have nothing left to stream (what the rounds copied is checked at
+# the end).
 expect_streamed() {
+    [ "$precopy" = 1 ] && return 0
     awk -v k="$1" '/^rehome / && ++n == k' "$T/report" |
         grep -Eq ' streamed=[1-9]' ||
         die "switch $1 did not stream its buffers to the proxy"
