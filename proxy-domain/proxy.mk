@@ -7,7 +7,7 @@
 #                    tests/run-tests.sh (plain build, no sanitizer)
 #   proxy-asan       build-address/bin/crane-proxy, for the ASan test runs
 #   fuzz-remote      build/fuzz/fuzz_remote (clang, libFuzzer + ASan/UBSan)
-#   UNIT_SRCS += ... tests/unit/test_px.c with validate.c
+#   UNIT_SRCS += ... tests/unit/test_px.c with validate.c, validate_create.c
 # `make check` builds the three first.
 
 UV_CFLAGS := $(shell pkg-config --cflags libuv 2>/dev/null)
@@ -37,7 +37,8 @@ $(PROXY_BIN): $(PROXY_OBJS) $(PROTO_LIB)
 -include $(PROXY_OBJS:.o=.d)
 
 # The proxy's pure parts in the unit-test binary (tests/unit/test_px.c).
-UNIT_SRCS += tests/unit/test_px.c proxy-domain/validate.c
+UNIT_SRCS += tests/unit/test_px.c proxy-domain/validate.c \
+    proxy-domain/validate_create.c
 
 # Integration clients: each tests/proxy/*.c with the shared client code.
 PROXY_TEST_COMMON := tests/proxy/client.c
