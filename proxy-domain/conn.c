@@ -1,11 +1,11 @@
-/* One client connection: stream IO, framing, ordered execution, replies. */
-#include "conn.h"
+/* One client connection: its life from accept to close, who the peer is,
+ * the bounds per peer and handshake, and its replies written in order;
+ * input in conn_input.c, execution in conn_exec.c. */
+#include "conn_int.h"
 
 #include "log.h"
 #include "supervisor.h"
-#include "validate.h"
 
-#include "proto/frame.h"
 #include "proto/shm.h"
 
 #include <arpa/inet.h>
@@ -19,22 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Room the input buffer keeps free for the next read. */
-#define READ_ROOM (64u << 10)
-/* Requests (bytes) buffered ahead of execution before reading pauses, and
- * replies (bytes) not yet written before execution pauses: --max-queued. */
-#define MAX_QUEUED(c)                                                        \
-    ((c)->srv->limits.max_queued ? (c)->srv->limits.max_queued : SIZE_MAX)
-/* Blocking reads up to this size may run on a worker's loop thread. */
-#define INLINE_READ_MAX (64u << 10)
-/* TCP keepalive: probes after this many idle seconds find dead peers. */
-#define KEEPALIVE_S 60
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_wake(uv_async_t *a);
-static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
-                       char *why, size_t why_len);
 
 static void on_close(uv_handle_t *h)
 {
@@ -237,7 +222,7 @@ static void start_accepted(struct px_conn *c)
         uv_timer_start(&c->timer, handshake_late, srv->limits.handshake_ms,
                        0);
     px_conn_schedule(c);
-    rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+    rc = px_conn_read_start(c);
     if (rc == 0)
         c->reading = true;
 }
@@ -339,7 +324,7 @@ void px_conn_send(struct px_conn *c, struct px_out *o)
 }
 
 /* Writes everything other threads queued. */
-static void drain(struct px_conn *c)
+void px_conn_drain(struct px_conn *c)
 {
     struct px_out *o = px_outq_take(&c->outq);
 
@@ -354,7 +339,7 @@ static void on_wake(uv_async_t *a)
 {
     struct px_conn *c = a->data;
 
-    drain(c);
+    px_conn_drain(c);
     if (atomic_load(&c->poked))
         px_conn_schedule(c);
 }
@@ -380,511 +365,9 @@ struct px_sink px_conn_sink(struct px_conn *c)
     return (struct px_sink){sink_push, sink_poke, c};
 }
 
-/* --- execution ------------------------------------------------------------ */
-
-static void work_run(uv_work_t *w)
-{
-    struct px_conn *c = w->data;
-    struct px_req *batch = c->batch;
-
-    c->batch = NULL;
-    px_exec_batch(c->tenant, batch, &c->stop);
-}
-
-static void finish_close(struct px_conn *c);
-
-static void work_done(uv_work_t *w, int status)
-{
-    struct px_conn *c = w->data;
-
-    (void)status;
-    c->working = false;
-    px_req_free_list(c->batch);
-    c->batch = NULL;
-    if (c->state == PX_CONN_CLOSING) {
-        finish_close(c);
-        return;
-    }
-    if (!c->reading && !c->input_done && c->inq_bytes < MAX_QUEUED(c) &&
-        uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
-        c->reading = true;
-    px_conn_schedule(c);
-}
-
-/* A call that waits for the device only: a small blocking buffer read, a
- * finish or a wait.  Where the process serves one tenant (a worker) that
- * has no user event unset, it waits for work already on the device, which
- * no later message can be needed to release. */
-static bool device_wait(const struct px_conn *c, const Crane__ClientMessage *m)
-{
-    struct px_tenant *t = c->tenant;
-    size_t unset;
-
-    if (c->srv->role != PX_ROLE_WORKER || !c->srv->inline_waits)
-        return false;
-    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND) {
-        const Crane__MemCommand *mc = m->mem_command;
-        if (mc->op != CRANE__MEM_OP__MEM_READ || !mc->blocking ||
-            mc->size > INLINE_READ_MAX)
-            return false;
-    } else if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SYNC) {
-        if (m->sync->op != CRANE__SYNC_OP__SYNC_FINISH &&
-            m->sync->op != CRANE__SYNC_OP__SYNC_WAIT &&
-            m->sync->op != CRANE__SYNC_OP__SYNC_PING)
-            return false;
-    } else {
-        return false;
-    }
-    pthread_mutex_lock(&t->lock);
-    unset = t->uevents.count;
-    pthread_mutex_unlock(&t->lock);
-    return unset == 0;
-}
-
-/* Calls that never wait for the device (queries and argument changes), or
- * wait for it briefly (device_wait): run on the loop thread, their answers
- * leave without two thread hand-offs. */
-static bool light(const struct px_conn *c, const struct px_req *r)
-{
-    for (; r; r = r->next) {
-        if (!r->msg || r->bulk_len || r->close_after)
-            return false;
-        if (r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_GET_INFO &&
-            r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS &&
-            !device_wait(c, r->msg))
-            return false;
-    }
-    return true;
-}
-
-/* Test only: CRANE_PROXY_TEST_ABORT=PROGRAM makes the first call of a
- * tenant whose Hello names PROGRAM abort the process, as a vendor library
- * that crashes would (tests/proxy: crash-isolation). */
-static void test_abort(const struct px_conn *c)
-{
-    static const char *name;
-    static bool read;
-
-    if (!read) {
-        name = getenv("CRANE_PROXY_TEST_ABORT");
-        read = true;
-    }
-    if (name && name[0] && strcmp(c->tenant->program, name) == 0) {
-        PX_WARN("tenant %llu (%s): CRANE_PROXY_TEST_ABORT: aborting",
-                (unsigned long long)c->tenant->num, name);
-        abort();
-    }
-}
-
-void px_conn_schedule(struct px_conn *c)
-{
-    bool poked;
-
-    if (c->working || c->state != PX_CONN_READY || !c->tenant ||
-        c->h.stream.write_queue_size >= MAX_QUEUED(c))
-        return;
-    if (c->inq_head)
-        test_abort(c);
-    poked = atomic_exchange(&c->poked, false);
-    if (!c->inq_head && !poked)
-        return;
-    c->batch = c->inq_head;
-    c->inq_head = c->inq_tail = NULL;
-    c->inq_bytes = 0;
-    /* A batch of light calls runs here on the loop thread and its answers
-     * leave at once: a synchronous query then costs two thread hand-offs
-     * fewer.  Nothing of this tenant runs elsewhere meanwhile (no work is
-     * in flight), so the tenant needs no lock. */
-    if (!poked && light(c, c->batch)) {
-        struct px_req *batch = c->batch;
-        c->batch = NULL;
-        /* The loop thread writes the replies: none may wait for room in
-         * the client's shared area. */
-        c->tenant->shm_nowait = true;
-        px_exec_batch(c->tenant, batch, &c->stop);
-        c->tenant->shm_nowait = false;
-        drain(c);
-        return;
-    }
-    c->work.data = c;
-    c->working = true;
-    if (uv_queue_work(c->srv->loop, &c->work, work_run, work_done) < 0) {
-        c->working = false;
-        px_conn_close(c, "cannot queue work");
-    }
-}
-
-static void queue_req(struct px_conn *c, struct px_req *r)
-{
-    r->next = NULL;
-    if (c->inq_tail)
-        c->inq_tail->next = r;
-    else
-        c->inq_head = r;
-    c->inq_tail = r;
-    c->inq_bytes += r->bulk_len + 64;
-    if (c->inq_bytes >= MAX_QUEUED(c) && c->reading) {
-        uv_read_stop(&c->h.stream);
-        c->reading = false;
-    }
-}
-
-/* The stream cannot be followed any more: answer (in order, after what is
- * queued) and close. */
-static void out_of_step(struct px_conn *c, uint64_t seq, const char *why)
-{
-    struct px_req *r;
-
-    c->input_done = true;
-    if (c->reading) {
-        uv_read_stop(&c->h.stream);
-        c->reading = false;
-    }
-    if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
-        px_handshake_refuse(c, "%s", why);
-        return;
-    }
-    r = calloc(1, sizeof(*r));
-    if (!r) {
-        px_conn_close(c, "out of memory");
-        return;
-    }
-    r->seq = seq;
-    r->close_after = true;
-    snprintf(r->error, sizeof(r->error), "%s", why);
-    queue_req(c, r);
-}
-
-/* --- input ---------------------------------------------------------------- */
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    struct px_conn *c = h->data;
-
-    (void)suggested;
-    if (c->bulk_req) {
-        /* Bulk bytes go straight where the executor wants them. */
-        *buf = uv_buf_init((char *)c->bulk_req->bulk + c->bulk_have,
-                           (unsigned)(c->bulk_req->bulk_len - c->bulk_have));
-        return;
-    }
-    if (c->icap - c->ilen < READ_ROOM) {
-        size_t cap = c->ilen + READ_ROOM * 2;
-        uint8_t *p;
-        if (cap > PX_MAX_FRAME + CRN_FRAME_HEADER_LEN + READ_ROOM)
-            cap = PX_MAX_FRAME + CRN_FRAME_HEADER_LEN + READ_ROOM;
-        p = cap > c->icap ? realloc(c->ibuf, cap) : NULL;
-        if (p) {
-            c->ibuf = p;
-            c->icap = cap;
-        }
-    }
-    *buf = uv_buf_init((char *)c->ibuf + c->ilen,
-                       (unsigned)(c->icap - c->ilen));
-}
-
-/* Handles the message M (taking it) that the frame held; POS_BULK is the
- * input after the frame, from which bulk bytes are taken.  Returns how
- * many bytes of bulk it took, or -1 to stop parsing. */
-static long take_message(struct px_conn *c, Crane__ClientMessage *m,
-                         const uint8_t *after, size_t after_len)
-{
-    uint64_t bulk = px_bulk_len(m);
-    struct px_req *r;
-    size_t n;
-
-    if (bulk > PX_MAX_BULK) {
-        char why[96];
-        snprintf(why, sizeof(why), "bulk of %llu bytes over the %u limit",
-                 (unsigned long long)bulk, PX_MAX_BULK);
-        out_of_step(c, m->seq, why);
-        crane__client_message__free_unpacked(m, NULL);
-        return -1;
-    }
-    if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
-        if (bulk) {
-            crane__client_message__free_unpacked(m, NULL);
-            px_handshake_refuse(c, "bulk data before the handshake ended");
-            return -1;
-        }
-        px_handshake(c, m);
-        return 0;
-    }
-    r = calloc(1, sizeof(*r));
-    if (r && bulk)
-        r->bulk = malloc(bulk);
-    if (!r || (bulk && !r->bulk)) {
-        free(r);
-        crane__client_message__free_unpacked(m, NULL);
-        out_of_step(c, 0, "out of memory for the bulk data");
-        return -1;
-    }
-    r->seq = m->seq;
-    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH &&
-        attach_area(c, m->shm_attach, r->error, sizeof(r->error)) < 0) {
-        /* Answered with the reason; bulk keeps to the stream. */
-        crane__client_message__free_unpacked(m, NULL);
-        queue_req(c, r);
-        return 0;
-    }
-    if (m->shm_bulk) {
-        /* The bytes are in ring 0: copied out now, in the stream's order,
-         * which frees their room at once.  A piece out of place is
-         * refused; nothing of it is used. */
-        int rc = bulk && c->shm ? crn_shm_take(c->shm, CRN_SHM_TO_PROXY,
-                                               m->shm_pos, bulk, r->bulk)
-                                : -EPROTO;
-        if (rc < 0) {
-            snprintf(r->error, sizeof(r->error),
-                     "shared-memory bytes out of place (position %llu, "
-                     "%llu bytes)", (unsigned long long)m->shm_pos,
-                     (unsigned long long)bulk);
-            free(r->bulk);
-            r->bulk = NULL;
-            r->deferred = !m->want_reply;
-            crane__client_message__free_unpacked(m, NULL);
-            queue_req(c, r);
-            return 0;
-        }
-        r->msg = m;
-        r->bulk_len = bulk;
-        queue_req(c, r);
-        return 0;
-    }
-    r->msg = m;
-    r->bulk_len = bulk;
-    n = after_len < bulk ? after_len : bulk;
-    if (n)
-        memcpy(r->bulk, after, n);
-    if (n < bulk) {
-        c->bulk_req = r;
-        c->bulk_have = n;
-    } else {
-        queue_req(c, r);
-    }
-    return (long)n;
-}
-
-/* Cuts the buffered input into frames and requests. */
-static void parse(struct px_conn *c)
-{
-    size_t pos = 0;
-
-    while (!c->input_done && !c->bulk_req && c->state != PX_CONN_CLOSING &&
-           c->state != PX_CONN_HANDOFF) {
-        const uint8_t *msg;
-        size_t len, used;
-        Crane__ClientMessage *m;
-        long took;
-        int rc = crn_frame_decode(c->ibuf + pos, c->ilen - pos, PX_MAX_FRAME,
-                                  &msg, &len, &used);
-        if (rc == -EAGAIN)
-            break;
-        if (rc < 0) {
-            out_of_step(c, 0, "frame over the 1 MiB limit");
-            break;
-        }
-        pos += used;
-        m = crane__client_message__unpack(NULL, len, msg);
-        if (!m) {
-            struct px_req *r;
-            if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
-                px_handshake_refuse(c, "a frame that does not decode");
-                break;
-            }
-            r = calloc(1, sizeof(*r));
-            if (!r) {
-                px_conn_close(c, "out of memory");
-                break;
-            }
-            snprintf(r->error, sizeof(r->error), "frame does not decode");
-            queue_req(c, r);
-            continue;
-        }
-        took = take_message(c, m, c->ibuf + pos, c->ilen - pos);
-        if (took < 0)
-            break;
-        pos += (size_t)took;
-    }
-    if (c->state == PX_CONN_CLOSING || c->input_done) {
-        c->ilen = 0;
-        return;
-    }
-    memmove(c->ibuf, c->ibuf + pos, c->ilen - pos);
-    c->ilen -= pos;
-}
-
-static void close_tmp(uv_handle_t *h)
-{
-    free(h);
-}
-
-/* Descriptors that came with the stream's bytes: the latest is kept for
- * the ShmAttach it rides on, any other is closed (a client cannot make us
- * hold more than one). */
-static void take_descriptors(struct px_conn *c)
-{
-    if (c->h.handle.type != UV_NAMED_PIPE)
-        return;
-    while (uv_pipe_pending_count(&c->h.pipe) > 0) {
-        uv_pipe_t *tmp = malloc(sizeof(*tmp));
-        uv_os_fd_t fd = -1;
-        int kept = -1;
-        if (!tmp || uv_pipe_init(c->srv->loop, tmp, 0) < 0) {
-            free(tmp);
-            px_conn_close(c, "out of memory");
-            return;
-        }
-        tmp->data = NULL;
-        if (uv_accept(&c->h.stream, (uv_stream_t *)tmp) == 0 &&
-            uv_fileno((uv_handle_t *)tmp, &fd) == 0)
-            kept = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        uv_close((uv_handle_t *)tmp, close_tmp);
-        if (c->shm_fd >= 0)
-            close(c->shm_fd);
-        c->shm_fd = kept;
-    }
-}
-
-/* ShmAttach: maps the client's area (the descriptor that came with this
- * frame, or a file in --shm-dir it names).  Returns 0 or sets WHY. */
-static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
-                       char *why, size_t why_len)
-{
-    struct crn_shm *s;
-    int rc;
-
-    if (c->srv->no_shm) {
-        snprintf(why, why_len, "shared memory is off (--no-shm)");
-        return -EPERM;
-    }
-    if (c->shm) {
-        snprintf(why, why_len, "a shared area is attached already");
-        return -EBUSY;
-    }
-    if (!(s = calloc(1, sizeof(*s)))) {
-        snprintf(why, why_len, "out of memory");
-        return -ENOMEM;
-    }
-    s->fd = -1;
-    if (a->name && a->name[0]) {
-        char path[512];
-        if (!c->srv->shm_dir || strchr(a->name, '/') ||
-            strcmp(a->name, ".") == 0 || strcmp(a->name, "..") == 0) {
-            snprintf(why, why_len, "no shared file '%.64s' here "
-                     "(--shm-dir)", a->name);
-            free(s);
-            return -EPERM;
-        }
-        snprintf(path, sizeof(path), "%s/%s", c->srv->shm_dir, a->name);
-        rc = crn_shm_map_file(path, 0, s);
-        if (rc == 0 && (s->size != a->size || s->ring_len != a->ring_len)) {
-            crn_shm_close(s);
-            rc = -EINVAL;
-        }
-    } else if (c->shm_fd >= 0) {
-        rc = crn_shm_map_fd(c->shm_fd, a->size, a->ring_len, true, s);
-        c->shm_fd = -1;         /* taken, closed on failure */
-    } else {
-        rc = -EBADF;
-    }
-    if (rc < 0) {
-        snprintf(why, why_len, "shared area of %llu bytes refused: %s",
-                 (unsigned long long)a->size, strerror(-rc));
-        free(s);
-        return rc;
-    }
-    c->shm = s;
-    c->tenant->shm_offered = s;
-    PX_INFO("tenant %llu (%s pid %u): bulk bytes through %llu MiB of "
-            "shared memory", (unsigned long long)c->tenant->num,
-            c->tenant->program, c->tenant->pid,
-            (unsigned long long)(a->size >> 20));
-    return 0;
-}
-
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    struct px_conn *c = s->data;
-
-    (void)buf;
-    c->last_input_ms = uv_now(c->srv->loop);
-    if (nread < 0) {
-        px_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
-        return;
-    }
-    take_descriptors(c);
-    if (nread == 0 || c->input_done || c->state == PX_CONN_CLOSING)
-        return;
-    if (c->bulk_req) {
-        c->bulk_have += (size_t)nread;
-        if (c->bulk_have < c->bulk_req->bulk_len)
-            return;
-        queue_req(c, c->bulk_req);
-        c->bulk_req = NULL;
-    } else {
-        c->ilen += (size_t)nread;
-    }
-    parse(c);
-    if (c->state == PX_CONN_HANDOFF) {
-        /* What follows the handshake is the worker's to read. */
-        if (c->reading) {
-            uv_read_stop(&c->h.stream);
-            c->reading = false;
-        }
-        px_super_handoff(c);
-        return;
-    }
-    px_conn_schedule(c);
-}
-
-/* --- handing connections between supervisor and worker ------------------- */
-
-const uint8_t *px_conn_pending_input(const struct px_conn *c, size_t *len)
-{
-    *len = c->ilen;
-    return c->ibuf;
-}
-
-void px_conn_handed_over(struct px_conn *c)
-{
-    px_conn_close(c, "handed to a worker");
-}
-
-void px_conn_start_handed(struct px_conn *c, const uint8_t *input,
-                          size_t len)
-{
-    struct px_server *srv = c->srv;
-
-    /* A TLS connection arrives as its relay's unix socket. */
-    if (c->h.handle.type == UV_TCP) {
-        uv_tcp_nodelay(&c->h.tcp, 1);
-        uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
-    }
-    c->accepted_ms = c->last_input_ms = uv_now(srv->loop);
-    if (len) {
-        c->ibuf = malloc(len + READ_ROOM);
-        if (!c->ibuf) {
-            px_conn_close(c, "out of memory");
-            return;
-        }
-        memcpy(c->ibuf, input, len);
-        c->ilen = len;
-        c->icap = len + READ_ROOM;
-    }
-    px_handshake_finish(c);
-    if (c->state == PX_CONN_CLOSING)
-        return;
-    parse(c);
-    px_conn_schedule(c);
-    if (!c->input_done && c->state != PX_CONN_CLOSING &&
-        uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
-        c->reading = true;
-}
-
 /* --- closing -------------------------------------------------------------- */
 
-static void finish_close(struct px_conn *c)
+void px_conn_finish_close(struct px_conn *c)
 {
     struct px_tenant *t = c->tenant;
 
@@ -936,5 +419,5 @@ void px_conn_close(struct px_conn *c, const char *why)
     if (t && c->working && (c->srv->grace_ms == 0 || c->srv->stopping))
         px_tenant_abort_user_events(t);
     if (!c->working)
-        finish_close(c);
+        px_conn_finish_close(c);
 }

@@ -1,0 +1,354 @@
+/* A connection's input: reading, cutting frames into requests, bulk bytes
+ * read where the executor wants them, descriptors and shared areas, and
+ * the bytes handed between supervisor and worker. */
+#include "conn_int.h"
+
+#include "log.h"
+#include "supervisor.h"
+#include "validate.h"
+
+#include "proto/frame.h"
+#include "proto/shm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Room the input buffer keeps free for the next read. */
+#define READ_ROOM (64u << 10)
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
+                       char *why, size_t why_len);
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct px_conn *c = h->data;
+
+    (void)suggested;
+    if (c->bulk_req) {
+        /* Bulk bytes go straight where the executor wants them. */
+        *buf = uv_buf_init((char *)c->bulk_req->bulk + c->bulk_have,
+                           (unsigned)(c->bulk_req->bulk_len - c->bulk_have));
+        return;
+    }
+    if (c->icap - c->ilen < READ_ROOM) {
+        size_t cap = c->ilen + READ_ROOM * 2;
+        uint8_t *p;
+        if (cap > PX_MAX_FRAME + CRN_FRAME_HEADER_LEN + READ_ROOM)
+            cap = PX_MAX_FRAME + CRN_FRAME_HEADER_LEN + READ_ROOM;
+        p = cap > c->icap ? realloc(c->ibuf, cap) : NULL;
+        if (p) {
+            c->ibuf = p;
+            c->icap = cap;
+        }
+    }
+    *buf = uv_buf_init((char *)c->ibuf + c->ilen,
+                       (unsigned)(c->icap - c->ilen));
+}
+
+/* Handles the message M (taking it) that the frame held; POS_BULK is the
+ * input after the frame, from which bulk bytes are taken.  Returns how
+ * many bytes of bulk it took, or -1 to stop parsing. */
+static long take_message(struct px_conn *c, Crane__ClientMessage *m,
+                         const uint8_t *after, size_t after_len)
+{
+    uint64_t bulk = px_bulk_len(m);
+    struct px_req *r;
+    size_t n;
+
+    if (bulk > PX_MAX_BULK) {
+        char why[96];
+        snprintf(why, sizeof(why), "bulk of %llu bytes over the %u limit",
+                 (unsigned long long)bulk, PX_MAX_BULK);
+        px_conn_out_of_step(c, m->seq, why);
+        crane__client_message__free_unpacked(m, NULL);
+        return -1;
+    }
+    if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
+        if (bulk) {
+            crane__client_message__free_unpacked(m, NULL);
+            px_handshake_refuse(c, "bulk data before the handshake ended");
+            return -1;
+        }
+        px_handshake(c, m);
+        return 0;
+    }
+    r = calloc(1, sizeof(*r));
+    if (r && bulk)
+        r->bulk = malloc(bulk);
+    if (!r || (bulk && !r->bulk)) {
+        free(r);
+        crane__client_message__free_unpacked(m, NULL);
+        px_conn_out_of_step(c, 0, "out of memory for the bulk data");
+        return -1;
+    }
+    r->seq = m->seq;
+    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH &&
+        attach_area(c, m->shm_attach, r->error, sizeof(r->error)) < 0) {
+        /* Answered with the reason; bulk keeps to the stream. */
+        crane__client_message__free_unpacked(m, NULL);
+        px_conn_queue(c, r);
+        return 0;
+    }
+    if (m->shm_bulk) {
+        /* The bytes are in ring 0: copied out now, in the stream's order,
+         * which frees their room at once.  A piece out of place is
+         * refused; nothing of it is used. */
+        int rc = bulk && c->shm ? crn_shm_take(c->shm, CRN_SHM_TO_PROXY,
+                                               m->shm_pos, bulk, r->bulk)
+                                : -EPROTO;
+        if (rc < 0) {
+            snprintf(r->error, sizeof(r->error),
+                     "shared-memory bytes out of place (position %llu, "
+                     "%llu bytes)", (unsigned long long)m->shm_pos,
+                     (unsigned long long)bulk);
+            free(r->bulk);
+            r->bulk = NULL;
+            r->deferred = !m->want_reply;
+            crane__client_message__free_unpacked(m, NULL);
+            px_conn_queue(c, r);
+            return 0;
+        }
+        r->msg = m;
+        r->bulk_len = bulk;
+        px_conn_queue(c, r);
+        return 0;
+    }
+    r->msg = m;
+    r->bulk_len = bulk;
+    n = after_len < bulk ? after_len : bulk;
+    if (n)
+        memcpy(r->bulk, after, n);
+    if (n < bulk) {
+        c->bulk_req = r;
+        c->bulk_have = n;
+    } else {
+        px_conn_queue(c, r);
+    }
+    return (long)n;
+}
+
+/* Cuts the buffered input into frames and requests. */
+static void parse(struct px_conn *c)
+{
+    size_t pos = 0;
+
+    while (!c->input_done && !c->bulk_req && c->state != PX_CONN_CLOSING &&
+           c->state != PX_CONN_HANDOFF) {
+        const uint8_t *msg;
+        size_t len, used;
+        Crane__ClientMessage *m;
+        long took;
+        int rc = crn_frame_decode(c->ibuf + pos, c->ilen - pos, PX_MAX_FRAME,
+                                  &msg, &len, &used);
+        if (rc == -EAGAIN)
+            break;
+        if (rc < 0) {
+            px_conn_out_of_step(c, 0, "frame over the 1 MiB limit");
+            break;
+        }
+        pos += used;
+        m = crane__client_message__unpack(NULL, len, msg);
+        if (!m) {
+            struct px_req *r;
+            if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
+                px_handshake_refuse(c, "a frame that does not decode");
+                break;
+            }
+            r = calloc(1, sizeof(*r));
+            if (!r) {
+                px_conn_close(c, "out of memory");
+                break;
+            }
+            snprintf(r->error, sizeof(r->error), "frame does not decode");
+            px_conn_queue(c, r);
+            continue;
+        }
+        took = take_message(c, m, c->ibuf + pos, c->ilen - pos);
+        if (took < 0)
+            break;
+        pos += (size_t)took;
+    }
+    if (c->state == PX_CONN_CLOSING || c->input_done) {
+        c->ilen = 0;
+        return;
+    }
+    memmove(c->ibuf, c->ibuf + pos, c->ilen - pos);
+    c->ilen -= pos;
+}
+
+static void close_tmp(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Descriptors that came with the stream's bytes: the latest is kept for
+ * the ShmAttach it rides on, any other is closed (a client cannot make us
+ * hold more than one). */
+static void take_descriptors(struct px_conn *c)
+{
+    if (c->h.handle.type != UV_NAMED_PIPE)
+        return;
+    while (uv_pipe_pending_count(&c->h.pipe) > 0) {
+        uv_pipe_t *tmp = malloc(sizeof(*tmp));
+        uv_os_fd_t fd = -1;
+        int kept = -1;
+        if (!tmp || uv_pipe_init(c->srv->loop, tmp, 0) < 0) {
+            free(tmp);
+            px_conn_close(c, "out of memory");
+            return;
+        }
+        tmp->data = NULL;
+        if (uv_accept(&c->h.stream, (uv_stream_t *)tmp) == 0 &&
+            uv_fileno((uv_handle_t *)tmp, &fd) == 0)
+            kept = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        uv_close((uv_handle_t *)tmp, close_tmp);
+        if (c->shm_fd >= 0)
+            close(c->shm_fd);
+        c->shm_fd = kept;
+    }
+}
+
+/* ShmAttach: maps the client's area (the descriptor that came with this
+ * frame, or a file in --shm-dir it names).  Returns 0 or sets WHY. */
+static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
+                       char *why, size_t why_len)
+{
+    struct crn_shm *s;
+    int rc;
+
+    if (c->srv->no_shm) {
+        snprintf(why, why_len, "shared memory is off (--no-shm)");
+        return -EPERM;
+    }
+    if (c->shm) {
+        snprintf(why, why_len, "a shared area is attached already");
+        return -EBUSY;
+    }
+    if (!(s = calloc(1, sizeof(*s)))) {
+        snprintf(why, why_len, "out of memory");
+        return -ENOMEM;
+    }
+    s->fd = -1;
+    if (a->name && a->name[0]) {
+        char path[512];
+        if (!c->srv->shm_dir || strchr(a->name, '/') ||
+            strcmp(a->name, ".") == 0 || strcmp(a->name, "..") == 0) {
+            snprintf(why, why_len, "no shared file '%.64s' here "
+                     "(--shm-dir)", a->name);
+            free(s);
+            return -EPERM;
+        }
+        snprintf(path, sizeof(path), "%s/%s", c->srv->shm_dir, a->name);
+        rc = crn_shm_map_file(path, 0, s);
+        if (rc == 0 && (s->size != a->size || s->ring_len != a->ring_len)) {
+            crn_shm_close(s);
+            rc = -EINVAL;
+        }
+    } else if (c->shm_fd >= 0) {
+        rc = crn_shm_map_fd(c->shm_fd, a->size, a->ring_len, true, s);
+        c->shm_fd = -1;         /* taken, closed on failure */
+    } else {
+        rc = -EBADF;
+    }
+    if (rc < 0) {
+        snprintf(why, why_len, "shared area of %llu bytes refused: %s",
+                 (unsigned long long)a->size, strerror(-rc));
+        free(s);
+        return rc;
+    }
+    c->shm = s;
+    c->tenant->shm_offered = s;
+    PX_INFO("tenant %llu (%s pid %u): bulk bytes through %llu MiB of "
+            "shared memory", (unsigned long long)c->tenant->num,
+            c->tenant->program, c->tenant->pid,
+            (unsigned long long)(a->size >> 20));
+    return 0;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct px_conn *c = s->data;
+
+    (void)buf;
+    c->last_input_ms = uv_now(c->srv->loop);
+    if (nread < 0) {
+        px_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
+        return;
+    }
+    take_descriptors(c);
+    if (nread == 0 || c->input_done || c->state == PX_CONN_CLOSING)
+        return;
+    if (c->bulk_req) {
+        c->bulk_have += (size_t)nread;
+        if (c->bulk_have < c->bulk_req->bulk_len)
+            return;
+        px_conn_queue(c, c->bulk_req);
+        c->bulk_req = NULL;
+    } else {
+        c->ilen += (size_t)nread;
+    }
+    parse(c);
+    if (c->state == PX_CONN_HANDOFF) {
+        /* What follows the handshake is the worker's to read. */
+        if (c->reading) {
+            uv_read_stop(&c->h.stream);
+            c->reading = false;
+        }
+        px_super_handoff(c);
+        return;
+    }
+    px_conn_schedule(c);
+}
+
+int px_conn_read_start(struct px_conn *c)
+{
+    return uv_read_start(&c->h.stream, on_alloc, on_read);
+}
+
+/* --- handing connections between supervisor and worker ------------------ */
+
+const uint8_t *px_conn_pending_input(const struct px_conn *c, size_t *len)
+{
+    *len = c->ilen;
+    return c->ibuf;
+}
+
+void px_conn_handed_over(struct px_conn *c)
+{
+    px_conn_close(c, "handed to a worker");
+}
+
+void px_conn_start_handed(struct px_conn *c, const uint8_t *input,
+                          size_t len)
+{
+    struct px_server *srv = c->srv;
+
+    /* A TLS connection arrives as its relay's unix socket. */
+    if (c->h.handle.type == UV_TCP) {
+        uv_tcp_nodelay(&c->h.tcp, 1);
+        uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
+    }
+    c->accepted_ms = c->last_input_ms = uv_now(srv->loop);
+    if (len) {
+        c->ibuf = malloc(len + READ_ROOM);
+        if (!c->ibuf) {
+            px_conn_close(c, "out of memory");
+            return;
+        }
+        memcpy(c->ibuf, input, len);
+        c->ilen = len;
+        c->icap = len + READ_ROOM;
+    }
+    px_handshake_finish(c);
+    if (c->state == PX_CONN_CLOSING)
+        return;
+    parse(c);
+    px_conn_schedule(c);
+    if (!c->input_done && c->state != PX_CONN_CLOSING &&
+        px_conn_read_start(c) == 0)
+        c->reading = true;
+}
