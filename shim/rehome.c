@@ -710,6 +710,17 @@ static bool streams(const struct shim_backend_ops *from,
            !shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ);
 }
 
+/* Before the gate closes: whether a switch to TO (ARG) fills M's RAM
+ * copy, as far as can be told while the program runs (a buffer it will
+ * stream needs none, unless pre-copy rounds fill it first; one that does
+ * not stream after all gets its copy at the stop, unprepared). */
+static bool shadow_needed(const struct shim_mem *m, void *arg)
+{
+    const struct shim_backend_ops *to = arg;
+
+    return shim_config.precopy_rounds > 0 || !streams(shim.backend, to, m);
+}
+
 /* Step 2 for a streamed buffer: only noted, read by bring_back. */
 static int stream_defer(struct pass *ps, struct shim_mem *m,
                         cl_command_queue q, size_t *bytes)
@@ -1188,7 +1199,7 @@ static int begin(const struct shim_backend_ops *to,
     /* Pinned chunks for the vendor's side of the copies, and the RAM
      * copies themselves, before the program stops (staging.c). */
     shim_staging_prepare_switch(shim.backend, to);
-    shim_staging_prepare_shadows();
+    shim_staging_prepare_shadows(shadow_needed, (void *)to);
     shim_fault_switch(shim.rehomes + 1);
     /* What the program's devices hold, copied while it still runs:
      * the stop reads only what it changed since (precopy.c). */

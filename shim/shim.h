@@ -418,7 +418,9 @@ cl_int shim_hostcopy_read_image_events(cl_command_queue q, void *ctx,
                                        const cl_event *wait, cl_event *last);
 void shim_hostcopy_drop_all(void);
 /* RAM copies made and faulted in before the gate closes (staging.c). */
-void shim_staging_prepare_shadows(void);
+void shim_staging_prepare_shadows(bool (*needed)(const struct shim_mem *m,
+                                                 void *arg),
+                                  void *arg);
 
 /* Pre-copy (precopy.c): rounds of copying device-dirty bytes into the RAM
  * copies while the program runs, before a switch closes the gate; the

@@ -218,9 +218,13 @@ static void *populated(size_t len)
  * closes, every page faulted in: a first switch otherwise takes a page
  * fault per 4 KiB while the program is stopped (about a quarter of a
  * second per GiB), whatever the copies' speed.  Only objects without one
- * yet; each is held by a child reference while it is made.
+ * yet, and for which NEEDED(M, ARG) says the switch will fill one (a
+ * buffer it streams needs none); each is held by a child reference while
+ * it is made.
  */
-void shim_staging_prepare_shadows(void)
+void shim_staging_prepare_shadows(bool (*needed)(const struct shim_mem *m,
+                                                 void *arg),
+                                  void *arg)
 {
     struct shim_mem **list = NULL;
     size_t n = 0, cap = 0, bytes = 0;
@@ -231,7 +235,7 @@ void shim_staging_prepare_shadows(void)
         struct shim_mem *m = (void *)o;
         if (o->kind != SHIM_MEM || m->parent || m->shadow ||
             (m->type != SHIM_BUFFER && m->type != SHIM_IMAGE) ||
-            (m->flags & CL_MEM_USE_HOST_PTR))
+            (m->flags & CL_MEM_USE_HOST_PTR) || (needed && !needed(m, arg)))
             continue;
         if (n == cap) {
             size_t c = cap ? 2 * cap : 64;
