@@ -81,7 +81,7 @@ list() {
     echo map-carried map-portable twins-proxy-restarted user-event-pending
     echo guestd-resume-proxy-dead guestd-prepare-proxy-frozen
     echo guestd-killed-mid-prepare guestd-frozen-mid-prepare
-    echo guestd-program-frozen
+    echo guestd-program-frozen guestd-refused-reason
     echo precopy-fail precopy-target-fail precopy-fail-extract-out
     echo precopy-fail-extract-back precopy-fail-rebuild-out
     echo precopy-fail-rebuild-back precopy-fail-reinject-out
@@ -369,7 +369,7 @@ start_worker() {
         CRANE_LOG_FILE="$T/shim.log" CRANE_TEST_STOP_FILE="$T/stopped" "$@" \
         timeout -s KILL $BOUND "$RUN" "$WORKER" --stop-file "$T/stop" \
         --pause-file "$T/pause" --progress "$T/progress" --seconds 50 \
-        >"$T/out" 2>&1 &
+        ${WORKER_ARGS:-} >"$T/out" 2>&1 &
     PROG_PID=$!
     for _ in $(seq 300); do
         [ "$(ctl status 2>/dev/null | grep -c '^program ')" -ge 1 ] &&
@@ -424,6 +424,26 @@ case_guestd_resume_proxy_dead() {
     stop_worker
     [ $RC -ne 0 ] && ! grep -q '^PASS' "$T/out" ||
         die "the worker passed over data left on a dead proxy"
+}
+
+# A program whose switch is refused (it holds SVM, whose addresses cannot
+# move): the live prepare fails, and cranectl (what crane-hostd relays to
+# crane-migrate and the dashboard) names the program and its reason; the
+# program stays in passthrough and passes.
+case_guestd_refused_reason() {
+    start_proxy
+    start_guestd
+    WORKER_ARGS=--svm start_worker
+    ctl prepare --live >"$T/prepare.out" 2>&1 && die "prepare succeeded"
+    cat "$T/prepare.out"
+    grep -q 'SVM' "$T/prepare.out" ||
+        die "cranectl does not give the program's reason"
+    grep -q "$(basename "$WORKER")" "$T/prepare.out" ||
+        die "cranectl does not name the program"
+    [ "$(mode)" = passthrough ] || die "status says $(mode), not passthrough"
+    stop_worker
+    [ $RC -eq 0 ] && grep -q '^PASS cl_worker' "$T/out" ||
+        die "the worker did not pass"
 }
 
 # The proxy is frozen: a live prepare must fail within its deadline with a
@@ -598,6 +618,7 @@ map-portable) case_map portable ;;
 twins-proxy-restarted) case_twins_restarted ;;
 user-event-pending) case_user_event ;;
 guestd-resume-proxy-dead) case_guestd_resume_proxy_dead ;;
+guestd-refused-reason) case_guestd_refused_reason ;;
 guestd-prepare-proxy-frozen) case_guestd_prepare_proxy_frozen ;;
 guestd-killed-mid-prepare) case_guestd_killed_mid_prepare ;;
 guestd-frozen-mid-prepare) case_guestd_frozen_mid_prepare ;;

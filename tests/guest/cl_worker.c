@@ -1,7 +1,7 @@
 /* A migration test program: computes until told to stop, checking every result.
  *
  *   cl_worker [--stop-file F] [--seconds S] [--progress F] [--words N]
- *             [--pause-file F]
+ *             [--pause-file F] [--svm]
  *
  * Builds its state (a ping-pong stencil over two buffers plus an
  * accumulator, N words each, default 262144 = 1 MiB), then launches one
@@ -10,7 +10,9 @@
  * have passed.  While it runs it rewrites the progress file with
  * "ITERATIONS SECONDS" so a test can see it keep computing through a
  * migration.  While the pause file exists it makes no OpenCL call (an idle
- * program, for tests/fault).  Prints "PASS cl_worker iterations=N" (exit 0) when every
+ * program, for tests/fault).  With --svm it also holds a coarse-grained
+ * SVM allocation from start to end (a program crane refuses to switch, for
+ * tests/fault; exit 77 where the device has no SVM).  Prints "PASS cl_worker iterations=N" (exit 0) when every
  * check held, else "FAIL cl_worker: what" (exit 1).  Knows nothing of
  * crane: run it under crane-run.
  */
@@ -91,6 +93,7 @@ int main(int argc, char **argv)
 {
     const char *stop_file = NULL, *progress_file = NULL, *pause_file = NULL;
     double seconds = 120, t0, last_progress = 0;
+    bool svm = false;
     size_t n = 262144;
     cl_platform_id platform;
     cl_device_id device;
@@ -107,10 +110,12 @@ int main(int argc, char **argv)
             seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--words") == 0 && i + 1 < argc)
             n = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--svm") == 0)
+            svm = true;
         else {
             fprintf(stderr, "usage: cl_worker [--stop-file F] [--seconds S] "
                             "[--progress F] [--words N] "
-                            "[--pause-file F]\n");
+                            "[--pause-file F] [--svm]\n");
             return 2;
         }
     }
@@ -130,6 +135,14 @@ int main(int argc, char **argv)
     CK(clBuildProgram(prog, 1, &device, NULL, NULL, NULL), "clBuildProgram");
     cl_kernel k = clCreateKernel(prog, "stencil", &err);
     CK(err, "clCreateKernel");
+    void *svm_block = NULL;
+    if (svm) {
+        svm_block = clSVMAlloc(ctx, CL_MEM_READ_WRITE, 4096, 0);
+        if (!svm_block) {
+            printf("SKIP cl_worker: the device has no SVM\n");
+            return 77;
+        }
+    }
 
     size_t bytes = n * sizeof(cl_uint);
     cl_uint *model[2], *macc, *got;
@@ -189,6 +202,8 @@ int main(int argc, char **argv)
             break;
     }
     CK(clFinish(q), "clFinish");
+    if (svm_block)
+        clSVMFree(ctx, svm_block);
     clReleaseMemObject(buf[0]);
     clReleaseMemObject(buf[1]);
     clReleaseMemObject(acc);
