@@ -7,7 +7,6 @@
 #include "log.h"
 #include "shim.h"
 
-
 /* Destructor callbacks hang off a side table keyed by the shadow, to keep
  * struct shim_context what a re-home needs. */
 static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -16,33 +15,6 @@ static struct ctx_cb {
     struct shim_callback *list;
     struct ctx_cb *next;
 } *ctx_cbs;
-
-int shim_callback_push(struct shim_callback **list, shim_destructor_fn fn,
-                       void *user_data)
-{
-    struct shim_callback *cb = malloc(sizeof(*cb));
-
-    if (!cb)
-        return -ENOMEM;
-    cb->fn = fn;
-    cb->user_data = user_data;
-    cb->next = *list;
-    *list = cb;
-    return 0;
-}
-
-void shim_callback_fire(struct shim_callback **list, void *handle)
-{
-    struct shim_callback *cb = *list;
-
-    *list = NULL;
-    while (cb) {
-        struct shim_callback *next = cb->next;
-        cb->fn(handle, cb->user_data);
-        free(cb);
-        cb = next;
-    }
-}
 
 /* The vendor's property list: shim platforms replaced by real ones. */
 static cl_context_properties *real_props(const cl_context_properties *props)
