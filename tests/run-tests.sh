@@ -143,6 +143,19 @@ case_ "unit/valgrind" valgrind -q --error-exitcode=1 --leak-check=full \
     $B/tests/unit-tests --no-fork $($B/tests/unit-tests --list |
         grep -v -e frame_partial_writes -e frame_survives_signals)
 case_ "unit/asan" $BA/tests/unit-tests
+# The shim's store calls into no kind's file: what depends on an object's
+# kind goes through the kind rows (shim/README.md, "Object kinds").  The
+# graph also says the store's object file was read (a line of its calls).
+store_calls_no_kind() {
+    local calls
+    calls=$(scripts/calls-graph.sh shim "$B/obj/shim" |
+        sed -n '1,/^includes:/s/^  objects:\(.*\)/\1/p')
+    echo "objects.c calls:${calls:- (nothing read)}"
+    [ -n "$calls" ] && ! echo " $calls " |
+        grep -Eq ' (platform|context|queue|mem|sampler|program|kernel|event) '
+}
+export -f store_calls_no_kind
+case_ "unit/store-calls-no-kind" store_calls_no_kind
 
 echo "# programs: native, under the shim, re-homed while they run"
 for p in $PROGS/*; do
