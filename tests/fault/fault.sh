@@ -480,23 +480,32 @@ case_guestd_killed_mid_prepare() {
     rm -f "$T/stopped"
     wait $ctl_pid
     start_guestd
+    # One status, read once the abort the restarted daemon starts on its
+    # own is over (phase aborting, the program switching meanwhile): read
+    # while it ran, a later read could find the program elsewhere.
+    local st m
     for _ in $(seq 100); do
-        [ -n "$(mode)" ] && break
+        st=$(ctl status)
+        m=$(printf '%s\n' "$st" | awk '$1 == "program" { print $4 }')
+        case $m in
+        '' | switching) ;;
+        *) printf '%s\n' "$st" | grep -q '^phase: aborting' || break ;;
+        esac
         sleep 0.1
     done
-    ctl status
+    printf '%s\n' "$st"
     # The switch completed, so the program remotes; the restarted daemon
     # aborts the prepare it finds interrupted in its state file once the
     # program is back in touch (guest-daemon/daemon.c), so a status may
     # already show it back in passthrough.  Anything else is a lie.
-    case $(mode) in
+    case $m in
     remoting)
         ctl resume >/dev/null 2>&1 || ctl abort ||
             die "cannot bring it back" ;;
     passthrough)
         grep -q 'control: abort' "$T/shim.log" ||
             die "passthrough, but no abort reached the program" ;;
-    *) die "status says '$(mode)', neither remoting nor passthrough" ;;
+    *) die "status says '$m', neither remoting nor passthrough" ;;
     esac
     [ "$(mode)" = passthrough ] || die "not back in passthrough"
     stop_worker
