@@ -77,7 +77,7 @@ $(B)/obj/tests/hostd/runner/runner.o: $(B)/obj/tests/hostd/runner/runner.c \
 	$(CC) $(CFLAGS) $(HOSTD_DEFS) -iquote tests/hostd -iquote tests/unit \
 	    -c -o $@ $<
 
-$(HOSTD_TEST_BIN): $(HOSTD_TEST_OBJS) $(HOSTD_LIB)
+$(HOSTD_TEST_BIN): $(HOSTD_TEST_OBJS) $(HOSTD_LIB) $(PROTO_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(HOSTD_TEST_OBJS) $(HOSTD_LIBS) $(LDFLAGS) -pthread
 
@@ -165,12 +165,14 @@ $(B)/obj/tests/hostd-tools/%.o: tests/hostd-tools/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(HOSTD_DEFS) -I. -c -o $@ $<
 
-$(HOSTD_SERVE_BIN): $(B)/obj/tests/hostd-tools/serve.o $(HOSTD_LIB)
+$(HOSTD_SERVE_BIN): $(B)/obj/tests/hostd-tools/serve.o $(HOSTD_LIB) \
+                    $(PROTO_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(HOSTD_LIBS) $(LDFLAGS) -pthread
 
 # A realistic history of one host for the dashboard's tests on crane-hostd.
-$(HOSTD_SEED_BIN): $(B)/obj/tests/hostd-tools/seed.o $(HOSTD_LIB)
+$(HOSTD_SEED_BIN): $(B)/obj/tests/hostd-tools/seed.o $(HOSTD_LIB) \
+                   $(PROTO_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(HOSTD_LIBS) $(LDFLAGS) -pthread
 
