@@ -104,17 +104,23 @@ static unsigned spares(struct px_super *s)
     return n;
 }
 
-/* Starts spares until --spares of them are ready or starting: a worker
- * loads the vendor before it can welcome anyone (seconds; under QEMU TCG
- * tens of seconds), so programs that connect together, as they do at a
- * migration's resume, each find one ready.  0, or the last spawn error. */
+/* Starts spares, one at a time (the next once the last said Ready), until
+ * --spares of them are ready or starting: a worker loads the vendor before
+ * it can welcome anyone (seconds; under QEMU TCG tens of seconds), so
+ * programs that connect together, as they do at a migration's resume,
+ * each find one ready.  One at a time, so that a vendor that cannot start
+ * says so once (the first worker's one line), not once per spare.  0, or
+ * the spawn's error. */
 static int top_up(struct px_server *srv)
 {
-    int rc = 0;
+    struct px_super *s = srv->super;
 
-    while (!srv->stopping && rc == 0 && spares(srv->super) < srv->spares)
-        rc = spawn(srv);
-    return rc;
+    if (srv->stopping || spares(s) >= srv->spares)
+        return 0;
+    for (struct px_wrk *w = s->workers; w; w = w->next)
+        if (!w->exited && !w->assigned && !w->ready)
+            return 0;
+    return spawn(srv);
 }
 
 static void log_stats(struct px_server *srv)
