@@ -121,6 +121,7 @@ struct shim_timebase {
     int64_t offset;              /* added to that binding's timestamps */
     cl_ulong anchor_timeline;    /* the latest reading: timeline ns ... */
     cl_ulong anchor_host;        /* ... and CLOCK_MONOTONIC ns */
+    cl_ulong high_water;         /* the latest timeline ns handed out */
 };
 
 struct shim_device {
@@ -694,6 +695,9 @@ int64_t shim_timebase_offset(struct shim_timebase *tb, unsigned long gen,
                              cl_ulong queued, cl_ulong host_queued);
 void shim_timebase_translate(struct shim_event *e, cl_ulong raw_queued,
                              cl_ulong *values, unsigned n);
+/* Records a timeline value handed out: a later generation starts after
+ * it. */
+void shim_timebase_seen(struct shim_timebase *tb, cl_ulong t);
 
 /* Devices matched by identity and capability (devmatch.c). */
 /* The work-items of the largest work-group the program launched: a device

@@ -16,9 +16,14 @@
  * after the enqueue returns: that pair, from the device's latest event,
  * is the anchor (timeline time, host time).  The first event of a new
  * generation then gets offset = anchor_timeline + (its host time -
- * anchor_host) - its QUEUED.  The error is the duration of one enqueue
- * call (microseconds), far below the stoppage of the switch between the
- * two commands, so the order of commands across a switch holds.
+ * anchor_host) - its QUEUED.  The error is the difference between the
+ * two enqueues' delays from the device's reading to the shim's (usually
+ * microseconds, but a thread preempted there on a loaded machine makes it
+ * milliseconds, more than a quick switch's stoppage).  So the order of
+ * commands across a switch is also enforced: a new generation's first
+ * QUEUED lands after every timestamp handed out before (the high water:
+ * every event of the old generation was retired, its times read, at the
+ * switch), since each of its commands was enqueued after the switch.
  */
 #include <time.h>
 
@@ -44,6 +49,8 @@ int64_t shim_timebase_offset(struct shim_timebase *tb, unsigned long gen,
     } else if (tb->gen != gen) {
         cl_ulong now_on_timeline =
             tb->anchor_timeline + (host_queued - tb->anchor_host);
+        if (now_on_timeline <= tb->high_water)
+            now_on_timeline = tb->high_water + 1;
         tb->gen = gen;
         tb->offset = (int64_t)(now_on_timeline - queued);
     }
@@ -65,8 +72,16 @@ void shim_timebase_translate(struct shim_event *e, cl_ulong raw_queued,
     pthread_mutex_lock(&timebase_lock);
     int64_t off = shim_timebase_offset(&d->timebase, e->generation,
                                        raw_queued, e->host_queued);
-    pthread_mutex_unlock(&timebase_lock);
     for (unsigned i = 0; i < n; i++)
-        if (values[i])
+        if (values[i]) {
             values[i] += (cl_ulong)off;
+            shim_timebase_seen(&d->timebase, values[i]);
+        }
+    pthread_mutex_unlock(&timebase_lock);
+}
+
+void shim_timebase_seen(struct shim_timebase *tb, cl_ulong t)
+{
+    if (t > tb->high_water)
+        tb->high_water = t;
 }

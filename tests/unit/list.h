@@ -111,3 +111,4 @@ TEST_ENTRY(kernel_sig_says_nothing_when_unsure)
 /* shim/timebase.c: tests/unit/test_timebase.c */
 TEST_ENTRY(timebase_continues_across_devices)
 TEST_ENTRY(timebase_first_reading_is_the_timeline)
+TEST_ENTRY(timebase_new_generation_starts_after_the_old_one_ended)

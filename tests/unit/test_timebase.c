@@ -41,3 +41,20 @@ TEST(timebase_first_reading_is_the_timeline)
     ASSERT_EQ(shim_timebase_offset(&tb, 7, 42, 1000), 0);
     ASSERT_EQ(shim_timebase_offset(&tb, 7, 43, 1001), 0);
 }
+
+/* A switch between two commands keeps their order even when the anchor
+ * is off: the old command's enqueue returned late (its host reading 5 ms
+ * after the device's QUEUED, a preempted thread), and it ended later than
+ * the anchor alone would put the new device's first command. */
+TEST(timebase_new_generation_starts_after_the_old_one_ended)
+{
+    struct shim_timebase tb = {0};
+    const cl_ulong q1 = 1000000000ull, host1 = 7000000000ull;
+
+    ASSERT_EQ(shim_timebase_offset(&tb, 1, q1, host1 + 5000000), 0);
+    /* It ended 4 ms after it was queued, on the old device's clock. */
+    shim_timebase_seen(&tb, q1 + 4000000);
+    /* The new device's first command is queued 1 ms (host) later. */
+    int64_t off = shim_timebase_offset(&tb, 2, 50, host1 + 6000000);
+    ASSERT((cl_ulong)(50 + off) > q1 + 4000000);
+}
