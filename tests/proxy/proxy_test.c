@@ -294,6 +294,8 @@ static int test_auth(void)
     client_open(&c, &p, key, sizeof(key) - 1, NULL, 0);
     CHECK_EQ(tc_ping(&c), 0);
     client_close(&c);
+    /* The log is read by another thread: wait for the lines, then count. */
+    CHECK(proxy_wait_log(&p, "refused: authentication failed", 2));
     CHECK_EQ(proxy_log_count(&p, "refused: authentication failed"), 2);
     proxy_stop(&p);
     unlink(path);
@@ -1242,8 +1244,7 @@ static int test_lockout(void)
     CHECK_EQ(tc_ping(&c), 0);
     compute(&c, 2);
     client_close(&c);
-    CHECK(proxy_log_count(&p, "connections in their handshake") >=
-          IDLE - 16);
+    CHECK(proxy_wait_log(&p, "connections in their handshake", IDLE - 16));
     for (int i = 0; i < IDLE; i++)
         close(idle[i]);
     unlink(path);
