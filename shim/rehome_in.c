@@ -1,0 +1,244 @@
+/* A switch's steps 4b-6: load the new backend, rebuild every object on
+ * it, put every byte back (streamed buffers straight from the vendor);
+ * and the undoing of a load that failed (rehome.c runs the switch). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "rehome_int.h"
+
+static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
+{
+    cl_int err;
+
+    /* Host-pointer objects were recreated over the program's own memory. */
+    if (m->flags & CL_MEM_USE_HOST_PTR)
+        return 0;
+    /* Adopted from a pre-copy: only what the stop read is missing there. */
+    if (m->premade_used) {
+        size_t lo = m->stop_lo, n = m->stop_hi - m->stop_lo;
+        void *ctx = m->context->obj.real;
+        m->premade_used = false;
+        if (n == 0)
+            return 0;
+        *bytes += n;
+        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_WRITE))
+            return shim_hostcopy_write(q, ctx, m->obj.real, lo, n,
+                                       (char *)m->shadow + lo);
+        if (shim_staging_has(ctx))
+            return shim_staging_write(q, ctx, m->obj.real, lo, n,
+                                      (char *)m->shadow + lo) < 0 ? -EIO : 0;
+        err = VENDOR(q)->clEnqueueWriteBuffer(q, m->obj.real, CL_FALSE, lo, n,
+                                              (char *)m->shadow + lo, 0, NULL,
+                                              NULL);
+        if (err != CL_SUCCESS) {
+            SWITCH_FAIL("writing back %zu bytes failed: %d", n, err);
+            return -EIO;
+        }
+        return 0;
+    }
+    if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_WRITE)) {
+        /* Its host access flags forbid writing it: through the device. */
+        void *ctx = m->context->obj.real;
+        *bytes += m->size;
+        if (m->type == SHIM_IMAGE)
+            return shim_hostcopy_write_image(q, ctx, m, m->obj.real,
+                                             m->shadow) < 0 ? -EIO : 0;
+        return shim_hostcopy_write(q, ctx, m->obj.real, 0, m->size,
+                                   m->shadow);
+    }
+    if (m->type == SHIM_IMAGE) {
+        size_t origin[3] = {0, 0, 0}, region[3];
+        shim_image_region(m, region);
+        err = VENDOR(q)->clEnqueueWriteImage(q, m->obj.real, CL_FALSE, origin,
+                                             region, 0, 0, m->shadow, 0, NULL,
+                                             NULL);
+    } else if (shim_staging_has(m->context->obj.real)) {
+        *bytes += m->size;
+        return shim_staging_write(q, m->context->obj.real, m->obj.real, 0,
+                                  m->size, m->shadow) < 0 ? -EIO : 0;
+    } else {
+        err = VENDOR(q)->clEnqueueWriteBuffer(q, m->obj.real, CL_FALSE, 0,
+                                              m->size, m->shadow, 0, NULL,
+                                              NULL);
+    }
+    if (err != CL_SUCCESS) {
+        SWITCH_FAIL("writing back a %zu-byte object failed: %d",
+                  m->size, err);
+        return -EIO;
+    }
+    *bytes += m->size;
+    return 0;
+}
+
+/* Its kind's row makes it again on the backend now in use (shim.h). */
+static int realize(struct shim_obj *o)
+{
+    return o->ops->realize ? o->ops->realize(o) : 0;
+}
+
+static int stream_sink(void *arg, size_t off, const void *p, size_t len)
+{
+    struct streamed *d = arg;
+    cl_int err = VENDOR(d->rq)->clEnqueueWriteBuffer(
+        d->rq, d->m->obj.real, CL_FALSE, off, len, p, 0, NULL, NULL);
+
+    return err == CL_SUCCESS ? 0 : -EIO;
+}
+
+/* The streamed buffers forgotten and their vendor queues released (when
+ * the gate opens, whatever became of the switch). */
+void shim_rehome_streamed_forget(struct pass *ps)
+{
+    for (size_t i = 0; i < ps->n_streamed; i++)
+        ps->streamed[i].m->streamed = false;
+    free(ps->streamed);
+    ps->streamed = NULL;
+    ps->n_streamed = 0;
+    shim_helper_queues_release(ps->sq, &ps->n_sq);
+}
+
+/* The proxy connection the devices were matched on (begin). */
+unsigned long shim_rehome_checked_conn;
+
+/* Steps 4b-6: load TO, rebuild every object on it, put every byte back. */
+int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
+                           struct shim_rehome_times *t)
+{
+    double ts = shim_now();
+    int rc;
+
+    shim.backend = to;
+    rc = to->load();
+    /* The proxy's connection was made again since the devices were
+     * matched (it died meanwhile): the plan names handles that are gone,
+     * so the binding matches afresh. */
+    if (rc == 0 && to == &shim_remote_ops &&
+        shim_remote_generation() != shim_rehome_checked_conn) {
+        struct shim_plan stale_plan;
+        if (shim_plan_take(to, &stale_plan))
+            shim_plan_free(&stale_plan);
+    }
+    if (rc == 0)
+        rc = shim_platforms_bind();
+    t->load = shim_now() - ts;
+    if (rc < 0) {
+        SWITCH_FAIL("%s did not come up (%d)", to->name, rc);
+        return rc;
+    }
+
+    if ((rc = shim_fault_at("load")) < 0)
+        return rc;
+
+    /* 5. Rebuild in creation order, then set kernel arguments. */
+    ts = shim_now();
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
+        if (o->kind != SHIM_PLATFORM) {
+            shim_vendor_err = CL_SUCCESS;
+            rc = shim_fault_at("rebuild");
+            if (rc == 0 && to == &shim_remote_ops && o->ops->twins &&
+                (o->real = shim_twin_take(o)))
+                continue;
+            if (rc == 0 && (rc = realize(o)) < 0)
+                SWITCH_FAIL("recreating a %s on %s failed (%d, "
+                          "vendor %d)", o->ops->name, to->name,
+                          rc, shim_vendor_err);
+        }
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
+        if (o->kind == SHIM_KERNEL) {
+            rc = shim_fault_at("args");
+            if (rc == 0)
+                rc = shim_kernel_reset_args((void *)o);
+        }
+    t->rebuild = shim_now() - ts;
+    if (rc < 0) {
+        SWITCH_FAIL("rebuilding objects on %s failed (%d)", to->name,
+                  rc);
+        return rc;
+    }
+
+    /* 6. Put every byte back; the switch is done only once every write
+     * has completed without error. */
+    ts = shim_now();
+    struct shim_remote_bulk ship0, ship1;
+    shim_staging_stats_take(&t->reinject_staged);
+    shim_remote_bulk_stats(&ship0);
+    size_t next_streamed = 0;    /* the extract noted them in this order */
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
+        if (shim_mem_holds_bytes(o)) {
+            struct shim_mem *m = (void *)o;
+            cl_command_queue q;
+            rc = shim_helper_queue(ps->hq, &ps->n_hq, 16, m->context, &q);
+            if (rc == 0)
+                rc = shim_fault_at("reinject");
+            if (rc < 0 || !m->streamed) {
+                if (rc == 0)
+                    rc = reinject(m, q, &t->bytes_reinjected);
+                continue;
+            }
+            /* Streamed: vendor device -> pinned chunk -> the proxy, the
+             * device's copy of a chunk while the previous one is handed
+             * on (staging.c), the proxy copying them in meanwhile. */
+            struct streamed *d = next_streamed < ps->n_streamed
+                                     ? &ps->streamed[next_streamed++]
+                                     : NULL;
+            if (!d || d->m != m) {
+                SWITCH_FAIL("the streamed buffers changed under the switch");
+                rc = -EIO;
+                break;
+            }
+            d->rq = q;
+            t->bytes_reinjected += m->size;
+            t->bytes_streamed += m->size;
+            if (shim_staging_stream(d->q, d->ctx, d->mem, 0, m->size,
+                                    stream_sink, d) < 0)
+                rc = -EIO;
+        }
+    if (rc == 0 && next_streamed != ps->n_streamed) {
+        SWITCH_FAIL("%zu streamed buffer(s) not sent",
+                    ps->n_streamed - next_streamed);
+        rc = -EIO;
+    }
+    if (rc == 0)
+        rc = shim_fault_at("reinject-done");
+    int src = shim_staging_finish();
+    if (rc == 0 && src < 0) {
+        SWITCH_FAIL("a staged write into %s failed", to->name);
+        rc = src;
+    }
+    int frc = shim_helper_queues_finish(ps->hq, &ps->n_hq,
+                                        "writing the buffers back");
+    if (rc == 0)
+        rc = frc;
+    /* Every streamed chunk went through the proxy's queue finished above:
+     * the bytes are there, and the RAM copy does not hold them. */
+    for (size_t i = 0; rc == 0 && i < ps->n_streamed; i++) {
+        shim_mem_dirty_reset(ps->streamed[i].m);
+        ps->streamed[i].m->shadow_valid = false;
+    }
+    t->reinject = shim_now() - ts;
+    shim_staging_stats_take(&t->reinject_staged);
+    shim_remote_bulk_stats(&ship1);
+    shim_rehome_bulk_since(&t->reinject_ship, &ship0, &ship1);
+    if (to == &shim_remote_ops)
+        t->transport = shim_remote_transport();
+    if (rc < 0)
+        SWITCH_FAIL("putting the bytes back on %s failed (%d)",
+                  to->name, rc);
+    return rc;
+}
+
+/* Releases whatever a failed bring_back made on TO and unloads it, so
+ * that the next attempt starts from the state in RAM alone. */
+void shim_rehome_undo_bring_back(const struct shim_backend_ops *to,
+                                 struct pass *ps)
+{
+    shim_helper_queues_release(ps->hq, &ps->n_hq);
+    for (struct shim_obj *o = shim_store_last(); o; o = o->prev) {
+        if (o->kind != SHIM_PLATFORM)
+            shim_real_release(o);
+        o->real = NULL;
+    }
+    shim_staging_drop_all();
+    shim_precopy_drop_targets();
+    to->unload();
+}

@@ -1,0 +1,409 @@
+/* A switch's steps 1-3 with the gate closed: finish every queue, extract
+ * every changed byte to RAM (or note a buffer to stream), release the old
+ * side's objects (rehome.c runs the switch). */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "rehome_int.h"
+
+static int check_movable(void)
+{
+    int rc = 0;
+
+    if (atomic_load(&shim_svm_live) > 0) {
+        LOG_WARN("re-home: the program holds SVM allocations, whose "
+                 "addresses cannot move");
+        return -ENOTSUP;
+    }
+    shim_store_lock();
+    for (struct shim_obj *o = shim_store_first(); o && !rc; o = o->next) {
+        if (o->kind == SHIM_MEM) {
+            const struct shim_mem *m = (const void *)o;
+            if (m->type == SHIM_PIPE) {
+                LOG_WARN("re-home: pipes cannot be read from the host");
+                rc = -ENOTSUP;
+            }
+        } else if (o->kind == SHIM_KERNEL &&
+                   ((const struct shim_kernel *)o)->uses_svm) {
+            rc = -ENOTSUP;
+        }
+    }
+    if (rc == 0)
+        rc = shim_maps_check();
+    shim_store_unlock();
+    return rc;
+}
+
+/* The host pitches of an image's bytes read into the program's memory
+ * (ROW, SLICE as it gave them, 0 meaning packed): between rows, or the
+ * layers of a 1D array, and between slices. */
+void shim_image_host_steps(const struct shim_mem *m, size_t row,
+                           size_t slice, size_t *row_step,
+                           size_t *slice_step)
+{
+    size_t region[3], packed = shim_image_row_bytes(m);
+
+    shim_image_region(m, region);
+    if (!row)
+        row = packed;
+    if (m->desc.image_type == CL_MEM_OBJECT_IMAGE1D_ARRAY) {
+        *row_step = slice ? slice : row;
+        *slice_step = 0;
+        return;
+    }
+    *row_step = row;
+    *slice_step = slice ? slice : row * region[1];
+}
+
+/* Reads from the proxy at least this big are blocking (extract): a round
+ * trip each (~0.1 ms) is then under a tenth of the transfer, and the
+ * proxy would gather larger ones in fresh (page-faulting) heap memory. */
+#define STREAMED_READ_MIN (8u << 20)
+
+/* Copies to RAM what the device changed since the last copy. */
+static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
+{
+    cl_int err;
+
+    if (m->type == SHIM_IMAGE) {
+        size_t origin[3] = {0, 0, 0}, region[3];
+        shim_image_region(m, region);
+        if (m->shadow_valid && atomic_load(&m->dirty_hi) == 0)
+            return 0;
+        void *dst = (m->flags & CL_MEM_USE_HOST_PTR) ? m->host_ptr : NULL;
+        size_t row = dst ? m->desc.image_row_pitch : 0;
+        size_t slice = dst ? m->desc.image_slice_pitch : 0;
+        if (!dst) {
+            if (!m->shadow && !(m->shadow = malloc(m->size))) {
+                SWITCH_FAIL("no memory for a %zu-byte RAM copy",
+                          m->size);
+                return -ENOMEM;
+            }
+            dst = m->shadow;
+        }
+        *bytes += m->size;
+        /* Its host access flags forbid reading it: through the device. */
+        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ)) {
+            size_t row_step, slice_step;
+            shim_image_host_steps(m, row, slice, &row_step, &slice_step);
+            return shim_hostcopy_read_image(q, m->context->obj.real, m,
+                                            m->obj.real, dst, row_step,
+                                            slice_step) < 0 ? -EIO : 0;
+        }
+        err = VENDOR(q)->clEnqueueReadImage(q, m->obj.real, CL_FALSE, origin,
+                                            region, row, slice, dst, 0, NULL,
+                                            NULL);
+    } else {
+        size_t lo = 0, hi = m->size;
+        m->stop_lo = m->stop_hi = 0;
+        if (m->shadow_valid) {
+            lo = atomic_load(&m->dirty_lo);
+            hi = atomic_load(&m->dirty_hi);
+            if (lo >= hi)
+                return 0;
+        }
+        /* What a buffer made ahead on the target still lacks (precopy.c). */
+        m->stop_lo = lo;
+        m->stop_hi = hi;
+        void *base = m->host_ptr;
+        if (!(m->flags & CL_MEM_USE_HOST_PTR)) {
+            if (!m->shadow && !(m->shadow = malloc(m->size))) {
+                SWITCH_FAIL("no memory for a %zu-byte RAM copy",
+                          m->size);
+                return -ENOMEM;
+            }
+            base = m->shadow;
+        }
+        void *ctx = m->context->obj.real;
+        *bytes += hi - lo;
+        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ))
+            return shim_hostcopy_read(q, ctx, m->obj.real, lo, hi - lo,
+                                      (char *)base + lo);
+        /* Into the shim's own RAM copy, through pinned chunks where the
+         * vendor's context has them (staging.c). */
+        if (base == m->shadow && shim_staging_has(ctx))
+            return shim_staging_read(q, ctx, m->obj.real, lo, hi - lo,
+                                     (char *)base + lo) < 0 ? -EIO : 0;
+        /* From the proxy a large range is read blocking: the proxy then
+         * streams it chunk by chunk (its pinned pair, the ring or the
+         * socket), its device copies, its copies and ours overlapped,
+         * where a non-blocking read is first gathered whole in its heap
+         * (proxy-domain/exec_mem.c).  Small ones stay non-blocking, so
+         * that many of them cost no round trip each. */
+        cl_bool blocking = shim.backend == &shim_remote_ops &&
+                                   hi - lo >= STREAMED_READ_MIN
+                               ? CL_TRUE
+                               : CL_FALSE;
+        err = VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, blocking, lo,
+                                             hi - lo, (char *)base + lo, 0,
+                                             NULL, NULL);
+    }
+    if (err != CL_SUCCESS) {
+        SWITCH_FAIL("reading a %zu-byte object failed: %d", m->size,
+                  err);
+        return -EIO;
+    }
+    return 0;
+}
+
+/*
+ * Whether a switch from FROM to TO streams M: from the vendor to the proxy
+ * (the vendor's objects then outlive the rebuild, so the bytes can move
+ * once the proxy's buffer exists), a whole buffer to move (no RAM copy
+ * holding part of it), through pinned chunks, none of the cases that need
+ * the RAM copy (a map carried, the program's own memory, a pre-copy
+ * target, host access the vendor forbids).  CRANE_STREAM_SWITCH=0: never.
+ */
+static bool streams(const struct shim_backend_ops *from,
+                    const struct shim_backend_ops *to,
+                    const struct shim_mem *m)
+{
+    return shim_config.stream_switch && from == &shim_native_ops &&
+           to == &shim_remote_ops && m->type == SHIM_BUFFER &&
+           !(m->flags & CL_MEM_USE_HOST_PTR) && atomic_load(&m->maps) == 0 &&
+           !m->premade && m->obj.real &&
+           (!m->shadow_valid || (atomic_load(&m->dirty_lo) == 0 &&
+                                 atomic_load(&m->dirty_hi) >= m->size)) &&
+           shim_staging_has(m->context->obj.real) &&
+           !shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ);
+}
+
+/* Before the gate closes: whether a switch to TO (ARG) fills M's RAM
+ * copy, as far as can be told while the program runs (a buffer it will
+ * stream needs none, unless pre-copy rounds fill it first; one that does
+ * not stream after all gets its copy at the stop, unprepared). */
+bool shim_rehome_shadow_needed(const struct shim_mem *m, void *arg)
+{
+    const struct shim_backend_ops *to = arg;
+
+    return shim_config.precopy_rounds > 0 || !streams(shim.backend, to, m);
+}
+
+/* Step 2 for a streamed buffer: only noted, read by bring_back. */
+static int stream_defer(struct pass *ps, struct shim_mem *m,
+                        cl_command_queue q, size_t *bytes)
+{
+    struct streamed *l = realloc(ps->streamed,
+                                 (ps->n_streamed + 1) * sizeof(*l));
+
+    if (!l) {
+        SWITCH_FAIL("no memory to note a streamed buffer");
+        return -ENOMEM;
+    }
+    ps->streamed = l;
+    l[ps->n_streamed++] = (struct streamed){
+        .m = m, .ctx = m->context->obj.real, .mem = m->obj.real, .q = q};
+    m->streamed = true;
+    m->stop_lo = m->stop_hi = 0;
+    *bytes += m->size;
+    return 0;
+}
+
+/* A chunk in its pinned memory goes to the proxy's buffer: the remote
+ * backend has the bytes in the ring (or on the socket) when it returns. */
+/* A helper queue of this pass for CTX, for map.c. */
+static cl_command_queue pass_queue(struct shim_context *ctx, void *arg)
+{
+    struct pass *ps = arg;
+    cl_command_queue q = NULL;
+
+    return shim_helper_queue(ps->hq, &ps->n_hq, 16, ctx, &q) == 0 ? q : NULL;
+}
+
+/* With user events pending, a queue may hold commands that wait on them,
+ * which clFinish would wait for forever: a marker on each queue tells
+ * whether it drains (within USER_EVENT_WAIT_MS).  0, or -EBUSY when a
+ * command waits on a pending user event (the switch is refused, nothing
+ * changed). */
+#define USER_EVENT_WAIT_MS 200
+static int queues_drain(void)
+{
+    cl_event marks[64];
+    size_t n = 0;
+    int rc = 0;
+
+    for (struct shim_obj *o = shim_store_first(); o && n < 64; o = o->next)
+        if (o->kind == SHIM_QUEUE && o->real &&
+            VENDOR(o->real)->clEnqueueMarkerWithWaitList(
+                o->real, 0, NULL, &marks[n]) == CL_SUCCESS) {
+            VENDOR(o->real)->clFlush(o->real);
+            n++;
+        }
+    double until = shim_now() + USER_EVENT_WAIT_MS / 1e3;
+    for (size_t i = 0; i < n; i++) {
+        cl_int st = CL_QUEUED;
+        while (VENDOR(marks[i])->clGetEventInfo(
+                   marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
+                   &st, NULL) == CL_SUCCESS &&
+               st > CL_COMPLETE && shim_now() < until)
+            usleep(1000);
+        if (st > CL_COMPLETE) {
+            LOG_WARN("re-home: a command waits on a user event the program "
+                     "has not set; refused, nothing changed");
+            rc = -EBUSY;
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        VENDOR(marks[i])->clReleaseEvent(marks[i]);
+    return rc;
+}
+
+/* Steps 1-3, with the gate closed: finish, extract, release (or hand the
+ * real handles to the background when leaving the vendor for the proxy). */
+int shim_rehome_take_out(const struct shim_backend_ops *from,
+                         const struct shim_backend_ops *to, struct pass *ps,
+                         struct shim_rehome_times *t)
+{
+    double ts;
+    int rc;
+
+    if ((rc = check_movable()) < 0)
+        return rc;
+
+    /* 1. Finish every queue and let every pending callback run. */
+    ts = shim_now();
+    if (from == &shim_remote_ops && !shim_remote_alive()) {
+        SWITCH_FAIL("the connection to the proxy is lost; the "
+                  "program's data there cannot be brought back");
+        return -ENOTCONN;
+    }
+    bool pending_user = false;
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        pending_user |= shim_user_event_pending(o);
+    if (pending_user && (rc = queues_drain()) < 0)
+        return rc;
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        if (o->kind == SHIM_QUEUE && o->real) {
+            cl_int err = VENDOR(o->real)->clFinish(o->real);
+            if (err != CL_SUCCESS) {
+                SWITCH_FAIL("finishing a queue of the program on %s "
+                          "failed: %d", from->name, err);
+                return -EIO;
+            }
+        }
+    while (atomic_load(&shim_event_callbacks_pending) > 0) {
+        /* A callback on a pending user event runs only once it is set. */
+        if (pending_user &&
+            shim_now() - ts > USER_EVENT_WAIT_MS / 1e3) {
+            LOG_WARN("re-home: %ld event callback(s) wait, maybe on a user "
+                     "event the program has not set; refused",
+                     atomic_load(&shim_event_callbacks_pending));
+            return -EBUSY;
+        }
+        if (shim_now() - ts > shim_config.rehome_timeout_ms / 1e3) {
+            SWITCH_FAIL("%ld event callback(s) never ran; giving up",
+                      atomic_load(&shim_event_callbacks_pending));
+            return -ETIMEDOUT;
+        }
+        sched_yield();
+    }
+    shim_event_drain_deferred();
+    t->finish = shim_now() - ts;
+    if ((rc = shim_fault_at("finish")) < 0)
+        return rc;
+    /* Maps the program keeps across the switch: the vendor's side ends
+     * here, the program's pointer stays (map.c). */
+    if ((rc = shim_maps_carry(pass_queue, ps)) < 0) {
+        shim_helper_queues_release(ps->hq, &ps->n_hq);
+        return rc;
+    }
+
+    /* 2. Extract: every byte the device changed goes to RAM.  Nothing is
+     * marked clean until every read has completed without error. */
+    ts = shim_now();
+    struct shim_remote_bulk ship0, ship1;
+    shim_staging_stats_take(&t->extract_staged);  /* pre-copy's: dropped */
+    shim_remote_bulk_stats(&ship0);
+    size_t owed_before = from == &shim_remote_ops
+                             ? shim_remote_reads_outstanding()
+                             : 0;
+    for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
+        if (shim_mem_holds_bytes(o)) {
+            struct shim_mem *m = (void *)o;
+            cl_command_queue q;
+            bool stream = streams(from, to, m);
+            if (stream)
+                rc = shim_helper_queue(ps->sq, &ps->n_sq, 16, m->context, &q);
+            else
+                rc = shim_helper_queue(ps->hq, &ps->n_hq, 16, m->context, &q);
+            if (rc == 0)
+                rc = shim_fault_at("extract");
+            if (rc == 0)
+                rc = stream ? stream_defer(ps, m, q, &t->bytes_extracted)
+                            : extract(m, q, &t->bytes_extracted);
+        }
+    if (rc == 0)
+        rc = shim_fault_at("extract-done");
+    int src = shim_staging_finish();
+    if (rc == 0 && src < 0) {
+        SWITCH_FAIL("a staged read from %s failed", from->name);
+        rc = src;
+    }
+    int frc = shim_helper_queues_finish(ps->hq, &ps->n_hq,
+                                        "reading the buffers back");
+    if (rc == 0)
+        rc = frc;
+    /* Other answers may be owed (a watch on a user event): only this
+     * extract's reads must all have arrived. */
+    if (rc == 0 && from == &shim_remote_ops &&
+        shim_remote_reads_outstanding() > owed_before) {
+        SWITCH_FAIL("%zu read(s) from the proxy never arrived",
+                    shim_remote_reads_outstanding() - owed_before);
+        rc = -EIO;
+    }
+    t->extract = shim_now() - ts;
+    shim_staging_stats_take(&t->extract_staged);
+    shim_remote_bulk_stats(&ship1);
+    shim_rehome_bulk_since(&t->extract_ship, &ship0, &ship1);
+    if (from == &shim_remote_ops)
+        t->transport = shim_remote_transport();
+    if (rc < 0) {
+        SWITCH_FAIL("extracting from %s failed (%d); the program "
+                  "stays there", from->name, rc);
+        return rc;
+    }
+    /* Streamed buffers stay dirty until their bytes are on the proxy. */
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        if (shim_mem_holds_bytes(o) && !((struct shim_mem *)o)->streamed)
+            shim_mem_dirty_reset((struct shim_mem *)o);
+
+    /* 3. Release every vendor object, children first: now, or after the
+     * gate opens when leaving the native backend for the proxy. */
+    ts = shim_now();
+    if ((rc = shim_fault_at("release")) < 0)
+        return rc;
+    ps->background = to && to != from;
+    /* The vendor goes now: its pinned chunks first. */
+    if (!ps->background)
+        shim_staging_drop_all();
+    if (ps->background && (rc = shim_rehome_bg_collect(from)) < 0) {
+        ps->background = false;
+        shim_rehome_bg_forget();
+        SWITCH_FAIL("no memory to set the old objects aside");
+        return rc;
+    }
+    for (struct shim_obj *o = shim_store_last(); o && !ps->background;
+         o = o->prev) {
+        if (o->kind == SHIM_EVENT && !shim_user_event_pending(o))
+            shim_event_retire((void *)o);
+        if (shim_user_event_pending(o) && o->real)
+            shim_user_event_abandon(o->real);
+        if (o->kind != SHIM_PLATFORM && o->real) {
+            shim_real_release(o);
+            o->real = NULL;
+        }
+    }
+    for (struct shim_obj *o = shim_store_first(); o; o = o->next)
+        t->objects++;
+    t->release = shim_now() - ts;
+
+    /* 4a. Unload the old backend, unless in the background. */
+    ts = shim_now();
+    if (!ps->background)
+        from->unload();
+    t->unload = shim_now() - ts;
+    return 0;
+}
