@@ -1,0 +1,105 @@
+/* What the files of the remote backend's connection (remote_conn*.c)
+ * share, for them only. */
+#ifndef SHIM_REMOTE_CONN_INT_H
+#define SHIM_REMOTE_CONN_INT_H
+
+#include "config.h"
+#include "log.h"
+#include "proto/shm.h"
+#include "remote.h"
+
+#define RPC_VERSION 1
+#define MAX_FRAME (1u << 20)        /* what we send */
+#define MAX_REPLY_FRAME (64u << 20) /* what we accept */
+#define BATCH_FLUSH (64u << 10)  /* send a batch once it is this big */
+#define BULK_INLINE (64u << 10)  /* bulk up to this is copied into the batch */
+#define SHM_WAIT_MS 200          /* for room in the shared area, then the
+                                    stream takes the bytes */
+
+/* A caller waiting for the answer to `seq`, or a detached read. */
+struct slot {
+    uint64_t seq;
+    unsigned char *dst;
+    size_t dst_len;
+    atomic_bool done;
+    bool detached;
+    Crane__ServerMessage *msg;
+    struct slot *next;
+};
+
+struct cb_item {
+    struct rc_watch *watch;
+    cl_int status;
+    struct cb_item *next;
+};
+
+/* The connection: one per process (remote_conn.c). */
+struct shim_conn {
+    int fd;
+    bool up;                     /* connected, threads running */
+    atomic_bool dead;            /* the stream failed: calls fail */
+    /* Sending: the batch and sequence numbers. */
+    pthread_mutex_t send_lock;
+    unsigned char *batch;
+    size_t batch_len, batch_cap;
+    uint64_t seq;
+    /* Waiting: slots, matched by the reader thread. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct slot *slots;
+    atomic_int deferred_err;     /* first failed batched call's error */
+    size_t reads_lost;           /* detached reads dropped by a failure */
+    unsigned long generation;    /* connections made so far */
+    pthread_t reader;
+    /* Callbacks. */
+    pthread_t cb_thread;
+    struct cb_item *cb_head, *cb_tail;
+    bool cb_stop;
+    pthread_cond_t cb_cond;
+    /* Liveness (the watchdog thread). */
+    pthread_t watchdog;
+    bool watchdog_stop;
+    pthread_cond_t watchdog_cond;
+    atomic_int sending;          /* threads inside a blocking send */
+    _Atomic double send_since;   /* when the latest of them started */
+    _Atomic double last_request; /* the latest call that wants an answer */
+    atomic_bool handshaking;     /* the Welcome is awaited */
+    _Atomic double last_alive;   /* the last frame read from the proxy */
+    double last_ping;
+    /* From the Welcome. */
+    struct rc_platform **platforms;
+    cl_platform_id *platform_handles;
+    cl_uint n_platforms;
+    atomic_uint_fast64_t next_id;
+    size_t chunk;
+    long spin_ns;                /* how long a caller spins for its answer */
+    bool shm_ok;                 /* the Welcome offered a shared area */
+    /* The shared area (docs/remoting.md, "Shared memory"): ring 0 is
+     * filled under send_lock, ring 1 emptied by the reader thread. */
+    struct crn_shm shm;
+    bool shm_on;
+    /* Bulk bytes as this side moved them, in ns (the re-home report):
+     * copying out (into ring 0 or the socket), waiting for ring 0's room,
+     * copying in (from ring 1 or the socket, on the reader thread). */
+    atomic_uint_fast64_t out_copy_ns, out_wait_ns, in_copy_ns;
+};
+extern struct shim_conn shim_conn;
+
+/* remote_conn.c: a sign of life from the proxy; the batch sent, a message
+ * queued (under send_lock); a waiting caller's slot taken off the list
+ * (under lock). */
+void shim_conn_alive(void);
+int shim_conn_flush_locked(void);
+int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
+                           size_t bulk_len, bool flush);
+void shim_conn_unlink_slot_locked(struct slot *s);
+
+/* remote_conn_reader.c: a notification run; the reader, callbacks and
+ * watchdog threads; the watchdog stopped. */
+void shim_conn_notify(const Crane__Notify *n);
+void *shim_conn_reader_main(void *arg);
+void *shim_conn_callbacks_main(void *arg);
+void *shim_conn_watchdog_main(void *arg);
+void shim_conn_watchdog_stop(void);
+
+#endif /* SHIM_REMOTE_CONN_INT_H */

@@ -1,0 +1,506 @@
+/* The remote backend's connection made and ended: the socket (TLS,
+ * keepalive), the handshake, the attach, the shared area, the platforms
+ * of the Welcome. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/auth.h"
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+#include "proto/shm.h"
+#include "proto/tls.h"
+#include "remote_conn_int.h"
+
+void shim_remote_maps_clear(void);
+
+/* The socket's own liveness where the kernel can help: TCP keepalive
+ * notices a peer host that is gone even when nothing is outstanding. */
+static void socket_keepalive(int fd)
+{
+    int on = 1;
+    int idle = (int)(shim_config.proxy_keepalive_ms / 1000);
+    int cnt = 3;
+    int intvl;
+
+    if (shim_config.proxy_keepalive_ms <= 0)
+        return;
+    if (idle < 1)
+        idle = 1;
+    intvl = idle;
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0)
+        return;  /* not a TCP socket: the watchdog alone */
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+/* A tcp: proxy is spoken to through TLS (proto/tls.h): the handshake on
+ * FD, then a relay whose plaintext socket replaces FD, so that everything
+ * below reads and writes frames as it does on a unix socket.  The
+ * credentials are made once and kept (each session holds a reference).
+ * Returns the descriptor to use, or a negative errno (FD closed). */
+static int tls_wrap(int fd, const struct crn_endpoint *ep, const char *text)
+{
+    static struct crn_tls_config *cfg;
+    static bool made;
+    enum crn_tls_mode mode;
+    char why[512] = "";
+    int rc;
+
+    if (!made) {
+        if (crn_tls_mode_parse(shim_config.tls, &mode) < 0) {
+            LOG_ERROR("remote: CRANE_TLS=%s: auto, x509, psk or none",
+                      shim_config.tls);
+            close(fd);
+            return -EINVAL;
+        }
+        rc = crn_tls_config_new(mode, CRN_TLS_CLIENT, shim_config.pki_dir,
+                                shim_config.auth_key, &cfg, why,
+                                sizeof(why));
+        if (rc < 0) {
+            LOG_ERROR("remote: TLS to %s: %s", text, why);
+            close(fd);
+            return rc;
+        }
+        made = true;
+        if (!cfg)
+            LOG_WARN("remote: %s in clear: no TLS credentials (CRANE_TLS="
+                     "%s, no PKI in %s and no CRANE_AUTH_KEY)", text,
+                     shim_config.tls,
+                     shim_config.pki_dir ? shim_config.pki_dir
+                                         : CRN_TLS_PKI_DEFAULT);
+    }
+    if (!cfg)
+        return fd;
+    rc = crn_tls_wrap_client(cfg, fd, ep->host,
+                             (unsigned)shim_config.proxy_timeout_ms, why,
+                             sizeof(why));
+    if (rc < 0)
+        LOG_ERROR("remote: %s: %s", text, why);
+    else
+        LOG_INFO("remote: TLS (%s) to %s",
+                 crn_tls_mode_name(crn_tls_config_mode(cfg)), text);
+    return rc;
+}
+
+/* --- handshake ------------------------------------------------------------- */
+
+static Crane__ServerMessage *read_server_message(void)
+{
+    uint8_t *buf;
+    size_t len;
+
+    if (crn_frame_read(shim_conn.fd, &buf, &len, MAX_REPLY_FRAME) < 0)
+        return NULL;
+    Crane__ServerMessage *m = crane__server_message__unpack(NULL, len, buf);
+    free(buf);
+    return m;
+}
+
+static int answer_challenge(const Crane__Challenge *ch)
+{
+    uint8_t *key = NULL, mac[32];
+    size_t key_len = 0;
+    int rc;
+
+    if (!shim_config.auth_key) {
+        LOG_ERROR("remote: the proxy wants a key; set CRANE_AUTH_KEY=FILE "
+                  "(or have crane-hostd send it with the prepare)");
+        return -EACCES;
+    }
+    if ((rc = crn_auth_key_load(shim_config.auth_key, &key, &key_len)) < 0) {
+        LOG_ERROR("remote: cannot read key file %s: %s",
+                  shim_config.auth_key, strerror(-rc));
+        return rc;
+    }
+    rc = crn_hmac_sha256(key, key_len, ch->nonce.data, ch->nonce.len, mac);
+    free(key);
+    if (rc < 0)
+        return rc;
+    Crane__Auth auth = CRANE__AUTH__INIT;
+    auth.mac.data = mac;
+    auth.mac.len = sizeof(mac);
+    RC_MSG(m, auth, AUTH, &auth);
+    m.seq = ++shim_conn.seq;
+    return crn_frame_write(shim_conn.fd, &m.base);
+}
+
+static int take_welcome(const Crane__Welcome *w)
+{
+    shim_conn.shm_ok = w->shm_ok;
+    shim_conn.platforms = calloc(w->n_platforms ? w->n_platforms : 1,
+                                 sizeof(*shim_conn.platforms));
+    shim_conn.platform_handles = calloc(w->n_platforms ? w->n_platforms : 1,
+                                        sizeof(*shim_conn.platform_handles));
+    if (!shim_conn.platforms || !shim_conn.platform_handles)
+        return -ENOMEM;
+    for (size_t i = 0; i < w->n_platforms; i++) {
+        const Crane__PlatformDesc *pd = w->platforms[i];
+        struct rc_platform *p = calloc(1, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        shim_conn.platforms[shim_conn.n_platforms++] = p;
+        p->obj = (struct rc_obj){&shim_remote_dispatch, pd->id,
+                                 SHIM_PLATFORM, false};
+        shim_conn.platform_handles[i] = (cl_platform_id)p;
+        p->devices = calloc(pd->n_devices ? pd->n_devices : 1,
+                            sizeof(*p->devices));
+        if (!p->devices)
+            return -ENOMEM;
+        for (size_t d = 0; d < pd->n_devices; d++) {
+            struct rc_device *dev = calloc(1, sizeof(*dev));
+            if (!dev)
+                return -ENOMEM;
+            dev->obj = (struct rc_obj){&shim_remote_dispatch,
+                                       pd->devices[d]->id, SHIM_DEVICE, false};
+            dev->type = pd->devices[d]->type;
+            p->devices[p->n_devices++] = dev;
+            shim_remote_track(&dev->obj);
+        }
+        shim_remote_track(&p->obj);
+    }
+    return 0;
+}
+
+static int handshake(void)
+{
+    char name[64] = "";
+    FILE *f = fopen("/proc/self/comm", "re");
+    if (f) {
+        if (fgets(name, sizeof(name), f))
+            name[strcspn(name, "\n")] = '\0';
+        fclose(f);
+    }
+    Crane__Hello hello = CRANE__HELLO__INIT;
+    hello.version = RPC_VERSION;
+    hello.program = name;
+    hello.pid = (uint32_t)getpid();
+    RC_MSG(m, hello, HELLO, &hello);
+    m.seq = ++shim_conn.seq;
+    int rc = crn_frame_write(shim_conn.fd, &m.base);
+    if (rc < 0)
+        return rc;
+    for (;;) {
+        Crane__ServerMessage *s = read_server_message();
+        if (!s) {
+            LOG_ERROR("remote: the proxy closed the connection during the "
+                      "handshake");
+            return -ECONNRESET;
+        }
+        switch (s->msg_case) {
+        case CRANE__SERVER_MESSAGE__MSG_CHALLENGE:
+            rc = answer_challenge(s->challenge);
+            crane__server_message__free_unpacked(s, NULL);
+            if (rc < 0)
+                return rc;
+            continue;
+        case CRANE__SERVER_MESSAGE__MSG_WELCOME:
+            if (s->welcome->version != RPC_VERSION) {
+                LOG_ERROR("remote: the proxy speaks version %u, not %u",
+                          s->welcome->version, RPC_VERSION);
+                rc = -EPROTO;
+            } else {
+                rc = take_welcome(s->welcome);
+            }
+            crane__server_message__free_unpacked(s, NULL);
+            return rc;
+        case CRANE__SERVER_MESSAGE__MSG_REFUSED:
+            LOG_ERROR("remote: the proxy refused us: %s",
+                      s->refused->reason);
+            crane__server_message__free_unpacked(s, NULL);
+            return -EACCES;
+        default:
+            crane__server_message__free_unpacked(s, NULL);
+            return -EPROTO;
+        }
+    }
+}
+
+/* Sends ShmAttach; a memfd rides on the frame's bytes (SCM_RIGHTS). */
+static int send_attach(const char *name)
+{
+    Crane__ShmAttach a = CRANE__SHM_ATTACH__INIT;
+    union {
+        struct cmsghdr h;
+        char room[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr mh = {0};
+    struct iovec iov;
+    uint8_t buf[256];
+    size_t len;
+
+    a.size = shim_conn.shm.size;
+    a.ring_len = shim_conn.shm.ring_len;
+    a.name = (char *)(name ? name : "");
+    RC_MSG(m, shm_attach, SHM_ATTACH, &a);
+    m.seq = ++shim_conn.seq;
+    m.want_reply = true;
+    len = crane__client_message__get_packed_size(&m);
+    if (len + CRN_FRAME_HEADER_LEN > sizeof(buf))
+        return -EMSGSIZE;
+    crn_frame_header(buf, len);
+    crane__client_message__pack(&m, buf + CRN_FRAME_HEADER_LEN);
+    len += CRN_FRAME_HEADER_LEN;
+    if (name)
+        return crn_bulk_write(shim_conn.fd, buf, len);
+    /* The descriptor goes with the first byte; the rest follows plainly. */
+    iov.iov_base = buf;
+    iov.iov_len = len;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    memset(&ctl, 0, sizeof(ctl));
+    mh.msg_control = ctl.room;
+    mh.msg_controllen = sizeof(ctl.room);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &shim_conn.shm.fd, sizeof(int));
+    ssize_t n;
+    do
+        n = sendmsg(shim_conn.fd, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n < len)
+        return crn_bulk_write(shim_conn.fd, buf + n, len - (size_t)n);
+    return 0;
+}
+
+/* Offers a shared area for bulk bytes (unix: endpoints get a memfd;
+ * CRANE_SHM_FILE names a file both sides map, e.g. an ivshmem BAR) and
+ * waits for the answer.  Any failure leaves bulk bytes on the stream. */
+static void shm_attach(const struct crn_endpoint *ep)
+{
+    size_t ring = (size_t)shim_config.shm_mb << 19;  /* half each way */
+    const char *name = NULL;
+    int rc;
+
+    if (!shim_conn.shm_ok || shim_config.shm_mb <= 0)
+        return;
+    if (shim_config.shm_file) {
+        const char *slash = strrchr(shim_config.shm_file, '/');
+        name = getenv("CRANE_SHM_NAME");
+        if (!name || !*name)
+            name = slash ? slash + 1 : shim_config.shm_file;
+        rc = crn_shm_map_file(shim_config.shm_file, ring, &shim_conn.shm);
+    } else if (ep->kind == CRN_EP_UNIX) {
+        rc = crn_shm_create(ring, &shim_conn.shm);
+    } else {
+        return;
+    }
+    if (rc < 0) {
+        LOG_WARN("remote: no shared-memory area (%s): bulk bytes take the "
+                 "stream", strerror(-rc));
+        return;
+    }
+    rc = send_attach(name);
+    while (rc == 0) {
+        Crane__ServerMessage *s = read_server_message();
+        if (!s) {
+            rc = -ECONNRESET;
+            break;
+        }
+        if (s->msg_case == CRANE__SERVER_MESSAGE__MSG_NOTIFY) {
+            shim_conn_notify(s->notify);
+            crane__server_message__free_unpacked(s, NULL);
+            continue;
+        }
+        if (s->msg_case != CRANE__SERVER_MESSAGE__MSG_REPLY ||
+            s->reply->seq != shim_conn.seq) {
+            crane__server_message__free_unpacked(s, NULL);
+            rc = -EPROTO;
+            break;
+        }
+        if (s->reply->err != 0) {
+            LOG_WARN("remote: the proxy refused the shared-memory area "
+                     "(%s): bulk bytes take the stream",
+                     s->reply->error ? s->reply->error : "?");
+            crane__server_message__free_unpacked(s, NULL);
+            crn_shm_close(&shim_conn.shm);
+            return;
+        }
+        crane__server_message__free_unpacked(s, NULL);
+        /* The proxy holds its own mapping: ours is enough here. */
+        if (shim_conn.shm.fd >= 0)
+            close(shim_conn.shm.fd);
+        shim_conn.shm.fd = -1;
+        shim_conn.shm_on = true;
+        LOG_INFO("remote: bulk bytes go through %zu MiB of shared memory%s%s",
+                 shim_conn.shm.size >> 20, name ? " in " : "",
+                 name ? name : "");
+        return;
+    }
+    LOG_WARN("remote: offering the shared-memory area failed: %s",
+             strerror(-rc));
+    crn_shm_close(&shim_conn.shm);
+    atomic_store(&shim_conn.dead, true);
+}
+
+static void free_platforms(void)
+{
+    for (cl_uint i = 0; i < shim_conn.n_platforms; i++) {
+        for (cl_uint d = 0; d < shim_conn.platforms[i]->n_devices; d++)
+            free(shim_conn.platforms[i]->devices[d]);
+        free(shim_conn.platforms[i]->devices);
+        free(shim_conn.platforms[i]);
+    }
+    free(shim_conn.platforms);
+    free(shim_conn.platform_handles);
+    shim_conn.platforms = NULL;
+    shim_conn.platform_handles = NULL;
+    shim_conn.n_platforms = 0;
+}
+
+/* Whether a kept connection still reaches a live proxy: one round trip
+ * (its death may not have been seen yet). */
+static bool still_there(void)
+{
+    Crane__Sync sy = CRANE__SYNC__INIT;
+    struct rc_reply r;
+
+    sy.op = CRANE__SYNC_OP__SYNC_PING;
+    RC_MSG(m, sync, SYNC, &sy);
+    cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    shim_remote_reply_free(&r);
+    if (err != CL_SUCCESS)
+        LOG_INFO("remote: the kept connection is gone (%d); connecting "
+                 "again", err);
+    return err == CL_SUCCESS;
+}
+
+int shim_remote_connect(void)
+{
+    struct crn_endpoint ep;
+    char text[400];
+    int rc;
+
+    /* A connection kept across a switch back (its objects kept as twins,
+     * rehome.c) is reused while it lives; a dead one is replaced. */
+    if (shim_conn.up && !atomic_load(&shim_conn.dead) && still_there())
+        return 0;
+    if (shim_conn.up)
+        shim_remote_disconnect();
+    if (!shim_config.remote ||
+        crn_endpoint_parse(shim_config.remote, &ep) < 0) {
+        LOG_ERROR("remote: no usable proxy endpoint (CRANE_PROXY or "
+                  "CRANE_BACKEND=remote:ENDPOINT): %s",
+                  shim_config.remote ? shim_config.remote : "(unset)");
+        return -EINVAL;
+    }
+    crn_endpoint_format(&ep, text, sizeof(text));
+    shim_conn.fd = crn_endpoint_connect(&ep);
+    if (shim_conn.fd < 0) {
+        rc = shim_conn.fd;
+        LOG_ERROR("remote: cannot connect to %s: %s", text, strerror(-rc));
+        shim_conn.fd = -1;
+        return rc;
+    }
+    socket_keepalive(shim_conn.fd);
+    if (ep.kind == CRN_EP_TCP &&
+        (shim_conn.fd = tls_wrap(shim_conn.fd, &ep, text)) < 0) {
+        rc = shim_conn.fd;
+        shim_conn.fd = -1;
+        return rc;
+    }
+    atomic_store(&shim_conn.dead, false);
+    atomic_store(&shim_conn.deferred_err, 0);
+    shim_conn.reads_lost = 0;
+    atomic_store(&shim_conn.next_id, 1);
+    shim_conn.seq = 0;
+    shim_conn.chunk = shim_config.remote_chunk;
+    shim_conn.spin_ns = sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 50000 : 0;
+    /* The watchdog bounds the handshake too. */
+    shim_conn_alive();
+    atomic_store(&shim_conn.last_request, shim_now());
+    shim_conn.last_ping = 0;
+    shim_conn.watchdog_stop = false;
+    atomic_store(&shim_conn.sending, 0);
+    atomic_store(&shim_conn.handshaking, true);
+    if ((rc = -pthread_create(&shim_conn.watchdog, NULL,
+                              shim_conn_watchdog_main, NULL)) < 0)
+        goto fail_early;
+    shim_conn.shm_ok = false;
+    shim_conn.shm_on = false;
+    rc = handshake();
+    if (rc == 0) {
+        shm_attach(&ep);
+        if (atomic_load(&shim_conn.dead))
+            rc = -ECONNRESET;
+    }
+    atomic_store(&shim_conn.handshaking, false);
+    if (rc < 0) {
+        if (atomic_load(&shim_conn.dead))
+            rc = -ETIMEDOUT;
+        goto fail;
+    }
+    shim_conn.cb_stop = false;
+    if ((rc = -pthread_create(&shim_conn.reader, NULL, shim_conn_reader_main,
+                              NULL)) < 0)
+        goto fail;
+    if ((rc = -pthread_create(&shim_conn.cb_thread, NULL,
+                              shim_conn_callbacks_main, NULL)) < 0) {
+        shutdown(shim_conn.fd, SHUT_RDWR);
+        pthread_join(shim_conn.reader, NULL);
+        goto fail;
+    }
+    shim_conn.up = true;
+    shim_conn.generation++;
+    LOG_INFO("remote: connected to %s, %u platform(s)", text,
+             shim_conn.n_platforms);
+    return 0;
+fail:
+    shim_conn_watchdog_stop();
+fail_early:
+    atomic_store(&shim_conn.handshaking, false);
+    LOG_ERROR("remote: no connection to the proxy at %s: %s", text,
+              strerror(-rc));
+    free_platforms();
+    shim_remote_maps_clear();
+    crn_shm_close(&shim_conn.shm);
+    shim_conn.shm_on = false;
+    close(shim_conn.fd);
+    shim_conn.fd = -1;
+    return rc;
+}
+
+void shim_remote_disconnect(void)
+{
+    if (!shim_conn.up)
+        return;
+    pthread_mutex_lock(&shim_conn.send_lock);
+    shim_conn_flush_locked();
+    atomic_store(&shim_conn.dead, true);
+    shutdown(shim_conn.fd, SHUT_RDWR);
+    pthread_mutex_unlock(&shim_conn.send_lock);
+    pthread_join(shim_conn.reader, NULL);
+    pthread_mutex_lock(&shim_conn.lock);
+    shim_conn.cb_stop = true;
+    pthread_cond_signal(&shim_conn.cb_cond);
+    pthread_mutex_unlock(&shim_conn.lock);
+    pthread_join(shim_conn.cb_thread, NULL);
+    shim_conn_watchdog_stop();
+    close(shim_conn.fd);
+    shim_conn.fd = -1;
+    free(shim_conn.batch);
+    shim_conn.batch = NULL;
+    shim_conn.batch_len = shim_conn.batch_cap = 0;
+    free_platforms();
+    shim_remote_maps_clear();
+    shim_conn.shm_on = false;
+    crn_shm_close(&shim_conn.shm);
+    shim_conn.up = false;
+}
+
+int shim_remote_platforms(cl_platform_id **out, cl_uint *n)
+{
+    *out = shim_conn.platform_handles;
+    *n = shim_conn.n_platforms;
+    return shim_conn.up ? 0 : -ENOTCONN;
+}
