@@ -1,271 +1,12 @@
 /* Memory objects: buffers, sub-buffers, images and pipes; their creation,
- * recreation, maps, info and destructor callbacks. */
+ * recreation, reference counts and maps, their migration, native kernels
+ * and SVM.  Host access rules in mem_host.c, image sizes in mem_image.c,
+ * info and destructor callbacks in mem_info.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "callbacks.h"
-#include "log.h"
-#include "shim.h"
-
-/* Host access flags (CL_MEM_HOST_WRITE_ONLY, HOST_READ_ONLY,
- * HOST_NO_ACCESS) go to the vendor with the program's other flags, so that
- * the program sees exactly what its vendor says: errors at creation,
- * CL_MEM_FLAGS, and the verdict on every read, write and map (PoCL refuses
- * the ones the flags forbid; NVIDIA's OpenCL accepts them, and so does the
- * shim).  The shim itself still moves every byte of such an object at a
- * switch, a pre-copy or a map into its own memory: through the device, by
- * copies into an unrestricted buffer (hostcopy.c).
- *
- * A proxy's objects are made without them (its reads at a switch back
- * stay plain reads), and a remote creation answers before the proxy's
- * vendor has judged it: on the proxy the shim says what OpenCL says
- * (flags_valid, the inheritance rules of sub-buffers and images over
- * buffers), CL_MEM_FLAGS reports the program's flags, and a read, write or
- * map they forbid gets the answer the program's own vendor gave when asked
- * (learn_host_policy), or OpenCL's refusal (shim_mem_host_check). */
-#define HOST_ACCESS_FLAGS \
-    (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
-#define ACCESS_FLAGS \
-    (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY)
-#define HOST_PTR_FLAGS \
-    (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)
-
-
-/* OpenCL's rules for a new buffer's or image's flags, which every vendor
- * checks too: said here because a remote creation answers before the
- * proxy's vendor has judged it. */
-static bool flags_valid(cl_mem_flags flags)
-{
-    cl_mem_flags access = flags & ACCESS_FLAGS;
-    cl_mem_flags host = flags & HOST_ACCESS_FLAGS;
-
-    if ((access & (access - 1)) || (host & (host - 1)))
-        return false;
-    return !((flags & CL_MEM_USE_HOST_PTR) &&
-             (flags & (CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)));
-}
-
-/* The host access flags that rule `m`: its own, else its parent's. */
-static cl_mem_flags host_access(const struct shim_mem *m)
-{
-    for (; m; m = m->parent)
-        if (m->flags & HOST_ACCESS_FLAGS)
-            return m->flags & HOST_ACCESS_FLAGS;
-    return 0;
-}
-
-/* OpenCL's rule for a sub-buffer or an image made from a buffer: at most
- * one host access flag, and none the parent's forbid. */
-static bool host_access_inherits(cl_mem_flags flags, const struct shim_mem *p)
-{
-    cl_mem_flags own = flags & HOST_ACCESS_FLAGS, parent = host_access(p);
-
-    if (own & (own - 1))
-        return false;
-    if ((parent & CL_MEM_HOST_WRITE_ONLY) && (own & CL_MEM_HOST_READ_ONLY))
-        return false;
-    if ((parent & CL_MEM_HOST_READ_ONLY) && (own & CL_MEM_HOST_WRITE_ONLY))
-        return false;
-    if ((parent & CL_MEM_HOST_NO_ACCESS) &&
-        (own & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY)))
-        return false;
-    return true;
-}
-
-/* Whether host access flags HOST forbid ACCESS from the host. */
-static bool forbids(cl_mem_flags host, cl_map_flags access)
-{
-    if ((access & CL_MAP_READ) &&
-        (host & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS)))
-        return true;
-    return (access & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)) &&
-           (host & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS));
-}
-
-bool shim_mem_host_forbids(const struct shim_mem *m, const void *real,
-                           cl_map_flags access)
-{
-    return real && !shim_real_on_remote(real) &&
-           forbids(host_access(m), access);
-}
-
-/* The flags the real object of M is made with in the context CTX. */
-static cl_mem_flags real_flags(const struct shim_mem *m, const void *ctx)
-{
-    return shim_real_on_remote(ctx) ? m->flags & ~HOST_ACCESS_FLAGS
-                                     : m->flags;
-}
-
-/*
- * What the program's own vendor says to host accesses the flags forbid
- * (PoCL refuses them all; NVIDIA's OpenCL refuses reads and writes but
- * maps to invalidate), learnt once per context when its first object with
- * host access flags is made on the vendor: a small no-access buffer is
- * read, written, and mapped each of the three ways, on a queue of its own,
- * each answer kept apart (SHIM_HOST_*_OK).  A program on the proxy then
- * gets the answers its vendor would give; one remoted from its start (no
- * vendor here to ask) gets OpenCL's.
- */
-static void learn_host_policy(struct shim_context *c)
-{
-    void *ctx = c->obj.real;
-    unsigned policy = SHIM_HOST_PROBED;
-    cl_uint word[16] = {0};
-    cl_int err;
-    void *p;
-
-    if (atomic_load(&c->host_policy) || !ctx || shim_real_on_remote(ctx) ||
-        !c->n_devices)
-        return;
-    cl_mem b = VENDOR(ctx)->clCreateBuffer(ctx, CL_MEM_HOST_NO_ACCESS,
-                                           sizeof(word), NULL, &err);
-    cl_command_queue q = VENDOR(ctx)->clCreateCommandQueue(
-        ctx, c->devices[0]->obj.real, 0, &err);
-    if (b && q) {
-        static const struct {
-            cl_map_flags map;
-            unsigned ok;
-        } maps[] = {
-            {CL_MAP_READ, SHIM_HOST_MAP_READ_OK},
-            {CL_MAP_WRITE, SHIM_HOST_MAP_WRITE_OK},
-            {CL_MAP_WRITE_INVALIDATE_REGION, SHIM_HOST_MAP_INVALIDATE_OK},
-        };
-        if (VENDOR(q)->clEnqueueReadBuffer(q, b, CL_TRUE, 0, 4, word, 0,
-                                           NULL, NULL) == CL_SUCCESS)
-            policy |= SHIM_HOST_READS_OK;
-        if (VENDOR(q)->clEnqueueWriteBuffer(q, b, CL_TRUE, 0, 4, word, 0,
-                                            NULL, NULL) == CL_SUCCESS)
-            policy |= SHIM_HOST_WRITES_OK;
-        for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-            p = VENDOR(q)->clEnqueueMapBuffer(q, b, CL_TRUE, maps[i].map, 0,
-                                              4, 0, NULL, NULL, &err);
-            if (!p)
-                continue;
-            VENDOR(q)->clEnqueueUnmapMemObject(q, b, p, 0, NULL, NULL);
-            policy |= maps[i].ok;
-        }
-        VENDOR(q)->clFinish(q);
-        if (policy != SHIM_HOST_PROBED)
-            LOG_INFO("the vendor accepts some host accesses that host "
-                     "access flags forbid (0x%x: reads 2, writes 4, maps "
-                     "for reading 8, writing 16, invalidating 32); on the "
-                     "proxy the program gets the same",
-                     policy & ~SHIM_HOST_PROBED);
-    }
-    if (q)
-        VENDOR(q)->clReleaseCommandQueue(q);
-    if (b)
-        VENDOR(b)->clReleaseMemObject(b);
-    atomic_store(&c->host_policy, policy);
-}
-
-cl_int shim_mem_host_check(cl_command_queue queue, cl_mem memobj,
-                           cl_map_flags access)
-{
-    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, queue);
-    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
-    unsigned policy;
-
-    /* Whatever the vendor refuses first (a bad object, another context)
-     * it still answers itself; a vendor's object carries the flags, and
-     * its vendor judges. */
-    if (!q || !m || m->context != q->context ||
-        !shim_real_on_remote(m->obj.real))
-        return CL_SUCCESS;
-    /* On the proxy: as the program's own vendor would answer. */
-    policy = atomic_load(&m->context->host_policy);
-    if (access & SHIM_ACCESS_MAP) {
-        if (policy & SHIM_HOST_MAP_READ_OK)
-            access &= ~(cl_map_flags)CL_MAP_READ;
-        if (policy & SHIM_HOST_MAP_WRITE_OK)
-            access &= ~(cl_map_flags)CL_MAP_WRITE;
-        if (policy & SHIM_HOST_MAP_INVALIDATE_OK)
-            access &= ~(cl_map_flags)CL_MAP_WRITE_INVALIDATE_REGION;
-    } else {
-        if (policy & SHIM_HOST_READS_OK)
-            access &= ~(cl_map_flags)CL_MAP_READ;
-        if (policy & SHIM_HOST_WRITES_OK)
-            access &= ~(cl_map_flags)CL_MAP_WRITE;
-    }
-    return forbids(host_access(m), access) ? CL_INVALID_OPERATION
-                                           : CL_SUCCESS;
-}
-
-static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mem_cb {
-    struct shim_mem *mem;
-    struct shim_callback *list;
-    struct mem_cb *next;
-} *mem_cbs;
-
-size_t shim_image_elem_size(const cl_image_format *f)
-{
-    size_t channels, bytes;
-
-    switch (f->image_channel_order) {
-    case CL_R: case CL_A: case CL_INTENSITY: case CL_LUMINANCE:
-    case CL_DEPTH: case CL_Rx:
-        channels = 1; break;
-    case CL_RG: case CL_RA: case CL_RGx: case CL_DEPTH_STENCIL:
-        channels = 2; break;
-    case CL_RGB: case CL_RGBx:
-        channels = 3; break;
-    default:
-        channels = 4; break;
-    }
-    switch (f->image_channel_data_type) {
-    case CL_SNORM_INT8: case CL_UNORM_INT8: case CL_SIGNED_INT8:
-    case CL_UNSIGNED_INT8:
-        bytes = 1; break;
-    case CL_SNORM_INT16: case CL_UNORM_INT16: case CL_SIGNED_INT16:
-    case CL_UNSIGNED_INT16: case CL_HALF_FLOAT:
-        bytes = 2; break;
-    case CL_UNORM_SHORT_565: case CL_UNORM_SHORT_555:
-        return 2;
-    case CL_UNORM_INT_101010: case CL_UNORM_INT24:
-        return 4;
-    default:
-        bytes = 4; break;
-    }
-    return channels * bytes;
-}
-
-/* The region covering a whole image, as read/write image calls want it. */
-void shim_image_region(const struct shim_mem *m, size_t region[3])
-{
-    shim_image_desc_region(&m->desc, region);
-}
-
-void shim_image_desc_region(const cl_image_desc *d, size_t region[3])
-{
-    region[0] = d->image_width;
-    region[1] = 1;
-    region[2] = 1;
-    switch (d->image_type) {
-    case CL_MEM_OBJECT_IMAGE1D_ARRAY:
-        region[1] = d->image_array_size;
-        break;
-    case CL_MEM_OBJECT_IMAGE2D:
-        region[1] = d->image_height;
-        break;
-    case CL_MEM_OBJECT_IMAGE2D_ARRAY:
-        region[1] = d->image_height;
-        region[2] = d->image_array_size;
-        break;
-    case CL_MEM_OBJECT_IMAGE3D:
-        region[1] = d->image_height;
-        region[2] = d->image_depth;
-        break;
-    default:
-        break;
-    }
-}
-
-size_t shim_image_row_bytes(const struct shim_mem *m)
-{
-    return m->desc.image_width * shim_image_elem_size(&m->format);
-}
+#include "mem_int.h"
 
 /* Creates the vendor's object for `m` with `flags`. */
 static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
@@ -337,7 +78,7 @@ static int mem_make(struct shim_mem *m, void *copy_from)
     if (pre)
         VENDOR(pre)->clReleaseMemObject(pre);
     m->premade_used = false;
-    return mem_create_real(m, real_flags(m, m->context->obj.real),
+    return mem_create_real(m, shim_mem_real_flags(m, m->context->obj.real),
                            copy_from);
 }
 
@@ -348,7 +89,7 @@ void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err)
     /* As realize makes it (never over the program's memory: those are
      * not pre-copied). */
     cl_mem_flags flags =
-        real_flags(m, ctx) & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+        shim_mem_real_flags(m, ctx) & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
 
     if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
         return VENDOR(ctx)->clCreateBufferWithProperties(ctx, m->props, flags,
@@ -371,15 +112,16 @@ static cl_int flags_verdict(struct shim_mem *m, void *copy_from)
 
     if (!shim_real_on_remote(m->context->obj.real))
         return CL_SUCCESS;
-    if (!flags_valid(m->flags))
+    if (!shim_mem_flags_valid(m->flags))
         return CL_INVALID_VALUE;
     /* A sub-buffer never has host pointer flags of its own (a proxy, which
      * copies where the program's memory is used, would not notice). */
     if (m->type == SHIM_SUB_BUFFER && (m->flags & HOST_PTR_FLAGS))
         return CL_INVALID_VALUE;
     if (m->parent)
-        return host_access_inherits(m->flags, m->parent) ? CL_SUCCESS
-                                                         : CL_INVALID_VALUE;
+        return shim_mem_host_access_inherits(m->flags, m->parent)
+                   ? CL_SUCCESS
+                   : CL_INVALID_VALUE;
     if (!(m->flags & HOST_ACCESS_FLAGS))
         return CL_SUCCESS;
     if (mem_create_real(m, m->flags, copy_from) < 0)
@@ -405,7 +147,7 @@ static void remember_flags(struct shim_mem *m)
 {
     cl_mem_flags f = m->flags, parent;
 
-    if (!host_access(m) || !shim_real_on_remote(m->obj.real)) {
+    if (!shim_mem_host_access(m) || !shim_real_on_remote(m->obj.real)) {
         if (VENDOR(m->obj.real)->clGetMemObjectInfo(
                 m->obj.real, CL_MEM_FLAGS, sizeof(f), &f, NULL) != CL_SUCCESS)
             f = m->flags;
@@ -450,8 +192,8 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
         err = shim_vendor_err;
     if (err == CL_SUCCESS) {
         remember_flags(m);
-        if (host_access(m))
-            learn_host_policy(m->context);
+        if (shim_mem_host_access(m))
+            shim_mem_learn_host_policy(m->context);
     } else {
         shim_obj_release(m, SHIM_MEM);
         m = NULL;
@@ -711,107 +453,6 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseMemObject(cl_mem memobj)
     return rc < 0 ? CL_INVALID_MEM_OBJECT : CL_SUCCESS;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetMemObjectInfo(
-    cl_mem memobj, cl_mem_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
-{
-    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
-    cl_int err;
-
-    if (!m)
-        return CL_INVALID_MEM_OBJECT;
-    switch (param_name) {
-    case CL_MEM_CONTEXT: {
-        cl_context c = (cl_context)m->context;
-        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_MEM_ASSOCIATED_MEMOBJECT: {
-        cl_mem p = (cl_mem)m->parent;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_MEM_REFERENCE_COUNT: {
-        cl_uint refs = atomic_load(&m->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
-    case CL_MEM_FLAGS:
-        return shim_info_return(&m->reported_flags, sizeof(m->reported_flags),
-                                param_value_size, param_value,
-                                param_value_size_ret);
-    case CL_MEM_HOST_PTR: {
-        void *p = m->host_ptr;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_MEM_PROPERTIES:
-        return shim_info_return(m->props,
-                                shim_props_len(m->props, sizeof(*m->props)) *
-                                    sizeof(cl_mem_properties),
-                                param_value_size, param_value,
-                                param_value_size_ret);
-    default:
-        break;
-    }
-    shim_enter();
-    err = VENDOR(m->obj.real)->clGetMemObjectInfo(m->obj.real, param_name,
-                                                  param_value_size,
-                                                  param_value,
-                                                  param_value_size_ret);
-    shim_leave();
-    return err;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetImageInfo(
-    cl_mem image, cl_image_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
-{
-    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, image);
-    cl_int err;
-
-    if (!m)
-        return CL_INVALID_MEM_OBJECT;
-    if (param_name == CL_IMAGE_BUFFER) {
-        cl_mem p = (cl_mem)m->parent;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    shim_enter();
-    err = VENDOR(m->obj.real)->clGetImageInfo(m->obj.real, param_name,
-                                              param_value_size, param_value,
-                                              param_value_size_ret);
-    shim_leave();
-    return err;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetMemObjectDestructorCallback(
-    cl_mem memobj, void(CL_CALLBACK *pfn_notify)(cl_mem, void *),
-    void *user_data)
-{
-    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
-    struct mem_cb *e;
-    int rc;
-
-    if (!m)
-        return CL_INVALID_MEM_OBJECT;
-    if (!pfn_notify)
-        return CL_INVALID_VALUE;
-    pthread_mutex_lock(&cb_lock);
-    for (e = mem_cbs; e && e->mem != m; e = e->next)
-        ;
-    if (!e && (e = calloc(1, sizeof(*e)))) {
-        e->mem = m;
-        e->next = mem_cbs;
-        mem_cbs = e;
-    }
-    rc = e ? shim_callback_push(&e->list, (shim_destructor_fn)pfn_notify,
-                                user_data)
-           : -ENOMEM;
-    pthread_mutex_unlock(&cb_lock);
-    return rc < 0 ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
-}
-
 void shim_mem_mapped(cl_mem handle)
 {
     struct shim_mem *m = (struct shim_mem *)handle;
@@ -993,25 +634,13 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueSVMFree(
 static void mem_destroy(struct shim_obj *o)
 {
     struct shim_mem *m = (void *)o;
-    struct mem_cb **pp, *e = NULL;
 
     shim_maps_free(m);
     void *pre = shim_precopy_take_target(m);
     if (pre)
         VENDOR(pre)->clReleaseMemObject(pre);
 
-    pthread_mutex_lock(&cb_lock);
-    for (pp = &mem_cbs; *pp; pp = &(*pp)->next)
-        if ((*pp)->mem == m) {
-            e = *pp;
-            *pp = e->next;
-            break;
-        }
-    pthread_mutex_unlock(&cb_lock);
-    if (e) {
-        shim_callback_fire(&e->list, m);
-        free(e);
-    }
+    shim_mem_callbacks_fire(m);
     free(m->props);
     free(m->shadow);
     pthread_mutex_destroy(&m->dirty_lock);
@@ -1033,3 +662,4 @@ const struct shim_kind_ops shim_mem_kind = {
     .destroy = mem_destroy, .realize = mem_realize,
     .release_real = release_real,
 };
+
