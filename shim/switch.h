@@ -1,0 +1,116 @@
+/* What a switch uses to move the program's state besides the store:
+ * prewarm, pinned staging, host copies, pre-copy, kept binaries and the
+ * rebuild of memory objects and kernel arguments.  Part of shim.h (include
+ * that): it needs the shadows' types declared before it there. */
+#ifndef CRANE_SHIM_SWITCH_H
+#define CRANE_SHIM_SWITCH_H
+
+/* Before a switch from the proxy back to the vendor: load the vendor and
+ * make the contexts while the program still runs (prewarm.c). */
+void shim_prewarm_native(void);
+/* Before a switch to the proxy with pre-copy: contexts made there ahead,
+ * as twins (prewarm.c). */
+void shim_prewarm_remote_contexts(void);
+
+/* Pinned staging for a switch's copies into and out of the vendor
+ * (staging.c): chunks made per vendor context before the gate closes,
+ * copies queued chunk by chunk, done only once finish returned 0. */
+int shim_staging_prepare(void *ctx);
+bool shim_staging_has(void *ctx);
+int shim_staging_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                      size_t len, void *dst);
+int shim_staging_write(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                       size_t len, const void *src);
+/* The same for a buffer the host may not read or write (hostcopy.c). */
+int shim_staging_read_via_device(cl_command_queue q, void *ctx, cl_mem mem,
+                                 size_t off, size_t len, void *dst);
+int shim_staging_write_via_device(cl_command_queue q, void *ctx, cl_mem mem,
+                                  size_t off, size_t len, const void *src);
+int shim_staging_finish(void);
+/* Also drops hostcopy.c's bounce buffers. */
+void shim_staging_drop_all(void);
+/* A read whose chunks go straight from the pinned chunk to SINK (the
+ * proxy, on a switch's way out), without a RAM copy. */
+typedef int (*shim_staging_sink)(void *arg, size_t off, const void *p,
+                                 size_t len);
+int shim_staging_stream(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                        size_t len, shim_staging_sink sink, void *arg);
+/* Where a switch's staged copies spent their time: the switch thread
+ * waiting for the device's chunk copies, and copying between the pinned
+ * chunks and RAM (taken, then zeroed, per phase by rehome.c). */
+struct shim_staging_stats {
+    double device_s, copy_s;
+    size_t bytes;
+};
+void shim_staging_stats_take(struct shim_staging_stats *out);
+/* The proxy side's bulk bytes as this process moved them, cumulative
+ * seconds (remote_conn.c): copying out (into ring 0 or the socket),
+ * waiting for ring 0's room, copying in (ring 1 or the socket). */
+struct shim_remote_bulk {
+    double out_copy_s, out_wait_s, in_copy_s;
+};
+void shim_remote_bulk_stats(struct shim_remote_bulk *out);
+/* How bulk bytes reach the proxy now: "shm", "stream" or "none". */
+const char *shim_remote_transport(void);
+
+/* Bytes of memory objects whose host access flags (CL_MEM_HOST_*) forbid
+ * the host's reads or writes, moved through the device (hostcopy.c).
+ * Queued on Q, an in-order queue of the vendor context CTX; done once Q
+ * finished (and shim_staging_finish() returned 0).  0, or -errno, logged. */
+int shim_hostcopy_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
+                       size_t len, void *dst);
+int shim_hostcopy_write(cl_command_queue q, void *ctx, cl_mem mem,
+                        size_t off, size_t len, const void *src);
+/* A whole image (M's shape) into DST with host pitches ROW_STEP (between
+ * rows, or layers of a 1D array) and SLICE_STEP; from packed SRC. */
+int shim_hostcopy_read_image(cl_command_queue q, void *ctx,
+                             const struct shim_mem *m, cl_mem mem, void *dst,
+                             size_t row_step, size_t slice_step);
+int shim_hostcopy_write_image(cl_command_queue q, void *ctx,
+                              const struct shim_mem *m, cl_mem mem,
+                              const void *src);
+/* For a program's map (map.c): the read through a bounce buffer of its
+ * own, the first copy waiting on WAIT, *LAST the final command's event. */
+cl_int shim_hostcopy_read_events(cl_command_queue q, void *ctx, cl_mem mem,
+                                 size_t off, size_t len, void *dst,
+                                 cl_uint n_wait, const cl_event *wait,
+                                 cl_event *last);
+/* The same for the box ORIGIN, REGION of an image, LEN bytes packed. */
+cl_int shim_hostcopy_read_image_events(cl_command_queue q, void *ctx,
+                                       cl_mem mem, const size_t *origin,
+                                       const size_t *region, size_t len,
+                                       void *dst, cl_uint n_wait,
+                                       const cl_event *wait, cl_event *last);
+void shim_hostcopy_drop_all(void);
+/* RAM copies made and faulted in before the gate closes (staging.c). */
+void shim_staging_prepare_shadows(bool (*needed)(const struct shim_mem *m,
+                                                 void *arg),
+                                  void *arg);
+
+/* Pre-copy (precopy.c): rounds of copying device-dirty bytes into the RAM
+ * copies while the program runs, before a switch closes the gate; the
+ * report line's precopy fields. */
+/* Objects made ahead that a switch did not adopt, released. */
+void shim_precopy_drop_targets(void);
+/* M's object made ahead, if it still exists (not gone with a connection
+ * to the proxy since), and let go of it; NULL if none. */
+void *shim_precopy_take_target(struct shim_mem *m);
+void shim_precopy_forget(void);
+void shim_precopy_describe(char *buf, size_t len);
+
+/* Kept binaries of programs built from source (program_cache.c). */
+/* After a build: binaries are due (fetched by the next switch). */
+void shim_program_cache_mark(struct shim_program *p);
+/* Fetches the due binaries; by a switch, before it closes the gate. */
+void shim_program_cache_prepare(void);
+bool shim_program_cache_realize(struct shim_program *p, char *options);
+void shim_program_cache_free(struct shim_program *p);
+
+void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err);
+int shim_kernel_reset_args(struct shim_kernel *k);
+/* A kernel argument a switch sets again on the remote backend: batched,
+ * its shape taken as valid (remote_kernel.c). */
+cl_int shim_remote_restore_arg(void *kernel, cl_uint index, size_t size,
+                               const void *value);
+
+#endif /* CRANE_SHIM_SWITCH_H */
