@@ -32,6 +32,31 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
     bool with_data =
         host && (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR));
 
+    /* A buffer over an SVM allocation shares its bytes (OpenCL 2.0): on
+     * the proxy, a sub-buffer of the buffer holding the allocation's
+     * device bytes.  A buffer of its own with a copy of them would be
+     * changed alone (pyopencl's as_buffer(): the allocation saw one of two
+     * kernels' writes). */
+    size_t at;
+    struct rc_svm *svm = (flags & CL_MEM_USE_HOST_PTR) && host
+                             ? shim_remote_svm_find(host, &at)
+                             : NULL;
+    if (svm) {
+        if (size > svm->mem.size - at) {
+            LOG_WARN("remote: a buffer of %zu bytes over an SVM allocation "
+                     "with %zu bytes left from its pointer", size,
+                     svm->mem.size - at);
+            RC_SET_ERR(CL_INVALID_BUFFER_SIZE);
+            return NULL;
+        }
+        cl_buffer_region reg = {at, size};
+        cl_mem sub = rc_clCreateSubBuffer(
+            (cl_mem)&svm->mem, flags & ~(cl_mem_flags)CL_MEM_USE_HOST_PTR,
+            CL_BUFFER_CREATE_TYPE_REGION, &reg, errcode_ret);
+        if (sub)
+            ((struct rc_mem *)sub)->host_ptr = host;
+        return sub;
+    }
     np = rc_prop_pairs(pv, props);
     struct rc_mem *mem = mem_new(flags, size, host);
     if (!mem) {

@@ -46,14 +46,19 @@ paths=()
 for f in $FILES; do
     paths+=("$TESTS/$f.py")
 done
-# Left out remoted (the remote backend's defects, reproduced by running
-# this mode without the selection): coarse-grained SVM allocations fail on
-# the proxy and it reports no fine-grained SVM, so SVM tests fail or skip;
-# and a process holding SVM pointers is never switched (-ENOTSUP, as
-# documented).
-if [ "$MODE" != shim ]; then
+# Left out, by design (docs/remoting.md, "SVM"): remoted, only
+# coarse-grained SVM is offered (the program's bytes are a copy moved at
+# maps and unmaps), so the fine-grained test skips where natively it
+# passes; switched, a process holding SVM pointers is never switched
+# (-ENOTSUP, with its reason), so the SVM tests would only show refusals.
+if [ "$MODE" = remote ]; then
+    paths+=(-k "not fine_grain_svm")
+    echo "left out $MODE: test_fine_grain_svm (only coarse-grained SVM is" \
+         "remoted)"
+elif [ "$MODE" != shim ]; then
     paths+=(-k "not svm")
-    echo "left out $MODE: the SVM tests (test_*_svm): SVM is not remoted yet"
+    echo "left out $MODE: the SVM tests (test_*_svm): a program holding SVM" \
+         "is never switched"
 fi
 native=$(outcomes "$MODE_TMP/native.log")
 crane=$(outcomes "$MODE_TMP/crane.log" "${UNDER[@]}")
