@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /*
@@ -165,30 +166,50 @@ static void put_series(struct hd_buf *out, const char *name,
     hd_buf_puts(out, "} ");
 }
 
+/* One labelled series of a histogram: cumulative BUCKETS under LE, +Inf,
+ * _sum and _count. */
+static void put_histogram(struct hd_buf *out, const char *name,
+                          const char *label, const char *value,
+                          const uint64_t *buckets, const char *const *le,
+                          int n, uint64_t count, double sum)
+{
+    char series[96];
+
+    snprintf(series, sizeof(series), "%s_bucket", name);
+    for (int b = 0; b < n; b++) {
+        put_series(out, series, label, value, le[b]);
+        hd_buf_printf(out, "%llu\n", (unsigned long long)buckets[b]);
+    }
+    put_series(out, series, label, value, "+Inf");
+    hd_buf_printf(out, "%llu\n", (unsigned long long)count);
+    snprintf(series, sizeof(series), "%s_sum", name);
+    put_series(out, series, label, value, NULL);
+    hd_buf_put_double(out, sum);
+    hd_buf_puts(out, "\n");
+    snprintf(series, sizeof(series), "%s_count", name);
+    put_series(out, series, label, value, NULL);
+    hd_buf_printf(out, "%llu\n", (unsigned long long)count);
+}
+
 #define STOPPAGE "crane_migration_stoppage_seconds"
 
 static void render_stoppage(const struct hd_metrics *m, struct hd_buf *out)
 {
-
     hd_buf_printf(out,
                   "# HELP %s Time a program's OpenCL calls were held, per "
                   "program and migration phase.\n# TYPE %s histogram\n",
                   STOPPAGE, STOPPAGE);
-    for (int p = 0; p < HD_PHASE_COUNT; p++) {
-        for (int i = 0; i < HD_STOPPAGE_BUCKETS; i++) {
-            put_series(out, STOPPAGE "_bucket", "phase", phase_names[p],
-                       bucket_le_text[i]);
-            hd_buf_printf(out, "%llu\n",
-                          (unsigned long long)m->stoppage[p].buckets[i]);
-        }
-        put_series(out, STOPPAGE "_bucket", "phase", phase_names[p], "+Inf");
-        hd_buf_printf(out, "%llu\n", (unsigned long long)m->stoppage[p].count);
-        put_series(out, STOPPAGE "_sum", "phase", phase_names[p], NULL);
-        hd_buf_put_double(out, m->stoppage[p].sum);
-        hd_buf_puts(out, "\n");
-        put_series(out, STOPPAGE "_count", "phase", phase_names[p], NULL);
-        hd_buf_printf(out, "%llu\n", (unsigned long long)m->stoppage[p].count);
-    }
+    for (int p = 0; p < HD_PHASE_COUNT; p++)
+        put_histogram(out, STOPPAGE, "phase", phase_names[p],
+                      m->stoppage[p].buckets, bucket_le_text,
+                      HD_STOPPAGE_BUCKETS, m->stoppage[p].count,
+                      m->stoppage[p].sum);
+}
+
+/* The live and the offline series (index 0 and 1). */
+static const char *mode_of(int i)
+{
+    return hd_mode_name(i == 0 ? HD_MODE_LIVE : HD_MODE_OFFLINE);
 }
 
 #define DOWNTIME "crane_migration_downtime_seconds"
@@ -199,24 +220,11 @@ static void render_downtime(const struct hd_metrics *m, struct hd_buf *out)
                   "# HELP %s Time a migrating VM was paused (the "
                   "hypervisor's downtime), by mode.\n# TYPE %s histogram\n",
                   DOWNTIME, DOWNTIME);
-    for (int i = 0; i < 2; i++) {
-        const char *mode = hd_mode_name(i == 0 ? HD_MODE_LIVE
-                                               : HD_MODE_OFFLINE);
-
-        for (int b = 0; b < HD_DOWNTIME_BUCKETS; b++) {
-            put_series(out, DOWNTIME "_bucket", "mode", mode,
-                       downtime_le_text[b]);
-            hd_buf_printf(out, "%llu\n",
-                          (unsigned long long)m->downtime[i].buckets[b]);
-        }
-        put_series(out, DOWNTIME "_bucket", "mode", mode, "+Inf");
-        hd_buf_printf(out, "%llu\n", (unsigned long long)m->downtime[i].count);
-        put_series(out, DOWNTIME "_sum", "mode", mode, NULL);
-        hd_buf_put_double(out, m->downtime[i].sum);
-        hd_buf_puts(out, "\n");
-        put_series(out, DOWNTIME "_count", "mode", mode, NULL);
-        hd_buf_printf(out, "%llu\n", (unsigned long long)m->downtime[i].count);
-    }
+    for (int i = 0; i < 2; i++)
+        put_histogram(out, DOWNTIME, "mode", mode_of(i),
+                      m->downtime[i].buckets, downtime_le_text,
+                      HD_DOWNTIME_BUCKETS, m->downtime[i].count,
+                      m->downtime[i].sum);
 }
 
 #define DURATION "crane_migration_duration_seconds"
@@ -227,24 +235,11 @@ static void render_duration(const struct hd_metrics *m, struct hd_buf *out)
                   "# HELP %s Time a finished migration took, start to "
                   "end, by mode.\n# TYPE %s histogram\n",
                   DURATION, DURATION);
-    for (int i = 0; i < 2; i++) {
-        const char *mode = hd_mode_name(i == 0 ? HD_MODE_LIVE
-                                               : HD_MODE_OFFLINE);
-
-        for (int b = 0; b < HD_DURATION_BUCKETS; b++) {
-            put_series(out, DURATION "_bucket", "mode", mode,
-                       duration_le_text[b]);
-            hd_buf_printf(out, "%llu\n",
-                          (unsigned long long)m->duration[i].buckets[b]);
-        }
-        put_series(out, DURATION "_bucket", "mode", mode, "+Inf");
-        hd_buf_printf(out, "%llu\n", (unsigned long long)m->duration[i].count);
-        put_series(out, DURATION "_sum", "mode", mode, NULL);
-        hd_buf_put_double(out, m->duration[i].sum);
-        hd_buf_puts(out, "\n");
-        put_series(out, DURATION "_count", "mode", mode, NULL);
-        hd_buf_printf(out, "%llu\n", (unsigned long long)m->duration[i].count);
-    }
+    for (int i = 0; i < 2; i++)
+        put_histogram(out, DURATION, "mode", mode_of(i),
+                      m->duration[i].buckets, duration_le_text,
+                      HD_DURATION_BUCKETS, m->duration[i].count,
+                      m->duration[i].sum);
 }
 
 static void render_pool(const struct hd_metrics *m, struct hd_buf *out)
