@@ -33,6 +33,7 @@ void gd_config_defaults(struct gd_config *cfg)
     snprintf(cfg->modprobe, sizeof(cfg->modprobe), "/sbin/modprobe");
     snprintf(cfg->vendors_dir, sizeof(cfg->vendors_dir),
              "/etc/OpenCL/vendors");
+    snprintf(cfg->pci_root, sizeof(cfg->pci_root), "/sys/bus/pci/devices");
     snprintf(cfg->gpu_type, sizeof(cfg->gpu_type), "gpu");
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
     cfg->mode = GD_MODE_LIVE;
@@ -193,6 +194,10 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
         rc = crn_conf_text(cfg->vendor_lib, sizeof(cfg->vendor_lib), v);
     } else if (strcmp(key, "vendors_dir") == 0) {
         rc = crn_conf_text(cfg->vendors_dir, sizeof(cfg->vendors_dir), v);
+    } else if (strcmp(key, "pci_root") == 0) {
+        rc = v[0] == '/' ? crn_conf_text(cfg->pci_root, sizeof(cfg->pci_root), v)
+                         : -EINVAL;
+        hint = "an absolute path";
     } else if (strcmp(key, "gpu_type") == 0) {
         rc = strcmp(v, "gpu") == 0 || strcmp(v, "cpu") == 0 ||
                      strcmp(v, "accelerator") == 0 ||

@@ -37,6 +37,7 @@ struct gd_config {
     size_t n_gpu_devices;
     char vendor_lib[GD_TEXT];    /* probed library; "": every .icd's */
     char vendors_dir[GD_TEXT];   /* where .icd files are */
+    char pci_root[GD_TEXT];      /* PCI devices (ivshmem for shared areas) */
     char gpu_type[16];           /* gpu, cpu, accelerator, all; none:
                                     the device nodes alone, no probe */
     char proxy[GD_TEXT];         /* default proxy for live prepares */

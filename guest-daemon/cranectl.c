@@ -41,6 +41,16 @@ static const char usage[] =
     "  resume [--deadline MS]      load the driver, wait for the GPU, bring\n"
     "                              every program back to passthrough\n"
     "  abort [--deadline MS]       undo a prepare (or finish a failed one)\n"
+    "  shm [--pci ADDR] [--size BYTES] [--deadline MS]\n"
+    "                              the host plugged an ivshmem-plain device\n"
+    "                              shared with the proxy domain (ADDR as its\n"
+    "                              libvirt addressed it; else the only one,\n"
+    "                              of BYTES): each remoting program moves its\n"
+    "                              bulk bytes through a part of it\n"
+    "  shm --release [--deadline MS]\n"
+    "                              every program gives its part up (bulk\n"
+    "                              bytes back on the stream, calls in flight\n"
+    "                              finished) so that the device can go\n"
     "\n"
     "options:\n"
     "  --connect ENDPOINT  the daemon's control socket or host channel\n"
@@ -209,8 +219,12 @@ int main(int argc, char **argv)
         {"live", no_argument, NULL, 'l'},
         {"offline", no_argument, NULL, 'o'},
         {"deadline", required_argument, NULL, 'd'},
+        {"pci", required_argument, NULL, 'a'},
+        {"size", required_argument, NULL, 's'},
+        {"release", no_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
     };
+    Crane__Control__Shm shm = CRANE__CONTROL__SHM__INIT;
     Crane__Control__HostMessage msg = CRANE__CONTROL__HOST_MESSAGE__INIT;
     Crane__Control__StatusRequest status = CRANE__CONTROL__STATUS_REQUEST__INIT;
     Crane__Control__Prepare prepare = CRANE__CONTROL__PREPARE__INIT;
@@ -229,7 +243,7 @@ int main(int argc, char **argv)
     size_t key_len = 0;
     double timeout = 300;
     uint32_t deadline = 0;
-    bool prepare_opts = false;
+    bool prepare_opts = false, shm_opts = false;
     int opt, rc;
 
     crn_log_init_cli("cranectl");
@@ -283,6 +297,23 @@ int main(int argc, char **argv)
                 return usage_error("bad --deadline '%s' (milliseconds)",
                                    optarg);
             break;
+        case 'a':
+            shm.pci = optarg;
+            shm_opts = true;
+            break;
+        case 's': {
+            char *end;
+            errno = 0;
+            shm.size = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || *optarg == '-')
+                return usage_error("bad --size '%s' (bytes)", optarg);
+            shm_opts = true;
+            break;
+        }
+        case 'r':
+            shm.release = true;
+            shm_opts = true;
+            break;
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -291,6 +322,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "prepare") != 0 && prepare_opts)
         return usage_error("--proxy, --live and --offline go with %s",
                            "prepare");
+    if (strcmp(cmd, "shm") != 0 && shm_opts)
+        return usage_error("--pci, --size and --release go with %s", "shm");
     if (strcmp(cmd, "status") == 0) {
         if (deadline)
             return usage_error("%s takes no --deadline", cmd);
@@ -308,6 +341,13 @@ int main(int argc, char **argv)
         abort_.deadline_ms = deadline;
         msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT;
         msg.abort = &abort_;
+    } else if (strcmp(cmd, "shm") == 0) {
+        if (shm.release && ((shm.pci && *shm.pci) || shm.size))
+            return usage_error("%s takes neither --pci nor --size",
+                               "shm --release");
+        shm.deadline_ms = deadline;
+        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_SHM;
+        msg.shm = &shm;
     } else {
         return usage_error("unknown command '%s'", cmd);
     }

@@ -1,9 +1,10 @@
 /* cranectl's output: the daemon's answers as tables for operators.
  *
  * Lines are stable for scripts: "phase: NAME", one "program PID NAME MODE
- * ..." row per program, "result: ok|FAILED ...", and for prepare and
- * resume a "stoppage:" line with the longest time any program's OpenCL
- * calls were held.
+ * ..." row per program (with a "bulk: shm N B, stream M B, area
+ * attached|none" line under it once it remoted), "result: ok|FAILED ...",
+ * and for prepare and resume a "stoppage:" line with the longest time any
+ * program's OpenCL calls were held.
  */
 #include "ctl_print.h"
 
@@ -13,8 +14,8 @@
 
 static const char *op_name(Crane__Control__Op op)
 {
-    static const char *const n[] = {"none",   "status", "prepare",
-                                    "resume", "abort",  "query"};
+    static const char *const n[] = {"none",   "status", "prepare", "resume",
+                                    "abort",  "query",  "shm"};
     return (unsigned)op < sizeof(n) / sizeof(*n) ? n[op] : "?";
 }
 
@@ -75,6 +76,11 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
                 mode_name(r->mode));
     if (r->error && *r->error)
         fprintf(out, "        %s\n", r->error);
+    if (r->shm_bytes || r->stream_bytes || r->shm_attached)
+        fprintf(out, "        bulk: shm %llu B, stream %llu B, area %s\n",
+                (unsigned long long)r->shm_bytes,
+                (unsigned long long)r->stream_bytes,
+                r->shm_attached ? "attached" : "none");
     if (t && t->total > 0) {
         crn_format_bytes(moved, sizeof(moved), t->bytes_extracted);
         crn_format_bytes(back, sizeof(back), t->bytes_reinjected);

@@ -43,8 +43,8 @@ const char *gd_pmode_name(Crane__Control__ProgramMode m)
 
 const char *gd_op_name(Crane__Control__Op op)
 {
-    static const char *const names[] = {"none",   "status", "prepare",
-                                        "resume", "abort",  "query"};
+    static const char *const names[] = {"none",  "status", "prepare",
+                                        "resume", "abort", "query", "shm"};
     return (unsigned)op < sizeof(names) / sizeof(*names) ? names[op] : "?";
 }
 

@@ -62,6 +62,9 @@ struct gd_program {
     char name[64];
     Crane__Control__ProgramMode mode;
     uint64_t state_bytes;
+    /* Its remote connection's bulk bytes and shared area (last ack). */
+    uint64_t shm_bytes, stream_bytes;
+    bool shm_attached;
     double registered_at;
     char proxy[GD_TEXT];
     /* The migration command in flight (cmd_id 0: none) and a status

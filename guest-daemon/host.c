@@ -78,6 +78,12 @@ static void run_abort(struct gd_daemon *d, struct gd_peer *peer,
     gd_migrate_abort(d, peer, m->id, m->abort);
 }
 
+static void run_shm(struct gd_daemon *d, struct gd_peer *peer,
+                    const Crane__Control__HostMessage *m)
+{
+    gd_migrate_shm(d, peer, m->id, m->shm);
+}
+
 static const struct host_cmd {
     Crane__Control__HostMessage__MsgCase which;
     Crane__Control__Op op;
@@ -88,6 +94,7 @@ static const struct host_cmd {
     {CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE, GD_OP(PREPARE), run_prepare},
     {CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME, GD_OP(RESUME), run_resume},
     {CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT, GD_OP(ABORT), run_abort},
+    {CRANE__CONTROL__HOST_MESSAGE__MSG_SHM, GD_OP(SHM), run_shm},
 };
 
 void gd_host_frame(struct gd_daemon *d, struct gd_peer *peer,

@@ -29,6 +29,7 @@
 #include "gpu_users.h"
 #include "log.h"
 #include "programs.h"
+#include "shm.h"
 #include "status.h"
 
 #include "proto/endpoint.h"
@@ -122,10 +123,22 @@ static uint32_t ms_left(double deadline)
                                                     : (uint32_t)left;
 }
 
+/* Whether P takes part in the current fan-out: a shared area is handed to
+ * programs that remote (while parts are left), and taken back from all. */
+static bool fan_wants(const struct gd_op *o, const struct gd_program *p)
+{
+    if (o->fan_op != GD_OP(SHM) || o->shm_release)
+        return true;
+    return (p->mode == GD_PMODE(REMOTING) ||
+            p->mode == GD_PMODE(REMOTE_ONLY)) &&
+           (o->shm_next + 1) * o->shm_part <= o->shm_size;
+}
+
 static void fan_send(struct gd_daemon *d, struct gd_program *p)
 {
     struct gd_op *o = d->op;
     Crane__Control__DaemonMessage m = CRANE__CONTROL__DAEMON_MESSAGE__INIT;
+    Crane__Control__Shm shm = CRANE__CONTROL__SHM__INIT;
     Crane__Control__Prepare prep = CRANE__CONTROL__PREPARE__INIT;
     Crane__Control__Resume res = CRANE__CONTROL__RESUME__INIT;
     Crane__Control__Abort ab = CRANE__CONTROL__ABORT__INIT;
@@ -153,6 +166,19 @@ static void fan_send(struct gd_daemon *d, struct gd_program *p)
         res.deadline_ms = left;
         m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_RESUME;
         m.resume = &res;
+        break;
+    case GD_OP(SHM):
+        if (!fan_wants(o, p))
+            return;
+        shm.release = o->shm_release;
+        shm.deadline_ms = left;
+        if (!o->shm_release) {
+            shm.path = o->shm_path;
+            shm.offset = o->shm_next++ * o->shm_part;
+            shm.limit = o->shm_part;
+        }
+        m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_SHM;
+        m.shm = &shm;
         break;
     default:
         ab.deadline_ms = left;
@@ -256,7 +282,7 @@ static void fan_cancel(struct gd_daemon *d)
 static bool reached(const struct gd_program *p, Crane__Control__Op op,
                     Crane__Control__MigrationMode mode)
 {
-    if (p->mode == GD_PMODE(REMOTE_ONLY))
+    if (p->mode == GD_PMODE(REMOTE_ONLY) || op == GD_OP(SHM))
         return true;
     if (op == GD_OP(PREPARE))
         return mode == GD_MIG(OFFLINE) ? p->mode == GD_PMODE(PARKED)
@@ -680,6 +706,71 @@ void gd_migrate_abort(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
     add_waiter(o, peer, id, GD_OP(ABORT));
     o->abort_deadline_ms = deadline;
     back_to_passthrough(d);
+}
+
+/* --- a shared area for remoting ------------------------------------------ */
+
+static void shm_fanned(struct gd_daemon *d)
+{
+    finish(d);
+}
+
+/* The host plugged an ivshmem device shared with the proxy domain (or is
+ * about to unplug it): each remoting program takes a part of it, or every
+ * program gives its part up.  The phase does not change: programs remote
+ * while the GPU is prepared away too. */
+void gd_migrate_shm(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
+                    const Crane__Control__Shm *s)
+{
+    uint32_t deadline = s->deadline_ms ? s->deadline_ms
+                                       : d->cfg.abort_deadline_ms;
+    size_t n = 0;
+    char why[300];
+    struct gd_op *o;
+
+    if (deadline > GD_MAX_DEADLINE_MS) {
+        gd_reply_error(d, peer, id, GD_OP(SHM), -EINVAL,
+                       "deadline over one hour");
+        return;
+    }
+    if (d->op) {
+        gd_reply_error(d, peer, id, GD_OP(SHM), -EBUSY,
+                       "a %s is in progress", gd_op_name(d->op->kind));
+        return;
+    }
+    if (!(o = op_new(d, GD_OP(SHM), deadline))) {
+        gd_reply_error(d, peer, id, GD_OP(SHM), -ENOMEM, "out of memory");
+        return;
+    }
+    add_waiter(o, peer, id, GD_OP(SHM));
+    o->shm_release = s->release;
+    if (!s->release) {
+        int rc = gd_shm_find(d->cfg.pci_root, s->pci, s->size, o->shm_path,
+                             sizeof(o->shm_path), &o->shm_size, why,
+                             sizeof(why));
+        if (rc < 0) {
+            gd_op_fail(d, rc, "%s", why);
+            finish(d);
+            return;
+        }
+        for (struct gd_program *p = d->programs; p; p = p->next)
+            n += p->registered && !p->conn.closing &&
+                 (p->mode == GD_PMODE(REMOTING) ||
+                  p->mode == GD_PMODE(REMOTE_ONLY));
+        o->shm_part = gd_shm_part(o->shm_size, n);
+        GD_INFO("shared area %s (%llu bytes): %llu bytes for each of %zu "
+                "remoting program(s)", o->shm_path,
+                (unsigned long long)o->shm_size,
+                (unsigned long long)o->shm_part, n);
+        if (!o->shm_part) {
+            gd_op_fail(d, -ENOSPC, "%s: %llu bytes are too few for %zu "
+                       "programs", o->shm_path,
+                       (unsigned long long)o->shm_size, n);
+            finish(d);
+            return;
+        }
+    }
+    fan_out(d, GD_OP(SHM), deadline, shm_fanned);
 }
 
 /* --- after a restart ------------------------------------------------------ */

@@ -12,6 +12,9 @@ void gd_migrate_resume(struct gd_daemon *d, struct gd_peer *peer,
                        uint64_t id, const Crane__Control__Resume *r);
 void gd_migrate_abort(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
                       const Crane__Control__Abort *a);
+/* A shared area for the remoting programs, or its release (Shm). */
+void gd_migrate_shm(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
+                    const Crane__Control__Shm *s);
 
 /* Events from the programs' side. */
 void gd_migrate_on_registered(struct gd_daemon *d, struct gd_program *p);

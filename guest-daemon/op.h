@@ -49,6 +49,11 @@ struct gd_op {
     size_t n_waiters;
     struct gd_gone gone[GD_MAX_GONE];
     size_t n_gone;
+    /* A shared area's use or end (OP_SHM): the BAR, each program's part
+     * of it, and the next part to hand out. */
+    bool shm_release;
+    char shm_path[GD_TEXT];
+    uint64_t shm_size, shm_part, shm_next;
     /* The fan-out in progress. */
     bool fanning;
     Crane__Control__Op fan_op;

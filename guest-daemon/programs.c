@@ -124,6 +124,9 @@ static bool on_ack(struct gd_program *p, uint64_t id,
 
     p->mode = valid_mode(a->mode);
     p->state_bytes = a->state_bytes;
+    p->shm_bytes = a->shm_bytes;
+    p->stream_bytes = a->stream_bytes;
+    p->shm_attached = a->shm_attached;
     p->unresponsive = false;
     if (query || a->op == GD_OP(QUERY)) {
         /* A size refresh, perhaps for a status round already answered. */
@@ -131,7 +134,8 @@ static bool on_ack(struct gd_program *p, uint64_t id,
             d->program_events->answered(d, p);
         return !p->conn.closing;
     }
-    p->last_op = a->op >= GD_OP(STATUS) && a->op <= GD_OP(QUERY)
+    p->last_op = a->op >= GD_OP(STATUS) && a->op <= GD_OP(SHM) &&
+                         a->op != GD_OP(QUERY)
                      ? a->op
                      : GD_OP(NONE);
     p->last_err = a->err <= 0 && a->err > -4096 ? a->err : -EPROTO;
@@ -453,6 +457,9 @@ void gd_program_report(const struct gd_program *p,
     r->times = t;
     r->elapsed = p->last_elapsed;
     r->age = gd_now() - p->registered_at;
+    r->shm_bytes = p->shm_bytes;
+    r->stream_bytes = p->stream_bytes;
+    r->shm_attached = p->shm_attached;
     /* The truth as far as the daemon knows it: a program with a command
      * in flight is switching (whatever mode it last reported), one that
      * let a deadline or a status query pass is unresponsive. */

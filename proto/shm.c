@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +40,7 @@ static void write_header(struct crn_shm *s)
     memcpy(s->base + OFF_RING_LEN, &len, 8);
     atomic_store(consumed(s, 0), 0);
     atomic_store(consumed(s, 1), 0);
+    memset(s->base + CRN_SHM_OFF_TOKEN, 0, CRN_SHM_TOKEN_LEN);
 }
 
 static bool layout_ok(uint64_t size, uint64_t ring_len)
@@ -48,9 +50,11 @@ static bool layout_ok(uint64_t size, uint64_t ring_len)
            size == crn_shm_size(ring_len);
 }
 
-static int map(struct crn_shm *s, int fd, size_t size, size_t ring_len)
+static int map(struct crn_shm *s, int fd, size_t size, size_t ring_len,
+               uint64_t offset)
 {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                   (off_t)offset);
 
     if (p == MAP_FAILED)
         return -errno;
@@ -79,7 +83,7 @@ int crn_shm_create(size_t ring_len, struct crn_shm *out)
         close(fd);
         return rc;
     }
-    if ((rc = map(out, fd, crn_shm_size(ring_len), ring_len)) < 0) {
+    if ((rc = map(out, fd, crn_shm_size(ring_len), ring_len, 0)) < 0) {
         close(fd);
         return rc;
     }
@@ -105,7 +109,7 @@ int crn_shm_map_fd(int fd, uint64_t size, uint64_t ring_len, bool need_seals,
             goto fail;
         }
     }
-    if ((rc = map(out, fd, (size_t)size, (size_t)ring_len)) < 0)
+    if ((rc = map(out, fd, (size_t)size, (size_t)ring_len, 0)) < 0)
         goto fail;
     /* The peer wrote the header; only its CONSUMED fields matter to us,
      * and they start where our own positions do. */
@@ -119,9 +123,15 @@ fail:
 
 int crn_shm_map_file(const char *path, size_t ring_len, struct crn_shm *out)
 {
+    return crn_shm_map_file_at(path, 0, 0, ring_len, out);
+}
+
+int crn_shm_map_file_at(const char *path, uint64_t offset, uint64_t limit,
+                        size_t ring_len, struct crn_shm *out)
+{
     int fd = open(path, O_RDWR | O_CLOEXEC);
     struct stat st;
-    uint64_t have_len = 0;
+    uint64_t have_len = 0, room;
     uint32_t magic = 0;
     int rc;
 
@@ -131,26 +141,38 @@ int crn_shm_map_file(const char *path, size_t ring_len, struct crn_shm *out)
         rc = -errno;
         goto fail;
     }
+    /* The part of the file the area may use: from OFFSET, LIMIT bytes. */
+    rc = -EINVAL;
+    if (offset % PAGE || offset > CRN_SHM_MAX_SIZE * 64 ||
+        (uint64_t)st.st_size <= offset)
+        goto fail;
+    room = (uint64_t)st.st_size - offset;
+    if (limit && limit < room)
+        room = limit;
     if (ring_len) {
-        /* A fresh layout: as large as the file allows, at most RING_LEN. */
+        /* A fresh layout: as large as the room allows, at most RING_LEN. */
         rc = -ENOSPC;
-        if ((uint64_t)st.st_size < crn_shm_size(CRN_SHM_MIN_RING))
+        if (room < crn_shm_size(CRN_SHM_MIN_RING))
             goto fail;
-        size_t fits = ((size_t)st.st_size - CRN_SHM_HEADER) / 2 / PAGE * PAGE;
+        if (room > CRN_SHM_MAX_SIZE)
+            room = CRN_SHM_MAX_SIZE;
+        size_t fits = ((size_t)room - CRN_SHM_HEADER) / 2 / PAGE * PAGE;
         if (ring_len > fits)
             ring_len = fits;
         ring_len = ring_len / PAGE * PAGE;
         if (!layout_ok(crn_shm_size(ring_len), ring_len) ||
-            (rc = map(out, fd, crn_shm_size(ring_len), ring_len)) < 0)
+            (rc = map(out, fd, crn_shm_size(ring_len), ring_len, offset)) < 0)
             goto fail;
         write_header(out);
         return 0;
     }
-    /* An existing layout: read its header through a one-page mapping. */
+    /* An existing layout: read its header through a one-page mapping
+     * (an ivshmem BAR's resource file can be mapped, not read). */
     rc = -EINVAL;
-    if ((uint64_t)st.st_size < CRN_SHM_HEADER)
+    if (room < CRN_SHM_HEADER)
         goto fail;
-    unsigned char *h = mmap(NULL, CRN_SHM_HEADER, PROT_READ, MAP_SHARED, fd, 0);
+    unsigned char *h = mmap(NULL, CRN_SHM_HEADER, PROT_READ, MAP_SHARED, fd,
+                            (off_t)offset);
     if (h == MAP_FAILED) {
         rc = -errno;
         goto fail;
@@ -159,9 +181,9 @@ int crn_shm_map_file(const char *path, size_t ring_len, struct crn_shm *out)
     memcpy(&have_len, h + OFF_RING_LEN, 8);
     munmap(h, CRN_SHM_HEADER);
     if (magic != CRN_SHM_MAGIC || !layout_ok(crn_shm_size(have_len), have_len) ||
-        crn_shm_size(have_len) > (uint64_t)st.st_size)
+        crn_shm_size(have_len) > room)
         goto fail;
-    if ((rc = map(out, fd, crn_shm_size(have_len), have_len)) < 0)
+    if ((rc = map(out, fd, crn_shm_size(have_len), have_len, offset)) < 0)
         goto fail;
     /* Positions continue from what the header says was consumed. */
     for (int r = 0; r < 2; r++)
@@ -170,6 +192,32 @@ int crn_shm_map_file(const char *path, size_t ring_len, struct crn_shm *out)
 fail:
     close(fd);
     return rc;
+}
+
+int crn_shm_token_new(struct crn_shm *s, uint8_t token[CRN_SHM_TOKEN_LEN])
+{
+    static const uint8_t zero[CRN_SHM_TOKEN_LEN];
+
+    do {
+        if (getrandom(token, CRN_SHM_TOKEN_LEN, 0) !=
+            (ssize_t)CRN_SHM_TOKEN_LEN)
+            return -EIO;
+    } while (memcmp(token, zero, CRN_SHM_TOKEN_LEN) == 0);
+    memcpy(s->base + CRN_SHM_OFF_TOKEN, token, CRN_SHM_TOKEN_LEN);
+    return 0;
+}
+
+bool crn_shm_token_is(const struct crn_shm *s, const uint8_t *token,
+                      size_t len)
+{
+    static const uint8_t zero[CRN_SHM_TOKEN_LEN];
+    uint8_t have[CRN_SHM_TOKEN_LEN];
+
+    if (len != CRN_SHM_TOKEN_LEN || memcmp(token, zero, len) == 0)
+        return false;
+    /* One copy out of the shared page, then compared privately. */
+    memcpy(have, s->base + CRN_SHM_OFF_TOKEN, sizeof(have));
+    return memcmp(have, token, len) == 0;
 }
 
 void crn_shm_close(struct crn_shm *s)

@@ -13,7 +13,9 @@
  * of reads), RING_LEN bytes each.  The header holds, at fixed offsets,
  * little-endian: MAGIC (u32 at 0), VERSION (u32 at 4), RING_LEN (u64 at 8),
  * and each ring's CONSUMED position (u64 at 64 for ring 0, 128 for ring 1;
- * own cache lines), which only that ring's consumer writes.
+ * own cache lines), which only that ring's consumer writes.  A file-backed
+ * area also holds the client's random TOKEN (16 bytes at 1024), by which a
+ * proxy that sees the area as one of its ivshmem BARs finds it.
  *
  * Positions count bytes since the ring began and never wrap; a position's
  * place in its ring is POS % RING_LEN.  A producer takes room at its head,
@@ -36,6 +38,9 @@
 #define CRN_SHM_MAX_SIZE (2ull << 30)
 /* Smallest ring worth having. */
 #define CRN_SHM_MIN_RING (64u << 10)
+/* The client's token in the header: random, never all zero. */
+#define CRN_SHM_OFF_TOKEN 1024u
+#define CRN_SHM_TOKEN_LEN 16u
 
 enum crn_shm_ring {
     CRN_SHM_TO_PROXY = 0,
@@ -70,6 +75,17 @@ int crn_shm_map_fd(int fd, uint64_t size, uint64_t ring_len, bool need_seals,
  * be large enough), with 0 it takes the layout its header names (checked
  * against the file's size). */
 int crn_shm_map_file(const char *path, size_t ring_len, struct crn_shm *out);
+/* The same for the part of the file from OFFSET (a multiple of the page)
+ * on, at most LIMIT bytes of it (0: to the end). */
+int crn_shm_map_file_at(const char *path, uint64_t offset, uint64_t limit,
+                        size_t ring_len, struct crn_shm *out);
+
+/* Writes a fresh random token into the header (and TOKEN). */
+int crn_shm_token_new(struct crn_shm *s, uint8_t token[CRN_SHM_TOKEN_LEN]);
+/* Whether the header holds TOKEN (of LEN bytes; a wrong length never
+ * matches). */
+bool crn_shm_token_is(const struct crn_shm *s, const uint8_t *token,
+                      size_t len);
 
 /* Unmaps and closes. */
 void crn_shm_close(struct crn_shm *s);

@@ -43,6 +43,10 @@ static void on_close(uv_handle_t *h)
         crn_shm_close(c->shm);
         free(c->shm);
     }
+    if (c->shm_leaving) {
+        crn_shm_close(c->shm_leaving);
+        free(c->shm_leaving);
+    }
     px_req_free_list(c->inq_head);
     px_req_free(c->bulk_req);
     free(c->ibuf);

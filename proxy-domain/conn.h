@@ -69,6 +69,9 @@ struct px_conn {
      * ring 0 this loop thread empties as frames arrive. */
     int shm_fd;
     struct crn_shm *shm;
+    /* An area given up (ShmDetach read): no more ring 0; the executor
+     * unmaps it, this side frees it (at close or the next attach). */
+    struct crn_shm *shm_leaving;
     struct px_tenant *resuming;  /* RESUME_WAIT: the tenant it waits for */
 
     /* Handshake. */

@@ -4,6 +4,7 @@
 #include "conn_int.h"
 
 #include "log.h"
+#include "shm_pci.h"
 #include "supervisor.h"
 #include "validate.h"
 
@@ -22,6 +23,7 @@
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
                        char *why, size_t why_len);
+static int detach_area(struct px_conn *c, char *why, size_t why_len);
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -89,6 +91,12 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
     if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH &&
         attach_area(c, m->shm_attach, r->error, sizeof(r->error)) < 0) {
         /* Answered with the reason; bulk keeps to the stream. */
+        crane__client_message__free_unpacked(m, NULL);
+        px_conn_queue(c, r);
+        return 0;
+    }
+    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH &&
+        detach_area(c, r->error, sizeof(r->error)) < 0) {
         crane__client_message__free_unpacked(m, NULL);
         px_conn_queue(c, r);
         return 0;
@@ -212,8 +220,54 @@ static void take_descriptors(struct px_conn *c)
     }
 }
 
+/* The area a ShmAttach names: a file in --shm-dir, or the ivshmem BAR
+ * that holds its token (--shm-pci).  Returns 0 or a negative errno with
+ * WHY set. */
+static int map_named(struct px_conn *c, const Crane__ShmAttach *a,
+                     struct crn_shm *s, char *why, size_t why_len)
+{
+    const struct px_server *srv = c->srv;
+    char path[512];
+    int rc;
+
+    if (srv->shm_pci && a->token.len) {
+        rc = px_shm_pci_find(srv->shm_pci, a->token.data, a->token.len,
+                             a->offset, s, path, sizeof(path));
+        if (rc == -EEXIST)
+            snprintf(why, why_len, "the area's token is in more than one "
+                     "ivshmem BAR (--shm-pci %.64s)", srv->shm_pci);
+        else if (rc < 0)
+            snprintf(why, why_len, "no ivshmem BAR holds the area's token "
+                     "(--shm-pci %.64s): %s", srv->shm_pci, strerror(-rc));
+        else
+            PX_INFO("tenant %llu: its shared area is %s at %llu",
+                    (unsigned long long)c->tenant->num, path,
+                    (unsigned long long)a->offset);
+        return rc;
+    }
+    if (!a->name || !a->name[0] || !srv->shm_dir || strchr(a->name, '/') ||
+        strcmp(a->name, ".") == 0 || strcmp(a->name, "..") == 0) {
+        snprintf(why, why_len, "no shared file '%.64s' here (--shm-dir%s)",
+                 a->name ? a->name : "", srv->shm_pci ? ", no token" : "");
+        return -EPERM;
+    }
+    snprintf(path, sizeof(path), "%s/%s", srv->shm_dir, a->name);
+    rc = crn_shm_map_file_at(path, a->offset, 0, 0, s);
+    if (rc == 0 && a->token.len && !crn_shm_token_is(s, a->token.data,
+                                                     a->token.len)) {
+        crn_shm_close(s);
+        snprintf(why, why_len, "'%.64s' does not hold the area's token",
+                 a->name);
+        return -EPERM;
+    }
+    if (rc < 0)
+        snprintf(why, why_len, "shared file '%.64s': %s", a->name,
+                 strerror(-rc));
+    return rc;
+}
+
 /* ShmAttach: maps the client's area (the descriptor that came with this
- * frame, or a file in --shm-dir it names).  Returns 0 or sets WHY. */
+ * frame, or a file or BAR it names).  Returns 0 or sets WHY. */
 static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
                        char *why, size_t why_len)
 {
@@ -228,44 +282,68 @@ static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
         snprintf(why, why_len, "a shared area is attached already");
         return -EBUSY;
     }
+    if (c->shm_leaving) {
+        /* Given up before: gone once its ShmDetach executed. */
+        if (!atomic_load(&c->tenant->shm_given_up)) {
+            snprintf(why, why_len, "the previous shared area is still "
+                     "being given up");
+            return -EBUSY;
+        }
+        crn_shm_close(c->shm_leaving);
+        free(c->shm_leaving);
+        c->shm_leaving = NULL;
+    }
     if (!(s = calloc(1, sizeof(*s)))) {
         snprintf(why, why_len, "out of memory");
         return -ENOMEM;
     }
     s->fd = -1;
-    if (a->name && a->name[0]) {
-        char path[512];
-        if (!c->srv->shm_dir || strchr(a->name, '/') ||
-            strcmp(a->name, ".") == 0 || strcmp(a->name, "..") == 0) {
-            snprintf(why, why_len, "no shared file '%.64s' here "
-                     "(--shm-dir)", a->name);
-            free(s);
-            return -EPERM;
-        }
-        snprintf(path, sizeof(path), "%s/%s", c->srv->shm_dir, a->name);
-        rc = crn_shm_map_file(path, 0, s);
-        if (rc == 0 && (s->size != a->size || s->ring_len != a->ring_len)) {
+    if ((a->name && a->name[0]) || a->token.len) {
+        if ((rc = map_named(c, a, s, why, why_len)) == 0 &&
+            (s->size != a->size || s->ring_len != a->ring_len)) {
             crn_shm_close(s);
             rc = -EINVAL;
         }
-    } else if (c->shm_fd >= 0) {
-        rc = crn_shm_map_fd(c->shm_fd, a->size, a->ring_len, true, s);
-        c->shm_fd = -1;         /* taken, closed on failure */
+        if (rc < 0 && !why[0])
+            snprintf(why, why_len, "shared area of %llu bytes refused: %s",
+                     (unsigned long long)a->size, strerror(-rc));
+        if (rc < 0) {
+            free(s);
+            return rc;
+        }
     } else {
-        rc = -EBADF;
-    }
-    if (rc < 0) {
-        snprintf(why, why_len, "shared area of %llu bytes refused: %s",
-                 (unsigned long long)a->size, strerror(-rc));
-        free(s);
-        return rc;
+        rc = c->shm_fd >= 0
+                 ? crn_shm_map_fd(c->shm_fd, a->size, a->ring_len, true, s)
+                 : -EBADF;
+        c->shm_fd = -1;         /* taken, closed on failure */
+        if (rc < 0) {
+            snprintf(why, why_len, "shared area of %llu bytes refused: %s",
+                     (unsigned long long)a->size, strerror(-rc));
+            free(s);
+            return rc;
+        }
     }
     c->shm = s;
+    atomic_store(&c->tenant->shm_given_up, false);
     c->tenant->shm_offered = s;
     PX_INFO("tenant %llu (%s pid %u): bulk bytes through %llu MiB of "
             "shared memory", (unsigned long long)c->tenant->num,
             c->tenant->program, c->tenant->pid,
             (unsigned long long)(a->size >> 20));
+    return 0;
+}
+
+/* ShmDetach, as its frame is read: every piece of ring 0 before it has
+ * been taken (in stream order); none may follow.  Its executor stops
+ * ring 1 and unmaps the area, in the tenant's order. */
+static int detach_area(struct px_conn *c, char *why, size_t why_len)
+{
+    if (!c->shm) {
+        snprintf(why, why_len, "no shared area to give up");
+        return -ENOENT;
+    }
+    c->shm_leaving = c->shm;
+    c->shm = NULL;
     return 0;
 }
 

@@ -269,6 +269,24 @@ static cl_int exec_shm_attach(struct px_call *c)
                      : px_fail(c, CL_INVALID_OPERATION, "no shared area");
 }
 
+/* The area given up (conn_input.c took no more of ring 0 after its
+ * frame): replies from here on carry their bytes on the stream, and the
+ * mapping goes, so that the device behind it can be unplugged.  Replies
+ * that named ring 1 left before this one's, in order. */
+static cl_int exec_shm_detach(struct px_call *c)
+{
+    struct px_tenant *t = c->t;
+
+    if (!t->shm)
+        return px_fail(c, CL_INVALID_OPERATION, "no shared area");
+    crn_shm_close(t->shm);
+    t->shm = t->shm_offered = NULL;
+    atomic_store(&t->shm_given_up, true);
+    PX_INFO("tenant %llu (%s pid %u): shared memory given up, bulk bytes "
+            "on the stream", (unsigned long long)t->num, t->program, t->pid);
+    return CL_SUCCESS;
+}
+
 static cl_int not_now(struct px_call *c)
 {
     return px_fail(c, CL_INVALID_OPERATION,
@@ -305,6 +323,7 @@ static exec_fn *const executors[] = {
     [CRANE__CLIENT_MESSAGE__MSG_SET_SPEC_CONSTANT] = px_exec_spec_constant,
     [CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC] = px_exec_svm_alloc,
     [CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH] = exec_shm_attach,
+    [CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH] = exec_shm_detach,
 };
 
 /* Answers a frame that cannot be executed at all. */

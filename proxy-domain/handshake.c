@@ -81,7 +81,7 @@ void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
         w.platforms = pv;
         w.resumed = resumed;
         w.shm_ok = !c->srv->no_shm && (c->srv->ep.kind == CRN_EP_UNIX ||
-                                       c->srv->shm_dir);
+                                       c->srv->shm_dir || c->srv->shm_pci);
         m.msg_case = CRANE__SERVER_MESSAGE__MSG_WELCOME;
         m.welcome = &w;
         o = px_out_pack(&m);

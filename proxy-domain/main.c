@@ -58,6 +58,11 @@ static const char usage[] =
     "  --shm-dir DIR       clients on any endpoint may name a file in DIR\n"
     "                      as their shared area (an ivshmem region's\n"
     "                      backing file, e.g. /dev/shm)\n"
+    "  --shm-pci DIR       in a proxy domain: clients on any endpoint may\n"
+    "                      name a shared area by the token in its header,\n"
+    "                      found in BAR 2 of an ivshmem-plain device under\n"
+    "                      DIR (/sys/bus/pci/devices) that the host plugged\n"
+    "                      into both the client's VM and this one\n"
     "  --log-level LEVEL   error, warn, info (default) or debug\n"
     "  --help              this text\n"
     "  --version           print \"crane-proxy VERSION\" and exit\n"
@@ -189,6 +194,7 @@ int main(int argc, char **argv)
         {"spares", required_argument, NULL, 'W'},
         {"no-shm", no_argument, NULL, 'N'},
         {"shm-dir", required_argument, NULL, 'S'},
+        {"shm-pci", required_argument, NULL, 'X'},
         /* Internal: a worker started by the supervisor (supervisor.c). */
         {"worker", no_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
@@ -298,6 +304,9 @@ int main(int argc, char **argv)
             break;
         case 'S':
             opts.shm_dir = optarg;
+            break;
+        case 'X':
+            opts.shm_pci = optarg;
             break;
         case 'h':
             fputs(usage, stdout);

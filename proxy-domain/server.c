@@ -79,6 +79,7 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     const char *iw = getenv("CRANE_PROXY_INLINE_WAITS");
     srv->inline_waits = !iw || strcmp(iw, "0") != 0;
     srv->shm_dir = opts->shm_dir;
+    srv->shm_pci = opts->shm_pci;
     srv->spares = opts->spares ? opts->spares : 1;
     srv->limits = opts->limits;
     srv->role = opts->role;

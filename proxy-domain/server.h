@@ -49,6 +49,8 @@ struct px_options {
     struct px_limits limits;
     bool no_shm;                 /* --no-shm: bulk always on the stream */
     const char *shm_dir;         /* --shm-dir: areas clients name */
+    const char *shm_pci;         /* --shm-pci: PCI devices' folder whose
+                                    ivshmem BARs hold clients' areas */
     unsigned spares;             /* --spares: idle workers kept ready */
 };
 
@@ -71,6 +73,7 @@ struct px_server {
     struct px_limits limits;
     bool no_shm;
     const char *shm_dir;
+    const char *shm_pci;
     unsigned spares;             /* idle workers kept ready (supervisor) */
     bool inline_waits;           /* small device waits on the loop thread */
     enum px_role role;

@@ -76,6 +76,7 @@ struct px_tenant {
      * ShmAttach executor from shm_offered, which the loop thread set. */
     struct crn_shm *shm, *shm_offered;
     bool shm_nowait;             /* executing on the loop thread: no waits */
+    atomic_bool shm_given_up;    /* a ShmDetach executed: area unmapped */
     struct px_staging *staging;  /* pinned read staging (staging.c) */
     uint64_t deferred_seq;       /* first failure without want_reply */
     int32_t deferred_err;

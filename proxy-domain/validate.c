@@ -489,7 +489,12 @@ int px_validate(const Crane__ClientMessage *m, char *why, size_t why_len)
     case CRANE__CLIENT_MESSAGE__MSG_SET_SPEC_CONSTANT:
         return check_spec_constant(m->set_spec_constant, why, why_len);
     case CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH:
-        /* Checked where the area is mapped (conn.c). */
+        /* Checked where the area is mapped (conn_input.c). */
+        if (m->shm_attach->token.len > 64)
+            return BAD("shared area token of %zu bytes",
+                       m->shm_attach->token.len);
+        return 0;
+    case CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH:
         return 0;
     case CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC:
         return check_svm_alloc(m->svm_alloc, why, why_len);

@@ -24,6 +24,7 @@
 #include "config.h"
 #include "control.h"
 #include "log.h"
+#include "remote_shm.h"
 #include "shim.h"
 
 #include "proto/auth.h"
@@ -273,6 +274,27 @@ static int cmd_query(const Crane__Control__DaemonMessage *m, int fd,
     return 0;
 }
 
+/* A shared area to use, or to give up (docs/remoting.md, "Shared
+ * memory"): only a program that remotes takes one; any program gives its
+ * up, even one back in passthrough that kept its connection. */
+static int cmd_shm(const Crane__Control__DaemonMessage *m, int fd,
+                   struct outcome *out)
+{
+    const Crane__Control__Shm *s = m->shm;
+    int rc;
+
+    (void)fd;
+    if (s->release)
+        return shim_remote_shm_release(out->error, sizeof(out->error));
+    if (current_mode() == MODE_PASSTHROUGH || current_mode() == MODE_PARKED)
+        return 0;        /* on its GPU: nothing to carry */
+    rc = shim_remote_shm_use(s->path, NULL, s->offset, s->limit, out->error,
+                             sizeof(out->error));
+    if (rc == -EBUSY)
+        return 0;        /* one attached already: kept */
+    return rc;
+}
+
 static const struct control_cmd {
     Crane__Control__DaemonMessage__MsgCase which;
     Crane__Control__Op op;
@@ -287,6 +309,8 @@ static const struct control_cmd {
      "abort", cmd_passthrough},
     {CRANE__CONTROL__DAEMON_MESSAGE__MSG_QUERY, CRANE__CONTROL__OP__OP_QUERY,
      "query", cmd_query},
+    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_SHM, CRANE__CONTROL__OP__OP_SHM,
+     "shm", cmd_shm},
 };
 
 static const char *why(int rc)
@@ -365,6 +389,11 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
     times.bytes_reinjected = out.t.bytes_reinjected;
     times.objects = out.t.objects;
     ack.times = &times;
+    struct shim_remote_shm_counts counts;
+    shim_remote_shm_counts(&counts);
+    ack.shm_bytes = counts.shm_bytes;
+    ack.stream_bytes = counts.stream_bytes;
+    ack.shm_attached = shim_remote_shm_attached();
     reply.id = m->id;
     reply.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_ACK;
     reply.ack = &ack;

@@ -147,6 +147,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
          * so that the proxy copies it out (freeing its room) while the
          * next piece is copied in. */
         flush = flush || bulk_len > BULK_INLINE;
+        atomic_fetch_add(&shim_conn.shm_bytes, bulk_len);
         bulk_len = 0;
         len = crane__client_message__get_packed_size(m);
     }
@@ -159,6 +160,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
                   f ? f->name : "?", len, MAX_FRAME);
         return -EMSGSIZE;
     }
+    atomic_fetch_add(&shim_conn.stream_bytes, bulk_len);
     bool inline_bulk = bulk_len <= BULK_INLINE;
     if ((rc = batch_reserve(4 + len + (inline_bulk ? bulk_len : 0))) < 0)
         return rc;

@@ -77,7 +77,10 @@ struct shim_conn {
     /* The shared area (docs/remoting.md, "Shared memory"): ring 0 is
      * filled under send_lock, ring 1 emptied by the reader thread. */
     struct crn_shm shm;
-    bool shm_on;
+    bool shm_on;                 /* senders put bulk into ring 0 */
+    atomic_bool shm_in;          /* the reader takes ring 1's pieces */
+    /* Bulk bytes carried each way together (remote_shm.h). */
+    atomic_uint_fast64_t shm_bytes, stream_bytes;
     /* Bulk bytes as this side moved them, in ns (the re-home report):
      * copying out (into ring 0 or the socket), waiting for ring 0's room,
      * copying in (from ring 1 or the socket, on the reader thread). */

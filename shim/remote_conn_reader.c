@@ -86,7 +86,8 @@ static int handle_reply(Crane__ServerMessage *msg)
             LOG_ERROR("remote: %llu unexpected bytes for call %llu",
                       (unsigned long long)r->bulk_len,
                       (unsigned long long)r->seq);
-        rc = shim_conn.shm_on
+        atomic_fetch_add(&shim_conn.shm_bytes, r->bulk_len);
+        rc = atomic_load(&shim_conn.shm_in)
                  ? crn_shm_take(&shim_conn.shm, CRN_SHM_TO_CLIENT, r->shm_pos,
                                 r->bulk_len,
                                 fits ? s->dst + r->bulk_offset : NULL)
@@ -102,6 +103,7 @@ static int handle_reply(Crane__ServerMessage *msg)
             return rc;
         }
     } else if (r->bulk_len) {
+        atomic_fetch_add(&shim_conn.stream_bytes, r->bulk_len);
         if (fits)
             rc = crn_bulk_read(shim_conn.fd, s->dst + r->bulk_offset,
                                r->bulk_len);

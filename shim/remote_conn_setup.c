@@ -232,12 +232,20 @@ static int send_attach(const char *name)
     } ctl;
     struct msghdr mh = {0};
     struct iovec iov;
-    uint8_t buf[256];
+    uint8_t buf[256], token[CRN_SHM_TOKEN_LEN];
     size_t len;
 
     a.size = shim_conn.shm.size;
     a.ring_len = shim_conn.shm.ring_len;
     a.name = (char *)(name ? name : "");
+    if (name) {
+        /* A file both sides map: the proxy checks the token in it (and
+         * finds an ivshmem BAR by it). */
+        if (crn_shm_token_new(&shim_conn.shm, token) < 0)
+            return -EIO;
+        a.token.data = token;
+        a.token.len = sizeof(token);
+    }
     RC_MSG(m, shm_attach, SHM_ATTACH, &a);
     m.seq = ++shim_conn.seq;
     m.want_reply = true;
@@ -332,6 +340,7 @@ static void shm_attach(const struct crn_endpoint *ep)
             close(shim_conn.shm.fd);
         shim_conn.shm.fd = -1;
         shim_conn.shm_on = true;
+        atomic_store(&shim_conn.shm_in, true);
         LOG_INFO("remote: bulk bytes go through %zu MiB of shared memory%s%s",
                  shim_conn.shm.size >> 20, name ? " in " : "",
                  name ? name : "");
@@ -428,6 +437,7 @@ int shim_remote_connect(void)
         goto fail_early;
     shim_conn.shm_ok = false;
     shim_conn.shm_on = false;
+    atomic_store(&shim_conn.shm_in, false);
     rc = handshake();
     if (rc == 0) {
         shm_attach(&ep);
@@ -465,6 +475,7 @@ fail_early:
     shim_remote_maps_clear();
     crn_shm_close(&shim_conn.shm);
     shim_conn.shm_on = false;
+    atomic_store(&shim_conn.shm_in, false);
     close(shim_conn.fd);
     shim_conn.fd = -1;
     return rc;
@@ -494,6 +505,7 @@ void shim_remote_disconnect(void)
     free_platforms();
     shim_remote_maps_clear();
     shim_conn.shm_on = false;
+    atomic_store(&shim_conn.shm_in, false);
     crn_shm_close(&shim_conn.shm);
     shim_conn.up = false;
 }

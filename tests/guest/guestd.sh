@@ -21,7 +21,7 @@ never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
 register-timeout program-bound socket-perms host-auth host-tls host-idle module-busy
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare abort-mid-prepare churn bad-host-input
-bad-shim-input port no-daemon cli"
+bad-shim-input port no-daemon cli shm"
 
 case "${1:-}" in
 --list) echo $CASES; exit 0 ;;
@@ -1135,6 +1135,88 @@ case_cli() {
     "$GUESTD" --config guest-daemon/crane-guestd.conf --check-config |
         grep -q '^host = /dev/virtio-ports/org.crane.guest.0' ||
         die "example config unreadable"
+}
+
+# bulk_of PID KIND: the bytes status reports for that program (shm or
+# stream), and whether its area is attached (KIND area).
+bulk_of() {
+    ctl status | awk -v pid="$1" -v kind="$2" '
+        $1 == "program" { cur = $2 }
+        $1 == "bulk:" && cur == pid {
+            if (kind == "shm") print $3
+            else if (kind == "stream") print $6
+            else print $9
+        }'
+}
+
+# The ivshmem path without a VM: a fake PCI folder whose ivshmem-plain
+# device's BAR is a plain file both sides map (as the guest's BAR and the
+# proxy domain's are one host memory); the proxy on TCP finds each area by
+# its token (--shm-pci).  Two programs remote on the stream, take a part
+# of the area each (cranectl shm) and move bulk bytes through it while
+# they compute, give it up (cranectl shm --release: bulk back on the
+# stream, no call lost), come back to passthrough and verify every byte.
+case_shm() {
+    local port="" pid s0 s1 t0 t1
+    mkdir -p "$T/pci/0000:00:05.0" "$T/pci/0000:00:06.0"
+    echo 0x1af4 >"$T/pci/0000:00:05.0/vendor"
+    echo 0x1110 >"$T/pci/0000:00:05.0/device"
+    truncate -s 16M "$T/pci/0000:00:05.0/resource2"
+    # Another device that is no ivshmem: never taken.
+    echo 0x1af4 >"$T/pci/0000:00:06.0/vendor"
+    echo 0x1005 >"$T/pci/0000:00:06.0/device"
+    truncate -s 16M "$T/pci/0000:00:06.0/resource2"
+    "$PROXY" --listen tcp:127.0.0.1:0 --shm-pci "$T/pci" >"$T/proxy.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 100); do
+        port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$T/proxy.log")
+        [ -n "$port" ] && break
+        sleep 0.05
+    done
+    [ -n "$port" ] || die "crane-proxy did not start"
+    start_daemon "proxy = tcp:127.0.0.1:$port" "pci_root = $T/pci"
+    worker 1; worker 2
+    wait_programs 2
+    advances 1 || die "worker 1 does not compute"
+    expect_fail "no ivshmem-plain device" shm --size 4096
+    expect_ok prepare --live
+    all_in remoting || die "not every program is remoting"
+    advances 1 || die "worker 1 stopped while remoting"
+    expect_ok shm --pci 0000:00:05.0 --size 16777216 | tee "$T/shm.out"
+    grep -q '^result: ok' "$T/shm.out" || die "shm: no 'result: ok'"
+    [ "$(grep -c 'its shared area is .*0000:00:05.0/resource2' "$T/proxy.log")" = 2 ] ||
+        die "the proxy did not find both areas in the BAR"
+    grep -q 'resource2 at 8388608' "$T/proxy.log" || die "no second part at 8 MiB"
+    for w in 1 2; do advances $w || die "worker $w stopped on shared memory"; done
+    for pid in $W1 $W2; do
+        [ "$(bulk_of $pid area)" = attached ] || die "$pid: no area attached"
+    done
+    s0=$(bulk_of $W1 shm)
+    t0=$(bulk_of $W1 stream)
+    advances 1; advances 1
+    s1=$(bulk_of $W1 shm)
+    t1=$(bulk_of $W1 stream)
+    echo "worker 1 while attached: shm $s0 -> $s1 B, stream $t0 -> $t1 B"
+    [ "$s1" -gt "$s0" ] || die "no bulk bytes through the shared area"
+    [ "$t1" = "$t0" ] || die "bulk bytes on the stream while attached"
+    expect_ok shm --release | tee "$T/release.out"
+    grep -q '^result: ok' "$T/release.out" || die "release: no 'result: ok'"
+    [ "$(grep -c 'shared memory given up' "$T/proxy.log")" = 2 ] ||
+        die "the proxy did not give both areas up"
+    for pid in $W1 $W2; do
+        [ "$(bulk_of $pid area)" = none ] || die "$pid: area still attached"
+    done
+    s0=$(bulk_of $W1 shm)
+    t0=$(bulk_of $W1 stream)
+    advances 1; advances 1
+    s1=$(bulk_of $W1 shm)
+    t1=$(bulk_of $W1 stream)
+    echo "worker 1 after release: shm $s0 -> $s1 B, stream $t0 -> $t1 B"
+    [ "$s1" = "$s0" ] || die "bulk bytes through the area after its release"
+    [ "$t1" -gt "$t0" ] || die "no bulk bytes on the stream after the release"
+    expect_ok resume
+    all_in passthrough || die "not every program is back in passthrough"
+    finish_workers 1 2
 }
 
 fn="case_${1//-/_}"

@@ -1,6 +1,8 @@
 /* crane-proxy's shared-memory path on PoCL: `shm_test NAME` runs one case
- * (a memfd over the unix socket, a file in --shm-dir, and what is refused:
- * pieces out of place, an unsealed memfd, names it must not open). */
+ * (a memfd over the unix socket, a file in --shm-dir, an ivshmem BAR found
+ * by its token (--shm-pci), an area given up mid-connection, and what is
+ * refused: pieces out of place, an unsealed memfd, names it must not open,
+ * tokens no BAR or two BARs hold). */
 #include "client.h"
 
 #include "proto/frame.h"
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { CTX = 1, QUEUE = 2, BUF = 3 };
@@ -23,6 +26,11 @@ enum { CTX = 1, QUEUE = 2, BUF = 3 };
  * wrap, skipping their ends. */
 #define BYTES (3u << 20)
 #define PIECE (192u << 10)
+
+/* A token and offset for the next attach (the ivshmem shape), reset by
+ * it. */
+static const uint8_t *next_token;
+static uint64_t next_offset;
 
 /* Sends ShmAttach for S (a descriptor with it unless NAME) and returns the
  * Reply's err. */
@@ -37,6 +45,13 @@ static int attach(struct client *c, struct crn_shm *s, int fd,
     a.size = s->size;
     a.ring_len = s->ring_len;
     a.name = (char *)(name ? name : "");
+    if (next_token) {
+        a.token.data = (uint8_t *)next_token;
+        a.token.len = CRN_SHM_TOKEN_LEN;
+        a.offset = next_offset;
+    }
+    next_token = NULL;
+    next_offset = 0;
     m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH;
     m.shm_attach = &a;
     m.seq = ++c->seq;
@@ -313,6 +328,240 @@ static int test_off(void)
     return 0;
 }
 
+/* A PCI device under ROOT (ADDR, VENDOR:DEVICE) whose BAR 2 is a file of
+ * BAR bytes; its path in BAR_PATH. */
+static void fake_device(const char *root, const char *addr, const char *vendor,
+                        const char *device, size_t bar, char *bar_path,
+                        size_t bar_len)
+{
+    char path[256];
+    FILE *f;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/%s", root, addr);
+    CHECK(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/%s/vendor", root, addr);
+    CHECK((f = fopen(path, "w")) != NULL);
+    fprintf(f, "%s\n", vendor);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/%s/device", root, addr);
+    CHECK((f = fopen(path, "w")) != NULL);
+    fprintf(f, "%s\n", device);
+    fclose(f);
+    snprintf(bar_path, bar_len, "%s/%s/resource2", root, addr);
+    fd = open(bar_path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0);
+    CHECK(ftruncate(fd, (off_t)bar) == 0);
+    close(fd);
+}
+
+/* The proxy in a proxy domain (--shm-pci): the client's area is found by
+ * its token among the ivshmem BARs, at the offset it names; a token no
+ * ivshmem BAR holds, or two of them hold, is refused, and a device of
+ * another kind is never looked into. */
+static int test_pci(void)
+{
+    char root[] = "/tmp/crane-pci-XXXXXX", a_bar[256], b_bar[256],
+         x_bar[256], cmd[300];
+    uint8_t tok_a[CRN_SHM_TOKEN_LEN], tok_b[CRN_SHM_TOKEN_LEN],
+        nobody[CRN_SHM_TOKEN_LEN];
+    const uint64_t off = 4u << 20;
+    struct crn_shm a, b, x;
+    struct proxy p;
+    struct client c, c2;
+
+    CHECK(mkdtemp(root) != NULL);
+    fake_device(root, "0000:00:03.0", "0x1af4", "0x1110", 8u << 20, a_bar,
+                sizeof(a_bar));
+    fake_device(root, "0000:00:04.0", "0x1af4", "0x1110", 8u << 20, b_bar,
+                sizeof(b_bar));
+    /* An ivshmem-doorbell (0x1110 of another vendor is no ivshmem). */
+    fake_device(root, "0000:00:05.0", "0x8086", "0x1110", 8u << 20, x_bar,
+                sizeof(x_bar));
+    CHECK_EQ(crn_shm_map_file_at(a_bar, off, 0, RING, &a), 0);
+    CHECK_EQ(crn_shm_token_new(&a, tok_a), 0);
+    CHECK_EQ(crn_shm_map_file_at(b_bar, off, 0, RING, &b), 0);
+    CHECK_EQ(crn_shm_token_new(&b, tok_b), 0);
+    /* The other kind of device holds a copy of A's header: ignored. */
+    CHECK_EQ(crn_shm_map_file_at(x_bar, off, 0, RING, &x), 0);
+    memcpy(x.base, a.base, CRN_SHM_HEADER);
+    memset(nobody, 0x42, sizeof(nobody));
+
+    proxy_start(&p, "tcp", "--shm-pci", root, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    next_token = nobody;
+    next_offset = off;
+    CHECK(attach(&c, &a, -1, NULL) != 0);
+    CHECK(proxy_wait_log(&p, "no ivshmem BAR holds", 1));
+    /* The right token at the wrong offset holds no area there. */
+    next_token = tok_a;
+    next_offset = 0;
+    CHECK(attach(&c, &a, -1, NULL) != 0);
+    next_token = tok_a;
+    next_offset = off;
+    CHECK_EQ(attach(&c, &a, -1, NULL), 0);
+    CHECK(proxy_wait_log(&p, "0000:00:03.0/resource2", 1));
+    round_trip(&c, &a, 13);
+
+    /* A second client copies A's header into its own BAR: now two BARs
+     * hold the token and neither is taken. */
+    client_open(&c2, &p, NULL, 0, NULL, 0);
+    memcpy(b.base + CRN_SHM_OFF_TOKEN, tok_a, CRN_SHM_TOKEN_LEN);
+    next_token = tok_a;
+    next_offset = off;
+    CHECK(attach(&c2, &b, -1, NULL) != 0);
+    CHECK(proxy_wait_log(&p, "more than one ivshmem BAR", 1));
+    client_close(&c2);
+    client_close(&c);
+    crn_shm_close(&a);
+    crn_shm_close(&b);
+    crn_shm_close(&x);
+    proxy_stop(&p);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0);
+    return 0;
+}
+
+/* Sends ShmDetach (want_reply) and returns its seq; the reply is read by
+ * the caller, after those of the calls before it. */
+static uint64_t send_detach(struct client *c)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__ShmDetach d = CRANE__SHM_DETACH__INIT;
+
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH;
+    m.shm_detach = &d;
+    m.want_reply = 1;
+    client_send(c, &m, NULL, 0);
+    return m.seq;
+}
+
+/* An area given up mid-connection, with calls in flight: writes whose
+ * bytes are in ring 0 and a read whose answer comes through ring 1 are
+ * sent, then ShmDetach before any answer is read; the read's bytes arrive
+ * through the area before the detach's answer, every byte lands; later
+ * bulk takes the stream, a piece in the old ring is refused, and a new
+ * area can be attached and used. */
+static int test_detach(void)
+{
+    struct proxy p;
+    struct client c;
+    struct crn_shm s, s2;
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
+    Crane__ServerMessage *sm;
+    uint8_t *in = malloc(BYTES), *out = malloc(BYTES);
+    uint64_t pos, seq_detach;
+    size_t got = 0, ring_bytes = 0;
+
+    CHECK(in && out);
+    for (size_t i = 0; i < BYTES; i++)
+        in[i] = (uint8_t)(i * 7 + (i >> 9));
+    proxy_start(&p, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    tc_context(&c, CTX);
+    tc_queue(&c, QUEUE, CTX);
+    CHECK_EQ(tc_buffer(&c, false, BUF, CTX, BYTES, NULL), 0);
+    /* Remoting on the stream first, as a guest does before its device is
+     * plugged; then the area. */
+    for (size_t i = 0; i < BYTES; i++)
+        out[i] = (uint8_t)~in[i];
+    CHECK_EQ(tc_write(&c, true, QUEUE, BUF, 0, out, BYTES), 0);
+    CHECK_EQ(crn_shm_create(RING, &s), 0);
+    CHECK_EQ(attach(&c, &s, s.fd, NULL), 0);
+    write_shm(&c, &s, in, BYTES);
+    memset(out, 0, BYTES);
+
+    /* In flight: a read of everything (its chunks through ring 1), then
+     * the detach; nothing read yet. */
+    mc.queue = QUEUE;
+    mc.op = CRANE__MEM_OP__MEM_READ;
+    mc.src = BUF;
+    mc.size = BYTES;
+    mc.blocking = 1;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+    m.mem_command = &mc;
+    m.want_reply = 1;
+    client_send(&c, &m, NULL, 0);
+    seq_detach = send_detach(&c);
+    for (;;) {
+        sm = client_reply(&c, m.seq);
+        Crane__Reply *r = sm->reply;
+        if (r->bulk_len) {
+            CHECK_EQ(r->bulk_offset, got);
+            CHECK(got + r->bulk_len <= BYTES);
+            if (r->shm_bulk) {
+                CHECK_EQ(crn_shm_take(&s, CRN_SHM_TO_CLIENT, r->shm_pos,
+                                      r->bulk_len, out + got), 0);
+                ring_bytes += r->bulk_len;
+            } else {
+                for (size_t have = 0; have < r->bulk_len;) {
+                    ssize_t n = read(c.fd, out + got + have,
+                                     r->bulk_len - have);
+                    CHECK(n > 0);
+                    have += (size_t)n;
+                }
+            }
+            got += r->bulk_len;
+        }
+        bool last = !r->more;
+        CHECK_EQ(r->err, 0);
+        crane__server_message__free_unpacked(sm, NULL);
+        if (last)
+            break;
+    }
+    CHECK_EQ(got, BYTES);
+    CHECK(ring_bytes > 0);
+    CHECK(memcmp(in, out, BYTES) == 0);
+    sm = client_reply(&c, seq_detach);
+    CHECK_EQ(sm->reply->err, 0);
+    crane__server_message__free_unpacked(sm, NULL);
+    CHECK(proxy_wait_log(&p, "shared memory given up", 1));
+
+    /* After it: the stream carries bulk both ways. */
+    for (size_t i = 0; i < BYTES; i++)
+        in[i] ^= 0x5a;
+    CHECK_EQ(tc_write(&c, true, QUEUE, BUF, 0, in, BYTES), 0);
+    memset(out, 0, BYTES);
+    CHECK_EQ(tc_read(&c, QUEUE, BUF, 0, out, BYTES), 0);
+    CHECK(memcmp(in, out, BYTES) == 0);
+    /* A piece in the old ring is refused, lands nowhere. */
+    CHECK_EQ(crn_shm_reserve(&s, CRN_SHM_TO_PROXY, PIECE, &pos), 0);
+    memset(crn_shm_at(&s, CRN_SHM_TO_PROXY, pos), 0xee, PIECE);
+    post_shm_write(&c, 0, pos, PIECE);
+    {
+        Crane__ClientMessage f = CRANE__CLIENT_MESSAGE__INIT;
+        Crane__Sync sy = CRANE__SYNC__INIT;
+        sy.op = CRANE__SYNC_OP__SYNC_FINISH;
+        sy.queue = QUEUE;
+        f.msg_case = CRANE__CLIENT_MESSAGE__MSG_SYNC;
+        f.sync = &sy;
+        CHECK_EQ(client_call(&c, &f, NULL, 0, &sm), 0);
+        CHECK_EQ(sm->reply->deferred_err, CL_INVALID_VALUE);
+        crane__server_message__free_unpacked(sm, NULL);
+    }
+    /* Giving up twice is refused. */
+    seq_detach = send_detach(&c);
+    sm = client_reply(&c, seq_detach);
+    CHECK(sm->reply->err != 0);
+    crane__server_message__free_unpacked(sm, NULL);
+    crn_shm_close(&s);
+
+    /* A new area (as on the next host with one): used again. */
+    CHECK_EQ(crn_shm_create(RING, &s2), 0);
+    CHECK_EQ(attach(&c, &s2, s2.fd, NULL), 0);
+    write_shm(&c, &s2, in, BYTES);
+    memset(out, 0, BYTES);
+    read_shm(&c, &s2, out, BYTES);
+    CHECK(memcmp(in, out, BYTES) == 0);
+    client_close(&c);
+    crn_shm_close(&s2);
+    proxy_stop(&p);
+    free(in);
+    free(out);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(void);
@@ -321,6 +570,8 @@ static const struct {
     {"file", test_file},
     {"refused", test_refused},
     {"off", test_off},
+    {"pci", test_pci},
+    {"detach", test_detach},
 };
 
 int main(int argc, char **argv)

@@ -23,6 +23,7 @@ TEST_ENTRY(shm_ring_full_then_freed)
 TEST_ENTRY(shm_take_refuses_pieces_out_of_place)
 TEST_ENTRY(shm_reserve_distrusts_consumed)
 TEST_ENTRY(shm_map_refuses_bad_areas)
+TEST_ENTRY(shm_file_part_and_token)
 
 /* proto/pcopy.c: tests/unit/test_pcopy.c */
 TEST_ENTRY(pcopy_matches_memcpy)

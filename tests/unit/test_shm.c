@@ -108,3 +108,37 @@ TEST(shm_map_refuses_bad_areas)
               -EINVAL);
     crn_shm_close(&s);
 }
+
+/* A file-backed area at an offset of its file (a program's part of an
+ * ivshmem BAR): the layout stays inside the part, the peer finds it there
+ * with the token written, and parts that do not fit are refused. */
+TEST(shm_file_part_and_token)
+{
+    char path[] = "/tmp/crane-shm-unit-XXXXXX";
+    uint8_t token[CRN_SHM_TOKEN_LEN], other[CRN_SHM_TOKEN_LEN] = {1};
+    struct crn_shm a, b;
+    int fd = mkstemp(path);
+
+    ASSERT(fd >= 0);
+    ASSERT_EQ(ftruncate(fd, 4u << 20), 0);
+    close(fd);
+    /* A part of 1 MiB at 2 MiB: rings as large as it allows. */
+    ASSERT_EQ(crn_shm_map_file_at(path, 2u << 20, 1u << 20, 8u << 20, &a), 0);
+    ASSERT(a.size <= (1u << 20));
+    ASSERT_EQ(a.ring_len, ((1u << 20) - 4096) / 2 / 4096 * 4096);
+    ASSERT_EQ(crn_shm_token_new(&a, token), 0);
+    ASSERT_EQ(crn_shm_map_file_at(path, 2u << 20, 0, 0, &b), 0);
+    ASSERT_EQ(b.ring_len, a.ring_len);
+    ASSERT(crn_shm_token_is(&b, token, sizeof(token)));
+    ASSERT(!crn_shm_token_is(&b, other, sizeof(other)));
+    ASSERT(!crn_shm_token_is(&b, token, sizeof(token) - 1));
+    crn_shm_close(&b);
+    /* No area at the file's start; offsets off the page or past the end. */
+    ASSERT_EQ(crn_shm_map_file_at(path, 0, 0, 0, &b), -EINVAL);
+    ASSERT_EQ(crn_shm_map_file_at(path, 100, 0, RING, &b), -EINVAL);
+    ASSERT_EQ(crn_shm_map_file_at(path, 4u << 20, 0, RING, &b), -EINVAL);
+    /* A part too small for two rings. */
+    ASSERT_EQ(crn_shm_map_file_at(path, 0, 64u << 10, RING, &b), -ENOSPC);
+    crn_shm_close(&a);
+    unlink(path);
+}
