@@ -29,7 +29,8 @@
 #               copies straight into the RAM copy) and CRANE_COPY_THREADS=1
 #               (every bulk copy on one core): what each part is worth
 #   precopy     bench/remote/run.sh precopy --precopy 4096:16 --reps 3
-#               (4 GiB held, 16 MiB hot), on its own: it takes minutes
+#               (4 GiB held, 16 MiB hot) over TCP loopback, then over the
+#               shared-memory path (--transport shm): minutes
 #   overhead    bench/overhead/run.sh on NVIDIA alone
 #   cross       bench/remote/cross-vendor.sh (NVIDIA <-> PoCL moves)
 #   hostaccess  tests/integration/lenient.sh --vendors on NVIDIA alone: a
@@ -121,8 +122,11 @@ part_phases() {
 
 part_precopy() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
-    nv bench/remote/run.sh --reps 3 --precopy "4096:16" --build "$root/$B" \
-        precopy
+    for t in tcp shm; do
+        echo "## --transport $t"
+        nv bench/remote/run.sh --transport $t --reps 3 --precopy "4096:16" \
+            --build "$root/$B" precopy
+    done
 }
 
 part_overhead() {
