@@ -53,10 +53,12 @@ $(B)/obj/shim/%.o: shim/%.c | $(PROTO_GEN_H)
 	$(CC) $(CFLAGS) $(PROTO_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 # The proto archive goes inside, its names hidden (--exclude-libs) so they
-# never clash with the program's.
+# never clash with the program's.  -z initfirst: the shim's constructor
+# (exports.c hands the store its ICD table) runs before any other
+# library's, which might call OpenCL.
 $(SHIM_LIB): $(SHIM_OBJS) $(PROTO_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libcrane.so -Wl,-z,defs \
+	$(CC) -shared -Wl,-soname,libcrane.so -Wl,-z,defs -Wl,-z,initfirst \
 	    -Wl,--exclude-libs,ALL -o $@ $(SHIM_OBJS) \
 	    $(PROTO_LIB) $(PROTOBUF_C_LIBS) $(GNUTLS_LIBS) $(LDFLAGS) -ldl -pthread
 

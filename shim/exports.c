@@ -1,5 +1,6 @@
 /* The generic entry points, the ICD dispatch table and the name table, all
- * expanded from cl_api.def. */
+ * expanded from cl_api.def, and the extension lookups that read it. */
+#include <dlfcn.h>
 #include <string.h>
 
 #include "log.h"
@@ -112,6 +113,17 @@ const struct _cl_icd_dispatch shim_icd_dispatch = {
 #undef SHIM_MAP
 #undef SHIM_MANUAL
 
+/* The store stamps every new shadow with the table, which it is handed
+ * when the library loads, before any call can make a shadow: the table
+ * names every entry point, so a store naming it would be tied to every
+ * file above it (shim/README.md, "Layers").  libcrane.so is linked with
+ * -z initfirst (Makefile), so this runs before any other library's
+ * constructor, one of which might call OpenCL. */
+__attribute__((constructor)) static void table_to_store(void)
+{
+    shim_store_set_dispatch(&shim_icd_dispatch);
+}
+
 /* Names for clGetExtensionFunctionAddress and for logs. */
 struct shim_entry {
     const char *name;
@@ -145,4 +157,26 @@ void *shim_lookup_entry(const char *name)
 size_t shim_entry_count(void)
 {
     return sizeof(shim_entries) / sizeof(shim_entries[0]);
+}
+
+/* Extension lookups return the shim's own functions for every entry point
+ * it wraps; vendor extensions would receive shim handles they cannot read,
+ * so they are not offered. */
+SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL
+clGetExtensionFunctionAddress(const char *func_name)
+{
+    shim_init();
+    /* The ICD loader's own queries take no handles: let them through. */
+    if (func_name && strncmp(func_name, "clGetICDLoaderInfo", 18) == 0)
+        return dlsym(RTLD_NEXT, func_name);
+    return shim_lookup_entry(func_name);
+}
+
+SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL
+clGetExtensionFunctionAddressForPlatform(cl_platform_id platform,
+                                         const char *func_name)
+{
+    if (!SHIM_AS(shim_platform, SHIM_PLATFORM, platform))
+        return NULL;
+    return shim_lookup_entry(func_name);
 }

@@ -27,6 +27,21 @@ static struct shim_obj *free_lists[SHIM_KIND_COUNT];
 static size_t live_count[SHIM_KIND_COUNT];
 static uint64_t next_seq = 1;
 
+/* Handed over by the files above (shim.h): the ICD table and the twins'
+ * release. */
+static const struct _cl_icd_dispatch *icd_table;
+static void (*twin_release)(struct shim_obj *o);
+
+void shim_store_set_dispatch(const struct _cl_icd_dispatch *table)
+{
+    icd_table = table;
+}
+
+void shim_store_set_twin_release(void (*release)(struct shim_obj *o))
+{
+    twin_release = release;
+}
+
 /* Live memory objects and samplers by address (key and value the same),
  * for kernels without argument info: there an 8-byte argument may or may
  * not be a handle.  Guarded by store_lock. */
@@ -62,7 +77,7 @@ void *shim_obj_new(const struct shim_kind_ops *ops, size_t size, void *real)
     else if (!(o = calloc(1, size)))
         return NULL;
 
-    o->dispatch = &shim_icd_dispatch;
+    o->dispatch = icd_table;
     o->kind = kind;
     o->ops = ops;
     o->real = real;
@@ -95,7 +110,8 @@ void *shim_obj_new(const struct shim_kind_ops *ops, size_t size, void *real)
  * references this shadow held on others, recycle the memory. */
 static void obj_final(struct shim_obj *o)
 {
-    shim_twin_release(o);
+    if (twin_release)
+        twin_release(o);
     if (o->real)
         shim_real_release(o);
     o->real = NULL;

@@ -21,32 +21,6 @@
 
 #include "rehome_int.h"
 
-SHIM_TLS bool shim_own_calls;
-
-/* The first error of the program's batched calls that a switch away from
- * the proxy took with it, for the program's next clFinish or
- * clWaitForEvents: a switch must neither fail for it (the program's
- * error, not the switch's) nor lose it. */
-static atomic_int owed;
-
-static void owe(cl_int err)
-{
-    int none = CL_SUCCESS;
-
-    if (err != CL_SUCCESS) {
-        LOG_DEBUG("re-home: an error of a batched call (%d) goes on to the "
-                  "program's next clFinish or clWaitForEvents", err);
-        atomic_compare_exchange_strong(&owed, &none, err);
-    }
-}
-
-cl_int shim_owed_take(void)
-{
-    if (SHIM_LIKELY(!atomic_load_explicit(&owed, memory_order_relaxed)))
-        return CL_SUCCESS;
-    return (cl_int)atomic_exchange(&owed, CL_SUCCESS);
-}
-
 /* The first cause of the switch under way's failure, in words, for the
  * operator (cranectl status, through control.c). */
 static char fail_reason[240];
@@ -176,7 +150,9 @@ static int begin(const struct shim_backend_ops *to,
     memset(t, 0, sizeof(*t));
     fail_reason[0] = '\0';
     shim_precopy_forget();
-    if (shim_init() < 0)
+    /* Every caller started the shim (start.c): the control thread and
+     * the test hook only once it started well, crane_rehome itself. */
+    if (shim.init_err < 0)
         return -ENODEV;
     if (shim_in_callback) {
         LOG_WARN("re-home: refused from inside an OpenCL callback");
@@ -269,7 +245,7 @@ static int switch_to(const struct shim_backend_ops *to,
     }
     /* The program's errors left on the proxy go with it. */
     if (rc == 0 && from == &shim_remote_ops && to != from)
-        owe(shim_remote_hand_over_deferred());
+        shim_owe(shim_remote_hand_over_deferred());
     /* Objects made ahead that this switch did not adopt. */
     shim_precopy_drop_targets();
     reopen(&ps, t, t0);
@@ -296,7 +272,7 @@ static int park(struct shim_rehome_times *t)
         return end(t, rc, from->name, "parked");
     }
     if (from == &shim_remote_ops)
-        owe(shim_remote_hand_over_deferred());
+        shim_owe(shim_remote_hand_over_deferred());
     shim.parked = true;
     shim.parked_from = from;
     shim.parked_at = t0;
@@ -389,12 +365,3 @@ int shim_rehome(struct shim_rehome_times *t)
         target = &shim_native_ops;
     return shim_switch(target, t);
 }
-
-/* The documented test hook: a program (or a debugger) may call this to
- * re-home at a moment of its choosing.  Returns 0 or a negative errno. */
-SHIM_EXPORT int crane_rehome(void)
-{
-    struct shim_rehome_times t;
-    return shim_rehome(&t);
-}
-

@@ -355,15 +355,24 @@ extern SHIM_TLS cl_int shim_vendor_err;
 
 /* Set while this thread runs a switch (rehome.c): its calls to the proxy
  * answer their own verdicts and leave the errors of the program's batched
- * calls to the program (remote_conn.c). */
+ * calls to the program (remote_conn.c).  In state.c. */
 extern SHIM_TLS bool shim_own_calls;
-/* An error of a batched call that a switch away from the proxy handed on:
- * owed once to the program's next clFinish or clWaitForEvents (rehome.c);
- * CL_SUCCESS if none. */
+/* An error of a batched call that a switch away from the proxy handed on
+ * (shim_owe, rehome.c): owed once to the program's next clFinish or
+ * clWaitForEvents; CL_SUCCESS if none.  In state.c. */
+void shim_owe(cl_int err);
 cl_int shim_owed_take(void);
 
-/* Releases a shadow's twin on the proxy, if it has one (rehome.c). */
+/* Releases a shadow's twin on the proxy, if it has one (rehome_linger.c). */
 void shim_twin_release(struct shim_obj *o);
+
+/* What the store calls above itself, handed to it by the files above:
+ * the ICD table every new shadow points at (exports.c, when the library
+ * loads) and the release of a shadow's twin (start.c, before the first
+ * shadow).  Through these the store names neither the entry points nor
+ * the switch. */
+void shim_store_set_dispatch(const struct _cl_icd_dispatch *table);
+void shim_store_set_twin_release(void (*release)(struct shim_obj *o));
 
 /* Releases the real handle of any kind through its vendor (its kind's
  * row), ... */
@@ -490,7 +499,11 @@ struct shim_gate_slot *shim_gate_slot_claim(void);
 void shim_gate_wait_open(void);
 void shim_gate_signal(void);
 void shim_test_hook_fire(void);
-void shim_test_hook_arm(unsigned long every);
+struct shim_rehome_times;
+/* Re-homes through REHOME (start.c passes shim_rehome) before every
+ * EVERY-th call. */
+void shim_test_hook_arm(unsigned long every,
+                        int (*rehome)(struct shim_rehome_times *t));
 
 static inline void shim_gate_fence(void)
 {
@@ -562,7 +575,7 @@ void shim_staging_prepare_switch(const struct shim_backend_ops *from,
  * program (precopy.c). */
 void shim_precopy(const struct shim_backend_ops *to);
 
-/* --- process-wide state (init.c) ----------------------------------------- */
+/* --- process-wide state (state.c; set up by start.c) --------------------- */
 
 struct shim_state {
     pthread_once_t once;
@@ -581,7 +594,9 @@ struct shim_state {
 extern struct shim_state shim;
 extern const struct _cl_icd_dispatch shim_icd_dispatch;
 
+/* The start, once (start.c): 0, or -errno if the backend did not load. */
 int shim_init(void);
+/* Binds the shadow platforms and devices to the backend's (devices.c). */
 int shim_platforms_bind(void);
 
 /* Profiling timestamps on one timeline per device (timebase.c). */

@@ -1,0 +1,45 @@
+/* The shim's start: the program's first OpenCL call (or crane_rehome)
+ * loads the backend, makes the shadows of its platforms and devices and
+ * starts the control thread.  The top of the shim's layers: here the
+ * files below are handed what they call above themselves (the store the
+ * twins' release, the gate's test hook the switch). */
+#include "config.h"
+#include "control.h"
+#include "log.h"
+#include "shim.h"
+
+static void init_once(void)
+{
+    crn_log_init_env("crane-shim");
+    shim_config_load();
+    shim_store_set_twin_release(shim_twin_release);
+    shim.backend = shim_config.start_remote ? &shim_remote_ops
+                                            : &shim_native_ops;
+    shim.init_err = shim.backend->load();
+    if (shim.init_err == 0)
+        shim.init_err = shim_platforms_bind();
+    if (shim.init_err == 0 && shim_config.rehome_every) {
+        LOG_INFO("test hook: re-home before every %lu-th OpenCL call",
+                 shim_config.rehome_every);
+        shim_test_hook_arm(shim_config.rehome_every, shim_rehome);
+    }
+    if (shim.init_err == 0)
+        shim_control_start();
+}
+
+int shim_init(void)
+{
+    pthread_once(&shim.once, init_once);
+    return shim.init_err;
+}
+
+/* The documented test hook: a program (or a debugger) may call this to
+ * re-home at a moment of its choosing, before its first OpenCL call too.
+ * Returns 0 or a negative errno. */
+SHIM_EXPORT int crane_rehome(void)
+{
+    struct shim_rehome_times t;
+
+    shim_init();  /* a failed start: the switch answers -ENODEV */
+    return shim_rehome(&t);
+}
