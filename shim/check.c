@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "proto/clrules.h"
+#include "check.h"
 #include "remote.h"
 
 /*
@@ -18,17 +19,6 @@
  * checks run only for the remote backend: the program sees the vendor's
  * own answer there, its own order of checks included.
  */
-
-bool shim_real_on_remote(const void *real)
-{
-    return real && VENDOR(real) == &shim_remote_dispatch;
-}
-
-bool shim_on_remote(const void *handle)
-{
-    const struct shim_obj *o = handle;
-    return o && shim_real_on_remote(o->real);
-}
 
 /* A buffer or sub-buffer of this context; else the error OpenCL names. */
 static cl_int buffer_of(const struct shim_queue *q, cl_mem handle,

@@ -1,18 +1,15 @@
-/* OpenCL's rules for commands the remote backend batches (check.c).  Part
- * of shim.h (include that): it needs the shadows' types declared before it
- * there. */
+/* OpenCL's rules for commands the remote backend batches (check.c), for
+ * the files that check them before a call is batched. */
 #ifndef CRANE_SHIM_CHECK_H
 #define CRANE_SHIM_CHECK_H
+
+#include "shim.h"
 
 /* Each returns CL_SUCCESS or the error OpenCL names for the call.  The
  * rules on objects, sizes and wait lists are checked only for a queue on
  * the remote backend (the vendor judges them itself in passthrough); the
  * transfers' checks end with shim_mem_host_check's. */
 
-/* Whether a real handle is the remote backend's (an object of the
- * proxy), and whether a live shadow's real handle is. */
-bool shim_real_on_remote(const void *real);
-bool shim_on_remote(const void *handle);
 cl_int shim_check_wait_context(const struct shim_queue *q, cl_uint n,
                                const cl_event *events);
 /* A command with no object of its own (a marker, a barrier). */
@@ -48,7 +45,6 @@ cl_int shim_check_fill_image(cl_command_queue queue, cl_mem image,
  * device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (the remote backend's devices:
  * asked once, shim_remote_device_max_alloc in remote_context.c). */
 cl_int shim_check_buffer_size(const struct shim_context *c, size_t size);
-cl_ulong shim_remote_device_max_alloc(void *device);
 cl_int shim_check_copy_buffer_rect(
     cl_command_queue queue, cl_mem src_buffer, cl_mem dst_buffer,
     const size_t *src_origin, const size_t *dst_origin, const size_t *region,

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
+#include "check.h"
 #include "log.h"
 #include "shim.h"
 

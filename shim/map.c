@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "check.h"
 #include "log.h"
 #include "shim.h"
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "mem_int.h"
 
 /* Creates the vendor's object for `m` with `flags`. */

@@ -15,7 +15,7 @@
  * batched and leave at the next call that needs an answer.
  */
 struct rc_obj {
-    const struct _cl_icd_dispatch *dispatch;  /* &shim_remote_dispatch */
+    const struct _cl_icd_dispatch *dispatch;  /* shim_remote_table */
     uint64_t id;
     enum shim_kind kind;
     bool user_event;             /* a struct rc_user_event */
@@ -300,6 +300,9 @@ extern const struct shim_remote_row shim_remote_rows[];
 extern const size_t shim_remote_n_rows;
 
 extern const struct _cl_icd_dispatch shim_remote_dispatch;
+/* The largest allocation of a device of the proxy, asked once (for
+ * shim_check_buffer_size, check.c). */
+cl_ulong shim_remote_device_max_alloc(void *device);
 extern const struct shim_backend_ops shim_remote_ops;
 
 /* A message of type CASE with its payload in FIELD. */

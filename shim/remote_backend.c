@@ -6,6 +6,7 @@
 
 static int remote_load(void)
 {
+    shim_remote_table = &shim_remote_dispatch;
     return shim_remote_connect();
 }
 

@@ -438,6 +438,27 @@ SHIM_REAL_FN(SHIM_EVENT, cl_event, shim_real_event)
 /* The vendor dispatch table behind a real handle. */
 #define VENDOR(real) (*(struct _cl_icd_dispatch *const *)(real))
 
+/* The remote backend's dispatch table (remote_dispatch.c), which every
+ * handle of a proxy's object starts with; NULL until that backend first
+ * loads (remote_backend.c sets it).  Kept here, in the process state
+ * (state.c), so that the files which make such handles (remote_obj.c,
+ * remote_conn_setup.c) or ask whose a handle is need not name the table,
+ * which itself names every rc_ row. */
+extern const struct _cl_icd_dispatch *shim_remote_table;
+
+/* Whether a real handle is the remote backend's (an object of the
+ * proxy), and whether a live shadow's real handle is. */
+static inline bool shim_real_on_remote(const void *real)
+{
+    return real && shim_remote_table && VENDOR(real) == shim_remote_table;
+}
+
+static inline bool shim_on_remote(const void *handle)
+{
+    const struct shim_obj *o = handle;
+    return o && shim_real_on_remote(o->real);
+}
+
 /* Defines release_real for a kind row (struct shim_kind_ops) whose real
  * handles all go back to their vendor through FN (clReleaseContext...). */
 #define SHIM_RELEASE_REAL_WITH(fn)                                  \
@@ -687,9 +708,6 @@ bool shim_mem_host_forbids(const struct shim_mem *m, const void *real,
 void shim_mem_mapped(cl_mem handle);
 void shim_mem_unmapped(cl_mem handle);
 void shim_kernel_launching(cl_kernel handle);
-
-/* OpenCL's rules for commands the remote backend batches (check.h). */
-#include "check.h"
 
 /* --- maps that survive a switch (map.c) -------------------------------- */
 
