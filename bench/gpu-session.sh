@@ -22,7 +22,9 @@
 #               launch setarg switch, --reps 5, switch at 16/256/1024 MiB
 #               with its phases), then --transport unix (write read
 #               latency launch setarg) on NVIDIA alone: the shared-memory
-#               path next to the unix stream; `remote` gives the TCP rows
+#               path next to the unix stream, then shm's small calls with
+#               CRANE_REMOTE_SPIN_US=0 CRANE_PROXY_SPIN_US=0 (no polling
+#               for answers); `remote` gives the TCP rows
 #   phases      the switch over shm at 256/1024 MiB (--reps 3) as shipped,
 #               then with CRANE_STREAM_SWITCH=0 (the way out through the RAM
 #               copy), CRANE_STAGING_MB=0 (no pinned chunks: the vendor
@@ -108,6 +110,10 @@ part_shm() {
         --build "$root/$B" write read latency launch setarg switch
     nv bench/remote/run.sh --transport unix --reps 5 --build "$root/$B" \
         write read latency launch setarg
+    echo "## shm without polling for answers (what the spin is worth)"
+    nv env CRANE_REMOTE_SPIN_US=0 CRANE_PROXY_SPIN_US=0 \
+        bench/remote/run.sh --transport shm --reps 5 --build "$root/$B" \
+        latency launch setarg
 }
 
 part_phases() {

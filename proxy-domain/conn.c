@@ -303,6 +303,8 @@ void px_conn_send(struct px_conn *c, struct px_out *o)
         px_out_free(o);
         return;
     }
+    /* The client's next call tends to follow its answer closely. */
+    px_server_active(c->srv);
     bufs[0] = uv_buf_init((char *)o->frame, (unsigned)o->frame_len);
     bufs[1] = uv_buf_init((char *)o->bulk, (unsigned)o->bulk_len);
     o->wreq.data = o;

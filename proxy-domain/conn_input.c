@@ -353,6 +353,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
     (void)buf;
     c->last_input_ms = uv_now(c->srv->loop);
+    px_server_active(c->srv);
     if (nread < 0) {
         px_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
         return;

@@ -9,6 +9,7 @@
 #include "proto/auth.h"
 #include "proto/listen.h"
 #include "proto/notify.h"
+#include "proto/spin.h"
 
 #include <errno.h>
 #include <arpa/inet.h>
@@ -78,6 +79,13 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
      * pool (to compare; docs/remoting.md). */
     const char *iw = getenv("CRANE_PROXY_INLINE_WAITS");
     srv->inline_waits = !iw || strcmp(iw, "0") != 0;
+    /* The supervisor hands connections on: only whoever serves them
+     * spins. */
+    if (opts->role != PX_ROLE_SUPERVISOR)
+        srv->spin_ns =
+            (uint64_t)crn_spin_us_from_env("CRANE_PROXY_SPIN_US") * 1000;
+    uv_idle_init(loop, &srv->spin);
+    srv->spin.data = srv;
     srv->shm_dir = opts->shm_dir;
     srv->shm_pci = opts->shm_pci;
     srv->spares = opts->spares ? opts->spares : 1;
@@ -150,6 +158,23 @@ void px_server_log_listening(struct px_server *srv)
     crn_notify("READY=1");      /* systemd's Type=notify */
 }
 
+static void spin_check(uv_idle_t *h)
+{
+    struct px_server *srv = h->data;
+
+    if (uv_hrtime() >= srv->spin_until)
+        uv_idle_stop(h);
+}
+
+void px_server_active(struct px_server *srv)
+{
+    if (!srv->spin_ns || srv->stopping)
+        return;
+    srv->spin_until = uv_hrtime() + srv->spin_ns;
+    if (!uv_is_active((uv_handle_t *)&srv->spin))
+        uv_idle_start(&srv->spin, spin_check);
+}
+
 int px_server_run(struct px_server *srv)
 {
     if (srv->role == PX_ROLE_SINGLE)
@@ -185,6 +210,7 @@ void px_server_stop(struct px_server *srv)
     uv_close((uv_handle_t *)&srv->sig_int, NULL);
     uv_close((uv_handle_t *)&srv->sig_term, NULL);
     uv_close((uv_handle_t *)&srv->sig_usr1, NULL);
+    uv_close((uv_handle_t *)&srv->spin, NULL);
     for (struct px_conn *c = srv->conns; c; c = c->next)
         px_conn_close(c, "proxy stopping");
     if (srv->role == PX_ROLE_SUPERVISOR)

@@ -76,6 +76,11 @@ struct px_server {
     const char *shm_pci;
     unsigned spares;             /* idle workers kept ready (supervisor) */
     bool inline_waits;           /* small device waits on the loop thread */
+    /* After input or a reply the loop polls without sleeping for spin_ns
+     * (CRANE_PROXY_SPIN_US): the client's next call is then seen without
+     * a wake-up.  The idle handle is active while it spins. */
+    uv_idle_t spin;
+    uint64_t spin_ns, spin_until;
     enum px_role role;
     struct px_super *super;      /* PX_ROLE_SUPERVISOR: its workers */
     struct px_worker *worker;    /* PX_ROLE_WORKER: its supervisor */
@@ -96,6 +101,8 @@ struct px_server {
 int px_server_init(struct px_server *srv, uv_loop_t *loop,
                    const struct px_options *opts,
                    const struct px_devices *devs, char *why, size_t why_len);
+/* Something came in or went out: the loop spins a while (spin_ns). */
+void px_server_active(struct px_server *srv);
 /* Logs the "listening on" line (the supervisor: once a worker is ready). */
 void px_server_log_listening(struct px_server *srv);
 /* Runs until SIGINT or SIGTERM has stopped everything. */

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "log.h"
 #include "proto/pcopy.h"
+#include "proto/spin.h"
 
 struct shim_config shim_config;
 
@@ -87,6 +88,9 @@ void shim_config_load(void)
         shim_config.control_socket = NULL;
     else if (strncmp(shim_config.control_socket, "unix:", 5) == 0)
         shim_config.control_socket += 5;
+    /* How long a call polls for its answer before it sleeps (proto/spin.h;
+     * docs/remoting.md, "Small calls"). */
+    shim_config.remote_spin_us = crn_spin_us_from_env("CRANE_REMOTE_SPIN_US");
     shim_config.proxy_timeout_ms =
         env_long("CRANE_PROXY_TIMEOUT_MS", 20000, 100);
     shim_config.proxy_keepalive_ms =

@@ -31,6 +31,8 @@ struct shim_config {
                                     (/run/crane/guest.sock); NULL: none */
     long proxy_timeout_ms;       /* CRANE_PROXY_TIMEOUT_MS: no sign of life
                                     from the proxy this long fails calls */
+    long remote_spin_us;         /* CRANE_REMOTE_SPIN_US: a call polls for
+                                    its answer this long, then sleeps */
     long proxy_keepalive_ms;     /* CRANE_PROXY_KEEPALIVE_MS: ping period
                                     while a call waits (0: off) */
     long remote_linger_ms;       /* CRANE_REMOTE_LINGER_MS: how long the

@@ -21,6 +21,7 @@
 
 #include "proto/frame.h"
 #include "proto/pcopy.h"
+#include "proto/spin.h"
 #include "remote_conn_int.h"
 
 struct shim_conn shim_conn = {
@@ -31,6 +32,7 @@ struct shim_conn shim_conn = {
     .cond = PTHREAD_COND_INITIALIZER,
     .cb_cond = PTHREAD_COND_INITIALIZER,
     .watchdog_cond = PTHREAD_COND_INITIALIZER,
+    .read_cond = PTHREAD_COND_INITIALIZER,
 };
 
 void shim_conn_alive(void)
@@ -312,6 +314,48 @@ void shim_conn_unlink_slot_locked(struct slot *s)
         }
 }
 
+/* A caller whose answer is the next thing the proxy owes reads the socket
+ * itself while nobody else does: the answer then reaches it without waking
+ * the reader thread and being handed over (most answers come within tens
+ * of microseconds, so it polls without sleeping for CRANE_REMOTE_SPIN_US
+ * first).  It routes whatever comes meanwhile as the reader would, and
+ * gives the reading back once its answer is in, or when a stream error
+ * ended the connection (every waiter fails, as with the reader).  Only
+ * where no other call waits: answers come in order, so a caller behind
+ * another would read that one's answer first, and threads taking turns
+ * would only add hand-offs. */
+static void read_own_answer(struct slot *s)
+{
+    bool mine;
+
+    pthread_mutex_lock(&shim_conn.lock);
+    mine = shim_conn.reading == READ_FREE && shim_conn.slots == s &&
+           !s->next && shim_conn.up && !atomic_load(&shim_conn.dead);
+    if (mine)
+        shim_conn.reading = READ_CALLER;
+    pthread_mutex_unlock(&shim_conn.lock);
+    if (!mine)
+        return;
+    int rc = 0;
+    while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
+           !atomic_load(&shim_conn.dead)) {
+        if (crn_spin_readable(shim_conn.fd, shim_conn.spin_ns, -1) &&
+            (rc = shim_conn_read_one()) < 0)
+            break;
+    }
+    pthread_mutex_lock(&shim_conn.lock);
+    shim_conn.reading = READ_FREE;
+    /* The reader, parked while we read, looks again on its own within a
+     * few milliseconds; at once where other answers are awaited (or the
+     * connection is going). */
+    bool others = shim_conn.slots != s || s->next;
+    if ((shim_conn.reader_parked && others) || atomic_load(&shim_conn.dead))
+        pthread_cond_broadcast(&shim_conn.read_cond);
+    pthread_mutex_unlock(&shim_conn.lock);
+    if (rc < 0)
+        shim_conn_broken();
+}
+
 cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
                         size_t bulk_len, void *dst, size_t dst_len,
                         struct rc_reply *out)
@@ -324,15 +368,8 @@ cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
     memset(out, 0, sizeof(*out));
     if (!s)
         return CL_OUT_OF_HOST_MEMORY;
-    /* Most answers come within tens of microseconds: spin a little before
-     * sleeping, which saves the futex wake-up on every synchronous call
-     * (only where another CPU can run the reader meanwhile). */
-    if (rc == 0 && shim_conn.spin_ns) {
-        double until = shim_now() + shim_conn.spin_ns * 1e-9;
-        while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
-               !atomic_load(&shim_conn.dead) && shim_now() < until)
-            __builtin_ia32_pause();
-    }
+    if (rc == 0)
+        read_own_answer(s);
     pthread_mutex_lock(&shim_conn.lock);
     while (rc == 0 && !atomic_load(&s->done) && !atomic_load(&shim_conn.dead))
         pthread_cond_wait(&shim_conn.cond, &shim_conn.lock);

@@ -48,6 +48,12 @@ struct shim_conn {
     pthread_cond_t cond;
     struct slot *slots;
     atomic_int deferred_err;     /* first failed batched call's error */
+    /* Who reads the socket (under lock): the reader thread, or a caller
+     * waiting for its own answer (remote_conn.c: the answer then skips the
+     * reader's wake-up and hand-off); the reader parks meanwhile. */
+    enum { READ_FREE, READ_READER, READ_CALLER } reading;
+    bool reader_parked;
+    pthread_cond_t read_cond;
     size_t reads_lost;           /* detached reads dropped by a failure */
     unsigned long generation;    /* connections made so far */
     pthread_t reader;
@@ -72,7 +78,8 @@ struct shim_conn {
     cl_uint n_platforms;
     atomic_uint_fast64_t next_id;
     size_t chunk;
-    long spin_ns;                /* how long a caller spins for its answer */
+    long spin_ns;                /* how long a caller spins for its answer
+                                    (CRANE_REMOTE_SPIN_US) */
     bool shm_ok;                 /* the Welcome offered a shared area */
     /* The shared area (docs/remoting.md, "Shared memory"): ring 0 is
      * filled under send_lock, ring 1 emptied by the reader thread. */
@@ -101,6 +108,12 @@ void shim_conn_unlink_slot_locked(struct slot *s);
  * watchdog threads; the watchdog stopped. */
 void shim_conn_notify(const Crane__Notify *n);
 void *shim_conn_reader_main(void *arg);
+/* Reads and routes one frame from the proxy (the caller holds the
+ * reading); < 0: the stream ended or is out of step. */
+int shim_conn_read_one(void);
+/* The stream ended: every waiter fails, detached reads are counted lost
+ * (once per connection); under no lock. */
+void shim_conn_broken(void);
 void *shim_conn_callbacks_main(void *arg);
 void *shim_conn_watchdog_main(void *arg);
 void shim_conn_watchdog_stop(void);

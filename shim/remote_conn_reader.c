@@ -9,6 +9,7 @@
 
 #include "proto/frame.h"
 #include "proto/pcopy.h"
+#include "proto/spin.h"
 #include "remote_conn_int.h"
 
 /* --- receiving ------------------------------------------------------------- */
@@ -140,45 +141,47 @@ static int handle_reply(Crane__ServerMessage *msg)
     return rc;
 }
 
-void *shim_conn_reader_main(void *arg)
+int shim_conn_read_one(void)
 {
-    (void)arg;
-    for (;;) {
-        uint8_t *buf;
-        size_t len;
-        int rc = crn_frame_read(shim_conn.fd, &buf, &len, MAX_REPLY_FRAME);
-        shim_conn_alive();
-        if (rc < 0) {
-            if (!atomic_load(&shim_conn.dead) && rc != -ENODATA)
-                LOG_ERROR("remote: reading from the proxy failed: %s",
-                          strerror(-rc));
-            else if (!atomic_load(&shim_conn.dead))
-                LOG_ERROR("remote: the proxy closed the connection");
-            break;
-        }
-        Crane__ServerMessage *msg =
-            crane__server_message__unpack(NULL, len, buf);
-        free(buf);
-        if (!msg) {
-            LOG_ERROR("remote: undecodable message from the proxy");
-            break;
-        }
-        if (msg->msg_case == CRANE__SERVER_MESSAGE__MSG_REPLY) {
-            if (handle_reply(msg) < 0)
-                break;
-            continue;
-        }
-        if (msg->msg_case == CRANE__SERVER_MESSAGE__MSG_NOTIFY)
-            shim_conn_notify(msg->notify);
-        else
-            LOG_WARN("remote: unexpected message %d from the proxy",
-                     msg->msg_case);
-        crane__server_message__free_unpacked(msg, NULL);
+    uint8_t *buf;
+    size_t len;
+    int rc = crn_frame_read(shim_conn.fd, &buf, &len, MAX_REPLY_FRAME);
+
+    shim_conn_alive();
+    if (rc < 0) {
+        if (!atomic_load(&shim_conn.dead) && rc != -ENODATA)
+            LOG_ERROR("remote: reading from the proxy failed: %s",
+                      strerror(-rc));
+        else if (!atomic_load(&shim_conn.dead))
+            LOG_ERROR("remote: the proxy closed the connection");
+        return rc;
     }
+    Crane__ServerMessage *msg = crane__server_message__unpack(NULL, len, buf);
+    free(buf);
+    if (!msg) {
+        LOG_ERROR("remote: undecodable message from the proxy");
+        return -EPROTO;
+    }
+    if (msg->msg_case == CRANE__SERVER_MESSAGE__MSG_REPLY)
+        return handle_reply(msg);
+    if (msg->msg_case == CRANE__SERVER_MESSAGE__MSG_NOTIFY)
+        shim_conn_notify(msg->notify);
+    else
+        LOG_WARN("remote: unexpected message %d from the proxy",
+                 msg->msg_case);
+    crane__server_message__free_unpacked(msg, NULL);
+    return 0;
+}
+
+void shim_conn_broken(void)
+{
     /* Fail every waiter.  Detached reads that never arrived are counted,
      * never forgotten: their bytes are missing, so every later call
      * (clFinish included) fails instead of passing partial data. */
     atomic_store(&shim_conn.dead, true);
+    /* The stream is out of step: nobody may read from it any more (the
+     * reader thread or a caller would otherwise wait on it). */
+    shutdown(shim_conn.fd, SHUT_RDWR);
     pthread_mutex_lock(&shim_conn.lock);
     size_t lost = 0;
     for (struct slot **pp = &shim_conn.slots; *pp;) {
@@ -196,7 +199,55 @@ void *shim_conn_reader_main(void *arg)
         LOG_ERROR("remote: %zu read(s) from the proxy lost with the "
                   "connection", lost);
     pthread_cond_broadcast(&shim_conn.cond);
+    pthread_cond_broadcast(&shim_conn.read_cond);
     pthread_mutex_unlock(&shim_conn.lock);
+}
+
+/* How long the parked reader sleeps before it looks again on its own:
+ * bounds how late a Notify is seen while callers read their answers. */
+#define PARK_MS 2
+
+/* Reads whatever the proxy sends whenever no caller reads its own answer
+ * (remote_conn.c): waits for bytes, then takes the reading for one frame. */
+void *shim_conn_reader_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&shim_conn.dead)) {
+        if (!crn_spin_readable(shim_conn.fd, 0, -1))
+            continue;
+        pthread_mutex_lock(&shim_conn.lock);
+        if (shim_conn.reading != READ_FREE) {
+            /* A caller reads: out of its way until it is done. */
+            shim_conn.reader_parked = true;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += PARK_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            while (shim_conn.reading != READ_FREE &&
+                   !atomic_load(&shim_conn.dead) &&
+                   pthread_cond_timedwait(&shim_conn.read_cond,
+                                          &shim_conn.lock, &ts) == 0) {
+            }
+            shim_conn.reader_parked = false;
+            pthread_mutex_unlock(&shim_conn.lock);
+            continue;
+        }
+        shim_conn.reading = READ_READER;
+        pthread_mutex_unlock(&shim_conn.lock);
+        /* The caller that read last may have taken the bytes that woke
+         * us: read only what is there (a frame begun is read whole). */
+        int rc = crn_spin_readable(shim_conn.fd, 0, 0) ? shim_conn_read_one()
+                                                        : 0;
+        pthread_mutex_lock(&shim_conn.lock);
+        shim_conn.reading = READ_FREE;
+        pthread_mutex_unlock(&shim_conn.lock);
+        if (rc < 0)
+            break;
+    }
+    shim_conn_broken();
     return NULL;
 }
 

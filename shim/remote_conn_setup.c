@@ -424,7 +424,8 @@ int shim_remote_connect(void)
     atomic_store(&shim_conn.next_id, 1);
     shim_conn.seq = 0;
     shim_conn.chunk = shim_config.remote_chunk;
-    shim_conn.spin_ns = sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 50000 : 0;
+    shim_conn.spin_ns = shim_config.remote_spin_us * 1000;
+    shim_conn.reading = READ_FREE;
     /* The watchdog bounds the handshake too. */
     shim_conn_alive();
     atomic_store(&shim_conn.last_request, shim_now());
@@ -492,6 +493,10 @@ void shim_remote_disconnect(void)
     pthread_mutex_unlock(&shim_conn.send_lock);
     pthread_join(shim_conn.reader, NULL);
     pthread_mutex_lock(&shim_conn.lock);
+    /* A caller reading its own answer sees the stream end: the descriptor
+     * stays open until it has let go. */
+    while (shim_conn.reading == READ_CALLER)
+        pthread_cond_wait(&shim_conn.read_cond, &shim_conn.lock);
     shim_conn.cb_stop = true;
     pthread_cond_signal(&shim_conn.cb_cond);
     pthread_mutex_unlock(&shim_conn.lock);

@@ -343,6 +343,13 @@ done
 case_ "remote-stream/proxy-killed" env CRANE_SHM_MB=0 \
     tests/integration/remote.sh proxy-killed
 case_ "remote/proxy-killed-bulk" tests/integration/remote.sh proxy-killed-bulk
+# Calls that poll for their answers and read them themselves (both sides
+# spinning, CRANE_REMOTE_SPIN_US and CRANE_PROXY_SPIN_US, whatever the
+# machine's default): a proxy killed, and one that stops answering.
+case_ "remote/proxy-killed-spin" env CRANE_REMOTE_SPIN_US=200 \
+    CRANE_PROXY_SPIN_US=200 tests/integration/remote.sh proxy-killed
+case_ "remote/proxy-frozen-spin" env CRANE_REMOTE_SPIN_US=200 \
+    CRANE_PROXY_SPIN_US=200 tests/integration/remote.sh proxy-frozen
 # The ivshmem shape: TCP for control, a file both sides map for bulk.
 for p in buffers images; do
     case_ "remote-shm-file/$p" tests/integration/remote.sh shm-file \

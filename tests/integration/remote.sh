@@ -10,6 +10,9 @@
 #       for a documented reason: -16, a map or a pending user event)
 #   remote.sh proxy-killed                the proxy dies mid-run: the
 #       program must fail with an error, never report PASS on wrong data
+#   remote.sh proxy-frozen                the proxy stops answering
+#       mid-run: the program's calls fail once CRANE_PROXY_TIMEOUT_MS
+#       passes, never hang
 #   remote.sh shm-file PROGRAM [ARGS]     remoted over TCP with a file both
 #       sides map as the shared area (the ivshmem shape: CRANE_SHM_FILE in
 #       the program, --shm-dir at the proxy); its log must say so
@@ -94,6 +97,35 @@ proxy-killed)
     tail -3 "$out"
     # Errors, not wrong data: the program saw a failing call.
     [ "$connected" = yes ] && [ "$rc" -ne 0 ] && ! grep -q '^PASS' "$out"
+    ;;
+proxy-frozen)
+    # The proxy stops (SIGSTOP) under a program whose calls poll for their
+    # answers (CRANE_REMOTE_SPIN_US) and read them themselves: the
+    # watchdog must end the connection and the calls fail, never hang.
+    start_proxy || exit 1
+    out=$TMP/out
+    CRANE_PROXY_TIMEOUT_MS=1500 CRANE_PROXY_KEEPALIVE_MS=300 \
+        CRANE_BACKEND="remote:unix:$SOCK" "$RUN" "$B/tests/programs/longrun" \
+        1000000 >"$out" 2>&1 &
+    prog=$!
+    connected=no
+    for _ in $(seq 600); do
+        grep -q 'longrun pid [0-9]*): connected' "$TMP/proxy.log" &&
+            connected=yes && break
+        kill -0 "$prog" 2>/dev/null || break
+        sleep 0.05
+    done
+    sleep 0.3
+    # The supervisor and its workers (the tenant's among them).
+    pids="$PROXY_PID $(pgrep -P "$PROXY_PID")"
+    kill -STOP $pids
+    wait "$prog"
+    rc=$?
+    kill -CONT $pids
+    echo "program exit $rc (connected before the stop: $connected):"
+    tail -3 "$out"
+    [ "$connected" = yes ] && [ "$rc" -ne 0 ] && ! grep -q '^PASS' "$out" &&
+        grep -q 'showed no sign of life' "$out"
     ;;
 shm-file)
     shift

@@ -66,6 +66,10 @@ TEST_ENTRY(listen_unix)
 TEST_ENTRY(listen_tcp_port0)
 TEST_ENTRY(listen_uv_unix)
 
+/* proto/spin.c: tests/unit/test_spin.c */
+TEST_ENTRY(spin_readable)
+TEST_ENTRY(spin_env)
+
 /* proxy-domain/validate.c: tests/unit/test_px.c */
 TEST_ENTRY(px_validate_launch)
 TEST_ENTRY(px_validate_mem)
