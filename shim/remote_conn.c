@@ -1,9 +1,10 @@
-/* The remote backend's connection to crane-proxy: its state, the batch of
- * calls that need no answer and the calls that wait for theirs (this file);
- * the reader thread that routes replies and read bytes to their callers,
- * the thread that runs event callbacks, and the watchdog that gives up on a
- * proxy that stopped answering (remote_conn_reader.c); connecting, the
- * handshake and the shared area (remote_conn_setup.c).
+/* The remote backend's connection to crane-proxy: the batch of calls that
+ * need no answer and the calls that wait for theirs (this file); its state
+ * (remote_conn_state.c); the reader thread that routes replies and read
+ * bytes to their callers, a caller reading its own answer, and the thread
+ * that runs event callbacks (remote_conn_reader.c); the watchdog that gives
+ * up on a proxy that stopped answering (remote_conn_watchdog.c);
+ * connecting, the handshake and the shared area (remote_conn_setup.c).
  *
  * Liveness: whenever something is outstanding (a call waiting for its
  * answer, a read not yet arrived, a send not yet accepted), the proxy must
@@ -21,25 +22,7 @@
 
 #include "proto/frame.h"
 #include "proto/pcopy.h"
-#include "proto/spin.h"
 #include "remote_conn_int.h"
-
-struct shim_conn shim_conn = {
-    .fd = -1,
-    .shm = {.fd = -1},
-    .send_lock = PTHREAD_MUTEX_INITIALIZER,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-    .cond = PTHREAD_COND_INITIALIZER,
-    .cb_cond = PTHREAD_COND_INITIALIZER,
-    .watchdog_cond = PTHREAD_COND_INITIALIZER,
-    .read_cond = PTHREAD_COND_INITIALIZER,
-};
-
-void shim_conn_alive(void)
-{
-    atomic_store_explicit(&shim_conn.last_alive, shim_now(),
-                          memory_order_relaxed);
-}
 
 /* Writes to the proxy, watched while they block: a proxy that stops
  * reading leaves the send stuck (bulk leaves in chunks of
@@ -305,57 +288,6 @@ static struct slot *send_with_slot(Crane__ClientMessage *m, const void *bulk,
     return s;
 }
 
-void shim_conn_unlink_slot_locked(struct slot *s)
-{
-    for (struct slot **pp = &shim_conn.slots; *pp; pp = &(*pp)->next)
-        if (*pp == s) {
-            *pp = s->next;
-            return;
-        }
-}
-
-/* A caller whose answer is the next thing the proxy owes reads the socket
- * itself while nobody else does: the answer then reaches it without waking
- * the reader thread and being handed over (most answers come within tens
- * of microseconds, so it polls without sleeping for CRANE_REMOTE_SPIN_US
- * first).  It routes whatever comes meanwhile as the reader would, and
- * gives the reading back once its answer is in, or when a stream error
- * ended the connection (every waiter fails, as with the reader).  Only
- * where no other call waits: answers come in order, so a caller behind
- * another would read that one's answer first, and threads taking turns
- * would only add hand-offs. */
-static void read_own_answer(struct slot *s)
-{
-    bool mine;
-
-    pthread_mutex_lock(&shim_conn.lock);
-    mine = shim_conn.reading == READ_FREE && shim_conn.slots == s &&
-           !s->next && shim_conn.up && !atomic_load(&shim_conn.dead);
-    if (mine)
-        shim_conn.reading = READ_CALLER;
-    pthread_mutex_unlock(&shim_conn.lock);
-    if (!mine)
-        return;
-    int rc = 0;
-    while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
-           !atomic_load(&shim_conn.dead)) {
-        if (crn_spin_readable(shim_conn.fd, shim_conn.spin_ns, -1) &&
-            (rc = shim_conn_read_one()) < 0)
-            break;
-    }
-    pthread_mutex_lock(&shim_conn.lock);
-    shim_conn.reading = READ_FREE;
-    /* The reader, parked while we read, looks again on its own within a
-     * few milliseconds; at once where other answers are awaited (or the
-     * connection is going). */
-    bool others = shim_conn.slots != s || s->next;
-    if ((shim_conn.reader_parked && others) || atomic_load(&shim_conn.dead))
-        pthread_cond_broadcast(&shim_conn.read_cond);
-    pthread_mutex_unlock(&shim_conn.lock);
-    if (rc < 0)
-        shim_conn_broken();
-}
-
 cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
                         size_t bulk_len, void *dst, size_t dst_len,
                         struct rc_reply *out)
@@ -369,12 +301,9 @@ cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
     if (!s)
         return CL_OUT_OF_HOST_MEMORY;
     if (rc == 0)
-        read_own_answer(s);
-    pthread_mutex_lock(&shim_conn.lock);
-    while (rc == 0 && !atomic_load(&s->done) && !atomic_load(&shim_conn.dead))
-        pthread_cond_wait(&shim_conn.cond, &shim_conn.lock);
-    shim_conn_unlink_slot_locked(s);
-    pthread_mutex_unlock(&shim_conn.lock);
+        shim_conn_await(s);
+    else
+        shim_conn_forget(s);
     if (!s->done || !s->msg) {
         if (s->msg)
             crane__server_message__free_unpacked(s->msg, NULL);
@@ -402,9 +331,7 @@ cl_int shim_remote_call_detached(Crane__ClientMessage *m, void *dst,
     if (!s)
         return CL_OUT_OF_HOST_MEMORY;
     if (rc < 0) {
-        pthread_mutex_lock(&shim_conn.lock);
-        shim_conn_unlink_slot_locked(s);
-        pthread_mutex_unlock(&shim_conn.lock);
+        shim_conn_forget(s);
         free(s);
         return CL_DEVICE_NOT_AVAILABLE;
     }

@@ -33,7 +33,7 @@ struct cb_item {
     struct cb_item *next;
 };
 
-/* The connection: one per process (remote_conn.c). */
+/* The connection: one per process (remote_conn_state.c). */
 struct shim_conn {
     int fd;
     bool up;                     /* connected, threads running */
@@ -95,26 +95,29 @@ struct shim_conn {
 };
 extern struct shim_conn shim_conn;
 
-/* remote_conn.c: a sign of life from the proxy; the batch sent, a message
- * queued (under send_lock); a waiting caller's slot taken off the list
- * (under lock). */
-void shim_conn_alive(void);
+/* remote_conn.c: the batch sent, a message queued (under send_lock). */
 int shim_conn_flush_locked(void);
 int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
                            size_t bulk_len, bool flush);
-void shim_conn_unlink_slot_locked(struct slot *s);
 
-/* remote_conn_reader.c: a notification run; the reader, callbacks and
- * watchdog threads; the watchdog stopped. */
+/* remote_conn_reader.c: a sign of life from the proxy; a notification run;
+ * the reader and callbacks threads. */
+void shim_conn_alive(void);
 void shim_conn_notify(const Crane__Notify *n);
 void *shim_conn_reader_main(void *arg);
+void *shim_conn_callbacks_main(void *arg);
 /* Reads and routes one frame from the proxy (the caller holds the
  * reading); < 0: the stream ended or is out of step. */
 int shim_conn_read_one(void);
-/* The stream ended: every waiter fails, detached reads are counted lost
- * (once per connection); under no lock. */
+/* The stream ended: every waiter fails, detached reads are counted lost;
+ * under no lock. */
 void shim_conn_broken(void);
-void *shim_conn_callbacks_main(void *arg);
+/* Waits for S's answer (or the connection's end) and takes S off the list;
+ * S off the list without waiting (its message was not sent). */
+void shim_conn_await(struct slot *s);
+void shim_conn_forget(struct slot *s);
+
+/* remote_conn_watchdog.c: the watchdog thread; stopping it. */
 void *shim_conn_watchdog_main(void *arg);
 void shim_conn_watchdog_stop(void);
 

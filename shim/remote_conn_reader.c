@@ -1,6 +1,7 @@
 /* The remote backend's listening side: the reader thread that routes the
- * proxy's replies and read bytes to their callers, the thread that runs
- * event callbacks, and the watchdog that gives up on a silent proxy. */
+ * proxy's replies and read bytes to their callers, a caller waiting for its
+ * answer (reading it itself where it can), and the thread that runs event
+ * callbacks. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,21 @@
 #include "proto/pcopy.h"
 #include "proto/spin.h"
 #include "remote_conn_int.h"
+
+void shim_conn_alive(void)
+{
+    atomic_store_explicit(&shim_conn.last_alive, shim_now(),
+                          memory_order_relaxed);
+}
+
+static void unlink_slot_locked(struct slot *s)
+{
+    for (struct slot **pp = &shim_conn.slots; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            return;
+        }
+}
 
 /* --- receiving ------------------------------------------------------------- */
 
@@ -124,7 +140,7 @@ static int handle_reply(Crane__ServerMessage *msg)
     }
     pthread_mutex_lock(&shim_conn.lock);
     if (s->detached) {
-        shim_conn_unlink_slot_locked(s);
+        unlink_slot_locked(s);
         if (r->err != CL_SUCCESS) {
             int none = 0;
             atomic_compare_exchange_strong(&shim_conn.deferred_err, &none,
@@ -251,6 +267,65 @@ void *shim_conn_reader_main(void *arg)
     return NULL;
 }
 
+/* A caller whose answer is the next thing the proxy owes reads the socket
+ * itself while nobody else does: the answer then reaches it without waking
+ * the reader thread and being handed over (most answers come within tens
+ * of microseconds, so it polls without sleeping for CRANE_REMOTE_SPIN_US
+ * first).  It routes whatever comes meanwhile as the reader would, and
+ * gives the reading back once its answer is in, or when a stream error
+ * ended the connection (every waiter fails, as with the reader).  Only
+ * where no other call waits: answers come in order, so a caller behind
+ * another would read that one's answer first, and threads taking turns
+ * would only add hand-offs. */
+static void read_own_answer(struct slot *s)
+{
+    bool mine;
+
+    pthread_mutex_lock(&shim_conn.lock);
+    mine = shim_conn.reading == READ_FREE && shim_conn.slots == s &&
+           !s->next && shim_conn.up && !atomic_load(&shim_conn.dead);
+    if (mine)
+        shim_conn.reading = READ_CALLER;
+    pthread_mutex_unlock(&shim_conn.lock);
+    if (!mine)
+        return;
+    int rc = 0;
+    while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
+           !atomic_load(&shim_conn.dead)) {
+        if (crn_spin_readable(shim_conn.fd, shim_conn.spin_ns, -1) &&
+            (rc = shim_conn_read_one()) < 0)
+            break;
+    }
+    pthread_mutex_lock(&shim_conn.lock);
+    shim_conn.reading = READ_FREE;
+    /* The reader, parked while we read, looks again on its own within a
+     * few milliseconds; at once where other answers are awaited (or the
+     * connection is going). */
+    bool others = shim_conn.slots != s || s->next;
+    if ((shim_conn.reader_parked && others) || atomic_load(&shim_conn.dead))
+        pthread_cond_broadcast(&shim_conn.read_cond);
+    pthread_mutex_unlock(&shim_conn.lock);
+    if (rc < 0)
+        shim_conn_broken();
+}
+
+void shim_conn_await(struct slot *s)
+{
+    read_own_answer(s);
+    pthread_mutex_lock(&shim_conn.lock);
+    while (!atomic_load(&s->done) && !atomic_load(&shim_conn.dead))
+        pthread_cond_wait(&shim_conn.cond, &shim_conn.lock);
+    unlink_slot_locked(s);
+    pthread_mutex_unlock(&shim_conn.lock);
+}
+
+void shim_conn_forget(struct slot *s)
+{
+    pthread_mutex_lock(&shim_conn.lock);
+    unlink_slot_locked(s);
+    pthread_mutex_unlock(&shim_conn.lock);
+}
+
 /* Runs program callbacks in order, away from the socket. */
 void *shim_conn_callbacks_main(void *arg)
 {
@@ -274,109 +349,4 @@ void *shim_conn_callbacks_main(void *arg)
     }
     pthread_mutex_unlock(&shim_conn.lock);
     return NULL;
-}
-
-/* --- liveness ------------------------------------------------------------- */
-
-/* How long the proxy has owed us something without a sign of life: an
- * answer (a call's, a detached read's, the handshake's) since the later of
- * the request and the last frame it sent, or a send it has not taken.
- * 0 when nothing is owed. */
-static double owed_for(double now)
-{
-    bool waiting;
-    double silent = 0;
-
-    pthread_mutex_lock(&shim_conn.lock);
-    waiting = shim_conn.slots != NULL || atomic_load(&shim_conn.handshaking);
-    pthread_mutex_unlock(&shim_conn.lock);
-    if (waiting) {
-        double since = atomic_load(&shim_conn.last_alive);
-        double asked = atomic_load(&shim_conn.last_request);
-        silent = now - (asked > since ? asked : since);
-    }
-    if (atomic_load(&shim_conn.sending) > 0 &&
-        now - atomic_load(&shim_conn.send_since) > silent)
-        silent = now - atomic_load(&shim_conn.send_since);
-    return silent;
-}
-
-/* Asks for a sign of life: a Sync PING with a reply nobody waits for.  Not
- * when another thread is sending (that send is the test already). */
-static void ping(void)
-{
-    Crane__Sync sy = CRANE__SYNC__INIT;
-
-    if (atomic_load(&shim_conn.handshaking) ||
-        pthread_mutex_trylock(&shim_conn.send_lock) != 0)
-        return;
-    sy.op = CRANE__SYNC_OP__SYNC_PING;
-    RC_MSG(m, sync, SYNC, &sy);
-    m.seq = ++shim_conn.seq;
-    m.want_reply = true;
-    shim_conn_queue_locked(&m, NULL, 0, true);
-    pthread_mutex_unlock(&shim_conn.send_lock);
-}
-
-/* Ends the connection: the reader sees it closed and fails every waiter;
- * a send blocked on a full socket returns. */
-static void give_up(double silent_s)
-{
-    LOG_ERROR("remote: the proxy showed no sign of life for %.1f s while "
-              "calls waited (CRANE_PROXY_TIMEOUT_MS=%ld); closing the "
-              "connection, calls on it fail",
-              silent_s, shim_config.proxy_timeout_ms);
-    atomic_store(&shim_conn.dead, true);
-    shutdown(shim_conn.fd, SHUT_RDWR);
-}
-
-void *shim_conn_watchdog_main(void *arg)
-{
-    long timeout_ms = shim_config.proxy_timeout_ms;
-    long keep_ms = shim_config.proxy_keepalive_ms;
-    long tick_ms = timeout_ms / 4;
-
-    (void)arg;
-    if (keep_ms > 0 && keep_ms < tick_ms)
-        tick_ms = keep_ms;
-    if (tick_ms < 10)
-        tick_ms = 10;
-    pthread_mutex_lock(&shim_conn.lock);
-    while (!shim_conn.watchdog_stop && !atomic_load(&shim_conn.dead)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += tick_ms / 1000;
-        ts.tv_nsec += (tick_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&shim_conn.watchdog_cond, &shim_conn.lock, &ts);
-        if (shim_conn.watchdog_stop)
-            break;
-        pthread_mutex_unlock(&shim_conn.lock);
-        double now = shim_now();
-        double silent = owed_for(now);
-        if (silent <= 0) {
-            /* Nothing expected: silence is fine. */
-        } else if (silent * 1e3 > timeout_ms) {
-            give_up(silent);
-        } else if (keep_ms > 0 && silent * 1e3 >= keep_ms &&
-                   (now - shim_conn.last_ping) * 1e3 >= keep_ms) {
-            shim_conn.last_ping = now;
-            ping();
-        }
-        pthread_mutex_lock(&shim_conn.lock);
-    }
-    pthread_mutex_unlock(&shim_conn.lock);
-    return NULL;
-}
-
-void shim_conn_watchdog_stop(void)
-{
-    pthread_mutex_lock(&shim_conn.lock);
-    shim_conn.watchdog_stop = true;
-    pthread_cond_signal(&shim_conn.watchdog_cond);
-    pthread_mutex_unlock(&shim_conn.lock);
-    pthread_join(shim_conn.watchdog, NULL);
 }
