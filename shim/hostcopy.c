@@ -17,7 +17,7 @@
  * Buffers of a context with pinned staging go through the staging slots
  * (staging.c, each slot with its own unrestricted twin, pipelined);
  * otherwise through one bounce buffer per context, kept for the switch and
- * released by shim_staging_drop_all() before the vendor goes.  A program's
+ * released by shim_copies_drop_all() before the vendor goes.  A program's
  * map (map.c) gets a bounce buffer of its own, released once its commands
  * are done, since program threads may map at the same time.
  */
@@ -80,7 +80,7 @@ static cl_mem bounce_for(void *ctx, size_t need)
     return buf;
 }
 
-void shim_hostcopy_drop_all(void)
+void shim_copies_drop_all(void)
 {
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < n_bounces; i++)
@@ -88,6 +88,7 @@ void shim_hostcopy_drop_all(void)
             VENDOR(bounces[i].buf)->clReleaseMemObject(bounces[i].buf);
     n_bounces = 0;
     pthread_mutex_unlock(&lock);
+    shim_staging_drop_all();
 }
 
 static size_t chunk_for(size_t len)

@@ -83,21 +83,6 @@ static int mem_make(struct shim_mem *m, void *copy_from)
                            copy_from);
 }
 
-/* A root buffer like M in the vendor context CTX, for a pre-copy; NULL
- * (and *ERR) if it cannot be made. */
-void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err)
-{
-    /* As realize makes it (never over the program's memory: those are
-     * not pre-copied). */
-    cl_mem_flags flags =
-        shim_mem_real_flags(m, ctx) & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
-
-    if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
-        return VENDOR(ctx)->clCreateBufferWithProperties(ctx, m->props, flags,
-                                                         m->size, NULL, err);
-    return VENDOR(ctx)->clCreateBuffer(ctx, flags, m->size, NULL, err);
-}
-
 /* On a vendor loaded here: nothing, the creation itself is the verdict.
  * On the proxy: the rules every vendor applies to flags (flags_valid),
  * then, for a root object with host access flags, the proxy vendor's

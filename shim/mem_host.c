@@ -84,6 +84,21 @@ cl_mem_flags shim_mem_real_flags(const struct shim_mem *m, const void *ctx)
                                     : m->flags;
 }
 
+/* A root buffer like M in the vendor context CTX, for a pre-copy; NULL
+ * (and *ERR) if it cannot be made. */
+void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err)
+{
+    /* As realize makes it (never over the program's memory: those are
+     * not pre-copied). */
+    cl_mem_flags flags =
+        shim_mem_real_flags(m, ctx) & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+
+    if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
+        return VENDOR(ctx)->clCreateBufferWithProperties(ctx, m->props, flags,
+                                                         m->size, NULL, err);
+    return VENDOR(ctx)->clCreateBuffer(ctx, flags, m->size, NULL, err);
+}
+
 /*
  * What the program's own vendor says to host accesses the flags forbid
  * (PoCL refuses them all; NVIDIA's OpenCL refuses reads and writes but

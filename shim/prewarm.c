@@ -94,14 +94,14 @@ void shim_prewarm_remote_contexts(void)
                  "switch, for pre-copy", n);
 }
 
-void shim_prewarm_native(void)
+void shim_prewarm_native(const struct shim_backend_ops *vendor)
 {
     struct shim_plan plan;
     char why[400];
     double t0 = shim_now();
 
-    if (shim_native_ops.load() < 0 ||
-        shim_plan_make(&shim_native_ops, &plan, why, sizeof(why)) < 0)
+    if (vendor->load() < 0 ||
+        shim_plan_make(vendor, &plan, why, sizeof(why)) < 0)
         return;  /* the switch itself will report it */
     shim_store_lock();
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)

@@ -13,122 +13,11 @@
  */
 #include <errno.h>
 #include <sched.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "rehome_int.h"
-
-/* The first cause of the switch under way's failure, in words, for the
- * operator (cranectl status, through control.c). */
-static char fail_reason[240];
-
-void shim_rehome_note(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (fail_reason[0])
-        return;
-    va_start(ap, fmt);
-    vsnprintf(fail_reason, sizeof(fail_reason), fmt, ap);
-    va_end(ap);
-}
-
-const char *shim_rehome_reason(void)
-{
-    return fail_reason;
-}
-
-/* A user event the program has not set yet: it moves (a new one on the
- * new side), unless a command still waits on it. */
-bool shim_user_event_pending(const struct shim_obj *o)
-{
-    const struct shim_event *e = (const void *)o;
-
-    return o->kind == SHIM_EVENT && e->user && !e->retired &&
-           e->user_status == CL_SUBMITTED;
-}
-
-/* A pending user event moved to the new side leaves its old vendor event
- * unset for ever.  Some vendors (NVIDIA's) wait for every event of a
- * context before they let the context or the library go, so the release
- * of the old side would never end and the next switch, which waits for
- * it, would hang the program.  No command and no callback waits on the
- * old event (the switch was refused otherwise), so completing it there
- * changes nothing the program can see. */
-bool shim_user_event_abandon(void *real)
-{
-    cl_int err = VENDOR(real)->clSetUserEventStatus(real, CL_COMPLETE);
-
-    if (err != CL_SUCCESS)
-        LOG_WARN("re-home: completing a moved user event on its old side "
-                 "failed (%d)", err);
-    return err == CL_SUCCESS;
-}
-
-/* Objects whose bytes the shim moves itself: root buffers and images not
- * backed by a buffer.  Sub-buffers and buffer images share a root's bytes. */
-bool shim_mem_holds_bytes(const struct shim_obj *o)
-{
-    const struct shim_mem *m = (const void *)o;
-    return o->kind == SHIM_MEM && !m->parent &&
-           (m->type == SHIM_BUFFER || m->type == SHIM_IMAGE);
-}
-/* The helper queue for CTX, made on first use: 0 or -errno, logged. */
-int shim_helper_queue(struct helper_queue *hq, size_t *n, size_t cap,
-                      struct shim_context *ctx, cl_command_queue *out)
-{
-    cl_int err = CL_SUCCESS;
-
-    for (size_t i = 0; i < *n; i++)
-        if (hq[i].ctx == ctx) {
-            *out = hq[i].q;
-            return 0;
-        }
-    if (*n == cap) {
-        SWITCH_FAIL("more than %zu contexts hold bytes", cap);
-        return -E2BIG;
-    }
-    void *rc = ctx->obj.real, *rd = ctx->devices[0]->obj.real;
-    cl_command_queue q = VENDOR(rc)->clCreateCommandQueue(rc, rd, 0, &err);
-    if (!q) {
-        SWITCH_FAIL("cannot make a queue for the copies on %s: %d",
-                  shim.backend ? shim.backend->name : "?", err);
-        return -EIO;
-    }
-    hq[*n].ctx = ctx;
-    hq[*n].q = q;
-    (*n)++;
-    *out = q;
-    return 0;
-}
-
-/* Waits for every copy queued on the helper queues and releases them.
- * 0 only when every queue finished without error: a copy that did not
- * complete must fail the switch, never pass as data. */
-int shim_helper_queues_finish(struct helper_queue *hq, size_t *n,
-                              const char *what)
-{
-    int rc = 0;
-
-    for (size_t i = 0; i < *n; i++) {
-        cl_int err = VENDOR(hq[i].q)->clFinish(hq[i].q);
-        if (err != CL_SUCCESS) {
-            SWITCH_FAIL("%s did not complete: %d", what, err);
-            rc = -EIO;
-        }
-        VENDOR(hq[i].q)->clReleaseCommandQueue(hq[i].q);
-    }
-    *n = 0;
-    return rc;
-}
-
-void shim_helper_queues_release(struct helper_queue *hq, size_t *n)
-{
-    shim_helper_queues_finish(hq, n, "a copy");
-}
 
 /* Opens the gate, then starts the background release, if any. */
 static void reopen(struct pass *ps, struct shim_rehome_times *t, double t0)
@@ -138,7 +27,7 @@ static void reopen(struct pass *ps, struct shim_rehome_times *t, double t0)
     shim_gate_open();
     t->total = shim_now() - t0;
     /* Unpinning is not stoppage, but comes before the old vendor goes. */
-    shim_staging_drop_all();
+    shim_copies_drop_all();
     if (ps->background)
         shim_rehome_bg_start();
 }
@@ -148,7 +37,7 @@ static int begin(const struct shim_backend_ops *to,
                  struct shim_rehome_times *t, double *t0)
 {
     memset(t, 0, sizeof(*t));
-    fail_reason[0] = '\0';
+    shim_rehome_note_clear();
     shim_precopy_forget();
     /* Every caller started the shim (start.c): the control thread and
      * the test hook only once it started well, crane_rehome itself. */
@@ -172,7 +61,7 @@ static int begin(const struct shim_backend_ops *to,
     /* Onto another backend: what does not depend on the program's state
      * is done while it still runs. */
     if (to && to != shim.backend && to->prewarm)
-        to->prewarm();
+        to->prewarm(to);
     /* Onto another backend only where every device in use has a place
      * (devmatch.c): refused here, before anything changes. */
     int ok = to ? shim_devices_check(shim.backend, to) : 0;
@@ -193,7 +82,7 @@ static int begin(const struct shim_backend_ops *to,
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
     if (rc < 0) {
-        shim_staging_drop_all();
+        shim_copies_drop_all();
         shim_precopy_drop_targets();
         pthread_mutex_unlock(&shim.rehome_lock);
     }
@@ -235,14 +124,11 @@ static int switch_to(const struct shim_backend_ops *to,
         LOG_ERROR("re-home: %s did not come back (%d); OpenCL calls will "
                   "fail", to->name, rc);
     }
+    const char *why = shim_rehome_reason();
     if (rc < 0 && (from == &shim_remote_ops || to == &shim_remote_ops) &&
-        !shim_remote_alive() && fail_reason[0] &&
-        !strstr(fail_reason, "proxy")) {
-        size_t len = strlen(fail_reason);
-        snprintf(fail_reason + len, sizeof(fail_reason) - len,
-                 "; the proxy connection is gone (closed, or silent past "
-                 "CRANE_PROXY_TIMEOUT_MS)");
-    }
+        !shim_remote_alive() && why[0] && !strstr(why, "proxy"))
+        shim_rehome_note_add("; the proxy connection is gone (closed, or "
+                             "silent past CRANE_PROXY_TIMEOUT_MS)");
     /* The program's errors left on the proxy go with it. */
     if (rc == 0 && from == &shim_remote_ops && to != from)
         shim_owe(shim_remote_hand_over_deferred());
@@ -287,7 +173,7 @@ static int unpark(struct shim_rehome_times *t)
 
     memset(t, 0, sizeof(*t));
     pthread_mutex_lock(&shim.rehome_lock);
-    fail_reason[0] = '\0';
+    shim_rehome_note_clear();
     shim_precopy_forget();
     if (!shim.parked) {
         pthread_mutex_unlock(&shim.rehome_lock);

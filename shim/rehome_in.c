@@ -238,7 +238,7 @@ void shim_rehome_undo_bring_back(const struct shim_backend_ops *to,
             shim_real_release(o);
         o->real = NULL;
     }
-    shim_staging_drop_all();
+    shim_copies_drop_all();
     shim_precopy_drop_targets();
     to->unload();
 }

@@ -17,9 +17,12 @@ void shim_event_drain_deferred(void);
 void shim_image_region(const struct shim_mem *m, size_t region[3]);
 size_t shim_image_row_bytes(const struct shim_mem *m);
 
-/* rehome.c: the first cause of the switch under way's failure. */
+/* rehome_common.c: the first cause of the switch under way's failure
+ * (kept until cleared; more words added to it). */
 void shim_rehome_note(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+void shim_rehome_note_clear(void);
+void shim_rehome_note_add(const char *text);
 /* Logs where a switch failed, and keeps the first such reason. */
 #define SWITCH_FAIL(fmt, ...)                                   \
     do {                                                        \
@@ -28,7 +31,7 @@ void shim_rehome_note(const char *fmt, ...)
     } while (0)
 
 /* A user event the program has not set yet; completing one left on the
- * old side; objects whose bytes the shim moves itself (rehome.c). */
+ * old side; objects whose bytes the shim moves itself (rehome_common.c). */
 bool shim_user_event_pending(const struct shim_obj *o);
 bool shim_user_event_abandon(void *real);
 bool shim_mem_holds_bytes(const struct shim_obj *o);
@@ -40,8 +43,9 @@ struct helper_queue {
     cl_command_queue q;
 };
 
-/* rehome.c: the helper queue for CTX, made on first use; waiting for and
- * releasing every helper queue (0 only when every copy completed). */
+/* rehome_common.c: the helper queue for CTX, made on first use; waiting
+ * for and releasing every helper queue (0 only when every copy
+ * completed). */
 int shim_helper_queue(struct helper_queue *hq, size_t *n, size_t cap,
                       struct shim_context *ctx, cl_command_queue *out);
 int shim_helper_queues_finish(struct helper_queue *hq, size_t *n,

@@ -224,7 +224,7 @@ void shim_rehome_stay_on(const struct shim_backend_ops *from,
         if (o->kind == SHIM_DEVICE)
             ((struct shim_device *)o)->type = bg.list[i].type;
     }
-    shim_staging_drop_all();
+    shim_copies_drop_all();
     shim_precopy_drop_targets();
     to->unload();
     shim_rehome_bg_forget();

@@ -378,7 +378,7 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
     ps->background = to && to != from;
     /* The vendor goes now: its pinned chunks first. */
     if (!ps->background)
-        shim_staging_drop_all();
+        shim_copies_drop_all();
     if (ps->background && (rc = shim_rehome_bg_collect(from)) < 0) {
         ps->background = false;
         shim_rehome_bg_forget();

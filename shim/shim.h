@@ -582,9 +582,10 @@ struct shim_backend_ops {
     int (*platforms)(cl_platform_id **out, cl_uint *n);
     /* An extension function of the implementation, or NULL. */
     void *(*extension)(cl_platform_id real, const char *name);
-    /* Optional: work a switch onto this backend from another one can do
-     * before the gate closes, while the program still runs elsewhere. */
-    void (*prewarm)(void);
+    /* Optional: work a switch onto this backend (SELF) from another one
+     * can do before the gate closes, while the program still runs
+     * elsewhere. */
+    void (*prewarm)(const struct shim_backend_ops *self);
 };
 
 extern const struct shim_backend_ops shim_native_ops;

@@ -264,10 +264,11 @@ void shim_staging_prepare_shadows(bool (*needed)(const struct shim_mem *m,
 }
 
 /* Every context's chunks unmapped and released (after the gate opens, or
- * before the vendor they belong to is unloaded). */
+ * before the vendor they belong to is unloaded), through
+ * shim_copies_drop_all (hostcopy.c), which drops its bounce buffers
+ * first. */
 void shim_staging_drop_all(void)
 {
-    shim_hostcopy_drop_all();
     for (size_t i = 0; i < n_table; i++)
         release(&table[i]);
     n_table = 0;

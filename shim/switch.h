@@ -5,9 +5,11 @@
 #ifndef CRANE_SHIM_SWITCH_H
 #define CRANE_SHIM_SWITCH_H
 
-/* Before a switch from the proxy back to the vendor: load the vendor and
- * make the contexts while the program still runs (prewarm.c). */
-void shim_prewarm_native(void);
+struct shim_backend_ops;
+/* Before a switch from the proxy back to the vendor: load the vendor
+ * (VENDOR: the native backend's row, which names this) and make the
+ * contexts while the program still runs (prewarm.c). */
+void shim_prewarm_native(const struct shim_backend_ops *vendor);
 /* Before a switch to the proxy with pre-copy: contexts made there ahead,
  * as twins (prewarm.c). */
 void shim_prewarm_remote_contexts(void);
@@ -27,7 +29,7 @@ int shim_staging_read_via_device(cl_command_queue q, void *ctx, cl_mem mem,
 int shim_staging_write_via_device(cl_command_queue q, void *ctx, cl_mem mem,
                                   size_t off, size_t len, const void *src);
 int shim_staging_finish(void);
-/* Also drops hostcopy.c's bounce buffers. */
+/* Called by shim_copies_drop_all. */
 void shim_staging_drop_all(void);
 /* A read whose chunks go straight from the pinned chunk to SINK (the
  * proxy, on a switch's way out), without a RAM copy. */
@@ -81,7 +83,9 @@ cl_int shim_hostcopy_read_image_events(cl_command_queue q, void *ctx,
                                        const size_t *region, size_t len,
                                        void *dst, cl_uint n_wait,
                                        const cl_event *wait, cl_event *last);
-void shim_hostcopy_drop_all(void);
+/* Every bounce buffer here and staging chunk (staging.c) released: after
+ * the gate opens, or before their vendor is unloaded. */
+void shim_copies_drop_all(void);
 /* RAM copies made and faulted in before the gate closes (staging.c). */
 void shim_staging_prepare_shadows(bool (*needed)(const struct shim_mem *m,
                                                  void *arg),
