@@ -105,10 +105,21 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status,
                                    const char *msg)
 {
-    char body[128];
-    int n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", msg);
+    struct hd_buf body = {0};
+    enum MHD_Result ret;
 
-    return reply(c, status, CT_JSON, body, (size_t)n);
+    hd_buf_puts(&body, "{\"error\":");
+    hd_json_put_string(&body, msg);
+    hd_buf_puts(&body, "}\n");
+    if (body.err || !body.data) {
+        /* Out of memory: a fixed body, which needs no escaping. */
+        static const char oom[] = "{\"error\":\"out of memory\"}\n";
+        ret = reply(c, status, CT_JSON, oom, sizeof(oom) - 1);
+    } else {
+        ret = reply(c, status, CT_JSON, body.data, body.len);
+    }
+    hd_buf_free(&body);
+    return ret;
 }
 
 /* Answers with OUT's text, or 500 when rendering failed with ERR. */
