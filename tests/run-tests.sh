@@ -158,6 +158,9 @@ store_calls_no_kind() {
 }
 export -f store_calls_no_kind
 case_ "unit/store-calls-no-kind" store_calls_no_kind
+# No circles between the shim's files, in calls or includes: each layer
+# calls only those below it (shim/README.md, "Layers").
+case_ "shim/acyclic" scripts/calls-graph.sh shim $B/obj/shim
 
 echo "# programs: native, under the shim, re-homed while they run"
 for p in $PROGS/*; do
