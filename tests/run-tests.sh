@@ -174,6 +174,9 @@ case_ "rehome-5/longrun" rehome_case 5 20 "$RUN" $PROGS/longrun 300
 # Fresh link-map namespace per load: 15 fresh copies, then the main one.
 case_ "new-namespace/longrun" bash -c \
     'CRANE_VENDOR_NAMESPACE=new rehome_case 31 20 "$RUN" "$PROGS/longrun" 800'
+# The first OpenCL call made by another library's constructor, before
+# main: its platforms still carry the shim's ICD table (-z initfirst).
+case_ "shim/early-constructor" "$RUN" $B/tests/integration/early_ctor
 
 echo "# the shim under AddressSanitizer, re-homing"
 for n in buffers kernels images events threads longrun; do

@@ -31,11 +31,21 @@ REMOTE_TEST_BINS := $(B)/tests/integration/user_events \
     $(B)/tests/integration/callbacks $(B)/tests/integration/bulk_loop \
     $(B)/tests/integration/deferred \
     $(B)/tests/integration/libcrane-fakecl.so \
-    $(B)/tests/integration/hostaccess_lenient
+    $(B)/tests/integration/hostaccess_lenient \
+    $(B)/tests/integration/early_ctor
 $(B)/tests/integration/libcrane-fakecl.so: tests/integration/fakecl.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -shared \
 	    -fPIC $< -o $@ -ldl -pthread
+# A library whose constructor calls OpenCL, and a program linked with it.
+$(B)/tests/integration/libearly.so: tests/integration/early_lib.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -shared \
+	    -fPIC $< -o $@ -lOpenCL
+$(B)/tests/integration/early_ctor: tests/integration/early_ctor.c \
+    $(B)/tests/integration/libearly.so
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \
+	    -L$(@D) -learly -Wl,-rpath,'$$ORIGIN' -lOpenCL -ldl
 $(B)/tests/integration/%: tests/integration/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror $< -o $@ \
