@@ -17,7 +17,9 @@
 #   remote      bench/remote/run.sh --reps 5 --mb "16 256 1024" on NVIDIA
 #               alone (proxy on the same machine, TCP loopback): every
 #               test but precopy, with the switch's stoppage and where it
-#               went inside each phase (the "inside the phases" table)
+#               went inside each phase (the "inside the phases" table);
+#               then bench/remote/sockbw (GB/s of one stream of bytes
+#               through a unix socket and loopback TCP, and memcpy)
 #   shm         bench/remote/run.sh --transport shm (write read latency
 #               launch setarg switch, --reps 5, switch at 16/256/1024 MiB
 #               with its phases), then --transport unix (write read
@@ -102,6 +104,9 @@ part_remote() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
     nv bench/remote/run.sh --reps 5 --mb "16 256 1024" --build "$root/$B" \
         write read latency launch setarg switch
+    echo "## one stream through a local socket (sockbw: the bound of bulk"
+    echo "## bytes over unix and TCP loopback), three runs"
+    for _ in 1 2 3; do "$root/$B/bench/sockbw" 4096; done
 }
 
 part_shm() {

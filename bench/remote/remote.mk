@@ -12,3 +12,7 @@ build/bench/switch: bench/remote/switch.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
 	    -lOpenCL -ldl -pthread
+
+build/bench/sockbw: bench/remote/sockbw.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@
