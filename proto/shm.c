@@ -114,6 +114,7 @@ int crn_shm_map_fd(int fd, uint64_t size, uint64_t ring_len, bool need_seals,
     /* The peer wrote the header; only its CONSUMED fields matter to us,
      * and they start where our own positions do. */
     out->expect[0] = out->expect[1] = 0;
+    out->released[0] = out->released[1] = 0;
     out->head[0] = out->head[1] = 0;
     return 0;
 fail:
@@ -187,7 +188,8 @@ int crn_shm_map_file_at(const char *path, uint64_t offset, uint64_t limit,
         goto fail;
     /* Positions continue from what the header says was consumed. */
     for (int r = 0; r < 2; r++)
-        out->head[r] = out->expect[r] = atomic_load(consumed(out, r));
+        out->head[r] = out->expect[r] = out->released[r] =
+            atomic_load(consumed(out, r));
     return 0;
 fail:
     close(fd);
@@ -284,18 +286,45 @@ int crn_shm_reserve_wait(struct crn_shm *s, enum crn_shm_ring ring,
     }
 }
 
+int crn_shm_claim(struct crn_shm *s, enum crn_shm_ring ring, uint64_t pos,
+                  uint64_t len, unsigned char **at)
+{
+    uint64_t L = s->ring_len, from = s->expect[ring];
+    uint64_t freed = __atomic_load_n(&s->released[ring], __ATOMIC_ACQUIRE);
+
+    /* POS and LEN came from the stream, a private copy: checked once.  The
+     * producer cannot have written past one ring length beyond what we
+     * freed, nor before what we have claimed already. */
+    if (len == 0 || len > L || pos < from || pos - freed >= L ||
+        pos + len - freed > L || pos % L + len > L)
+        return -EPROTO;
+    s->expect[ring] = pos + len;
+    *at = crn_shm_at(s, ring, pos);
+    return 0;
+}
+
+void crn_shm_release(struct crn_shm *s, enum crn_shm_ring ring, uint64_t end)
+{
+    uint64_t freed = __atomic_load_n(&s->released[ring], __ATOMIC_RELAXED);
+
+    /* EXPECT is the claiming thread's: a release never runs ahead of a
+     * claim it follows, so END is checked against what it released. */
+    if (end <= freed || end - freed > s->ring_len)
+        return;
+    __atomic_store_n(&s->released[ring], end, __ATOMIC_RELEASE);
+    atomic_store_explicit(consumed(s, ring), end, memory_order_release);
+}
+
 int crn_shm_take(struct crn_shm *s, enum crn_shm_ring ring, uint64_t pos,
                  uint64_t len, void *dst)
 {
-    uint64_t L = s->ring_len, from = s->expect[ring];
+    unsigned char *at;
+    int rc = crn_shm_claim(s, ring, pos, len, &at);
 
-    /* POS and LEN came from the stream, a private copy: checked once. */
-    if (len == 0 || len > L || pos < from || pos - from >= L ||
-        pos + len - from > L || pos % L + len > L)
-        return -EPROTO;
+    if (rc < 0)
+        return rc;
     if (dst)
-        crn_pcopy(dst, crn_shm_at(s, ring, pos), (size_t)len);
-    s->expect[ring] = pos + len;
-    atomic_store_explicit(consumed(s, ring), pos + len, memory_order_release);
+        crn_pcopy(dst, at, (size_t)len);
+    crn_shm_release(s, ring, pos + len);
     return 0;
 }

@@ -54,6 +54,10 @@ struct crn_shm {
     int fd;               /* the memfd or file; -1 once given away */
     uint64_t head[2];     /* producing: the next free position */
     uint64_t expect[2];   /* consuming: where the next piece may start */
+    uint64_t released[2]; /* consuming: CONSUMED as we published it (a
+                             piece claimed lies between it and EXPECT);
+                             atomic, a claim and a release may run on two
+                             threads */
 };
 
 /* The area's size for rings of RING_LEN bytes. */
@@ -107,5 +111,18 @@ unsigned char *crn_shm_at(const struct crn_shm *s, enum crn_shm_ring ring,
  * -EPROTO for a piece out of place (nothing is copied or freed). */
 int crn_shm_take(struct crn_shm *s, enum crn_shm_ring ring, uint64_t pos,
                  uint64_t len, void *dst);
+
+/* Consumer, in two steps, for bytes used where they lie: checks the piece
+ * as crn_shm_take does (after every piece claimed before it) and returns
+ * where it lies, its room still held; crn_shm_release(END = POS + LEN)
+ * frees the room of that piece and of every piece before it.  One thread
+ * claims, in ring order; one thread (perhaps another) releases, in the
+ * same order (a release that would go back, or more than a ring length
+ * ahead, is ignored).  -EPROTO for a piece out of place (nothing is
+ * claimed). */
+int crn_shm_claim(struct crn_shm *s, enum crn_shm_ring ring, uint64_t pos,
+                  uint64_t len, unsigned char **at);
+void crn_shm_release(struct crn_shm *s, enum crn_shm_ring ring,
+                     uint64_t end);
 
 #endif /* CRANE_PROTO_SHM_H */

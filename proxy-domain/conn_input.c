@@ -79,9 +79,9 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         return 0;
     }
     r = calloc(1, sizeof(*r));
-    if (r && bulk)
+    if (r && bulk && !m->shm_bulk)
         r->bulk = malloc(bulk);
-    if (!r || (bulk && !r->bulk)) {
+    if (!r || (bulk && !m->shm_bulk && !r->bulk)) {
         free(r);
         crane__client_message__free_unpacked(m, NULL);
         px_conn_out_of_step(c, 0, "out of memory for the bulk data");
@@ -102,19 +102,20 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         return 0;
     }
     if (m->shm_bulk) {
-        /* The bytes are in ring 0: copied out now, in the stream's order,
-         * which frees their room at once.  A piece out of place is
-         * refused; nothing of it is used. */
-        int rc = bulk && c->shm ? crn_shm_take(c->shm, CRN_SHM_TO_PROXY,
-                                               m->shm_pos, bulk, r->bulk)
+        /* The bytes are in ring 0: claimed now, in the stream's order; the
+         * call's execution copies them out (or stages a write through
+         * pinned memory) and frees their room, in the same order
+         * (exec.c).  A piece out of place is refused; nothing of it is
+         * used. */
+        unsigned char *at;
+        int rc = bulk && c->shm ? crn_shm_claim(c->shm, CRN_SHM_TO_PROXY,
+                                                m->shm_pos, bulk, &at)
                                 : -EPROTO;
         if (rc < 0) {
             snprintf(r->error, sizeof(r->error),
                      "shared-memory bytes out of place (position %llu, "
                      "%llu bytes)", (unsigned long long)m->shm_pos,
                      (unsigned long long)bulk);
-            free(r->bulk);
-            r->bulk = NULL;
             r->deferred = !m->want_reply;
             crane__client_message__free_unpacked(m, NULL);
             px_conn_queue(c, r);
@@ -122,6 +123,8 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         }
         r->msg = m;
         r->bulk_len = bulk;
+        r->ring = c->shm;
+        r->ring_pos = m->shm_pos;
         px_conn_queue(c, r);
         return 0;
     }

@@ -6,6 +6,7 @@
 #include "staging.h"
 #include "validate.h"
 
+#include "proto/pcopy.h"
 #include "proto/shm.h"
 
 #include <errno.h>
@@ -403,6 +404,42 @@ static void fail_event(struct px_tenant *t, const Crane__ClientMessage *m,
     px_tenant_add(t, id, PX_EVENT, ev, 0, false);
 }
 
+int px_call_ring_copy(struct px_call *c)
+{
+    uint8_t *p;
+
+    if (!c->ring)
+        return 0;
+    if ((p = malloc(c->bulk_len)))
+        crn_pcopy(p, c->ring_at, c->bulk_len);
+    px_call_ring_release(c);
+    if (!p)
+        return -ENOMEM;
+    free(c->bulk);
+    c->bulk = p;
+    return 0;
+}
+
+void px_call_ring_release(struct px_call *c)
+{
+    if (!c->ring)
+        return;
+    crn_shm_release(c->ring, CRN_SHM_TO_PROXY, c->ring_pos + c->bulk_len);
+    c->ring = NULL;
+    c->ring_at = NULL;
+}
+
+/* Whether C's bytes stay in the ring for its executor: a plain buffer
+ * write that may stage through pinned memory. */
+static bool ring_stays(const struct px_call *c)
+{
+    const Crane__ClientMessage *m = c->m;
+
+    return m->msg_case == CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND &&
+           m->mem_command->op == CRANE__MEM_OP__MEM_WRITE &&
+           px_wstage_wants(c->t, c->bulk_len);
+}
+
 void px_exec_one(struct px_tenant *t, struct px_req *r)
 {
     struct px_call c = {.t = t, .m = r->msg};
@@ -420,6 +457,12 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
     c.bulk = r->bulk;
     c.bulk_len = r->bulk_len;
     r->bulk = NULL;
+    if (r->ring) {
+        c.ring = r->ring;
+        c.ring_pos = r->ring_pos;
+        c.ring_at = crn_shm_at(r->ring, CRN_SHM_TO_PROXY, r->ring_pos);
+        r->ring = NULL;
+    }
     err = px_validate(m, c.error, sizeof(c.error));
     if (err != CL_SUCCESS) {
         /* A call the proxy cannot even name is answered whatever
@@ -427,9 +470,18 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
         malformed = m->msg_case == CRANE__CLIENT_MESSAGE__MSG__NOT_SET;
     } else {
         err = px_validate_call(&c);
+        /* Bytes in the ring stay there only for a write that stages them
+         * through pinned memory (exec_mem.c); every other call gets them
+         * in the heap, as from the stream. */
+        if (err == CL_SUCCESS && c.ring && !ring_stays(&c) &&
+            px_call_ring_copy(&c) < 0)
+            err = px_fail(&c, CL_OUT_OF_HOST_MEMORY,
+                          "no room for %zu bytes", c.bulk_len);
         if (err == CL_SUCCESS)
             err = executors[m->msg_case](&c);
     }
+    /* In the stream's order, whatever became of the call. */
+    px_call_ring_release(&c);
     if (err != CL_SUCCESS && !malformed && m->msg_case !=
         CRANE__CLIENT_MESSAGE__MSG__NOT_SET)
         fail_event(t, m, err);

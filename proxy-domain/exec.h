@@ -34,6 +34,12 @@ struct px_req {
     bool close_after;
     bool deferred;               /* MSG NULL: its sender wants no reply, so
                                     the error is the tenant's deferred one */
+    /* Bulk bytes still in ring 0 of RING (the client's shared area) at
+     * RING_POS, BULK_LEN of them, BULK NULL: claimed in the stream's order
+     * by the loop thread, their room freed in the same order once the call
+     * is executed (px_exec_one), or once copied out of the ring. */
+    struct crn_shm *ring;
+    uint64_t ring_pos;
 };
 
 void px_req_free(struct px_req *r);
@@ -57,6 +63,12 @@ struct px_call {
     const Crane__ClientMessage *m;
     uint8_t *bulk;               /* an executor may take it: set NULL */
     size_t bulk_len;
+    /* Or the bytes still where they lie in the client's ring 0 (a write
+     * that stages through pinned memory, staging.h): RING_AT, until
+     * px_call_ring_release frees their room. */
+    struct crn_shm *ring;
+    uint64_t ring_pos;
+    const uint8_t *ring_at;
     Crane__Reply reply;          /* value, size_ret, count, statuses */
     void *value_owner;           /* free()d once the reply is sent */
     char error[160];             /* why the call was refused */
@@ -70,6 +82,12 @@ struct px_call {
  */
 void px_exec_batch(struct px_tenant *t, struct px_req *reqs,
                    const atomic_bool *stop);
+
+/* C's bytes in the ring: copied to the heap (C->bulk, as bytes from the
+ * stream) and their room freed; -ENOMEM (the room freed all the same). */
+int px_call_ring_copy(struct px_call *c);
+/* Frees the room of C's bytes in the ring, if they are there. */
+void px_call_ring_release(struct px_call *c);
 
 /* Executes one request and frees it.  Used by px_exec_batch and fuzzing. */
 void px_exec_one(struct px_tenant *t, struct px_req *r);

@@ -122,6 +122,39 @@ static enum mem_want mem_want_of(Crane__MemOp o, bool src)
     }
 }
 
+/* A buffer write whose bytes are in the client's ring: copied from there
+ * into a pinned buffer, which frees their room, then to the device at
+ * pinned speed (staging.h).  1: no pinned buffer to be had (the bytes
+ * then went to the heap, C->bulk, for the plain write). */
+static cl_int write_staged(struct mem_op *op, cl_mem dst)
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    cl_bool blocking = mc->blocking ? CL_TRUE : CL_FALSE;
+    cl_event ev = NULL;
+    unsigned slot;
+    void *host = px_wstage_get(c->t, op->q, &slot);
+    cl_int err;
+
+    if (!host) {
+        if (px_call_ring_copy(c) < 0)
+            return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                           c->bulk_len);
+        return 1;
+    }
+    crn_pcopy(host, c->ring_at, c->bulk_len);
+    px_call_ring_release(c);
+    err = clEnqueueWriteBuffer(op->q, dst, blocking, mc->dst_offset,
+                               c->bulk_len, host, op->nwait, op->wait, &ev);
+    if (err != CL_SUCCESS)
+        return err;
+    /* The buffer is taken again once this copy ended. */
+    if (!blocking)
+        px_wstage_busy(c->t, slot, ev);
+    op->ev = ev;
+    return CL_SUCCESS;
+}
+
 /* Writes: the bulk bytes stay alive until the device has copied them. */
 static cl_int mem_write(struct mem_op *op, cl_mem dst)
 {
@@ -132,6 +165,8 @@ static cl_int mem_write(struct mem_op *op, cl_mem dst)
     cl_event ev = NULL;
     cl_int err;
 
+    if (c->ring && (err = write_staged(op, dst)) != 1)
+        return err;
     if (mc->op == CRANE__MEM_OP__MEM_WRITE) {
         err = clEnqueueWriteBuffer(op->q, dst, blocking, mc->dst_offset,
                                    mc->size, c->bulk, op->nwait, op->wait,

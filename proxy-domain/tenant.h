@@ -52,6 +52,7 @@ struct px_pending;
 
 struct crn_shm;
 struct px_staging;
+struct px_wstage;
 
 struct px_tenant {
     atomic_int refs;
@@ -78,6 +79,8 @@ struct px_tenant {
     bool shm_nowait;             /* executing on the loop thread: no waits */
     atomic_bool shm_given_up;    /* a ShmDetach executed: area unmapped */
     struct px_staging *staging;  /* pinned read staging (staging.c) */
+    struct px_wstage *wstage;    /* pinned write staging (staging.c) */
+    bool wstage_off;             /* the implementation could not make it */
     uint64_t deferred_seq;       /* first failure without want_reply */
     int32_t deferred_err;
 

@@ -80,8 +80,11 @@ int shim_conn_flush_locked(void)
 
 /* Puts BULK into the shared area's ring 0 and names it in M.  When the
  * ring is full, what is batched leaves first (the proxy frees room as it
- * reads those frames), then a short wait; -EAGAIN after it: the bytes take
- * the stream instead. */
+ * executes those calls), then a short wait; -EAGAIN after it: the bytes
+ * take the stream instead.  The proxy holds a call's room until it
+ * executes the call, so a ring that stays full (the program's calls
+ * queued behind a long wait there) sends the next pieces to the stream at
+ * once, until room comes back. */
 static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
                           size_t bulk_len)
 {
@@ -93,7 +96,12 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
         if ((rc = shim_conn_flush_locked()) < 0)
             return rc;
         rc = crn_shm_reserve_wait(&shim_conn.shm, CRN_SHM_TO_PROXY, bulk_len,
-                                  SHM_WAIT_MS, &pos);
+                                  shim_conn.shm_stuck ? 0 : SHM_WAIT_MS, &pos);
+        if (rc == -EAGAIN && !shim_conn.shm_stuck)
+            LOG_DEBUG("remote: no room in the shared area for %zu bytes "
+                      "after %d ms: bulk bytes take the stream until it "
+                      "frees", bulk_len, SHM_WAIT_MS);
+        shim_conn.shm_stuck = rc == -EAGAIN;
         atomic_fetch_add(&shim_conn.out_wait_ns,
                          (uint64_t)((shim_now() - t0) * 1e9));
     }

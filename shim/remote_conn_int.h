@@ -84,7 +84,8 @@ struct shim_conn {
     /* The shared area (docs/remoting.md, "Shared memory"): ring 0 is
      * filled under send_lock, ring 1 emptied by the reader thread. */
     struct crn_shm shm;
-    bool shm_on;                 /* senders put bulk into ring 0 */
+    bool shm_on;
+    bool shm_stuck;              /* ring 0 stayed full: no waiting for it */                 /* senders put bulk into ring 0 */
     atomic_bool shm_in;          /* the reader takes ring 1's pieces */
     /* Bulk bytes carried each way together (remote_shm.h). */
     atomic_uint_fast64_t shm_bytes, stream_bytes;

@@ -438,6 +438,7 @@ int shim_remote_connect(void)
         goto fail_early;
     shim_conn.shm_ok = false;
     shim_conn.shm_on = false;
+    shim_conn.shm_stuck = false;
     atomic_store(&shim_conn.shm_in, false);
     rc = handshake();
     if (rc == 0) {

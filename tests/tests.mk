@@ -29,7 +29,7 @@ unit: $(UNIT_BIN)
 REMOTE_TEST_BINS := $(B)/tests/integration/user_events \
     $(B)/tests/integration/svm $(B)/tests/integration/timers \
     $(B)/tests/integration/callbacks $(B)/tests/integration/bulk_loop \
-    $(B)/tests/integration/deferred \
+    $(B)/tests/integration/deferred $(B)/tests/integration/ring_writes \
     $(B)/tests/integration/libcrane-fakecl.so \
     $(B)/tests/integration/hostaccess_lenient \
     $(B)/tests/integration/early_ctor

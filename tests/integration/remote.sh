@@ -10,6 +10,9 @@
 #       for a documented reason: -16, a map or a pending user event)
 #   remote.sh proxy-killed                the proxy dies mid-run: the
 #       program must fail with an error, never report PASS on wrong data
+#   remote.sh ring-writes                 writes through a small shared
+#       area, behind a user event another thread sets and staged through
+#       the proxy's pinned buffers, every byte checked
 #   remote.sh proxy-frozen                the proxy stops answering
 #       mid-run: the program's calls fail once CRANE_PROXY_TIMEOUT_MS
 #       passes, never hang
@@ -97,6 +100,19 @@ proxy-killed)
     tail -3 "$out"
     # Errors, not wrong data: the program saw a failing call.
     [ "$connected" = yes ] && [ "$rc" -ne 0 ] && ! grep -q '^PASS' "$out"
+    ;;
+ring-writes)
+    # Writes through a 2 MiB area (rings of about 1 MiB) in 512 KiB
+    # pieces: held back by a user event another thread sets, then staged
+    # by the proxy through its pinned buffers; every byte checked, and the
+    # proxy's log must show that it staged.
+    start_proxy --log-level debug || exit 1
+    CRANE_SHM_MB=2 CRANE_BACKEND="remote:unix:$SOCK" "$RUN" \
+        "$B/tests/integration/ring_writes" || exit 1
+    grep -q 'bulk bytes through 2 MiB of shared memory' "$TMP/proxy.log" &&
+        grep -q 'writes stage through' "$TMP/proxy.log" ||
+        { echo "the proxy's log shows no staged writes:";
+          tail -5 "$TMP/proxy.log"; exit 1; }
     ;;
 proxy-frozen)
     # The proxy stops (SIGSTOP) under a program whose calls poll for their

@@ -24,6 +24,7 @@ TEST_ENTRY(shm_take_refuses_pieces_out_of_place)
 TEST_ENTRY(shm_reserve_distrusts_consumed)
 TEST_ENTRY(shm_map_refuses_bad_areas)
 TEST_ENTRY(shm_file_part_and_token)
+TEST_ENTRY(shm_claim_holds_room_until_released)
 
 /* proto/pcopy.c: tests/unit/test_pcopy.c */
 TEST_ENTRY(pcopy_matches_memcpy)

@@ -142,3 +142,47 @@ TEST(shm_file_part_and_token)
     crn_shm_close(&a);
     unlink(path);
 }
+
+/* Pieces claimed hold their room until released, in order; the bytes are
+ * used where they lie; a lying position is still refused while pieces are
+ * held, and a release out of range changes nothing. */
+TEST(shm_claim_holds_room_until_released)
+{
+    struct crn_shm prod, cons;
+    uint64_t a, b, c;
+    unsigned char *at_a, *at_b;
+
+    ASSERT_EQ(crn_shm_create(RING, &prod), 0);
+    ASSERT_EQ(crn_shm_map_fd(dup(prod.fd), prod.size, RING, true, &cons), 0);
+    ASSERT_EQ(crn_shm_reserve(&prod, CRN_SHM_TO_PROXY, RING / 2, &a), 0);
+    memset(crn_shm_at(&prod, CRN_SHM_TO_PROXY, a), 0xab, RING / 2);
+    ASSERT_EQ(crn_shm_reserve(&prod, CRN_SHM_TO_PROXY, RING / 4, &b), 0);
+    memset(crn_shm_at(&prod, CRN_SHM_TO_PROXY, b), 0xcd, RING / 4);
+    ASSERT_EQ(crn_shm_claim(&cons, CRN_SHM_TO_PROXY, a, RING / 2, &at_a), 0);
+    ASSERT_EQ(crn_shm_claim(&cons, CRN_SHM_TO_PROXY, b, RING / 4, &at_b), 0);
+    ASSERT_EQ(at_a[0], 0xab);
+    ASSERT_EQ(at_a[RING / 2 - 1], 0xab);
+    ASSERT_EQ(at_b[RING / 4 - 1], 0xcd);
+    /* Both held: only the last quarter is free. */
+    ASSERT_EQ(crn_shm_reserve(&prod, CRN_SHM_TO_PROXY, RING / 2, &c),
+              -EAGAIN);
+    /* Claimed already, or beyond a ring past what was freed: refused. */
+    ASSERT_EQ(crn_shm_claim(&cons, CRN_SHM_TO_PROXY, a, 16, &at_a), -EPROTO);
+    ASSERT_EQ(crn_shm_claim(&cons, CRN_SHM_TO_PROXY, a + RING, 16, &at_a),
+              -EPROTO);
+    /* Releases out of range are ignored: going back, or too far ahead. */
+    crn_shm_release(&cons, CRN_SHM_TO_PROXY, a);
+    crn_shm_release(&cons, CRN_SHM_TO_PROXY, a + 2 * RING);
+    ASSERT_EQ(crn_shm_reserve(&prod, CRN_SHM_TO_PROXY, RING / 2, &c),
+              -EAGAIN);
+    /* The first half freed: a half fits again, at the ring's start (the
+     * last quarter skipped); nothing more while B is held. */
+    crn_shm_release(&cons, CRN_SHM_TO_PROXY, a + RING / 2);
+    ASSERT_EQ(crn_shm_reserve(&prod, CRN_SHM_TO_PROXY, RING / 2, &c), 0);
+    ASSERT_EQ(c, (uint64_t)RING);
+    ASSERT_EQ(crn_shm_reserve(&prod, CRN_SHM_TO_PROXY, 1, &c), -EAGAIN);
+    crn_shm_release(&cons, CRN_SHM_TO_PROXY, b + RING / 4);
+    ASSERT_EQ(crn_shm_reserve(&prod, CRN_SHM_TO_PROXY, RING / 4, &c), 0);
+    crn_shm_close(&cons);
+    crn_shm_close(&prod);
+}
