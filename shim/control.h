@@ -4,7 +4,7 @@
 
 /*
  * Starts the control thread once the shim has initialised (init_once() in
- * platform.c, only when the first load worked).  The thread connects to
+ * start.c, only when the first load worked).  The thread connects to
  * crane-guestd's unix socket (CRANE_SOCKET, default /run/crane/guest.sock),
  * registers the program, and carries out prepare, resume and abort
  * (docs/guest.md).  Without a daemon it retries quietly every second; it

@@ -42,7 +42,7 @@ enum shim_kind {
 struct shim_obj;
 
 /* What the store (objects.c) and a switch (rehome.c) do with a shadow that
- * depends on its kind.  Each kind's file defines its row (platform.c:
+ * depends on its kind.  Each kind's file defines its row (devices.c:
  * shim_platform_kind and shim_device_kind; context.c: shim_context_kind;
  * ...) and passes it to shim_obj_new; every shadow points at its row, so
  * the store and the switch call through it without knowing any kind. */
