@@ -15,6 +15,7 @@ struct cb_rec {
     cl_event ev;                 /* CB_FREE: retained, to wait for */
     uint64_t event_id, cookie;   /* CB_WATCH */
     void *data;                  /* CB_FREE */
+    struct cb_rec *next;         /* CB_FREE, on the reaper's list */
 };
 
 /*
@@ -25,6 +26,74 @@ struct cb_rec {
 static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct crn_map cb_recs;
 static uint64_t cb_next;
+
+/*
+ * A completed CB_FREE record's event is released, and its bytes freed, by
+ * a reaper thread rather than in the callback: releasing the last
+ * reference of an event from its own callback, on the implementation's
+ * callback thread, is where NVIDIA's workers were seen stuck (three of its
+ * threads waiting for one lock, no more callbacks, the tenant's stream
+ * stalled until the client's watchdog gave up after 20 s).
+ */
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reap_cond = PTHREAD_COND_INITIALIZER;
+static struct cb_rec *reap_list;
+static pthread_once_t reap_once = PTHREAD_ONCE_INIT;
+static bool reap_running;
+
+static void reap(struct cb_rec *r)
+{
+    clReleaseEvent(r->ev);
+    free(r->data);
+    free(r);
+}
+
+static void *reaper_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&reap_lock);
+        while (!reap_list)
+            pthread_cond_wait(&reap_cond, &reap_lock);
+        struct cb_rec *r = reap_list;
+        reap_list = NULL;
+        pthread_mutex_unlock(&reap_lock);
+        while (r) {
+            struct cb_rec *next = r->next;
+            reap(r);
+            r = next;
+        }
+    }
+    return NULL;
+}
+
+static void reaper_start(void)
+{
+    pthread_attr_t a;
+    pthread_t tid;
+
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 256u << 10);
+    reap_running = pthread_create(&tid, &a, reaper_main, NULL) == 0;
+    pthread_attr_destroy(&a);
+    if (!reap_running)
+        PX_WARN("no thread to release written events: they are released "
+                "in their callbacks");
+}
+
+static void reap_later(struct cb_rec *r)
+{
+    if (!reap_running) {
+        reap(r);
+        return;
+    }
+    pthread_mutex_lock(&reap_lock);
+    r->next = reap_list;
+    reap_list = r;
+    pthread_cond_signal(&reap_cond);
+    pthread_mutex_unlock(&reap_lock);
+}
 
 static void fire(cl_event ev, cl_int status, void *data)
 {
@@ -50,11 +119,10 @@ static void fire(cl_event ev, cl_int status, void *data)
         px_tenant_poke(r->t);
     }
     pthread_mutex_unlock(&cb_lock);
-    if (r && r->kind == CB_FREE) {
-        clReleaseEvent(r->ev);
-        free(r->data);
-    }
-    free(r);
+    if (r && r->kind == CB_FREE)
+        reap_later(r);
+    else
+        free(r);
 }
 
 /* Registers R (taking it) as the callback of EV for STATUS. */
@@ -117,6 +185,7 @@ cl_int px_cb_free(struct px_tenant *t, cl_event ev, void *data)
 
     if (!r)
         return CL_OUT_OF_HOST_MEMORY;
+    pthread_once(&reap_once, reaper_start);
     r->kind = CB_FREE;
     r->t = t;
     r->ev = ev;
