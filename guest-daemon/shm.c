@@ -4,53 +4,18 @@
  * (docs/remoting.md, "Shared memory"). */
 #include "shm.h"
 
+#include "proto/ivshmem.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#define IVSHMEM_VENDOR 0x1af4
-#define IVSHMEM_PLAIN 0x1110
 #define MAX_FUNCTIONS 1024
 #define PAGE 4096u
 /* The smallest part worth a program: the header and two 64 KiB rings. */
 #define MIN_PART (PAGE + (128u << 10))
-
-static long read_id(const char *root, const char *dev, const char *file)
-{
-    char path[512], text[32] = "";
-    FILE *f;
-    char *end;
-    long v;
-
-    snprintf(path, sizeof(path), "%s/%s/%s", root, dev, file);
-    if (!(f = fopen(path, "re")))
-        return -1;
-    if (!fgets(text, sizeof(text), f))
-        text[0] = '\0';
-    fclose(f);
-    v = strtol(text, &end, 16);
-    return end == text ? -1 : v;
-}
-
-/* Whether DEV under ROOT is an ivshmem-plain device; its BAR's file and
- * size then. */
-static int ivshmem_bar(const char *root, const char *dev, char *path,
-                       size_t path_len, uint64_t *size)
-{
-    struct stat st;
-
-    if (read_id(root, dev, "vendor") != IVSHMEM_VENDOR ||
-        read_id(root, dev, "device") != IVSHMEM_PLAIN)
-        return -ENODEV;
-    snprintf(path, path_len, "%s/%s/resource2", root, dev);
-    if (stat(path, &st) < 0)
-        return -errno;
-    *size = (uint64_t)st.st_size;
-    return 0;
-}
 
 int gd_shm_find(const char *root, const char *pci, uint64_t size, char *path,
                 size_t path_len, uint64_t *bar_size, char *why,
@@ -65,7 +30,7 @@ int gd_shm_find(const char *root, const char *pci, uint64_t size, char *path,
     /* The host's address names the device where the guest numbers its
      * buses as the host does (the root bus); elsewhere the scan finds it. */
     if (pci && *pci && !strchr(pci, '/') && strcmp(pci, "..") != 0 &&
-        ivshmem_bar(root, pci, path, path_len, bar_size) == 0 &&
+        crn_ivshmem_bar(root, pci, path, path_len, bar_size) == 0 &&
         (!size || *bar_size == size))
         return 0;
     if (!(dir = opendir(root))) {
@@ -77,7 +42,7 @@ int gd_shm_find(const char *root, const char *pci, uint64_t size, char *path,
         char p[512];
         uint64_t s;
         if (e->d_name[0] == '.' ||
-            ivshmem_bar(root, e->d_name, p, sizeof(p), &s) < 0 ||
+            crn_ivshmem_bar(root, e->d_name, p, sizeof(p), &s) < 0 ||
             (size && s != size))
             continue;
         if (found++ == 0) {

@@ -7,6 +7,7 @@
 #include "proto/frame.h"
 #include "pool.h"
 #include "run.h"
+#include "shm.h"
 #include "waits.h"
 
 #include <errno.h>
@@ -128,6 +129,12 @@ Crane__Hostd__Result hd_arrive_attach(struct hd_daemon *d, struct hd_run *run,
     hd_run_step(run, "attach", 0, NULL, t, hd_run_elapsed(run) - t, 0,
                 gpu->name);
     pthread_mutex_unlock(&d->waiting->attach_lock);
+    /* The programs leave the proxy: the shared memory goes first (a guest
+     * that cannot give it up keeps it, and its programs still resume). */
+    {
+        char shm_why[512];
+        hd_shm_release(d, run, domain, shm_why, sizeof(shm_why));
+    }
 
     t = hd_run_elapsed(run);
     hd_run_say(run, step, -1, "bringing programs back to the GPU");
@@ -231,7 +238,12 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
 
 void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run)
 {
+    char why[512] = "";
     unsigned seen;
+
+    /* Its programs remote: through shared memory when the proxy domain
+     * runs on this host (none refused: they stay on TCP). */
+    hd_shm_attach(d, run, run->m.domain, why, sizeof(why));
 
     pthread_mutex_lock(&d->waiting->lock);
     seen = d->waiting->proxy_losses;

@@ -213,6 +213,15 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
         rc = ms(&cfg->proxy_timeout_ms, v);
     } else if (strcmp(key, "proxy_start_ms") == 0) {
         rc = ms(&cfg->proxy_start_ms, v);
+    } else if (strcmp(key, "proxy_shm_mb") == 0) {
+        unsigned long n;
+        /* ivshmem's memory is a power of two. */
+        rc = crn_conf_uint(v, 10, 0, 1024, &n);
+        if (rc == 0 && n & (n - 1))
+            rc = -EINVAL;
+        if (rc == 0)
+            cfg->proxy_shm_mb = (uint32_t)n;
+        hint = "MiB, a power of two up to 1024, or 0 (none)";
     } else if (strcmp(key, "log_level") == 0) {
         rc = strcmp(v, "error") == 0 || strcmp(v, "warn") == 0 ||
                      strcmp(v, "info") == 0 || strcmp(v, "debug") == 0
@@ -263,9 +272,10 @@ void hd_config_print(const struct hd_config *c)
            c->detach_timeout_ms, c->attach_timeout_ms,
            c->prepare_deadline_ms, c->resume_deadline_ms, c->gpu_retry_ms);
     printf("proxy_domain = %s\nproxy = %s\nproxy_key = %s\n"
-           "proxy_timeout_ms = %u\nproxy_start_ms = %u\nlog_level = %s\n",
+           "proxy_timeout_ms = %u\nproxy_start_ms = %u\nproxy_shm_mb = %u\n"
+           "log_level = %s\n",
            *c->proxy_domain ? c->proxy_domain : "none",
            *c->proxy ? c->proxy : "none",
            *c->proxy_key ? c->proxy_key : "none", c->proxy_timeout_ms,
-           c->proxy_start_ms, c->log_level);
+           c->proxy_start_ms, c->proxy_shm_mb, c->log_level);
 }

@@ -46,6 +46,8 @@ struct hd_config {
     char proxy_key[HD_TEXT];     /* the key crane-proxy was given, "" none */
     uint32_t proxy_timeout_ms;   /* one probe: connect and handshake */
     uint32_t proxy_start_ms;     /* for a proxy domain just started to answer */
+    uint32_t proxy_shm_mb;       /* ivshmem area for a VM remoting to the
+                                    proxy domain here; 0: none */
     char log_level[16];
 };
 

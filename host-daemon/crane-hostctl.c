@@ -35,6 +35,7 @@ static void usage(FILE *f)
     fprintf(f,
     "Usage: " PROGRAM " [OPTION]... COMMAND DOMAIN\n"
     "       " PROGRAM " [OPTION]... pool\n"
+    "       " PROGRAM " [OPTION]... shm [--release] DOMAIN\n"
     "crane's part of a VM migration that another tool performs (OpenStack\n"
     "Nova, KubeVirt, virsh migrate), asked of the local crane-hostd, and\n"
     "the GPU pool in the form schedulers read.\n"
@@ -50,6 +51,12 @@ static void usage(FILE *f)
     "  abort DOMAIN     on the source, when the migration failed: a GPU is\n"
     "                   plugged back in, the programs go back to it\n"
     "  pool             the GPU pool: free, held (by which VM), waiting VMs\n"
+    "  shm DOMAIN       on the host that runs the proxy domain: shared\n"
+    "                   memory (proxy_shm_mb of ivshmem) plugged into DOMAIN\n"
+    "                   and the proxy domain, the VM's remoting programs'\n"
+    "                   bulk bytes through it (crane-hostd does this by\n"
+    "                   itself for a VM that waits here for a GPU); with\n"
+    "                   --release given up (bulk back on TCP) and unplugged\n"
     "\n"
     "Options:\n"
     "  --live              prepare: the programs compute through the proxy\n"
@@ -94,7 +101,7 @@ static int bad_usage(const char *what, const char *arg)
 struct ctl_opts {
     const char *command, *domain, *proxy, *id, *to, *from, *format;
     const char *connect;
-    bool live, offline;
+    bool live, offline, release;
     double wait;
 };
 
@@ -102,7 +109,7 @@ struct ctl_opts {
 static int parse(int argc, char **argv, struct ctl_opts *o)
 {
     enum { O_LIVE = 1, O_OFFLINE, O_PROXY, O_ID, O_TO, O_FROM, O_FORMAT,
-           O_CONNECT, O_WAIT, O_HELP, O_VERSION };
+           O_CONNECT, O_WAIT, O_HELP, O_VERSION, O_RELEASE };
     static const struct option opts[] = {
         {"live", no_argument, NULL, O_LIVE},
         {"offline", no_argument, NULL, O_OFFLINE},
@@ -113,6 +120,7 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         {"format", required_argument, NULL, O_FORMAT},
         {"connect", required_argument, NULL, O_CONNECT},
         {"wait", required_argument, NULL, O_WAIT},
+        {"release", no_argument, NULL, O_RELEASE},
         {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -133,6 +141,7 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         case O_FROM: o->from = optarg; break;
         case O_FORMAT: o->format = optarg; break;
         case O_CONNECT: o->connect = optarg; break;
+        case O_RELEASE: o->release = true; break;
         case O_WAIT:
             errno = 0;
             o->wait = strtod(optarg, &end);
@@ -159,7 +168,8 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
                              o->format);
     } else if (strcmp(o->command, "prepare") == 0 ||
                strcmp(o->command, "resume") == 0 ||
-               strcmp(o->command, "abort") == 0) {
+               strcmp(o->command, "abort") == 0 ||
+               strcmp(o->command, "shm") == 0) {
         if (optind >= argc)
             return bad_usage("missing DOMAIN", NULL);
         o->domain = argv[optind++];
@@ -170,6 +180,8 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
     } else {
         return bad_usage("unknown command", o->command);
     }
+    if (o->release && strcmp(o->command, "shm"))
+        return bad_usage("--release is for shm", NULL);
     if (o->live && o->offline)
         return bad_usage("--live and --offline together", NULL);
     if ((o->live || o->offline) && strcmp(o->command, "prepare") &&
@@ -254,8 +266,16 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
 
 static void build(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
                   Crane__Hostd__HostPrepare *p, Crane__Hostd__HostResume *r,
-                  Crane__Hostd__HostAbort *a, Crane__Hostd__PoolQuery *pq)
+                  Crane__Hostd__HostAbort *a, Crane__Hostd__PoolQuery *pq,
+                  Crane__Hostd__HostShm *s)
 {
+    if (!strcmp(o->command, "shm")) {
+        s->domain = str(o->domain);
+        s->release = o->release;
+        q->msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_SHM;
+        q->shm = s;
+        return;
+    }
     if (!strcmp(o->command, "prepare")) {
         p->domain = str(o->domain);
         p->live = o->live;
@@ -328,11 +348,12 @@ static int run(const struct ctl_opts *o)
     Crane__Hostd__HostResume r = CRANE__HOSTD__HOST_RESUME__INIT;
     Crane__Hostd__HostAbort a = CRANE__HOSTD__HOST_ABORT__INIT;
     Crane__Hostd__PoolQuery pq = CRANE__HOSTD__POOL_QUERY__INIT;
+    Crane__Hostd__HostShm s = CRANE__HOSTD__HOST_SHM__INIT;
     struct mig_view v = {.out = stdout, .last_percent = -1};
     struct crn_endpoint ep;
     int fd, rc, status = MIG_EXIT_NO_ANSWER;
 
-    build(o, &q, &p, &r, &a, &pq);
+    build(o, &q, &p, &r, &a, &pq, &s);
     crn_endpoint_parse(o->connect, &ep);
     if ((fd = crn_endpoint_connect(&ep)) < 0) {
         crn_log(CRN_LOG_ERROR, "cannot connect to crane-hostd at %s: %s (is "

@@ -180,6 +180,20 @@ int hd_guest_abort(const char *path, uint32_t deadline_ms,
     return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
 }
 
+int hd_guest_shm(const char *path, bool release, uint64_t size,
+                 uint32_t deadline_ms, struct hd_guest_reply *r)
+{
+    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
+    Crane__Control__Shm c = CRANE__CONTROL__SHM__INIT;
+
+    c.release = release;
+    c.size = size;
+    c.deadline_ms = deadline_ms;
+    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_SHM;
+    m.shm = &c;
+    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
+}
+
 int hd_guest_status(const char *path, uint32_t timeout_ms,
                     struct hd_guest_reply *r)
 {

@@ -4,6 +4,7 @@
 
 #include "proto/control.pb-c.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,10 @@ int hd_guest_abort(const char *path, uint32_t deadline_ms,
                    struct hd_guest_reply *r);
 int hd_guest_status(const char *path, uint32_t timeout_ms,
                     struct hd_guest_reply *r);
+/* A shared area of SIZE bytes plugged in for the remoting programs (its
+ * only ivshmem-plain device of that size), or with RELEASE its end. */
+int hd_guest_shm(const char *path, bool release, uint64_t size,
+                 uint32_t deadline_ms, struct hd_guest_reply *r);
 void hd_guest_reply_free(struct hd_guest_reply *r);
 
 #endif /* HD_GUEST_H */

@@ -10,6 +10,7 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "run.h"
+#include "shm.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -173,6 +174,9 @@ const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
         break;
     case CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL:
         return NULL;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_SHM:
+        *domain = q->shm->domain;
+        break;
     default:
         return "malformed request";
     }
@@ -368,6 +372,32 @@ static void serve_pool(struct hd_daemon *d, int fd)
     free(wp);
 }
 
+/* Shared memory with the proxy domain, plugged or given up on request. */
+static void serve_shm(struct hd_daemon *d, int fd,
+                      const Crane__Hostd__HostShm *q)
+{
+    Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
+    char why[512] = "";
+    int rc;
+
+    rc = q->release ? hd_shm_release(d, NULL, q->domain, why, sizeof(why))
+                    : hd_shm_attach(d, NULL, q->domain, why, sizeof(why));
+    if (!q->release && rc == 0) {
+        snprintf(why, sizeof(why), "no shared memory to give: %s",
+                 !d->cfg.proxy_shm_mb ? "proxy_shm_mb is 0"
+                                      : "the proxy domain does not run here");
+        rc = -EOPNOTSUPP;
+    }
+    done.result = rc >= 0      ? CRANE__HOSTD__RESULT__RESULT_OK
+                  : q->release ? CRANE__HOSTD__RESULT__RESULT_FAILED
+                               : CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
+    done.error = why;
+    r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
+    r.done = &done;
+    crn_frame_write(fd, &r.base);
+}
+
 void hd_handoff_serve(struct hd_daemon *d, int fd,
                       const Crane__Hostd__ClientRequest *q)
 {
@@ -383,6 +413,9 @@ void hd_handoff_serve(struct hd_daemon *d, int fd,
         break;
     case CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL:
         serve_pool(d, fd);
+        break;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_SHM:
+        serve_shm(d, fd, q->shm);
         break;
     default:
         break;

@@ -8,6 +8,7 @@
 #include "pool.h"
 #include "proxy.h"
 #include "run.h"
+#include "shm.h"
 #include "waits.h"
 
 #include <errno.h>
@@ -222,9 +223,15 @@ static int check(struct mig *m)
 static int prepare(struct mig *m)
 {
     struct hd_guest_reply gr;
-    double t = hd_run_elapsed(&m->run);
+    double t;
     int rc;
 
+    /* Shared memory with the proxy domain here must not go with the VM:
+     * given up and unplugged first (nothing when it has none). */
+    char why[600];
+    if (hd_shm_release(m->d, &m->run, m->dom.name, why, sizeof(why)) < 0)
+        return fail(m, "%s", why);
+    t = hd_run_elapsed(&m->run);
     hd_run_say(&m->run, "prepare", -1, "taking programs off the GPU (%s)",
                live(m) ? "live: onto the proxy" : "offline: parked in RAM");
     rc = hd_guest_prepare(m->dom.channel,

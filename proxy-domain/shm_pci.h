@@ -7,9 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The default folder of PCI devices (--shm-pci's usual value). */
-#define PX_SHM_PCI_ROOT "/sys/bus/pci/devices"
-
 /*
  * Maps the area whose header holds TOKEN (LEN bytes), at OFFSET of the
  * BAR 2 (`resource2`) of one of the ivshmem-plain devices (vendor 0x1af4,

@@ -40,6 +40,16 @@
 #                  moves and passes its self-checks after each hop; both
 #                  histories have each migration by the id crane-hostctl
 #                  gave (source ok once the VM left, destination ok)
+#   shm            on ldst, where the proxy domain runs: crane-hostctl
+#                  prepare --live (the victim remotes over TCP), then
+#                  crane-hostctl shm: ldst's crane-hostd plugs an
+#                  ivshmem-plain <shmem> (proxy_shm_mb) into the VM and the
+#                  proxy domain, the victim's bulk bytes go through its BAR
+#                  (status: shm bytes grow, stream bytes barely); shm
+#                  --release: the victim gives it up while it computes
+#                  (bulk back on TCP, no call lost), the device leaves
+#                  both domains; abort: the GPU back, the victim in
+#                  passthrough, computing on
 #   no-free-gpu    back to lsrc while another VM holds lsrc's GPU: exit 4,
 #                  a third program (cl_worker again, "victim") keeps
 #                  computing through the proxy domain; once the other VM is
@@ -49,7 +59,9 @@
 #                  remotes, the proxy domain is destroyed; the victim fails
 #                  with an OpenCL error (never a wrong result), dst's
 #                  history has a proxy-lost step and says why, crane-hostd
-#                  boots the proxy domain again
+#                  boots the proxy domain again; the VM waiting there got
+#                  shared memory with the proxy domain by itself, given up
+#                  and unplugged when the GPU came free
 # `result PHASE` exits 0 if that phase passed in the last run, 1 if it
 # failed or did not run, 77 if the run was skipped.  `cleanup` stops the
 # libvirtd instances and removes the bridge.
@@ -63,7 +75,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-PHASES="proxy-down migrate-fails live orchestrated no-free-gpu proxy-dies"
+PHASES="proxy-down migrate-fails live orchestrated shm no-free-gpu proxy-dies"
 TIMEOUT=${CRANE_E2E_TIMEOUT:-60}
 CL_TIMEOUT=${CRANE_E2E_CL_TIMEOUT:-300}
 MEM=${CRANE_E2E_CL_MEM:-768}
@@ -79,6 +91,10 @@ PROXY_EP=tcp:$NET.2:7420
 # worker two programs connecting at once waited 60 s under TCG for the
 # second one's worker; --spares (2 by default) keeps one ready for each.
 PROXY_ISOLATION=${CRANE_E2E_PROXY_ISOLATION:-tenant}
+# Shared memory between the VM and the proxy domain on ldst (MiB): an
+# empty pcie-root-port of q35 gets a 2 MiB prefetchable window from the
+# firmware, which a larger ivshmem BAR would not fit.
+SHM_MB=2
 PORT0=$(e2e_free_ports 10) || { echo "no free ports"; exit 1; }
 B=$E2E_ROOT/build
 WORK=$E2E_DIR/live
@@ -385,7 +401,8 @@ proxy_start_ms = 180000
 proxy_timeout_ms = 15000"
 T0=$(e2e_now)
 e2e_hostd src "$SURI" $PORT0 $((PORT0 + 1)) "$CONF"
-e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$CONF" "proxy_domain = $PDOM"
+e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$CONF" "proxy_domain = $PDOM" \
+    "proxy_shm_mb = $SHM_MB"
 step "crane-hostd src up" "$WORK/hostd-src.log" 'crane-hostd on src'
 step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
 $VS start "$DOM" > /dev/null || fail "start $DOM"
@@ -666,6 +683,93 @@ orch_hop src dst 6
 verdict
 }
 
+# --- shm --------------------------------------------------------------------
+# bulk OUT KIND: the victim's bulk bytes in a cranectl status output, "shm"
+# or "stream", or whether its shared area is attached ("area").
+bulk() {
+    awk -v kind="$2" '$1 == "program" { cur = $3 }
+        $1 == "bulk:" && cur == "cl_worker" {
+            if (kind == "shm") print $3
+            else if (kind == "stream") print $6
+            else print $9
+        }' "$1"
+}
+# shm_event DOMAIN KIND: lines of dst's events log for the shared memory's
+# KIND (device-added, device-removed) in DOMAIN.
+shm_events() {
+    grep -cE "$2.*'$1'.*ua-crane-shm-|'$1'.*$2.*ua-crane-shm-" "$WORK/events-dst.log"
+}
+phase_shm() {
+begin shm
+SHM_ID=shm-$$
+V0=$(last_it "$CON" VC)
+wait_progress "$CON" VC $((V0 + 20))
+hostctl dst "shm-prepare.out" prepare --live --id "$SHM_ID" "$DOM"
+[ $RC = 0 ] || fail "prepare exit $RC, expected 0"
+grep -qE '^step +pre +[0-9]+ +cl_worker .* ok' "$WORK/shm-prepare.out" ||
+    fail "the victim did not go remote (no pre step)"
+# Remoting over TCP to the proxy domain on the same host; then the area.
+status "$CHAN" "$WORK/status-$PHASE-tcp.out"
+grep -qE '^program +[0-9]+ +cl_worker +remoting' "$WORK/status-$PHASE-tcp.out" ||
+    fail "the victim is not remoting"
+ADD_G=$(shm_events "$DOM" device-added) ADD_P=$(shm_events "$PDOM" device-added)
+_t=$(e2e_now)
+hostctl dst "shm-attach.out" shm "$DOM"
+[ $RC = 0 ] || fail "crane-hostctl shm exit $RC, expected 0"
+e2e_log "shared memory plugged into both domains and taken: $(e2e_since "$_t") s"
+[ "$(shm_events "$DOM" device-added)" -gt "$ADD_G" ] || fail "no device-added of the area in $DOM"
+[ "$(shm_events "$PDOM" device-added)" -gt "$ADD_P" ] || fail "no device-added of the area in $PDOM"
+step "crane-proxy finds the area among its ivshmem BARs" "$PC" 'its shared area is .*/resource2'
+status "$CHAN" "$WORK/status-$PHASE-shm0.out"
+[ "$(bulk "$WORK/status-$PHASE-shm0.out" area)" = attached ] || fail "the victim has no area attached"
+S0=$(bulk "$WORK/status-$PHASE-shm0.out" shm) T0S=$(bulk "$WORK/status-$PHASE-shm0.out" stream)
+_t=$(e2e_now)
+V0=$(last_it "$CON" VC)
+wait_progress "$CON" VC $((V0 + 20))
+status "$CHAN" "$WORK/status-$PHASE-shm1.out"
+S1=$(bulk "$WORK/status-$PHASE-shm1.out" shm) T1S=$(bulk "$WORK/status-$PHASE-shm1.out" stream)
+_dt=$(e2e_since "$_t")
+e2e_log "victim through shared memory: shm ${S0:-?} -> ${S1:-?} B, stream ${T0S:-?} -> ${T1S:-?} B in $_dt s"
+[ "${S1:-0}" -gt "${S0:-0}" ] || fail "no bulk bytes through the shared memory"
+[ $(( (${T1S:-0} - ${T0S:-0}) * 10 )) -le $(( ${S1:-0} - ${S0:-0} )) ] ||
+    fail "more than a tenth of the bulk bytes on the stream while the area was attached"
+echo "shm bytes $((${S1:-0} - ${S0:-0})) seconds $_dt" >> "$WORK/progress-live"
+# Given up while the victim computes: bulk back on TCP, the device gone.
+REM_G=$(shm_events "$DOM" device-removed) REM_P=$(shm_events "$PDOM" device-removed)
+hostctl dst "shm-release.out" shm --release "$DOM"
+[ $RC = 0 ] || fail "crane-hostctl shm --release exit $RC, expected 0"
+[ "$(shm_events "$DOM" device-removed)" -gt "$REM_G" ] || fail "no device-removed of the area in $DOM"
+[ "$(shm_events "$PDOM" device-removed)" -gt "$REM_P" ] || fail "no device-removed of the area in $PDOM"
+step "crane-proxy gave the area up" "$PC" 'shared memory given up'
+status "$CHAN" "$WORK/status-$PHASE-tcp1.out"
+[ "$(bulk "$WORK/status-$PHASE-tcp1.out" area)" = none ] || fail "the victim still has an area"
+grep -qE '^program +[0-9]+ +cl_worker +remoting' "$WORK/status-$PHASE-tcp1.out" ||
+    fail "the victim is not remoting after the release"
+S2=$(bulk "$WORK/status-$PHASE-tcp1.out" shm) T2S=$(bulk "$WORK/status-$PHASE-tcp1.out" stream)
+_t=$(e2e_now)
+V0=$(last_it "$CON" VC)
+wait_progress "$CON" VC $((V0 + 20))
+status "$CHAN" "$WORK/status-$PHASE-tcp2.out"
+S3=$(bulk "$WORK/status-$PHASE-tcp2.out" shm) T3S=$(bulk "$WORK/status-$PHASE-tcp2.out" stream)
+_dt=$(e2e_since "$_t")
+e2e_log "victim over TCP after the release: shm ${S2:-?} -> ${S3:-?} B, stream ${T2S:-?} -> ${T3S:-?} B in $_dt s"
+[ "${S3:-x}" = "${S2:-y}" ] || fail "bulk bytes through the area after its release"
+[ "${T3S:-0}" -gt "${T2S:-0}" ] || fail "no bulk bytes on the stream after the release"
+echo "stream bytes $((${T3S:-0} - ${T2S:-0})) seconds $_dt" >> "$WORK/progress-live"
+grep -q 'CRANE-VC-RESULT' "$CON" && fail "the victim ended: $(grep RESULT "$CON")"
+# Back to the GPU; the victim goes on in passthrough.
+_back=$(grep -c '^CRANE-VC-GPU back' "$CON")
+hostctl dst "shm-abort.out" abort --id "$SHM_ID" "$DOM"
+[ $RC = 0 ] || fail "abort exit $RC, expected 0"
+step "the victim sees its GPU back" "$CON" '^CRANE-VC-GPU back' $((_back + 1))
+status_ok "$CHAN" "$WORK/status-$PHASE.out"
+wait_id $((PORT0 + 3)) "$SHM_ID" rolled-back
+V0=$(last_it "$CON" VC)
+wait_progress "$CON" VC $((V0 + 20))
+grep -q 'CRANE-VC-RESULT' "$CON" && fail "the victim ended: $(grep RESULT "$CON")"
+verdict
+}
+
 # --- no-free-gpu ------------------------------------------------------------
 phase_no_free_gpu() {
 begin no-free-gpu
@@ -702,6 +806,7 @@ verdict
 # --- proxy-dies -------------------------------------------------------------
 phase_proxy_dies() {
 begin proxy-dies
+ADD_G=$(shm_events "$DOM" device-added) REM_G=$(shm_events "$DOM" device-removed)
 blocker "$DURI"
 dest_xml "$SURI" 3
 migrate src dst "$WORK/dest-3.xml" tcp://127.0.0.1
@@ -709,6 +814,10 @@ migrate src dst "$WORK/dest-3.xml" tcp://127.0.0.1
 C3=$WORK/console-3.log
 V0=$(last_it "$C3" VC)
 wait_progress "$C3" VC $((V0 + 20))
+# Waiting for a GPU on the proxy domain's host: shared memory by itself.
+step "dst gives the waiting VM shared memory" "$WORK/hostd-dst.log" \
+    "$DOM: bulk bytes to the proxy domain $PDOM through $SHM_MB MiB"
+[ "$(shm_events "$DOM" device-added)" -gt "$ADD_G" ] || fail "no device-added of the area in $DOM"
 PROXY_UPS=$(grep -c '^CRANE-PROXY-UP' "$PC")
 $VD destroy "$PDOM" > /dev/null || fail "destroy the proxy domain"
 step "dst notes the proxy domain's death" "$WORK/hostd-dst.log" "proxy domain $PDOM stopped"
@@ -726,6 +835,8 @@ api_newest $((PORT0 + 3)) > "$WORK/api-$PHASE.json"
 grep -q '"proxy-lost"' "$WORK/api-$PHASE.json" || fail "dst history: no proxy-lost step"
 $VD destroy "$DOM-blocker" > /dev/null || fail "destroy the blocker"
 step "dst finishes the migration" "$WORK/hostd-dst.log" "migration .* $DOM: ok"
+# The programs left the proxy: the area went before them.
+[ "$(shm_events "$DOM" device-removed)" -gt "$REM_G" ] || fail "the area was not unplugged from $DOM"
 wait_result $((PORT0 + 3)) ok
 api_newest $((PORT0 + 3)) > "$WORK/api-$PHASE-end.json"
 grep -q 'proxy domain stopped while' "$WORK/api-$PHASE-end.json" ||
