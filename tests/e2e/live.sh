@@ -122,8 +122,8 @@ result)
     [ "$v" = PASS ]; exit ;;
 run)
     # run PHASE...: only those (in the order above; `live` alone for the
-    # demo); orchestrated, no-free-gpu and proxy-dies need live before
-    # them.
+    # demo); orchestrated, shm, no-free-gpu and proxy-dies need live
+    # before them.
     if [ $# -gt 1 ]; then
         shift
         RUN_PHASES=""
@@ -359,13 +359,18 @@ e2e_rng_xml > "$WORK/rng.xml"
 
 # The proxy domain: the same image in its proxy role, no GPU of the pool
 # (it would own one in production), the key as a second read-only disk, a
-# console that survives a restart.
+# console that survives a restart, and a pcie-to-pci-bridge (on a root
+# port of its own) for the shared memory crane-hostd plugs in: libvirt
+# puts an ivshmem device, conventional PCI, only on such a bus (phase shm;
+# the guest gets one too).
 e2e_cl_domain_xml "$PDOM" "$WORK/proxy" "$E2E_CLGUEST_VM" 768 \
     "crane.role=proxy crane.ip=$NET.2/24 crane.proxy_isolation=$PROXY_ISOLATION" |
     sed -e '/<rng[ >]/,/<\/rng>/d' \
         -e "s|<source path='$WORK/proxy/console.log'/>|<source path='$WORK/proxy/console.log' append='on'/>|" |
     awk -v key="$WORK/proxy-key.img" -v nic="$(nic 52:54:00:77:00:02)" '
         /<memballoon/ {
+            print "    <controller type=\x27pci\x27 model=\x27pcie-root-port\x27/>"
+            print "    <controller type=\x27pci\x27 model=\x27pcie-to-pci-bridge\x27/>"
             print "    <disk type=\x27file\x27 device=\x27disk\x27>"
             print "      <driver name=\x27qemu\x27 type=\x27raw\x27/>"
             print "      <source file=\x27" key "\x27/>"
@@ -383,7 +388,9 @@ BACKS=1
 case " $RUN_PHASES " in *" migrate-fails "*) BACKS=2 ;; esac
 e2e_cl_domain_xml "$DOM" "$WORK" "$E2E_CLGUEST_VM" "$MEM" \
     "crane.ip=$NET.10/24 crane.py=1 crane.cl_backs=$BACKS crane.cl_after=$AFTER crane.cl_words=65536 crane.victim=1${CRANE_E2E_KARGS:+ $CRANE_E2E_KARGS}" |
-    awk -v nic="$(nic 52:54:00:77:00:10)" '/<memballoon/ { print nic } { print }' \
+    awk -v nic="$(nic 52:54:00:77:00:10)" '/<memballoon/ { print nic
+        print "    <controller type=\x27pci\x27 model=\x27pcie-root-port\x27/>"
+        print "    <controller type=\x27pci\x27 model=\x27pcie-to-pci-bridge\x27/>" } { print }' \
     > "$WORK/domain.xml"
 $VS define "$WORK/domain.xml" > /dev/null || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
 
@@ -633,6 +640,7 @@ orch_hop() {
     grep -qE '^step +post +[0-9]+ +cl_worker .* ok' "$WORK/orch-resume-$_n.out" ||
         fail "the victim did not come back (no post step)"
     _new=$WORK/console-$_n.log
+    _chan=$WORK/guest-$_n.sock
     step "the victim sees its GPU on $_to" "$_new" '^CRANE-VC-GPU back'
     status_ok "$WORK/guest-$_n.sock" "$WORK/status-$PHASE-$_n.out"
     set -- $(gpu_at "$CON" VC gone)
@@ -667,7 +675,7 @@ PY
     grep -q '"phase":"moved"' "$WORK/api-$_id-$_fport.json" || fail "source history: no moved step"
     grep -q '"phase":"attach"' "$WORK/api-$_id-$_tport.json" || fail "destination history: no attach step"
     CON=$_new
-    CHAN=$WORK/guest-$_n.sock
+    CHAN=$_chan
     V0=$(last_it "$CON" VC)
     wait_progress "$CON" VC $((V0 + 50))
     grep -q 'CRANE-VC-RESULT' "$CON" && fail "the victim ended: $(grep RESULT "$CON")"
@@ -701,6 +709,10 @@ shm_events() {
 }
 phase_shm() {
 begin shm
+# (after orchestrated the VM is on ldst again, CON and CHAN its console and
+# channel; run alone after live, the same VM of live)
+CHAN=${CHAN:-$WORK/guest-1.sock}
+step "the victim program registered" "$CON" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
 SHM_ID=shm-$$
 V0=$(last_it "$CON" VC)
 wait_progress "$CON" VC $((V0 + 20))
