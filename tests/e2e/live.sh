@@ -682,7 +682,7 @@ PY
 }
 phase_orchestrated() {
 begin orchestrated
-step "the victim program registered" "$CON" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
+step "the victim program registered" "$C1" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
 wait_progress "$CON" VC 100
 CHAN=$WORK/guest-1.sock
 orch_abort dst
@@ -710,9 +710,10 @@ shm_events() {
 phase_shm() {
 begin shm
 # (after orchestrated the VM is on ldst again, CON and CHAN its console and
-# channel; run alone after live, the same VM of live)
+# channel; run alone after live, the same VM of live; the victim registered
+# where live left the VM: console-1.log)
 CHAN=${CHAN:-$WORK/guest-1.sock}
-step "the victim program registered" "$CON" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
+step "the victim program registered" "$C1" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT"
 SHM_ID=shm-$$
 V0=$(last_it "$CON" VC)
 wait_progress "$CON" VC $((V0 + 20))

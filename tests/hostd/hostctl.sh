@@ -1,7 +1,8 @@
 #!/bin/bash
 # crane-hostctl against a real crane-hostd on libvirt's test driver: the
 # pool in its three formats (a domain holds one of two pool GPUs), the
-# steps refused before anything changes, bad usage, no daemon.
+# steps refused before anything changes (shared memory where no proxy
+# domain runs included), bad usage, no daemon.
 #
 #   hostctl.sh     exit 0 pass, 1 fail, 77 skip
 #
@@ -71,7 +72,8 @@ for args in "" "frob vm" "prepare" "prepare a b" "pool vm" \
     "prepare vm --live --offline" "resume vm --proxy tcp:h:1" \
     "prepare vm --proxy nonsense" "prepare vm --id bad/id" \
     "resume vm --to h" "prepare vm --from h" "pool --id x" \
-    "pool --wait -1" "pool --connect nonsense" "prepare vm --bogus"; do
+    "pool --wait -1" "pool --connect nonsense" "prepare vm --bogus" \
+    "shm" "shm a b" "prepare vm --release" "shm vm --live"; do
     ctl 2 $args
     [ "$(wc -l < "$T/err")" = 1 ] || die "'$args': not one line on stderr"
     grep -q '^crane-hostctl: .*(see --help)$' "$T/err" || die "'$args': $(cat "$T/err")"
@@ -150,6 +152,11 @@ grep -q '^result: failed: the VM has no guest channel here' "$T/out" || die "abo
 ctl 0 abort holder
 grep -q 'still holds its GPU: nothing to undo' "$T/out" || die "abort holder: $(cat "$T/out")"
 [ -s "$T/err" ] && die "abort exit 0 with a line on stderr: $(cat "$T/err")"
+# Shared memory: no proxy domain here (none configured), nothing to give;
+# a release with nothing plugged is done at once.
+ctl 1 shm holder
+grep -q '^result: rolled-back: no shared memory to give' "$T/out" || die "shm holder: $(cat "$T/out")"
+ctl 0 shm --release holder
 # The pool is as it was.
 ctl 0 pool
 grep -q '"free":1,"held":1,"reserved":0' "$T/out" || die "pool changed: $(cat "$T/out")"
