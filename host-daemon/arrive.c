@@ -241,13 +241,14 @@ void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run)
     char why[512] = "";
     unsigned seen;
 
-    /* Its programs remote: through shared memory when the proxy domain
-     * runs on this host (none refused: they stay on TCP). */
-    hd_shm_attach(d, run, run->m.domain, why, sizeof(why));
-
+    /* Losses of the proxy domain from here on are this VM's to note, the
+     * ones during the shared memory's plugging included. */
     pthread_mutex_lock(&d->waiting->lock);
     seen = d->waiting->proxy_losses;
     pthread_mutex_unlock(&d->waiting->lock);
+    /* Its programs remote: through shared memory when the proxy domain
+     * runs on this host (none refused: they stay on TCP). */
+    hd_shm_attach(d, run, run->m.domain, why, sizeof(why));
     waiting_add(d->waiting, run->m.id, run->m.domain, run->m.start_time, seen,
                 false);
     hd_run_leave(run);

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One plug or unplug at a time: each looks before it acts. */
 static pthread_mutex_t shm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -143,9 +144,17 @@ int hd_shm_attach(struct hd_daemon *d, struct hd_run *run,
                  *hv_last_error() ? hv_last_error() : strerror(-rc));
         goto undo;
     }
-    rc = hd_guest_shm(dom.channel, false,
-                      (uint64_t)d->cfg.proxy_shm_mb << 20,
-                      d->cfg.resume_deadline_ms, &gr);
+    /* The guest sees the device a moment after the hypervisor says it is
+     * plugged: "no such device" is asked again until attach_timeout_ms. */
+    for (double until = hd_now() + d->cfg.attach_timeout_ms / 1e3;;) {
+        rc = hd_guest_shm(dom.channel, false,
+                          (uint64_t)d->cfg.proxy_shm_mb << 20,
+                          d->cfg.resume_deadline_ms, &gr);
+        if (rc < 0 || gr.ack->err != -ENOENT || hd_now() >= until)
+            break;
+        hd_guest_reply_free(&gr);
+        usleep(200 * 1000);
+    }
     if (rc < 0) {
         snprintf(why, why_len, "the guest daemon did not answer shm: %s",
                  strerror(-rc));

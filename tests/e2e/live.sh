@@ -820,6 +820,7 @@ verdict
 phase_proxy_dies() {
 begin proxy-dies
 ADD_G=$(shm_events "$DOM" device-added) REM_G=$(shm_events "$DOM" device-removed)
+SHM_GIVEN=$(grep -c "$DOM: bulk bytes to the proxy domain $PDOM" "$WORK/hostd-dst.log")
 blocker "$DURI"
 dest_xml "$SURI" 3
 migrate src dst "$WORK/dest-3.xml" tcp://127.0.0.1
@@ -829,7 +830,7 @@ V0=$(last_it "$C3" VC)
 wait_progress "$C3" VC $((V0 + 20))
 # Waiting for a GPU on the proxy domain's host: shared memory by itself.
 step "dst gives the waiting VM shared memory" "$WORK/hostd-dst.log" \
-    "$DOM: bulk bytes to the proxy domain $PDOM through $SHM_MB MiB"
+    "$DOM: bulk bytes to the proxy domain $PDOM through $SHM_MB MiB" $((SHM_GIVEN + 1))
 [ "$(shm_events "$DOM" device-added)" -gt "$ADD_G" ] || fail "no device-added of the area in $DOM"
 PROXY_UPS=$(grep -c '^CRANE-PROXY-UP' "$PC")
 $VD destroy "$PDOM" > /dev/null || fail "destroy the proxy domain"
