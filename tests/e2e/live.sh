@@ -702,10 +702,13 @@ bulk() {
             else print $9
         }' "$1"
 }
-# shm_event DOMAIN KIND: lines of dst's events log for the shared memory's
+# shm_events DOMAIN KIND: lines of dst's events log for the shared memory's
 # KIND (device-added, device-removed) in DOMAIN.
-shm_events() {
-    grep -cE "$2.*'$1'.*ua-crane-shm-|'$1'.*$2.*ua-crane-shm-" "$WORK/events-dst.log"
+shm_regex() { echo "$2.*'$1'.*ua-crane-shm-|'$1'.*$2.*ua-crane-shm-"; }
+shm_events() { grep -cE "$(shm_regex "$1" "$2")" "$WORK/events-dst.log"; }
+# shm_event_step DOMAIN KIND BEFORE: waits for one more such line.
+shm_event_step() {
+    step "$2 of the area in $1" "$WORK/events-dst.log" "$(shm_regex "$1" "$2")" $(($3 + 1))
 }
 phase_shm() {
 begin shm
@@ -730,8 +733,8 @@ _t=$(e2e_now)
 hostctl dst "shm-attach.out" shm "$DOM"
 [ $RC = 0 ] || fail "crane-hostctl shm exit $RC, expected 0"
 e2e_log "shared memory plugged into both domains and taken: $(e2e_since "$_t") s"
-[ "$(shm_events "$DOM" device-added)" -gt "$ADD_G" ] || fail "no device-added of the area in $DOM"
-[ "$(shm_events "$PDOM" device-added)" -gt "$ADD_P" ] || fail "no device-added of the area in $PDOM"
+shm_event_step "$DOM" device-added "$ADD_G"
+shm_event_step "$PDOM" device-added "$ADD_P"
 step "crane-proxy finds the area among its ivshmem BARs" "$PC" 'its shared area is .*/resource2'
 status "$CHAN" "$WORK/status-$PHASE-shm0.out"
 [ "$(bulk "$WORK/status-$PHASE-shm0.out" area)" = attached ] || fail "the victim has no area attached"
@@ -751,8 +754,8 @@ echo "shm bytes $((${S1:-0} - ${S0:-0})) seconds $_dt" >> "$WORK/progress-live"
 REM_G=$(shm_events "$DOM" device-removed) REM_P=$(shm_events "$PDOM" device-removed)
 hostctl dst "shm-release.out" shm --release "$DOM"
 [ $RC = 0 ] || fail "crane-hostctl shm --release exit $RC, expected 0"
-[ "$(shm_events "$DOM" device-removed)" -gt "$REM_G" ] || fail "no device-removed of the area in $DOM"
-[ "$(shm_events "$PDOM" device-removed)" -gt "$REM_P" ] || fail "no device-removed of the area in $PDOM"
+shm_event_step "$DOM" device-removed "$REM_G"
+shm_event_step "$PDOM" device-removed "$REM_P"
 step "crane-proxy gave the area up" "$PC" 'shared memory given up'
 status "$CHAN" "$WORK/status-$PHASE-tcp1.out"
 [ "$(bulk "$WORK/status-$PHASE-tcp1.out" area)" = none ] || fail "the victim still has an area"
@@ -831,7 +834,7 @@ wait_progress "$C3" VC $((V0 + 20))
 # Waiting for a GPU on the proxy domain's host: shared memory by itself.
 step "dst gives the waiting VM shared memory" "$WORK/hostd-dst.log" \
     "$DOM: bulk bytes to the proxy domain $PDOM through $SHM_MB MiB" $((SHM_GIVEN + 1))
-[ "$(shm_events "$DOM" device-added)" -gt "$ADD_G" ] || fail "no device-added of the area in $DOM"
+shm_event_step "$DOM" device-added "$ADD_G"
 PROXY_UPS=$(grep -c '^CRANE-PROXY-UP' "$PC")
 $VD destroy "$PDOM" > /dev/null || fail "destroy the proxy domain"
 step "dst notes the proxy domain's death" "$WORK/hostd-dst.log" "proxy domain $PDOM stopped"
@@ -850,7 +853,7 @@ grep -q '"proxy-lost"' "$WORK/api-$PHASE.json" || fail "dst history: no proxy-lo
 $VD destroy "$DOM-blocker" > /dev/null || fail "destroy the blocker"
 step "dst finishes the migration" "$WORK/hostd-dst.log" "migration .* $DOM: ok"
 # The programs left the proxy: the area went before them.
-[ "$(shm_events "$DOM" device-removed)" -gt "$REM_G" ] || fail "the area was not unplugged from $DOM"
+shm_event_step "$DOM" device-removed "$REM_G"
 wait_result $((PORT0 + 3)) ok
 api_newest $((PORT0 + 3)) > "$WORK/api-$PHASE-end.json"
 grep -q 'proxy domain stopped while' "$WORK/api-$PHASE-end.json" ||
