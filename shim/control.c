@@ -288,8 +288,13 @@ static int cmd_shm(const Crane__Control__DaemonMessage *m, int fd,
         return shim_remote_shm_release(out->error, sizeof(out->error));
     if (current_mode() == MODE_PASSTHROUGH || current_mode() == MODE_PARKED)
         return 0;        /* on its GPU: nothing to carry */
-    rc = shim_remote_shm_use(s->path, NULL, s->offset, s->limit, out->error,
-                             sizeof(out->error));
+    /* Half the command's deadline for the proxy domain to see the device
+     * too (the answer must come before the deadline). */
+    rc = shim_remote_shm_use(s->path, NULL, s->offset, s->limit,
+                             (long)(s->deadline_ms ? s->deadline_ms
+                                                   : CONTROL_DEFAULT_DEADLINE_MS) /
+                                 2,
+                             out->error, sizeof(out->error));
     if (rc == -EBUSY)
         return 0;        /* one attached already: kept */
     return rc;

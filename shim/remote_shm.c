@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/shm.h"
@@ -31,8 +32,10 @@ static cl_int own_call(Crane__ClientMessage *m, struct rc_reply *r)
 }
 
 int shim_remote_shm_use(const char *path, const char *name, uint64_t offset,
-                        uint64_t limit, char *why, size_t why_len)
+                        uint64_t limit, long patience_ms, char *why,
+                        size_t why_len)
 {
+    double until = shim_now() + patience_ms / 1e3;
     size_t ring = (size_t)shim_config.shm_mb << 19;  /* half each way */
     uint8_t token[CRN_SHM_TOKEN_LEN];
     Crane__ShmAttach a = CRANE__SHM_ATTACH__INIT;
@@ -80,8 +83,17 @@ int shim_remote_shm_use(const char *path, const char *name, uint64_t offset,
     a.token.data = token;
     a.token.len = sizeof(token);
     a.offset = offset;
-    RC_MSG(m, shm_attach, SHM_ATTACH, &a);
-    err = own_call(&m, &r);
+    for (;;) {
+        RC_MSG(m, shm_attach, SHM_ATTACH, &a);
+        err = own_call(&m, &r);
+        /* A refusal (not a lost connection) may be the proxy domain not
+         * seeing the device yet: asked again until the patience ends. */
+        if (err == CL_SUCCESS || !r.reply || shim_now() >= until)
+            break;
+        shim_remote_reply_free(&r);
+        struct timespec nap = {0, 100 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
     if (err != CL_SUCCESS) {
         snprintf(why, why_len, "the proxy refused the area: %s (%d)",
                  r.reply && r.reply->error && *r.reply->error

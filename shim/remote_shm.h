@@ -17,12 +17,15 @@ struct shim_remote_shm_counts {
  * Lays a shared area out over PATH (an ivshmem BAR's resource2), from
  * OFFSET, at most LIMIT bytes (0: to the end), writes a fresh token into
  * it and offers it to the proxy (ShmAttach{token, offset}; NAME too when
- * the proxy maps host files by name).  Bulk bytes go through it from the
- * next call on.  Returns 0, -ENOTCONN when not remoting, -EBUSY when an
- * area is attached already, or another negative errno with WHY set.
+ * the proxy maps host files by name).  A proxy that refuses is asked
+ * again for up to PATIENCE_MS (the proxy domain may see a device just
+ * plugged a moment after this guest does).  Bulk bytes go through it from
+ * the next call on.  Returns 0, -ENOTCONN when not remoting, -EBUSY when
+ * an area is attached already, or another negative errno with WHY set.
  */
 int shim_remote_shm_use(const char *path, const char *name, uint64_t offset,
-                        uint64_t limit, char *why, size_t why_len);
+                        uint64_t limit, long patience_ms, char *why,
+                        size_t why_len);
 
 /*
  * Gives the attached area up (ShmDetach): bulk bytes take the stream from
