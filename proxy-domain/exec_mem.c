@@ -243,6 +243,8 @@ static cl_int read_len(struct mem_op *op, cl_mem src, size_t *len)
     return CL_SUCCESS;
 }
 
+_Static_assert(PX_READ_CHUNK <= PX_CHUNK_BYTES, "a read's chunk is kept");
+
 /* Reads at least this big stage through pinned memory over a shared area. */
 #define STAGED_MIN (1u << 20)
 
@@ -409,7 +411,7 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
         }
         if (pos)
             pos[done] = UINT64_MAX;
-        if (!(chunks[done] = malloc(k))) {
+        if (!(chunks[done] = px_chunk_alloc(k))) {
             err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
                           len);
             break;
@@ -418,7 +420,7 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
                                   k, chunks[done], op->nwait, op->wait,
                                   &evs[done]);
         if (err != CL_SUCCESS) {
-            free(chunks[done]);
+            px_chunk_free(chunks[done]);
             chunks[done] = NULL;
             break;
         }
@@ -438,7 +440,7 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
         clWaitForEvents((cl_uint)done, evs);
         for (size_t i = 0; i < done; i++) {
             clReleaseEvent(evs[i]);
-            free(chunks[i]);
+            px_chunk_free(chunks[i]);
         }
         free(evs);
         free(chunks);
@@ -460,7 +462,7 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
             err = status;
         if ((err != CL_SUCCESS && !sent) || (!chunks[i] && !in_ring)) {
             /* A ring chunk skipped leaves a gap the ring's order allows. */
-            free(chunks[i]);
+            px_chunk_free(chunks[i]);
             chunks[i] = NULL;
             continue;
         }
@@ -482,11 +484,11 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
                      (unsigned long long)c->m->seq);
             err = CL_OUT_OF_HOST_MEMORY;
             /* This chunk was not queued; the later ones never will be. */
-            free(chunks[i]);
+            px_chunk_free(chunks[i]);
             for (size_t j = i + 1; j < n; j++) {
                 clWaitForEvents(1, &evs[j]);
                 clReleaseEvent(evs[j]);
-                free(chunks[j]);
+                px_chunk_free(chunks[j]);
             }
             sent = true;
             break;

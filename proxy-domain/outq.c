@@ -4,6 +4,57 @@
 #include "log.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
+
+static struct {
+    pthread_mutex_t lock;
+    unsigned char *base;         /* PX_CHUNKS_KEPT chunks, or NULL */
+    bool failed;                 /* the mapping could not be made */
+    uint32_t used;               /* a bit per chunk */
+} kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+_Static_assert(PX_CHUNKS_KEPT <= 32, "one bit per kept chunk");
+
+void *px_chunk_alloc(size_t len)
+{
+    void *p = NULL;
+
+    if (len && len <= PX_CHUNK_BYTES) {
+        pthread_mutex_lock(&kept.lock);
+        if (!kept.base && !kept.failed) {
+            void *m = mmap(NULL, (size_t)PX_CHUNKS_KEPT * PX_CHUNK_BYTES,
+                           PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0);
+            if (m == MAP_FAILED)
+                kept.failed = true;
+            else
+                kept.base = m;
+        }
+        for (unsigned i = 0; kept.base && i < PX_CHUNKS_KEPT; i++)
+            if (!(kept.used & (1u << i))) {
+                kept.used |= 1u << i;
+                p = kept.base + (size_t)i * PX_CHUNK_BYTES;
+                break;
+            }
+        pthread_mutex_unlock(&kept.lock);
+    }
+    return p ? p : malloc(len ? len : 1);
+}
+
+void px_chunk_free(void *p)
+{
+    unsigned char *c = p;
+
+    if (kept.base && c >= kept.base &&
+        c < kept.base + (size_t)PX_CHUNKS_KEPT * PX_CHUNK_BYTES) {
+        size_t i = (size_t)(c - kept.base) / PX_CHUNK_BYTES;
+        pthread_mutex_lock(&kept.lock);
+        kept.used &= ~(1u << i);
+        pthread_mutex_unlock(&kept.lock);
+        return;
+    }
+    free(p);
+}
 
 struct px_out *px_out_pack(const Crane__ServerMessage *m)
 {
@@ -45,7 +96,7 @@ void px_out_free(struct px_out *o)
     if (!o)
         return;
     free(o->frame);
-    free(o->bulk_owner);
+    px_chunk_free(o->bulk_owner);
     free(o);
 }
 

@@ -13,7 +13,7 @@
 /*
  * One frame for the wire, with optional bulk bytes after it.  Whoever
  * holds a px_out owns it; px_out_free() releases the frame and
- * BULK_OWNER.  BULK points into BULK_OWNER, or into memory that a later
+ * BULK_OWNER (px_chunk_free).  BULK points into BULK_OWNER, or into memory that a later
  * px_out of the same stream owns (a read's data leaves in order, so the
  * last chunk's entry can own the whole staging buffer).
  */
@@ -24,9 +24,23 @@ struct px_out {
     size_t frame_len;
     const uint8_t *bulk;
     size_t bulk_len;
-    void *bulk_owner;            /* free()d with the entry */
+    void *bulk_owner;            /* px_chunk_free()d with the entry */
     bool close_after;            /* close the stream once this is written */
 };
+
+/*
+ * Buffers for bytes on their way out (a read's chunks): up to
+ * PX_CHUNKS_KEPT of at most PX_CHUNK_BYTES come from one mapping that
+ * stays, so that every read reuses memory already faulted in (the heap of
+ * a pool thread's malloc arena is handed back to the system as soon as it
+ * is all free, and touching it again costs a page fault per 4 KiB: most of
+ * a read's time over TCP, measured), the others from the heap.
+ * px_chunk_free takes either kind, and heap memory from anywhere.
+ */
+#define PX_CHUNK_BYTES (4u << 20)
+#define PX_CHUNKS_KEPT 16
+void *px_chunk_alloc(size_t len);
+void px_chunk_free(void *p);
 
 /* Packs M into a new entry; returns NULL when out of memory (logged). */
 struct px_out *px_out_pack(const Crane__ServerMessage *m);
