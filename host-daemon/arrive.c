@@ -315,6 +315,9 @@ static void note_proxy_lost(struct hd_daemon *d, struct hd_run *run,
     hd_run_say(run, "proxy-lost", -1, "%s", why);
     hd_run_step(run, "proxy-lost", 0, NULL, hd_run_elapsed(run), 0,
                 -ECONNRESET, why);
+    /* Shared memory with the proxy domain that is gone: given up (the
+     * programs' connections ended with it) and unplugged from the VM. */
+    hd_shm_release(d, run, e->domain, why, sizeof(why));
 }
 
 static void retry_job(void *arg)
