@@ -2,6 +2,7 @@
 #include "callbacks.h"
 
 #include "log.h"
+#include "outq.h"
 #include "proto/map.h"
 
 #include <pthread.h>
@@ -44,7 +45,7 @@ static bool reap_running;
 static void reap(struct cb_rec *r)
 {
     clReleaseEvent(r->ev);
-    free(r->data);
+    px_chunk_free(r->data);
     free(r);
 }
 
@@ -243,7 +244,7 @@ void px_cb_forget(struct px_tenant *t)
             /* The device may still be copying from it. */
             clWaitForEvents(1, &r->ev);
             clReleaseEvent(r->ev);
-            free(r->data);
+            px_chunk_free(r->data);
         }
         free(r);
     }

@@ -202,7 +202,7 @@ static cl_int mem_write(struct mem_op *op, cl_mem dst)
         c->bulk = NULL;
         if (px_cb_free(c->t, ev, data) != CL_SUCCESS) {
             clWaitForEvents(1, &ev);
-            free(data);
+            px_chunk_free(data);
         }
     }
     op->ev = ev;

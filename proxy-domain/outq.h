@@ -39,6 +39,8 @@ struct px_out {
  */
 #define PX_CHUNK_BYTES (4u << 20)
 #define PX_CHUNKS_KEPT 16
+/* Smaller buffers are not worth a kept chunk. */
+#define PX_CHUNK_MIN (64u << 10)
 void *px_chunk_alloc(size_t len);
 void px_chunk_free(void *p);
 
