@@ -156,15 +156,19 @@ int hd_shm_attach(struct hd_daemon *d, struct hd_run *run,
         usleep(200 * 1000);
     }
     if (rc < 0) {
-        snprintf(why, why_len, "the guest daemon did not answer shm: %s",
-                 strerror(-rc));
-        goto undo;
+        /* It may have handed parts out before its answer was lost: the
+         * device stays (a later release takes it back). */
+        snprintf(why, why_len, "the guest daemon did not answer shm: %s "
+                 "(the device stays plugged)", strerror(-rc));
+        goto keep;
     }
     rc = gr.ack->err;
     if (rc < 0)
         snprintf(why, why_len, "the guest did not take the shared area: "
                  "%.300s", gr.ack->error);
     hd_guest_reply_free(&gr);
+    if (rc == -EOPNOTSUPP)
+        goto undo;             /* a guest daemon without the command */
     if (rc < 0) {
         /* Whoever took a part gives it up before the device goes; if the
          * guest cannot say that they did, the device stays. */

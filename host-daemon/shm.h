@@ -17,7 +17,9 @@ struct hd_run;
  * guest's remoting programs move their bulk bytes through it (Shm).  Each
  * step goes into RUN (NULL: logged only).  1 when DOMAIN has its area now,
  * 0 when there is none to give (no proxy domain here, proxy_shm_mb 0),
- * -errno with WHY (what was plugged is unplugged again).
+ * -errno with WHY: what was plugged is unplugged again, unless the guest
+ * may have handed parts of it out and cannot say they were given up (no
+ * answer, a failed release): then it stays for a later release.
  */
 int hd_shm_attach(struct hd_daemon *d, struct hd_run *run,
                   const char *domain, char *why, size_t why_len);
