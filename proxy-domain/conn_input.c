@@ -337,8 +337,9 @@ static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
 }
 
 /* ShmDetach, as its frame is read: every piece of ring 0 before it has
- * been taken (in stream order); none may follow.  Its executor stops
- * ring 1 and unmaps the area, in the tenant's order. */
+ * been claimed (in stream order), and their calls copy them out before
+ * the ShmDetach executes (in the tenant's order); none may follow.  Its
+ * executor stops ring 1 and unmaps the area. */
 static int detach_area(struct px_conn *c, char *why, size_t why_len)
 {
     if (!c->shm) {

@@ -270,10 +270,11 @@ static cl_int exec_shm_attach(struct px_call *c)
                      : px_fail(c, CL_INVALID_OPERATION, "no shared area");
 }
 
-/* The area given up (conn_input.c took no more of ring 0 after its
- * frame): replies from here on carry their bytes on the stream, and the
- * mapping goes, so that the device behind it can be unplugged.  Replies
- * that named ring 1 left before this one's, in order. */
+/* The area given up (conn_input.c claimed no more of ring 0 after its
+ * frame, and the calls before it, which copied their pieces out, have
+ * executed): replies from here on carry their bytes on the stream, and
+ * the mapping goes, so that the device behind it can be unplugged.
+ * Replies that named ring 1 left before this one's, in order. */
 static cl_int exec_shm_detach(struct px_call *c)
 {
     struct px_tenant *t = c->t;
