@@ -153,7 +153,7 @@ static void send_pending(struct px_tenant *t, struct px_pending *p)
     r.err = status == CL_COMPLETE ? CL_SUCCESS : status;
     emit_reply(t, &r, NULL, 0, NULL);
 out:
-    free(p->data);
+    px_chunk_free(p->data);
     clReleaseEvent(p->ev);
     free(p);
 }
@@ -535,7 +535,7 @@ size_t px_exec_teardown(struct px_tenant *t)
         t->pend_head = p->next;
         clWaitForEvents(1, &p->ev);
         clReleaseEvent(p->ev);
-        free(p->data);
+        px_chunk_free(p->data);
         free(p);
     }
     t->pend_tail = NULL;

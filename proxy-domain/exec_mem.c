@@ -523,10 +523,11 @@ static cl_int mem_read(struct mem_op *op, cl_mem src)
     err = read_len(op, src, &len);
     if (err != CL_SUCCESS)
         return err;
-    data = malloc(len ? len : 1);
+    /* On a pool thread: kept chunks where they fit (outq.h). */
+    data = len >= PX_CHUNK_MIN ? px_chunk_alloc(len) : malloc(len ? len : 1);
     p = calloc(1, sizeof(*p));
     if (!data || !p) {
-        free(data);
+        px_chunk_free(data);
         free(p);
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
                        len);
@@ -548,7 +549,7 @@ static cl_int mem_read(struct mem_op *op, cl_mem src)
                                  data, op->nwait, op->wait, &ev);
     }
     if (err != CL_SUCCESS) {
-        free(data);
+        px_chunk_free(data);
         free(p);
         return err;
     }
