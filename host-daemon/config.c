@@ -36,6 +36,7 @@ void hd_config_defaults(struct hd_config *cfg)
     cfg->prepare_deadline_ms = 30000;
     cfg->resume_deadline_ms = 60000;
     cfg->gpu_retry_ms = 5000;
+    cfg->prepare_lease_s = 600;
     snprintf(cfg->proxy_key, sizeof(cfg->proxy_key), "/etc/crane/proxy.key");
     cfg->proxy_timeout_ms = 3000;
     cfg->proxy_start_ms = 120000;
@@ -194,6 +195,11 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
         rc = ms(&cfg->resume_deadline_ms, v);
     } else if (strcmp(key, "gpu_retry_ms") == 0) {
         rc = ms(&cfg->gpu_retry_ms, v);
+    } else if (strcmp(key, "prepare_lease_s") == 0) {
+        rc = crn_conf_uint(v, 10, 0, HD_LEASE_MAX_S, &n);
+        if (rc == 0)
+            cfg->prepare_lease_s = (uint32_t)n;
+        hint = "seconds, 0 (no lease) to 604800";
     } else if (strcmp(key, "proxy_domain") == 0) {
         rc = strlen(v) <= 255 ? optional(cfg->proxy_domain,
                                          sizeof(cfg->proxy_domain), v)
@@ -268,9 +274,10 @@ void hd_config_print(const struct hd_config *c)
                *c->gpus[i].pci ? c->gpus[i].pci : c->gpus[i].xml_file);
     printf("detach_timeout_ms = %u\nattach_timeout_ms = %u\n"
            "prepare_deadline_ms = %u\nresume_deadline_ms = %u\n"
-           "gpu_retry_ms = %u\n",
+           "gpu_retry_ms = %u\nprepare_lease_s = %u\n",
            c->detach_timeout_ms, c->attach_timeout_ms,
-           c->prepare_deadline_ms, c->resume_deadline_ms, c->gpu_retry_ms);
+           c->prepare_deadline_ms, c->resume_deadline_ms, c->gpu_retry_ms,
+           c->prepare_lease_s);
     printf("proxy_domain = %s\nproxy = %s\nproxy_key = %s\n"
            "proxy_timeout_ms = %u\nproxy_start_ms = %u\nproxy_shm_mb = %u\n"
            "log_level = %s\n",

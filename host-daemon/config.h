@@ -9,6 +9,7 @@
 #define HD_MAX_GPUS 16
 #define HD_TEXT 256
 #define HD_PEER_PORT 7410
+#define HD_LEASE_MAX_S 604800   /* prepare_lease_s and --lease: a week */
 
 /* One `gpu = NAME pci:ADDRESS` or `gpu = NAME xml:FILE` line. */
 struct hd_gpu_conf {
@@ -40,6 +41,7 @@ struct hd_config {
     uint32_t prepare_deadline_ms;
     uint32_t resume_deadline_ms;
     uint32_t gpu_retry_ms;       /* VMs waiting for a GPU: retry period */
+    uint32_t prepare_lease_s;    /* a prepared VM is aborted after; 0: never */
     /* The proxy domain programs remote to during a live migration. */
     char proxy_domain[HD_TEXT];  /* its name here, "" none (runs elsewhere) */
     char proxy[HD_TEXT];         /* its endpoint as guests reach it, "" none */

@@ -9,9 +9,11 @@
  * crane-hostd's control socket (the client hop of proto/hostd.proto) and
  * prints the replies as crane-migrate does; the result is the exit status.
  */
+#include "config.h"
 #include "migrate_cli.h"
 #include "pool_report.h"
 
+#include "proto/conffile.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/hostd.pb-c.h"
@@ -44,7 +46,9 @@ static void usage(FILE *f)
     "  prepare DOMAIN   on the source, before the migration: the VM's\n"
     "                   programs leave the GPU (--live: onto the proxy;\n"
     "                   else parked), the GPU is unplugged; exit 0 when the\n"
-    "                   VM may move (its `migration:` line names the id)\n"
+    "                   VM may move (its `migration:` line names the id);\n"
+    "                   if no migration, resume or abort follows within\n"
+    "                   the lease, crane-hostd aborts it by itself\n"
     "  resume DOMAIN    on the destination, once the VM runs there: a free\n"
     "                   GPU of the pool is plugged in, the programs go back\n"
     "                   to it (exit 4: none free, they remote until one is)\n"
@@ -69,6 +73,10 @@ static void usage(FILE *f)
     "                      default: prepare makes one, abort takes the\n"
     "                      newest prepared migration of DOMAIN)\n"
     "  --to HOST           prepare: the destination, for the history\n"
+    "  --lease S           prepare: how long the VM may stay prepared, in\n"
+    "                      seconds (default: crane-hostd's prepare_lease_s,\n"
+    "                      600 unless set; 0: no lease, it waits for ever);\n"
+    "                      cover the whole migration with it\n"
     "  --from HOST         resume: the source, for the history\n"
     "  --format FORMAT     pool: json (crane's own, the default), placement\n"
     "                      (an OpenStack Placement provider per GPU) or\n"
@@ -100,16 +108,17 @@ static int bad_usage(const char *what, const char *arg)
 
 struct ctl_opts {
     const char *command, *domain, *proxy, *id, *to, *from, *format;
-    const char *connect;
+    const char *connect, *lease;
     bool live, offline, release;
     double wait;
+    unsigned long lease_s;
 };
 
 /* -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, struct ctl_opts *o)
 {
     enum { O_LIVE = 1, O_OFFLINE, O_PROXY, O_ID, O_TO, O_FROM, O_FORMAT,
-           O_CONNECT, O_WAIT, O_HELP, O_VERSION, O_RELEASE };
+           O_CONNECT, O_WAIT, O_HELP, O_VERSION, O_RELEASE, O_LEASE };
     static const struct option opts[] = {
         {"live", no_argument, NULL, O_LIVE},
         {"offline", no_argument, NULL, O_OFFLINE},
@@ -121,6 +130,7 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         {"connect", required_argument, NULL, O_CONNECT},
         {"wait", required_argument, NULL, O_WAIT},
         {"release", no_argument, NULL, O_RELEASE},
+        {"lease", required_argument, NULL, O_LEASE},
         {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -142,6 +152,7 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         case O_FORMAT: o->format = optarg; break;
         case O_CONNECT: o->connect = optarg; break;
         case O_RELEASE: o->release = true; break;
+        case O_LEASE: o->lease = optarg; break;
         case O_WAIT:
             errno = 0;
             o->wait = strtod(optarg, &end);
@@ -192,6 +203,11 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         return bad_usage("--proxy is for prepare", NULL);
     if (o->proxy && crn_endpoint_parse(o->proxy, &ep) < 0)
         return bad_usage("bad --proxy", o->proxy);
+    if (o->lease && strcmp(o->command, "prepare"))
+        return bad_usage("--lease is for prepare", NULL);
+    if (o->lease && crn_conf_uint(o->lease, 10, 0, HD_LEASE_MAX_S,
+                                  &o->lease_s) < 0)
+        return bad_usage("bad --lease (seconds, 0 to 604800)", o->lease);
     if (o->to && strcmp(o->command, "prepare"))
         return bad_usage("--to is for prepare", NULL);
     if (o->from && strcmp(o->command, "resume"))
@@ -282,6 +298,8 @@ static void build(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
         p->proxy = str(o->proxy);
         p->migration_id = str(o->id);
         p->dest_host = str(o->to);
+        /* The daemon's default unless given; 0 (none) goes as -1. */
+        p->lease_s = !o->lease ? 0 : o->lease_s ? (int32_t)o->lease_s : -1;
         q->msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_PREPARE;
         q->prepare = p;
     } else if (!strcmp(o->command, "resume")) {

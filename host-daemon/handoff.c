@@ -1,5 +1,6 @@
 /* The steps of a migration another tool performs (an orchestrator's own
- * virDomainMigrate): crane-hostctl's prepare, abort, resume and pool. */
+ * virDomainMigrate): crane-hostctl's prepare, abort, resume and pool, and
+ * the lease that bounds how long a VM stays prepared. */
 #include "handoff.h"
 
 #include "arrive.h"
@@ -19,6 +20,9 @@
 #include <string.h>
 
 #define PREPARED_MAX 64
+/* A lease that runs out while the hypervisor migrates the VM waits this
+ * long, again and again, for the migration to end. */
+#define LEASE_MIGRATING_RECHECK_S 5.0
 
 /* VMs prepared here whose migration the hypervisor has yet to carry out:
  * their history rows are running. */
@@ -26,6 +30,9 @@ struct prepared {
     char id[HD_ID_MAX + 1];
     char domain[HV_NAME_MAX + 1];
     double start_wall;
+    uint32_t lease_s;             /* as granted; 0: none */
+    double lease_end;             /* hd_now() when it runs out; 0: none */
+    bool expiring;                /* its expiry job runs: not taken again */
 };
 
 static pthread_mutex_t prepared_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,7 +40,8 @@ static struct prepared prepared[PREPARED_MAX];
 static size_t n_prepared;
 
 void hd_handoff_prepared(struct hd_daemon *d, const char *id,
-                         const char *domain, double start_wall)
+                         const char *domain, double start_wall,
+                         uint32_t lease_s)
 {
     (void)d;
     pthread_mutex_lock(&prepared_lock);
@@ -45,6 +53,9 @@ void hd_handoff_prepared(struct hd_daemon *d, const char *id,
         snprintf(p->id, sizeof(p->id), "%s", id);
         snprintf(p->domain, sizeof(p->domain), "%s", domain);
         p->start_wall = start_wall;
+        p->lease_s = lease_s;
+        p->lease_end = lease_s ? hd_now() + lease_s : 0;
+        p->expiring = false;
     } else {
         HD_WARN("%s: more than %d VMs prepared at once: migration %s is "
                 "not followed (it stays running in the history)", domain,
@@ -54,7 +65,8 @@ void hd_handoff_prepared(struct hd_daemon *d, const char *id,
 }
 
 /* Takes DOMAIN's entry (and, with ID not "", only that migration's) out
- * of the list into *OUT.  false when there is none. */
+ * of the list into *OUT.  false when there is none.  Taking it is what
+ * cancels its lease: a resume, an abort or the VM leaving. */
 static bool take_prepared(const char *domain, const char *id,
                           struct prepared *out)
 {
@@ -71,6 +83,10 @@ static bool take_prepared(const char *domain, const char *id,
     pthread_mutex_unlock(&prepared_lock);
     return found;
 }
+
+static void end_attached(struct hd_daemon *d, struct hd_run *run,
+                         Crane__Hostd__Result r, Crane__Hostd__Result ok,
+                         const char *ok_why, const char *why);
 
 /* --- the VM left (or stopped) -------------------------------------------- */
 
@@ -123,6 +139,151 @@ void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev)
                 p.id);
         free(l);
     }
+}
+
+/* --- the lease ----------------------------------------------------------- */
+
+size_t hd_handoff_list(struct hd_prepared_entry *out, size_t max)
+{
+    double now = hd_now();
+    size_t n = 0;
+
+    pthread_mutex_lock(&prepared_lock);
+    for (size_t i = 0; i < n_prepared && n < max; i++, n++) {
+        snprintf(out[n].domain, sizeof(out[n].domain), "%s",
+                 prepared[i].domain);
+        snprintf(out[n].id, sizeof(out[n].id), "%s", prepared[i].id);
+        out[n].start_wall = prepared[i].start_wall;
+        out[n].lease_s = prepared[i].lease_s;
+        out[n].lease_left = !prepared[i].lease_end ? -1
+                            : prepared[i].lease_end > now
+                                ? prepared[i].lease_end - now
+                                : 0;
+    }
+    pthread_mutex_unlock(&prepared_lock);
+    return n;
+}
+
+struct expiry {
+    struct hd_daemon *d;
+    struct prepared p;
+};
+
+/* Puts P back in the list (its lease checked again in SECONDS), unless a
+ * newer prepare of its VM took its place meanwhile. */
+static void lease_rearm(const struct prepared *p, double seconds)
+{
+    pthread_mutex_lock(&prepared_lock);
+    for (size_t i = 0; i < n_prepared; i++)
+        if (strcmp(prepared[i].id, p->id) == 0 &&
+            strcmp(prepared[i].domain, p->domain) == 0) {
+            prepared[i].lease_end = hd_now() + seconds;
+            prepared[i].expiring = false;
+        }
+    pthread_mutex_unlock(&prepared_lock);
+}
+
+/* A job thread: the lease of a prepared VM ran out.  What abort does, in
+ * the migration's own history row, when the VM is still here prepared;
+ * nothing at all when it left or a resume or abort took it meanwhile. */
+static void lease_expire(void *arg)
+{
+    struct expiry *e = arg;
+    struct hd_daemon *d = e->d;
+    const struct hv_gpu *gpu;
+    struct hv_domain dom;
+    struct hv_job job;
+    struct prepared p;
+    struct hd_run run;
+    char why[512] = "";
+    char ended[600];
+    Crane__Hostd__Result r;
+
+    /* The orchestrator's migration runs late: the lease waits for it
+     * (its end, MIGRATED_OUT, ends the run; a failure leaves it here). */
+    if (d->hv_ops->job(d->hv, e->p.domain, &job) == 0 && job.active) {
+        HD_INFO("migration %s of %s: its lease ran out while the "
+                "hypervisor migrates it: waiting for that to end",
+                e->p.id, e->p.domain);
+        lease_rearm(&e->p, LEASE_MIGRATING_RECHECK_S);
+        free(e);
+        return;
+    }
+    /* Still ours: take it (an abort or the VM leaving now finds none). */
+    if (!take_prepared(e->p.domain, e->p.id, &p)) {
+        free(e);
+        return;
+    }
+    if (d->hv_ops->domain(d->hv, p.domain, &dom) < 0 || !dom.running) {
+        /* Gone without an event we saw: not ours to touch any more. */
+        HD_WARN("migration %s: the lease of %s ran out but it no longer "
+                "runs here: left as it is", p.id, p.domain);
+        free(e);
+        return;
+    }
+    HD_WARN("migration %s of %s: its lease of %u s ran out without a "
+            "migration, resume or abort: aborting it", p.id, p.domain,
+            p.lease_s);
+    hd_run_continue(&run, d, p.id, p.domain, p.start_wall);
+    hd_run_step(&run, "lease-expired", 0, NULL, hd_run_elapsed(&run), 0,
+                -ETIMEDOUT, "the prepare's lease ran out: aborted by "
+                            "crane-hostd");
+    if (hd_pool_held_by(d->pool, d->hv_ops, d->hv, p.domain, &gpu) == 0) {
+        hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
+                   "lease expired: the VM holds its GPU again");
+        free(e);
+        return;
+    }
+    if (!*dom.channel) {
+        hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_FAILED,
+                   "lease expired: the VM has no guest channel here");
+        free(e);
+        return;
+    }
+    hd_run_say(&run, "abort", -1, "lease of migration %s of %s ran out: "
+               "plugging a GPU back in", p.id, p.domain);
+    r = hd_arrive_attach(d, &run, p.domain, HD_BRING_ABORT, why,
+                         sizeof(why));
+    snprintf(ended, sizeof(ended), "lease expired%s%s", *why ? ": " : "",
+             why);
+    if (r == CRANE__HOSTD__RESULT__RESULT_OK)
+        hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
+                   "lease expired: the migration did not happen; the VM "
+                   "runs on here with a GPU");
+    else if (r == CRANE__HOSTD__RESULT__RESULT_REMOTING)
+        end_attached(d, &run, r, r, NULL, ended);
+    else
+        hd_run_end(&run, r, ended);
+    free(e);
+}
+
+void hd_handoff_tick(struct hd_daemon *d)
+{
+    double now = hd_now();
+    struct expiry *e;
+
+    pthread_mutex_lock(&prepared_lock);
+    for (size_t i = 0; i < n_prepared; i++) {
+        struct prepared *p = &prepared[i];
+
+        if (!p->lease_end || p->expiring || p->lease_end > now)
+            continue;
+        if (!(e = calloc(1, sizeof(*e)))) {
+            HD_ERROR("migration %s: out of memory: its lease is checked "
+                     "again", p->id);
+            continue;
+        }
+        e->d = d;
+        e->p = *p;
+        p->expiring = true;
+        /* The VM's steps block (the guest, the hypervisor): off the loop
+         * thread. */
+        if (hd_job_start(d, lease_expire, e) < 0) {
+            p->expiring = false;
+            free(e);
+        }
+    }
+    pthread_mutex_unlock(&prepared_lock);
 }
 
 /* --- requests ------------------------------------------------------------ */

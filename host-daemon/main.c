@@ -117,7 +117,7 @@ static int start_tls(struct hd_daemon *d)
 }
 static struct hd_listeners *listeners;
 static uv_signal_t sig_int, sig_term;
-static uv_timer_t retry_timer, stop_timer, prune_timer;
+static uv_timer_t retry_timer, stop_timer, prune_timer, lease_timer;
 
 /* Finished migrations older than history_keep_days go (at start-up, then
  * daily), so the file does not grow forever. */
@@ -179,6 +179,12 @@ static void on_retry(uv_timer_t *t)
     hd_waiting_kick(t->data);
 }
 
+/* Prepared VMs whose lease ran out are aborted (handoff.c). */
+static void on_lease(uv_timer_t *t)
+{
+    hd_handoff_tick(t->data);
+}
+
 static void on_stop_poll(uv_timer_t *t)
 {
     struct hd_daemon *d = t->data;
@@ -211,6 +217,7 @@ static void stop(struct hd_daemon *d)
     hd_listen_stop(listeners);
     uv_timer_stop(&retry_timer);
     uv_timer_stop(&prune_timer);
+    uv_timer_stop(&lease_timer);
     /* Jobs need the loop (libvirt's events) until they end. */
     uv_timer_start(&stop_timer, on_stop_poll, 0, 100);
 }
@@ -438,7 +445,10 @@ int main(int argc, char **argv)
     uv_timer_init(d->loop, &retry_timer);
     uv_timer_init(d->loop, &stop_timer);
     uv_timer_init(d->loop, &prune_timer);
+    uv_timer_init(d->loop, &lease_timer);
     retry_timer.data = stop_timer.data = prune_timer.data = d;
+    lease_timer.data = d;
+    uv_timer_start(&lease_timer, on_lease, 1000, 1000);
     uv_timer_start(&prune_timer, on_prune, 0, 86400 * 1000);
     uv_timer_start(&retry_timer, on_retry, d->cfg.gpu_retry_ms,
                    d->cfg.gpu_retry_ms);

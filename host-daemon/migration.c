@@ -543,7 +543,16 @@ void hd_migration_prepare(struct hd_daemon *d, int client_fd,
         hd_run_say(&m->run, "ready", -1, "%s may move now: its programs "
                    "are off the GPU and %s is unplugged", m->dom.name,
                    m->gpu->name);
-        hd_handoff_prepared(d, m->run.m.id, m->dom.name, m->run.m.start_time);
+        uint32_t lease_s = p->lease_s > 0   ? (uint32_t)p->lease_s
+                           : p->lease_s == 0 ? d->cfg.prepare_lease_s
+                                             : 0;
+
+        hd_handoff_prepared(d, m->run.m.id, m->dom.name, m->run.m.start_time,
+                            lease_s);
+        if (lease_s)
+            hd_run_say(&m->run, "lease", -1, "%s stays prepared for at most "
+                       "%u s: then crane-hostd aborts it unless a migration, "
+                       "resume or abort came first", m->dom.name, lease_s);
         hd_run_reply(&m->run, CRANE__HOSTD__RESULT__RESULT_OK, NULL);
         hd_run_leave(&m->run);
         free(m);

@@ -22,6 +22,11 @@
 #                  two programs off it and unplugs it (device-removed,
 #                  crane-guestd prepared); abort plugs it back (idle, that
 #                  migration rolled-back in the history under its --id)
+#                  and its lease (--lease 8) runs out with nothing done;
+#                  a second prepare with --lease 2 that nobody takes up is
+#                  aborted by crane-hostd itself (device-added, idle, the
+#                  GPU held again, a warning naming the id, rolled-back
+#                  with a lease-expired step)
 #   cleanup        stops the libvirtd instances the cases share
 # HOSTD names the crane-hostd binary (default build/bin/crane-hostd).
 # Each case starts its own pair of crane-hostd (src, dst) on loopback and
@@ -278,7 +283,9 @@ hostctl)
         fail "pool: gpu0 not held by $DOM"
     ctl 5 resume-again.out resume "$DOM"
     grep -q 'already holds a GPU' "$WORK/resume-again.out" || fail "second resume not refused"
-    ctl 0 prepare.out prepare --offline --id hc-$$ "$DOM"
+    ctl 0 prepare.out prepare --offline --lease 8 --id hc-$$ "$DOM"
+    T_LEASE=$(date +%s)
+    grep -q 'for at most 8 s' "$WORK/prepare.out" || fail "prepare: no lease said"
     grep -q '^result: ok' "$WORK/prepare.out" || fail "prepare: no 'result: ok'"
     grep -q '^stoppage: .* over 2 program' "$WORK/prepare.out" ||
         fail "prepare: not both programs"
@@ -292,6 +299,30 @@ hostctl)
     curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations/hc-$$" > "$WORK/api.json"
     grep -q '"result":"rolled-back"' "$WORK/api.json" ||
         fail "history: hc-$$ not rolled-back ($(head -c 300 "$WORK/api.json"))"
+    # The abort cancelled the lease: past its end, nothing more happens.
+    while [ $(($(date +%s) - T_LEASE)) -lt 11 ]; do sleep 1; done
+    grep -q "hc-$$.*lease.*ran out" "$WORK/hostd-src.log" &&
+        fail "hc-$$: lease ran out after the abort"
+    curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations/hc-$$" > "$WORK/api.json"
+    grep -q 'lease-expired' "$WORK/api.json" && fail "hc-$$: a lease-expired step after the abort"
+    [ "$(grep -c 'device-added.*ua-gpu0' "$WORK/events-src.log")" = 2 ] ||
+        fail "the GPU was plugged again after the abort"
+    # A prepare nobody takes up: crane-hostd aborts it when its lease ends.
+    ctl 0 prepare2.out prepare --offline --lease 2 --id hl-$$ "$DOM"
+    step "device-removed again on src" "$WORK/events-src.log" 'device-removed.*ua-gpu0' 2
+    step "lease warning" "$WORK/hostd-src.log" "warn: migration hl-$$ of $DOM: its lease of 2 s ran out"
+    step "device-added by the lease on src" "$WORK/events-src.log" 'device-added.*ua-gpu0' 3
+    step "guest sees its GPU after the lease" "$WORK/console.log" '^CRANE-RNG present' 3
+    step "lease abort ended" "$WORK/hostd-src.log" "migration hl-$$ .*rolled-back"
+    [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle after the lease"
+    ctl 0 pool2.out pool
+    grep -q "\"state\":\"held\",\"holder\":\"$DOM\"" "$WORK/pool2.out" ||
+        fail "pool: gpu0 not held by $DOM after the lease"
+    curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations/hl-$$" > "$WORK/api2.json"
+    grep -q '"result":"rolled-back"' "$WORK/api2.json" ||
+        fail "history: hl-$$ not rolled-back ($(head -c 300 "$WORK/api2.json"))"
+    grep -q '"phase":"lease-expired"' "$WORK/api2.json" ||
+        fail "history: hl-$$ has no lease-expired step ($(head -c 600 "$WORK/api2.json"))"
     ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac

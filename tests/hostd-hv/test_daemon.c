@@ -68,6 +68,18 @@ void test_config_keys(void)
     CHECK_INT(c.history_keep_days, ==, 0);
     CHECK_INT(hd_config_set(&c, "history_keep_days", "-1", why, sizeof(why)),
               ==, -EINVAL);
+    CHECK_INT(c.prepare_lease_s, ==, 600);
+    CHECK_INT(hd_config_set(&c, "prepare_lease_s", "0", why, sizeof(why)),
+              ==, 0);
+    CHECK_INT(c.prepare_lease_s, ==, 0);
+    CHECK_INT(hd_config_set(&c, "prepare_lease_s", "604800", why,
+                            sizeof(why)), ==, 0);
+    CHECK_INT(c.prepare_lease_s, ==, 604800);
+    CHECK_INT(hd_config_set(&c, "prepare_lease_s", "604801", why,
+                            sizeof(why)), ==, -EINVAL);
+    CHECK_INT(hd_config_set(&c, "prepare_lease_s", "-1", why, sizeof(why)),
+              ==, -EINVAL);
+    CHECK(strstr(why, "no lease") != NULL);
     CHECK_INT(hd_config_set(&c, "frob", "1", why, sizeof(why)), ==, -EINVAL);
     CHECK(strstr(why, "unknown key 'frob'") != NULL);
 }

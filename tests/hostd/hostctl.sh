@@ -73,13 +73,19 @@ for args in "" "frob vm" "prepare" "prepare a b" "pool vm" \
     "prepare vm --proxy nonsense" "prepare vm --id bad/id" \
     "resume vm --to h" "prepare vm --from h" "pool --id x" \
     "pool --wait -1" "pool --connect nonsense" "prepare vm --bogus" \
-    "shm" "shm a b" "prepare vm --release" "shm vm --live"; do
+    "shm" "shm a b" "prepare vm --release" "shm vm --live" \
+    "abort vm --lease 5" "pool --lease 5" "prepare vm --lease -1" \
+    "prepare vm --lease x" "prepare vm --lease 604801" "prepare vm --lease"; do
     ctl 2 $args
     [ "$(wc -l < "$T/err")" = 1 ] || die "'$args': not one line on stderr"
     grep -q '^crane-hostctl: .*(see --help)$' "$T/err" || die "'$args': $(cat "$T/err")"
 done
 ctl 3 pool
 grep -q 'cannot connect to crane-hostd' "$T/err" || die "no daemon: $(cat "$T/err")"
+# A lease in range (0: none) passes the checks: no daemon then.
+for l in 0 1 604800; do
+    ctl 3 prepare vm --lease $l
+done
 
 # --- a daemon on the test driver ---------------------------------------------
 "$HOSTD" --uri "test://$T/node.xml" --control "unix:$T/c.sock" \
@@ -140,6 +146,8 @@ grep -qE '^migration: m[0-9]' "$T/out" || die "prepare names no migration"
     die "prepare nochan: stderr $(cat "$T/err")"
 ctl 1 prepare absent --live
 grep -q '^result: rolled-back: no domain absent here' "$T/out" || die "prepare absent: $(cat "$T/out")"
+ctl 1 prepare nochan --lease 1
+grep -q '^result: rolled-back: nochan has no guest channel' "$T/out" || die "prepare nochan --lease: $(cat "$T/out")"
 ctl 5 resume absent
 grep -q '^result: failed: the VM does not run on this host' "$T/out" || die "resume absent: $(cat "$T/out")"
 [ "$(wc -l < "$T/err")" = 1 ] &&
