@@ -6,6 +6,7 @@
 #include "log.h"
 #include "proto/frame.h"
 #include "pool.h"
+#include "prepared.h"
 #include "run.h"
 #include "shm.h"
 #include "waits.h"
@@ -442,14 +443,18 @@ int hd_daemon_pool_read(void *arg,
     struct hd_pool_gpu_state g[HD_MAX_GPUS];
     struct hd_waiting_entry *w = calloc(HD_WAITING_MAX, sizeof(*w));
     struct hd_pool_waiter_state *ws = calloc(HD_WAITING_MAX, sizeof(*ws));
+    struct hd_prepared_entry *pe = calloc(HD_PREPARED_MAX, sizeof(*pe));
+    struct hd_pool_prepared_state *ps = calloc(HD_PREPARED_MAX, sizeof(*ps));
     struct hd_pool_state s = {.host = d->cfg.host_name, .gpus = g,
-                              .waiting = ws, .error = ""};
+                              .waiting = ws, .error = "", .prepared = ps};
     size_t n = 0, nw = 0;
     int rc;
 
-    if (!w || !ws) {
+    if (!w || !ws || !pe || !ps) {
         free(w);
         free(ws);
+        free(pe);
+        free(ps);
         return -ENOMEM;
     }
     rc = hd_pool_view(d->pool, d->hv_ops, d->hv, e, HD_MAX_GPUS, &n);
@@ -467,8 +472,16 @@ int hd_daemon_pool_read(void *arg,
             .domain = w[i].domain, .migration_id = w[i].id,
             .since = w[i].start_wall};
     s.n_waiting = nw;
+    s.n_prepared = hd_prepared_list(pe, HD_PREPARED_MAX);
+    for (size_t i = 0; i < s.n_prepared; i++)
+        ps[i] = (struct hd_pool_prepared_state){
+            .domain = pe[i].domain, .migration_id = pe[i].id,
+            .since = pe[i].start_wall, .lease_s = pe[i].lease_s,
+            .lease_left = pe[i].lease_left};
     rc = use(use_arg, &s);
     free(w);
     free(ws);
+    free(pe);
+    free(ps);
     return rc;
 }

@@ -54,7 +54,8 @@ static void usage(FILE *f)
     "                   to it (exit 4: none free, they remote until one is)\n"
     "  abort DOMAIN     on the source, when the migration failed: a GPU is\n"
     "                   plugged back in, the programs go back to it\n"
-    "  pool             the GPU pool: free, held (by which VM), waiting VMs\n"
+    "  pool             the GPU pool: free, held (by which VM), waiting VMs,\n"
+    "                   VMs prepared here and their lease's seconds left\n"
     "  shm DOMAIN       on the host that runs the proxy domain: shared\n"
     "                   memory (proxy_shm_mb of ivshmem) plugged into DOMAIN\n"
     "                   and the proxy domain, the VM's remoting programs'\n"
@@ -238,8 +239,10 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
 {
     struct hd_pool_gpu_state g[64];
     struct hd_pool_waiter_state w[64];
+    struct hd_pool_prepared_state p[64];
     struct hd_pool_state s = {.host = str(r->host), .gpus = g,
-                              .waiting = w, .error = str(r->error)};
+                              .waiting = w, .error = str(r->error),
+                              .prepared = p};
     enum hd_pool_format fmt = HD_POOL_JSON;
     struct hd_buf out = {0};
     int rc;
@@ -258,6 +261,14 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
             .domain = str(r->waiting[i]->domain),
             .migration_id = str(r->waiting[i]->migration_id),
             .since = r->waiting[i]->since};
+    s.n_prepared = r->n_prepared < 64 ? r->n_prepared : 64;
+    for (size_t i = 0; i < s.n_prepared; i++)
+        p[i] = (struct hd_pool_prepared_state){
+            .domain = str(r->prepared[i]->domain),
+            .migration_id = str(r->prepared[i]->migration_id),
+            .since = r->prepared[i]->since,
+            .lease_s = r->prepared[i]->lease_s,
+            .lease_left = r->prepared[i]->lease_left};
     if (r->err && !*s.error)
         s.error = strerror(-r->err);
     rc = hd_pool_render(&out, &s, fmt);

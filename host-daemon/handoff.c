@@ -8,6 +8,7 @@
 #include "log.h"
 #include "migration.h"
 #include "pool.h"
+#include "prepared.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "run.h"
@@ -19,70 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PREPARED_MAX 64
 /* A lease that runs out while the hypervisor migrates the VM waits this
  * long, again and again, for the migration to end. */
 #define LEASE_MIGRATING_RECHECK_S 5.0
-
-/* VMs prepared here whose migration the hypervisor has yet to carry out:
- * their history rows are running. */
-struct prepared {
-    char id[HD_ID_MAX + 1];
-    char domain[HV_NAME_MAX + 1];
-    double start_wall;
-    uint32_t lease_s;             /* as granted; 0: none */
-    double lease_end;             /* hd_now() when it runs out; 0: none */
-    bool expiring;                /* its expiry job runs: not taken again */
-};
-
-static pthread_mutex_t prepared_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct prepared prepared[PREPARED_MAX];
-static size_t n_prepared;
-
-void hd_handoff_prepared(struct hd_daemon *d, const char *id,
-                         const char *domain, double start_wall,
-                         uint32_t lease_s)
-{
-    (void)d;
-    pthread_mutex_lock(&prepared_lock);
-    for (size_t i = 0; i < n_prepared; i++)
-        if (strcmp(prepared[i].domain, domain) == 0)
-            prepared[i] = prepared[--n_prepared];
-    if (n_prepared < PREPARED_MAX) {
-        struct prepared *p = &prepared[n_prepared++];
-        snprintf(p->id, sizeof(p->id), "%s", id);
-        snprintf(p->domain, sizeof(p->domain), "%s", domain);
-        p->start_wall = start_wall;
-        p->lease_s = lease_s;
-        p->lease_end = lease_s ? hd_now() + lease_s : 0;
-        p->expiring = false;
-    } else {
-        HD_WARN("%s: more than %d VMs prepared at once: migration %s is "
-                "not followed (it stays running in the history)", domain,
-                PREPARED_MAX, id);
-    }
-    pthread_mutex_unlock(&prepared_lock);
-}
-
-/* Takes DOMAIN's entry (and, with ID not "", only that migration's) out
- * of the list into *OUT.  false when there is none.  Taking it is what
- * cancels its lease: a resume, an abort or the VM leaving. */
-static bool take_prepared(const char *domain, const char *id,
-                          struct prepared *out)
-{
-    bool found = false;
-
-    pthread_mutex_lock(&prepared_lock);
-    for (size_t i = 0; i < n_prepared && !found; i++)
-        if (strcmp(prepared[i].domain, domain) == 0 &&
-            (!*id || strcmp(prepared[i].id, id) == 0)) {
-            *out = prepared[i];
-            prepared[i] = prepared[--n_prepared];
-            found = true;
-        }
-    pthread_mutex_unlock(&prepared_lock);
-    return found;
-}
 
 static void end_attached(struct hd_daemon *d, struct hd_run *run,
                          Crane__Hostd__Result r, Crane__Hostd__Result ok,
@@ -92,7 +32,7 @@ static void end_attached(struct hd_daemon *d, struct hd_run *run,
 
 struct left {
     struct hd_daemon *d;
-    struct prepared p;
+    struct hd_prepared p;
     bool migrated;
 };
 
@@ -117,14 +57,14 @@ static void finish_left(void *arg)
 void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev)
 {
     struct left *l;
-    struct prepared p;
+    struct hd_prepared p;
 
     /* Not HV_EV_DOMAIN_STOPPED: libvirt reports the guest's shutdown
      * before the migration's end. */
     if (ev->kind != HV_EV_DOMAIN_MIGRATED_OUT &&
         ev->kind != HV_EV_DOMAIN_SHUT_OFF)
         return;
-    if (!take_prepared(ev->domain, "", &p))
+    if (!hd_prepared_take(ev->domain, "", &p))
         return;
     if (!(l = calloc(1, sizeof(*l)))) {
         HD_ERROR("migration %s: out of memory: it stays running", p.id);
@@ -143,45 +83,10 @@ void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev)
 
 /* --- the lease ----------------------------------------------------------- */
 
-size_t hd_handoff_list(struct hd_prepared_entry *out, size_t max)
-{
-    double now = hd_now();
-    size_t n = 0;
-
-    pthread_mutex_lock(&prepared_lock);
-    for (size_t i = 0; i < n_prepared && n < max; i++, n++) {
-        snprintf(out[n].domain, sizeof(out[n].domain), "%s",
-                 prepared[i].domain);
-        snprintf(out[n].id, sizeof(out[n].id), "%s", prepared[i].id);
-        out[n].start_wall = prepared[i].start_wall;
-        out[n].lease_s = prepared[i].lease_s;
-        out[n].lease_left = !prepared[i].lease_end ? -1
-                            : prepared[i].lease_end > now
-                                ? prepared[i].lease_end - now
-                                : 0;
-    }
-    pthread_mutex_unlock(&prepared_lock);
-    return n;
-}
-
 struct expiry {
     struct hd_daemon *d;
-    struct prepared p;
+    struct hd_prepared p;
 };
-
-/* Puts P back in the list (its lease checked again in SECONDS), unless a
- * newer prepare of its VM took its place meanwhile. */
-static void lease_rearm(const struct prepared *p, double seconds)
-{
-    pthread_mutex_lock(&prepared_lock);
-    for (size_t i = 0; i < n_prepared; i++)
-        if (strcmp(prepared[i].id, p->id) == 0 &&
-            strcmp(prepared[i].domain, p->domain) == 0) {
-            prepared[i].lease_end = hd_now() + seconds;
-            prepared[i].expiring = false;
-        }
-    pthread_mutex_unlock(&prepared_lock);
-}
 
 /* A job thread: the lease of a prepared VM ran out.  What abort does, in
  * the migration's own history row, when the VM is still here prepared;
@@ -193,7 +98,7 @@ static void lease_expire(void *arg)
     const struct hv_gpu *gpu;
     struct hv_domain dom;
     struct hv_job job;
-    struct prepared p;
+    struct hd_prepared p;
     struct hd_run run;
     char why[512] = "";
     char ended[600];
@@ -205,12 +110,12 @@ static void lease_expire(void *arg)
         HD_INFO("migration %s of %s: its lease ran out while the "
                 "hypervisor migrates it: waiting for that to end",
                 e->p.id, e->p.domain);
-        lease_rearm(&e->p, LEASE_MIGRATING_RECHECK_S);
+        hd_prepared_rearm(&e->p, LEASE_MIGRATING_RECHECK_S);
         free(e);
         return;
     }
     /* Still ours: take it (an abort or the VM leaving now finds none). */
-    if (!take_prepared(e->p.domain, e->p.id, &p)) {
+    if (!hd_prepared_take(e->p.domain, e->p.id, &p)) {
         free(e);
         return;
     }
@@ -259,31 +164,24 @@ static void lease_expire(void *arg)
 
 void hd_handoff_tick(struct hd_daemon *d)
 {
-    double now = hd_now();
+    struct hd_prepared due[HD_PREPARED_MAX];
+    size_t n = hd_prepared_due(due, HD_PREPARED_MAX);
     struct expiry *e;
 
-    pthread_mutex_lock(&prepared_lock);
-    for (size_t i = 0; i < n_prepared; i++) {
-        struct prepared *p = &prepared[i];
-
-        if (!p->lease_end || p->expiring || p->lease_end > now)
-            continue;
-        if (!(e = calloc(1, sizeof(*e)))) {
-            HD_ERROR("migration %s: out of memory: its lease is checked "
-                     "again", p->id);
-            continue;
-        }
-        e->d = d;
-        e->p = *p;
-        p->expiring = true;
+    for (size_t i = 0; i < n; i++) {
         /* The VM's steps block (the guest, the hypervisor): off the loop
          * thread. */
-        if (hd_job_start(d, lease_expire, e) < 0) {
-            p->expiring = false;
-            free(e);
+        if ((e = calloc(1, sizeof(*e)))) {
+            e->d = d;
+            e->p = due[i];
+            if (hd_job_start(d, lease_expire, e) == 0)
+                continue;
         }
+        HD_WARN("migration %s: its lease ran out but it cannot be aborted "
+                "now: checked again in a second", due[i].id);
+        free(e);
+        hd_prepared_rearm(&due[i], 1.0);
     }
-    pthread_mutex_unlock(&prepared_lock);
 }
 
 /* --- requests ------------------------------------------------------------ */
@@ -348,7 +246,7 @@ const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
  * began and still has running, from the history (a prepare made before a
  * restart).  -ENOENT: none. */
 static int find_running(struct hd_daemon *d, const char *domain,
-                        const char *id, struct prepared *out)
+                        const char *id, struct hd_prepared *out)
 {
     struct hd_history *h;
     struct hd_migration *list = NULL;
@@ -412,7 +310,7 @@ static void serve_abort(struct hd_daemon *d, int fd,
 {
     const struct hv_gpu *gpu;
     struct hv_domain dom;
-    struct prepared p;
+    struct hd_prepared p;
     struct hd_run run;
     char why[512] = "";
     Crane__Hostd__Result r;
@@ -432,7 +330,7 @@ static void serve_abort(struct hd_daemon *d, int fd,
                "the VM has no guest channel here");
         return;
     }
-    if (!take_prepared(q->domain, q->migration_id, &p) &&
+    if (!hd_prepared_take(q->domain, q->migration_id, &p) &&
         find_running(d, q->domain, q->migration_id, &p) < 0) {
         /* A prepare this host does not know of (cranectl by hand, a lost
          * history): still bring the programs back, in a run of its own. */
@@ -455,6 +353,7 @@ static void serve_resume(struct hd_daemon *d, int fd,
                          const Crane__Hostd__HostResume *q)
 {
     const struct hv_gpu *gpu;
+    struct hd_prepared p;
     struct hv_domain dom;
     struct hd_run run;
     char why[512] = "";
@@ -474,6 +373,14 @@ static void serve_resume(struct hd_daemon *d, int fd,
         refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
                "the VM already holds a GPU of this host's pool");
         return;
+    }
+    /* A VM prepared here and resumed here instead of aborted: its prepare
+     * ends (and its lease with it), the resume is a run of its own. */
+    if (hd_prepared_take(q->domain, "", &p)) {
+        hd_run_continue(&run, d, p.id, p.domain, p.start_wall);
+        hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
+                   "the VM did not move: resumed on this host instead "
+                   "(crane-hostctl resume)");
     }
     hd_run_begin(&run, d, *q->migration_id ? q->migration_id : NULL,
                  q->domain, *q->src_host ? q->src_host : "-",
@@ -495,7 +402,10 @@ static void serve_pool(struct hd_daemon *d, int fd)
     struct hd_waiting_entry *w = calloc(HD_WAITING_MAX, sizeof(*w));
     Crane__Hostd__PoolWaiter *wv = calloc(HD_WAITING_MAX, sizeof(*wv));
     Crane__Hostd__PoolWaiter **wp = calloc(HD_WAITING_MAX, sizeof(*wp));
-    size_t n = 0, nw = 0;
+    struct hd_prepared_entry *pe = calloc(HD_PREPARED_MAX, sizeof(*pe));
+    Crane__Hostd__PoolPrepared *pv = calloc(HD_PREPARED_MAX, sizeof(*pv));
+    Crane__Hostd__PoolPrepared **pp = calloc(HD_PREPARED_MAX, sizeof(*pp));
+    size_t n = 0, nw = 0, np = 0;
     int rc;
 
     rc = hd_pool_view(d->pool, d->hv_ops, d->hv, e, HD_MAX_GPUS, &n);
@@ -525,12 +435,29 @@ static void serve_pool(struct hd_daemon *d, int fd)
         rep.waiting = wp;
         rep.n_waiting = nw;
     }
+    if (pe && pv && pp) {
+        np = hd_prepared_list(pe, HD_PREPARED_MAX);
+        for (size_t i = 0; i < np; i++) {
+            crane__hostd__pool_prepared__init(&pv[i]);
+            pv[i].domain = pe[i].domain;
+            pv[i].migration_id = pe[i].id;
+            pv[i].since = pe[i].start_wall;
+            pv[i].lease_s = pe[i].lease_s;
+            pv[i].lease_left = pe[i].lease_left;
+            pp[i] = &pv[i];
+        }
+        rep.prepared = pp;
+        rep.n_prepared = np;
+    }
     r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_POOL;
     r.pool = &rep;
     crn_frame_write(fd, &r.base);
     free(w);
     free(wv);
     free(wp);
+    free(pe);
+    free(pv);
+    free(pp);
 }
 
 /* Shared memory with the proxy domain, plugged or given up on request. */

@@ -3,6 +3,7 @@
 
 #include "guest.h"
 #include "handoff.h"
+#include "prepared.h"
 #include "log.h"
 #include "peer.h"
 #include "pool.h"
@@ -547,8 +548,8 @@ void hd_migration_prepare(struct hd_daemon *d, int client_fd,
                            : p->lease_s == 0 ? d->cfg.prepare_lease_s
                                              : 0;
 
-        hd_handoff_prepared(d, m->run.m.id, m->dom.name, m->run.m.start_time,
-                            lease_s);
+        hd_prepared_add(m->run.m.id, m->dom.name, m->run.m.start_time,
+                        lease_s);
         if (lease_s)
             hd_run_say(&m->run, "lease", -1, "%s stays prepared for at most "
                        "%u s: then crane-hostd aborts it unless a migration, "

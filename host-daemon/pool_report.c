@@ -103,6 +103,25 @@ static int render_json(struct hd_buf *out, const struct hd_pool_state *s)
         hd_buf_put_double(out, isfinite(w->since) ? w->since : 0);
         hd_buf_puts(out, "}");
     }
+    hd_buf_puts(out, "],\"prepared\":[");
+    for (size_t i = 0; i < s->n_prepared; i++) {
+        const struct hd_pool_prepared_state *p = &s->prepared[i];
+
+        hd_buf_puts(out, i ? ",{\"domain\":" : "{\"domain\":");
+        hd_json_put_string(out, p->domain);
+        hd_buf_puts(out, ",\"migration_id\":");
+        hd_json_put_string(out, p->migration_id);
+        hd_buf_puts(out, ",\"since\":");
+        hd_buf_put_double(out, isfinite(p->since) ? p->since : 0);
+        if (p->lease_s && isfinite(p->lease_left) && p->lease_left >= 0) {
+            hd_buf_printf(out, ",\"lease_s\":%u,\"lease_left\":",
+                          p->lease_s);
+            hd_buf_put_double(out, p->lease_left);
+        } else {
+            hd_buf_puts(out, ",\"lease_s\":null,\"lease_left\":null");
+        }
+        hd_buf_puts(out, "}");
+    }
     hd_buf_puts(out, "],\"error\":");
     put_or_null(out, s->error ? s->error : "");
     hd_buf_puts(out, "}\n");
@@ -188,7 +207,7 @@ int hd_pool_render(struct hd_buf *out, const struct hd_pool_state *s,
     int rc;
 
     if (!out || !s || !s->host || !*s->host || (s->n_gpus && !s->gpus) ||
-        (s->n_waiting && !s->waiting))
+        (s->n_waiting && !s->waiting) || (s->n_prepared && !s->prepared))
         return -EINVAL;
     for (size_t i = 0; i < s->n_gpus; i++)
         if (!s->gpus[i].name || !*s->gpus[i].name || !s->gpus[i].alias ||
@@ -196,6 +215,9 @@ int hd_pool_render(struct hd_buf *out, const struct hd_pool_state *s,
             return -EINVAL;
     for (size_t i = 0; i < s->n_waiting; i++)
         if (!s->waiting[i].domain || !s->waiting[i].migration_id)
+            return -EINVAL;
+    for (size_t i = 0; i < s->n_prepared; i++)
+        if (!s->prepared[i].domain || !s->prepared[i].migration_id)
             return -EINVAL;
     switch (format) {
     case HD_POOL_JSON: rc = render_json(out, s); break;

@@ -28,6 +28,14 @@ struct hd_pool_waiter_state {
     double since;                 /* its migration's start, epoch seconds */
 };
 
+/* A VM prepared here for a migration another tool performs. */
+struct hd_pool_prepared_state {
+    const char *domain, *migration_id;
+    double since;                 /* its migration's start, epoch seconds */
+    unsigned lease_s;             /* the lease granted, 0: none */
+    double lease_left;            /* seconds left, negative: no lease */
+};
+
 /* What crane-hostd reports of its pool.  ERROR not "" when the hypervisor
  * could not be read: no GPU's holder is known then. */
 struct hd_pool_state {
@@ -37,6 +45,8 @@ struct hd_pool_state {
     const struct hd_pool_waiter_state *waiting;
     size_t n_waiting;
     const char *error;
+    const struct hd_pool_prepared_state *prepared;
+    size_t n_prepared;
 };
 
 enum hd_pool_format {

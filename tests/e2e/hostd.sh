@@ -286,6 +286,15 @@ hostctl)
     ctl 0 prepare.out prepare --offline --lease 8 --id hc-$$ "$DOM"
     T_LEASE=$(date +%s)
     grep -q 'for at most 8 s' "$WORK/prepare.out" || fail "prepare: no lease said"
+    # The pool shows it prepared, with what is left of its lease.
+    ctl 0 pool-prepared.out pool
+    python3 - "$WORK/pool-prepared.out" "$DOM" "hc-$$" <<'PY' || fail "pool: no prepared $DOM with its lease"
+import json, sys
+p = json.load(open(sys.argv[1]))["prepared"]
+assert len(p) == 1 and p[0]["domain"] == sys.argv[2], p
+assert p[0]["migration_id"] == sys.argv[3] and p[0]["lease_s"] == 8, p
+assert 0 <= p[0]["lease_left"] <= 8, p
+PY
     grep -q '^result: ok' "$WORK/prepare.out" || fail "prepare: no 'result: ok'"
     grep -q '^stoppage: .* over 2 program' "$WORK/prepare.out" ||
         fail "prepare: not both programs"
@@ -305,6 +314,8 @@ hostctl)
         fail "hc-$$: lease ran out after the abort"
     curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations/hc-$$" > "$WORK/api.json"
     grep -q 'lease-expired' "$WORK/api.json" && fail "hc-$$: a lease-expired step after the abort"
+    ctl 0 pool-after.out pool
+    grep -q '"prepared":\[\]' "$WORK/pool-after.out" || fail "pool: still prepared after the abort"
     [ "$(grep -c 'device-added.*ua-gpu0' "$WORK/events-src.log")" = 2 ] ||
         fail "the GPU was plugged again after the abort"
     # A prepare nobody takes up: crane-hostd aborts it when its lease ends.

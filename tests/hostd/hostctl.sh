@@ -110,7 +110,7 @@ g = {x["name"]: x for x in p["gpus"]}
 assert g["gpu0"]["state"] == "held" and g["gpu0"]["holder"] == "holder", g
 assert g["gpu1"]["state"] == "free" and g["gpu1"]["holder"] is None, g
 assert g["gpu0"]["alias"] == "ua-gpu0" and g["gpu0"]["pci"] is None, g
-assert p["waiting"] == [], p
+assert p["waiting"] == [] and p["prepared"] == [], p
 PY
 ctl 0 pool --format placement
 python3 - "$T/out" <<'PY' || die "pool (placement): $(cat "$T/out")"

@@ -504,7 +504,8 @@ TEST(http_filters_and_stats)
 }
 
 /* A pool source as the daemon gives it (arrive.c's, here a fixed one):
- * gpu0 held, gpu1 free, gpu2 being attached, one VM waiting; from the
+ * gpu0 held, gpu1 free, gpu2 being attached, one VM waiting, one
+ * prepared with 42.5 s left of its lease; from the
  * third call on the hypervisor is gone. */
 static int fake_pool(void *arg, hd_pool_use_fn *use, void *use_arg)
 {
@@ -514,7 +515,9 @@ static int fake_pool(void *arg, hd_pool_use_fn *use, void *use_arg)
         {"gpu2", "ua-crane-gpu2", "", "", true},
     };
     static const struct hd_pool_waiter_state w[] = {{"vm-w", "m-9", 1234.5}};
-    struct hd_pool_state s = {"host-a", g, 3, w, 1, ""};
+    static const struct hd_pool_prepared_state p[] = {
+        {"vm-p", "m-8", 1230.5, 600, 42.5}};
+    struct hd_pool_state s = {"host-a", g, 3, w, 1, "", p, 1};
     int *calls = arg;
 
     if ((*calls)++ >= 2)
@@ -607,6 +610,10 @@ TEST(http_pool_and_gauges)
     ASSERT(strstr(a.body, "\"holder\":\"vm <a>\"") != NULL);
     ASSERT(strstr(a.body, "\"waiting\":[{\"domain\":\"vm-w\","
                           "\"migration_id\":\"m-9\",\"since\":1234.5}]")
+           != NULL);
+    ASSERT(strstr(a.body, "\"prepared\":[{\"domain\":\"vm-p\","
+                          "\"migration_id\":\"m-8\",\"since\":1230.5,"
+                          "\"lease_s\":600,\"lease_left\":42.5}]")
            != NULL);
     answer_free(&a);
     request(w.port, "GET", "/metrics", &a);

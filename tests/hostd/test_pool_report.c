@@ -22,12 +22,21 @@ static const struct hd_pool_gpu_state gpus[] = {
 static const struct hd_pool_waiter_state waiting[] = {
     {.domain = "vm-b", .migration_id = "m-7", .since = 1700000000.5},
 };
+/* Two VMs prepared here: one with 12.5 s left of a 60 s lease, one
+ * without a lease. */
+static const struct hd_pool_prepared_state prepared[] = {
+    {.domain = "vm-p", .migration_id = "m-8", .since = 1700000001.5,
+     .lease_s = 60, .lease_left = 12.5},
+    {.domain = "vm-q", .migration_id = "m-9", .since = 1700000002,
+     .lease_s = 0, .lease_left = -1},
+};
 
 static struct hd_pool_state pool(void)
 {
     return (struct hd_pool_state){.host = "host-a", .gpus = gpus,
                                   .n_gpus = 3, .waiting = waiting,
-                                  .n_waiting = 1, .error = ""};
+                                  .n_waiting = 1, .error = "",
+                                  .prepared = prepared, .n_prepared = 2};
 }
 
 /* Fails unless S renders as exactly WANT in FORMAT. */
@@ -61,7 +70,12 @@ TEST(pool_report_json)
         "{\"name\":\"gpu2\",\"alias\":\"ua-gpu2\",\"pci\":null,"
         "\"state\":\"free\",\"holder\":null}],"
         "\"waiting\":[{\"domain\":\"vm-b\",\"migration_id\":\"m-7\","
-        "\"since\":1700000000.5}],\"error\":null}\n");
+        "\"since\":1700000000.5}],\"prepared\":["
+        "{\"domain\":\"vm-p\",\"migration_id\":\"m-8\","
+        "\"since\":1700000001.5,\"lease_s\":60,\"lease_left\":12.5},"
+        "{\"domain\":\"vm-q\",\"migration_id\":\"m-9\","
+        "\"since\":1700000002,\"lease_s\":null,\"lease_left\":null}],"
+        "\"error\":null}\n");
 }
 
 TEST(pool_report_placement)
@@ -143,7 +157,7 @@ TEST(pool_report_empty)
     expect_render(&s, HD_POOL_JSON,
                   "{\"host\":\"h\",\"total\":0,\"free\":0,\"held\":0,"
                   "\"reserved\":0,\"gpus\":[],\"waiting\":[],"
-                  "\"error\":null}\n");
+                  "\"prepared\":[],\"error\":null}\n");
     expect_render(&s, HD_POOL_PLACEMENT,
                   "{\"resource_class\":\"CUSTOM_CRANE_GPU\","
                   "\"trait\":\"CUSTOM_CRANE_LIVE_MIGRATABLE\","
