@@ -26,7 +26,8 @@
 #                  a second prepare with --lease 2 that nobody takes up is
 #                  aborted by crane-hostd itself (device-added, idle, the
 #                  GPU held again, a warning naming the id, rolled-back
-#                  with a lease-expired step)
+#                  with a lease-expired step); a third (--lease 3) resumed
+#                  on the same host instead: rolled-back, no expiry after
 #   cleanup        stops the libvirtd instances the cases share
 # HOSTD names the crane-hostd binary (default build/bin/crane-hostd).
 # Each case starts its own pair of crane-hostd (src, dst) on loopback and
@@ -334,6 +335,21 @@ PY
         fail "history: hl-$$ not rolled-back ($(head -c 300 "$WORK/api2.json"))"
     grep -q '"phase":"lease-expired"' "$WORK/api2.json" ||
         fail "history: hl-$$ has no lease-expired step ($(head -c 600 "$WORK/api2.json"))"
+    # Resumed here instead of aborted: the prepare ends, its lease with it.
+    ctl 0 prepare3.out prepare --offline --lease 3 --id hr-$$ "$DOM"
+    T_LEASE=$(date +%s)
+    step "device-removed a third time on src" "$WORK/events-src.log" 'device-removed.*ua-gpu0' 3
+    ctl 0 resume2.out resume --id hs-$$ "$DOM"
+    step "device-added by the resume on src" "$WORK/events-src.log" 'device-added.*ua-gpu0' 4
+    [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle after the resume"
+    while [ $(($(date +%s) - T_LEASE)) -lt 6 ]; do sleep 1; done
+    curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations/hr-$$" > "$WORK/api3.json"
+    grep -q '"result":"rolled-back"' "$WORK/api3.json" ||
+        fail "history: hr-$$ not rolled-back ($(head -c 300 "$WORK/api3.json"))"
+    grep -q 'lease-expired' "$WORK/api3.json" && fail "hr-$$: a lease-expired step after the resume"
+    grep -q "hr-$$.*lease.*ran out" "$WORK/hostd-src.log" && fail "hr-$$: lease ran out after the resume"
+    [ "$(grep -c 'device-added.*ua-gpu0' "$WORK/events-src.log")" = 4 ] ||
+        fail "the GPU was plugged again after the resume"
     ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac
