@@ -215,6 +215,9 @@ $(HOSTD_HV_TEST_BIN): $(HOSTD_HV_TEST_OBJS) $(HOSTD_CORE_OBJS) $(HOSTD_LIB) \
 endif
 
 -include $(HOSTD_LIB_OBJS:.o=.d) $(HOSTD_TEST_OBJS:.o=.d)
+# The test tools (hostd-serve, hostd-seed, hostd-fake) rebuild when a
+# header they use changes (pool_report.h's struct, say).
+-include $(wildcard $(B)/obj/tests/hostd-tools/*.d)
 
 .PHONY: hostd-tests
 
