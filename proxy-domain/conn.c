@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "supervisor.h"
+#include "ringpin.h"
 
 #include "proto/shm.h"
 
@@ -40,11 +41,11 @@ static void on_close(uv_handle_t *h)
     if (c->shm_fd >= 0)
         close(c->shm_fd);
     if (c->shm) {
-        crn_shm_close(c->shm);
+        px_shm_close(c->shm);
         free(c->shm);
     }
     if (c->shm_leaving) {
-        crn_shm_close(c->shm_leaving);
+        px_shm_close(c->shm_leaving);
         free(c->shm_leaving);
     }
     px_req_free_list(c->inq_head);

@@ -7,6 +7,7 @@
 #include "shm_pci.h"
 #include "supervisor.h"
 #include "validate.h"
+#include "ringpin.h"
 
 #include "proto/frame.h"
 #include "proto/shm.h"
@@ -258,7 +259,7 @@ static int map_named(struct px_conn *c, const Crane__ShmAttach *a,
     rc = crn_shm_map_file_at(path, a->offset, 0, 0, s);
     if (rc == 0 && a->token.len && !crn_shm_token_is(s, a->token.data,
                                                      a->token.len)) {
-        crn_shm_close(s);
+        px_shm_close(s);
         snprintf(why, why_len, "'%.64s' does not hold the area's token",
                  a->name);
         return -EPERM;
@@ -292,7 +293,7 @@ static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
                      "being given up");
             return -EBUSY;
         }
-        crn_shm_close(c->shm_leaving);
+        px_shm_close(c->shm_leaving);
         free(c->shm_leaving);
         c->shm_leaving = NULL;
     }
@@ -304,7 +305,7 @@ static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
     if ((a->name && a->name[0]) || a->token.len) {
         if ((rc = map_named(c, a, s, why, why_len)) == 0 &&
             (s->size != a->size || s->ring_len != a->ring_len)) {
-            crn_shm_close(s);
+            px_shm_close(s);
             rc = -EINVAL;
         }
         if (rc < 0 && !why[0])
@@ -325,6 +326,7 @@ static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
             free(s);
             return rc;
         }
+        px_ring_allow(s);
     }
     c->shm = s;
     atomic_store(&c->tenant->shm_given_up, false);

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "staging.h"
 #include "validate.h"
+#include "ringpin.h"
 
 #include "proto/pcopy.h"
 #include "proto/shm.h"
@@ -281,7 +282,7 @@ static cl_int exec_shm_detach(struct px_call *c)
 
     if (!t->shm)
         return px_fail(c, CL_INVALID_OPERATION, "no shared area");
-    crn_shm_close(t->shm);
+    px_shm_close(t->shm);
     t->shm = t->shm_offered = NULL;
     atomic_store(&t->shm_given_up, true);
     PX_INFO("tenant %llu (%s pid %u): shared memory given up, bulk bytes "

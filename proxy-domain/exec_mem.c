@@ -3,6 +3,7 @@
 #include "exec.h"
 
 #include "callbacks.h"
+#include "ringpin.h"
 #include "staging.h"
 
 #include "log.h"
@@ -133,9 +134,21 @@ static cl_int write_staged(struct mem_op *op, cl_mem dst)
     cl_bool blocking = mc->blocking ? CL_TRUE : CL_FALSE;
     cl_event ev = NULL;
     unsigned slot;
-    void *host = px_wstage_get(c->t, op->q, &slot);
+    void *host;
     cl_int err;
 
+    /* A pinned ring: the device copies straight from it, and the room is
+     * free once it did (blocking: waits only for work already on the
+     * device, as below). */
+    if (px_ring_pinned(c->ring, op->q)) {
+        err = clEnqueueWriteBuffer(op->q, dst, CL_TRUE, mc->dst_offset,
+                                   c->bulk_len, c->ring_at, op->nwait,
+                                   op->wait, op->evp ? &ev : NULL);
+        px_call_ring_release(c);
+        op->ev = ev;
+        return err;
+    }
+    host = px_wstage_get(c->t, op->q, &slot);
     if (!host) {
         if (px_call_ring_copy(c) < 0)
             return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
@@ -340,6 +353,75 @@ static cl_int read_staged(struct mem_op *op, cl_mem src, size_t len,
 }
 
 /*
+ * A blocking buffer read over a pinned shared area (ringpin.h): the device
+ * copies each chunk straight into ring 1, where it is announced, while the
+ * client copies the chunk before out.  A chunk that finds no room for long
+ * takes the stream.  Once a chunk has left, a failure ends the read with
+ * its error in the final Reply.
+ */
+static cl_int read_into_ring(struct mem_op *op, cl_mem src, size_t len,
+                             size_t chunk)
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    struct px_tenant *t = c->t;
+    cl_int err = CL_SUCCESS;
+
+    for (size_t off = 0; off < len && err == CL_SUCCESS; off += chunk) {
+        Crane__Reply r = CRANE__REPLY__INIT;
+        size_t k = len - off > chunk ? chunk : len - off;
+        /* The wait list holds for the first chunk; the rest follow it in
+         * the queue's order. */
+        cl_uint nwait = off ? 0 : op->nwait;
+        uint64_t pos;
+        int rc;
+
+        r.seq = c->m->seq;
+        r.more = 1;
+        r.bulk_offset = off;
+        if (crn_shm_reserve_wait(t->shm, CRN_SHM_TO_CLIENT, k, PX_SHM_WAIT_MS,
+                                 &pos) == 0) {
+            err = clEnqueueReadBuffer(op->q, src, CL_TRUE,
+                                      mc->src_offset + off, k,
+                                      crn_shm_at(t->shm, CRN_SHM_TO_CLIENT,
+                                                 pos),
+                                      nwait, op->wait, NULL);
+            if (err != CL_SUCCESS)
+                break;           /* the room is never announced */
+            r.shm_bulk = true;
+            r.shm_pos = pos;
+            r.bulk_len = k;
+            rc = px_send_more(t, &r, NULL, 0, NULL);
+        } else {
+            uint8_t *copy = px_chunk_alloc(k);
+            if (!copy) {
+                err = px_fail(c, CL_OUT_OF_HOST_MEMORY,
+                              "no room for %zu bytes", k);
+                break;
+            }
+            err = clEnqueueReadBuffer(op->q, src, CL_TRUE,
+                                      mc->src_offset + off, k, copy, nwait,
+                                      op->wait, NULL);
+            if (err != CL_SUCCESS) {
+                px_chunk_free(copy);
+                break;
+            }
+            rc = px_send_more(t, &r, copy, k, copy);
+            if (rc < 0)
+                px_chunk_free(copy);
+        }
+        if (rc < 0)
+            err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory sending "
+                          "read %llu", (unsigned long long)c->m->seq);
+    }
+    if (err == CL_SUCCESS && op->evp)
+        err = clEnqueueMarkerWithWaitList(op->q, 0, NULL, &op->ev);
+    PX_DEBUG("tenant %llu: a read of %zu bytes went straight into the "
+             "pinned ring (%d)", (unsigned long long)t->num, len, err);
+    return err;
+}
+
+/*
  * A blocking buffer read: every chunk of at most PX_READ_CHUNK bytes is
  * enqueued at once with its own event, and each leaves as soon as it is
  * copied, while the device copies the next.  The last chunk's entry owns
@@ -370,6 +452,8 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     err = read_len(op, src, &len);
     if (err != CL_SUCCESS)
         return err;
+    if (shm && len >= STAGED_MIN && px_ring_pinned(shm, op->q))
+        return read_into_ring(op, src, len, chunk);
     if (shm && len >= STAGED_MIN) {
         void *host[2] = {px_staging_get(c->t, op->q, chunk, 0),
                          px_staging_get(c->t, op->q, chunk, 1)};

@@ -354,7 +354,9 @@ case_ "remote/proxy-killed-bulk" tests/integration/remote.sh proxy-killed-bulk
 # machine's default): a proxy killed, and one that stops answering.
 # Writes through a full shared area: behind a user event set by another
 # thread, and staged through the proxy's pinned buffers.
-case_ "remote/ring-writes" tests/integration/remote.sh ring-writes
+case_ "remote/ring-writes" tests/integration/remote.sh ring-writes staged
+case_ "remote/ring-writes-pinned" tests/integration/remote.sh \
+    ring-writes pinned
 case_ "remote/proxy-killed-spin" env CRANE_REMOTE_SPIN_US=200 \
     CRANE_PROXY_SPIN_US=200 tests/integration/remote.sh proxy-killed
 case_ "remote/proxy-frozen-spin" env CRANE_REMOTE_SPIN_US=200 \

@@ -103,16 +103,28 @@ proxy-killed)
     ;;
 ring-writes)
     # Writes through a 2 MiB area (rings of about 1 MiB) in 512 KiB
-    # pieces: held back by a user event another thread sets, then staged
-    # by the proxy through its pinned buffers; every byte checked, and the
-    # proxy's log must show that it staged.
-    start_proxy --log-level debug || exit 1
+    # pieces: held back by a user event another thread sets, then, with
+    # `staged` (the proxy's CRANE_PROXY_PIN_RING=0), staged by the proxy
+    # through its pinned buffers, or, with `pinned`, copied by the device
+    # straight from the area, which the proxy pinned (proxy-domain/
+    # ringpin.h); every byte checked, and the proxy's log must show the
+    # path taken.
+    mode=${2:-staged}
+    case $mode in
+    staged) pin=0 want='writes stage through' ;;
+    pinned) pin=1 want='pinned for the device' ;;  # and reads: below
+    *) echo "ring-writes: staged or pinned, not $mode" >&2; exit 2 ;;
+    esac
+    CRANE_PROXY_PIN_RING=$pin start_proxy --log-level debug || exit 1
     CRANE_SHM_MB=2 CRANE_BACKEND="remote:unix:$SOCK" "$RUN" \
         "$B/tests/integration/ring_writes" || exit 1
     grep -q 'bulk bytes through 2 MiB of shared memory' "$TMP/proxy.log" &&
-        grep -q 'writes stage through' "$TMP/proxy.log" ||
-        { echo "the proxy's log shows no staged writes:";
+        grep -q "$want" "$TMP/proxy.log" ||
+        { echo "the proxy's log does not show '$want':";
           tail -5 "$TMP/proxy.log"; exit 1; }
+    [ "$mode" = staged ] ||
+        grep -q 'went straight into the pinned ring (0)' "$TMP/proxy.log" ||
+        { echo "no read went straight into the pinned ring"; exit 1; }
     ;;
 proxy-frozen)
     # The proxy stops (SIGSTOP) under a program whose calls poll for their

@@ -107,6 +107,19 @@ int main(void)
     /* 2: no user event: the proxy may stage them through pinned memory. */
     for (unsigned round = 2; round < 5; round++)
         round_of_writes(ctx, q, buf, round, NULL);
+    /* 3: the whole buffer in one read, bigger than a ring: the proxy reads
+     * it in chunks (staged, or straight into a pinned ring). */
+    static uint32_t all[PIECES][WORDS], want[WORDS];
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, (size_t)PIECES * PIECE,
+                              all, 0, NULL, NULL));
+    for (unsigned i = 0; i < PIECES; i++) {
+        fill(want, 4, i);
+        if (memcmp(all[i], want, PIECE) != 0) {
+            printf("FAIL ring_writes: the whole read differs in piece %u\n",
+                   i);
+            return 1;
+        }
+    }
     CHECK(clReleaseMemObject(buf));
     CHECK(clReleaseCommandQueue(q));
     CHECK(clReleaseContext(ctx));

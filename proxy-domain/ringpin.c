@@ -1,0 +1,105 @@
+/* Clients' shared areas pinned for the vendor (ringpin.h). */
+#include "ringpin.h"
+
+#include "log.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pin {
+    const void *base;            /* the area's mapping */
+    cl_mem mem;                  /* the wrapping buffer, once made */
+    cl_context ctx;              /* its context */
+    bool tried;                  /* made, or failed to be */
+    struct pin *next;
+};
+
+static pthread_mutex_t pins_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pin *pins;
+
+static bool enabled(void)
+{
+    const char *e = getenv("CRANE_PROXY_PIN_RING");
+
+    return !(e && strcmp(e, "0") == 0);
+}
+
+/* The record of BASE; call with the lock held. */
+static struct pin *find(const void *base, struct pin ***link)
+{
+    struct pin **l = &pins;
+
+    for (; *l; l = &(*l)->next)
+        if ((*l)->base == base)
+            break;
+    if (link)
+        *link = l;
+    return *l;
+}
+
+void px_ring_allow(const struct crn_shm *s)
+{
+    struct pin *p;
+
+    if (!s || !s->base || !enabled() || !(p = calloc(1, sizeof(*p))))
+        return;
+    p->base = s->base;
+    pthread_mutex_lock(&pins_lock);
+    if (find(s->base, NULL)) {
+        free(p);                 /* allowed already */
+    } else {
+        p->next = pins;
+        pins = p;
+    }
+    pthread_mutex_unlock(&pins_lock);
+}
+
+bool px_ring_pinned(const struct crn_shm *s, cl_command_queue q)
+{
+    struct pin *p;
+    cl_context ctx;
+    bool pinned = false;
+
+    if (!s || clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx,
+                                    NULL) != CL_SUCCESS)
+        return false;
+    pthread_mutex_lock(&pins_lock);
+    p = find(s->base, NULL);
+    if (p && !p->tried) {
+        cl_int err = CL_SUCCESS;
+        /* Made under the lock: once per area, and px_shm_close cannot
+         * unmap the area meanwhile. */
+        p->tried = true;
+        p->mem = clCreateBuffer(ctx, CL_MEM_USE_HOST_PTR | CL_MEM_READ_WRITE,
+                                s->size, (void *)s->base, &err);
+        p->ctx = ctx;
+        if (p->mem)
+            PX_DEBUG("shared area of %zu bytes pinned for the device",
+                     s->size);
+        else
+            PX_INFO("shared area of %zu bytes not pinned (%d): bulk bytes "
+                    "go through staging", s->size, err);
+    }
+    /* Pinned for its context; another context copies through staging. */
+    pinned = p && p->mem && p->ctx == ctx;
+    pthread_mutex_unlock(&pins_lock);
+    return pinned;
+}
+
+void px_shm_close(struct crn_shm *s)
+{
+    struct pin *p, **link;
+
+    if (!s)
+        return;
+    pthread_mutex_lock(&pins_lock);
+    p = s->base ? find(s->base, &link) : NULL;
+    if (p)
+        *link = p->next;
+    pthread_mutex_unlock(&pins_lock);
+    if (p && p->mem)
+        clReleaseMemObject(p->mem);
+    free(p);
+    crn_shm_close(s);
+}
