@@ -20,9 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A lease that runs out while the hypervisor migrates the VM waits this
- * long, again and again, for the migration to end. */
-#define LEASE_MIGRATING_RECHECK_S 5.0
+/* A lease that runs out while the hypervisor migrates the VM (or while
+ * the VM is not to be found, its end's event perhaps on its way) is
+ * checked again this much later. */
+#define LEASE_RECHECK_S 5.0
+/* A VM not found this many checks in a row left without an event: its
+ * migration ends failed, the VM untouched. */
+#define LEASE_GONE_CHECKS 12
 
 static void end_attached(struct hd_daemon *d, struct hd_run *run,
                          Crane__Hostd__Result r, Crane__Hostd__Result ok,
@@ -90,7 +94,9 @@ struct expiry {
 
 /* A job thread: the lease of a prepared VM ran out.  What abort does, in
  * the migration's own history row, when the VM is still here prepared;
- * nothing at all when it left or a resume or abort took it meanwhile. */
+ * nothing when a resume or abort took it meanwhile; a VM no longer here
+ * is never touched (its row ends failed once a minute went by without the
+ * event of its leaving). */
 static void lease_expire(void *arg)
 {
     struct expiry *e = arg;
@@ -110,19 +116,34 @@ static void lease_expire(void *arg)
         HD_INFO("migration %s of %s: its lease ran out while the "
                 "hypervisor migrates it: waiting for that to end",
                 e->p.id, e->p.domain);
-        hd_prepared_rearm(&e->p, LEASE_MIGRATING_RECHECK_S);
+        hd_prepared_rearm(&e->p, LEASE_RECHECK_S, false);
+        free(e);
+        return;
+    }
+    /* Not here (any more): never touched.  The event of its migration or
+     * stop may be on its way and end its run: wait for it a while. */
+    if (d->hv_ops->domain(d->hv, e->p.domain, &dom) < 0 || !dom.running) {
+        if (e->p.gone_checks + 1 < LEASE_GONE_CHECKS) {
+            hd_prepared_rearm(&e->p, LEASE_RECHECK_S, true);
+            free(e);
+            return;
+        }
+        if (hd_prepared_take(e->p.domain, e->p.id, &p)) {
+            HD_WARN("migration %s: the lease of %s ran out but it no "
+                    "longer runs here: its migration ends failed, the VM "
+                    "left as it is", p.id, p.domain);
+            hd_run_continue(&run, d, p.id, p.domain, p.start_wall);
+            hd_run_step(&run, "lease-expired", 0, NULL, hd_run_elapsed(&run),
+                        0, -ENOENT, "the VM no longer runs here");
+            hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_FAILED,
+                       "lease expired: the VM no longer runs here and its "
+                       "migration or stop was not seen");
+        }
         free(e);
         return;
     }
     /* Still ours: take it (an abort or the VM leaving now finds none). */
     if (!hd_prepared_take(e->p.domain, e->p.id, &p)) {
-        free(e);
-        return;
-    }
-    if (d->hv_ops->domain(d->hv, p.domain, &dom) < 0 || !dom.running) {
-        /* Gone without an event we saw: not ours to touch any more. */
-        HD_WARN("migration %s: the lease of %s ran out but it no longer "
-                "runs here: left as it is", p.id, p.domain);
         free(e);
         return;
     }
@@ -180,7 +201,7 @@ void hd_handoff_tick(struct hd_daemon *d)
         HD_WARN("migration %s: its lease ran out but it cannot be aborted "
                 "now: checked again in a second", due[i].id);
         free(e);
-        hd_prepared_rearm(&due[i], 1.0);
+        hd_prepared_rearm(&due[i], 1.0, false);
     }
 }
 

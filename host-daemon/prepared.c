@@ -29,6 +29,7 @@ void hd_prepared_add(const char *id, const char *domain, double start_wall,
         p->lease_s = lease_s;
         p->lease_end = lease_s ? hd_now() + lease_s : 0;
         p->expiring = false;
+        p->gone_checks = 0;
     } else {
         HD_WARN("%s: more than %d VMs prepared at once: migration %s is "
                 "not followed (it stays running in the history, without a "
@@ -72,7 +73,8 @@ size_t hd_prepared_due(struct hd_prepared *out, size_t max)
     return n;
 }
 
-void hd_prepared_rearm(const struct hd_prepared *p, double seconds)
+void hd_prepared_rearm(const struct hd_prepared *p, double seconds,
+                       bool gone)
 {
     pthread_mutex_lock(&prepared_lock);
     for (size_t i = 0; i < n_prepared; i++)
@@ -80,6 +82,7 @@ void hd_prepared_rearm(const struct hd_prepared *p, double seconds)
             strcmp(prepared[i].domain, p->domain) == 0) {
             prepared[i].lease_end = hd_now() + seconds;
             prepared[i].expiring = false;
+            prepared[i].gone_checks = gone ? prepared[i].gone_checks + 1 : 0;
         }
     pthread_mutex_unlock(&prepared_lock);
 }

@@ -21,6 +21,8 @@ struct hd_prepared {
     uint32_t lease_s;             /* as granted; 0: none */
     double lease_end;             /* hd_now() when it runs out; 0: none */
     bool expiring;                /* handed to hd_prepared_due's caller */
+    unsigned gone_checks;         /* lease checks in a row that did not
+                                     find the VM */
 };
 
 /* A prepared VM as hd_prepared_list shows it. */
@@ -48,8 +50,11 @@ bool hd_prepared_take(const char *domain, const char *id,
 size_t hd_prepared_due(struct hd_prepared *out, size_t max);
 
 /* Entry P (if still in the list: no newer prepare of its VM took its
- * place) has its lease checked again in SECONDS, no longer handled. */
-void hd_prepared_rearm(const struct hd_prepared *p, double seconds);
+ * place) has its lease checked again in SECONDS, no longer handled;
+ * GONE: this check did not find the VM (counted), else the count starts
+ * again. */
+void hd_prepared_rearm(const struct hd_prepared *p, double seconds,
+                       bool gone);
 
 /* Copies up to MAX entries into OUT; how many. */
 size_t hd_prepared_list(struct hd_prepared_entry *out, size_t max);
