@@ -45,12 +45,14 @@ TEST_TIMED(libvirt_remote_threads, 180)
 TEST_TIMED(e2e_hotplug, 300)
 TEST_TIMED(e2e_migrate, 400)
 
-/* crane-hostd's own parts (test_daemon.c): settings, event waits, peer
- * endpoints, the peer protocol over loopback. */
+/* crane-hostd's own parts (test_daemon.c): settings, event waits, the
+ * prepared VMs and their leases, peer endpoints, the peer protocol over
+ * loopback. */
 TEST_TIMED(config_keys, 10)
 TEST_TIMED(config_file, 10)
 TEST_TIMED(peer_endpoint_for, 10)
 TEST_TIMED(waits, 20)
+TEST_TIMED(prepared_leases, 10)
 TEST_TIMED(peer_auth, 30)
 TEST_TIMED(peer_wrong_key, 30)
 TEST_TIMED(peer_bad_input, 30)

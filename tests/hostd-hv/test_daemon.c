@@ -1,6 +1,6 @@
 /* Tests of crane-hostd's own parts: settings, the peer protocol's
- * authentication and validation, event waits, peer endpoints, libxl
- * migration streams over the peer protocol. */
+ * authentication and validation, event waits, the prepared VMs' leases,
+ * peer endpoints, libxl migration streams over the peer protocol. */
 #include "harness.h"
 
 #include "host-daemon/arrive.h"
@@ -9,6 +9,7 @@
 #include "host-daemon/migration.h"
 #include "host-daemon/peer.h"
 #include "host-daemon/pool.h"
+#include "host-daemon/prepared.h"
 #include "host-daemon/waits.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
@@ -121,6 +122,68 @@ void test_peer_endpoint_for(void)
               ==, -EINVAL);
     CHECK_INT(hd_peer_endpoint_for("nonsense", 7410, ep, sizeof(ep)), ==,
               -EINVAL);
+}
+
+/* --- prepared VMs and their leases --------------------------------------- */
+
+/* The list the lease timer works from (prepared.c): what falls due, what
+ * taking an entry cancels, what a recheck does, what the pool sees. */
+void test_prepared_leases(void)
+{
+    struct hd_prepared due[HD_PREPARED_MAX], p;
+    struct hd_prepared_entry e[HD_PREPARED_MAX];
+    size_t n;
+
+    /* vm1 with a 60 s lease, vm2 without one: nothing due yet. */
+    hd_prepared_add("m1", "vm1", 1000.5, 60);
+    hd_prepared_add("m2", "vm2", 1001, 0);
+    CHECK_INT(hd_prepared_due(due, HD_PREPARED_MAX), ==, 0);
+    CHECK_INT(hd_prepared_list(e, HD_PREPARED_MAX), ==, 2);
+    for (size_t i = 0; i < 2; i++) {
+        if (strcmp(e[i].domain, "vm1") == 0) {
+            CHECK_STR(e[i].id, "m1");
+            CHECK_INT(e[i].lease_s, ==, 60);
+            CHECK(e[i].lease_left > 59 && e[i].lease_left <= 60);
+            CHECK(e[i].start_wall == 1000.5);
+        } else {
+            CHECK_STR(e[i].domain, "vm2");
+            CHECK_INT(e[i].lease_s, ==, 0);
+            CHECK(e[i].lease_left == -1);
+        }
+    }
+    /* Its end moved to now (as a recheck of 0 s does): due once, not
+     * again while its expiry is handled; a lease-less VM never. */
+    p = (struct hd_prepared){.id = "m1", .domain = "vm1"};
+    hd_prepared_rearm(&p, 0, false);
+    n = hd_prepared_due(due, HD_PREPARED_MAX);
+    CHECK_INT(n, ==, 1);
+    CHECK_STR(due[0].id, "m1");
+    CHECK_INT(due[0].gone_checks, ==, 0);
+    CHECK_INT(hd_prepared_due(due, HD_PREPARED_MAX), ==, 0);
+    /* Checked again later (the VM not found): counted, not due now. */
+    hd_prepared_rearm(&due[0], 60, true);
+    CHECK_INT(hd_prepared_due(due, HD_PREPARED_MAX), ==, 0);
+    hd_prepared_rearm(&p, 0, true);
+    CHECK_INT(hd_prepared_due(due, HD_PREPARED_MAX), ==, 1);
+    CHECK_INT(due[0].gone_checks, ==, 2);
+    /* A newer prepare of vm1 replaces the entry: the old one's recheck
+     * does nothing to it. */
+    hd_prepared_add("m3", "vm1", 1002, 60);
+    hd_prepared_rearm(&p, 0, false);
+    CHECK_INT(hd_prepared_due(due, HD_PREPARED_MAX), ==, 0);
+    CHECK_INT(hd_prepared_list(e, HD_PREPARED_MAX), ==, 2);
+    /* Taking cancels: an abort by another id finds nothing, by none or
+     * by its own the entry; after that its lease never falls due. */
+    CHECK(!hd_prepared_take("vm1", "m1", &p));
+    CHECK(hd_prepared_take("vm1", "m3", &p));
+    CHECK_STR(p.id, "m3");
+    p = (struct hd_prepared){.id = "m3", .domain = "vm1"};
+    hd_prepared_rearm(&p, 0, false);
+    CHECK_INT(hd_prepared_due(due, HD_PREPARED_MAX), ==, 0);
+    CHECK(hd_prepared_take("vm2", "", &p));
+    CHECK_STR(p.id, "m2");
+    CHECK(!hd_prepared_take("vm2", "", &p));
+    CHECK_INT(hd_prepared_list(e, HD_PREPARED_MAX), ==, 0);
 }
 
 /* --- event waits --------------------------------------------------------- */
