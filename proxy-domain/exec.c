@@ -436,14 +436,15 @@ void px_call_ring_release(struct px_call *c)
 }
 
 /* Whether C's bytes stay in the ring for its executor: a plain buffer
- * write that may stage through pinned memory. */
+ * write that may stage through pinned memory or go straight from a pinned
+ * ring. */
 static bool ring_stays(const struct px_call *c)
 {
     const Crane__ClientMessage *m = c->m;
 
     return m->msg_case == CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND &&
            m->mem_command->op == CRANE__MEM_OP__MEM_WRITE &&
-           px_wstage_wants(c->t, c->bulk_len);
+           px_wstage_wants(c->t, c->bulk_len, px_ring_pinnable(c->ring));
 }
 
 void px_exec_one(struct px_tenant *t, struct px_req *r)

@@ -148,7 +148,10 @@ static cl_int write_staged(struct mem_op *op, cl_mem dst)
         op->ev = ev;
         return err;
     }
-    host = px_wstage_get(c->t, op->q, &slot);
+    /* Not pinned after all (another context): a piece bigger than a
+     * staging buffer goes through the heap. */
+    host = c->bulk_len <= PX_WSTAGE_SIZE ? px_wstage_get(c->t, op->q, &slot)
+                                         : NULL;
     if (!host) {
         if (px_call_ring_copy(c) < 0)
             return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",

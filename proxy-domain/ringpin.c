@@ -55,6 +55,20 @@ void px_ring_allow(const struct crn_shm *s)
     pthread_mutex_unlock(&pins_lock);
 }
 
+bool px_ring_pinnable(const struct crn_shm *s)
+{
+    struct pin *p;
+    bool ok;
+
+    if (!s)
+        return false;
+    pthread_mutex_lock(&pins_lock);
+    p = find(s->base, NULL);
+    ok = p && (!p->tried || p->mem);
+    pthread_mutex_unlock(&pins_lock);
+    return ok;
+}
+
 bool px_ring_pinned(const struct crn_shm *s, cl_command_queue q)
 {
     struct pin *p;

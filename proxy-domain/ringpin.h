@@ -25,6 +25,8 @@
 
 /* S (a memfd area just mapped) may be pinned. */
 void px_ring_allow(const struct crn_shm *s);
+/* Whether S may be pinned: allowed, and not failed to be. */
+bool px_ring_pinnable(const struct crn_shm *s);
 /* Whether S is pinned memory for Q's context; the first call pins it
  * (a failure is remembered: false from then on). */
 bool px_ring_pinned(const struct crn_shm *s, cl_command_queue q);

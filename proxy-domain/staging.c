@@ -48,11 +48,12 @@ static void wstage_free(struct px_tenant *t)
     t->wstage = NULL;
 }
 
-bool px_wstage_wants(struct px_tenant *t, size_t len)
+bool px_wstage_wants(struct px_tenant *t, size_t len, bool pinnable)
 {
     size_t unset;
 
-    if (len < PX_WSTAGE_MIN || len > PX_WSTAGE_SIZE || t->wstage_off)
+    if (len < PX_WSTAGE_MIN ||
+        (!pinnable && (len > PX_WSTAGE_SIZE || t->wstage_off)))
         return false;
     pthread_mutex_lock(&t->lock);
     unset = t->uevents.count;

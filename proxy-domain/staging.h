@@ -30,8 +30,10 @@ void px_staging_free(struct px_tenant *t);
 /* Smaller writes are copied to the heap (the copy is cheap either way). */
 #define PX_WSTAGE_MIN (256u << 10)
 
-/* Whether a write of LEN bytes of T may stage through pinned buffers. */
-bool px_wstage_wants(struct px_tenant *t, size_t len);
+/* Whether a write of LEN bytes of T may stage through pinned buffers, or,
+ * PINNABLE (its ring may be pinned, ringpin.h), go straight from the ring
+ * to the device whatever its size. */
+bool px_wstage_wants(struct px_tenant *t, size_t len, bool pinnable);
 /* A free pinned buffer of PX_WSTAGE_SIZE bytes in Q's context (waiting for
  * the copy from it to end if needed), its number in *SLOT; NULL when the
  * implementation cannot make them. */
