@@ -80,6 +80,19 @@ cl_context px_ctxpool_take(cl_device_id dev, cl_platform_id platform)
     return ctx;
 }
 
+cl_context px_ctxpool_peek(void)
+{
+    cl_context ctx = NULL;
+
+    pthread_mutex_lock(&pool.lock);
+    for (size_t i = 0; i < pool.n && !ctx; i++)
+        if (pool.spares[i].ctx && clRetainContext(pool.spares[i].ctx) ==
+                                      CL_SUCCESS)
+            ctx = pool.spares[i].ctx;
+    pthread_mutex_unlock(&pool.lock);
+    return ctx;
+}
+
 void px_ctxpool_fini(void)
 {
     for (size_t i = 0; i < pool.n; i++) {

@@ -2,6 +2,7 @@
 #include "exec.h"
 
 #include "callbacks.h"
+#include "ctxpool.h"
 #include "log.h"
 #include "staging.h"
 #include "validate.h"
@@ -266,9 +267,16 @@ cl_int px_event_keep(struct px_call *c, uint64_t id, cl_event ev)
  * bytes may use it. */
 static cl_int exec_shm_attach(struct px_call *c)
 {
+    cl_context spare;
+
     c->t->shm = c->t->shm_offered;
-    return c->t->shm ? CL_SUCCESS
-                     : px_fail(c, CL_INVALID_OPERATION, "no shared area");
+    if (!c->t->shm)
+        return px_fail(c, CL_INVALID_OPERATION, "no shared area");
+    if ((spare = px_ctxpool_peek())) {
+        px_ring_prepin(c->t->shm, spare);
+        clReleaseContext(spare);
+    }
+    return CL_SUCCESS;
 }
 
 /* The area given up (conn_input.c claimed no more of ring 0 after its

@@ -69,6 +69,36 @@ bool px_ring_pinnable(const struct crn_shm *s)
     return ok;
 }
 
+/* Makes P's buffer over S in CTX; call with the lock held (once per
+ * area, and px_shm_close cannot unmap the area meanwhile). */
+static void pin_with(struct pin *p, const struct crn_shm *s, cl_context ctx)
+{
+    cl_int err = CL_SUCCESS;
+
+    p->tried = true;
+    p->mem = clCreateBuffer(ctx, CL_MEM_USE_HOST_PTR | CL_MEM_READ_WRITE,
+                            s->size, (void *)s->base, &err);
+    p->ctx = ctx;
+    if (p->mem)
+        PX_DEBUG("shared area of %zu bytes pinned for the device", s->size);
+    else
+        PX_INFO("shared area of %zu bytes not pinned (%d): bulk bytes go "
+                "through staging", s->size, err);
+}
+
+void px_ring_prepin(const struct crn_shm *s, cl_context ctx)
+{
+    struct pin *p;
+
+    if (!s || !ctx)
+        return;
+    pthread_mutex_lock(&pins_lock);
+    p = find(s->base, NULL);
+    if (p && !p->tried)
+        pin_with(p, s, ctx);
+    pthread_mutex_unlock(&pins_lock);
+}
+
 bool px_ring_pinned(const struct crn_shm *s, cl_command_queue q)
 {
     struct pin *p;
@@ -80,21 +110,8 @@ bool px_ring_pinned(const struct crn_shm *s, cl_command_queue q)
         return false;
     pthread_mutex_lock(&pins_lock);
     p = find(s->base, NULL);
-    if (p && !p->tried) {
-        cl_int err = CL_SUCCESS;
-        /* Made under the lock: once per area, and px_shm_close cannot
-         * unmap the area meanwhile. */
-        p->tried = true;
-        p->mem = clCreateBuffer(ctx, CL_MEM_USE_HOST_PTR | CL_MEM_READ_WRITE,
-                                s->size, (void *)s->base, &err);
-        p->ctx = ctx;
-        if (p->mem)
-            PX_DEBUG("shared area of %zu bytes pinned for the device",
-                     s->size);
-        else
-            PX_INFO("shared area of %zu bytes not pinned (%d): bulk bytes "
-                    "go through staging", s->size, err);
-    }
+    if (p && !p->tried)
+        pin_with(p, s, ctx);
     /* Pinned for its context; another context copies through staging. */
     pinned = p && p->mem && p->ctx == ctx;
     pthread_mutex_unlock(&pins_lock);

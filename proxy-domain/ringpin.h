@@ -30,6 +30,11 @@ bool px_ring_pinnable(const struct crn_shm *s);
 /* Whether S is pinned memory for Q's context; the first call pins it
  * (a failure is remembered: false from then on). */
 bool px_ring_pinned(const struct crn_shm *s, cl_command_queue q);
+/* Pins S for CTX now, if it may be and was not tried yet: at ShmAttach,
+ * with the spare context a program's first context will most likely be
+ * (ctxpool.h), so that pinning (tens of ms on NVIDIA) is not part of a
+ * switch's stop. */
+void px_ring_prepin(const struct crn_shm *s, cl_context ctx);
 /* Unpins S (if it was) and unmaps it. */
 void px_shm_close(struct crn_shm *s);
 
