@@ -20,6 +20,8 @@
 #               went inside each phase (the "inside the phases" table);
 #               then bench/remote/sockbw (GB/s of one stream of bytes
 #               through a unix socket and loopback TCP, and memcpy)
+#               and bench/remote/hostptr (the device's copies to and from
+#               a memfd mapping, unpinned and wrapped as the proxy pins it)
 #   shm         bench/remote/run.sh --transport shm (write read latency
 #               launch setarg switch, --reps 5, switch at 16/256/1024 MiB
 #               with its phases), then --transport unix (write read
@@ -107,6 +109,9 @@ part_remote() {
     echo "## one stream through a local socket (sockbw: the bound of bulk"
     echo "## bytes over unix and TCP loopback), three runs"
     for _ in 1 2 3; do "$root/$B/bench/sockbw" 4096; done
+    echo "## copies to and from a memfd mapping, unpinned then wrapped in a"
+    echo "## CL_MEM_USE_HOST_PTR buffer (hostptr: what pinning the ring buys)"
+    nv "$root/$B/bench/hostptr" 64
 }
 
 part_shm() {

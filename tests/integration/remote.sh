@@ -42,6 +42,18 @@ cleanup() {
 trap cleanup EXIT
 
 # Starts a proxy on a unix socket and waits until it accepts connections.
+# wait_connected PID: prints yes once the proxy's log shows a longrun's
+# connection (within 30 s), no if it never did or PID ended first.
+wait_connected() {
+    for _ in $(seq 600); do
+        grep -q 'longrun pid [0-9]*): connected' "$TMP/proxy.log" &&
+            { echo yes; return; }
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo no
+}
+
 start_proxy() {
     SOCK=$TMP/proxy.sock
     "$PROXY" --listen "unix:$SOCK" "$@" >"$TMP/proxy.log" 2>&1 &
@@ -84,13 +96,7 @@ proxy-killed)
     prog=$!
     # Kill the proxy once the program is computing through it; a program
     # that never got there tests nothing.
-    connected=no
-    for _ in $(seq 600); do
-        grep -q 'longrun pid [0-9]*): connected' "$TMP/proxy.log" &&
-            connected=yes && break
-        kill -0 "$prog" 2>/dev/null || break
-        sleep 0.05
-    done
+    connected=$(wait_connected "$prog")
     kill -9 "$PROXY_PID"
     wait "$PROXY_PID" 2>/dev/null
     PROXY_PID=
@@ -136,13 +142,7 @@ proxy-frozen)
         CRANE_BACKEND="remote:unix:$SOCK" "$RUN" "$B/tests/programs/longrun" \
         1000000 >"$out" 2>&1 &
     prog=$!
-    connected=no
-    for _ in $(seq 600); do
-        grep -q 'longrun pid [0-9]*): connected' "$TMP/proxy.log" &&
-            connected=yes && break
-        kill -0 "$prog" 2>/dev/null || break
-        sleep 0.05
-    done
+    connected=$(wait_connected "$prog")
     sleep 0.3
     # The supervisor and its workers (the tenant's among them).
     pids="$PROXY_PID $(pgrep -P "$PROXY_PID")"
