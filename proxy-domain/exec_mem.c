@@ -123,10 +123,11 @@ static enum mem_want mem_want_of(Crane__MemOp o, bool src)
     }
 }
 
-/* A buffer write whose bytes are in the client's ring: copied from there
- * into a pinned buffer, which frees their room, then to the device at
- * pinned speed (staging.h).  1: no pinned buffer to be had (the bytes
- * then went to the heap, C->bulk, for the plain write). */
+/* A buffer write whose bytes are in the client's ring: straight from
+ * there when the ring is pinned (ringpin.h), else copied into a pinned
+ * buffer, which frees their room, then to the device at pinned speed
+ * (staging.h).  1: neither to be had (the bytes then went to the heap,
+ * C->bulk, for the plain write). */
 static cl_int write_staged(struct mem_op *op, cl_mem dst)
 {
     const Crane__MemCommand *mc = op->mc;
