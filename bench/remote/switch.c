@@ -77,11 +77,6 @@ static uint32_t mix(uint32_t x)
     return x ^ (x >> 16);
 }
 
-static uint32_t expected(uint32_t base, uint32_t i, uint32_t k)
-{
-    return mix(base + i) * 2654435761U + k;
-}
-
 /* Everything the steps share. */
 struct sw {
     cl_context context;
@@ -90,6 +85,7 @@ struct sw {
     cl_kernel fill, step;
     cl_mem bufs[MAX_BUFFERS];
     unsigned n_bufs;
+    unsigned steps;              /* step launches so far: the words' k */
     size_t words;       /* per buffer */
     int (*rehome)(void);
     /* --hot: the hot buffer and its thread. */
@@ -281,11 +277,16 @@ static int sw_rehome(struct sw *s, const char *name, double mib)
 static int sw_verify(struct sw *s)
 {
     uint32_t *host = malloc(s->words * 4);
+    uint32_t a_n = 1, sum = 0;   /* s->steps advances (k = 1), composed */
     int rc = SW_OK;
 
     if (!host) {
         fprintf(stderr, "switch: out of memory\n");
         return SW_ERROR;
+    }
+    for (unsigned n = 0; n < s->steps; n++) {
+        a_n *= 2654435761U;
+        sum = sum * 2654435761U + 1;
     }
     for (unsigned b = 0; b < s->n_bufs && rc == SW_OK; b++) {
         cl_int err = clEnqueueReadBuffer(s->queue, s->bufs[b], CL_TRUE, 0,
@@ -298,8 +299,9 @@ static int sw_verify(struct sw *s)
         }
         uint32_t base = (uint32_t)(b * s->words);
         for (size_t i = 0; i < s->words; i++) {
-            uint32_t want = s->hot_words ? mix(base + (uint32_t)i)
-                                         : expected(base, (uint32_t)i, 1);
+            uint32_t want = s->hot_words
+                                ? mix(base + (uint32_t)i)
+                                : mix(base + (uint32_t)i) * a_n + sum;
             if (host[i] != want) {
                 fprintf(stderr, "switch: buffer %u word %zu: 0x%08x, "
                         "expected 0x%08x\n", b, i, host[i], want);
@@ -315,19 +317,23 @@ static int sw_verify(struct sw *s)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: switch [--mb S] [--buffers B] [--hot H]\n"
+            "usage: switch [--mb S] [--buffers B] [--hot H] [--cycles N]\n"
             "Under crane-run with CRANE_PROXY=ENDPOINT and\n"
             "CRANE_REHOME_TO=alternate: fills S MiB (default 16) in B\n"
             "buffers (default 4) on the device, switches to the proxy,\n"
             "rewrites them there, switches back and checks every byte.\n"
             "--hot H: an H MiB buffer is rewritten by a thread all the\n"
-            "while (switched under it), the S MiB only filled once.\n");
+            "while (switched under it), the S MiB only filled once.\n"
+            "--cycles N: N round trips (default 1), the buffers rewritten\n"
+            "natively between them: the later switches find the proxy's\n"
+            "objects kept from the one before, as a second migration\n"
+            "would.\n");
 }
 
 int main(int argc, char **argv)
 {
     struct sw s = {.n_bufs = 4};
-    unsigned long mb = 16;
+    unsigned long mb = 16, cycles = 1;
     char *end;
     int rc;
 
@@ -345,6 +351,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--buffers") && v) {
             s.n_bufs = (unsigned)strtoul(v, &end, 10);
             if (!*v || *end || s.n_bufs < 1 || s.n_bufs > MAX_BUFFERS)
+                return usage(stderr), SW_ERROR;
+            i++;
+        } else if (!strcmp(a, "--cycles") && v) {
+            cycles = strtoul(v, &end, 10);
+            if (!*v || *end || cycles < 1 || cycles > 1000)
                 return usage(stderr), SW_ERROR;
             i++;
         } else if (!strcmp(a, "--hot") && v) {
@@ -395,12 +406,23 @@ int main(int argc, char **argv)
                (unsigned)(s.hot_words * 4 >> 20), atomic_load(&s.hot_iters));
         return SW_OK;
     }
-    if ((rc = sw_open(&s)) != SW_OK ||
-        (rc = sw_launch(&s, s.fill, 1)) != SW_OK ||
-        (rc = sw_rehome(&s, "to_remote", mib)) != SW_OK ||
-        (rc = sw_launch(&s, s.step, 0)) != SW_OK ||
-        (rc = sw_rehome(&s, "to_native", mib)) != SW_OK ||
-        (rc = sw_verify(&s)) != SW_OK)
+    if ((rc = sw_open(&s)) != SW_OK || (rc = sw_launch(&s, s.fill, 1)) != SW_OK)
+        return rc;
+    for (unsigned long c = 0; c < cycles; c++) {
+        /* Between round trips the vendor rewrites every word, so that
+         * each switch out again finds every byte device-dirty. */
+        if (c > 0 && (rc = sw_launch(&s, s.step, 0)) == SW_OK)
+            s.steps++;
+        if (rc == SW_OK)
+            rc = sw_rehome(&s, "to_remote", mib);
+        if (rc == SW_OK && (rc = sw_launch(&s, s.step, 0)) == SW_OK)
+            s.steps++;
+        if (rc == SW_OK)
+            rc = sw_rehome(&s, "to_native", mib);
+        if (rc != SW_OK)
+            return rc;
+    }
+    if ((rc = sw_verify(&s)) != SW_OK)
         return rc;
     for (unsigned b = 0; b < s.n_bufs; b++)
         clReleaseMemObject(s.bufs[b]);
