@@ -425,6 +425,65 @@ static cl_int read_into_ring(struct mem_op *op, cl_mem src, size_t len,
     return err;
 }
 
+/* Blocking reads up to this size leave in their final Reply. */
+#define SMALL_READ (64u << 10)
+
+/*
+ * A small blocking buffer read, as the program made it: one blocking
+ * clEnqueueReadBuffer (the vendor's own wait, no event to wait on after
+ * it) straight into ring 1 where room is free, and the bytes named in the
+ * final Reply, so that the answer is one frame.  Only where no read is
+ * pending: a pending read's bytes must leave before this answer (an
+ * earlier read on the same queue is done once this one is) but, taking
+ * ring room after this read's, could not leave before it in the ring's
+ * order.  Nothing is owned past the return.
+ */
+static cl_int read_small(struct mem_op *op, cl_mem src, size_t len)
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    struct px_tenant *t = c->t;
+    Crane__Reply *r = &c->reply;
+    cl_event *evp = op->evp ? &op->ev : NULL;
+    uint8_t *data = NULL;
+    uint64_t pos;
+    cl_int err;
+
+    if (t->shm && crn_shm_reserve(t->shm, CRN_SHM_TO_CLIENT, len, &pos) == 0) {
+        err = clEnqueueReadBuffer(op->q, src, CL_TRUE, mc->src_offset, len,
+                                  crn_shm_at(t->shm, CRN_SHM_TO_CLIENT, pos),
+                                  op->nwait, op->wait, evp);
+        if (err != CL_SUCCESS)
+            return err;          /* the room is never announced */
+        r->shm_bulk = true;
+        r->shm_pos = pos;
+        r->bulk_len = len;
+        c->done = true;
+        if (px_send_more(t, r, NULL, 0, NULL) < 0)
+            PX_ERROR("tenant %llu: out of memory answering read %llu",
+                     (unsigned long long)t->num,
+                     (unsigned long long)c->m->seq);
+        return CL_SUCCESS;
+    }
+    if (!(data = malloc(len)))
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                       len);
+    err = clEnqueueReadBuffer(op->q, src, CL_TRUE, mc->src_offset, len, data,
+                              op->nwait, op->wait, evp);
+    if (err != CL_SUCCESS) {
+        free(data);
+        return err;
+    }
+    c->done = true;
+    /* The reply owns DATA once queued (copied to ring 1 if room came). */
+    if (px_send_more(t, r, data, len, data) < 0) {
+        free(data);
+        PX_ERROR("tenant %llu: out of memory answering read %llu",
+                 (unsigned long long)t->num, (unsigned long long)c->m->seq);
+    }
+    return CL_SUCCESS;
+}
+
 /*
  * A blocking buffer read: every chunk of at most PX_READ_CHUNK bytes is
  * enqueued at once with its own event, and each leaves as soon as it is
@@ -456,6 +515,12 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     err = read_len(op, src, &len);
     if (err != CL_SUCCESS)
         return err;
+    if (len <= SMALL_READ) {
+        if (c->t->pend_head)
+            px_exec_flush_reads(c->t, false);
+        if (!c->t->pend_head)
+            return read_small(op, src, len);
+    }
     if (shm && len >= STAGED_MIN && px_ring_pinned(shm, op->q))
         return read_into_ring(op, src, len, chunk);
     if (shm && len >= STAGED_MIN) {

@@ -88,6 +88,149 @@ static int test_basic(void)
 }
 
 
+/* Sends a blocking read of LEN bytes at OFF of BUF_A (EV its event id, 0:
+ * none) and returns its seq. */
+static uint64_t send_read(struct client *c, uint64_t off, size_t len,
+                          bool blocking, uint64_t ev)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
+
+    mc.queue = QUEUE;
+    mc.op = CRANE__MEM_OP__MEM_READ;
+    mc.src = BUF_A;
+    mc.src_offset = off;
+    mc.size = len;
+    mc.blocking = blocking;
+    mc.event = ev;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+    m.mem_command = &mc;
+    m.want_reply = 1;
+    client_send(c, &m, NULL, 0);
+    return m.seq;
+}
+
+/* Reads the frames of read SEQ into OUT (LEN bytes) until its final one;
+ * returns its err and how many frames it took. */
+static int recv_read(struct client *c, uint64_t seq, void *out, size_t len,
+                     int *frames)
+{
+    size_t got = 0;
+
+    *frames = 0;
+    for (;;) {
+        Crane__ServerMessage *s = client_reply(c, seq);
+        Crane__Reply *r = s->reply;
+        bool last = !r->more;
+        int err = r->err;
+        (*frames)++;
+        CHECK(!r->shm_bulk);
+        if (r->bulk_len) {
+            CHECK_EQ(r->bulk_offset, got);
+            CHECK(got + r->bulk_len <= len);
+            for (size_t have = 0; have < r->bulk_len;) {
+                ssize_t n = read(c->fd, (uint8_t *)out + got + have,
+                                 r->bulk_len - have);
+                CHECK(n > 0);
+                have += (size_t)n;
+            }
+            got += r->bulk_len;
+        }
+        crane__server_message__free_unpacked(s, NULL);
+        if (last) {
+            if (err == 0)
+                CHECK_EQ(got, len);
+            return err;
+        }
+    }
+}
+
+/*
+ * Small blocking reads (exec_mem.c, read_small): one frame that carries
+ * the bytes; its event kept and waited on; a read out of range answered
+ * with its error and no bytes; and behind a big non-blocking read on the
+ * same queue, whose bytes all come before the small read's answer.
+ */
+static int test_small_read(void)
+{
+    enum { WORDS = 1u << 20, BIG = WORDS * 4 };
+    int32_t *a = malloc(BIG), *big = malloc(BIG), word = 0, words[16];
+    struct proxy p;
+    struct client c;
+    uint64_t seq, big_seq, ev = EVENT;
+    int frames;
+
+    CHECK(a && big);
+    fill(a, WORDS, 77);
+    proxy_start(&p, NULL);
+    CHECK(!client_open(&c, &p, NULL, 0, NULL, 0));
+    tc_context(&c, CTX);
+    tc_queue(&c, QUEUE, CTX);
+    tc_buffer(&c, true, BUF_A, CTX, BIG, a);
+    /* One frame, the bytes in it. */
+    seq = send_read(&c, 4 * 1000, sizeof(word), true, 0);
+    CHECK_EQ(recv_read(&c, seq, &word, sizeof(word), &frames), 0);
+    CHECK_EQ(frames, 1);
+    CHECK_EQ(word, a[1000]);
+    /* With an event, which the client may wait on afterwards. */
+    seq = send_read(&c, 4 * 64, sizeof(words), true, ev);
+    CHECK_EQ(recv_read(&c, seq, words, sizeof(words), &frames), 0);
+    CHECK_EQ(frames, 1);
+    CHECK(memcmp(words, a + 64, sizeof(words)) == 0);
+    {
+        Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+        Crane__Sync sy = CRANE__SYNC__INIT;
+        sy.op = CRANE__SYNC_OP__SYNC_WAIT;
+        sy.n_events = 1;
+        sy.events = &ev;
+        m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SYNC;
+        m.sync = &sy;
+        CHECK_EQ(client_call(&c, &m, NULL, 0, NULL), 0);
+    }
+    /* Out of range: the error, no bytes. */
+    seq = send_read(&c, BIG - 2, sizeof(word), true, 0);
+    CHECK(recv_read(&c, seq, &word, sizeof(word), &frames) != 0);
+    CHECK_EQ(frames, 1);
+    /* Behind a big non-blocking read on the same queue: every byte of it
+     * has come when the small read is answered. */
+    big_seq = send_read(&c, 0, BIG, false, 0);
+    seq = send_read(&c, 4 * (WORDS - 1), sizeof(word), true, 0);
+    {
+        size_t got[2] = {0, 0};
+        bool done[2] = {false, false};
+        while (!done[1]) {
+            Crane__ServerMessage *s = client_recv(&c);
+            CHECK(s && s->msg_case == CRANE__SERVER_MESSAGE__MSG_REPLY);
+            Crane__Reply *r = s->reply;
+            int i = r->seq == seq;
+            uint8_t *to = i ? (uint8_t *)&word : (uint8_t *)big;
+            CHECK(r->seq == seq || r->seq == big_seq);
+            CHECK(!done[i] && !r->shm_bulk && r->err == 0);
+            CHECK(!r->bulk_len || r->bulk_offset == got[i]);
+            CHECK(got[i] + r->bulk_len <= (i ? sizeof(word) : BIG));
+            for (size_t have = 0; have < r->bulk_len;) {
+                ssize_t n = read(c.fd, to + got[i] + have,
+                                 r->bulk_len - have);
+                CHECK(n > 0);
+                have += (size_t)n;
+            }
+            got[i] += r->bulk_len;
+            done[i] = !r->more;
+            crane__server_message__free_unpacked(s, NULL);
+        }
+        CHECK(done[0]);
+        CHECK_EQ(got[0], BIG);
+        CHECK_EQ(got[1], sizeof(word));
+    }
+    CHECK(memcmp(big, a, BIG) == 0);
+    CHECK_EQ(word, a[WORDS - 1]);
+    client_close(&c);
+    proxy_stop(&p);
+    free(a);
+    free(big);
+    return 0;
+}
+
 /* Reads until the stream ends; returns the Refused reason seen, if any
  * (malloc()ed), checking nothing but Refused comes. */
 static char *expect_refused(struct client *c)
@@ -1574,6 +1717,7 @@ static const struct {
 } tests[] = {
     {"failed-event", test_failed_event},
     {"basic", test_basic},
+    {"small-read", test_small_read},
     {"handshake", test_handshake},
     {"auth", test_auth},
     {"info-order", test_info_and_order},
