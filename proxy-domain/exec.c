@@ -12,6 +12,7 @@
 #include "proto/shm.h"
 
 #include <errno.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,6 +307,14 @@ static cl_int not_now(struct px_call *c)
 
 typedef cl_int exec_fn(struct px_call *c);
 
+static double mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* The executor of each call, by the oneof case of ClientMessage. */
 static exec_fn *const executors[] = {
     [CRANE__CLIENT_MESSAGE__MSG_HELLO] = not_now,
@@ -492,8 +501,17 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
             px_call_ring_copy(&c) < 0)
             err = px_fail(&c, CL_OUT_OF_HOST_MEMORY,
                           "no room for %zu bytes", c.bulk_len);
-        if (err == CL_SUCCESS)
+        if (err == CL_SUCCESS) {
+            /* At debug level, a call that held the worker for more than
+             * a millisecond says so: where a switch's time went. */
+            double t0 = crn_log_enabled(CRN_LOG_DEBUG) ? mono_s() : 0;
             err = executors[m->msg_case](&c);
+            if (t0 > 0 && mono_s() - t0 > 1e-3)
+                PX_DEBUG("tenant %llu: seq %llu (call %d) took %.3f ms",
+                         (unsigned long long)t->num,
+                         (unsigned long long)m->seq, (int)m->msg_case,
+                         (mono_s() - t0) * 1e3);
+        }
     }
     /* In the stream's order, whatever became of the call. */
     px_call_ring_release(&c);

@@ -200,7 +200,9 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
     }
     if (rc == 0)
         rc = shim_fault_at("reinject-done");
+    double tw = shim_now();
     int src = shim_staging_finish();
+    double tq = shim_now();
     if (rc == 0 && src < 0) {
         SWITCH_FAIL("a staged write into %s failed", to->name);
         rc = src;
@@ -209,6 +211,9 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
                                         "writing the buffers back");
     if (rc == 0)
         rc = frc;
+    LOG_DEBUG("re-home: reinject handed on every byte in %.3f ms, then "
+              "waited %.3f ms for staged writes and %.3f ms for the queues",
+              (tw - ts) * 1e3, (tq - tw) * 1e3, (shim_now() - tq) * 1e3);
     /* Every streamed chunk went through the proxy's queue finished above:
      * the bytes are there, and the RAM copy does not hold them. */
     for (size_t i = 0; rc == 0 && i < ps->n_streamed; i++) {
