@@ -140,8 +140,12 @@ static cl_int write_staged(struct mem_op *op, cl_mem dst)
 
     /* A pinned ring: the device copies straight from it, and the room is
      * free once it did (blocking: waits only for work already on the
-     * device, as below). */
-    if (px_ring_pinned(c->ring, op->q)) {
+     * device, as below).  Not while the client has unset user events: work
+     * ahead in the queue may wait for one, whose set would queue behind
+     * this wait; a staging buffer may wait for its last copy the same
+     * way, so the bytes then go through the heap. */
+    bool may_wait = !px_tenant_has_unset_user_events(c->t);
+    if (may_wait && px_ring_pinned(c->ring, op->q)) {
         err = clEnqueueWriteBuffer(op->q, dst, CL_TRUE, mc->dst_offset,
                                    c->bulk_len, c->ring_at, op->nwait,
                                    op->wait, op->evp ? &ev : NULL);
@@ -151,8 +155,9 @@ static cl_int write_staged(struct mem_op *op, cl_mem dst)
     }
     /* Not pinned after all (another context): a piece bigger than a
      * staging buffer goes through the heap. */
-    host = c->bulk_len <= PX_WSTAGE_SIZE ? px_wstage_get(c->t, op->q, &slot)
-                                         : NULL;
+    host = may_wait && c->bulk_len <= PX_WSTAGE_SIZE
+               ? px_wstage_get(c->t, op->q, &slot)
+               : NULL;
     if (!host) {
         if (px_call_ring_copy(c) < 0)
             return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",

@@ -245,6 +245,16 @@ uint64_t px_tenant_id_of(struct px_tenant *t, const void *handle)
     return id ? id : px_devices_id_of(t->devs, handle);
 }
 
+bool px_tenant_has_unset_user_events(struct px_tenant *t)
+{
+    bool any;
+
+    pthread_mutex_lock(&t->lock);
+    any = t->uevents.count > 0;
+    pthread_mutex_unlock(&t->lock);
+    return any;
+}
+
 void px_tenant_user_event_set(struct px_tenant *t, cl_event ev)
 {
     uint64_t val;

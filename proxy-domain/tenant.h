@@ -159,6 +159,10 @@ cl_int px_tenant_charge(struct px_tenant *t, uint64_t bytes);
  * platforms and devices), or 0. */
 uint64_t px_tenant_id_of(struct px_tenant *t, const void *handle);
 
+/* Whether the client has user events it has not set: then no call may
+ * wait inside the proxy's loop for the device (the set would queue behind
+ * it). */
+bool px_tenant_has_unset_user_events(struct px_tenant *t);
 /* A user event was set by the client: teardown leaves it alone. */
 void px_tenant_user_event_set(struct px_tenant *t, cl_event ev);
 /* Sets every user event the client never set to an error status, so that

@@ -245,6 +245,13 @@ cl_int rc_get_info(Crane__InfoFn fn, uint64_t id, uint64_t other,
 size_t rc_prop_pairs(uint64_t out[32], const cl_ulong *props);
 /* A Sync message of OP; with REPLY it waits for the answer
  * (remote_event.c). */
+/* Before a call the proxy answers only once the device did it (a blocking
+ * read): while user events of this client are unset, waits here until
+ * everything queued on Q and the wait list WL completed, so that the proxy
+ * never waits in its loop for work gated by a user event whose set would
+ * queue behind that wait (remote_event.c). */
+cl_int rc_wait_before_blocking(cl_command_queue q, cl_uint n,
+                               const cl_event *wl);
 cl_int rc_sync_call(Crane__SyncOp op, cl_command_queue q, cl_uint n,
                     const cl_event *events, cl_event *event, bool reply);
 /* An image's bytes per pixel, 0 for a buffer (remote_enqueue_mem.c). */

@@ -59,7 +59,11 @@ static cl_int mem_command(struct cmd *x, cl_uint n, const cl_event *wl,
     Crane__MemCommand *c = &x->c;
     struct rc_ids w;
     struct rc_obj *e;
-    cl_int err = rc_ids_of(&w, n, wl);
+    cl_int err = dst && !detached ? rc_wait_before_blocking(x->q, n, wl)
+                                  : CL_SUCCESS;
+
+    if (err == CL_SUCCESS)
+        err = rc_ids_of(&w, n, wl);
 
     if (err != CL_SUCCESS)
         return err;

@@ -265,6 +265,24 @@ static cl_int settle(cl_int err)
                         true);
 }
 
+cl_int rc_wait_before_blocking(cl_command_queue q, cl_uint n,
+                               const cl_event *wl)
+{
+    if (atomic_load(&unset_user_events) <= 0)
+        return CL_SUCCESS;
+    cl_event done = NULL;
+    cl_int err = rc_sync_call(CRANE__SYNC_OP__SYNC_BARRIER, q, n, wl, &done,
+                              false);
+    if (err == CL_SUCCESS) {
+        uint64_t id = RC_ID(done);
+        err = wait_watched(&id, 1);
+        cl_int rel = rc_clReleaseEvent(done);
+        if (err == CL_SUCCESS)
+            err = rel;
+    }
+    return err;
+}
+
 cl_int CL_API_CALL rc_clFinish(cl_command_queue q)
 {
     if (q && !atomic_exchange(&((struct rc_queue *)q)->pending, false))

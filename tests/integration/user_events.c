@@ -1,7 +1,9 @@
 /* User events set from another thread while threads wait on them, and on
- * work that waits on them (clWaitForEvents and clFinish), as pyopencl's
- * test_user_event does: every wait must return once the event is set, and
- * not before; the work's results are checked. */
+ * work that waits on them (clWaitForEvents, clFinish and a blocking read
+ * behind the work), as pyopencl's test_user_event does: every wait must
+ * return once the event is set, and not before; the work's results are
+ * checked.  Remoted, the set reaches the proxy after the read: a proxy
+ * that waited for the read inside its loop would never see it. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 
 #define N 1024
 #define ROUNDS 3
+#define BIG_WORDS (1u << 18)     /* 1 MiB: a write the proxy may stage */
 
 #define CHECK(x)                                                          \
     do {                                                                  \
@@ -34,9 +37,11 @@ static const char *source =
 
 struct waiter {
     pthread_t thread;
-    enum { WAIT_USER, WAIT_WORK, FINISH } what;
+    enum { WAIT_USER, WAIT_WORK, FINISH, READ } what;
     cl_event event;
     cl_command_queue queue;
+    cl_mem buf;
+    cl_uint word;                /* READ: the buffer's first word */
     atomic_bool started, returned;
     cl_int err;
 };
@@ -48,6 +53,10 @@ static void *wait_main(void *arg)
     atomic_store(&w->started, true);
     if (w->what == FINISH)
         w->err = clFinish(w->queue);
+    else if (w->what == READ)
+        w->err = clEnqueueReadBuffer(w->queue, w->buf, CL_TRUE, 0,
+                                     sizeof(w->word), &w->word, 0, NULL,
+                                     NULL);
     else
         w->err = clWaitForEvents(1, &w->event);
     atomic_store(&w->returned, true);
@@ -70,7 +79,7 @@ int main(void)
     cl_platform_id platform;
     cl_device_id device;
     cl_int err;
-    static cl_uint mirror[N], got[N];
+    static cl_uint mirror[N], got[N], big[BIG_WORDS], big_got[BIG_WORDS];
 
     signal(SIGALRM, hung);
     alarm(120);
@@ -91,11 +100,16 @@ int main(void)
     cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                                 sizeof(mirror), mirror, &err);
     CHECK(err);
+    cl_mem big_buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(big),
+                                    NULL, &err);
+    CHECK(err);
 
     for (cl_uint round = 0; round < ROUNDS; round++) {
-        struct waiter w[3] = {{.what = WAIT_USER},
-                              {.what = WAIT_WORK},
-                              {.what = FINISH}};
+        enum { WAITERS = 4 };
+        struct waiter w[WAITERS] = {{.what = WAIT_USER},
+                                    {.what = WAIT_WORK},
+                                    {.what = FINISH},
+                                    {.what = READ}};
         size_t global = N;
         cl_event user = clCreateUserEvent(ctx, &err), work;
         CHECK(err);
@@ -109,32 +123,54 @@ int main(void)
         w[0].event = user;
         w[1].event = work;
         w[2].queue = q;
-        for (int i = 0; i < 3; i++)
+        w[3].queue = q;
+        w[3].buf = buf;
+        for (int i = 0; i < WAITERS; i++)
             if (pthread_create(&w[i].thread, NULL, wait_main, &w[i])) {
                 printf("FAIL user_events: pthread_create\n");
                 return 1;
             }
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < WAITERS; i++)
             while (!atomic_load(&w[i].started))
                 sched_yield();
         /* Give the waits time to block (not a condition of the result). */
         nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < WAITERS; i++)
             if (atomic_load(&w[i].returned)) {
                 printf("FAIL user_events: waiter %d returned (%d) before "
                        "the user event was set\n",
                        i, w[i].err);
                 return 1;
             }
+        /* A blocking write queued behind the gated work: it may return
+         * at once (the bytes are copied), and the set below must still
+         * reach the work. */
+        for (size_t i = 0; i < BIG_WORDS; i++)
+            big[i] = (cl_uint)i * 40503u + round;
+        CHECK(clEnqueueWriteBuffer(q, big_buf, CL_TRUE, 0, sizeof(big), big,
+                                   0, NULL, NULL));
         CHECK(clSetUserEventStatus(user, CL_COMPLETE));
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < WAITERS; i++) {
             pthread_join(w[i].thread, NULL);
             CHECK(w[i].err);
+        }
+        if (w[3].word != mirror[0]) {
+            printf("FAIL user_events: round %u: the blocking read behind "
+                   "the work saw %u, want %u\n", round, w[3].word,
+                   mirror[0]);
+            return 1;
         }
         CHECK(clReleaseEvent(work));
         CHECK(clReleaseEvent(user));
         CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(got), got, 0,
                                   NULL, NULL));
+        CHECK(clEnqueueReadBuffer(q, big_buf, CL_TRUE, 0, sizeof(big_got),
+                                  big_got, 0, NULL, NULL));
+        if (memcmp(big, big_got, sizeof(big)) != 0) {
+            printf("FAIL user_events: round %u: the blocking write behind "
+                   "the work did not land\n", round);
+            return 1;
+        }
         for (size_t i = 0; i < N; i++)
             if (got[i] != mirror[i]) {
                 printf("FAIL user_events: round %u word %zu: %u, want %u\n",
@@ -142,6 +178,7 @@ int main(void)
                 return 1;
             }
     }
+    CHECK(clReleaseMemObject(big_buf));
     CHECK(clReleaseMemObject(buf));
     CHECK(clReleaseKernel(k));
     CHECK(clReleaseProgram(p));
