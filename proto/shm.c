@@ -91,6 +91,52 @@ int crn_shm_create(size_t ring_len, struct crn_shm *out)
     return 0;
 }
 
+int crn_shm_create_plain(size_t size, struct crn_shm *out)
+{
+    int fd, rc;
+
+    size = (size + PAGE - 1) / PAGE * PAGE;
+    if (size == 0 || size > CRN_SHM_MAX_HOST)
+        return -EINVAL;
+    fd = memfd_create("crane-host", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -errno;
+    if (ftruncate(fd, (off_t)size) < 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+            0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if ((rc = map(out, fd, size, 0, 0)) < 0)
+        close(fd);
+    return rc;
+}
+
+int crn_shm_map_plain(int fd, uint64_t size, struct crn_shm *out)
+{
+    struct stat st;
+    int seals, rc = -EINVAL;
+
+    if (size == 0 || size % PAGE || size > CRN_SHM_MAX_HOST)
+        goto fail;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size < size)
+        goto fail;
+    /* A peer that could shrink it would make our accesses (and the
+     * device's) fault. */
+    seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+        rc = -EPERM;
+        goto fail;
+    }
+    if ((rc = map(out, fd, (size_t)size, 0, 0)) == 0)
+        return 0;
+fail:
+    close(fd);
+    return rc;
+}
+
 int crn_shm_map_fd(int fd, uint64_t size, uint64_t ring_len, bool need_seals,
                    struct crn_shm *out)
 {

@@ -74,6 +74,17 @@ int crn_shm_create(size_t ring_len, struct crn_shm *out);
 int crn_shm_map_fd(int fd, uint64_t size, uint64_t ring_len, bool need_seals,
                    struct crn_shm *out);
 
+/* Plain shared memory, no rings (the host-memory region a client's mapped
+ * pointers live in, remote.proto's HostAttach): a sealed memfd of SIZE
+ * bytes (rounded up to pages, at most CRN_SHM_MAX_HOST), mapped, with
+ * ring_len 0.  Only crn_shm_close applies to it. */
+#define CRN_SHM_MAX_HOST (64ull << 30)
+int crn_shm_create_plain(size_t size, struct crn_shm *out);
+/* Maps such memory received from the peer: FD (taken: closed on failure)
+ * must be a memfd sealed against shrinking, of at least SIZE bytes (a
+ * multiple of the page). */
+int crn_shm_map_plain(int fd, uint64_t size, struct crn_shm *out);
+
 /* Maps the file at PATH (a /dev/shm file, or an ivshmem BAR's resource2):
  * with RING_LEN non-zero it lays a fresh area out over it (the file must
  * be large enough), with 0 it takes the layout its header names (checked

@@ -69,6 +69,8 @@ struct px_conn {
      * ring 0 this loop thread empties as frames arrive. */
     int shm_fd;
     struct crn_shm *shm;
+    bool shm_memfd;              /* SHM is a memfd the client sent (not a
+                                    file or BAR): host memory may join */
     /* An area given up (ShmDetach read): no more ring 0; the executor
      * unmaps it, this side frees it (at close or the next attach). */
     struct crn_shm *shm_leaving;

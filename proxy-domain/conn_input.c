@@ -7,6 +7,7 @@
 #include "shm_pci.h"
 #include "supervisor.h"
 #include "validate.h"
+#include "hostmem.h"
 #include "ringpin.h"
 
 #include "proto/frame.h"
@@ -25,6 +26,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
                        char *why, size_t why_len);
 static int detach_area(struct px_conn *c, char *why, size_t why_len);
+static int attach_host(struct px_conn *c, const Crane__HostAttach *h,
+                       char *why, size_t why_len);
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -92,6 +95,12 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
     if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH &&
         attach_area(c, m->shm_attach, r->error, sizeof(r->error)) < 0) {
         /* Answered with the reason; bulk keeps to the stream. */
+        crane__client_message__free_unpacked(m, NULL);
+        px_conn_queue(c, r);
+        return 0;
+    }
+    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH &&
+        attach_host(c, m->host_attach, r->error, sizeof(r->error)) < 0) {
         crane__client_message__free_unpacked(m, NULL);
         px_conn_queue(c, r);
         return 0;
@@ -328,6 +337,7 @@ static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
         }
         px_ring_allow(s);
     }
+    c->shm_memfd = !((a->name && a->name[0]) || a->token.len);
     c->shm = s;
     atomic_store(&c->tenant->shm_given_up, false);
     c->tenant->shm_offered = s;
@@ -336,6 +346,24 @@ static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
             c->tenant->program, c->tenant->pid,
             (unsigned long long)(a->size >> 20));
     return 0;
+}
+
+/* HostAttach: maps the client's host-memory region, the descriptor that
+ * came with this frame (hostmem.h), beside a memfd area only.  Returns 0
+ * or sets WHY. */
+static int attach_host(struct px_conn *c, const Crane__HostAttach *h,
+                       char *why, size_t why_len)
+{
+    int fd = c->shm_fd;
+
+    c->shm_fd = -1;             /* taken, closed on failure */
+    if (c->srv->no_shm || !c->shm || !c->shm_memfd) {
+        if (fd >= 0)
+            close(fd);
+        snprintf(why, why_len, "host memory only beside a memfd area");
+        return -EPERM;
+    }
+    return px_host_offer(c->tenant, fd, h->size, why, why_len);
 }
 
 /* ShmDetach, as its frame is read: every piece of ring 0 before it has

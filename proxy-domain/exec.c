@@ -1,5 +1,6 @@
 /* Executing a tenant's requests in order: dispatch, replies, pending reads. */
 #include "exec.h"
+#include "hostmem.h"
 
 #include "callbacks.h"
 #include "ctxpool.h"
@@ -344,6 +345,7 @@ static exec_fn *const executors[] = {
     [CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC] = px_exec_svm_alloc,
     [CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH] = exec_shm_attach,
     [CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH] = exec_shm_detach,
+    [CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH] = px_exec_host_attach,
 };
 
 /* Answers a frame that cannot be executed at all. */
@@ -557,6 +559,8 @@ size_t px_exec_teardown(struct px_tenant *t)
     px_tenant_detach(t);
     px_cb_forget(t);
     px_staging_free(t);
+    /* After every command on it (user events aborted above). */
+    px_host_close(t);
     /* Their staging buffers must outlive the device's copies. */
     while (t->pend_head) {
         struct px_pending *p = t->pend_head;

@@ -3,6 +3,7 @@
 #include "exec.h"
 
 #include "callbacks.h"
+#include "hostmem.h"
 #include "ringpin.h"
 #include "staging.h"
 
@@ -889,6 +890,21 @@ cl_int px_exec_mem(struct px_call *c)
     if (err != CL_SUCCESS)
         return err;
     op.nwait = (cl_uint)mc->n_wait;
+    if (mc->host_mem) {
+        /* A plain read or write in place in the host-memory region
+         * (validate.c allows no other op). */
+        bool rd = mc->op == CRANE__MEM_OP__MEM_READ;
+        if ((mem = mem_arg(&op, rd ? mc->src : mc->dst, WANT_BUFFER,
+                           &err)) != NULL)
+            err = px_host_mem(c, op.q, mem, op.nwait, op.wait,
+                              op.evp ? &op.ev : NULL);
+        free(op.wait);
+        if (err == CL_SUCCESS && op.evp && op.ev)
+            return px_event_keep(c, mc->event, op.ev);
+        if (op.ev)
+            clReleaseEvent(op.ev);
+        return err;
+    }
     switch (mc->op) {
     case CRANE__MEM_OP__MEM_READ:
     case CRANE__MEM_OP__MEM_READ_RECT:

@@ -53,6 +53,7 @@ struct px_pending;
 struct crn_shm;
 struct px_staging;
 struct px_wstage;
+struct px_host_busy;
 
 struct px_tenant {
     atomic_int refs;
@@ -76,6 +77,12 @@ struct px_tenant {
     /* The connection's shared area (ring 1 carries read bytes), set by the
      * ShmAttach executor from shm_offered, which the loop thread set. */
     struct crn_shm *shm, *shm_offered;
+    /* The client's host-memory region (hostmem.h): set by the HostAttach
+     * executor from host_offered, which the loop thread set; kept across
+     * connections until the tenant ends. */
+    struct crn_shm *host;
+    struct crn_shm *_Atomic host_offered;
+    struct px_host_busy *host_busy;
     bool shm_nowait;             /* executing on the loop thread: no waits */
     atomic_bool shm_given_up;    /* a ShmDetach executed: area unmapped */
     struct px_staging *staging;  /* pinned read staging (staging.c) */

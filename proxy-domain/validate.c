@@ -226,7 +226,25 @@ static int check_mem(const Crane__MemCommand *c, char *why, size_t why_len)
     if (!(uses & WRITES_DATA) && c->bulk_len)
         return BAD("memory op %d carries no data, bulk_len %llu", (int)c->op,
                    (unsigned long long)c->bulk_len);
-    if (c->op == CRANE__MEM_OP__MEM_WRITE && c->bulk_len != c->size)
+    if (c->host_mem) {
+        uint64_t end;
+        /* The bytes are in the host-memory region (exec_hostmem.c checks
+         * the range against it). */
+        if (c->op != CRANE__MEM_OP__MEM_READ &&
+            c->op != CRANE__MEM_OP__MEM_WRITE)
+            return BAD("memory op %d takes no host memory", (int)c->op);
+        if (c->bulk_len)
+            return BAD("host-memory command with %llu bytes of bulk",
+                       (unsigned long long)c->bulk_len);
+        if (__builtin_add_overflow(c->host_offset, c->size, &end))
+            return BAD("host-memory offset %llu + size %llu overflows",
+                       (unsigned long long)c->host_offset,
+                       (unsigned long long)c->size);
+    } else if (c->host_offset) {
+        return BAD("host_offset without host_mem");
+    }
+    if (c->op == CRANE__MEM_OP__MEM_WRITE && !c->host_mem &&
+        c->bulk_len != c->size)
         return BAD("write of %llu bytes with bulk_len %llu",
                    (unsigned long long)c->size,
                    (unsigned long long)c->bulk_len);
@@ -495,6 +513,8 @@ int px_validate(const Crane__ClientMessage *m, char *why, size_t why_len)
                        m->shm_attach->token.len);
         return 0;
     case CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH:
+    case CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH:
+        /* Checked where the region is mapped (conn_input.c). */
         return 0;
     case CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC:
         return check_svm_alloc(m->svm_alloc, why, why_len);

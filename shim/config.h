@@ -26,6 +26,8 @@ struct shim_config {
     size_t remote_chunk;         /* CRANE_REMOTE_CHUNK: bytes per message */
     long shm_mb;                 /* CRANE_SHM_MB: shared area, 0: none */
     const char *shm_file;        /* CRANE_SHM_FILE: area from a file */
+    long shm_host_mb;            /* CRANE_SHM_HOST_MB: host-memory region
+                                    for mapped pointers, 0: none */
     const char *rehome_to;       /* CRANE_REHOME_TO: native|remote|alternate */
     const char *control_socket;  /* CRANE_SOCKET: crane-guestd's socket
                                     (/run/crane/guest.sock); NULL: none */

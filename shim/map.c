@@ -17,7 +17,9 @@
 
 #include "config.h"
 #include "check.h"
+#include "hostmem.h"
 #include "log.h"
+#include "mem_int.h"
 #include "shim.h"
 
 
@@ -82,6 +84,20 @@ static bool in_host_memory(struct shim_mem *m, const void *ptr)
            p < h + r->size;
 }
 
+/* Whether MP is the remote backend's map in the host-memory region, which
+ * a switch carries: that memory outlives every backend.  Not for a buffer
+ * whose host access flags forbid host reads or writes: the carried map's
+ * unmap writes through whatever vendor the buffer lives on by then, which
+ * may refuse that. */
+static bool carriable_in_region(struct shim_mem *m, const struct shim_map *mp)
+{
+    return !mp->image && !in_host_memory(m, mp->ptr) &&
+           !(shim_mem_host_access(m) &
+             (CL_MEM_HOST_NO_ACCESS | CL_MEM_HOST_READ_ONLY |
+              CL_MEM_HOST_WRITE_ONLY)) &&
+           shim_hostmem_owns(mp->ptr);
+}
+
 static bool portable(struct shim_mem *m)
 {
     /* Host-pointer buffers map onto the program's memory anyway. */
@@ -129,8 +145,15 @@ static void *map_own(struct shim_queue *q, struct shim_mem *m,
     size_t len = mp->image
                      ? mp->row_pitch * mp->region[1] * mp->region[2]
                      : mp->size;
-    void *p = aligned_alloc(4096, ((len ? len : 1) + 4095) & ~(size_t)4095);
+    void *p = NULL;
     cl_event done = NULL;
+
+    /* Remoted, a buffer's bytes move in place from and to the host-memory
+     * region while it has room. */
+    if (!mp->image && shim_real_on_remote(rq) && shim_remote_host_on())
+        p = shim_hostmem_alloc(len);
+    if (!p)
+        p = aligned_alloc(4096, ((len ? len : 1) + 4095) & ~(size_t)4095);
 
     if (!p) {
         *err = CL_OUT_OF_HOST_MEMORY;
@@ -164,7 +187,7 @@ static void *map_own(struct shim_queue *q, struct shim_mem *m,
             rq, rm, blocking, mp->offset, mp->size, p, wl->n,
             (const cl_event *)wl->real, ev);
     if (*err != CL_SUCCESS) {
-        free(p);
+        shim_hostmem_free(p);
         return NULL;
     }
     mp->owned = mp->carried = true;
@@ -363,7 +386,7 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueUnmapMemObject(
                 (const cl_event *)wl.real, evp);
         if (err == CL_SUCCESS) {
             if (mp && mp->owned)
-                free(mp->ptr);
+                shim_hostmem_free(mp->ptr);
             free(mp);
             if (event)
                 err = shim_event_wrap(event, ev, q);
@@ -390,7 +413,8 @@ int shim_maps_check(void)
         if (o->kind != SHIM_MEM)
             continue;
         for (const struct shim_map *mp = m->map_list; mp; mp = mp->next)
-            if (!mp->carried && !in_host_memory(m, mp->ptr)) {
+            if (!mp->carried && !in_host_memory(m, mp->ptr) &&
+                !carriable_in_region(m, mp)) {
                 rc = -EBUSY;
                 break;
             }
@@ -419,6 +443,11 @@ int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
         for (struct shim_map *mp = m->map_list; mp && !rc; mp = mp->next) {
             if (mp->carried)
                 continue;
+            /* The backend's map in the host-memory region: its memory
+             * stays, as the map's from now on, once the backend let go. */
+            bool keep = carriable_in_region(m, mp);
+            if (keep)
+                shim_hostmem_retain(mp->ptr);
             cl_command_queue q = q_for(m->context, arg);
             cl_int err = q ? VENDOR(q)->clEnqueueUnmapMemObject(
                                  q, m->obj.real, mp->ptr, 0, NULL, NULL)
@@ -428,9 +457,15 @@ int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
             if (err != CL_SUCCESS) {
                 LOG_ERROR("re-home: ending the vendor's map of a %zu-byte "
                           "object failed: %d", m->size, err);
+                if (keep)
+                    shim_hostmem_free(mp->ptr);
                 rc = -EIO;
             } else {
                 mp->carried = true;
+                mp->owned = mp->owned || keep;
+                if (keep)
+                    LOG_DEBUG("re-home: a map of %zu bytes in host memory "
+                              "carried across", mp->size);
             }
         }
     }
@@ -446,7 +481,7 @@ void shim_maps_free(struct shim_mem *m)
         struct shim_map *mp = m->map_list;
         m->map_list = mp->next;
         if (mp->owned)
-            free(mp->ptr);
+            shim_hostmem_free(mp->ptr);
         free(mp);
     }
     pthread_mutex_unlock(&maps_lock);

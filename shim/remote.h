@@ -193,6 +193,8 @@ struct rc_watch *shim_remote_watch_take(uint64_t cookie);
 
 /* The chunk size of streamed writes and reads. */
 size_t shim_remote_chunk(void);
+/* LEN bytes read or written in place in that region. */
+void shim_remote_count_host(size_t len);
 
 /* --- helpers the remote_*.c files share (remote_obj.c) -------------------- */
 

@@ -22,6 +22,7 @@
 
 #include "proto/frame.h"
 #include "proto/pcopy.h"
+#include "hostmem.h"
 #include "remote_conn_int.h"
 
 /* Writes to the proxy, watched while they block: a proxy that stops
@@ -39,6 +40,16 @@ static int conn_write(const void *p, size_t len)
 size_t shim_remote_chunk(void)
 {
     return shim_conn.chunk;
+}
+
+bool shim_remote_host_on(void)
+{
+    return shim_conn.host_on && !atomic_load(&shim_conn.dead);
+}
+
+void shim_remote_count_host(size_t len)
+{
+    atomic_fetch_add(&shim_conn.host_bytes, len);
 }
 
 uint64_t shim_remote_new_id(void)

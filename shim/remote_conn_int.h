@@ -85,10 +85,16 @@ struct shim_conn {
      * filled under send_lock, ring 1 emptied by the reader thread. */
     struct crn_shm shm;
     bool shm_on;
-    bool shm_stuck;              /* ring 0 stayed full: no waiting for it */                 /* senders put bulk into ring 0 */
+    bool shm_stuck;              /* ring 0 stayed full: no waiting for it */
+    bool host_on;                /* the proxy took the host-memory region
+                                    (hostmem.h): reads and writes of
+                                    pointers in it name offsets */
     atomic_bool shm_in;          /* the reader takes ring 1's pieces */
     /* Bulk bytes carried each way together (remote_shm.h). */
     atomic_uint_fast64_t shm_bytes, stream_bytes;
+    /* ... and bytes read or written in place in the host-memory region,
+     * which neither side copied. */
+    atomic_uint_fast64_t host_bytes;
     /* Bulk bytes as this side moved them, in ns (the re-home report):
      * copying out (into ring 0 or the socket), waiting for ring 0's room,
      * copying in (from ring 1 or the socket, on the reader thread). */

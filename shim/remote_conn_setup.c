@@ -14,6 +14,7 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/shm.h"
+#include "hostmem.h"
 #include "proto/tls.h"
 #include "remote_conn_int.h"
 
@@ -222,40 +223,28 @@ static int handshake(void)
     }
 }
 
-/* Sends ShmAttach; a memfd rides on the frame's bytes (SCM_RIGHTS). */
-static int send_attach(const char *name)
+/* Sends M (seq and want_reply set here) with FD riding on its first byte
+ * (SCM_RIGHTS); FD < 0: plainly. */
+static int send_with_fd(Crane__ClientMessage *m, int fd)
 {
-    Crane__ShmAttach a = CRANE__SHM_ATTACH__INIT;
     union {
         struct cmsghdr h;
         char room[CMSG_SPACE(sizeof(int))];
     } ctl;
     struct msghdr mh = {0};
     struct iovec iov;
-    uint8_t buf[256], token[CRN_SHM_TOKEN_LEN];
+    uint8_t buf[256];
     size_t len;
 
-    a.size = shim_conn.shm.size;
-    a.ring_len = shim_conn.shm.ring_len;
-    a.name = (char *)(name ? name : "");
-    if (name) {
-        /* A file both sides map: the proxy checks the token in it (and
-         * finds an ivshmem BAR by it). */
-        if (crn_shm_token_new(&shim_conn.shm, token) < 0)
-            return -EIO;
-        a.token.data = token;
-        a.token.len = sizeof(token);
-    }
-    RC_MSG(m, shm_attach, SHM_ATTACH, &a);
-    m.seq = ++shim_conn.seq;
-    m.want_reply = true;
-    len = crane__client_message__get_packed_size(&m);
+    m->seq = ++shim_conn.seq;
+    m->want_reply = true;
+    len = crane__client_message__get_packed_size(m);
     if (len + CRN_FRAME_HEADER_LEN > sizeof(buf))
         return -EMSGSIZE;
     crn_frame_header(buf, len);
-    crane__client_message__pack(&m, buf + CRN_FRAME_HEADER_LEN);
+    crane__client_message__pack(m, buf + CRN_FRAME_HEADER_LEN);
     len += CRN_FRAME_HEADER_LEN;
-    if (name)
+    if (fd < 0)
         return crn_bulk_write(shim_conn.fd, buf, len);
     /* The descriptor goes with the first byte; the rest follows plainly. */
     iov.iov_base = buf;
@@ -269,7 +258,7 @@ static int send_attach(const char *name)
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &shim_conn.shm.fd, sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
     ssize_t n;
     do
         n = sendmsg(shim_conn.fd, &mh, MSG_NOSIGNAL);
@@ -281,6 +270,102 @@ static int send_attach(const char *name)
     return 0;
 }
 
+/* Sends ShmAttach; a memfd rides on it. */
+static int send_attach(const char *name)
+{
+    Crane__ShmAttach a = CRANE__SHM_ATTACH__INIT;
+    uint8_t token[CRN_SHM_TOKEN_LEN];
+
+    a.size = shim_conn.shm.size;
+    a.ring_len = shim_conn.shm.ring_len;
+    a.name = (char *)(name ? name : "");
+    if (name) {
+        /* A file both sides map: the proxy checks the token in it (and
+         * finds an ivshmem BAR by it). */
+        if (crn_shm_token_new(&shim_conn.shm, token) < 0)
+            return -EIO;
+        a.token.data = token;
+        a.token.len = sizeof(token);
+    }
+    RC_MSG(m, shm_attach, SHM_ATTACH, &a);
+    return send_with_fd(&m, name ? -1 : shim_conn.shm.fd);
+}
+
+/* The answer to the setup call just sent (Notifies meanwhile are routed):
+ * 0, 1 when the proxy refused it (its reason in WHY), or a negative errno
+ * (the stream is out of step). */
+static int await_setup_reply(char *why, size_t why_len)
+{
+    for (;;) {
+        Crane__ServerMessage *s = read_server_message();
+        if (!s)
+            return -ECONNRESET;
+        if (s->msg_case == CRANE__SERVER_MESSAGE__MSG_NOTIFY) {
+            shim_conn_notify(s->notify);
+            crane__server_message__free_unpacked(s, NULL);
+            continue;
+        }
+        if (s->msg_case != CRANE__SERVER_MESSAGE__MSG_REPLY ||
+            s->reply->seq != shim_conn.seq) {
+            crane__server_message__free_unpacked(s, NULL);
+            return -EPROTO;
+        }
+        int rc = s->reply->err != 0;
+        if (rc)
+            snprintf(why, why_len, "%s",
+                     s->reply->error ? s->reply->error : "?");
+        crane__server_message__free_unpacked(s, NULL);
+        return rc;
+    }
+}
+
+/* At the program's end: where its bulk bytes went (tests and benchmarks
+ * read it to see the in-place path taken). */
+static void log_bulk_counts(void)
+{
+    LOG_INFO("remote: bulk bytes: %llu through the shared area's rings, "
+             "%llu on the stream, %llu in place in host memory (copied by "
+             "nobody)",
+             (unsigned long long)atomic_load(&shim_conn.shm_bytes),
+             (unsigned long long)atomic_load(&shim_conn.stream_bytes),
+             (unsigned long long)atomic_load(&shim_conn.host_bytes));
+}
+
+/* Offers the process's host-memory region (hostmem.h) beside a memfd
+ * area: mapped pointers then live there and their bytes are not copied.
+ * A refusal leaves them in the heap; a broken stream ends the
+ * connection. */
+static void host_attach(void)
+{
+    Crane__HostAttach h = CRANE__HOST_ATTACH__INIT;
+    char why[200];
+    size_t size;
+    int fd, rc;
+
+    if (shim_hostmem_region(&fd, &size) < 0)
+        return;
+    h.size = size;
+    RC_MSG(m, host_attach, HOST_ATTACH, &h);
+    if ((rc = send_with_fd(&m, fd)) == 0 &&
+        (rc = await_setup_reply(why, sizeof(why))) == 0) {
+        static bool counted;
+        shim_conn.host_on = true;
+        LOG_INFO("remote: mapped pointers live in %zu MiB of host memory "
+                 "in the shared area (no copies)", size >> 20);
+        if (!counted)
+            counted = atexit(log_bulk_counts) == 0;
+        return;
+    }
+    if (rc == 1) {
+        LOG_WARN("remote: the proxy refused the host-memory region (%s): "
+                 "mapped pointers live in the heap", why);
+        return;
+    }
+    LOG_WARN("remote: offering the host-memory region failed: %s",
+             strerror(-rc));
+    atomic_store(&shim_conn.dead, true);
+}
+
 /* Offers a shared area for bulk bytes (unix: endpoints get a memfd;
  * CRANE_SHM_FILE names a file both sides map, e.g. an ivshmem BAR) and
  * waits for the answer.  Any failure leaves bulk bytes on the stream. */
@@ -288,6 +373,7 @@ static void shm_attach(const struct crn_endpoint *ep)
 {
     size_t ring = (size_t)shim_config.shm_mb << 19;  /* half each way */
     const char *name = NULL;
+    char why[200];
     int rc;
 
     if (!shim_conn.shm_ok || shim_config.shm_mb <= 0)
@@ -308,33 +394,15 @@ static void shm_attach(const struct crn_endpoint *ep)
                  "stream", strerror(-rc));
         return;
     }
-    rc = send_attach(name);
-    while (rc == 0) {
-        Crane__ServerMessage *s = read_server_message();
-        if (!s) {
-            rc = -ECONNRESET;
-            break;
-        }
-        if (s->msg_case == CRANE__SERVER_MESSAGE__MSG_NOTIFY) {
-            shim_conn_notify(s->notify);
-            crane__server_message__free_unpacked(s, NULL);
-            continue;
-        }
-        if (s->msg_case != CRANE__SERVER_MESSAGE__MSG_REPLY ||
-            s->reply->seq != shim_conn.seq) {
-            crane__server_message__free_unpacked(s, NULL);
-            rc = -EPROTO;
-            break;
-        }
-        if (s->reply->err != 0) {
-            LOG_WARN("remote: the proxy refused the shared-memory area "
-                     "(%s): bulk bytes take the stream",
-                     s->reply->error ? s->reply->error : "?");
-            crane__server_message__free_unpacked(s, NULL);
-            crn_shm_close(&shim_conn.shm);
-            return;
-        }
-        crane__server_message__free_unpacked(s, NULL);
+    if ((rc = send_attach(name)) == 0)
+        rc = await_setup_reply(why, sizeof(why));
+    if (rc == 1) {
+        LOG_WARN("remote: the proxy refused the shared-memory area "
+                 "(%s): bulk bytes take the stream", why);
+        crn_shm_close(&shim_conn.shm);
+        return;
+    }
+    if (rc == 0) {
         /* The proxy holds its own mapping: ours is enough here. */
         if (shim_conn.shm.fd >= 0)
             close(shim_conn.shm.fd);
@@ -344,6 +412,10 @@ static void shm_attach(const struct crn_endpoint *ep)
         LOG_INFO("remote: bulk bytes go through %zu MiB of shared memory%s%s",
                  shim_conn.shm.size >> 20, name ? " in " : "",
                  name ? name : "");
+        /* Program pointers never live in a file area: an ivshmem BAR is
+         * unplugged before its VM migrates. */
+        if (!name)
+            host_attach();
         return;
     }
     LOG_WARN("remote: offering the shared-memory area failed: %s",
@@ -439,6 +511,7 @@ int shim_remote_connect(void)
     shim_conn.shm_ok = false;
     shim_conn.shm_on = false;
     shim_conn.shm_stuck = false;
+    shim_conn.host_on = false;
     atomic_store(&shim_conn.shm_in, false);
     rc = handshake();
     if (rc == 0) {
@@ -511,6 +584,7 @@ void shim_remote_disconnect(void)
     free_platforms();
     shim_remote_maps_clear();
     shim_conn.shm_on = false;
+    shim_conn.host_on = false;
     atomic_store(&shim_conn.shm_in, false);
     crn_shm_close(&shim_conn.shm);
     shim_conn.up = false;

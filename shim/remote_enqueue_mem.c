@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostmem.h"
 #include "log.h"
 #include "remote.h"
 
@@ -77,7 +78,7 @@ static cl_int mem_command(struct cmd *x, cl_uint n, const cl_event *wl,
     c->event = e ? e->id : 0;
     c->bulk_len = bulk_len;
     RC_MSG(m, mem_command, MEM_COMMAND, c);
-    if (!dst) {
+    if (!dst && !(c->host_mem && c->blocking)) {
         err = shim_remote_send(&m, bulk, bulk_len);
     } else if (detached) {
         err = shim_remote_call_detached(&m, dst, dst_len);
@@ -95,6 +96,35 @@ static cl_int device_command(struct cmd *x, cl_uint n, const cl_event *wl,
                              cl_event *ev)
 {
     return mem_command(x, n, wl, ev, NULL, 0, NULL, 0, false);
+}
+
+/* Whether SIZE bytes at PTR lie wholly in the host-memory region the
+ * proxy took (hostmem.h): their offset in *OFF. */
+static bool in_host_memory(const void *ptr, size_t size, uint64_t *off)
+{
+    return size && shim_remote_host_on() && shim_hostmem_find(ptr, size, off);
+}
+
+/* A plain read or write of bytes in the host-memory region: the proxy
+ * moves them between the device and the region in place, nobody copies
+ * them.  Blocking: the proxy answers once the device is done with them
+ * (a write's bytes may change, a read's are there); else the command's
+ * event says so, as for the vendor's own. */
+static cl_int host_command(struct cmd *x, uint64_t off, cl_bool blocking,
+                           cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    x->c.host_mem = true;
+    x->c.host_offset = off;
+    x->c.blocking = blocking ? true : false;
+    cl_int err = mem_command(x, n, wl, ev, NULL, 0, NULL, 0, false);
+    LOG_DEBUG("remote: %s of %llu bytes in place in host memory at %llu "
+              "(%s): %d", x->c.op == CRANE__MEM_OP__MEM_WRITE ? "write"
+                                                           : "read",
+              (unsigned long long)x->c.size, (unsigned long long)off,
+              blocking ? "blocking" : "non-blocking", err);
+    if (err == CL_SUCCESS)
+        shim_remote_count_host(x->c.size);
+    return err;
 }
 
 /* Writes SIZE bytes at OFFSET of DST in chunks, the wait list on the first
@@ -123,16 +153,26 @@ static cl_int write_chunks(cl_command_queue q, cl_mem dst, size_t offset,
 
 /* The bytes are on their way when this returns (copied or written), so a
  * blocking write needs no round trip: later commands are ordered after it
- * and its errors come back at the next synchronisation. */
+ * and its errors come back at the next synchronisation.  Bytes in the
+ * host-memory region are not copied: a blocking write of them waits for
+ * the proxy's answer. */
 cl_int CL_API_CALL rc_clEnqueueWriteBuffer(cl_command_queue q, cl_mem b,
                                            cl_bool blocking, size_t offset,
                                            size_t size, const void *ptr,
                                            cl_uint n, const cl_event *wl,
                                            cl_event *ev)
 {
-    (void)blocking;
+    uint64_t off;
+
     if (!ptr)
         return CL_INVALID_VALUE;
+    if (in_host_memory(ptr, size, &off)) {
+        struct cmd x;
+        cmd_init(&x, q, CRANE__MEM_OP__MEM_WRITE, NULL, b);
+        x.c.dst_offset = offset;
+        x.c.size = size;
+        return host_command(&x, off, blocking, n, wl, ev);
+    }
     return write_chunks(q, b, offset, size, ptr, n, wl, ev);
 }
 
@@ -142,12 +182,15 @@ cl_int CL_API_CALL rc_clEnqueueReadBuffer(cl_command_queue q, cl_mem b,
                                           const cl_event *wl, cl_event *ev)
 {
     struct cmd x;
+    uint64_t off;
 
     if (!ptr)
         return CL_INVALID_VALUE;
     cmd_init(&x, q, CRANE__MEM_OP__MEM_READ, b, NULL);
     x.c.src_offset = offset;
     x.c.size = size;
+    if (in_host_memory(ptr, size, &off))
+        return host_command(&x, off, blocking, n, wl, ev);
     x.c.blocking = blocking;
     return mem_command(&x, n, wl, ev, NULL, 0, ptr, size, !blocking);
 }

@@ -174,4 +174,5 @@ void shim_remote_shm_counts(struct shim_remote_shm_counts *out)
 {
     out->shm_bytes = atomic_load(&shim_conn.shm_bytes);
     out->stream_bytes = atomic_load(&shim_conn.stream_bytes);
+    out->host_bytes = atomic_load(&shim_conn.host_bytes);
 }

@@ -11,6 +11,8 @@
 struct shim_remote_shm_counts {
     uint64_t shm_bytes;          /* through a shared area */
     uint64_t stream_bytes;       /* on the stream */
+    uint64_t host_bytes;         /* in place in the host-memory region
+                                    (hostmem.h): copied by nobody */
 };
 
 /*

@@ -361,6 +361,13 @@ case_ "remote/proxy-killed-spin" env CRANE_REMOTE_SPIN_US=200 \
     CRANE_PROXY_SPIN_US=200 tests/integration/remote.sh proxy-killed
 case_ "remote/proxy-frozen-spin" env CRANE_REMOTE_SPIN_US=200 \
     CRANE_PROXY_SPIN_US=200 tests/integration/remote.sh proxy-frozen
+# Mapped pointers in the host-memory region beside a memfd area
+# (tests/integration/hostmem.sh): transfers of them in place, blocking and
+# not, a map that finds no room and CRANE_SHM_HOST_MB=0 copied as before,
+# maps in the region carried across switches, the proxy killed under it.
+for t in phases off switch killed; do
+    case_ "remote-hostmem/$t" tests/integration/hostmem.sh "$t"
+done
 # The ivshmem shape: TCP for control, a file both sides map for bulk.
 for p in buffers images; do
     case_ "remote-shm-file/$p" tests/integration/remote.sh shm-file \

@@ -3,7 +3,7 @@
 UNIT_SRCS += tests/unit/test_shadow.c tests/unit/test_remote.c \
     tests/unit/test_check.c \
     tests/unit/test_timebase.c \
-    tests/unit/test_kernel_sig.c
+    tests/unit/test_kernel_sig.c tests/unit/test_hostmem.c
 UNIT_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(UNIT_RUNNER_SRCS) $(UNIT_SRCS))
 UNIT_BIN := $(B)/tests/unit-tests
 SHIM_ARCHIVE := $(B)/lib/libcrane-shim.a
@@ -32,7 +32,7 @@ REMOTE_TEST_BINS := $(B)/tests/integration/user_events \
     $(B)/tests/integration/deferred $(B)/tests/integration/ring_writes \
     $(B)/tests/integration/libcrane-fakecl.so \
     $(B)/tests/integration/hostaccess_lenient \
-    $(B)/tests/integration/early_ctor
+    $(B)/tests/integration/early_ctor $(B)/tests/integration/hostmem
 $(B)/tests/integration/libcrane-fakecl.so: tests/integration/fakecl.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -shared \

@@ -118,3 +118,6 @@ TEST_ENTRY(kernel_sig_says_nothing_when_unsure)
 TEST_ENTRY(timebase_continues_across_devices)
 TEST_ENTRY(timebase_first_reading_is_the_timeline)
 TEST_ENTRY(timebase_new_generation_starts_after_the_old_one_ended)
+
+/* shim/hostmem.c: tests/unit/test_hostmem.c */
+TEST_ENTRY(hostmem_region_allocations)
