@@ -247,6 +247,27 @@ one_run() {
         cat "$shimlog" >>"$work/stderr"
         rc=3
     fi
+    # Over shm, writes and reads of clbench's mapped buffer go in place in
+    # the host-memory region (docs/remoting.md, "Host memory in the shared
+    # area"), unless CRANE_SHM_HOST_MB=0: the shim's last line says how
+    # many bytes went so.
+    if [ "$side" = remote ] && [ $rc = 0 ] && [ "$transport" = shm ] &&
+        [ "${CRANE_SHM_HOST_MB:-256}" != 0 ]; then
+        case $test_name in
+        write|read)
+            bulk=$(grep -o 'bulk bytes: .*' "$shimlog" 2>/dev/null | tail -n 1)
+            inplace=$(printf '%s\n' "$bulk" |
+                sed -n 's/.*, \([0-9]*\) in place in host memory.*/\1/p')
+            [ $verbose = 1 ] && echo "remote $test_name: $bulk" >&2
+            if [ "${inplace:-0}" = 0 ]; then
+                echo "run.sh: $test_name (remote) moved no bytes in place" \
+                    "in host memory (${bulk:-no bulk line})" >"$work/stderr"
+                cat "$shimlog" >>"$work/stderr"
+                rc=3
+            fi
+            ;;
+        esac
+    fi
     [ $verbose = 1 ] && printf '%s\n' "$out" |
         sed -n "s/^\(RESULT\|DEVICE\) /$side &/p" >&2
     if [ $rc -ne 0 ] || ! printf '%s\n' "$out" | grep -q '^RESULT '; then

@@ -26,7 +26,7 @@ PROXY_PID=
 
 cleanup() {
     [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID"
-    [ -n "${KEEP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
+    rm -rf "$TMP"
 }
 trap cleanup EXIT
 
