@@ -5,10 +5,12 @@
  * proxy waits for it with its calls held.  A spare made while nobody waits
  * turns that into a hand-over; the next spare is made in the background.
  *
- * A context NVIDIA has just made still initialises itself on its first
- * queue, buffer, copy and kernel (its first switch measured 41 ms for
- * 16 MB, the same switch 3 ms once warm): each spare does all four once
- * before it is offered (CRANE_PROXY_WARM_SPARES=0: not). */
+ * A context NVIDIA has just made still sets itself up on its first queue,
+ * buffer, copy and program build: a program's first rebuild there took
+ * 4.4-5.9 ms, 1.8-2.5 ms once the spare had built and run one kernel
+ * (H200).  So each spare of a GPU (or accelerator) does all of that once
+ * before it is offered; CRANE_PROXY_WARM_SPARES=0 never, =1 for every
+ * device (a CPU device compiles slowly and gains little). */
 #include "ctxpool.h"
 
 #include <pthread.h>
@@ -39,7 +41,7 @@ static const char warm_src[] =
 
 /* One queue, buffer, copy each way and kernel launch on CTX, released
  * again; a failure only leaves the context colder (logged). */
-static void warm(cl_context ctx, cl_device_id dev, bool kernel)
+static void warm(cl_context ctx, cl_device_id dev)
 {
     enum { WORDS = 1u << 16 };
     static unsigned host[WORDS];  /* never read for a result: shared ok */
@@ -58,7 +60,7 @@ static void warm(cl_context ctx, cl_device_id dev, bool kernel)
     if (buf)
         err = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, sizeof(host), host, 0,
                                    NULL, NULL);
-    if (buf && err == CL_SUCCESS && kernel)
+    if (buf && err == CL_SUCCESS)
         prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
     if (prog && (err = clBuildProgram(prog, 1, &dev, "", NULL, NULL)) ==
                     CL_SUCCESS)
@@ -70,6 +72,9 @@ static void warm(cl_context ctx, cl_device_id dev, bool kernel)
                                   NULL, NULL);
     if (err != CL_SUCCESS)
         PX_DEBUG("spare context: warming it stopped at %d", err);
+    else
+        PX_DEBUG("spare context warmed: a queue, a buffer, a copy each way "
+                 "and a kernel ran once");
     if (k)
         clReleaseKernel(k);
     if (prog)
@@ -80,16 +85,30 @@ static void warm(cl_context ctx, cl_device_id dev, bool kernel)
         clReleaseCommandQueue(q);
 }
 
+/* Whether spares of DEV are warmed (CRANE_PROXY_WARM_SPARES). */
+static bool warms(cl_device_id dev)
+{
+    const char *w = getenv("CRANE_PROXY_WARM_SPARES");
+    cl_device_type type = 0;
+
+    if (w && strcmp(w, "0") == 0)
+        return false;
+    if (w && strcmp(w, "1") == 0)
+        return true;
+    return clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof(type), &type,
+                           NULL) == CL_SUCCESS &&
+           (type & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR));
+}
+
 static cl_context make(cl_device_id dev)
 {
     cl_int err;
     cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    const char *w = getenv("CRANE_PROXY_WARM_SPARES");
 
     if (!ctx)
         PX_WARN("spare context: clCreateContext gave %d", err);
-    else if (!w || strcmp(w, "0") != 0)
-        warm(ctx, dev, w && strcmp(w, "2") == 0);
+    else if (warms(dev))
+        warm(ctx, dev);
     return ctx;
 }
 

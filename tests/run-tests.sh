@@ -357,6 +357,10 @@ case_ "remote/proxy-killed-bulk" tests/integration/remote.sh proxy-killed-bulk
 case_ "remote/ring-writes" tests/integration/remote.sh ring-writes staged
 case_ "remote/ring-writes-pinned" tests/integration/remote.sh \
     ring-writes pinned
+# Spare contexts warmed (a queue, a buffer, copies, a kernel) before they
+# are offered, then a program computes on one.
+case_ "remote/warm-spares" tests/integration/remote.sh warm-spares \
+    "$PROGS/buffers"
 case_ "remote/proxy-killed-spin" env CRANE_REMOTE_SPIN_US=200 \
     CRANE_PROXY_SPIN_US=200 tests/integration/remote.sh proxy-killed
 case_ "remote/proxy-frozen-spin" env CRANE_REMOTE_SPIN_US=200 \

@@ -132,6 +132,16 @@ ring-writes)
         grep -q 'went straight into the pinned ring (0)' "$TMP/proxy.log" ||
         { echo "no read went straight into the pinned ring"; exit 1; }
     ;;
+warm-spares)
+    # CRANE_PROXY_WARM_SPARES=1: each spare context builds and runs a
+    # kernel once before it is offered (on GPUs by default); a program
+    # then computes on it and passes.
+    CRANE_PROXY_WARM_SPARES=1 start_proxy --log-level debug || exit 1
+    CRANE_BACKEND="remote:unix:$SOCK" "$RUN" "$2" || exit 1
+    grep -q 'spare context warmed' "$TMP/proxy.log" ||
+        { echo "no spare context was warmed:"; tail -5 "$TMP/proxy.log";
+          exit 1; }
+    ;;
 proxy-frozen)
     # The proxy stops (SIGSTOP) under a program whose calls poll for their
     # answers (CRANE_REMOTE_SPIN_US) and read them themselves: the
