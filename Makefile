@@ -83,7 +83,7 @@ build/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h)
 	    $(if $(filter dlopen_app,$*),-ldl,-lOpenCL) -pthread -lm
 
 bench: build/bench/clbench build/bench/latency build/bench/switch \
-    build/bench/sockbw build/bench/hostptr \
+    build/bench/sockbw build/bench/hostptr build/bench/pcopybw \
     build/bench/shimcost build/bench/nullcl/libnullcl.so
 build/bench/clbench: bench/overhead/clbench.c
 	@mkdir -p $(dir $@)

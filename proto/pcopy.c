@@ -5,6 +5,15 @@
  * helper take parts until none is left, and the caller returns only once
  * every part is copied and no helper still looks at its job, which lives
  * on the caller's stack.
+ *
+ * Waking a sleeping helper takes tens to hundreds of microseconds on a
+ * virtual machine (an idle vCPU is halted), about what a part of a few
+ * MiB takes to copy: with one part per thread the caller took every part
+ * itself before a helper woke, and large copies ran at one core's speed.
+ * So a helper that finished a copy polls for the next one for SPIN_NS
+ * before it sleeps (a switch's or a stream's copies come back to back),
+ * and a copy has a few parts per thread, so that a helper that wakes late
+ * still takes its share.
  */
 #include "pcopy.h"
 
@@ -13,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -22,6 +32,10 @@
 
 /* Parts are no smaller than this, so that waking a helper pays. */
 #define PART_MIN (256u << 10)
+/* Parts per thread of a copy. */
+#define PARTS_PER_THREAD 4
+/* How long a helper polls for the next copy before it sleeps. */
+#define SPIN_NS 200000L
 
 struct job {
     unsigned char *dst;
@@ -39,11 +53,12 @@ static struct {
     pthread_mutex_t lock;        /* guards the fields below */
     pthread_cond_t wake, finished;
     struct job *job;             /* the current copy, NULL between copies */
-    unsigned long generation;    /* bumped per copy */
+    atomic_ulong generation;     /* bumped per copy (under lock) */
     unsigned want;               /* threads per copy, the caller included */
     unsigned started;            /* helpers running in owner */
     pid_t owner;                 /* the process they run in */
     bool quit;                   /* helpers end (set_threads joins them) */
+    atomic_bool quit_flag;       /* the same, for a polling helper */
     pthread_t tids[CRN_PCOPY_MAX_THREADS];
 } pc = {
     .busy = PTHREAD_MUTEX_INITIALIZER,
@@ -106,20 +121,47 @@ static void work(struct job *j)
     }
 }
 
+static long elapsed_ns(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+/* Polls up to SPIN_NS for a copy after SEEN (or the end). */
+static void spin_for_next(unsigned long seen)
+{
+    struct timespec t0;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned i = 0;
+         atomic_load_explicit(&pc.generation, memory_order_relaxed) == seen &&
+         !atomic_load_explicit(&pc.quit_flag, memory_order_relaxed);
+         i++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if ((i & 63) == 0 && elapsed_ns(&t0) > SPIN_NS)
+            return;
+    }
+}
+
 static void *helper_main(void *arg)
 {
     unsigned long seen = 0;
 
     (void)arg;
     for (;;) {
+        spin_for_next(seen);
         pthread_mutex_lock(&pc.lock);
-        while (pc.generation == seen && !pc.quit)
+        while (atomic_load(&pc.generation) == seen && !pc.quit)
             pthread_cond_wait(&pc.wake, &pc.lock);
         if (pc.quit) {
             pthread_mutex_unlock(&pc.lock);
             return NULL;
         }
-        seen = pc.generation;
+        seen = atomic_load(&pc.generation);
         struct job *j = pc.job;
         if (j)
             j->active++;
@@ -174,8 +216,8 @@ static void copy(void *dst, const void *src, size_t len, bool pinned)
     }
     unsigned n = helpers() + 1;
     size_t parts = len / PART_MIN;
-    if (parts > n)
-        parts = n;
+    if (parts > (size_t)n * PARTS_PER_THREAD)
+        parts = (size_t)n * PARTS_PER_THREAD;
     if (parts < 1)
         parts = 1;
     j.part = (len / parts + 63) & ~(size_t)63;
@@ -183,7 +225,7 @@ static void copy(void *dst, const void *src, size_t len, bool pinned)
     if (j.n_parts > 1) {
         pthread_mutex_lock(&pc.lock);
         pc.job = &j;
-        pc.generation++;
+        atomic_fetch_add(&pc.generation, 1);
         pthread_cond_broadcast(&pc.wake);
         pthread_mutex_unlock(&pc.lock);
     }
@@ -221,11 +263,13 @@ void crn_pcopy_set_threads(unsigned n)
     if (pc.owner == getpid() && pc.started > 0) {
         pthread_mutex_lock(&pc.lock);
         pc.quit = true;
+        atomic_store(&pc.quit_flag, true);
         pthread_cond_broadcast(&pc.wake);
         pthread_mutex_unlock(&pc.lock);
         for (unsigned i = 0; i < pc.started; i++)
             pthread_join(pc.tids[i], NULL);
         pc.quit = false;
+        atomic_store(&pc.quit_flag, false);
         pc.started = 0;
     }
     pc.want = n;

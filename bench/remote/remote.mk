@@ -21,3 +21,8 @@ build/bench/hostptr: bench/remote/hostptr.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
 	    -lOpenCL
+
+build/bench/pcopybw: bench/remote/pcopybw.c proto/pcopy.c proto/pcopy.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -I. \
+	    bench/remote/pcopybw.c proto/pcopy.c -o $@ -lOpenCL -pthread
