@@ -111,6 +111,10 @@ void shim_config_load(void)
     /* A switch to the proxy streams buffers from the device straight to
      * the proxy (rehome.c); 0: through the RAM copy, as before. */
     shim_config.stream_switch = env_long("CRANE_STREAM_SWITCH", 1, 0) != 0;
+    /* The shared area (a memfd, proxy on this host) pinned for the native
+     * vendor too: a switch's streamed buffers go device <-> ring with no
+     * CPU copy (ringstream.c); 0: through the pinned chunks and RAM. */
+    shim_config.pin_ring = env_long("CRANE_SHIM_PIN_RING", 1, 0) != 0;
     shim_config.copy_threads = (unsigned)env_long(
         "CRANE_COPY_THREADS", (long)crn_pcopy_default_threads(), 1);
     crn_pcopy_set_threads(shim_config.copy_threads);

@@ -52,6 +52,10 @@ struct shim_config {
                                     bulk copy (proto/pcopy.h) */
     bool stream_switch;          /* CRANE_STREAM_SWITCH: a switch to the
                                     proxy streams buffers (rehome.c) */
+    bool pin_ring;               /* CRANE_SHIM_PIN_RING: the shared area
+                                    pinned for the native vendor, a switch's
+                                    bytes moved with no CPU copy
+                                    (ringstream.c) */
     unsigned precopy_rounds;     /* CRANE_PRECOPY_ROUNDS: copy rounds while
                                     the program runs, before a switch stops
                                     it (0: off, precopy.c) */

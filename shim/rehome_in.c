@@ -161,6 +161,7 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
     ts = shim_now();
     struct shim_remote_bulk ship0, ship1;
     shim_staging_stats_take(&t->reinject_staged);
+    shim_ring_stats_take(&t->ring);
     shim_remote_bulk_stats(&ship0);
     size_t next_streamed = 0;    /* the extract noted them in this order */
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
@@ -189,6 +190,28 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
             d->rq = q;
             t->bytes_reinjected += m->size;
             t->bytes_streamed += m->size;
+            /* Back from the proxy: proxy -> ring 1 -> this device, done
+             * when it returns (ringstream.c). */
+            if (to == &shim_native_ops) {
+                if (shim_ringstream_back(d->q, d->mem, m->size, q,
+                                         m->obj.real) < 0) {
+                    SWITCH_FAIL("streaming a %zu-byte buffer back from the "
+                                "proxy failed", m->size);
+                    rc = -EIO;
+                }
+                continue;
+            }
+            /* Out through the shared area pinned for the vendor: device
+             * -> ring 0 -> the proxy, no CPU copy; else pinned chunks. */
+            if (shim_ringstream_has(d->ctx)) {
+                if (shim_ringstream_out(d->q, d->mem, m->size, q,
+                                        m->obj.real) < 0) {
+                    SWITCH_FAIL("streaming a %zu-byte buffer to the proxy "
+                                "through the shared area failed", m->size);
+                    rc = -EIO;
+                }
+                continue;
+            }
             if (shim_staging_stream(d->q, d->ctx, d->mem, 0, m->size,
                                     stream_sink, d) < 0)
                 rc = -EIO;
@@ -222,6 +245,7 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
     }
     t->reinject = shim_now() - ts;
     shim_staging_stats_take(&t->reinject_staged);
+    shim_ring_stats_take(&t->ring);
     shim_remote_bulk_stats(&ship1);
     shim_rehome_bulk_since(&t->reinject_ship, &ship0, &ship1);
     if (to == &shim_remote_ops)

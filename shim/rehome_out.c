@@ -149,25 +149,34 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
 }
 
 /*
- * Whether a switch from FROM to TO streams M: from the vendor to the proxy
- * (the vendor's objects then outlive the rebuild, so the bytes can move
- * once the proxy's buffer exists), a whole buffer to move (no RAM copy
- * holding part of it), through pinned chunks, none of the cases that need
- * the RAM copy (a map carried, the program's own memory, a pre-copy
- * target, host access the vendor forbids).  CRANE_STREAM_SWITCH=0: never.
+ * Whether a switch from FROM to TO streams M: between the vendor and the
+ * proxy (the old side's objects then outlive the rebuild, so the bytes can
+ * move once the new side's buffer exists), a whole buffer to move (no RAM
+ * copy holding part of it), none of the cases that need the RAM copy (a
+ * map carried, the program's own memory, a pre-copy target, host access
+ * flags).  To the proxy: through the shared area pinned for the vendor
+ * (ringstream.c) or pinned chunks (staging.c).  Back from the proxy: only
+ * through the shared area pinned in the context made ahead for it, so that
+ * no byte takes a CPU copy.  CRANE_STREAM_SWITCH=0: never.
  */
 static bool streams(const struct shim_backend_ops *from,
                     const struct shim_backend_ops *to,
                     const struct shim_mem *m)
 {
-    return shim_config.stream_switch && from == &shim_native_ops &&
-           to == &shim_remote_ops && m->type == SHIM_BUFFER &&
-           !(m->flags & CL_MEM_USE_HOST_PTR) && atomic_load(&m->maps) == 0 &&
-           !m->premade && m->obj.real &&
-           (!m->shadow_valid || (atomic_load(&m->dirty_lo) == 0 &&
-                                 atomic_load(&m->dirty_hi) >= m->size)) &&
-           shim_staging_has(m->context->obj.real) &&
-           !shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ);
+    if (!shim_config.stream_switch || m->type != SHIM_BUFFER ||
+        (m->flags & CL_MEM_USE_HOST_PTR) || atomic_load(&m->maps) != 0 ||
+        m->premade || !m->obj.real ||
+        (m->shadow_valid && (atomic_load(&m->dirty_lo) != 0 ||
+                             atomic_load(&m->dirty_hi) < m->size)))
+        return false;
+    if (from == &shim_native_ops && to == &shim_remote_ops)
+        return (shim_ringstream_has(m->context->obj.real) ||
+                shim_staging_has(m->context->obj.real)) &&
+               !shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ);
+    return from == &shim_remote_ops && to == &shim_native_ops &&
+           shim_ringstream_has(m->context->premade) &&
+           !(m->flags & (CL_MEM_HOST_NO_ACCESS | CL_MEM_HOST_READ_ONLY |
+                         CL_MEM_HOST_WRITE_ONLY));
 }
 
 /* Before the gate closes: whether a switch to TO (ARG) fills M's RAM

@@ -100,7 +100,13 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
                           size_t bulk_len)
 {
     uint64_t pos;
-    int rc = crn_shm_reserve(&shim_conn.shm, CRN_SHM_TO_PROXY, bulk_len, &pos);
+    int rc;
+
+    /* Pieces held for a device's copy are named in the order they were
+     * taken (remote_ring.c): none may be taken after them meanwhile. */
+    if (shim_conn.ring_held)
+        return -EAGAIN;
+    rc = crn_shm_reserve(&shim_conn.shm, CRN_SHM_TO_PROXY, bulk_len, &pos);
 
     if (rc == -EAGAIN) {
         double t0 = shim_now();
@@ -280,9 +286,11 @@ cl_int shim_remote_flush(void)
 }
 
 /* Registers a slot, then sends: the reader may answer at once. */
-static struct slot *send_with_slot(Crane__ClientMessage *m, const void *bulk,
-                                   size_t bulk_len, void *dst, size_t dst_len,
-                                   bool detached, int *rc)
+struct slot *shim_conn_send_with_slot(Crane__ClientMessage *m,
+                                      const void *bulk, size_t bulk_len,
+                                      void *dst, size_t dst_len,
+                                      bool detached, shim_remote_sink sink,
+                                      void *sink_arg, int *rc)
 {
     struct slot *s = calloc(1, sizeof(*s));
 
@@ -293,6 +301,8 @@ static struct slot *send_with_slot(Crane__ClientMessage *m, const void *bulk,
     s->dst = dst;
     s->dst_len = dst_len;
     s->detached = detached;
+    s->sink = sink;
+    s->sink_arg = sink_arg;
     atomic_store(&shim_conn.last_request, shim_now());
     pthread_mutex_lock(&shim_conn.send_lock);
     m->seq = s->seq = ++shim_conn.seq;
@@ -312,8 +322,9 @@ cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
                         struct rc_reply *out)
 {
     int rc;
-    struct slot *s = send_with_slot(m, bulk, bulk_len, dst, dst_len, false,
-                                    &rc);
+    struct slot *s = shim_conn_send_with_slot(m, bulk, bulk_len, dst,
+                                              dst_len, false, NULL, NULL,
+                                              &rc);
     cl_int err;
 
     memset(out, 0, sizeof(*out));
@@ -345,7 +356,8 @@ cl_int shim_remote_call_detached(Crane__ClientMessage *m, void *dst,
                                  size_t dst_len)
 {
     int rc;
-    struct slot *s = send_with_slot(m, NULL, 0, dst, dst_len, true, &rc);
+    struct slot *s = shim_conn_send_with_slot(m, NULL, 0, dst, dst_len, true,
+                                              NULL, NULL, &rc);
 
     if (!s)
         return CL_OUT_OF_HOST_MEMORY;

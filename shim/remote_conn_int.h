@@ -23,6 +23,12 @@ struct slot {
     size_t dst_len;
     atomic_bool done;
     bool detached;
+    /* Or the bytes are handed on where they lie (remote_ring.c). */
+    shim_remote_sink sink;
+    void *sink_arg;
+    int sink_err;                /* the first failure of SINK */
+    bool in_sink;                /* its reply is being handled (under
+                                    lock) */
     Crane__ServerMessage *msg;
     struct slot *next;
 };
@@ -89,6 +95,11 @@ struct shim_conn {
     bool host_on;                /* the proxy took the host-memory region
                                     (hostmem.h): reads and writes of
                                     pointers in it name offsets */
+    bool shm_memfd;              /* the area is our own memfd (a proxy on
+                                    this host), not a file or a BAR */
+    unsigned ring_held;          /* ring 0 pieces held for a device's copy
+                                    (remote_ring.c, under send_lock): other
+                                    bulk takes the stream meanwhile */
     atomic_bool shm_in;          /* the reader takes ring 1's pieces */
     /* Bulk bytes carried each way together (remote_shm.h). */
     atomic_uint_fast64_t shm_bytes, stream_bytes;
@@ -102,10 +113,16 @@ struct shim_conn {
 };
 extern struct shim_conn shim_conn;
 
-/* remote_conn.c: the batch sent, a message queued (under send_lock). */
+/* remote_conn.c: the batch sent, a message queued (under send_lock); a
+ * message that wants its answer sent with a slot (a sink's: SINK set). */
 int shim_conn_flush_locked(void);
 int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
                            size_t bulk_len, bool flush);
+struct slot *shim_conn_send_with_slot(Crane__ClientMessage *m,
+                                      const void *bulk, size_t bulk_len,
+                                      void *dst, size_t dst_len,
+                                      bool detached, shim_remote_sink sink,
+                                      void *sink_arg, int *rc);
 
 /* remote_conn_reader.c: a sign of life from the proxy; a notification run;
  * the reader and callbacks threads. */
@@ -119,10 +136,16 @@ int shim_conn_read_one(void);
 /* The stream ended: every waiter fails, detached reads are counted lost;
  * under no lock. */
 void shim_conn_broken(void);
+/* A reply's bytes handed to S's sink (ring 1's piece where it lies, or
+ * the stream's bytes through a bounce): < 0, the connection is out of
+ * step; whether a sink still holds ring 1's room (remote_ring.c). */
+int shim_conn_sink_piece(struct slot *s, const Crane__Reply *r);
+bool shim_conn_ring1_held(void);
 /* Waits for S's answer (or the connection's end) and takes S off the list;
  * S off the list without waiting (its message was not sent). */
 void shim_conn_await(struct slot *s);
 void shim_conn_forget(struct slot *s);
+
 
 /* remote_conn_watchdog.c: the watchdog thread; stopping it. */
 void *shim_conn_watchdog_main(void *arg);

@@ -30,14 +30,29 @@ static void unlink_slot_locked(struct slot *s)
 
 /* --- receiving ------------------------------------------------------------- */
 
+/* A sink's slot is marked in use while its reply is handled: its caller,
+ * even one that gave up on a dead connection, frees it only after
+ * (remote_ring.c). */
 static struct slot *find_slot(uint64_t seq)
 {
     pthread_mutex_lock(&shim_conn.lock);
     struct slot *s = shim_conn.slots;
     while (s && s->seq != seq)
         s = s->next;
+    if (s && s->sink)
+        s->in_sink = true;
     pthread_mutex_unlock(&shim_conn.lock);
     return s;
+}
+
+static void sink_done(struct slot *s)
+{
+    if (!s || !s->sink)
+        return;
+    pthread_mutex_lock(&shim_conn.lock);
+    s->in_sink = false;
+    pthread_cond_broadcast(&shim_conn.cond);
+    pthread_mutex_unlock(&shim_conn.lock);
 }
 
 /* Bulk bytes for nobody (a bad offset, an unknown seq): read and drop. */
@@ -80,6 +95,70 @@ void shim_conn_notify(const Crane__Notify *n)
     pthread_mutex_unlock(&shim_conn.lock);
 }
 
+/* A sink's pieces (remote_ring.c): ring 1's room stays claimed until the
+ * sink frees it, in order. */
+bool shim_conn_ring1_held(void)
+{
+    return __atomic_load_n(&shim_conn.shm.released[CRN_SHM_TO_CLIENT],
+                           __ATOMIC_ACQUIRE) !=
+           shim_conn.shm.expect[CRN_SHM_TO_CLIENT];
+}
+
+int shim_conn_sink_piece(struct slot *s, const Crane__Reply *r)
+{
+    bool fits = r->bulk_offset <= s->dst_len &&
+                r->bulk_len <= s->dst_len - r->bulk_offset;
+    int rc;
+
+    if (!fits)
+        LOG_ERROR("remote: %llu unexpected bytes for call %llu",
+                  (unsigned long long)r->bulk_len,
+                  (unsigned long long)r->seq);
+    if (r->shm_bulk) {
+        unsigned char *at;
+        atomic_fetch_add(&shim_conn.shm_bytes, r->bulk_len);
+        rc = atomic_load(&shim_conn.shm_in)
+                 ? crn_shm_claim(&shim_conn.shm, CRN_SHM_TO_CLIENT,
+                                 r->shm_pos, r->bulk_len, &at)
+                 : -EPROTO;
+        if (rc < 0) {
+            LOG_ERROR("remote: the proxy named shared-memory bytes out of "
+                      "place (position %llu, %llu bytes) for call %llu: "
+                      "closing the connection",
+                      (unsigned long long)r->shm_pos,
+                      (unsigned long long)r->bulk_len,
+                      (unsigned long long)r->seq);
+            return rc;
+        }
+        uint64_t end = r->shm_pos + r->bulk_len;
+        /* The sink owns the room from here: it releases it in order (at
+         * once when it fails).  After a failure, or for bytes that do not
+         * fit, the room is freed here. */
+        if (!fits || s->sink_err) {
+            crn_shm_release(&shim_conn.shm, CRN_SHM_TO_CLIENT, end);
+            return fits ? 0 : -EPROTO;
+        }
+        rc = s->sink(s->sink_arg, r->bulk_offset, at, r->bulk_len, end);
+        if (rc < 0)
+            s->sink_err = rc;
+        return 0;
+    }
+    /* On the stream (the proxy found no room in ring 1): read into a
+     * bounce, handed on before it is freed. */
+    atomic_fetch_add(&shim_conn.stream_bytes, r->bulk_len);
+    unsigned char *tmp = malloc(r->bulk_len ? r->bulk_len : 1);
+    if (!tmp)
+        return -ENOMEM;          /* the stream is out of step now */
+    rc = crn_bulk_read(shim_conn.fd, tmp, r->bulk_len);
+    if (rc == 0 && fits && !s->sink_err) {
+        int e = s->sink(s->sink_arg, r->bulk_offset, tmp, r->bulk_len, 0);
+        if (e < 0)
+            s->sink_err = e;
+    }
+    free(tmp);
+    return rc < 0 ? rc : fits ? 0 : -EPROTO;
+}
+
 static int handle_reply(Crane__ServerMessage *msg)
 {
     Crane__Reply *r = msg->reply;
@@ -96,7 +175,22 @@ static int handle_reply(Crane__ServerMessage *msg)
     bool fits = s && s->dst && r->bulk_offset <= s->dst_len &&
                 r->bulk_len <= s->dst_len - r->bulk_offset;
     double t0 = r->bulk_len ? shim_now() : 0;
-    if (r->bulk_len && r->shm_bulk) {
+    if (r->bulk_len && s && s->sink) {
+        /* Handed on where the bytes lie (remote_ring.c). */
+        if ((rc = shim_conn_sink_piece(s, r)) < 0) {
+            sink_done(s);
+            crane__server_message__free_unpacked(msg, NULL);
+            return rc;
+        }
+    } else if (r->bulk_len && r->shm_bulk && shim_conn_ring1_held()) {
+        /* A sink still uses ring 1's room before this piece, which a take
+         * would free under it: never wrong bytes, the connection ends. */
+        LOG_ERROR("remote: call %llu's bytes arrived while a sink holds "
+                  "ring 1: closing the connection",
+                  (unsigned long long)r->seq);
+        crane__server_message__free_unpacked(msg, NULL);
+        return -EPROTO;
+    } else if (r->bulk_len && r->shm_bulk) {
         /* The bytes are in ring 1: copied out (or dropped) in order; a
          * piece out of place ends the connection, never wrong data. */
         if (!fits)
@@ -135,6 +229,7 @@ static int handle_reply(Crane__ServerMessage *msg)
         atomic_fetch_add(&shim_conn.in_copy_ns,
                          (uint64_t)((shim_now() - t0) * 1e9));
     if (r->more || !s) {
+        sink_done(s);
         crane__server_message__free_unpacked(msg, NULL);
         return rc;
     }
@@ -150,6 +245,7 @@ static int handle_reply(Crane__ServerMessage *msg)
         free(s);
     } else {
         s->msg = msg;
+        s->in_sink = false;
         atomic_store_explicit(&s->done, true, memory_order_release);
         pthread_cond_broadcast(&shim_conn.cond);
     }

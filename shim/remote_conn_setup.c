@@ -408,6 +408,9 @@ static void shm_attach(const struct crn_endpoint *ep)
             close(shim_conn.shm.fd);
         shim_conn.shm.fd = -1;
         shim_conn.shm_on = true;
+        /* Our own memory: a native device may copy in and out of it
+         * (remote_ring.c); a file may be a BAR no device can reach. */
+        shim_conn.shm_memfd = !shim_config.shm_file;
         atomic_store(&shim_conn.shm_in, true);
         LOG_INFO("remote: bulk bytes go through %zu MiB of shared memory%s%s",
                  shim_conn.shm.size >> 20, name ? " in " : "",
@@ -512,6 +515,8 @@ int shim_remote_connect(void)
     shim_conn.shm_on = false;
     shim_conn.shm_stuck = false;
     shim_conn.host_on = false;
+    shim_conn.shm_memfd = false;
+    shim_conn.ring_held = 0;
     atomic_store(&shim_conn.shm_in, false);
     rc = handshake();
     if (rc == 0) {

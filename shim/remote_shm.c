@@ -61,6 +61,7 @@ int shim_remote_shm_use(const char *path, const char *name, uint64_t offset,
         rc = -EOPNOTSUPP;
         goto out;
     }
+    shim_conn.shm_memfd = false;  /* a BAR: no native device's to reach */
     if ((rc = crn_shm_map_file_at(path, offset, limit, ring,
                                   &shim_conn.shm)) < 0) {
         snprintf(why, why_len, "cannot lay an area out in %s at %llu: %s",

@@ -745,6 +745,10 @@ struct shim_rehome_times {
      * proxy side's bulk bytes as the shim moved them (ring or stream). */
     struct shim_staging_stats extract_staged, reinject_staged;
     struct shim_remote_bulk extract_ship, reinject_ship;
+    /* Of the streamed bytes, those moved between the vendor's device and
+     * the shared area with no CPU copy, and the device's time for them
+     * (ringstream.c). */
+    struct shim_ring_stats ring;
     const char *transport;       /* the proxy's bulk path, if it was one */
 };
 

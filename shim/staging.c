@@ -173,13 +173,18 @@ void shim_staging_prepare_switch(const struct shim_backend_ops *from,
     double t0 = shim_now();
     size_t before = n_table;
 
-    if (shim_config.staging_mb == 0)
-        return;
-
     shim_store_lock();
     for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
         struct shim_context *c = (void *)o;
         if (o->kind != SHIM_CONTEXT || !stages_bytes(c))
+            continue;
+        /* Between the vendor and a proxy on this host: the shared area
+         * itself, pinned (ringstream.c); the chunks stay the fallback. */
+        if (from == &shim_native_ops && to == &shim_remote_ops && o->real)
+            shim_ringstream_prepare(o->real);
+        if (from == &shim_remote_ops && to == &shim_native_ops && c->premade)
+            shim_ringstream_prepare(c->premade);
+        if (shim_config.staging_mb == 0)
             continue;
         if (from == &shim_native_ops && o->real)
             shim_staging_prepare(o->real);
@@ -263,12 +268,14 @@ void shim_staging_prepare_shadows(bool (*needed)(const struct shim_mem *m,
                  bytes, (shim_now() - t0) * 1e3);
 }
 
-/* Every context's chunks unmapped and released (after the gate opens, or
- * before the vendor they belong to is unloaded), through
+/* Every context's chunks unmapped and released, and the shared area's
+ * wraps (after the gate opens, or before the vendor they belong to is
+ * unloaded, or the area), through
  * shim_copies_drop_all (hostcopy.c), which drops its bounce buffers
  * first. */
 void shim_staging_drop_all(void)
 {
+    shim_ringstream_drop_all();
     for (size_t i = 0; i < n_table; i++)
         release(&table[i]);
     n_table = 0;

@@ -55,6 +55,64 @@ void shim_remote_bulk_stats(struct shim_remote_bulk *out);
 /* How bulk bytes reach the proxy now: "shm", "stream" or "none". */
 const char *shim_remote_transport(void);
 
+/* The shared area's rings lent to a switch's device copies
+ * (remote_ring.c).  The area as this process maps it, when it is a memfd
+ * of ours in use both ways (a proxy on this host; never a file or a BAR,
+ * which a native device may not reach). */
+bool shim_remote_ring_area(void **base, size_t *size);
+/* The most a piece holds: a quarter of a ring, at most SHIM_RING_PIECE. */
+#define SHIM_RING_PIECE (8u << 20)
+size_t shim_remote_ring_piece(void);
+/* Room for LEN bytes in ring 0, held for the caller (*AT: where the bytes
+ * go), waiting up to WAIT_MS for it: 0, -EAGAIN, -ENOTCONN, -EMSGSIZE.
+ * Held pieces must be named (ring_write) in the order they were taken;
+ * meanwhile other bulk bytes take the stream. */
+int shim_remote_ring_hold(size_t len, long wait_ms, uint64_t *pos,
+                          void **at);
+/* Names the held piece at POS to the proxy as the bytes of a write of
+ * [OFF, OFF+LEN) of its buffer B on its queue Q: batched, flushed at once,
+ * errors at the queue's next clFinish. */
+cl_int shim_remote_ring_write(cl_command_queue q, cl_mem b, size_t off,
+                              size_t len, uint64_t pos);
+/* Held pieces given up unnamed (after a failure). */
+void shim_remote_ring_unhold(void);
+/* A piece of a read handed on where it lies: BYTES stay valid until the
+ * sink frees ring 1 up to RING_END (shim_remote_ring_release, in ring
+ * order, before it returns a failure); RING_END 0: bytes that came on the
+ * stream, valid only during the call.  0, or -errno (the read fails). */
+typedef int (*shim_remote_sink)(void *arg, size_t off, const void *bytes,
+                                size_t len, uint64_t ring_end);
+void shim_remote_ring_release(uint64_t ring_end);
+/* A blocking read of [OFF, OFF+LEN) of the proxy's buffer B on its queue
+ * Q, every piece handed to SINK (on the thread that reads the answer).
+ * CL_SUCCESS only when the proxy read it all and SINK took every piece. */
+cl_int shim_remote_read_to_sink(cl_command_queue q, cl_mem b, size_t off,
+                                size_t len, shim_remote_sink sink,
+                                void *arg);
+
+/* A switch's streamed buffers moved between the native device and a proxy
+ * on this host through the shared area, pinned for the native vendor too:
+ * no CPU copy (ringstream.c).  The area wrapped for the vendor context CTX
+ * before the gate closes (0, or -errno: not available, copies go through
+ * staging); whether CTX has it; every wrap released (by
+ * shim_copies_drop_all).  Out: [0, SIZE) of the native buffer NMEM (queue
+ * NQ) to the proxy's RMEM (queue RQ), done once RQ finished.  Back: the
+ * proxy's RMEM to NMEM, done when it returns 0.  0, or -errno, logged. */
+int shim_ringstream_prepare(void *ctx);
+bool shim_ringstream_has(void *ctx);
+void shim_ringstream_drop_all(void);
+int shim_ringstream_out(cl_command_queue nq, cl_mem nmem, size_t size,
+                        cl_command_queue rq, cl_mem rmem);
+int shim_ringstream_back(cl_command_queue rq, cl_mem rmem, size_t size,
+                         cl_command_queue nq, cl_mem nmem);
+/* What moved that way since the last take: bytes, and the time the switch
+ * waited for the native device's copies of them. */
+struct shim_ring_stats {
+    size_t bytes;
+    double device_s;
+};
+void shim_ring_stats_take(struct shim_ring_stats *out);
+
 /* Bytes of memory objects whose host access flags (CL_MEM_HOST_*) forbid
  * the host's reads or writes, moved through the device (hostcopy.c).
  * Queued on Q, an in-order queue of the vendor context CTX; done once Q

@@ -339,6 +339,11 @@ for n in kernels buffers images threads; do
         tests/integration/remote.sh switch 13 2 "$PROGS/$n"
 done
 case_ "precopy/hot-thread" tests/integration/precopy.sh
+# A switch's bytes with no CPU copy (shim/ringstream.c): 24 MiB through
+# small rings both ways, every word checked and every streamed byte
+# counted as moved the no-copy way; with CRANE_SHIM_PIN_RING=0 none is.
+case_ "switch/nocopy" tests/integration/nocopy.sh
+case_ "switch/nocopy-off" tests/integration/nocopy.sh nopin
 # unix: endpoints carry bulk bytes through shared memory (CRANE_SHM_MB);
 # the same programs with bulk bytes on the stream, and the proxy killed
 # under each path.

@@ -40,6 +40,10 @@
 #   precopy-CASE        CASE with pre-copy on (CRANE_PRECOPY_ROUNDS=3): the
 #                       same outcome, and a pre-copy round must have copied
 #                       bytes (with a user event pending: stood aside)
+#   nopin-CASE          CASE with CRANE_SHIM_PIN_RING=0: the shared area
+#                       not pinned for the vendor, so the way out streams
+#                       through pinned chunks and the way back through the
+#                       RAM copy; no byte may move the no-copy way
 #   precopy-fail        every pre-copy round fails (the test hook at step
 #                       precopy): every switch still done, every byte right
 #   precopy-target-fail every write into the target made ahead fails (step
@@ -64,7 +68,8 @@ reinject-done"
 # Where the proxy is killed or frozen: before, during and after the bytes
 # move, both ways.
 KILL_STEPS_OUT="extract release rebuild:5 reinject:2 reinject-done"
-KILL_STEPS_BACK="finish extract extract-done release rebuild:5 reinject-done"
+KILL_STEPS_BACK="finish extract extract-done release rebuild:5 reinject:2
+reinject-done"
 
 list() {
     local s d
@@ -89,6 +94,8 @@ list() {
     echo precopy-stop-proxy-extract-back precopy-kill-proxy-rebuild-out
     echo precopy-stop-proxy-reinject-out precopy-map-carried
     echo precopy-user-event-pending precopy-twins-proxy-restarted
+    echo nopin-fail-reinject-out nopin-fail-reinject-back
+    echo nopin-kill-proxy-rebuild-back nopin-kill-proxy-reinject-out
 }
 
 case "${1:-}" in
@@ -206,6 +213,28 @@ expect_streamed() {
         die "switch $1 did not stream its buffers to the proxy"
 }
 
+# streamed_of K: the bytes switch K streamed (0 if none).
+streamed_of() {
+    awk -v k="$1" '/^rehome / && ++n == k { for (i = 1; i <= NF; i++)
+        if ($i ~ /^streamed=/) { sub("streamed=", "", $i); print $i } }' \
+        "$T/report"
+}
+
+# expect_nocopy K: switch K moved its streamed bytes between the vendor's
+# device and the shared area with no CPU copy (shim/ringstream.c; the
+# report's nocopy=), and with CRANE_SHIM_PIN_RING=0 none did.
+expect_nocopy() {
+    [ "$precopy" = 1 ] && return 0
+    if [ "$nopin" = 1 ]; then
+        ! grep -Eq '^rehome .* nocopy=[1-9]' "$T/report" ||
+            die "bytes moved the no-copy way with CRANE_SHIM_PIN_RING=0"
+        return 0
+    fi
+    awk -v k="$1" '/^rehome / && ++n == k' "$T/report" |
+        grep -Eq ' nocopy=[1-9]' ||
+        die "switch $1 moved no byte the no-copy way (pinned shared area)"
+}
+
 # fail-STEP-DIR: the hook fails the switch; the program must not notice.
 case_fail() {
     local step=$1 dir=$2 k=1
@@ -221,8 +250,12 @@ case_fail() {
     # The bytes went out streamed: failed while streaming (out, from
     # reinject on), or before the switch that failed (back).
     case "$dir:$step" in
-    out:reinject | out:reinject-done) expect_streamed 1 ;;
-    back:*) expect_streamed 1 ;;
+    out:reinject | out:reinject-done) expect_streamed 1; expect_nocopy 1 ;;
+    back:*) expect_streamed 1; expect_nocopy 1 ;;
+    esac
+    # Failed after streaming back: the bytes had moved the no-copy way.
+    case "$dir:$step" in
+    back:reinject-done) expect_nocopy 2 ;;
     esac
 }
 
@@ -245,13 +278,31 @@ case_proxy() {
         # passthrough, every later switch to the proxy fails too.
         expect_pass 0 4
         # At reinject the proxy went while the bytes streamed to it.
-        case $step in reinject*) expect_streamed 1 ;; esac ;;
+        case $step in reinject*) expect_streamed 1; expect_nocopy 1 ;; esac
+        ;;
     back:finish | back:extract | back:extract-done)
         # The bytes were on the proxy only, and did not all come back:
         # the switch fails and the program gets OpenCL errors.
         expect_error
         grep -q 'the program stays there\|connection to the proxy is lost' \
             "$T/shim.log" || die "no reason logged" ;;
+    back:release | back:rebuild | back:reinject)
+        if [ "$(streamed_of 2)" != 0 ]; then
+            # Streamed back after the rebuild, proxy -> vendor with no RAM
+            # copy (shim/ringstream.c): the proxy went before every byte
+            # came, so the switch fails and the program gets errors.
+            expect_error
+            grep -q 'streaming a .* back from the proxy failed' \
+                "$T/shim.log" || die "no reason logged"
+        else
+            # Through the RAM copy, whole before the proxy went.
+            expect_pass 2 2
+        fi
+        [ "$nopin" = 1 ] && [ "$(streamed_of 2)" != 0 ] &&
+            die "streamed back with CRANE_SHIM_PIN_RING=0"
+        [ "$nopin" = 0 ] && [ "$precopy" = 0 ] &&
+            [ "$(streamed_of 2)" = 0 ] && die "switch 2 did not stream back"
+        ;;
     back:*)
         # Every byte was out before the proxy went: the switch completes
         # in passthrough; the next switch to the dead proxy fails.
@@ -605,6 +656,14 @@ case_precopy_target_fail() {
 
 c=$1
 precopy=0
+nopin=0
+case "$c" in
+nopin-*)
+    export CRANE_SHIM_PIN_RING=0
+    c=${c#nopin-}
+    nopin=1
+    ;;
+esac
 case "$c" in
 precopy-fail | precopy-target-fail) ;;
 precopy-*)
@@ -647,5 +706,6 @@ elif [ $rc -eq 0 ] && [ $precopy = 1 ]; then
         "$T/report" || die "no pre-copy round copied anything"
     c=precopy-$c
 fi
+[ $rc -eq 0 ] && [ $nopin = 1 ] && c=nopin-$c
 [ $rc -eq 0 ] && echo "PASS $c"
 exit $rc
