@@ -29,11 +29,18 @@
 #               path next to the unix stream, then shm's small calls with
 #               CRANE_REMOTE_SPIN_US=0 CRANE_PROXY_SPIN_US=0 (no polling
 #               for answers); `remote` gives the TCP rows
-#   phases      the switch over shm at 256/1024 MiB (--reps 3) as shipped,
-#               then with CRANE_STREAM_SWITCH=0 (the way out through the RAM
+#   phases      the switch over shm at 256/1024 MiB (--reps 3) as shipped
+#               (streamed both ways through the shared area pinned on both
+#               sides, no CPU copy: the report's nocopy=), then with
+#               CRANE_SHIM_PIN_RING=0 (out through pinned chunks and a CPU
+#               copy into the ring, back through the RAM copy),
+#               CRANE_STREAM_SWITCH=0 (the way out through the RAM
 #               copy), CRANE_STAGING_MB=0 (no pinned chunks: the vendor
 #               copies straight into the RAM copy) and CRANE_COPY_THREADS=1
 #               (every bulk copy on one core): what each part is worth
+#   pcopy       bench/pcopybw 64 1024: crn_pcopy's GB/s with 1-16 threads
+#               (pageable <-> memfd, 8 MiB calls, a fresh memfd, raw
+#               threads, NVIDIA's pinned chunk -> memfd)
 #   precopy     bench/remote/run.sh precopy --precopy 4096:16 --reps 3
 #               (4 GiB held, 16 MiB hot) over TCP loopback, then over the
 #               shared-memory path (--transport shm): minutes
@@ -114,6 +121,11 @@ part_remote() {
     nv "$root/$B/bench/hostptr" 64
 }
 
+part_pcopy() {
+    echo "# crn_pcopy's GB/s by threads (pcopybw; the pinned chunk NVIDIA's)"
+    nv "$root/$B/bench/pcopybw" 64 1024
+}
+
 part_shm() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
     nv bench/remote/run.sh --transport shm --reps 5 --mb "16 256 1024" \
@@ -128,11 +140,11 @@ part_shm() {
 
 part_phases() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
-    for v in CRANE_STAGING_MB=32 CRANE_STREAM_SWITCH=0 CRANE_STAGING_MB=0 \
-        CRANE_COPY_THREADS=1; do
+    for v in CRANE_STAGING_MB=32 CRANE_SHIM_PIN_RING=0 CRANE_STREAM_SWITCH=0 \
+        CRANE_STAGING_MB=0 CRANE_COPY_THREADS=1; do
         echo "## $v"
         nv env "$v" bench/remote/run.sh --transport shm --reps 3 \
-            --mb "256 1024" --build "$root/$B" switch | tail -n 14
+            --mb "256 1024" --build "$root/$B" switch | tail -n 19
     done
 }
 

@@ -333,7 +333,8 @@ row() {
 # pre_rebuild pre_reinject post_extract post_release post_rebuild
 # post_reinject pre_extract_dev pre_extract_copy pre_reinject_ship
 # pre_reinject_ringwait post_extract_ship post_reinject_dev
-# post_reinject_copy transport pre_reinject_dev pre_reinject_copy" to
+# post_reinject_copy transport pre_reinject_dev pre_reinject_copy
+# pre_nocopy post_nocopy pre_nocopy_dev post_nocopy_dev" to
 # $work/switch-MB.
 switch_run() {
     rep=$work/report
@@ -372,12 +373,16 @@ switch_run() {
                 post["reinject"]
             # Inside the phases (shim/rehome.c report); 0 from a shim
             # that does not report them.
-            printf " %s %s %s %s %s %s %s %s %s %s\n", pre["extract_dev"] + 0,
+            printf " %s %s %s %s %s %s %s %s %s %s", pre["extract_dev"] + 0,
                 pre["extract_copy"] + 0, pre["reinject_ship"] + 0,
                 pre["reinject_ringwait"] + 0, post["extract_ship"] + 0,
                 post["reinject_dev"] + 0, post["reinject_copy"] + 0,
                 pre["transport"] == "" ? "?" : pre["transport"],
                 pre["reinject_dev"] + 0, pre["reinject_copy"] + 0
+            # Moved with no CPU copy (shim/ringstream.c), and the device
+            # time for it: out, back.
+            printf " %s %s %s %s\n", pre["nocopy"] + 0, post["nocopy"] + 0,
+                pre["nocopy_dev"] + 0, post["nocopy_dev"] + 0
         }' "$rep" >>"$work/switch-$1" || {
         echo "run.sh: switch --mb $1: unexpected report:" >&2
         sed 's/^/    /' "$rep" >&2
@@ -554,6 +559,19 @@ case " $tests " in
                 (r1 > 0.001 ? B / r1 : 0),
                 e, (e2 > 0.001 ? B / e2 : 0), g, h, (r2 > 0.001 ? B / r2 : 0)
         }'
+    done
+    echo
+    echo "with no CPU copy (shim/ringstream.c, the report's nocopy=):" \
+        "MiB moved device <-> shared area out/back, medians, and the" \
+        "switch's wait for the vendor's device copies (s)"
+    printf '%-7s | %-17s | %-17s\n' size "MiB out/back" "device s out/back"
+    for mb in $mbs; do
+        f=$work/switch-$mb
+        [ -s "$f" ] || continue
+        printf '%-7s | %8.1f/%-8.1f | %8.4f/%-8.4f\n' "${mb}MB" \
+            "$(awk -v c="$(column "$f" 21)" 'BEGIN { print c / 1048576 }')" \
+            "$(awk -v c="$(column "$f" 22)" 'BEGIN { print c / 1048576 }')" \
+            "$(column "$f" 23)" "$(column "$f" 24)"
     done
     ;;
 esac
