@@ -32,12 +32,13 @@ void shim_rehome_report(const struct shim_rehome_times *t, int rc,
 
     LOG_INFO("re-home #%u %s->%s %s: blocked %.3f ms = finish %.3f + extract %.3f "
              "+ release %.3f + unload %.3f + load %.3f + rebuild %.3f + "
-             "reinject %.3f ms; %zu bytes out, %zu back, %u objects",
+             "reinject %.3f ms; %zu bytes out, %zu back (%zu with no CPU "
+             "copy), %u objects",
              shim.rehomes, from, to, rc ? "FAILED" : "done", t->total * 1e3,
              t->finish * 1e3, t->extract * 1e3, t->release * 1e3,
              t->unload * 1e3, t->load * 1e3, t->rebuild * 1e3,
              t->reinject * 1e3, t->bytes_extracted, t->bytes_reinjected,
-             t->objects);
+             t->ring.bytes, t->objects);
     snprintf(line, sizeof(line),
              "rehome n=%u rc=%d from=%s to=%s total=%.6f block=%.6f "
              "finish=%.6f extract=%.6f release=%.6f unload=%.6f load=%.6f "
