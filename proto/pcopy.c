@@ -10,7 +10,7 @@
  * virtual machine (an idle vCPU is halted), about what a part of a few
  * MiB takes to copy: with one part per thread the caller took every part
  * itself before a helper woke, and large copies ran at one core's speed.
- * So a helper that finished a copy polls for the next one for SPIN_NS
+ * So a helper that finished a copy polls for the next one for 0.2 ms
  * before it sleeps (a switch's or a stream's copies come back to back),
  * and a copy has a few parts per thread, so that a helper that wakes late
  * still takes its share.
@@ -32,10 +32,10 @@
 
 /* Parts are no smaller than this, so that waking a helper pays. */
 #define PART_MIN (256u << 10)
-/* Parts per thread of a copy. */
-#define PARTS_PER_THREAD 4
-/* How long a helper polls for the next copy before it sleeps. */
-#define SPIN_NS 200000L
+/* Parts per thread of a copy, and how long a helper polls for the next
+ * copy before it sleeps (crn_pcopy_tune changes them, for pcopybw). */
+static atomic_uint parts_per_thread = 4;
+static atomic_long spin_ns = 200000L;
 
 struct job {
     unsigned char *dst;
@@ -142,7 +142,7 @@ static void spin_for_next(unsigned long seen)
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if ((i & 63) == 0 && elapsed_ns(&t0) > SPIN_NS)
+        if ((i & 63) == 0 && elapsed_ns(&t0) > atomic_load(&spin_ns))
             return;
     }
 }
@@ -216,8 +216,9 @@ static void copy(void *dst, const void *src, size_t len, bool pinned)
     }
     unsigned n = helpers() + 1;
     size_t parts = len / PART_MIN;
-    if (parts > (size_t)n * PARTS_PER_THREAD)
-        parts = (size_t)n * PARTS_PER_THREAD;
+    size_t most = (size_t)n * atomic_load(&parts_per_thread);
+    if (parts > most)
+        parts = most;
     if (parts < 1)
         parts = 1;
     j.part = (len / parts + 63) & ~(size_t)63;
@@ -274,6 +275,12 @@ void crn_pcopy_set_threads(unsigned n)
     }
     pc.want = n;
     pthread_mutex_unlock(&pc.busy);
+}
+
+void crn_pcopy_tune(long spin, unsigned parts)
+{
+    atomic_store(&spin_ns, spin < 0 ? 0 : spin);
+    atomic_store(&parts_per_thread, parts < 1 ? 1 : parts);
 }
 
 unsigned crn_pcopy_default_threads(void)

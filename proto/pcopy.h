@@ -22,6 +22,11 @@ void crn_pcopy_set_threads(unsigned n);
  * between 1 and 8 (1 on a 2-core machine, 4 on a 16-core one). */
 unsigned crn_pcopy_default_threads(void);
 
+/* How long a helper polls for the next copy before it sleeps (SPIN_NS,
+ * default 200000) and how many parts a copy has per thread (PARTS,
+ * default 4): for benchmarks that compare (bench/remote/pcopybw). */
+void crn_pcopy_tune(long spin_ns, unsigned parts);
+
 /* memcpy (no overlap), spread over the helpers when LEN is large and none
  * is busy with another caller's copy (then it runs on the caller alone). */
 void crn_pcopy(void *dst, const void *src, size_t len);

@@ -4,7 +4,9 @@
  * against raw threads that each copy their own part (the memory's bound,
  * without crn_pcopy's hand-out) and, where an OpenCL platform is there,
  * from a vendor's pinned CL_MEM_ALLOC_HOST_PTR chunk into the memfd (the
- * way out's copy before ringstream.c).
+ * way out's copy before ringstream.c).  "helpers sleep" is crn_pcopy as
+ * it was before its helpers polled for the next copy (one part per
+ * thread, helpers asleep between calls).
  *
  *     build/bench/pcopybw [MIB...]      (default: 64 1024)
  *
@@ -74,7 +76,7 @@ static void report(const char *name, size_t mib, unsigned n, size_t bytes,
     char label[96];
 
     snprintf(label, sizeof(label), "%s %zuMiB", name, mib);
-    printf("RESULT %-34s %2u threads %7.2f GB/s\n", label, n,
+    printf("RESULT %-40s %2u threads %7.2f GB/s\n", label, n,
            (double)bytes / s / 1e9);
     fflush(stdout);
 }
@@ -182,6 +184,12 @@ static void sizes(size_t mib, void *pinned)
                timed(warm, heap, len, reps, 1, 0, 0));
         report("memfd->pageable 8MiB calls", mib, n, len * reps,
                timed(heap, warm, len, reps, 1, 0, 0));
+        /* As before the helpers polled: asleep between calls, one part
+         * per thread. */
+        crn_pcopy_tune(0, 1);
+        report("pageable->memfd 8MiB, helpers sleep", mib, n, len * reps,
+               timed(warm, heap, len, reps, 1, 0, 0));
+        crn_pcopy_tune(200000, 4);
         /* First touch: a fresh memfd, each page faulted by the copy. */
         char *fresh = memfd_map(len, 0);
         report("pageable->fresh memfd", mib, n, len,
