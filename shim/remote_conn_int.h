@@ -97,6 +97,9 @@ struct shim_conn {
                                     pointers in it name offsets */
     bool shm_memfd;              /* the area is our own memfd (a proxy on
                                     this host), not a file or a BAR */
+    unsigned long shm_gen;       /* memfd areas attached so far: a wrap of
+                                    an older one (at the same address,
+                                    maybe) is never used */
     unsigned ring_held;          /* ring 0 pieces held for a device's copy
                                     (remote_ring.c, under send_lock): other
                                     bulk takes the stream meanwhile */

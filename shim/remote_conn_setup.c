@@ -411,6 +411,7 @@ static void shm_attach(const struct crn_endpoint *ep)
         /* Our own memory: a native device may copy in and out of it
          * (remote_ring.c); a file may be a BAR no device can reach. */
         shim_conn.shm_memfd = !shim_config.shm_file;
+        shim_conn.shm_gen++;
         atomic_store(&shim_conn.shm_in, true);
         LOG_INFO("remote: bulk bytes go through %zu MiB of shared memory%s%s",
                  shim_conn.shm.size >> 20, name ? " in " : "",

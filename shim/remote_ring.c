@@ -21,7 +21,7 @@
 #include "proto/frame.h"
 #include "remote_conn_int.h"
 
-bool shim_remote_ring_area(void **base, size_t *size)
+bool shim_remote_ring_area(void **base, size_t *size, unsigned long *gen)
 {
     bool ok;
 
@@ -32,6 +32,7 @@ bool shim_remote_ring_area(void **base, size_t *size)
     if (ok) {
         *base = shim_conn.shm.base;
         *size = shim_conn.shm.size;
+        *gen = shim_conn.shm_gen;
     }
     pthread_mutex_unlock(&shim_conn.send_lock);
     return ok;

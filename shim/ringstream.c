@@ -43,6 +43,7 @@ struct wrap {
     void *ctx;                   /* the vendor's context */
     cl_mem mem;                  /* the area wrapped, NULL if refused */
     void *base;                  /* the area it wraps */
+    unsigned long gen;           /* which area that was */
 };
 
 static struct wrap wraps[WRAP_CONTEXTS];
@@ -63,19 +64,20 @@ int shim_ringstream_prepare(void *ctx)
 {
     void *base;
     size_t size;
+    unsigned long gen;
     cl_int err = CL_SUCCESS;
 
     if (!shim_config.pin_ring || !ctx)
         return -ENOTSUP;
     if (find(ctx))
         return 0;
-    if (!shim_remote_ring_area(&base, &size))
+    if (!shim_remote_ring_area(&base, &size, &gen))
         return -ENOENT;
     if (n_wraps == WRAP_CONTEXTS)
         return -E2BIG;
     double t0 = shim_now();
     struct wrap *w = &wraps[n_wraps++];
-    *w = (struct wrap){.ctx = ctx, .base = base};
+    *w = (struct wrap){.ctx = ctx, .base = base, .gen = gen};
     w->mem = VENDOR(ctx)->clCreateBuffer(
         ctx, CL_MEM_USE_HOST_PTR | CL_MEM_READ_WRITE, size, base, &err);
     if (!w->mem) {
@@ -95,10 +97,13 @@ bool shim_ringstream_has(void *ctx)
     struct wrap *w = ctx ? find(ctx) : NULL;
     void *base;
     size_t size;
+    unsigned long gen;
 
-    /* The area it wraps is still the connection's (not one made since). */
-    return w && w->mem && shim_remote_ring_area(&base, &size) &&
-           base == w->base;
+    /* The area it wraps is still the connection's: a connection made
+     * since has its own, maybe at the same address, and the vendor would
+     * copy to the old one's pages. */
+    return w && w->mem && shim_remote_ring_area(&base, &size, &gen) &&
+           base == w->base && gen == w->gen;
 }
 
 void shim_ringstream_drop_all(void)

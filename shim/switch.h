@@ -58,8 +58,9 @@ const char *shim_remote_transport(void);
 /* The shared area's rings lent to a switch's device copies
  * (remote_ring.c).  The area as this process maps it, when it is a memfd
  * of ours in use both ways (a proxy on this host; never a file or a BAR,
- * which a native device may not reach). */
-bool shim_remote_ring_area(void **base, size_t *size);
+ * which a native device may not reach), and which one it is (a new
+ * connection's area may be mapped where an old one was). */
+bool shim_remote_ring_area(void **base, size_t *size, unsigned long *gen);
 /* The most a piece holds: a quarter of a ring, at most SHIM_RING_PIECE. */
 #define SHIM_RING_PIECE (8u << 20)
 size_t shim_remote_ring_piece(void);
