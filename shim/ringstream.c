@@ -191,6 +191,8 @@ int shim_ringstream_out(cl_command_queue nq, cl_mem nmem, size_t size,
         void *at;
         if (o.n == OUT_DEPTH && (rc = out_retire(&o)) < 0)
             break;
+        if ((rc = shim_fault_at("piece")) < 0)
+            break;
         /* No room: the pieces in flight go first, which frees it once the
          * proxy copied them; with none left, wait as long as the proxy
          * may be silent. */
@@ -295,7 +297,9 @@ static int back_sink(void *arg, size_t off, const void *bytes, size_t len,
         }
         return 0;
     }
-    if (b->n == BACK_DEPTH)
+    /* The test hook, on the thread that reads the answer. */
+    rc = shim_fault_at("piece");
+    if (rc == 0 && b->n == BACK_DEPTH)
         rc = back_retire(b);
     struct piece *p = &b->fifo[(b->head + b->n) % BACK_DEPTH];
     *p = (struct piece){.pos = ring_end, .off = off, .len = len};

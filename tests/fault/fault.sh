@@ -19,7 +19,9 @@
 #                       streamed=), checked where it got that far
 #   kill-proxy-STEP-DIR, stop-proxy-STEP-DIR
 #                       the proxy is killed (SIGKILL) or frozen (SIGSTOP)
-#                       while the switch waits at STEP
+#                       while the switch waits at STEP (`piece`: in the
+#                       middle of a buffer streamed through the pinned
+#                       shared area, CRANE_SHM_MB=1)
 #   kill-program-STEP   the program dies mid-switch: the proxy serves on
 #   map-carried, map-portable
 #                       two buffers stay mapped across every switch (one
@@ -64,12 +66,12 @@ export CRANE_PROXY_TIMEOUT_MS=1500 CRANE_PROXY_KEEPALIVE_MS=300
 BOUND=60
 
 STEPS="finish extract extract-done release load rebuild:5 args:2 reinject:2
-reinject-done"
+piece:2 reinject-done"
 # Where the proxy is killed or frozen: before, during and after the bytes
 # move, both ways.
-KILL_STEPS_OUT="extract release rebuild:5 reinject:2 reinject-done"
+KILL_STEPS_OUT="extract release rebuild:5 reinject:2 piece:2 reinject-done"
 KILL_STEPS_BACK="finish extract extract-done release rebuild:5 reinject:2
-reinject-done"
+piece:2 reinject-done"
 
 list() {
     local s d
@@ -286,7 +288,7 @@ case_proxy() {
         expect_error
         grep -q 'the program stays there\|connection to the proxy is lost' \
             "$T/shim.log" || die "no reason logged" ;;
-    back:release | back:rebuild | back:reinject)
+    back:release | back:rebuild | back:reinject | back:piece)
         if [ "$(streamed_of 2)" != 0 ]; then
             # Streamed back after the rebuild, proxy -> vendor with no RAM
             # copy (shim/ringstream.c): the proxy went before every byte
@@ -657,6 +659,10 @@ case_precopy_target_fail() {
 c=$1
 precopy=0
 nopin=0
+# The `piece` step (a buffer streamed through the pinned shared area, in
+# pieces of a quarter of a ring): rings of 512 KiB, so that the second
+# piece is in the middle of the first buffer.
+case "$c" in *-piece-*) export CRANE_SHM_MB=1 ;; esac
 case "$c" in
 nopin-*)
     export CRANE_SHIM_PIN_RING=0
