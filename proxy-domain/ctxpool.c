@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -32,9 +33,29 @@ struct spare {
 
 static struct pool {
     pthread_mutex_t lock;
+    pthread_cond_t quit_cv;      /* wakes makers waiting out the delay */
+    bool quitting;
     struct spare spares[MAX_SPARES];
     size_t n;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
+          .quit_cv = PTHREAD_COND_INITIALIZER};
+
+/*
+ * A spare taken is replaced only after CRANE_PROXY_SPARE_DELAY_MS (default
+ * 3000): making a context (and warming it) holds the vendor's locks for
+ * 100 ms or more, and a program whose switch just took the spare moves its
+ * bytes right then: on the H200 its first writes waited 20-75 ms behind
+ * the maker.  A program's second context within the delay is made when
+ * asked, as without a pool.
+ */
+static long spare_delay_ms(void)
+{
+    const char *e = getenv("CRANE_PROXY_SPARE_DELAY_MS");
+    char *end;
+    long v = e ? strtol(e, &end, 10) : 3000;
+
+    return e && (*end || v < 0 || v > 600000) ? 3000 : v;
+}
 
 static const char warm_src[] =
     "kernel void crane_warm(global uint *p) { p[get_global_id(0)] += 1u; }";
@@ -115,6 +136,25 @@ static cl_context make(cl_device_id dev)
 static void *maker_main(void *arg)
 {
     struct spare *s = arg;
+    long delay = spare_delay_ms();
+    struct timespec until;
+    bool quit;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += delay / 1000;
+    until.tv_nsec += (delay % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&pool.lock);
+    while (!pool.quitting &&
+           pthread_cond_timedwait(&pool.quit_cv, &pool.lock, &until) == 0)
+        ;
+    quit = pool.quitting;
+    pthread_mutex_unlock(&pool.lock);
+    if (quit)
+        return NULL;
     cl_context ctx = make(s->dev);
 
     pthread_mutex_lock(&pool.lock);
@@ -125,6 +165,7 @@ static void *maker_main(void *arg)
 
 void px_ctxpool_init(const struct px_devices *d)
 {
+    pool.quitting = false;
     for (size_t p = 0; p < d->nplat; p++)
         for (size_t i = 0; i < d->plats[p].ndev && pool.n < MAX_SPARES; i++) {
             struct spare *s = &pool.spares[pool.n++];
@@ -170,6 +211,10 @@ cl_context px_ctxpool_peek(void)
 
 void px_ctxpool_fini(void)
 {
+    pthread_mutex_lock(&pool.lock);
+    pool.quitting = true;
+    pthread_cond_broadcast(&pool.quit_cv);
+    pthread_mutex_unlock(&pool.lock);
     for (size_t i = 0; i < pool.n; i++) {
         struct spare *s = &pool.spares[i];
         if (s->making)

@@ -135,12 +135,25 @@ ring-writes)
 warm-spares)
     # CRANE_PROXY_WARM_SPARES=1: each spare context builds and runs a
     # kernel once before it is offered (on GPUs by default); a program
-    # then computes on it and passes.
-    CRANE_PROXY_WARM_SPARES=1 start_proxy --log-level debug || exit 1
-    CRANE_BACKEND="remote:unix:$SOCK" "$RUN" "$2" || exit 1
-    grep -q 'spare context warmed' "$TMP/proxy.log" ||
-        { echo "no spare context was warmed:"; tail -5 "$TMP/proxy.log";
-          exit 1; }
+    # then computes on one.  The one it took is replaced only after
+    # CRANE_PROXY_SPARE_DELAY_MS (making one would hold the vendor while
+    # the program moves its bytes): never within a 600 s delay, and soon
+    # with none.  One proxy process (--isolation none), so one pool.
+    for delay in 600000 0; do
+        [ -n "$PROXY_PID" ] && kill "$PROXY_PID" && wait "$PROXY_PID"
+        CRANE_PROXY_WARM_SPARES=1 CRANE_PROXY_SPARE_DELAY_MS=$delay \
+            start_proxy --log-level debug --isolation none || exit 1
+        CRANE_BACKEND="remote:unix:$SOCK" "$RUN" "$2" || exit 1
+        want=$([ "$delay" = 0 ] && echo 2 || echo 1)
+        for _ in $(seq 600); do
+            n=$(grep -c 'spare context warmed' "$TMP/proxy.log")
+            [ "$n" -ge "$want" ] && break
+            sleep 0.1
+        done
+        [ "$n" = "$want" ] ||
+            { echo "delay $delay: $n spare(s) warmed, want $want:";
+              tail -5 "$TMP/proxy.log"; exit 1; }
+    done
     ;;
 proxy-frozen)
     # The proxy stops (SIGSTOP) under a program whose calls poll for their
