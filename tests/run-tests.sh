@@ -296,8 +296,10 @@ done
 # The shared-memory path (tests/proxy/shm_test.c): a memfd and a file
 # (the ivshmem shape) carry every byte, checked; an area found by its token
 # among fake ivshmem BARs (--shm-pci), and one given up mid-connection with
-# calls in flight; an unsealed memfd, names outside --shm-dir, tokens no
-# BAR or two BARs hold and pieces out of place in the ring are refused.
+# calls in flight; a host-memory region written and read in place; an
+# unsealed memfd, names outside --shm-dir, tokens no BAR or two BARs hold,
+# pieces out of place in the ring and ranges outside the host-memory
+# region are refused.
 SHM_TEST=$B/tests/proxy/shm_test
 for t in $($SHM_TEST --list); do
     case_ "proxy-shm/$t" $SHM_TEST "$t"

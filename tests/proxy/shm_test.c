@@ -1,7 +1,7 @@
 /* crane-proxy's shared-memory path on PoCL: `shm_test NAME` runs one case
  * (a memfd over the unix socket, a file in --shm-dir, an ivshmem BAR found
- * by its token (--shm-pci), an area given up mid-connection, and what is
- * refused: pieces out of place, an unsealed memfd, names it must not open,
+ * by its token (--shm-pci), an area given up mid-connection, a host-memory
+ * region read and written in place, and what is refused: pieces out of place, an unsealed memfd, names it must not open,
  * tokens no BAR or two BARs hold). */
 #include "client.h"
 
@@ -32,35 +32,20 @@ enum { CTX = 1, QUEUE = 2, BUF = 3 };
 static const uint8_t *next_token;
 static uint64_t next_offset;
 
-/* Sends ShmAttach for S (a descriptor with it unless NAME) and returns the
- * Reply's err. */
-static int attach(struct client *c, struct crn_shm *s, int fd,
-                  const char *name)
+/* Sends M (seq and want_reply set here) with FD riding on it (none when
+ * FD < 0) and returns the Reply's err. */
+static int call_with_fd(struct client *c, Crane__ClientMessage *m, int fd)
 {
-    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
-    Crane__ShmAttach a = CRANE__SHM_ATTACH__INIT;
     uint8_t buf[256];
     size_t len;
 
-    a.size = s->size;
-    a.ring_len = s->ring_len;
-    a.name = (char *)(name ? name : "");
-    if (next_token) {
-        a.token.data = (uint8_t *)next_token;
-        a.token.len = CRN_SHM_TOKEN_LEN;
-        a.offset = next_offset;
-    }
-    next_token = NULL;
-    next_offset = 0;
-    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH;
-    m.shm_attach = &a;
-    m.seq = ++c->seq;
-    m.want_reply = 1;
-    len = crane__client_message__get_packed_size(&m);
+    m->seq = ++c->seq;
+    m->want_reply = 1;
+    len = crane__client_message__get_packed_size(m);
     crn_frame_header(buf, len);
-    crane__client_message__pack(&m, buf + CRN_FRAME_HEADER_LEN);
+    crane__client_message__pack(m, buf + CRN_FRAME_HEADER_LEN);
     len += CRN_FRAME_HEADER_LEN;
-    if (name) {
+    if (fd < 0) {
         CHECK(crn_bulk_write(c->fd, buf, len) == 0);
     } else {
         union {
@@ -81,13 +66,36 @@ static int attach(struct client *c, struct crn_shm *s, int fd,
         memcpy(CMSG_DATA(h), &fd, sizeof(int));
         CHECK_EQ(sendmsg(c->fd, &mh, MSG_NOSIGNAL), (long long)len);
     }
-    Crane__ServerMessage *r = client_reply(c, m.seq);
+    Crane__ServerMessage *r = client_reply(c, m->seq);
     int err = r->reply->err;
     if (err)
-        fprintf(stderr, "test: ShmAttach refused as %d: %s\n", err,
-                r->reply->error);
+        fprintf(stderr, "test: call %llu refused as %d: %s\n",
+                (unsigned long long)m->seq, err, r->reply->error);
     crane__server_message__free_unpacked(r, NULL);
     return err;
+}
+
+/* Sends ShmAttach for S (a descriptor with it unless NAME) and returns the
+ * Reply's err. */
+static int attach(struct client *c, struct crn_shm *s, int fd,
+                  const char *name)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__ShmAttach a = CRANE__SHM_ATTACH__INIT;
+
+    a.size = s->size;
+    a.ring_len = s->ring_len;
+    a.name = (char *)(name ? name : "");
+    if (next_token) {
+        a.token.data = (uint8_t *)next_token;
+        a.token.len = CRN_SHM_TOKEN_LEN;
+        a.offset = next_offset;
+    }
+    next_token = NULL;
+    next_offset = 0;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH;
+    m.shm_attach = &a;
+    return call_with_fd(c, &m, name ? -1 : fd);
 }
 
 /* A posted write whose bytes are in ring 0 at POS (LEN of them). */
@@ -562,6 +570,127 @@ static int test_detach(void)
     return 0;
 }
 
+/* HostAttach of SIZE bytes with FD: the Reply's err. */
+static int host_attach(struct client *c, int fd, uint64_t size)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__HostAttach h = CRANE__HOST_ATTACH__INIT;
+
+    h.size = size;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH;
+    m.host_attach = &h;
+    return call_with_fd(c, &m, fd);
+}
+
+/* A write (or read) of LEN bytes of BUF at OFF from (into) the host
+ * region at AT: blocking, the Reply's err; else posted, 0. */
+static int host_mem(struct client *c, bool write, uint64_t off, uint64_t at,
+                    uint64_t len, bool blocking)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
+
+    mc.queue = QUEUE;
+    mc.op = write ? CRANE__MEM_OP__MEM_WRITE : CRANE__MEM_OP__MEM_READ;
+    if (write) {
+        mc.dst = BUF;
+        mc.dst_offset = off;
+    } else {
+        mc.src = BUF;
+        mc.src_offset = off;
+    }
+    mc.size = len;
+    mc.blocking = blocking;
+    mc.host_mem = 1;
+    mc.host_offset = at;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+    m.mem_command = &mc;
+    if (!blocking) {
+        client_post(c, &m, NULL, 0);
+        return 0;
+    }
+    return client_call(c, &m, NULL, 0, NULL);
+}
+
+/* The host-memory region beside a memfd area (HostAttach, host_mem): the
+ * device writes from and reads into it in place, blocking and not, every
+ * byte checked; refused: a region without an area, an unsealed one, one
+ * larger than its memfd, ranges outside it, host_mem on other ops. */
+static int test_host(void)
+{
+    struct proxy p;
+    struct client c;
+    struct crn_shm s, h;
+    const size_t len = 256u << 10, size = 1u << 20;
+
+    proxy_start(&p, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    CHECK_EQ(crn_shm_create_plain(size, &h), 0);
+    /* No area yet: refused. */
+    CHECK(host_attach(&c, dup(h.fd), size) != 0);
+    CHECK_EQ(crn_shm_create(RING, &s), 0);
+    CHECK_EQ(attach(&c, &s, s.fd, NULL), 0);
+    /* Unsealed, or larger than the memfd: refused. */
+    int loose = memfd_create("unsealed", MFD_CLOEXEC);
+    CHECK(loose >= 0 && ftruncate(loose, (off_t)size) == 0);
+    CHECK(host_attach(&c, loose, size) != 0);
+    close(loose);
+    CHECK(host_attach(&c, dup(h.fd), 2 * size) != 0);
+    CHECK_EQ(host_attach(&c, dup(h.fd), size), 0);
+    CHECK(proxy_wait_log(&p, "mapped pointers in 1 MiB", 1));
+    tc_context(&c, CTX);
+    tc_queue(&c, QUEUE, CTX);
+    CHECK_EQ(tc_buffer(&c, false, BUF, CTX, 2 * len, NULL), 0);
+    for (size_t i = 0; i < len; i++)
+        h.base[4096 + i] = (uint8_t)(i * 7 + (i >> 9));
+    /* Blocking write, non-blocking write of the same bytes elsewhere,
+     * then reads back into two other places of the region. */
+    CHECK_EQ(host_mem(&c, true, 0, 4096, len, true), 0);
+    CHECK_EQ(host_mem(&c, true, len, 4096, len, false), 0);
+    CHECK_EQ(host_mem(&c, false, 0, size - len, len, true), 0);
+    CHECK(memcmp(h.base + size - len, h.base + 4096, len) == 0);
+    memset(h.base + 2 * len, 0, len);
+    CHECK_EQ(host_mem(&c, false, len, 2 * len, len, false), 0);
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__Sync sy = CRANE__SYNC__INIT;
+    sy.op = CRANE__SYNC_OP__SYNC_FINISH;
+    sy.queue = QUEUE;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_SYNC;
+    m.sync = &sy;
+    CHECK_EQ(client_call(&c, &m, NULL, 0, NULL), 0);
+    CHECK(memcmp(h.base + 2 * len, h.base + 4096, len) == 0);
+    CHECK(proxy_wait_log(&p, "in place in host memory", 1));
+    /* Ranges outside the region: refused, nothing written. */
+    const uint64_t bad[][2] = {
+        {size - 100, 4096},
+        {size, 1},
+        {UINT64_MAX - 10, 4096},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK_EQ(host_mem(&c, false, 0, bad[i][0], bad[i][1], true),
+                 CL_INVALID_VALUE);
+    /* host_mem is for plain reads and writes only, without bulk. */
+    Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
+    mc.queue = QUEUE;
+    mc.op = CRANE__MEM_OP__MEM_COPY;
+    mc.src = mc.dst = BUF;
+    mc.size = 16;
+    mc.dst_offset = len;
+    mc.host_mem = 1;
+    m = (Crane__ClientMessage)CRANE__CLIENT_MESSAGE__INIT;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+    m.mem_command = &mc;
+    CHECK_EQ(client_call(&c, &m, NULL, 0, NULL), CL_INVALID_VALUE);
+    /* The bytes in the device are still the first ones. */
+    CHECK_EQ(host_mem(&c, false, 0, size - len, len, true), 0);
+    CHECK(memcmp(h.base + size - len, h.base + 4096, len) == 0);
+    client_close(&c);
+    crn_shm_close(&s);
+    crn_shm_close(&h);
+    proxy_stop(&p);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(void);
@@ -572,6 +701,7 @@ static const struct {
     {"off", test_off},
     {"pci", test_pci},
     {"detach", test_detach},
+    {"host", test_host},
 };
 
 int main(int argc, char **argv)
