@@ -891,9 +891,10 @@ cl_int px_exec_mem(struct px_call *c)
         return err;
     op.nwait = (cl_uint)mc->n_wait;
     if (mc->host_mem) {
-        /* A plain read or write in place in the host-memory region
+        /* A buffer read or write in place in the host-memory region
          * (validate.c allows no other op). */
-        bool rd = mc->op == CRANE__MEM_OP__MEM_READ;
+        bool rd = mc->op == CRANE__MEM_OP__MEM_READ ||
+                  mc->op == CRANE__MEM_OP__MEM_READ_RECT;
         if ((mem = mem_arg(&op, rd ? mc->src : mc->dst, WANT_BUFFER,
                            &err)) != NULL)
             err = px_host_mem(c, op.q, mem, op.nwait, op.wait,

@@ -7,6 +7,7 @@
 #include "tenant.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,37 +111,84 @@ cl_int px_exec_host_attach(struct px_call *c)
     return CL_SUCCESS;
 }
 
+/* The bytes a command spans in the region from its host_offset: SIZE,
+ * or a rectangle's rows with its host pitches (0: tightly packed).  -1
+ * when that overflows or the rectangle is empty. */
+static int64_t host_span(const Crane__MemCommand *mc)
+{
+    uint64_t row, slice, a, b, span;
+    const uint64_t *r = mc->region;
+
+    if (mc->op == CRANE__MEM_OP__MEM_READ ||
+        mc->op == CRANE__MEM_OP__MEM_WRITE)
+        return mc->size > INT64_MAX ? -1 : (int64_t)mc->size;
+    if (!r[0] || !r[1] || !r[2])
+        return -1;
+    row = mc->host_row_pitch ? mc->host_row_pitch : r[0];
+    if (mc->host_slice_pitch)
+        slice = mc->host_slice_pitch;
+    else if (__builtin_mul_overflow(row, r[1], &slice))
+        return -1;
+    if (__builtin_mul_overflow(r[2] - 1, slice, &a) ||
+        __builtin_mul_overflow(r[1] - 1, row, &b) ||
+        __builtin_add_overflow(a, b, &span) ||
+        __builtin_add_overflow(span, r[0], &span) || span > INT64_MAX)
+        return -1;
+    return (int64_t)span;
+}
+
 cl_int px_host_mem(struct px_call *c, cl_command_queue q, cl_mem mem,
                    cl_uint nwait, const cl_event *wait, cl_event *ev)
 {
     const Crane__MemCommand *mc = c->m->mem_command;
     struct px_tenant *t = c->t;
-    bool write = mc->op == CRANE__MEM_OP__MEM_WRITE;
+    bool write = mc->op == CRANE__MEM_OP__MEM_WRITE ||
+                 mc->op == CRANE__MEM_OP__MEM_WRITE_RECT;
+    bool rect = mc->op == CRANE__MEM_OP__MEM_READ_RECT ||
+                mc->op == CRANE__MEM_OP__MEM_WRITE_RECT;
     cl_bool blocking = mc->blocking ? CL_TRUE : CL_FALSE;
+    int64_t span = host_span(mc);
     cl_event own = NULL;
     cl_int err;
 
     if (!t->host)
         return px_fail(c, CL_INVALID_OPERATION, "no host-memory region");
-    if (mc->host_offset > t->host->size ||
-        mc->size > t->host->size - mc->host_offset)
-        return px_fail(c, CL_INVALID_VALUE, "%llu bytes at %llu outside the "
-                       "host-memory region of %zu",
-                       (unsigned long long)mc->size,
+    if (span < 0 || mc->host_offset > t->host->size ||
+        (uint64_t)span > t->host->size - mc->host_offset)
+        return px_fail(c, CL_INVALID_VALUE, "%lld bytes at %llu outside the "
+                       "host-memory region of %zu", (long long)span,
                        (unsigned long long)mc->host_offset, t->host->size);
     void *at = t->host->base + mc->host_offset;
     bool pinned = px_ring_pinned(t->host, q);
     /* In flight after we return, a command is tracked: its event. */
     cl_event *evp = ev ? ev : blocking ? NULL : &own;
-    if (write)
+    if (rect) {
+        size_t origin[3], region[3], zero[3] = {0, 0, 0};
+        for (int i = 0; i < 3; i++) {
+            origin[i] = (size_t)(write ? mc->dst_origin[i]
+                                       : mc->src_origin[i]);
+            region[i] = (size_t)mc->region[i];
+        }
+        err = write ? clEnqueueWriteBufferRect(
+                          q, mem, blocking, origin, zero, region,
+                          mc->dst_row_pitch, mc->dst_slice_pitch,
+                          mc->host_row_pitch, mc->host_slice_pitch, at,
+                          nwait, wait, evp)
+                    : clEnqueueReadBufferRect(
+                          q, mem, blocking, origin, zero, region,
+                          mc->src_row_pitch, mc->src_slice_pitch,
+                          mc->host_row_pitch, mc->host_slice_pitch, at,
+                          nwait, wait, evp);
+    } else if (write) {
         err = clEnqueueWriteBuffer(q, mem, blocking, mc->dst_offset, mc->size,
                                    at, nwait, wait, evp);
-    else
+    } else {
         err = clEnqueueReadBuffer(q, mem, blocking, mc->src_offset, mc->size,
                                   at, nwait, wait, evp);
-    PX_DEBUG("tenant %llu: %s of %llu bytes in place in host memory at %llu "
-             "(%s, %s): %d", (unsigned long long)t->num,
-             write ? "write" : "read", (unsigned long long)mc->size,
+    }
+    PX_DEBUG("tenant %llu: %s%s of %lld bytes in place in host memory at "
+             "%llu (%s, %s): %d", (unsigned long long)t->num,
+             write ? "write" : "read", rect ? " (rect)" : "", (long long)span,
              (unsigned long long)mc->host_offset,
              blocking ? "blocking" : "non-blocking",
              pinned ? "pinned" : "not pinned", err);

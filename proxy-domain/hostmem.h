@@ -30,9 +30,9 @@ int px_host_offer(struct px_tenant *t, int fd, uint64_t size, char *why,
  * older one goes once its commands completed). */
 cl_int px_exec_host_attach(struct px_call *c);
 
-/* A MemCommand MEM_READ or MEM_WRITE with host_mem of MEM on Q: the
- * device reads or writes the region in place; *EV (EV non-NULL) the
- * command's event. */
+/* A MemCommand MEM_READ or MEM_WRITE (or their _RECT forms) with
+ * host_mem of MEM on Q: the device reads or writes the region in place;
+ * *EV (EV non-NULL) the command's event. */
 cl_int px_host_mem(struct px_call *c, cl_command_queue q, cl_mem mem,
                    cl_uint nwait, const cl_event *wait, cl_event *ev);
 

@@ -230,9 +230,13 @@ static int check_mem(const Crane__MemCommand *c, char *why, size_t why_len)
         uint64_t end;
         /* The bytes are in the host-memory region (exec_hostmem.c checks
          * the range against it). */
+        bool rect = c->op == CRANE__MEM_OP__MEM_READ_RECT ||
+                    c->op == CRANE__MEM_OP__MEM_WRITE_RECT;
         if (c->op != CRANE__MEM_OP__MEM_READ &&
-            c->op != CRANE__MEM_OP__MEM_WRITE)
+            c->op != CRANE__MEM_OP__MEM_WRITE && !rect)
             return BAD("memory op %d takes no host memory", (int)c->op);
+        if (!rect && (c->host_row_pitch || c->host_slice_pitch))
+            return BAD("host pitches on memory op %d", (int)c->op);
         if (c->bulk_len)
             return BAD("host-memory command with %llu bytes of bulk",
                        (unsigned long long)c->bulk_len);
@@ -240,15 +244,15 @@ static int check_mem(const Crane__MemCommand *c, char *why, size_t why_len)
             return BAD("host-memory offset %llu + size %llu overflows",
                        (unsigned long long)c->host_offset,
                        (unsigned long long)c->size);
-    } else if (c->host_offset) {
-        return BAD("host_offset without host_mem");
+    } else if (c->host_offset || c->host_row_pitch || c->host_slice_pitch) {
+        return BAD("host_offset or host pitches without host_mem");
     }
     if (c->op == CRANE__MEM_OP__MEM_WRITE && !c->host_mem &&
         c->bulk_len != c->size)
         return BAD("write of %llu bytes with bulk_len %llu",
                    (unsigned long long)c->size,
                    (unsigned long long)c->bulk_len);
-    if (c->op == CRANE__MEM_OP__MEM_WRITE_RECT) {
+    if (c->op == CRANE__MEM_OP__MEM_WRITE_RECT && !c->host_mem) {
         uint64_t n;
         if (px_mul3(c->region[0], c->region[1], c->region[2], &n) ||
             n != c->bulk_len)

@@ -14,9 +14,9 @@
  * which is unplugged before its VM migrates) offers it to the proxy,
  * mapped until the process ends: a pointer into it stays valid whatever
  * happens to connections, areas and backends.  The proxy maps it and pins
- * it for its device (proxy-domain/exec_hostmem.c); a read or write whose
- * host pointer lies wholly inside it names an offset instead of carrying
- * bytes.
+ * it for its device (proxy-domain/hostmem.h); a buffer read or write
+ * (plain or rect) whose host bytes lie wholly inside it names an offset
+ * instead of carrying bytes.
  *
  * Allocations are page-aligned and counted: the remote backend's map
  * holds one reference, a switch that carries the map (map.c) takes

@@ -110,20 +110,23 @@ static bool in_host_memory(const void *ptr, size_t size, uint64_t *off)
  * them.  Blocking: the proxy answers once the device is done with them
  * (a write's bytes may change, a read's are there); else the command's
  * event says so, as for the vendor's own. */
-static cl_int host_command(struct cmd *x, uint64_t off, cl_bool blocking,
-                           cl_uint n, const cl_event *wl, cl_event *ev)
+static cl_int host_command(struct cmd *x, uint64_t off, size_t bytes,
+                           cl_bool blocking, cl_uint n, const cl_event *wl,
+                           cl_event *ev)
 {
+    bool write = x->c.op == CRANE__MEM_OP__MEM_WRITE ||
+                 x->c.op == CRANE__MEM_OP__MEM_WRITE_RECT;
+
     x->c.host_mem = true;
     x->c.host_offset = off;
     x->c.blocking = blocking ? true : false;
     cl_int err = mem_command(x, n, wl, ev, NULL, 0, NULL, 0, false);
-    LOG_DEBUG("remote: %s of %llu bytes in place in host memory at %llu "
-              "(%s): %d", x->c.op == CRANE__MEM_OP__MEM_WRITE ? "write"
-                                                           : "read",
-              (unsigned long long)x->c.size, (unsigned long long)off,
-              blocking ? "blocking" : "non-blocking", err);
+    LOG_DEBUG("remote: %s of %zu bytes in place in host memory at %llu "
+              "(%s): %d", write ? "write" : "read", bytes,
+              (unsigned long long)off, blocking ? "blocking" : "non-blocking",
+              err);
     if (err == CL_SUCCESS)
-        shim_remote_count_host(x->c.size);
+        shim_remote_count_host(bytes);
     return err;
 }
 
@@ -171,7 +174,7 @@ cl_int CL_API_CALL rc_clEnqueueWriteBuffer(cl_command_queue q, cl_mem b,
         cmd_init(&x, q, CRANE__MEM_OP__MEM_WRITE, NULL, b);
         x.c.dst_offset = offset;
         x.c.size = size;
-        return host_command(&x, off, blocking, n, wl, ev);
+        return host_command(&x, off, size, blocking, n, wl, ev);
     }
     return write_chunks(q, b, offset, size, ptr, n, wl, ev);
 }
@@ -190,7 +193,7 @@ cl_int CL_API_CALL rc_clEnqueueReadBuffer(cl_command_queue q, cl_mem b,
     x.c.src_offset = offset;
     x.c.size = size;
     if (in_host_memory(ptr, size, &off))
-        return host_command(&x, off, blocking, n, wl, ev);
+        return host_command(&x, off, size, blocking, n, wl, ev);
     x.c.blocking = blocking;
     return mem_command(&x, n, wl, ev, NULL, 0, ptr, size, !blocking);
 }
@@ -271,6 +274,29 @@ static size_t host_offset(const size_t *origin, const struct host_layout *l)
     return origin[2] * l->slice + origin[1] * l->row + origin[0];
 }
 
+/* A rect transfer whose rows at AT (laid out as L) lie wholly in the
+ * host-memory region: sent with the offset and the host pitches, in
+ * place as a plain one.  1: not so (the packed path takes it). */
+static cl_int rect_in_place(struct cmd *x, const void *at,
+                            const struct host_layout *l, cl_bool blocking,
+                            cl_uint n, const cl_event *wl, cl_event *ev)
+{
+    size_t span, a, b;
+    uint64_t off;
+
+    if (!l->row_bytes || !l->rows || !l->slices ||
+        __builtin_mul_overflow(l->slices - 1, l->slice, &a) ||
+        __builtin_mul_overflow(l->rows - 1, l->row, &b) ||
+        __builtin_add_overflow(a, b, &span) ||
+        __builtin_add_overflow(span, l->row_bytes, &span) ||
+        !in_host_memory(at, span, &off))
+        return 1;
+    x->c.host_row_pitch = l->row;
+    x->c.host_slice_pitch = l->slice;
+    return host_command(x, off, l->row_bytes * l->rows * l->slices, blocking,
+                        n, wl, ev);
+}
+
 cl_int CL_API_CALL rc_clEnqueueReadBufferRect(
     cl_command_queue q, cl_mem b, cl_bool blocking, const size_t *buf_origin,
     const size_t *host_origin, const size_t *region, size_t buf_row,
@@ -279,7 +305,6 @@ cl_int CL_API_CALL rc_clEnqueueReadBufferRect(
 {
     struct cmd x;
 
-    (void)blocking;
     if (!ptr || !buf_origin || !host_origin || !region)
         return CL_INVALID_VALUE;
     struct host_layout l = layout(region, 1, host_row, host_slice);
@@ -287,8 +312,11 @@ cl_int CL_API_CALL rc_clEnqueueReadBufferRect(
     cmd_geom(&x, buf_origin, NULL, region);
     x.c.src_row_pitch = buf_row;
     x.c.src_slice_pitch = buf_slice;
-    return read_packed(&x, &l, (char *)ptr + host_offset(host_origin, &l), n,
-                       wl, ev);
+    char *at = (char *)ptr + host_offset(host_origin, &l);
+    cl_int err = rect_in_place(&x, at, &l, blocking, n, wl, ev);
+    if (err != 1)
+        return err;
+    return read_packed(&x, &l, at, n, wl, ev);
 }
 
 cl_int CL_API_CALL rc_clEnqueueWriteBufferRect(
@@ -299,7 +327,6 @@ cl_int CL_API_CALL rc_clEnqueueWriteBufferRect(
 {
     struct cmd x;
 
-    (void)blocking;
     if (!ptr || !buf_origin || !host_origin || !region)
         return CL_INVALID_VALUE;
     struct host_layout l = layout(region, 1, host_row, host_slice);
@@ -307,8 +334,11 @@ cl_int CL_API_CALL rc_clEnqueueWriteBufferRect(
     cmd_geom(&x, NULL, buf_origin, region);
     x.c.dst_row_pitch = buf_row;
     x.c.dst_slice_pitch = buf_slice;
-    return write_packed(
-        &x, &l, (const char *)ptr + host_offset(host_origin, &l), n, wl, ev);
+    const char *at = (const char *)ptr + host_offset(host_origin, &l);
+    cl_int err = rect_in_place(&x, at, &l, blocking, n, wl, ev);
+    if (err != 1)
+        return err;
+    return write_packed(&x, &l, at, n, wl, ev);
 }
 
 cl_int CL_API_CALL rc_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src,

@@ -5,7 +5,8 @@
  *   hostmem phases REGION_MB   remoted from the start with a region of
  *       REGION_MB MiB (1 expected): a buffer mapped into the region,
  *       blocking and non-blocking writes and reads from and to it
- *       (393216 bytes each), a second map too big for what is left
+ *       (393216 bytes each), rect ones (a span of 3424 bytes), a second
+ *       map too big for what is left
  *       (720896 bytes, in the heap), 65536 bytes half in and half out of
  *       the region (where memory next to it can be had), and unmaps that
  *       write back
@@ -129,6 +130,37 @@ static void round_trip(const char *what, uint8_t *p, size_t n, cl_mem dev,
     expect_host(what, p, seed, n);
 }
 
+/* A rectangle of 64 x 16 x 2 bytes written from P (host origin 4, 1, 0;
+ * rows of 96, slices of 1920 bytes: a span of 3424) into DEV, blocking,
+ * and read back the same way into P + 0x20000 without blocking; every
+ * byte of it checked, and the bytes between its rows left alone. */
+static void rect_trip(uint8_t *p, cl_mem dev)
+{
+    const size_t bo[3] = {8, 2, 1}, ho[3] = {4, 1, 0}, r[3] = {64, 16, 2};
+    const size_t row = 96, slice = 1920, at = 4 + 96;
+    uint8_t *back = p + 0x20000;
+    cl_event ev;
+
+    pattern(p, 0x20000, 9);
+    memset(back, 0, 0x20000);
+    CHECK("rect write", clEnqueueWriteBufferRect(q, dev, CL_TRUE, bo, ho, r,
+                                                 128, 128 * 32, row, slice,
+                                                 p, 0, NULL, NULL));
+    CHECK("rect read", clEnqueueReadBufferRect(q, dev, CL_FALSE, bo, ho, r,
+                                               128, 128 * 32, row, slice,
+                                               back, 0, NULL, &ev));
+    CHECK("rect read", clWaitForEvents(1, &ev));
+    clReleaseEvent(ev);
+    for (size_t z = 0; z < r[2]; z++)
+        for (size_t y = 0; y < r[1]; y++) {
+            size_t o = at + z * slice + y * row;
+            if (memcmp(back + o, p + o, r[0]) || back[o + r[0]] != 0) {
+                printf("FAIL hostmem: rect: row %zu of slice %zu\n", y, z);
+                exit(1);
+            }
+        }
+}
+
 /* Memory of its own right before or right after the region [BASE, +LEN):
  * where S_BYTES at the returned pointer lie half in, half out. */
 static uint8_t *straddle(uint8_t *base, size_t len)
@@ -159,6 +191,7 @@ static int phases(size_t region)
 
     round_trip("blocking, in the region", p, A_BYTES, dev, 1, CL_TRUE);
     round_trip("non-blocking, in the region", p, A_BYTES, dev, 2, CL_FALSE);
+    rect_trip(p, dev);
     uint8_t *f = map(b2, F_BYTES);
     round_trip("blocking, the heap", f, F_BYTES, dev, 3, CL_TRUE);
     round_trip("non-blocking, the heap", f, F_BYTES, dev, 4, CL_FALSE);

@@ -4,7 +4,8 @@
 # unix socket; tests/integration/hostmem.c checks every byte, this script
 # reads both logs to see which transfers went in place.
 #   hostmem.sh phases    a 1 MiB region: writes and reads of a mapped
-#       buffer's pointer, blocking and not, go in place (neither side
+#       buffer's pointer, blocking and not, plain and rect, go in place
+#       (neither side
 #       copies them: the shim's counters say how many bytes); a map that
 #       finds no room left and a range half in, half out of the region
 #       take the copying path
@@ -67,14 +68,18 @@ phases)
                 "$op of 393216 bytes in place in host memory at 0 ($b" "$px"
         done
     done
+    for op in write read; do
+        has "a rect $op in place" "$op (rect) of 3424 bytes in place" "$px"
+    done
     # The heap's map and the range half out: copied, as before.
     hasnt "the map in the heap" 'of 720896 bytes in place' "$px"
     hasnt "the range half out" 'of 65536 bytes in place' "$px"
     has "the heap's map" 'no room for 720896 bytes in the host-memory' \
         "$TMP/shim.log"
     # In place, copied by nobody: 2 maps and 2 unmaps, 2 writes and 2
-    # reads of the mapped pointer, 393216 bytes each.
-    has "the shim's count" "$((8 * 393216)) in place in host memory" \
+    # reads of the mapped pointer, 393216 bytes each, and the rectangles'
+    # 2048 bytes each way.
+    has "the shim's count" "$((8 * 393216 + 2 * 2048)) in place in host" \
         "$TMP/shim.log"
     echo "in place: $(grep -c 'bytes in place in host memory at' "$px")" \
         "transfers; $(grep -o 'bulk bytes: .*' "$TMP/shim.log")"

@@ -649,7 +649,7 @@ static int test_host(void)
     CHECK_EQ(host_mem(&c, true, len, 4096, len, false), 0);
     CHECK_EQ(host_mem(&c, false, 0, size - len, len, true), 0);
     CHECK(memcmp(h.base + size - len, h.base + 4096, len) == 0);
-    memset(h.base + 2 * len, 0, len);
+    memset(h.base + 2 * len, 0xee, len);
     CHECK_EQ(host_mem(&c, false, len, 2 * len, len, false), 0);
     Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
     Crane__Sync sy = CRANE__SYNC__INIT;
@@ -669,7 +669,26 @@ static int test_host(void)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CHECK_EQ(host_mem(&c, false, 0, bad[i][0], bad[i][1], true),
                  CL_INVALID_VALUE);
-    /* host_mem is for plain reads and writes only, without bulk. */
+    /* A rectangle whose rows run past the region's end. */
+    Crane__MemCommand rc = CRANE__MEM_COMMAND__INIT;
+    uint64_t zero[3] = {0, 0, 0}, reg[3] = {64, 16, 2};
+    rc.queue = QUEUE;
+    rc.op = CRANE__MEM_OP__MEM_READ_RECT;
+    rc.src = BUF;
+    rc.src_origin = zero;
+    rc.n_src_origin = 3;
+    rc.region = reg;
+    rc.n_region = 3;
+    rc.blocking = 1;
+    rc.host_mem = 1;
+    rc.host_offset = size - 1000;
+    rc.host_row_pitch = 96;
+    rc.host_slice_pitch = 1920;
+    m = (Crane__ClientMessage)CRANE__CLIENT_MESSAGE__INIT;
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND;
+    m.mem_command = &rc;
+    CHECK_EQ(client_call(&c, &m, NULL, 0, NULL), CL_INVALID_VALUE);
+    /* host_mem is for buffer reads and writes only, without bulk. */
     Crane__MemCommand mc = CRANE__MEM_COMMAND__INIT;
     mc.queue = QUEUE;
     mc.op = CRANE__MEM_OP__MEM_COPY;
