@@ -228,7 +228,7 @@ static int check_mem(const Crane__MemCommand *c, char *why, size_t why_len)
                    (unsigned long long)c->bulk_len);
     if (c->host_mem) {
         uint64_t end;
-        /* The bytes are in the host-memory region (exec_hostmem.c checks
+        /* The bytes are in the host-memory region (hostmem.c checks
          * the range against it). */
         bool rect = c->op == CRANE__MEM_OP__MEM_READ_RECT ||
                     c->op == CRANE__MEM_OP__MEM_WRITE_RECT;
