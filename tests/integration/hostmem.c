@@ -54,7 +54,7 @@ static cl_mem buffer(cl_mem_flags flags, size_t n)
     cl_mem m = clCreateBuffer(ctx, flags, n, NULL, &err);
 
     if (!m) {
-        printf("FAIL hostmem: buffer of %zu bytes: %d\n", n, err);
+        printf("FAIL hostmem: buffer of %zu bytes: error %d\n", n, err);
         exit(1);
     }
     return m;
@@ -67,7 +67,7 @@ static uint8_t *map(cl_mem m, size_t n)
                                  0, n, 0, NULL, NULL, &err);
 
     if (!p) {
-        printf("FAIL hostmem: map of %zu bytes: %d\n", n, err);
+        printf("FAIL hostmem: map of %zu bytes: error %d\n", n, err);
         exit(1);
     }
     return p;
