@@ -23,20 +23,33 @@ struct piece {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct crn_shm region = {.fd = -1};
 static int made;                 /* 0: not tried, 1: made, < 0: failed */
+/* A child of fork shares the parent's region (MAP_SHARED) but not its
+ * bookkeeping: it never allocates from it, nor names it to a proxy. */
+static bool inherited;
 static struct piece *pieces;
 static size_t used;
+
+static void forked_child(void)
+{
+    __atomic_store_n(&inherited, true, __ATOMIC_RELEASE);
+}
 
 int shim_hostmem_region(int *fd, size_t *size)
 {
     int rc;
 
     pthread_mutex_lock(&lock);
+    if (inherited) {
+        pthread_mutex_unlock(&lock);
+        return -ECHILD;
+    }
     if (!made) {
         size_t want = (size_t)shim_config.shm_host_mb << 20;
         rc = want ? crn_shm_create_plain(want, &region) : -EOPNOTSUPP;
         /* Published last: shim_hostmem_find looks without the lock. */
         __atomic_store_n(&made, rc == 0 ? 1 : rc, __ATOMIC_RELEASE);
         if (rc == 0) {
+            pthread_atfork(NULL, NULL, forked_child);
             LOG_DEBUG("remote: %zu MiB of host memory in the shared area",
                       region.size >> 20);
         } else if (made != -EOPNOTSUPP) {
@@ -61,7 +74,7 @@ void *shim_hostmem_alloc(size_t len)
 
     len = ((len ? len : 1) + PAGE - 1) / PAGE * PAGE;
     pthread_mutex_lock(&lock);
-    if (made != 1 || len > region.size)
+    if (made != 1 || inherited || len > region.size)
         goto out;
     /* First fit between the pieces, in address order. */
     for (link = &pieces; *link; link = &(*link)->next) {
@@ -126,7 +139,8 @@ void shim_hostmem_free(void *p)
         return;
     pthread_mutex_lock(&lock);
     inside = made == 1 && c >= region.base && c < region.base + region.size;
-    x = inside ? find_piece(p, &link) : NULL;
+    /* A child's inherited pointers: the parent's memory, not ours. */
+    x = inside && !inherited ? find_piece(p, &link) : NULL;
     if (x && --x->refs == 0) {
         *link = x->next;
         used -= x->len;
@@ -135,7 +149,7 @@ void shim_hostmem_free(void *p)
     pthread_mutex_unlock(&lock);
     if (!inside)
         free(p);
-    else if (!x)
+    else if (!x && !inherited)
         LOG_ERROR("remote: freeing %p, no allocation of the host-memory "
                   "region", p);
 }
@@ -145,7 +159,8 @@ bool shim_hostmem_find(const void *p, size_t len, uint64_t *off)
     const unsigned char *c = p;
 
     /* The region never moves once made: no lock needed to look. */
-    if (__atomic_load_n(&made, __ATOMIC_ACQUIRE) != 1 || !c ||
+    if (__atomic_load_n(&made, __ATOMIC_ACQUIRE) != 1 ||
+        __atomic_load_n(&inherited, __ATOMIC_ACQUIRE) || !c ||
         c < region.base || len > region.size ||
         (size_t)(c - region.base) > region.size - len)
         return false;

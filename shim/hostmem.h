@@ -18,6 +18,10 @@
  * (plain or rect) whose host bytes lie wholly inside it names an offset
  * instead of carrying bytes.
  *
+ * A child of fork keeps the mapping (its inherited pointers stay valid,
+ * shared with the parent as MAP_SHARED memory is) but never allocates
+ * from it nor offers it to a proxy: its maps live in the heap.
+ *
  * Allocations are page-aligned and counted: the remote backend's map
  * holds one reference, a switch that carries the map (map.c) takes
  * another, and the memory returns to the region when the last goes.

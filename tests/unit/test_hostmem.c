@@ -6,8 +6,11 @@
 #include "shim/config.h"
 #include "shim/hostmem.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 TEST(hostmem_region_allocations)
 {
@@ -62,4 +65,23 @@ TEST(hostmem_region_allocations)
     ASSERT_EQ(shim_hostmem_used(), 0u);
     /* Memory outside the region is the heap's: freed as such. */
     shim_hostmem_free(malloc(100));
+    /* A child of fork keeps the parent's mapping but takes nothing from
+     * it and names it to no proxy; the parent's allocation stays. */
+    unsigned char *e = shim_hostmem_alloc(4096);
+    ASSERT(e != NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int bad = shim_hostmem_alloc(4096) != NULL ||
+                  shim_hostmem_find(e, 16, &off) ||
+                  shim_hostmem_region(&fd, &size) != -ECHILD;
+        shim_hostmem_free(e);
+        e[0] = 1;                /* still mapped */
+        _exit(bad);
+    }
+    int status = -1;
+    ASSERT(pid > 0 && waitpid(pid, &status, 0) == pid);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ASSERT(shim_hostmem_owns(e));
+    ASSERT_EQ(e[0], 1);
+    shim_hostmem_free(e);
 }
