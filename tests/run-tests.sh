@@ -428,7 +428,7 @@ echo "# fault injection: switches failed, stopped, their peers killed"
 # tests/fault/fault.sh: a switch failed by the shim's test hook at every
 # step both ways, the proxy killed or frozen there, the program killed
 # mid-switch, crane-guestd killed mid-prepare; each case checks every byte
-# or a clear error, and a bound on the time (about 80 s in all).
+# or a clear error, and a bound on the time (about 100 s in all).
 for t in $(tests/fault/fault.sh --list); do
     case_ "fault/$t" tests/fault/fault.sh "$t"
 done
