@@ -28,7 +28,11 @@
 #               latency launch setarg) on NVIDIA alone: the shared-memory
 #               path next to the unix stream, then shm's small calls with
 #               CRANE_REMOTE_SPIN_US=0 CRANE_PROXY_SPIN_US=0 (no polling
-#               for answers); `remote` gives the TCP rows
+#               for answers), then write read with CRANE_SHM_HOST_MB=0
+#               (clbench's mapped buffer in the heap, copied through the
+#               rings, as before host memory in the area); `remote` gives
+#               the TCP rows.  Over shm, run.sh fails a write or read whose
+#               bytes did not go in place in host memory
 #   phases      the switch over shm at 256/1024 MiB (--reps 3) as shipped
 #               (streamed both ways through the shared area pinned on both
 #               sides, no CPU copy: the report's nocopy=), then with
@@ -136,6 +140,11 @@ part_shm() {
     nv env CRANE_REMOTE_SPIN_US=0 CRANE_PROXY_SPIN_US=0 \
         bench/remote/run.sh --transport shm --reps 5 --build "$root/$B" \
         latency launch setarg
+    echo "## shm with mapped pointers in the heap (CRANE_SHM_HOST_MB=0: the"
+    echo "## shim copies through the rings; what host memory in the area is"
+    echo "## worth)"
+    nv env CRANE_SHM_HOST_MB=0 bench/remote/run.sh --transport shm --reps 3 \
+        --build "$root/$B" write read
 }
 
 part_phases() {
