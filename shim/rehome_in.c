@@ -203,15 +203,15 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
             }
             /* Out through the shared area pinned for the vendor: device
              * -> ring 0 -> the proxy, no CPU copy; else pinned chunks. */
-            if (shim_ringstream_has(d->ctx)) {
-                if (shim_ringstream_out(d->q, d->mem, m->size, q,
-                                        m->obj.real) < 0) {
-                    SWITCH_FAIL("streaming a %zu-byte buffer to the proxy "
-                                "through the shared area failed", m->size);
-                    rc = -EIO;
-                }
-                continue;
+            int out = shim_ringstream_out(d->q, d->ctx, d->mem, m->size, q,
+                                          m->obj.real);
+            if (out < 0 && out != -EAGAIN) {
+                SWITCH_FAIL("streaming a %zu-byte buffer to the proxy "
+                            "through the shared area failed", m->size);
+                rc = -EIO;
             }
+            if (out != -EAGAIN)
+                continue;
             if (shim_staging_stream(d->q, d->ctx, d->mem, 0, m->size,
                                     stream_sink, d) < 0)
                 rc = -EIO;

@@ -166,6 +166,16 @@ out:
     return rc;
 }
 
+void shim_remote_shm_hold(void)
+{
+    pthread_mutex_lock(&shm_cmd_lock);
+}
+
+void shim_remote_shm_unhold(void)
+{
+    pthread_mutex_unlock(&shm_cmd_lock);
+}
+
 int shim_remote_shm_attached(void)
 {
     return atomic_load(&shim_conn.shm_in);

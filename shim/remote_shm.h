@@ -41,6 +41,12 @@ int shim_remote_shm_release(char *why, size_t why_len);
 /* Whether an area is attached. */
 int shim_remote_shm_attached(void);
 
+/* Holds attaching and giving up an area off (they wait) while a switch's
+ * device copies use it (shim/ringstream.c), so that it is not unmapped
+ * under them. */
+void shim_remote_shm_hold(void);
+void shim_remote_shm_unhold(void);
+
 void shim_remote_shm_counts(struct shim_remote_shm_counts *out);
 
 #endif /* SHIM_REMOTE_SHM_H */

@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "remote_shm.h"
 #include "shim.h"
 
 #define WRAP_CONTEXTS 16
@@ -176,15 +177,20 @@ static int out_retire(struct out *o)
     return rc;
 }
 
-int shim_ringstream_out(cl_command_queue nq, cl_mem nmem, size_t size,
-                        cl_command_queue rq, cl_mem rmem)
+int shim_ringstream_out(cl_command_queue nq, void *nctx, cl_mem nmem,
+                        size_t size, cl_command_queue rq, cl_mem rmem)
 {
     struct out o = {.rq = rq, .rmem = rmem};
-    size_t piece = shim_remote_ring_piece(), off = 0;
+    size_t piece, off = 0;
     int rc = 0;
 
-    if (piece == 0)
-        return -ENOTCONN;
+    /* The area stays mapped until every copy into it is done; one given
+     * up or made anew since the wrap: the caller's chunks instead. */
+    shim_remote_shm_hold();
+    if (!shim_ringstream_has(nctx) || !(piece = shim_remote_ring_piece())) {
+        shim_remote_shm_unhold();
+        return -EAGAIN;
+    }
     while (off < size && rc == 0) {
         size_t n = size - off < piece ? size - off : piece;
         uint64_t pos;
@@ -235,6 +241,7 @@ int shim_ringstream_out(cl_command_queue nq, cl_mem nmem, size_t size,
     }
     if (rc < 0)
         shim_remote_ring_unhold();
+    shim_remote_shm_unhold();
     return rc;
 }
 
@@ -328,10 +335,15 @@ int shim_ringstream_back(cl_command_queue rq, cl_mem rmem, size_t size,
                          cl_command_queue nq, cl_mem nmem)
 {
     struct back b = {.nq = nq, .nmem = nmem};
+
+    /* The area stays mapped until every copy out of it is done (without
+     * one, the pieces come on the stream, each through a bounce). */
+    shim_remote_shm_hold();
     cl_int err = shim_remote_read_to_sink(rq, rmem, 0, size, back_sink, &b);
     /* Pieces still in flight (the read ended, or failed) are waited for
      * and their room freed, in order. */
     int rc = back_drain(&b);
+    shim_remote_shm_unhold();
 
     if (err != CL_SUCCESS) {
         LOG_ERROR("ringstream: reading %zu bytes from the proxy failed: %d",
