@@ -3,6 +3,7 @@
  * the bytes handed between supervisor and worker. */
 #include "conn_int.h"
 
+#include "arena.h"
 #include "log.h"
 #include "shm_pci.h"
 #include "supervisor.h"
@@ -55,11 +56,13 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
                        (unsigned)(c->icap - c->ilen));
 }
 
-/* Handles the message M (taking it) that the frame held; POS_BULK is the
- * input after the frame, from which bulk bytes are taken.  Returns how
- * many bytes of bulk it took, or -1 to stop parsing. */
+/* Handles the message M (taking it, and the arena A it was decoded into)
+ * that the frame held; AFTER is the input after the frame, from which bulk
+ * bytes are taken.  Returns how many bytes of bulk it took, or -1 to stop
+ * parsing. */
 static long take_message(struct px_conn *c, Crane__ClientMessage *m,
-                         const uint8_t *after, size_t after_len)
+                         struct px_arena *a, const uint8_t *after,
+                         size_t after_len)
 {
     uint64_t bulk = px_bulk_len(m);
     struct px_req *r;
@@ -70,12 +73,13 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         snprintf(why, sizeof(why), "bulk of %llu bytes over the %u limit",
                  (unsigned long long)bulk, PX_MAX_BULK);
         px_conn_out_of_step(c, m->seq, why);
-        crane__client_message__free_unpacked(m, NULL);
+        px_arena_free(m, a);
         return -1;
     }
     if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
+        /* Decoded on the heap (parse): the handshake frees it so. */
         if (bulk) {
-            crane__client_message__free_unpacked(m, NULL);
+            px_arena_free(m, a);
             px_handshake_refuse(c, "bulk data before the handshake ended");
             return -1;
         }
@@ -87,7 +91,7 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         r->bulk = malloc(bulk);
     if (!r || (bulk && !m->shm_bulk && !r->bulk)) {
         free(r);
-        crane__client_message__free_unpacked(m, NULL);
+        px_arena_free(m, a);
         px_conn_out_of_step(c, 0, "out of memory for the bulk data");
         return -1;
     }
@@ -95,7 +99,7 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
     if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH &&
         attach_area(c, m->shm_attach, r->error, sizeof(r->error)) < 0) {
         /* Answered with the reason; bulk keeps to the stream. */
-        crane__client_message__free_unpacked(m, NULL);
+        px_arena_free(m, a);
         px_conn_queue(c, r);
         return 0;
     }
@@ -107,7 +111,7 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
     }
     if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH &&
         detach_area(c, r->error, sizeof(r->error)) < 0) {
-        crane__client_message__free_unpacked(m, NULL);
+        px_arena_free(m, a);
         px_conn_queue(c, r);
         return 0;
     }
@@ -127,11 +131,12 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
                      "%llu bytes)", (unsigned long long)m->shm_pos,
                      (unsigned long long)bulk);
             r->deferred = !m->want_reply;
-            crane__client_message__free_unpacked(m, NULL);
+            px_arena_free(m, a);
             px_conn_queue(c, r);
             return 0;
         }
         r->msg = m;
+        r->arena = a;
         r->bulk_len = bulk;
         r->ring = c->shm;
         r->ring_pos = m->shm_pos;
@@ -139,6 +144,7 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         return 0;
     }
     r->msg = m;
+    r->arena = a;
     r->bulk_len = bulk;
     n = after_len < bulk ? after_len : bulk;
     if (n)
@@ -162,6 +168,7 @@ static void parse(struct px_conn *c)
         const uint8_t *msg;
         size_t len, used;
         Crane__ClientMessage *m;
+        struct px_arena *arena;
         long took;
         int rc = crn_frame_decode(c->ibuf + pos, c->ilen - pos, PX_MAX_FRAME,
                                   &msg, &len, &used);
@@ -172,7 +179,14 @@ static void parse(struct px_conn *c)
             break;
         }
         pos += used;
-        m = crane__client_message__unpack(NULL, len, msg);
+        /* The handshake's messages stay on the heap (handshake.c frees
+         * them so); every later one gets an arena. */
+        if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
+            arena = NULL;
+            m = crane__client_message__unpack(NULL, len, msg);
+        } else {
+            m = px_arena_unpack(msg, len, &arena);
+        }
         if (!m) {
             struct px_req *r;
             if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
@@ -188,7 +202,7 @@ static void parse(struct px_conn *c)
             px_conn_queue(c, r);
             continue;
         }
-        took = take_message(c, m, c->ibuf + pos, c->ilen - pos);
+        took = take_message(c, m, arena, c->ibuf + pos, c->ilen - pos);
         if (took < 0)
             break;
         pos += (size_t)took;

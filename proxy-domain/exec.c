@@ -2,6 +2,7 @@
 #include "exec.h"
 #include "hostmem.h"
 
+#include "arena.h"
 #include "callbacks.h"
 #include "ctxpool.h"
 #include "log.h"
@@ -23,8 +24,7 @@ void px_req_free(struct px_req *r)
 {
     if (!r)
         return;
-    if (r->msg)
-        crane__client_message__free_unpacked(r->msg, NULL);
+    px_arena_free(r->msg, r->arena);
     free(r->bulk);
     free(r);
 }

@@ -27,6 +27,7 @@
 struct px_req {
     struct px_req *next;
     Crane__ClientMessage *msg;
+    struct px_arena *arena;      /* MSG was decoded into it (arena.h) */
     uint64_t seq;
     uint8_t *bulk;
     size_t bulk_len;

@@ -207,6 +207,7 @@ static void drop(struct px_tenant *t, struct px_obj *o)
     atomic_fetch_sub(&t->stat_objects, 1);
     atomic_fetch_sub(&t->stat_bytes, o->bytes);
     release_handle(o->kind, o->handle);
+    free(o->info);
     free(o);
 }
 

@@ -37,6 +37,9 @@ struct px_obj {
     uint64_t bytes;              /* counted against the quota */
     enum px_kind kind;
     bool user_event;
+    void *info;                  /* kernels: what validation learnt of the
+                                    kernel (validate_dev.c), free()d with
+                                    the entry */
 };
 
 /* Where a tenant's frames go while a connection holds it.  PUSH takes the

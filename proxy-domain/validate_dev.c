@@ -398,18 +398,63 @@ static cl_int check_mem_arg(struct px_call *c, const Crane__KernelArg *a,
     return CL_SUCCESS;
 }
 
-/* Checks argument A against what kernel K declares for it. */
-static cl_int check_arg(struct px_call *c, cl_kernel k, cl_uint nargs,
+/*
+ * What a kernel's signature says of each argument: asked of the vendor
+ * once per kernel and kept with its entry (struct px_obj's info), since
+ * three queries and a few string compares per argument were most of what
+ * a launch cost the proxy.  A kernel's signature never changes; its entry
+ * (and this) goes when the kernel is released.  LAUNCH_DEV: the device
+ * whose local memory the kernel's last launch was checked against, NULL
+ * once a __local argument's size may have changed (px_validate_launch).
+ */
+struct kernel_sig {
+    cl_uint nargs;
+    cl_device_id launch_dev;
+    struct {
+        enum arg_kind kind;
+        cl_mem_object_type image_type;
+    } arg[];
+};
+
+/* The signature of the tenant's kernel ID (K its handle), learnt now if
+ * not yet; NULL when the vendor cannot tell its argument count, or out of
+ * memory (*NARGS 0 then). */
+static struct kernel_sig *kernel_sig_of(struct px_call *c, uint64_t id,
+                                        cl_kernel k)
+{
+    struct px_obj *o = px_tenant_obj(c->t, id, PX_KERNEL);
+    struct kernel_sig *sig;
+    cl_uint nargs = 0;
+
+    if (o && o->info)
+        return o->info;
+    if (clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs,
+                        NULL) != CL_SUCCESS)
+        return NULL;
+    if (!(sig = calloc(1, sizeof(*sig) + nargs * sizeof(sig->arg[0]))))
+        return NULL;
+    sig->nargs = nargs;
+    for (cl_uint i = 0; i < nargs; i++)
+        sig->arg[i].kind = arg_kind_of(k, i, &sig->arg[i].image_type);
+    if (o)
+        o->info = sig;
+    return sig;
+}
+
+/* Checks argument A against what kernel K declares for it (SIG). */
+static cl_int check_arg(struct px_call *c, const struct kernel_sig *sig,
                         const Crane__KernelArg *a)
 {
     bool object = a->is_object || a->object;
     cl_mem_object_type image_type;
     enum arg_kind kind;
 
-    if (a->index >= nargs)
+    if (a->index >= sig->nargs)
         return px_fail(c, CL_INVALID_ARG_INDEX,
-                       "argument %u of a kernel with %u", a->index, nargs);
-    kind = arg_kind_of(k, a->index, &image_type);
+                       "argument %u of a kernel with %u", a->index,
+                       sig->nargs);
+    kind = sig->arg[a->index].kind;
+    image_type = sig->arg[a->index].image_type;
     if (a->is_svm) {
         /* An SVM pointer (exec_svm.c): a pointer argument, NULL or an
          * allocation, which the proxy keeps as a buffer. */
@@ -483,7 +528,7 @@ static cl_int check_arg(struct px_call *c, cl_kernel k, cl_uint nargs,
 static cl_int check_args(struct px_call *c, uint64_t kernel_id,
                          Crane__KernelArg **args, size_t n)
 {
-    cl_uint nargs = 0;
+    struct kernel_sig *sig;
     cl_kernel k;
     cl_int err;
 
@@ -492,13 +537,15 @@ static cl_int check_args(struct px_call *c, uint64_t kernel_id,
     k = px_tenant_handle(c->t, kernel_id, PX_KERNEL, &err);
     if (!k)
         return CL_SUCCESS;
-    if (clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs,
-                        NULL) != CL_SUCCESS)
+    if (!(sig = kernel_sig_of(c, kernel_id, k)))
         return px_fail(c, CL_INVALID_KERNEL, "kernel without arguments");
     for (size_t i = 0; i < n; i++) {
-        err = check_arg(c, k, nargs, args[i]);
+        err = check_arg(c, sig, args[i]);
         if (err != CL_SUCCESS)
             return err;
+        /* A __local size may change the kernel's local memory. */
+        if (args[i]->is_local || sig->arg[args[i]->index].kind == ARG_LOCAL)
+            sig->launch_dev = NULL;
     }
     return CL_SUCCESS;
 }
@@ -532,15 +579,21 @@ cl_int px_validate_call(struct px_call *c)
 cl_int px_validate_launch(struct px_call *c, cl_command_queue q,
                           cl_kernel k)
 {
+    const Crane__LaunchKernel *l = c->m->launch_kernel;
+    struct kernel_sig *sig = kernel_sig_of(c, l->kernel, k);
     cl_device_id dev = NULL;
     cl_ulong used = 0, have;
     cl_uint nargs = 0;
 
     if (clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) !=
-            CL_SUCCESS ||
-        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE,
-                                 sizeof(used), &used, NULL) != CL_SUCCESS)
+        CL_SUCCESS)
         return CL_SUCCESS;      /* the enqueue names what is wrong */
+    /* Checked for this device, no __local size changed since. */
+    if (sig && dev && sig->launch_dev == dev)
+        return CL_SUCCESS;
+    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE,
+                                 sizeof(used), &used, NULL) != CL_SUCCESS)
+        return CL_SUCCESS;
     clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, NULL);
     have = dev_ulong(dev, CL_DEVICE_LOCAL_MEM_SIZE);
     if (used > have || (cl_ulong)nargs * LOCAL_ALIGN_SLACK > have - used)
@@ -548,6 +601,8 @@ cl_int px_validate_launch(struct px_call *c, cl_command_queue q,
                        "kernel needs %llu bytes of local memory, the device "
                        "has %llu",
                        (unsigned long long)used, (unsigned long long)have);
+    if (sig)
+        sig->launch_dev = dev;
     return CL_SUCCESS;
 }
 

@@ -177,6 +177,7 @@ static cl_int CL_API_CALL get_device_info(cl_device_id d, cl_device_info what,
         return answer(&platform, sizeof(platform), size, out, size_ret);
     case CL_DEVICE_GLOBAL_MEM_SIZE:
     case CL_DEVICE_MAX_MEM_ALLOC_SIZE:
+    case CL_DEVICE_LOCAL_MEM_SIZE:
         return answer(&big, sizeof(big), size, out, size_ret);
     case CL_DEVICE_MAX_COMPUTE_UNITS:
     case CL_DEVICE_REFERENCE_COUNT:
@@ -240,6 +241,20 @@ static cl_int CL_API_CALL get_context_info(cl_context c, cl_context_info what,
     }
 }
 
+/* A queue's device and context (crane-proxy asks before a launch). */
+static cl_int CL_API_CALL get_queue_info(cl_command_queue q,
+                                         cl_command_queue_info what,
+                                         size_t size, void *out,
+                                         size_t *size_ret)
+{
+    cl_device_id dev = (cl_device_id)&the_device;
+
+    (void)q;
+    if (what == CL_QUEUE_DEVICE)
+        return answer(&dev, sizeof(dev), size, out, size_ret);
+    return answer_zero(size, out, size_ret);
+}
+
 static cl_command_queue CL_API_CALL create_queue(
     cl_context c, cl_device_id d, cl_command_queue_properties p, cl_int *err)
 {
@@ -256,14 +271,6 @@ static cl_command_queue CL_API_CALL create_queue_props(
     (void)d;
     (void)p;
     return new_obj(err);
-}
-
-static cl_int CL_API_CALL get_info_zero(void *h, cl_uint what, size_t size,
-                                        void *out, size_t *size_ret)
-{
-    (void)h;
-    (void)what;
-    return answer_zero(size, out, size_ret);
 }
 
 static cl_mem CL_API_CALL create_buffer(cl_context c, cl_mem_flags flags,
@@ -301,8 +308,14 @@ static cl_int CL_API_CALL get_mem_info(cl_mem m, cl_mem_info what,
 {
     struct nullcl_obj *o = (struct nullcl_obj *)m;
 
+    /* Every memory object here is a buffer (crane-proxy checks the type
+     * of a kernel's buffer arguments: bench/shimcost/run.sh --remote). */
+    cl_mem_object_type type = CL_MEM_OBJECT_BUFFER;
+
     if (what == CL_MEM_SIZE)
         return answer(&o->size, sizeof(o->size), size, out, size_ret);
+    if (what == CL_MEM_TYPE)
+        return answer(&type, sizeof(type), size, out, size_ret);
     return answer_zero(size, out, size_ret);
 }
 
@@ -520,6 +533,17 @@ static cl_int CL_API_CALL wait_events(cl_uint n, const cl_event *ev)
     return CL_SUCCESS;
 }
 
+/* Every command is complete at once: a callback runs at once. */
+static cl_int CL_API_CALL set_event_callback(
+    cl_event e, cl_int type, void(CL_CALLBACK *fn)(cl_event, cl_int, void *),
+    void *data)
+{
+    if (!fn)
+        return CL_INVALID_VALUE;
+    fn(e, type, data);
+    return CL_SUCCESS;
+}
+
 static cl_int CL_API_CALL get_event_info(cl_event e, cl_event_info what,
                                          size_t size, void *out,
                                          size_t *size_ret)
@@ -557,8 +581,7 @@ static void fill_table(void)
     table.clCreateCommandQueueWithProperties = create_queue_props;
     table.clRetainCommandQueue = (cl_api_clRetainCommandQueue)retain;
     table.clReleaseCommandQueue = (cl_api_clReleaseCommandQueue)release;
-    table.clGetCommandQueueInfo =
-        (cl_api_clGetCommandQueueInfo)get_info_zero;
+    table.clGetCommandQueueInfo = get_queue_info;
     table.clCreateBuffer = create_buffer;
     table.clCreateBufferWithProperties = create_buffer_props;
     table.clRetainMemObject = (cl_api_clRetainMemObject)retain;
@@ -584,6 +607,7 @@ static void fill_table(void)
     table.clFinish = no_op_queue;
     table.clWaitForEvents = wait_events;
     table.clGetEventInfo = get_event_info;
+    table.clSetEventCallback = set_event_callback;
     table.clRetainEvent = (cl_api_clRetainEvent)retain;
     table.clReleaseEvent = (cl_api_clReleaseEvent)release;
     table.clGetExtensionFunctionAddressForPlatform = get_ext_platform;

@@ -9,7 +9,9 @@
  *
  * The kinds: setarg (clSetKernelArg of an int), setarg_mem (of a buffer,
  * which the shim tracks for dirtiness), launch (clEnqueueNDRangeKernel
- * with no event), launch_event (with an event, then clReleaseEvent),
+ * with no event), args8_launch (four buffer and four int arguments
+ * changed, then a launch: bench/overhead's setarg iteration),
+ * launch_event (with an event, then clReleaseEvent),
  * write4 (a 4-byte blocking clEnqueueWriteBuffer).  Exit 0, or 2 on an
  * OpenCL error (the message on stderr).
  */
@@ -65,10 +67,12 @@ int main(int argc, char **argv)
 
     only = argc > 2 ? argv[2] : NULL;
     if (n <= 0 || (only && !wanted("setarg") && !wanted("setarg_mem") &&
-                   !wanted("launch") && !wanted("launch_event") &&
+                   !wanted("launch") && !wanted("args8_launch") &&
+                   !wanted("launch_event") &&
                    !wanted("write4"))) {
         fprintf(stderr, "usage: shimcost [ITERATIONS > 0 [setarg|"
-                        "setarg_mem|launch|launch_event|write4]]\n");
+                        "setarg_mem|launch|args8_launch|launch_event|"
+                        "write4]]\n");
         return 2;
     }
     CHECK(clGetPlatformIDs(1, &platform, NULL));
@@ -109,6 +113,21 @@ int main(int argc, char **argv)
             clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL,
                                    NULL);
         report("launch", t0, n);
+    }
+    if (wanted("args8_launch")) {
+        /* bench/overhead's setarg iteration: eight arguments, then a
+         * launch. */
+        t0 = now_ns();
+        for (long i = 0; i < n; i++) {
+            int v[4] = {(int)i, (int)(i >> 4), 256, 1 + (int)(i % 7)};
+            for (cl_uint a = 0; a < 4; a++)
+                clSetKernelArg(k, a, sizeof(cl_mem), &bufs[(i + a) & 3]);
+            for (cl_uint a = 0; a < 4; a++)
+                clSetKernelArg(k, 4 + a, sizeof(int), &v[a]);
+            clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL,
+                                   NULL);
+        }
+        report("args8_launch", t0, n);
     }
     if (wanted("launch_event")) {
         t0 = now_ns();

@@ -1,4 +1,5 @@
 /* libFuzzer target: bytes as a client's stream into crane-proxy's executor. */
+#include "arena.h"
 #include "exec.h"
 #include "log.h"
 #include "tenant.h"
@@ -527,7 +528,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r = calloc(1, sizeof(*r));
         if (!r)
             abort();
-        r->msg = crane__client_message__unpack(NULL, len, msg);
+        /* Into an arena, as the proxy's input does (arena.h). */
+        r->msg = px_arena_unpack(msg, len, &r->arena);
         if (!r->msg) {
             snprintf(r->error, sizeof(r->error), "frame does not decode");
             px_exec_one(t, r);
