@@ -254,6 +254,8 @@ size_t rc_prop_pairs(uint64_t out[32], const cl_ulong *props);
  * queue behind that wait (remote_event.c). */
 cl_int rc_wait_before_blocking(cl_command_queue q, cl_uint n,
                                const cl_event *wl);
+/* Whether user events of this client are unset (remote_event.c). */
+bool rc_user_events_unset(void);
 cl_int rc_sync_call(Crane__SyncOp op, cl_command_queue q, cl_uint n,
                     const cl_event *events, cl_event *event, bool reply);
 /* An image's bytes per pixel, 0 for a buffer (remote_enqueue_mem.c). */

@@ -60,8 +60,10 @@ static cl_int mem_command(struct cmd *x, cl_uint n, const cl_event *wl,
     Crane__MemCommand *c = &x->c;
     struct rc_ids w;
     struct rc_obj *e;
-    cl_int err = dst && !detached ? rc_wait_before_blocking(x->q, n, wl)
-                                  : CL_SUCCESS;
+    /* The proxy answers these once the device did them. */
+    bool answered_done = (dst && !detached) || (c->host_mem && c->blocking);
+    cl_int err = answered_done ? rc_wait_before_blocking(x->q, n, wl)
+                               : CL_SUCCESS;
 
     if (err == CL_SUCCESS)
         err = rc_ids_of(&w, n, wl);
@@ -103,6 +105,17 @@ static cl_int device_command(struct cmd *x, cl_uint n, const cl_event *wl,
 static bool in_host_memory(const void *ptr, size_t size, uint64_t *off)
 {
     return size && shim_remote_host_on() && shim_hostmem_find(ptr, size, off);
+}
+
+/* Whether a write may go in place.  A blocking one in place returns once
+ * the device has the bytes, after the work queued before it; a copied one
+ * returns once they are copied, which is all OpenCL asks.  While user
+ * events are unset, work ahead may wait for one that this very thread
+ * sets only after the write returns (tests/integration/user_events.c):
+ * then the bytes are copied, as they always were. */
+static bool write_in_place(cl_bool blocking)
+{
+    return !blocking || !rc_user_events_unset();
 }
 
 /* A plain read or write of bytes in the host-memory region: the proxy
@@ -169,7 +182,7 @@ cl_int CL_API_CALL rc_clEnqueueWriteBuffer(cl_command_queue q, cl_mem b,
 
     if (!ptr)
         return CL_INVALID_VALUE;
-    if (in_host_memory(ptr, size, &off)) {
+    if (write_in_place(blocking) && in_host_memory(ptr, size, &off)) {
         struct cmd x;
         cmd_init(&x, q, CRANE__MEM_OP__MEM_WRITE, NULL, b);
         x.c.dst_offset = offset;
@@ -335,7 +348,9 @@ cl_int CL_API_CALL rc_clEnqueueWriteBufferRect(
     x.c.dst_row_pitch = buf_row;
     x.c.dst_slice_pitch = buf_slice;
     const char *at = (const char *)ptr + host_offset(host_origin, &l);
-    cl_int err = rect_in_place(&x, at, &l, blocking, n, wl, ev);
+    cl_int err = write_in_place(blocking)
+                     ? rect_in_place(&x, at, &l, blocking, n, wl, ev)
+                     : 1;
     if (err != 1)
         return err;
     return write_packed(&x, &l, at, n, wl, ev);

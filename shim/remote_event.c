@@ -265,6 +265,11 @@ static cl_int settle(cl_int err)
                         true);
 }
 
+bool rc_user_events_unset(void)
+{
+    return atomic_load(&unset_user_events) > 0;
+}
+
 cl_int rc_wait_before_blocking(cl_command_queue q, cl_uint n,
                                const cl_event *wl)
 {

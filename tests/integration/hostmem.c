@@ -5,7 +5,9 @@
  *   hostmem phases REGION_MB   remoted from the start with a region of
  *       REGION_MB MiB (1 expected): a buffer mapped into the region,
  *       blocking and non-blocking writes and reads from and to it
- *       (393216 bytes each), rect ones (a span of 3424 bytes), a second
+ *       (393216 bytes each), one behind work gated by a user event that
+ *       is set only after it returned (copied: it must return), rect
+ *       ones (a span of 3424 bytes), a second
  *       map too big for what is left
  *       (720896 bytes, in the heap), 65536 bytes half in and half out of
  *       the region (where memory next to it can be had), and unmaps that
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define A_BYTES 0x60000u     /* in the region */
 #define F_BYTES 0xB0000u     /* no room left for it: the heap */
@@ -130,6 +133,25 @@ static void round_trip(const char *what, uint8_t *p, size_t n, cl_mem dev,
     expect_host(what, p, seed, n);
 }
 
+/* A blocking write from P behind work that waits for a user event this
+ * thread sets only after the write returned: the write must return (its
+ * bytes copied, not in place) and land once the event is set. */
+static void gated_write(uint8_t *p, size_t n, cl_mem dev)
+{
+    cl_int err;
+    cl_event user = clCreateUserEvent(ctx, &err);
+
+    CHECK("user event", err);
+    CHECK("gate", clEnqueueMarkerWithWaitList(q, 1, &user, NULL));
+    pattern(p, n, 11);
+    CHECK("gated write", clEnqueueWriteBuffer(q, dev, CL_TRUE, 0, n, p, 0,
+                                              NULL, NULL));
+    CHECK("set", clSetUserEventStatus(user, CL_COMPLETE));
+    CHECK("finish", clFinish(q));
+    clReleaseEvent(user);
+    expect_device("gated write", dev, p, n);
+}
+
 /* A rectangle of 64 x 16 x 2 bytes written from P (host origin 4, 1, 0;
  * rows of 96, slices of 1920 bytes: a span of 3424) into DEV, blocking,
  * and read back the same way into P + 0x20000 without blocking; every
@@ -191,6 +213,7 @@ static int phases(size_t region)
 
     round_trip("blocking, in the region", p, A_BYTES, dev, 1, CL_TRUE);
     round_trip("non-blocking, in the region", p, A_BYTES, dev, 2, CL_FALSE);
+    gated_write(p, A_BYTES, dev);
     rect_trip(p, dev);
     uint8_t *f = map(b2, F_BYTES);
     round_trip("blocking, the heap", f, F_BYTES, dev, 3, CL_TRUE);
@@ -265,6 +288,8 @@ int main(int argc, char **argv)
     cl_device_id device;
     cl_int err;
 
+    /* A wait that never returns fails instead of stalling the suite. */
+    alarm(120);
     if (argc != 3 || (strcmp(argv[1], "phases") && strcmp(argv[1], "loop"))) {
         fprintf(stderr, "usage: hostmem phases REGION_MB | loop ROUNDS\n");
         return 2;
