@@ -105,7 +105,7 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
     }
     if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH &&
         attach_host(c, m->host_attach, r->error, sizeof(r->error)) < 0) {
-        crane__client_message__free_unpacked(m, NULL);
+        px_arena_free(m, a);
         px_conn_queue(c, r);
         return 0;
     }
