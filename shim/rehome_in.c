@@ -188,31 +188,37 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
                 break;
             }
             d->rq = q;
-            t->bytes_reinjected += m->size;
-            t->bytes_streamed += m->size;
+            /* A pre-copied buffer's range: the rest is in the buffer made
+             * ahead, if the rebuild adopted it (nothing to write), else
+             * written whole from the RAM copy first, the range over it. */
+            if ((d->off != 0 || d->len != m->size) &&
+                (rc = reinject(m, q, &t->bytes_reinjected)) < 0)
+                break;
+            t->bytes_reinjected += d->len;
+            t->bytes_streamed += d->len;
             /* Back from the proxy: proxy -> ring 1 -> this device, done
              * when it returns (ringstream.c). */
             if (to == &shim_native_ops) {
-                if (shim_ringstream_back(d->q, d->mem, m->size, q,
+                if (shim_ringstream_back(d->q, d->mem, d->off, d->len, q,
                                          m->obj.real) < 0) {
-                    SWITCH_FAIL("streaming a %zu-byte buffer back from the "
-                                "proxy failed", m->size);
+                    SWITCH_FAIL("streaming %zu bytes of a buffer back from "
+                                "the proxy failed", d->len);
                     rc = -EIO;
                 }
                 continue;
             }
             /* Out through the shared area pinned for the vendor: device
              * -> ring 0 -> the proxy, no CPU copy; else pinned chunks. */
-            int out = shim_ringstream_out(d->q, d->ctx, d->mem, m->size, q,
-                                          m->obj.real);
+            int out = shim_ringstream_out(d->q, d->ctx, d->mem, d->off,
+                                          d->len, q, m->obj.real);
             if (out < 0 && out != -EAGAIN) {
-                SWITCH_FAIL("streaming a %zu-byte buffer to the proxy "
-                            "through the shared area failed", m->size);
+                SWITCH_FAIL("streaming %zu bytes of a buffer to the proxy "
+                            "through the shared area failed", d->len);
                 rc = -EIO;
             }
             if (out != -EAGAIN)
                 continue;
-            if (shim_staging_stream(d->q, d->ctx, d->mem, 0, m->size,
+            if (shim_staging_stream(d->q, d->ctx, d->mem, d->off, d->len,
                                     stream_sink, d) < 0)
                 rc = -EIO;
         }

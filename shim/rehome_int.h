@@ -62,6 +62,10 @@ struct streamed {
     cl_mem mem;                  /* the vendor's buffer */
     cl_command_queue q;          /* a vendor queue of the pass (sq) */
     cl_command_queue rq;         /* the proxy's, set by bring_back */
+    size_t off, len;             /* the range to move: the whole buffer,
+                                    or what a pre-copied one still lacks
+                                    (the rest is in its RAM copy and in
+                                    the buffer made ahead) */
 };
 
 /* Helper queues of one switch, released by whoever opens the gate. */

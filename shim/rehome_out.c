@@ -159,15 +159,13 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
  * through the shared area pinned in the context made ahead for it, so that
  * no byte takes a CPU copy.  CRANE_STREAM_SWITCH=0: never.
  */
-static bool streams(const struct shim_backend_ops *from,
-                    const struct shim_backend_ops *to,
-                    const struct shim_mem *m)
+static bool streams_kind(const struct shim_backend_ops *from,
+                         const struct shim_backend_ops *to,
+                         const struct shim_mem *m)
 {
     if (!shim_config.stream_switch || m->type != SHIM_BUFFER ||
         (m->flags & CL_MEM_USE_HOST_PTR) || atomic_load(&m->maps) != 0 ||
-        m->premade || !m->obj.real ||
-        (m->shadow_valid && (atomic_load(&m->dirty_lo) != 0 ||
-                             atomic_load(&m->dirty_hi) < m->size)))
+        !m->obj.real)
         return false;
     if (from == &shim_native_ops && to == &shim_remote_ops)
         return (shim_ringstream_has(m->context->obj.real) ||
@@ -177,6 +175,34 @@ static bool streams(const struct shim_backend_ops *from,
            shim_ringstream_has(m->context->premade) &&
            !(m->flags & (CL_MEM_HOST_NO_ACCESS | CL_MEM_HOST_READ_ONLY |
                          CL_MEM_HOST_WRITE_ONLY));
+}
+
+static bool streams(const struct shim_backend_ops *from,
+                    const struct shim_backend_ops *to,
+                    const struct shim_mem *m)
+{
+    return !m->premade &&
+           (!m->shadow_valid || (atomic_load(&m->dirty_lo) == 0 &&
+                                 atomic_load(&m->dirty_hi) >= m->size)) &&
+           streams_kind(from, to, m);
+}
+
+/*
+ * Whether the stop streams what a pre-copied buffer M still lacks (its
+ * dirty range) into the buffer made ahead on the target, rather than
+ * through the RAM copy: only through the shared area pinned for the vendor
+ * (no CPU copy at all), and only a RAM copy that holds the rest (should
+ * the target not be adopted, the stop writes it whole, then the range).
+ */
+static bool streams_range(const struct shim_backend_ops *from,
+                          const struct shim_backend_ops *to,
+                          const struct shim_mem *m)
+{
+    void *native = from == &shim_native_ops ? m->context->obj.real
+                                            : m->context->premade;
+
+    return m->premade && m->shadow && m->shadow_valid &&
+           streams_kind(from, to, m) && shim_ringstream_has(native);
 }
 
 /* Before the gate closes: whether a switch to TO (ARG) fills M's RAM
@@ -190,10 +216,22 @@ bool shim_rehome_shadow_needed(const struct shim_mem *m, void *arg)
     return shim_config.precopy_rounds > 0 || !streams(shim.backend, to, m);
 }
 
-/* Step 2 for a streamed buffer: only noted, read by bring_back. */
+/* Step 2 for a streamed buffer: only noted, moved by bring_back; with
+ * RANGE, only what the buffer made ahead lacks (nothing: nothing noted). */
 static int stream_defer(struct pass *ps, struct shim_mem *m,
-                        cl_command_queue q, size_t *bytes)
+                        cl_command_queue q, bool range, size_t *bytes)
 {
+    size_t lo = 0, hi = m->size;
+
+    if (range) {
+        lo = atomic_load(&m->dirty_lo);
+        hi = atomic_load(&m->dirty_hi);
+        if (hi > m->size)
+            hi = m->size;
+        m->stop_lo = m->stop_hi = 0;
+        if (lo >= hi)
+            return 0;
+    }
     struct streamed *l = realloc(ps->streamed,
                                  (ps->n_streamed + 1) * sizeof(*l));
 
@@ -203,10 +241,11 @@ static int stream_defer(struct pass *ps, struct shim_mem *m,
     }
     ps->streamed = l;
     l[ps->n_streamed++] = (struct streamed){
-        .m = m, .ctx = m->context->obj.real, .mem = m->obj.real, .q = q};
+        .m = m, .ctx = m->context->obj.real, .mem = m->obj.real, .q = q,
+        .off = lo, .len = hi - lo};
     m->streamed = true;
     m->stop_lo = m->stop_hi = 0;
-    *bytes += m->size;
+    *bytes += hi - lo;
     return 0;
 }
 
@@ -333,7 +372,8 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
         if (shim_mem_holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
             cl_command_queue q;
-            bool stream = streams(from, to, m);
+            bool range = streams_range(from, to, m);
+            bool stream = range || streams(from, to, m);
             if (stream)
                 rc = shim_helper_queue(ps->sq, &ps->n_sq, 16, m->context, &q);
             else
@@ -341,7 +381,8 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
             if (rc == 0)
                 rc = shim_fault_at("extract");
             if (rc == 0)
-                rc = stream ? stream_defer(ps, m, q, &t->bytes_extracted)
+                rc = stream ? stream_defer(ps, m, q, range,
+                                           &t->bytes_extracted)
                             : extract(m, q, &t->bytes_extracted);
         }
     if (rc == 0)

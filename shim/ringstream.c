@@ -178,10 +178,11 @@ static int out_retire(struct out *o)
 }
 
 int shim_ringstream_out(cl_command_queue nq, void *nctx, cl_mem nmem,
-                        size_t size, cl_command_queue rq, cl_mem rmem)
+                        size_t from, size_t len, cl_command_queue rq,
+                        cl_mem rmem)
 {
     struct out o = {.rq = rq, .rmem = rmem};
-    size_t piece, off = 0;
+    size_t piece, off = from, size = from + len;
     int rc = 0;
 
     /* The area stays mapped until every copy into it is done; one given
@@ -331,15 +332,16 @@ static int back_sink(void *arg, size_t off, const void *bytes, size_t len,
     return 0;
 }
 
-int shim_ringstream_back(cl_command_queue rq, cl_mem rmem, size_t size,
-                         cl_command_queue nq, cl_mem nmem)
+int shim_ringstream_back(cl_command_queue rq, cl_mem rmem, size_t off,
+                         size_t size, cl_command_queue nq, cl_mem nmem)
 {
-    struct back b = {.nq = nq, .nmem = nmem};
+    struct back b = {.nq = nq, .nmem = nmem, .base = off};
 
     /* The area stays mapped until every copy out of it is done (without
      * one, the pieces come on the stream, each through a bounce). */
     shim_remote_shm_hold();
-    cl_int err = shim_remote_read_to_sink(rq, rmem, 0, size, back_sink, &b);
+    cl_int err = shim_remote_read_to_sink(rq, rmem, off, size, back_sink,
+                                          &b);
     /* Pieces still in flight (the read ended, or failed) are waited for
      * and their room freed, in order. */
     int rc = back_drain(&b);

@@ -96,18 +96,20 @@ cl_int shim_remote_read_to_sink(cl_command_queue q, cl_mem b, size_t off,
  * no CPU copy (ringstream.c).  The area wrapped for the vendor context CTX
  * before the gate closes (0, or -errno: not available, copies go through
  * staging); whether CTX has it; every wrap released (by
- * shim_copies_drop_all).  Out: [0, SIZE) of the native buffer NMEM (queue
- * NQ, context NCTX) to the proxy's RMEM (queue RQ), done once RQ finished
+ * shim_copies_drop_all).  Out: [OFF, OFF+LEN) of the native buffer NMEM
+ * (queue NQ, context NCTX) to the same range of the proxy's RMEM (queue
+ * RQ), done once RQ finished
  * (-EAGAIN before anything moved: the area is no longer the one wrapped,
- * use the pinned chunks).  Back: the proxy's RMEM to NMEM, done when it
- * returns 0.  0, or -errno, logged. */
+ * use the pinned chunks).  Back: that range of the proxy's RMEM to NMEM,
+ * done when it returns 0.  0, or -errno, logged. */
 int shim_ringstream_prepare(void *ctx);
 bool shim_ringstream_has(void *ctx);
 void shim_ringstream_drop_all(void);
 int shim_ringstream_out(cl_command_queue nq, void *nctx, cl_mem nmem,
-                        size_t size, cl_command_queue rq, cl_mem rmem);
-int shim_ringstream_back(cl_command_queue rq, cl_mem rmem, size_t size,
-                         cl_command_queue nq, cl_mem nmem);
+                        size_t off, size_t len, cl_command_queue rq,
+                        cl_mem rmem);
+int shim_ringstream_back(cl_command_queue rq, cl_mem rmem, size_t off,
+                         size_t len, cl_command_queue nq, cl_mem nmem);
 /* What moved that way since the last take: bytes, and the time the switch
  * waited for the native device's copies of them. */
 struct shim_ring_stats {

@@ -341,6 +341,8 @@ for n in kernels buffers images threads; do
         tests/integration/remote.sh switch 13 2 "$PROGS/$n"
 done
 case_ "precopy/hot-thread" tests/integration/precopy.sh
+case_ "precopy/hot-thread-nopin" env CRANE_SHIM_PIN_RING=0 \
+    tests/integration/precopy.sh
 # A switch's bytes with no CPU copy (shim/ringstream.c): 24 MiB through
 # small rings both ways, every word checked and every streamed byte
 # counted as moved the no-copy way; with CRANE_SHIM_PIN_RING=0 none is.

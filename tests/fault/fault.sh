@@ -294,7 +294,7 @@ case_proxy() {
             # copy (shim/ringstream.c): the proxy went before every byte
             # came, so the switch fails and the program gets errors.
             expect_error
-            grep -q 'streaming a .* back from the proxy failed' \
+            grep -q 'streaming .* back from the proxy failed' \
                 "$T/shim.log" || die "no reason logged"
         else
             # Through the RAM copy, whole before the proxy went.

@@ -7,7 +7,10 @@
 # no more than the hot buffer (the cold bytes went while the program ran,
 # the bytes it kept rewriting were read again), and each stop wrote no
 # more than that into the new side (the rounds wrote the rest into buffers
-# made ahead there).  No timing asserted.
+# made ahead there), streamed there from the old side's device through the
+# pinned shared area with no CPU copy (the report's nocopy=; with
+# CRANE_SHIM_PIN_RING=0 through the RAM copy, none so).  No timing
+# asserted.
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -50,7 +53,7 @@ rc=$?
 cat "$TMP/out" "$TMP/report"
 [ $rc -eq 0 ] || fail "switch exited $rc"
 grep -q '^PASS .* MiB hot over' "$TMP/out" || fail "no PASS"
-awk -v hot=$((HOT_MB << 20)) '
+awk -v hot=$((HOT_MB << 20)) -v pin="${CRANE_SHIM_PIN_RING:-1}" '
     function fields(a,   i, kv) {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); a[kv[1]] = kv[2] }
     }
@@ -63,6 +66,17 @@ awk -v hot=$((HOT_MB << 20)) '
         # The new side had the context ahead (the proxy: made by the
         # pre-copy; the vendor: by prewarm): the rounds wrote into it, the
         # stop only what it read.
+        # What the stop moved went device -> shared area -> the buffer
+        # made ahead, with no CPU copy (shim/ringstream.c; pinned area).
+        if (pin && (f["nocopy"] != f["bytes_out"] ||
+                    f["streamed"] != f["bytes_out"])) {
+            print "switch " n " moved " f["nocopy"] " of its " f["bytes_out"] \
+                " stop bytes with no CPU copy (streamed " f["streamed"] ")"
+            bad = 1 }
+        # CRANE_SHIM_PIN_RING=0: through the RAM copy, as before.
+        if (!pin && f["nocopy"] != 0) {
+            print "switch " n " moved bytes with no CPU copy, pinning off"
+            bad = 1 }
         if (f["bytes_back"] > hot || f["precopy_target"] < 1) {
             print "switch " n " wrote " f["bytes_back"] " bytes at the stop " \
                 "(target pre-copy " f["precopy_target"] "), want at most " \
