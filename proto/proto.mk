@@ -44,6 +44,7 @@ UNIT_RUNNER_SRCS := tests/unit/runner.c
 UNIT_SRCS += tests/unit/test_frame.c tests/unit/test_auth.c tests/unit/test_tls.c \
              tests/unit/test_conffile.c tests/unit/test_log.c \
              tests/unit/test_shm.c tests/unit/test_pcopy.c \
+             tests/unit/test_fastpack.c \
              tests/unit/test_map.c tests/unit/test_deadline.c \
              tests/unit/test_listen.c tests/unit/test_spin.c
 

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "proto/fastpack.h"
 #include "proto/frame.h"
 #include "proto/pcopy.h"
 #include "hostmem.h"
@@ -146,7 +147,7 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
 int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
                         size_t bulk_len, bool flush)
 {
-    size_t len = crane__client_message__get_packed_size(m);
+    size_t len = crn_fastpack_size(m);
     int rc;
 
     if (atomic_load(&shim_conn.dead))
@@ -159,7 +160,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
         flush = flush || bulk_len > BULK_INLINE;
         atomic_fetch_add(&shim_conn.shm_bytes, bulk_len);
         bulk_len = 0;
-        len = crane__client_message__get_packed_size(m);
+        len = crn_fastpack_size(m);
     }
     if (len > MAX_FRAME) {
         const ProtobufCFieldDescriptor *f =
@@ -179,7 +180,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
     p[1] = (unsigned char)(len >> 16);
     p[2] = (unsigned char)(len >> 8);
     p[3] = (unsigned char)len;
-    crane__client_message__pack(m, p + 4);
+    crn_fastpack(m, p + 4);
     shim_conn.batch_len += 4 + len;
     if (bulk_len && inline_bulk) {
         memcpy(shim_conn.batch + shim_conn.batch_len, bulk, bulk_len);

@@ -131,8 +131,9 @@ cl_int CL_API_CALL rc_clReleaseKernel(cl_kernel h)
 
 /* --- kernel arguments and launches */
 
-/* Argument INDEX of K, emptied, with room made for it; NULL when out of
- * memory.  Caller holds k->lock. */
+/* Argument INDEX of K, with room made for it (its bytes, if any, kept for
+ * the caller to reuse or free); NULL when out of memory.  Caller holds
+ * k->lock. */
 static struct rc_arg *arg_slot(struct rc_kernel *k, cl_uint index)
 {
     if (index >= k->n_args) {
@@ -145,8 +146,6 @@ static struct rc_arg *arg_slot(struct rc_kernel *k, cl_uint index)
         k->n_args = n;
     }
     struct rc_arg *a = &k->args[index];
-    free(a->value);
-    a->value = NULL;
     a->is_svm = false;
     a->svm_offset = 0;
     return a;
@@ -175,6 +174,8 @@ cl_int CL_API_CALL rc_clSetKernelArgSVMPointer(cl_kernel h, cl_uint index,
         pthread_mutex_unlock(&k->lock);
         return CL_OUT_OF_HOST_MEMORY;
     }
+    free(a->value);
+    a->value = NULL;
     a->is_object = a->is_local = false;
     a->is_svm = true;
     a->object = svm ? svm->mem.obj.id : 0;
@@ -307,15 +308,22 @@ static cl_int arg_store(struct rc_kernel *k, cl_uint index,
                         bool changed)
 {
     struct rc_arg *a = arg_slot(k, index);
+    bool bytes = value && !next->is_object && next->size;
 
     if (!a)
         return CL_OUT_OF_HOST_MEMORY;
+    /* The same argument set again to bytes of the same size (a loop's
+     * scalars) reuses their room. */
+    if (a->value && (!bytes || a->size != next->size)) {
+        free(a->value);
+        a->value = NULL;
+    }
     a->is_object = next->is_object;
     a->is_local = next->is_local;
     a->object = next->object;
     a->size = next->size;
-    if (value && !next->is_object && next->size) {
-        if (!(a->value = malloc(next->size)))
+    if (bytes) {
+        if (!a->value && !(a->value = malloc(next->size)))
             return CL_OUT_OF_HOST_MEMORY;
         memcpy(a->value, value, next->size);
     }

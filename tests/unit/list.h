@@ -26,6 +26,11 @@ TEST_ENTRY(shm_map_refuses_bad_areas)
 TEST_ENTRY(shm_file_part_and_token)
 TEST_ENTRY(shm_claim_holds_room_until_released)
 
+/* proto/fastpack.c: tests/unit/test_fastpack.c */
+TEST_ENTRY(fastpack_launch_matches_protobuf_c)
+TEST_ENTRY(fastpack_other_messages_are_protobuf_c)
+TEST_ENTRY(fastpack_knows_every_field)
+
 /* proto/pcopy.c: tests/unit/test_pcopy.c */
 TEST_ENTRY(pcopy_matches_memcpy)
 TEST_ENTRY(pcopy_concurrent_callers)
