@@ -2,7 +2,8 @@
  *
  * Lines are stable for scripts: "phase: NAME", one "program PID NAME MODE
  * ..." row per program (with a "bulk: shm N B, stream M B, area
- * attached|none" line under it once it remoted), "result: ok|FAILED ...",
+ * attached|none" line under it once it remoted, and "in place: H B in host
+ * memory" once bytes went so), "result: ok|FAILED ...",
  * and for prepare and resume a "stoppage:" line with the longest time any
  * program's OpenCL calls were held.
  */
@@ -81,6 +82,9 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
                 (unsigned long long)r->shm_bytes,
                 (unsigned long long)r->stream_bytes,
                 r->shm_attached ? "attached" : "none");
+    if (r->host_bytes)
+        fprintf(out, "        in place: %llu B in host memory\n",
+                (unsigned long long)r->host_bytes);
     if (t && t->total > 0) {
         crn_format_bytes(moved, sizeof(moved), t->bytes_extracted);
         crn_format_bytes(back, sizeof(back), t->bytes_reinjected);

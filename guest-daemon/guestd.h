@@ -63,7 +63,7 @@ struct gd_program {
     Crane__Control__ProgramMode mode;
     uint64_t state_bytes;
     /* Its remote connection's bulk bytes and shared area (last ack). */
-    uint64_t shm_bytes, stream_bytes;
+    uint64_t shm_bytes, stream_bytes, host_bytes;
     bool shm_attached;
     double registered_at;
     char proxy[GD_TEXT];

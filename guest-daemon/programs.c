@@ -126,6 +126,7 @@ static bool on_ack(struct gd_program *p, uint64_t id,
     p->state_bytes = a->state_bytes;
     p->shm_bytes = a->shm_bytes;
     p->stream_bytes = a->stream_bytes;
+    p->host_bytes = a->host_bytes;
     p->shm_attached = a->shm_attached;
     p->unresponsive = false;
     if (query || a->op == GD_OP(QUERY)) {
@@ -459,6 +460,7 @@ void gd_program_report(const struct gd_program *p,
     r->age = gd_now() - p->registered_at;
     r->shm_bytes = p->shm_bytes;
     r->stream_bytes = p->stream_bytes;
+    r->host_bytes = p->host_bytes;
     r->shm_attached = p->shm_attached;
     /* The truth as far as the daemon knows it: a program with a command
      * in flight is switching (whatever mode it last reported), one that

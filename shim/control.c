@@ -398,6 +398,7 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
     shim_remote_shm_counts(&counts);
     ack.shm_bytes = counts.shm_bytes;
     ack.stream_bytes = counts.stream_bytes;
+    ack.host_bytes = counts.host_bytes;
     ack.shm_attached = shim_remote_shm_attached();
     reply.id = m->id;
     reply.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_ACK;
