@@ -351,12 +351,19 @@ static void on_wake(uv_async_t *a)
         px_conn_schedule(c);
 }
 
+/* Set on the loop thread while it executes calls itself and writes their
+ * answers right after (px_conn_schedule): no wake-up is needed then. */
+_Thread_local bool px_conn_drains_after;
+
 static void sink_push(void *ctx, struct px_out *o)
 {
     struct px_conn *c = ctx;
 
     px_outq_push(&c->outq, o);
-    uv_async_send(&c->wake);
+    /* An answer the loop thread itself writes next: the wake-up (a write
+     * to an eventfd, then a loop turn to read it) would only delay it. */
+    if (!px_conn_drains_after)
+        uv_async_send(&c->wake);
 }
 
 static void sink_poke(void *ctx)

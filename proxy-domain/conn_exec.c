@@ -128,7 +128,9 @@ void px_conn_schedule(struct px_conn *c)
         /* The loop thread writes the replies: none may wait for room in
          * the client's shared area. */
         c->tenant->shm_nowait = true;
+        px_conn_drains_after = true;
         px_exec_batch(c->tenant, batch, &c->stop);
+        px_conn_drains_after = false;
         c->tenant->shm_nowait = false;
         px_conn_drain(c);
         return;

@@ -13,6 +13,10 @@
 /* TCP keepalive: probes after this many idle seconds find dead peers. */
 #define KEEPALIVE_S 60
 
+/* conn.c: set on the loop thread while it executes a batch whose answers
+ * it writes itself right after (no wake-up for them). */
+extern _Thread_local bool px_conn_drains_after;
+
 /* conn.c: writes everything other threads queued; ends a closing C once
  * no work of it runs. */
 void px_conn_drain(struct px_conn *c);
