@@ -76,9 +76,10 @@ int crn_shm_map_fd(int fd, uint64_t size, uint64_t ring_len, bool need_seals,
 
 /* Plain shared memory, no rings (the host-memory region a client's mapped
  * pointers live in, remote.proto's HostAttach): a sealed memfd of SIZE
- * bytes (rounded up to pages, at most CRN_SHM_MAX_HOST), mapped, with
+ * bytes (rounded up to pages, at most CRN_SHM_MAX_HOST: a proxy that pins
+ * it holds all of it, so a peer may not ask for more), mapped, with
  * ring_len 0.  Only crn_shm_close applies to it. */
-#define CRN_SHM_MAX_HOST (64ull << 30)
+#define CRN_SHM_MAX_HOST (4ull << 30)
 int crn_shm_create_plain(size_t size, struct crn_shm *out);
 /* Maps such memory received from the peer: FD (taken: closed on failure)
  * must be a memfd sealed against shrinking, of at least SIZE bytes (a

@@ -79,8 +79,8 @@ void shim_config_load(void)
     /* Host memory for mapped pointers beside a memfd area (shim/hostmem.h):
      * bytes from and to it are never copied by the shim. */
     shim_config.shm_host_mb = env_long("CRANE_SHM_HOST_MB", 256, 0);
-    if (shim_config.shm_host_mb > 65536)
-        shim_config.shm_host_mb = 65536;
+    if (shim_config.shm_host_mb > 4096)
+        shim_config.shm_host_mb = 4096;  /* CRN_SHM_MAX_HOST */
     shim_config.rehome_to = env_str("CRANE_REHOME_TO");
     shim_config.device = env_str("CRANE_DEVICE");
     if (!shim_config.rehome_to)
