@@ -3,6 +3,7 @@
  * input in conn_input.c, execution in conn_exec.c. */
 #include "conn_int.h"
 
+#include "lanes.h"
 #include "log.h"
 #include "supervisor.h"
 #include "ringpin.h"
@@ -393,8 +394,10 @@ void px_conn_finish_close(struct px_conn *c)
         c->resuming = NULL;
     }
     if (t) {
-        /* Nothing executes now: the area goes with the connection. */
+        /* Nothing executes now: the area goes with the connection, as do
+         * its lanes. */
         t->shm = t->shm_offered = NULL;
+        px_lanes_close(t);
         px_tenant_detach(t);
         t->conn = NULL;
         c->tenant = NULL;
@@ -417,6 +420,9 @@ void px_conn_close(struct px_conn *c, const char *why)
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
+    /* A call waiting for its pieces ends at once (the lanes die with the
+     * stream). */
+    px_lanes_stop(t);
     px_req_free_list(c->inq_head);
     c->inq_head = c->inq_tail = NULL;
     px_req_free(c->bulk_req);

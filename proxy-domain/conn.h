@@ -82,6 +82,10 @@ struct px_conn {
     uint32_t pid;
     uint8_t token[PX_TOKEN_LEN * 2];
     size_t token_len;
+    /* A lane's Hello (lanes.c): TOKEN names its tenant. */
+    bool lane;
+    uint32_t lane_index;
+    uint8_t lane_mac[32];
 };
 
 /* Accepts a connection on the server's listener. */

@@ -4,6 +4,7 @@
 #include "conn_int.h"
 
 #include "arena.h"
+#include "lanes.h"
 #include "log.h"
 #include "shm_pci.h"
 #include "supervisor.h"
@@ -140,6 +141,21 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         r->bulk_len = bulk;
         r->ring = c->shm;
         r->ring_pos = m->shm_pos;
+        px_conn_queue(c, r);
+        return 0;
+    }
+    if (m->lane_xfer && bulk) {
+        /* The bytes come on the lanes, into R->bulk; the call waits for
+         * them (lanes.c). */
+        r->msg = m;
+        r->arena = a;
+        r->bulk_len = bulk;
+        if (px_lanes_expect(c->tenant, r, m, bulk) < 0) {
+            r->deferred = !m->want_reply;
+            r->msg = NULL;
+            r->arena = NULL;
+            px_arena_free(m, a);
+        }
         px_conn_queue(c, r);
         return 0;
     }

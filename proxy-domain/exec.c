@@ -5,6 +5,7 @@
 #include "arena.h"
 #include "callbacks.h"
 #include "ctxpool.h"
+#include "lanes.h"
 #include "log.h"
 #include "staging.h"
 #include "validate.h"
@@ -25,6 +26,7 @@ void px_req_free(struct px_req *r)
     if (!r)
         return;
     px_arena_free(r->msg, r->arena);
+    px_lanes_forget(r);         /* before its bytes go */
     free(r->bulk);
     free(r);
 }
@@ -472,6 +474,7 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
     const Crane__ClientMessage *m = r->msg;
     cl_int err;
     bool malformed = false;
+    int lanes_rc;
 
     if (!m) {
         answer_bad_frame(t, r);
@@ -480,6 +483,7 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
     }
     crane__reply__init(&c.reply);
     c.reply.seq = m->seq;
+    lanes_rc = px_lanes_take(r);
     c.bulk = r->bulk;
     c.bulk_len = r->bulk_len;
     r->bulk = NULL;
@@ -494,6 +498,10 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
         /* A call the proxy cannot even name is answered whatever
          * want_reply says: the client cannot expect anything else. */
         malformed = m->msg_case == CRANE__CLIENT_MESSAGE__MSG__NOT_SET;
+    } else if (lanes_rc < 0) {
+        /* Never executed over partial bytes. */
+        err = px_fail(&c, CL_OUT_OF_RESOURCES, "its bytes did not all come "
+                      "on the lanes (%s)", strerror(-lanes_rc));
     } else {
         err = px_validate_call(&c);
         /* Bytes in the ring stay there only for a write that stages them

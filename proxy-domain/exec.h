@@ -5,6 +5,7 @@
 #include "cl.h"
 #include "tenant.h"
 
+#include "proto/lane.h"
 #include "proto/remote.pb-c.h"
 
 #include <stdatomic.h>
@@ -41,6 +42,10 @@ struct px_req {
      * is executed (px_exec_one), or once copied out of the ring. */
     struct crn_shm *ring;
     uint64_t ring_pos;
+    /* Or BULK is filled by the tenant's lanes, transfer LANE_X
+     * (lanes.c): the call waits for every piece before it executes. */
+    struct crn_lanes *lanes;
+    struct crn_lane_xfer *lane_x;
 };
 
 void px_req_free(struct px_req *r);

@@ -4,6 +4,7 @@
 
 #include "callbacks.h"
 #include "hostmem.h"
+#include "lanes.h"
 #include "ringpin.h"
 #include "staging.h"
 
@@ -498,6 +499,93 @@ static cl_int read_small(struct mem_op *op, cl_mem src, size_t len)
  * Once a chunk has left, the rest leave too, even after a failure, so that
  * the buffer always has an owner; the final Reply then carries the error.
  */
+/*
+ * A blocking buffer read whose bytes leave on the client's lanes: chunks
+ * of PX_READ_CHUNK read by the device into kept heap chunks, each one's
+ * pieces sent on the lanes once its copy ended while the device fills
+ * the next.  Every piece leaves (contents undefined after a device
+ * error, as on the stream) or the lanes are given up, so the client
+ * never waits for bytes that will not come; the final Reply says
+ * lane_bytes.
+ */
+static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    size_t chunk = PX_READ_CHUNK, n = (len + chunk - 1) / chunk, done;
+    uint8_t **chunks = calloc(n, sizeof(*chunks));
+    cl_event *evs = calloc(n, sizeof(*evs));
+    cl_int err = CL_SUCCESS, status;
+    int rc = 0;
+
+    if (!chunks || !evs) {
+        free(chunks);
+        free(evs);
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                       len);
+    }
+    for (done = 0; done < n; done++) {
+        size_t off = done * chunk;
+        size_t k = len - off > chunk ? chunk : len - off;
+        if (!(chunks[done] = px_chunk_alloc(k))) {
+            err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                          len);
+            break;
+        }
+        err = clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset + off,
+                                  k, chunks[done], op->nwait, op->wait,
+                                  &evs[done]);
+        if (err != CL_SUCCESS) {
+            px_chunk_free(chunks[done]);
+            chunks[done] = NULL;
+            break;
+        }
+    }
+    if (err == CL_SUCCESS) {
+        clFlush(op->q);
+        if (op->evp && n == 1) {
+            clRetainEvent(evs[0]);
+            op->ev = evs[0];
+        } else if (op->evp) {
+            err = clEnqueueMarkerWithWaitList(op->q, (cl_uint)n, evs,
+                                              &op->ev);
+        }
+    }
+    if (err != CL_SUCCESS) {
+        /* Nothing has left: the client takes nothing from the lanes. */
+        clWaitForEvents((cl_uint)done, evs);
+        for (size_t i = 0; i < done; i++) {
+            clReleaseEvent(evs[i]);
+            px_chunk_free(chunks[i]);
+        }
+        free(evs);
+        free(chunks);
+        return err;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t off = i * chunk;
+        size_t k = len - off > chunk ? chunk : len - off;
+        status = CL_COMPLETE;
+        clWaitForEvents(1, &evs[i]);
+        clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                       sizeof(status), &status, NULL);
+        clReleaseEvent(evs[i]);
+        if (status < 0 && err == CL_SUCCESS)
+            err = status;
+        if (rc == 0 &&
+            (rc = px_lanes_send(c->t, c->m, chunks[i], len, off, off + k)) <
+                0)
+            err = px_fail(c, CL_OUT_OF_RESOURCES, "read %llu: its lanes "
+                          "failed (%s)", (unsigned long long)c->m->seq,
+                          strerror(-rc));
+        px_chunk_free(chunks[i]);
+    }
+    free(evs);
+    free(chunks);
+    c->reply.lane_bytes = len;
+    return err;
+}
+
 static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
 {
     const Crane__MemCommand *mc = op->mc;
@@ -514,6 +602,9 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     uint64_t *pos = NULL;        /* ring position of chunk i, or ~0 */
     size_t done = 0;
     bool sent = false;
+    /* Over TCP the client may have asked for the bytes on its lanes:
+     * each chunk's pieces leave on them in parallel (lanes.c). */
+    bool lanes = !shm && px_lanes_for_read(c->t, c->m);
     cl_int err = CL_SUCCESS, status;
 
     if (len == 0)
@@ -521,6 +612,8 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     err = read_len(op, src, &len);
     if (err != CL_SUCCESS)
         return err;
+    if (lanes && len > SMALL_READ)
+        return read_on_lanes(op, src, len);
     if (len <= SMALL_READ) {
         if (c->t->pend_head)
             px_exec_flush_reads(c->t, false);

@@ -1,6 +1,7 @@
 /* The handshake: Hello, Challenge/Auth, Welcome or Refused, and resuming. */
 #include "conn.h"
 
+#include "lanes.h"
 #include "log.h"
 #include "supervisor.h"
 #include "validate.h"
@@ -82,6 +83,7 @@ void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
         w.resumed = resumed;
         w.shm_ok = !c->srv->no_shm && (c->srv->ep.kind == CRN_EP_UNIX ||
                                        c->srv->shm_dir || c->srv->shm_pci);
+        px_lanes_open(c, t, &w);
         m.msg_case = CRANE__SERVER_MESSAGE__MSG_WELCOME;
         m.welcome = &w;
         o = px_out_pack(&m);
@@ -163,7 +165,9 @@ void px_handshake_finish(struct px_conn *c)
     if (c->srv->role == PX_ROLE_WORKER) {
         /* The supervisor checked the peer; the tenant lives here. */
         px_conn_ready(c);
-        if (c->token_len)
+        if (c->lane)
+            px_lanes_attach(c);
+        else if (c->token_len)
             resume(c);
         else
             new_tenant(c);
@@ -177,13 +181,17 @@ void px_handshake_finish(struct px_conn *c)
     }
     px_conn_ready(c);
     if (c->srv->role == PX_ROLE_SUPERVISOR) {
-        if (c->token_len && c->srv->grace_ms == 0) {
+        if (c->token_len && !c->lane && c->srv->grace_ms == 0) {
             px_handshake_refuse(c, "cannot resume: the proxy keeps no "
                                    "tenants (no --grace)");
             return;
         }
         /* A worker makes or resumes the tenant (supervisor.c). */
         c->state = PX_CONN_HANDOFF;
+        return;
+    }
+    if (c->lane) {
+        px_lanes_attach(c);
         return;
     }
     if (c->token_len) {
@@ -229,6 +237,20 @@ static void hello(struct px_conn *c, const Crane__Hello *h)
     c->token_len = h->resume_token.len;
     if (c->token_len)
         memcpy(c->token, h->resume_token.data, c->token_len);
+    if (h->lane_of.len) {
+        /* A lane: its tenant's token routes it as a resume's does. */
+        if (h->lane_of.len != PX_TOKEN_LEN || c->token_len ||
+            h->lane_mac.len != sizeof(c->lane_mac) ||
+            h->lane_index >= CRN_LANES_MAX) {
+            px_handshake_refuse(c, "a malformed lane Hello");
+            return;
+        }
+        c->lane = true;
+        c->lane_index = h->lane_index;
+        memcpy(c->lane_mac, h->lane_mac.data, sizeof(c->lane_mac));
+        c->token_len = h->lane_of.len;
+        memcpy(c->token, h->lane_of.data, c->token_len);
+    }
     if (!c->srv->key) {
         px_handshake_finish(c);
         return;

@@ -6,6 +6,7 @@
 #include "supervisor.h"
 
 #include "proto/endpoint.h"
+#include "proto/lane.h"
 #include "proto/notify.h"
 #include "proto/pcopy.h"
 #include "proto/version.h"
@@ -63,6 +64,11 @@ static const char usage[] =
     "                      found in BAR 2 of an ivshmem-plain device under\n"
     "                      DIR (/sys/bus/pci/devices) that the host plugged\n"
     "                      into both the client's VM and this one\n"
+    "  --max-lanes N       a TCP client may open N extra streams (lanes)\n"
+    "                      that carry the bytes of its big reads and\n"
+    "                      writes in parallel, each authenticated and\n"
+    "                      under TLS as its connection (0 to 16, default\n"
+    "                      8; 0: none)\n"
     "  --log-level LEVEL   error, warn, info (default) or debug\n"
     "  --help              this text\n"
     "  --version           print \"crane-proxy VERSION\" and exit\n"
@@ -205,6 +211,7 @@ int main(int argc, char **argv)
         {"no-shm", no_argument, NULL, 'N'},
         {"shm-dir", required_argument, NULL, 'S'},
         {"shm-pci", required_argument, NULL, 'X'},
+        {"max-lanes", required_argument, NULL, 'M'},
         /* Internal: a worker started by the supervisor (supervisor.c). */
         {"worker", no_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
@@ -216,6 +223,7 @@ int main(int argc, char **argv)
         .role = PX_ROLE_SUPERVISOR,
         .device = "all",
         .spares = 2,
+        .max_lanes = 8,
         .tls_mode = CRN_TLS_AUTO,
         .limits = {.handshake_ms = 10000,
                    .max_unauth = 64,
@@ -304,6 +312,13 @@ int main(int argc, char **argv)
             if (parse_count(optarg, &n) < 0 || n < 1 || n > 64)
                 return bad_usage("bad --spares '%s' (1 to 64)", optarg);
             opts.spares = (unsigned)n;
+            break;
+        }
+        case 'M': {
+            uint64_t n;
+            if (parse_count(optarg, &n) < 0 || n > CRN_LANES_MAX)
+                return bad_usage("bad --max-lanes '%s' (0 to 16)", optarg);
+            opts.max_lanes = (unsigned)n;
             break;
         }
         case 'w':

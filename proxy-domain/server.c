@@ -89,6 +89,7 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     srv->shm_dir = opts->shm_dir;
     srv->shm_pci = opts->shm_pci;
     srv->spares = opts->spares ? opts->spares : 1;
+    srv->max_lanes = opts->max_lanes;
     srv->limits = opts->limits;
     srv->role = opts->role;
     if (crn_endpoint_parse(opts->listen, &srv->ep) < 0) {

@@ -52,6 +52,8 @@ struct px_options {
     const char *shm_pci;         /* --shm-pci: PCI devices' folder whose
                                     ivshmem BARs hold clients' areas */
     unsigned spares;             /* --spares: idle workers kept ready */
+    unsigned max_lanes;          /* --max-lanes: extra bulk streams per
+                                    TCP connection (0: none) */
 };
 
 /* Everything lives on one loop thread; only px_conn's queues and the
@@ -75,6 +77,7 @@ struct px_server {
     const char *shm_dir;
     const char *shm_pci;
     unsigned spares;             /* idle workers kept ready (supervisor) */
+    unsigned max_lanes;          /* lanes per TCP connection (lanes.c) */
     bool inline_waits;           /* small device waits on the loop thread */
     /* After input or a reply the loop polls without sleeping for spin_ns
      * (CRANE_PROXY_SPIN_US): the client's next call is then seen without

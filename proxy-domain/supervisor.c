@@ -184,6 +184,12 @@ static void send_to(struct px_wrk *w, struct px_conn *c)
     h.input.len = in_len;
     if (!c->token_len)
         h.tenant_num = ++w->srv->next_tenant;
+    h.lane = c->lane;
+    h.lane_index = c->lane_index;
+    if (c->lane) {
+        h.lane_mac.data = c->lane_mac;
+        h.lane_mac.len = sizeof(c->lane_mac);
+    }
     m.msg_case = CRANE__WORKER__TO_WORKER__MSG_HANDOFF;
     m.handoff = &h;
     len = crane__worker__to_worker__get_packed_size(&m);
@@ -260,7 +266,9 @@ void px_super_handoff(struct px_conn *c)
                 return;
             }
         }
-        px_handshake_refuse(c, "unknown resume token (grace period over?)");
+        px_handshake_refuse(c, c->lane ? "a lane for no connected tenant"
+                                       : "unknown resume token (grace "
+                                         "period over?)");
         return;
     }
     serve_waiting(srv);

@@ -4,6 +4,7 @@
 
 #include "cl.h"
 #include "devices.h"
+#include "proto/lane.h"
 #include "proto/map.h"
 #include "outq.h"
 
@@ -91,6 +92,11 @@ struct px_tenant {
     struct px_staging *staging;  /* pinned read staging (staging.c) */
     struct px_wstage *wstage;    /* pinned write staging (staging.c) */
     bool wstage_off;             /* the implementation could not make it */
+    /* Lanes of the connection holding it (lanes.c): made with its
+     * Welcome (a new key each time), freed when that connection ends;
+     * the loop thread registers writes' transfers, executors wait. */
+    struct crn_lanes *lanes;
+    uint8_t lane_key[32];
     uint64_t deferred_seq;       /* first failure without want_reply */
     int32_t deferred_err;
 

@@ -118,6 +118,11 @@ static void take_handoff(struct px_server *srv, const Crane__Worker__Handoff *h)
                        ? h->resume_token.len
                        : 0;
     memcpy(c->token, h->resume_token.data, c->token_len);
+    if (h->lane && h->lane_mac.len == sizeof(c->lane_mac)) {
+        c->lane = true;
+        c->lane_index = h->lane_index;
+        memcpy(c->lane_mac, h->lane_mac.data, sizeof(c->lane_mac));
+    }
     if (h->tenant_num)
         srv->next_tenant = h->tenant_num - 1;
     px_conn_start_handed(c, h->input.data, h->input.len);

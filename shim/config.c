@@ -1,6 +1,7 @@
 /* Reads every CRANE_* setting of the shim once, at the first OpenCL call. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -70,6 +71,14 @@ void shim_config_load(void)
         (size_t)env_long("CRANE_REMOTE_CHUNK", 4l << 20, 4096);
     if (shim_config.remote_chunk > (64u << 20))
         shim_config.remote_chunk = 64u << 20;
+    /* Lanes: each takes a core on both sides while a transfer runs, so
+     * only where there are cores to spare (docs/remoting.md, "Lanes"). */
+    shim_config.remote_lanes = env_long("CRANE_REMOTE_LANES",
+                                        sysconf(_SC_NPROCESSORS_ONLN) >= 8
+                                            ? 4 : 0, 0);
+    if (shim_config.remote_lanes > 16)
+        shim_config.remote_lanes = 16;
+    shim_config.lanes_fault_bytes = env_long("CRANE_TEST_LANE_FAULT", 0, 0);
     /* A shared-memory area for bulk bytes to a proxy on this OS (unix:
      * endpoints only; docs/remoting.md, "Shared memory"). */
     shim_config.shm_mb = env_long("CRANE_SHM_MB", 64, 0);

@@ -24,6 +24,10 @@ struct shim_config {
     const char *pki_dir;         /* CRANE_PKI_DIR: x509 files, libvirt's
                                     layout (default /etc/pki) */
     size_t remote_chunk;         /* CRANE_REMOTE_CHUNK: bytes per message */
+    long remote_lanes;           /* CRANE_REMOTE_LANES: extra TCP streams
+                                    for big transfers (remote_lanes.c) */
+    long lanes_fault_bytes;      /* CRANE_TEST_LANE_FAULT: lane 0 dies
+                                    after sending this many bytes */
     long shm_mb;                 /* CRANE_SHM_MB: shared area, 0: none */
     const char *shm_file;        /* CRANE_SHM_FILE: area from a file */
     long shm_host_mb;            /* CRANE_SHM_HOST_MB: host-memory region

@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "proto/endpoint.h"
 #include "proto/shm.h"
 #include "remote.h"
 
@@ -115,6 +116,13 @@ struct shim_conn {
     atomic_uint_fast64_t out_copy_ns, out_wait_ns, in_copy_ns;
 };
 extern struct shim_conn shim_conn;
+
+/* remote_conn_setup.c: a tcp: stream wrapped in TLS as CRANE_TLS says
+ * (the descriptor to use, or < 0 with FD closed); the MAC answering a
+ * proxy's Challenge with CRANE_AUTH_KEY.  Lanes use both. */
+int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
+                       const char *text);
+int shim_conn_auth_mac(const Crane__Challenge *ch, uint8_t mac[32]);
 
 /* remote_conn.c: the batch sent, a message queued (under send_lock); a
  * message that wants its answer sent with a slot (a sink's: SINK set). */

@@ -17,6 +17,7 @@
 #include "hostmem.h"
 #include "proto/tls.h"
 #include "remote_conn_int.h"
+#include "remote_lanes.h"
 
 void shim_remote_maps_clear(void);
 
@@ -46,7 +47,8 @@ static void socket_keepalive(int fd)
  * below reads and writes frames as it does on a unix socket.  The
  * credentials are made once and kept (each session holds a reference).
  * Returns the descriptor to use, or a negative errno (FD closed). */
-static int tls_wrap(int fd, const struct crn_endpoint *ep, const char *text)
+int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
+                       const char *text)
 {
     static struct crn_tls_config *cfg;
     static bool made;
@@ -104,9 +106,9 @@ static Crane__ServerMessage *read_server_message(void)
     return m;
 }
 
-static int answer_challenge(const Crane__Challenge *ch)
+int shim_conn_auth_mac(const Crane__Challenge *ch, uint8_t mac[32])
 {
-    uint8_t *key = NULL, mac[32];
+    uint8_t *key = NULL;
     size_t key_len = 0;
     int rc;
 
@@ -122,6 +124,14 @@ static int answer_challenge(const Crane__Challenge *ch)
     }
     rc = crn_hmac_sha256(key, key_len, ch->nonce.data, ch->nonce.len, mac);
     free(key);
+    return rc;
+}
+
+static int answer_challenge(const Crane__Challenge *ch)
+{
+    uint8_t mac[32];
+    int rc = shim_conn_auth_mac(ch, mac);
+
     if (rc < 0)
         return rc;
     Crane__Auth auth = CRANE__AUTH__INIT;
@@ -135,6 +145,7 @@ static int answer_challenge(const Crane__Challenge *ch)
 static int take_welcome(const Crane__Welcome *w)
 {
     shim_conn.shm_ok = w->shm_ok;
+    shim_lanes_welcome(w);
     shim_conn.platforms = calloc(w->n_platforms ? w->n_platforms : 1,
                                  sizeof(*shim_conn.platforms));
     shim_conn.platform_handles = calloc(w->n_platforms ? w->n_platforms : 1,
@@ -489,7 +500,7 @@ int shim_remote_connect(void)
     }
     socket_keepalive(shim_conn.fd);
     if (ep.kind == CRN_EP_TCP &&
-        (shim_conn.fd = tls_wrap(shim_conn.fd, &ep, text)) < 0) {
+        (shim_conn.fd = shim_conn_tls_wrap(shim_conn.fd, &ep, text)) < 0) {
         rc = shim_conn.fd;
         shim_conn.fd = -1;
         return rc;
@@ -543,6 +554,7 @@ int shim_remote_connect(void)
     }
     shim_conn.up = true;
     shim_conn.generation++;
+    shim_lanes_connect(&ep, text);
     LOG_INFO("remote: connected to %s, %u platform(s)", text,
              shim_conn.n_platforms);
     return 0;
@@ -571,6 +583,7 @@ void shim_remote_disconnect(void)
     atomic_store(&shim_conn.dead, true);
     shutdown(shim_conn.fd, SHUT_RDWR);
     pthread_mutex_unlock(&shim_conn.send_lock);
+    shim_lanes_disconnect();
     pthread_join(shim_conn.reader, NULL);
     pthread_mutex_lock(&shim_conn.lock);
     /* A caller reading its own answer sees the stream end: the descriptor

@@ -7,6 +7,7 @@
 #include "hostmem.h"
 #include "log.h"
 #include "remote.h"
+#include "remote_lanes.h"
 
 /* --- memory commands */
 
@@ -81,9 +82,13 @@ static cl_int mem_command(struct cmd *x, cl_uint n, const cl_event *wl,
     c->bulk_len = bulk_len;
     RC_MSG(m, mem_command, MEM_COMMAND, c);
     if (!dst && !(c->host_mem && c->blocking)) {
-        err = shim_remote_send(&m, bulk, bulk_len);
+        /* Over TCP, big bytes take the lanes where there are some. */
+        err = shim_lanes_fit(bulk_len) ? shim_lanes_write(&m, bulk, bulk_len)
+                                       : shim_remote_send(&m, bulk, bulk_len);
     } else if (detached) {
         err = shim_remote_call_detached(&m, dst, dst_len);
+    } else if (c->op == CRANE__MEM_OP__MEM_READ && shim_lanes_fit(dst_len)) {
+        err = shim_lanes_read(&m, dst, dst_len);
     } else {
         struct rc_reply r;
         err = shim_remote_call(&m, NULL, 0, dst, dst_len, &r);
@@ -150,7 +155,9 @@ static cl_int write_chunks(cl_command_queue q, cl_mem dst, size_t offset,
                            size_t size, const void *src, cl_uint n,
                            const cl_event *wl, cl_event *ev)
 {
-    size_t chunk = shim_remote_chunk(), done = 0;
+    size_t chunk = shim_lanes_fit(size) ? shim_lanes_chunk()
+                                        : shim_remote_chunk(),
+           done = 0;
     cl_int err = CL_SUCCESS;
 
     do {

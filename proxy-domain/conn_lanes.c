@@ -1,0 +1,125 @@
+/* A tenant's lanes on the connection side: made with each Welcome, joined
+ * by lane connections after their handshake, ended with the connection
+ * (lanes.h). */
+#include "conn.h"
+#include "lanes.h"
+
+#include "log.h"
+
+#include "proto/auth.h"
+#include "proto/frame.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void px_lanes_open(struct px_conn *c, struct px_tenant *t,
+                   Crane__Welcome *w)
+{
+    char who[64];
+
+    px_lanes_close(t);
+    if (c->srv->ep.kind != CRN_EP_TCP || c->srv->max_lanes == 0)
+        return;
+    snprintf(who, sizeof(who), "tenant %llu", (unsigned long long)t->num);
+    if (crn_random_bytes(t->lane_key, sizeof(t->lane_key)) < 0 ||
+        !(t->lanes = crn_lanes_new(who, PX_LANE_TIMEOUT_MS))) {
+        PX_WARN("%s: no lanes (out of memory or randomness)", who);
+        return;
+    }
+    w->lanes_max = c->srv->max_lanes;
+    w->lane_key.data = t->lane_key;
+    w->lane_key.len = sizeof(t->lane_key);
+}
+
+void px_lanes_stop(struct px_tenant *t)
+{
+    if (t && t->lanes)
+        crn_lanes_kill(t->lanes, NULL);
+}
+
+void px_lanes_close(struct px_tenant *t)
+{
+    if (!t || !t->lanes)
+        return;
+    for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
+        uint64_t sent, received;
+        crn_lanes_bytes(t->lanes, i, &sent, &received);
+        if (sent || received)
+            PX_INFO("tenant %llu: lane %u carried %llu bytes in, %llu out",
+                    (unsigned long long)t->num, i,
+                    (unsigned long long)received, (unsigned long long)sent);
+    }
+    crn_lanes_free(t->lanes);
+    t->lanes = NULL;
+}
+
+/* The lane's answer, written before it joins (nothing else is written on
+ * it but pieces). */
+static int lane_welcome(int fd)
+{
+    Crane__ServerMessage m = CRANE__SERVER_MESSAGE__INIT;
+    Crane__Welcome w = CRANE__WELCOME__INIT;
+
+    w.version = 1;
+    m.msg_case = CRANE__SERVER_MESSAGE__MSG_WELCOME;
+    m.welcome = &w;
+    return crn_frame_write(fd, &m.base);
+}
+
+void px_lanes_attach(struct px_conn *c)
+{
+    struct px_tenant *t = px_server_find_tenant(c->srv, c->token,
+                                                c->token_len);
+    uint8_t want[CRN_LANE_KEY_LEN];
+    uv_os_fd_t ufd;
+    int fd, flags, one = 1, rc;
+    unsigned have;
+
+    if (!t || !t->conn || !t->lanes) {
+        px_handshake_refuse(c, "a lane for no connected tenant");
+        return;
+    }
+    if (crn_lane_mac(t->lane_key, t->token, sizeof(t->token),
+                     c->lane_index, want) < 0 ||
+        !crn_auth_equal(want, c->lane_mac, sizeof(want))) {
+        px_handshake_refuse(c, "lane authentication failed");
+        return;
+    }
+    have = crn_lanes_count(t->lanes);
+    if (c->lane_index != have || have >= c->srv->max_lanes) {
+        px_handshake_refuse(c, "lane %u out of turn (%u open, at most %u)",
+                            c->lane_index, have, c->srv->max_lanes);
+        return;
+    }
+    if (uv_fileno(&c->h.handle, &ufd) < 0 ||
+        (fd = fcntl(ufd, F_DUPFD_CLOEXEC, 3)) < 0) {
+        px_handshake_refuse(c, "no descriptor for the lane");
+        return;
+    }
+    /* The lane's threads block, with their own timeouts (proto/lane.c). */
+    flags = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if ((rc = lane_welcome(fd)) < 0)
+        close(fd);
+    else
+        rc = crn_lanes_add(t->lanes, c->lane_index, fd);  /* takes FD */
+    if (rc < 0) {
+        PX_WARN("tenant %llu: lane %u not taken: %s",
+                (unsigned long long)t->num, c->lane_index, strerror(-rc));
+        px_conn_close(c, NULL);
+        return;
+    }
+    PX_INFO("tenant %llu (%s pid %u): lane %u from %s",
+            (unsigned long long)t->num, t->program, t->pid, c->lane_index,
+            c->peer);
+    /* The stream is the lane's now: this connection ends without a word
+     * (its own descriptor closes, the lane's copy stays). */
+    px_conn_close(c, NULL);
+}

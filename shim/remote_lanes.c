@@ -1,0 +1,343 @@
+/* The remote backend's lanes: extra TCP streams to the proxy that carry
+ * the bytes of big reads and writes in parallel (docs/remoting.md,
+ * "Lanes"; proto/lane.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "proto/frame.h"
+#include "proto/lane.h"
+#include "remote_conn_int.h"
+#include "remote_lanes.h"
+
+/* Pieces of 1 MiB: a 4 MiB chunk of the proxy's reads is one piece per
+ * lane of four, and a piece is big enough that its header costs nothing. */
+#define LANE_PIECE (1u << 20)
+/* Transfers from this size take the lanes; smaller ones the stream. */
+#define LANE_MIN (1u << 20)
+/* A write's message on the lanes: its bytes are not in the proxy's way
+ * (they go into the heap it allocates), so bigger than CRANE_REMOTE_CHUNK
+ * to cut the per-transfer hand-offs. */
+#define LANE_CHUNK (16u << 20)
+
+static struct {
+    pthread_mutex_t lock;        /* one transfer at a time, in order */
+    struct crn_lanes *ls;
+    atomic_uint n;               /* lanes in use, 0: none */
+    uint64_t next_xfer;
+    /* From the Welcome. */
+    uint32_t lanes_max;
+    uint8_t key[CRN_LANE_KEY_LEN];
+    uint8_t token[64];
+    size_t token_len;
+    /* Writes that failed on the lanes: their calls returned an error, so
+     * the proxy's deferred error for them is not reported again. */
+    uint64_t failed_seq[8];
+    unsigned failed_next;
+    /* Bytes each lane carried on earlier connections. */
+    uint64_t out_before[CRN_LANES_MAX], in_before[CRN_LANES_MAX];
+    bool logged_at_exit;
+} L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void shim_lanes_welcome(const Crane__Welcome *w)
+{
+    L.lanes_max = 0;
+    if (!w->lanes_max || w->lane_key.len != CRN_LANE_KEY_LEN ||
+        !w->session_token.len || w->session_token.len > sizeof(L.token))
+        return;
+    L.lanes_max = w->lanes_max;
+    memcpy(L.key, w->lane_key.data, CRN_LANE_KEY_LEN);
+    memcpy(L.token, w->session_token.data, w->session_token.len);
+    L.token_len = w->session_token.len;
+}
+
+static void log_lanes(void)
+{
+    for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
+        uint64_t out, in;
+        crn_lanes_bytes(L.ls, i, &out, &in);
+        out += L.out_before[i];
+        in += L.in_before[i];
+        if (out || in)
+            LOG_INFO("remote: lane %u carried %llu bytes out, %llu in", i,
+                     (unsigned long long)out, (unsigned long long)in);
+    }
+}
+
+/* Lane INDEX's handshake on FD: Hello with its MAC, the proxy's
+ * Challenge answered as the main connection's, then its Welcome. */
+static int lane_handshake(int fd, unsigned index)
+{
+    Crane__Hello hello = CRANE__HELLO__INIT;
+    uint8_t mac[CRN_LANE_KEY_LEN];
+    int rc;
+
+    if ((rc = crn_lane_mac(L.key, L.token, L.token_len, index, mac)) < 0)
+        return rc;
+    hello.version = RPC_VERSION;
+    hello.program = "lane";
+    hello.pid = (uint32_t)getpid();
+    hello.lane_of.data = L.token;
+    hello.lane_of.len = L.token_len;
+    hello.lane_index = index;
+    hello.lane_mac.data = mac;
+    hello.lane_mac.len = sizeof(mac);
+    RC_MSG(m, hello, HELLO, &hello);
+    m.seq = 1;
+    if ((rc = crn_frame_write(fd, &m.base)) < 0)
+        return rc;
+    for (int step = 0; step < 3; step++) {
+        uint8_t *buf;
+        size_t len;
+        if ((rc = crn_frame_read(fd, &buf, &len, 64u << 10)) < 0)
+            return rc;
+        Crane__ServerMessage *s = crane__server_message__unpack(NULL, len,
+                                                                buf);
+        free(buf);
+        if (!s)
+            return -EPROTO;
+        if (s->msg_case == CRANE__SERVER_MESSAGE__MSG_CHALLENGE) {
+            uint8_t amac[32];
+            Crane__Auth auth = CRANE__AUTH__INIT;
+            rc = shim_conn_auth_mac(s->challenge, amac);
+            crane__server_message__free_unpacked(s, NULL);
+            if (rc < 0)
+                return rc;
+            auth.mac.data = amac;
+            auth.mac.len = sizeof(amac);
+            RC_MSG(a, auth, AUTH, &auth);
+            a.seq = 2;
+            if ((rc = crn_frame_write(fd, &a.base)) < 0)
+                return rc;
+            continue;
+        }
+        if (s->msg_case == CRANE__SERVER_MESSAGE__MSG_REFUSED)
+            LOG_WARN("remote: the proxy refused lane %u: %s", index,
+                     s->refused->reason);
+        rc = s->msg_case == CRANE__SERVER_MESSAGE__MSG_WELCOME &&
+                     s->welcome->version == RPC_VERSION
+                 ? 0
+                 : -EACCES;
+        crane__server_message__free_unpacked(s, NULL);
+        return rc;
+    }
+    return -EPROTO;
+}
+
+/* Lane INDEX: connected, wrapped in TLS as the main connection is, its
+ * handshake bounded by the proxy timeout.  Its descriptor or < 0. */
+static int lane_open(const struct crn_endpoint *ep, const char *text,
+                     unsigned index)
+{
+    long ms = shim_config.proxy_timeout_ms > 0 ? shim_config.proxy_timeout_ms
+                                               : 20000;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000}, none = {0, 0};
+    int fd = crn_endpoint_connect(ep), rc;
+
+    if (fd < 0)
+        return fd;
+    if ((fd = shim_conn_tls_wrap(fd, ep, text)) < 0)
+        return fd;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if ((rc = lane_handshake(fd, index)) < 0) {
+        close(fd);
+        return rc;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+    return fd;
+}
+
+void shim_lanes_connect(const struct crn_endpoint *ep, const char *text)
+{
+    unsigned want = (unsigned)shim_config.remote_lanes;
+    long ms = shim_config.proxy_timeout_ms > 0 ? shim_config.proxy_timeout_ms
+                                               : 20000;
+
+    if (ep->kind != CRN_EP_TCP || want < 2 || !L.lanes_max)
+        return;
+    if (want > L.lanes_max)
+        want = L.lanes_max;
+    pthread_mutex_lock(&L.lock);
+    L.ls = crn_lanes_new("remote", (unsigned)ms);
+    L.n = 0;
+    L.next_xfer = 0;
+    for (unsigned i = 0; L.ls && i < want; i++) {
+        int fd = lane_open(ep, text, i);
+        if (fd < 0 || crn_lanes_add(L.ls, i, fd) < 0) {
+            LOG_WARN("remote: lane %u to %s: %s; %u lane(s)", i, text,
+                     strerror(fd < 0 ? -fd : EPIPE), i);
+            break;
+        }
+        L.n++;
+    }
+    if (L.n < 2) {
+        /* One lane beside the stream gains nothing. */
+        crn_lanes_free(L.ls);
+        L.ls = NULL;
+        L.n = 0;
+    } else {
+        if (shim_config.lanes_fault_bytes)
+            crn_lanes_fault_after(L.ls, (uint64_t)shim_config.lanes_fault_bytes);
+        LOG_INFO("remote: %u lanes to %s carry transfers from %u KiB", L.n,
+                 text, LANE_MIN >> 10);
+        if (!L.logged_at_exit)
+            L.logged_at_exit = atexit(log_lanes) == 0;
+    }
+    pthread_mutex_unlock(&L.lock);
+}
+
+void shim_lanes_disconnect(void)
+{
+    /* A transfer under way fails at once (nobody else frees L.ls). */
+    crn_lanes_kill(L.ls, NULL);
+    pthread_mutex_lock(&L.lock);
+    if (L.ls) {
+        for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
+            uint64_t out, in;
+            crn_lanes_bytes(L.ls, i, &out, &in);
+            L.out_before[i] += out;
+            L.in_before[i] += in;
+        }
+        crn_lanes_free(L.ls);
+    }
+    L.ls = NULL;
+    L.n = 0;
+    pthread_mutex_unlock(&L.lock);
+}
+
+bool shim_lanes_fit(size_t len)
+{
+    return len >= LANE_MIN && atomic_load(&L.n) && !shim_conn.shm_on;
+}
+
+size_t shim_lanes_chunk(void)
+{
+    return LANE_CHUNK;
+}
+
+/* Under L.lock: whether the lanes can take a transfer; dead ones are
+ * given up for good (the stream carries everything from then on). */
+static bool usable_locked(void)
+{
+    if (!L.ls || !atomic_load(&L.n))
+        return false;
+    if (crn_lanes_dead(L.ls)) {
+        /* Kept (and counted) until the connection ends: only
+         * shim_lanes_disconnect frees them. */
+        if (atomic_exchange(&L.n, 0))
+            LOG_WARN("remote: the lanes failed: bulk bytes take the stream "
+                     "from now on");
+        return false;
+    }
+    return !shim_conn.shm_on;
+}
+
+static void name_transfer(Crane__ClientMessage *m)
+{
+    m->lane_xfer = ++L.next_xfer;
+    m->lanes = L.n;
+    m->lane_piece = LANE_PIECE;
+}
+
+cl_int shim_lanes_write(Crane__ClientMessage *m, const void *bulk,
+                        size_t len)
+{
+    int rc;
+
+    pthread_mutex_lock(&L.lock);
+    if (!usable_locked()) {
+        pthread_mutex_unlock(&L.lock);
+        return shim_remote_send(m, bulk, len);
+    }
+    name_transfer(m);
+    /* The control frame leaves first (with the batch before it), in the
+     * stream's order; the pieces follow on the lanes. */
+    pthread_mutex_lock(&shim_conn.send_lock);
+    m->seq = ++shim_conn.seq;
+    m->want_reply = false;
+    rc = shim_conn_queue_locked(m, NULL, 0, true);
+    pthread_mutex_unlock(&shim_conn.send_lock);
+    if (rc < 0) {
+        pthread_mutex_unlock(&L.lock);
+        return rc == -ENOMEM ? CL_OUT_OF_HOST_MEMORY
+                             : CL_DEVICE_NOT_AVAILABLE;
+    }
+    rc = crn_lanes_send(L.ls, m->lane_xfer, bulk, len, LANE_PIECE, 0, len);
+    if (rc < 0) {
+        /* The proxy never executes it (its bytes did not all come) and
+         * says so later; this call says it now. */
+        L.failed_seq[L.failed_next++ % 8] = m->seq;
+        LOG_ERROR("remote: a write of %zu bytes failed on the lanes: %s",
+                  len, strerror(-rc));
+        pthread_mutex_unlock(&L.lock);
+        return CL_OUT_OF_RESOURCES;
+    }
+    pthread_mutex_unlock(&L.lock);
+    return CL_SUCCESS;
+}
+
+cl_int shim_lanes_read(Crane__ClientMessage *m, void *dst, size_t len)
+{
+    struct crn_lane_xfer *x;
+    struct rc_reply r;
+    cl_int err;
+    int rc;
+
+    pthread_mutex_lock(&L.lock);
+    if (!usable_locked()) {
+        pthread_mutex_unlock(&L.lock);
+        err = shim_remote_call(m, NULL, 0, dst, len, &r);
+        shim_remote_reply_free(&r);
+        return err;
+    }
+    name_transfer(m);
+    x = crn_lanes_expect(L.ls, m->lane_xfer, dst, len, LANE_PIECE, L.n);
+    if (!x) {
+        m->lane_xfer = 0;
+        m->lanes = m->lane_piece = 0;
+    }
+    /* Bytes the proxy sends on the stream instead (it may decline the
+     * lanes) land in DST as always. */
+    err = shim_remote_call(m, NULL, 0, dst, len, &r);
+    uint64_t on_lanes = r.reply ? r.reply->lane_bytes : 0;
+    shim_remote_reply_free(&r);
+    if (x && on_lanes == len) {
+        rc = crn_lanes_wait(L.ls, x, (unsigned)(shim_config.proxy_timeout_ms
+                                                    > 0
+                                                    ? shim_config
+                                                          .proxy_timeout_ms
+                                                    : 20000));
+        if (rc < 0) {
+            LOG_ERROR("remote: a read of %zu bytes failed on the lanes: %s",
+                      len, strerror(-rc));
+            if (err == CL_SUCCESS)
+                err = CL_OUT_OF_RESOURCES;
+        }
+    } else if (x && on_lanes) {
+        LOG_ERROR("remote: the proxy sent %llu of a read's %zu bytes on the "
+                  "lanes", (unsigned long long)on_lanes, len);
+        crn_lanes_kill(L.ls, "a read's bytes half on the lanes");
+        if (err == CL_SUCCESS)
+            err = CL_OUT_OF_RESOURCES;
+    }
+    /* Unfinished (nothing came, or the lanes failed): no receiver touches
+     * DST once this returns. */
+    crn_lanes_forget(L.ls, x);
+    pthread_mutex_unlock(&L.lock);
+    return err;
+}
+
+bool shim_lanes_failed_seq(uint64_t seq)
+{
+    for (unsigned i = 0; i < 8; i++)
+        if (seq && L.failed_seq[i] == seq)
+            return true;
+    return false;
+}
