@@ -140,6 +140,7 @@ struct crn_lanes {
     unsigned job_nlanes, job_left;
     int job_err;
     uint64_t fault_after;            /* test hook: 0 none */
+    bool fault_bad;                  /* ... a bad header, not a death */
 };
 
 static void deadline_in(struct timespec *ts, unsigned ms)
@@ -319,7 +320,17 @@ static int send_job(struct lane *l)
             break;
         crn_lane_hdr_encode(raw, &h);
         if (ls->fault_after && l->index == 0 &&
-            atomic_load(&l->sent) + len >= ls->fault_after) {
+            atomic_load(&l->sent) + len >= ls->fault_after &&
+            ls->fault_bad) {
+            /* The test hook: a piece that claims bytes past its
+             * transfer; the receiver must refuse it. */
+            h.offset = ls->job_total;
+            crn_lane_hdr_encode(raw, &h);
+            ls->fault_after = 0;
+            crn_log(CRN_LOG_WARN, "%s: lane 0 sends a piece out of place "
+                    "(test hook)", ls->who);
+        } else if (ls->fault_after && l->index == 0 &&
+                   atomic_load(&l->sent) + len >= ls->fault_after) {
             /* The test hook: half a piece, then the lane is gone. */
             move(l->fd, raw, sizeof(raw), true, ls->timeout_ms, false);
             move(l->fd, (void *)(ls->job_base + (off - ls->job_from)),
@@ -475,9 +486,10 @@ void crn_lanes_bytes(struct crn_lanes *ls, unsigned i, uint64_t *sent,
     *received = atomic_load(&ls->lanes[i].received);
 }
 
-void crn_lanes_fault_after(struct crn_lanes *ls, uint64_t bytes)
+void crn_lanes_fault_after(struct crn_lanes *ls, uint64_t bytes, bool bad)
 {
     ls->fault_after = bytes;
+    ls->fault_bad = bad;
 }
 
 /* --- receiving ------------------------------------------------------------ */

@@ -77,8 +77,10 @@ void crn_lanes_free(struct crn_lanes *ls);
 /* Bytes sent and received on lane I so far. */
 void crn_lanes_bytes(struct crn_lanes *ls, unsigned i, uint64_t *sent,
                      uint64_t *received);
-/* Test hook: lane 0 is shut down once it has sent BYTES in all. */
-void crn_lanes_fault_after(struct crn_lanes *ls, uint64_t bytes);
+/* Test hook: lane 0 is shut down mid-piece once it has sent BYTES in
+ * all, or (BAD) sends one piece whose header names bytes past its
+ * transfer. */
+void crn_lanes_fault_after(struct crn_lanes *ls, uint64_t bytes, bool bad);
 
 /* Receiving: transfer ID's pieces go into BASE (TOTAL bytes) once
  * registered; NULL when the shape is bad or the lanes are dead. */

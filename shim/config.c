@@ -79,6 +79,7 @@ void shim_config_load(void)
     if (shim_config.remote_lanes > 16)
         shim_config.remote_lanes = 16;
     shim_config.lanes_fault_bytes = env_long("CRANE_TEST_LANE_FAULT", 0, 0);
+    shim_config.lanes_fault_bad = env_long("CRANE_TEST_LANE_BAD", 0, 0) != 0;
     /* A shared-memory area for bulk bytes to a proxy on this OS (unix:
      * endpoints only; docs/remoting.md, "Shared memory"). */
     shim_config.shm_mb = env_long("CRANE_SHM_MB", 64, 0);

@@ -28,6 +28,8 @@ struct shim_config {
                                     for big transfers (remote_lanes.c) */
     long lanes_fault_bytes;      /* CRANE_TEST_LANE_FAULT: lane 0 dies
                                     after sending this many bytes */
+    bool lanes_fault_bad;        /* CRANE_TEST_LANE_BAD=1: ... sends a
+                                    piece out of place instead */
     long shm_mb;                 /* CRANE_SHM_MB: shared area, 0: none */
     const char *shm_file;        /* CRANE_SHM_FILE: area from a file */
     long shm_host_mb;            /* CRANE_SHM_HOST_MB: host-memory region

@@ -160,6 +160,7 @@ static cl_int write_chunks(cl_command_queue q, cl_mem dst, size_t offset,
            done = 0;
     cl_int err = CL_SUCCESS;
 
+    shim_lanes_write_begin();
     do {
         size_t len = size - done < chunk ? size - done : chunk;
         bool last = done + len == size;

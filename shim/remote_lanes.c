@@ -37,12 +37,24 @@ static struct {
     size_t token_len;
     /* Writes that failed on the lanes: their calls returned an error, so
      * the proxy's deferred error for them is not reported again. */
-    uint64_t failed_seq[8];
+    uint64_t failed_seq[64];
     unsigned failed_next;
     /* Bytes each lane carried on earlier connections. */
     uint64_t out_before[CRN_LANES_MAX], in_before[CRN_LANES_MAX];
     bool logged_at_exit;
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The messages this thread's current write call sent on the lanes: when
+ * a later one of them fails, the call fails, and the proxy's deferred
+ * errors for the earlier ones (whose bytes may not have come either)
+ * say nothing new. */
+static __thread uint64_t call_seqs[16];
+static __thread unsigned call_n;
+
+void shim_lanes_write_begin(void)
+{
+    call_n = 0;
+}
 
 void shim_lanes_welcome(const Crane__Welcome *w)
 {
@@ -184,7 +196,9 @@ void shim_lanes_connect(const struct crn_endpoint *ep, const char *text)
         L.n = 0;
     } else {
         if (shim_config.lanes_fault_bytes)
-            crn_lanes_fault_after(L.ls, (uint64_t)shim_config.lanes_fault_bytes);
+            crn_lanes_fault_after(L.ls,
+                                  (uint64_t)shim_config.lanes_fault_bytes,
+                                  shim_config.lanes_fault_bad);
         LOG_INFO("remote: %u lanes to %s carry transfers from %u KiB", L.n,
                  text, LANE_MIN >> 10);
         if (!L.logged_at_exit)
@@ -273,12 +287,16 @@ cl_int shim_lanes_write(Crane__ClientMessage *m, const void *bulk,
     if (rc < 0) {
         /* The proxy never executes it (its bytes did not all come) and
          * says so later; this call says it now. */
-        L.failed_seq[L.failed_next++ % 8] = m->seq;
+        L.failed_seq[L.failed_next++ % 64] = m->seq;
+        for (unsigned i = 0; i < call_n && i < 16; i++)
+            L.failed_seq[L.failed_next++ % 64] = call_seqs[i];
         LOG_ERROR("remote: a write of %zu bytes failed on the lanes: %s",
                   len, strerror(-rc));
         pthread_mutex_unlock(&L.lock);
         return CL_OUT_OF_RESOURCES;
     }
+    if (call_n < 16)
+        call_seqs[call_n++] = m->seq;
     pthread_mutex_unlock(&L.lock);
     return CL_SUCCESS;
 }
@@ -336,7 +354,7 @@ cl_int shim_lanes_read(Crane__ClientMessage *m, void *dst, size_t len)
 
 bool shim_lanes_failed_seq(uint64_t seq)
 {
-    for (unsigned i = 0; i < 8; i++)
+    for (unsigned i = 0; i < 64; i++)
         if (seq && L.failed_seq[i] == seq)
             return true;
     return false;

@@ -25,6 +25,8 @@ size_t shim_lanes_chunk(void);
  * when they are gone): CL_SUCCESS once all left, else the call fails. */
 cl_int shim_lanes_write(Crane__ClientMessage *m, const void *bulk,
                         size_t len);
+/* A write call (its messages sent with shim_lanes_write) begins. */
+void shim_lanes_write_begin(void);
 /* A blocking read of LEN bytes into DST, its bytes on the lanes: the
  * call's result once the answer and every piece came. */
 cl_int shim_lanes_read(Crane__ClientMessage *m, void *dst, size_t len);

@@ -1,0 +1,149 @@
+#!/bin/bash
+# Lanes (docs/remoting.md, "Lanes"): a remoting program's big reads and
+# writes over several TCP streams, against a real crane-proxy on a free
+# loopback port.
+#
+#   lanes.sh tcp PROGRAM [ARGS]   in clear, 4 lanes: the program passes and
+#       (with CRANE_LANES_WANT=yes) every lane carried bytes both ways, as
+#       both sides count them
+#   lanes.sh tls PROGRAM [ARGS]   the same under TLS-PSK with --auth-key:
+#       each lane its own TLS session and Challenge
+#   lanes.sh killed               lane 0 dies mid-piece under bulk_loop
+#       (a test hook): that round's write fails with an error, the program
+#       goes on over the main stream, every later round right; no hang
+#   lanes.sh hostile              lane 0 sends a piece that claims bytes
+#       past its transfer: the proxy refuses it (its log says why), the
+#       write fails, the program goes on, never wrong bytes
+set -u
+cd "$(dirname "$0")/../.."
+
+B=${B:-build}
+RUN=$B/bin/crane-run
+PROXY=$B/bin/crane-proxy
+LOOP=$B/tests/integration/bulk_loop
+TMP=$(mktemp -d)
+PROXY_PID=
+
+cleanup() {
+    [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID"
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# Starts a proxy on a free loopback port with OPTIONS; PORT is where.
+start_tcp() {
+    "$PROXY" --listen tcp:127.0.0.1:0 "$@" >"$TMP/proxy.log" 2>&1 &
+    PROXY_PID=$!
+    PORT=
+    for _ in $(seq 400); do
+        PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
+            "$TMP/proxy.log")
+        [ -n "$PORT" ] && return 0
+        kill -0 "$PROXY_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "crane-proxy did not start:"; cat "$TMP/proxy.log"
+    return 1
+}
+
+stop_proxy() {
+    kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID"
+    PROXY_PID=
+}
+
+# run ENV... -- PROGRAM ARGS: the program through 4 lanes, its output in
+# $TMP/out; its exit status.
+run() {
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    env CRANE_BACKEND="remote:tcp:127.0.0.1:$PORT" CRANE_REMOTE_LANES=4 \
+        CRANE_LOG_LEVEL=info "${envs[@]}" timeout 120 "$RUN" "$@" \
+        >"$TMP/out" 2>&1
+}
+
+# Every lane (0-3) carried bytes out and in, by the shim's count; the
+# proxy counted the same bytes.
+lanes_used() {
+    local i ok=yes
+    for i in 0 1 2 3; do
+        if ! grep -q "remote: lane $i carried [1-9][0-9]* bytes out, [1-9]" \
+            "$TMP/out"; then
+            echo "lane $i carried nothing both ways:"; ok=no
+        fi
+        s=$(sed -n "s/.*remote: lane $i carried \([0-9]*\) bytes out, \([0-9]*\) in.*/\1 \2/p" \
+            "$TMP/out")
+        p=$(sed -n "s/.*tenant [0-9]*: lane $i carried \([0-9]*\) bytes in, \([0-9]*\) out.*/\1 \2/p" \
+            "$TMP/proxy.log")
+        [ "$s" = "$p" ] || { echo "lane $i: shim says '$s', proxy '$p'"; ok=no; }
+    done
+    [ $ok = yes ]
+}
+
+mode=${1:-}
+shift
+case "$mode" in
+tcp|tls)
+    if [ "$mode" = tls ]; then
+        head -c 32 /dev/urandom >"$TMP/key"
+        start_tcp --tls psk --auth-key "$TMP/key" || exit 1
+        extra=(CRANE_TLS=psk CRANE_AUTH_KEY="$TMP/key")
+    else
+        start_tcp --tls none || exit 1
+        extra=(CRANE_TLS=none)
+    fi
+    run "${extra[@]}" -- "$@"
+    rc=$?
+    stop_proxy
+    tail -3 "$TMP/out"
+    [ $rc -eq 0 ] && grep -q '^PASS' "$TMP/out" || { cat "$TMP/out"; exit 1; }
+    grep -q 'remote: 4 lanes to' "$TMP/out" ||
+        { echo "no lanes opened"; cat "$TMP/proxy.log"; exit 1; }
+    if [ "$mode" = tls ]; then
+        [ "$(grep -c 'remote: TLS (psk)' "$TMP/out")" -eq 5 ] ||
+            { echo "not 5 TLS sessions (1 + 4 lanes)"; exit 1; }
+    fi
+    if [ "${CRANE_LANES_WANT:-no}" = yes ]; then
+        lanes_used || { cat "$TMP/out" "$TMP/proxy.log"; exit 1; }
+        grep 'remote: lane' "$TMP/out"
+    fi
+    grep -q 'lanes off' "$TMP/out" "$TMP/proxy.log" &&
+        { echo "lanes failed:"; grep 'lanes off' "$TMP/out" "$TMP/proxy.log"; exit 1; }
+    exit 0
+    ;;
+killed|hostile)
+    start_tcp --tls none || exit 1
+    # Past the first rounds (24 MiB each way, 6 MiB per lane).
+    envs=(CRANE_TLS=none CRANE_TEST_LANE_FAULT=$((20 << 20)))
+    [ "$mode" = hostile ] && envs+=(CRANE_TEST_LANE_BAD=1)
+    run "${envs[@]}" -- "$LOOP" 6 go-on
+    rc=$?
+    stop_proxy
+    cat "$TMP/out" | grep -v 'info: remote: lane'
+    fails=0
+    [ $rc -eq 0 ] && grep -q '^PASS bulk_loop: 6 rounds' "$TMP/out" ||
+        { echo "not ok: the program did not go on to PASS (rc $rc)"; fails=1; }
+    grep -q '^WRONG' "$TMP/out" && { echo "not ok: wrong bytes"; fails=1; }
+    grep -q '^round [0-9] failed: error -5$' "$TMP/out" ||
+        { echo "not ok: no round failed with CL_OUT_OF_RESOURCES"; fails=1; }
+    grep -q '^round 5 ok' "$TMP/out" ||
+        { echo "not ok: the last round did not succeed"; fails=1; }
+    grep -q 'remote: the lanes failed: bulk bytes take the stream' \
+        "$TMP/out" || { echo "not ok: lanes not given up"; fails=1; }
+    if [ "$mode" = hostile ]; then
+        grep -q 'lanes off: lane 0: a piece out of place' "$TMP/proxy.log" ||
+            { echo "not ok: the proxy did not refuse the piece:";
+              cat "$TMP/proxy.log"; fails=1; }
+    else
+        grep -q 'lanes off: lane 0: a lane broke mid-piece' \
+            "$TMP/proxy.log" ||
+            { echo "not ok: the proxy did not see lane 0 break:";
+              cat "$TMP/proxy.log"; fails=1; }
+    fi
+    exit $fails
+    ;;
+*)
+    echo "usage: lanes.sh tcp|tls PROGRAM [ARGS] | killed | hostile" >&2
+    exit 2
+    ;;
+esac
