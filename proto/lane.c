@@ -275,7 +275,7 @@ static void *rx_main(void *arg)
     for (;;) {
         uint8_t raw[CRN_LANE_HDR_LEN];
         struct crn_lane_hdr h;
-        const char *why = "a lane broke";
+        const char *why = "closed by the peer mid-transfer";
         char text[160];
         int rc = move(l->fd, raw, sizeof(raw), false, ls->timeout_ms, true);
         if (rc == 0 && (rc = crn_lane_hdr_decode(raw, &h)) < 0)
@@ -284,8 +284,9 @@ static void *rx_main(void *arg)
             rc = receive_piece(l, &h, &why);
         if (rc < 0) {
             pthread_mutex_lock(&ls->lock);
-            if (rc == -ENODATA && !ls->dead && !ls->stopping) {
-                /* Closed between pieces: the peer is leaving. */
+            if (rc == -ENODATA && !ls->dead && !ls->stopping &&
+                !ls->xfers) {
+                /* Closed between transfers: the peer is leaving. */
                 crn_log(CRN_LOG_INFO, "%s: lane %u closed by the peer",
                         ls->who, l->index);
                 kill_locked(ls, NULL);
