@@ -1,6 +1,8 @@
 /* libFuzzer target: bytes through crn_frame_decode, then each frame unpacked
- * as a shim's Register and ShimMessage. */
+ * as a shim's Register and ShimMessage; and the input's head as a lane
+ * piece's header checked against a transfer's shape (proto/lane.h). */
 #include "proto/frame.h"
+#include "proto/lane.h"
 #include "proto/control.pb-c.h"
 
 #include <errno.h>
@@ -55,6 +57,33 @@ static void unpack_message(const uint8_t *msg, size_t len)
     free(packed);
 }
 
+/* A header the receiver accepts never names a byte outside its transfer
+ * or more than a piece. */
+static void check_lane_piece(const uint8_t *data, size_t size)
+{
+    struct crn_lane_hdr h;
+    uint64_t total = 0;
+    uint32_t piece, nlanes, lane;
+    uint64_t k;
+
+    if (size < CRN_LANE_HDR_LEN + 12 ||
+        crn_lane_hdr_decode(data, &h) < 0)
+        return;
+    for (int i = 0; i < 8; i++)
+        total = total << 8 | data[CRN_LANE_HDR_LEN + i];
+    total >>= data[CRN_LANE_HDR_LEN + 8] % 64;
+    piece = 1u << (14 + data[CRN_LANE_HDR_LEN + 9] % 10);
+    nlanes = data[CRN_LANE_HDR_LEN + 10] % 20;
+    lane = data[CRN_LANE_HDR_LEN + 11] % 20;
+    k = h.xfer % 4096;
+    if (crn_lane_piece_check(total, piece, nlanes, lane, k, &h) != 0)
+        return;
+    if (!crn_lane_shape_ok(total, piece, nlanes) || h.len == 0 ||
+        h.len > piece || h.offset > total || h.len > total - h.offset ||
+        h.lane != lane || lane >= nlanes || h.offset != k * piece)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *msg;
@@ -63,6 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t pos = 0;
     int rc;
 
+    check_lane_piece(data, size);
     /* Walk the input as a stream of frames, as an event loop would. */
     for (;;) {
         rc = crn_frame_decode(data + pos, size - pos, FUZZ_MAX_LEN, &msg,

@@ -31,6 +31,13 @@ TEST_ENTRY(fastpack_launch_matches_protobuf_c)
 TEST_ENTRY(fastpack_other_messages_are_protobuf_c)
 TEST_ENTRY(fastpack_knows_every_field)
 
+/* proto/lane.c: tests/unit/test_lane.c */
+TEST_ENTRY(lane_header_round_trip_and_refusals)
+TEST_ENTRY(lane_piece_check_takes_only_the_owed_piece)
+TEST_ENTRY(lane_transfers_both_ways)
+TEST_ENTRY(lane_refuses_hostile_pieces)
+TEST_ENTRY(lane_fails_a_broken_or_stalled_piece)
+
 /* proto/pcopy.c: tests/unit/test_pcopy.c */
 TEST_ENTRY(pcopy_matches_memcpy)
 TEST_ENTRY(pcopy_concurrent_callers)
