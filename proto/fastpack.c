@@ -11,6 +11,7 @@ enum { WT_VARINT = 0, WT_LEN = 2 };
 /* Field numbers (proto/remote.proto). */
 enum {
     CM_SEQ = 1, CM_WANT_REPLY = 2, CM_SHM_BULK = 3, CM_SHM_POS = 4,
+    CM_LANE_XFER = 5, CM_LANES = 6, CM_LANE_PIECE = 7,
     CM_LAUNCH_KERNEL = 26,
     LK_QUEUE = 1, LK_KERNEL = 2, LK_WORK_DIM = 3, LK_GLOBAL_OFFSET = 4,
     LK_GLOBAL_SIZE = 5, LK_LOCAL_SIZE = 6, LK_ARGS = 7, LK_WAIT = 8,
@@ -189,7 +190,10 @@ static size_t head_size(const Crane__ClientMessage *m)
 {
     return num_size(CM_SEQ, m->seq) + num_size(CM_WANT_REPLY, m->want_reply) +
            num_size(CM_SHM_BULK, m->shm_bulk) +
-           num_size(CM_SHM_POS, m->shm_pos);
+           num_size(CM_SHM_POS, m->shm_pos) +
+           num_size(CM_LANE_XFER, m->lane_xfer) +
+           num_size(CM_LANES, m->lanes) +
+           num_size(CM_LANE_PIECE, m->lane_piece);
 }
 
 size_t crn_fastpack_size(const Crane__ClientMessage *m)
@@ -210,6 +214,9 @@ size_t crn_fastpack(const Crane__ClientMessage *m, uint8_t *out)
     p = put_num(p, CM_WANT_REPLY, m->want_reply);
     p = put_num(p, CM_SHM_BULK, m->shm_bulk);
     p = put_num(p, CM_SHM_POS, m->shm_pos);
+    p = put_num(p, CM_LANE_XFER, m->lane_xfer);
+    p = put_num(p, CM_LANES, m->lanes);
+    p = put_num(p, CM_LANE_PIECE, m->lane_piece);
     uint8_t *body = p = len_open(p, CM_LAUNCH_KERNEL);
     p = len_close(body, put_launch(p, m->launch_kernel));
     return (size_t)(p - out);

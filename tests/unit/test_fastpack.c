@@ -63,6 +63,9 @@ TEST(fastpack_launch_matches_protobuf_c)
         m.want_reply = rng_next(&seed) & 1;
         m.shm_bulk = rng_next(&seed) & 1;
         m.shm_pos = any(&seed);
+        m.lane_xfer = rng_next(&seed) & 1 ? any(&seed) : 0;
+        m.lanes = (uint32_t)any(&seed);
+        m.lane_piece = (uint32_t)(rng_next(&seed) & 1 ? any(&seed) : 0);
         m.msg_case = CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL;
         m.launch_kernel = &l;
         l.queue = any(&seed);
@@ -124,6 +127,7 @@ TEST(fastpack_knows_every_field)
 {
     ASSERT_EQ(crane__kernel_arg__descriptor.n_fields, 8);
     ASSERT_EQ(crane__launch_kernel__descriptor.n_fields, 9);
-    /* seq, want_reply, shm_bulk, shm_pos and the oneof's members. */
-    ASSERT_EQ(crane__client_message__descriptor.n_fields, 31);
+    /* seq, want_reply, shm_bulk, shm_pos, lane_xfer, lanes, lane_piece
+     * and the oneof's members. */
+    ASSERT_EQ(crane__client_message__descriptor.n_fields, 34);
 }
