@@ -11,7 +11,9 @@
 #   bench/gpu-session.sh PART...
 # Parts (each writes $OUT/PART.log and prints its tail):
 #   info        nvidia-smi, the platforms each vendor set offers
-#   shimcost    bench/shimcost/run.sh (the shim's added ns per call)
+#   shimcost    bench/shimcost/run.sh (the shim's added ns per call), then
+#               bench/shimcost/remote.sh (instructions per remoted call,
+#               program and proxy, where valgrind is installed)
 #   programs    tests/programs natively, under the shim, re-homed every 97
 #               calls, on NVIDIA alone
 #   remote      bench/remote/run.sh --reps 5 --mb "16 256 1024" on NVIDIA
@@ -96,6 +98,9 @@ part_info() {
 
 part_shimcost() {
     bench/shimcost/run.sh --reps 7 --build "$root/$B"
+    echo "## the remoted path against the null vendor: instructions per call"
+    echo "## (bench/shimcost/remote.sh; needs valgrind)"
+    bench/shimcost/remote.sh --build "$root/$B" || true
 }
 
 part_programs() {
