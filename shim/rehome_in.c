@@ -138,10 +138,14 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
             if (rc == 0 && to == &shim_remote_ops && o->ops->twins &&
                 (o->real = shim_twin_take(o)))
                 continue;
+            double tr = shim_now();
             if (rc == 0 && (rc = realize(o)) < 0)
                 SWITCH_FAIL("recreating a %s on %s failed (%d, "
                           "vendor %d)", o->ops->name, to->name,
                           rc, shim_vendor_err);
+            if (shim_now() - tr > 1e-4)
+                LOG_DEBUG("re-home: recreating a %s on %s took %.3f ms",
+                          o->ops->name, to->name, (shim_now() - tr) * 1e3);
         }
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (o->kind == SHIM_KERNEL) {
