@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostmem.h"
 #include "log.h"
 #include "remote.h"
 
@@ -65,7 +66,13 @@ void *CL_API_CALL rc_clSVMAlloc(cl_context c, cl_svm_mem_flags flags,
     s->mem.flags = flags;
     s->mem.size = size;
     pthread_mutex_init(&s->mem.lock, NULL);
-    s->host = aligned_alloc(align, (size + align - 1) / align * align);
+    /* In the host-memory region while it has room: maps and copies of it
+     * then go in place (hostmem.h); its pages are page-aligned. */
+    s->host = align <= 4096 && shim_remote_host_on()
+                  ? shim_hostmem_alloc(size)
+                  : NULL;
+    if (!s->host)
+        s->host = aligned_alloc(align, (size + align - 1) / align * align);
     if (!s->host) {
         pthread_mutex_destroy(&s->mem.lock);
         rc_forget(&s->mem.obj);
@@ -83,7 +90,7 @@ void *CL_API_CALL rc_clSVMAlloc(cl_context c, cl_svm_mem_flags flags,
     if (err != CL_SUCCESS) {
         LOG_WARN("remote: clSVMAlloc of %zu bytes failed on the proxy (%d)",
                  size, err);
-        free(s->host);
+        shim_hostmem_free(s->host);
         pthread_mutex_destroy(&s->mem.lock);
         rc_forget(&s->mem.obj);
         return NULL;
@@ -100,7 +107,7 @@ static void svm_drop(struct rc_svm *s)
 {
     svm_unlink(s);
     rc_release(&s->mem.obj, SHIM_MEM);
-    free(s->host);
+    shim_hostmem_free(s->host);
     shim_remote_mem_free(&s->mem);
 }
 

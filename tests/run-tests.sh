@@ -377,8 +377,9 @@ case_ "remote/proxy-frozen-spin" env CRANE_REMOTE_SPIN_US=200 \
 # Mapped pointers in the host-memory region beside a memfd area
 # (tests/integration/hostmem.sh): transfers of them in place, blocking and
 # not, a map that finds no room and CRANE_SHM_HOST_MB=0 copied as before,
-# maps in the region carried across switches, the proxy killed under it.
-for t in phases off switch killed; do
+# maps in the region carried across switches, coarse-grained SVM in it,
+# the proxy killed under it.
+for t in phases off switch svm killed; do
     case_ "remote-hostmem/$t" tests/integration/hostmem.sh "$t"
 done
 # The ivshmem shape: TCP for control, a file both sides map for bulk.

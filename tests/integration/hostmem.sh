@@ -13,6 +13,8 @@
 #   hostmem.sh switch    a buffer mapped all along and one mapped each round,
 #       switched native <-> proxy every few calls: maps in the region are
 #       carried across switches back (never refused), every byte checked
+#   hostmem.sh svm       coarse-grained SVM remoted: its host memory is in
+#       the region, its maps and copies go in place (tests/integration/svm)
 #   hostmem.sh killed    the proxy killed while rounds go in place: an
 #       OpenCL error, never success over wrong bytes
 set -u
@@ -113,6 +115,16 @@ switch)
     has "transfers in place" 'bytes in place in host memory at' \
         "$TMP/proxy.log"
     ;;
+svm)
+    # Coarse-grained SVM (tests/integration/svm.c) remoted: its host
+    # memory lives in the region, so its maps, unmaps and copies go in
+    # place.
+    start_proxy || exit 1
+    CRANE_BACKEND="remote:unix:$SOCK" "$RUN" "$B/tests/integration/svm" ||
+        exit 1
+    has "SVM in place" 'in place in host memory at' "$TMP/shim.log"
+    grep -o 'bulk bytes: .*' "$TMP/shim.log"
+    ;;
 killed)
     start_proxy || exit 1
     out=$TMP/out
@@ -138,7 +150,7 @@ killed)
         grep -q 'FAIL hostmem: .*: error -' "$out" && ! grep -q differ "$out"
     ;;
 *)
-    echo "usage: hostmem.sh phases|off|switch|killed" >&2
+    echo "usage: hostmem.sh phases|off|switch|svm|killed" >&2
     exit 2
     ;;
 esac
