@@ -6,7 +6,7 @@ set -u
 usage() {
     cat <<'EOF'
 usage: run.sh [--reps N] [--proxy-endpoint tcp:127.0.0.1:PORT|unix:PATH]
-              [--transport tcp|tls|unix|shm]
+              [--transport tcp|tls|unix|shm] [--lanes N]
               [--external] [--proxy-log-level L] [--scale S]
               [--iters N] [--mb "16 256"]
               [--platform N] [--build DIR] [--keep] [-v] [tests...]
@@ -29,6 +29,11 @@ the stoppage of each switch from CRANE_REHOME_REPORT.
                        on the stream: CRANE_SHM_MB=0) or shm (a unix socket
                        and a shared-memory area for bulk bytes,
                        CRANE_SHM_MB, default 64)
+  --lanes N            over tcp and tls: CRANE_REMOTE_LANES=N extra streams
+                       carry big reads' and writes' bytes (default 4; 0:
+                       the one stream); the remoted write and read runs
+                       must show every lane used (-v prints the bytes
+                       per lane)
   --external           a proxy already listens at --proxy-endpoint: use it,
                        start none
   --proxy-log-level L  the proxy's --log-level (default info)
@@ -55,6 +60,7 @@ root=$(cd "$here/../.." && pwd)
 all_tests="write read latency launch setarg switch precopy"
 
 reps=3
+lanes=4
 endpoint=
 transport=tcp
 external=0
@@ -76,6 +82,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=${2:?--reps needs a number}; shift 2 ;;
     --proxy-endpoint) endpoint=${2:?--proxy-endpoint needs E}; shift 2 ;;
     --transport) transport=${2:?--transport needs tcp, unix or shm}; shift 2 ;;
+    --lanes) lanes=${2:?--lanes needs a number}; shift 2 ;;
     --external) external=1; shift ;;
     --proxy-log-level) proxy_level=${2:?needs a level}; shift 2 ;;
     --isolation) isolation=${2:?--isolation needs tenant or none}; shift 2 ;;
@@ -103,6 +110,15 @@ done
 case $reps in
 ''|*[!0-9]*|0) echo "run.sh: --reps must be a positive integer" >&2; exit 2 ;;
 esac
+case $lanes in
+''|*[!0-9]*) echo "run.sh: --lanes must be 0 to 16" >&2; exit 2 ;;
+esac
+[ "$lanes" -le 16 ] || { echo "run.sh: --lanes must be 0 to 16" >&2; exit 2; }
+# Lanes (docs/remoting.md, "Lanes") are for TCP; the proxy allows as many.
+CRANE_REMOTE_LANES=$lanes
+export CRANE_REMOTE_LANES
+max_lanes=8
+[ "$lanes" -gt 8 ] && max_lanes=$lanes
 if [ $external = 1 ] && [ -z "$endpoint" ]; then
     echo "run.sh: --external needs --proxy-endpoint" >&2
     exit 2
@@ -192,7 +208,8 @@ start_proxy() {
     esac
     # shellcheck disable=SC2086  # the TLS options, split on purpose
     "$proxy" --listen "$endpoint" --log-level "$proxy_level" \
-        --isolation "$isolation" $proxy_tls_args >"$work/proxy.log" 2>&1 &
+        --isolation "$isolation" --max-lanes "$max_lanes" $proxy_tls_args \
+        >"$work/proxy.log" 2>&1 &
     proxy_pid=$!
     i=0
     while ! listening; do
@@ -246,6 +263,25 @@ one_run() {
             "area from the proxy" >"$work/stderr"
         cat "$shimlog" >>"$work/stderr"
         rc=3
+    fi
+    # Over tcp and tls with lanes, writes and reads must have used every
+    # lane (the shim's exit lines count each lane's bytes).
+    if [ "$side" = remote ] && [ $rc = 0 ] && [ "$lanes" -ge 2 ] &&
+        { [ "$transport" = tcp ] || [ "$transport" = tls ]; }; then
+        case $test_name in
+        write|read)
+            used=$(grep -c 'remote: lane [0-9]* carried [1-9]' "$shimlog" \
+                2>/dev/null)
+            [ $verbose = 1 ] && grep -o 'remote: lane .*' "$shimlog" \
+                2>/dev/null | sed "s/^/remote $test_name: /" >&2
+            if [ "${used:-0}" -lt "$lanes" ]; then
+                echo "run.sh: $test_name (remote) used ${used:-0} of" \
+                    "$lanes lanes" >"$work/stderr"
+                cat "$shimlog" >>"$work/stderr"
+                rc=3
+            fi
+            ;;
+        esac
     fi
     # Over shm, writes and reads of clbench's mapped buffer go in place in
     # the host-memory region (docs/remoting.md, "Host memory in the shared
@@ -463,7 +499,9 @@ done
 
 # shellcheck disable=SC2086  # one test per line
 if printf '%s\n' $tests | grep -qvxE 'switch|precopy'; then
-    echo "native vs remoted over $endpoint (transport $transport), median of $reps runs each" \
+    lanes_note=
+    case $transport in tcp|tls) lanes_note=", lanes $lanes" ;; esac
+    echo "native vs remoted over $endpoint (transport $transport$lanes_note), median of $reps runs each" \
         "(clbench --scale $scale, latency --iters $iters)"
     printf '%-12s %-10s %10s %10s  %-15s %-17s %-7s %5s %5s\n' test unit \
         native remote remote/native target verdict n_sp% r_sp%
