@@ -15,7 +15,7 @@ build/bench/switch: bench/remote/switch.c
 
 build/bench/sockbw: bench/remote/sockbw.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ -pthread
 
 build/bench/hostptr: bench/remote/hostptr.c
 	@mkdir -p $(dir $@)

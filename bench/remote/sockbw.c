@@ -1,5 +1,6 @@
-/* sockbw: what one stream of bytes through a local socket carries, the
- * bound of remoting's bulk bytes over a unix socket or TCP loopback. */
+/* sockbw: what one stream of bytes through a local socket carries, and N
+ * TCP streams together (lanes), the bound of remoting's bulk bytes over a
+ * unix socket or TCP loopback. */
 
 /*
  * Sends MiB mebibytes (default 2048) through one connection, in writes of
@@ -12,12 +13,17 @@
  *     RESULT <name> <seconds> <GB/s> GB/s
  *
  * names: unix (a unix socket pair), tcp (a loopback TCP connection, no
- * Nagle), memcpy.  Usage: sockbw [MiB [CHUNK]].  Exit status 0, or 2 when
- * a socket cannot be made.
+ * Nagle), tcp-xN (N loopback TCP connections at once, N = 2, 4, 8: a
+ * writer process and a reader thread each, the MiB shared among them, as
+ * remoting's lanes carry one transfer; docs/remoting.md, "Lanes"),
+ * memcpy.  Usage: sockbw [MiB [CHUNK]].  Exit status 0, or 2 when a
+ * socket cannot be made.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +110,72 @@ static int tcp_pair(int fd[2])
     return 0;
 }
 
+/* N streams at once: reader thread I reads PER bytes from fds[I]. */
+struct reader {
+    int fd;
+    size_t per, chunk, got;
+    pthread_t th;
+};
+
+static void *read_main(void *arg)
+{
+    struct reader *r = arg;
+    char *buf = malloc(r->chunk);
+
+    while (buf && r->got < r->per) {
+        ssize_t n = read(r->fd, buf, r->chunk);
+        if (n <= 0)
+            break;
+        r->got += (size_t)n;
+    }
+    free(buf);
+    return NULL;
+}
+
+/* TOTAL bytes over N loopback TCP connections together; the seconds from
+ * the start until every reader had its share, or -1. */
+static double streams(unsigned n, size_t total, size_t chunk)
+{
+    struct reader r[16];
+    pid_t pids[16];
+    size_t per = total / n / chunk * chunk;
+    double t0;
+    bool ok = per > 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        int fd[2];
+        if (tcp_pair(fd) < 0)
+            return -1;
+        r[i] = (struct reader){.fd = fd[0], .per = per, .chunk = chunk};
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            char *buf = malloc(chunk);
+            close(fd[0]);
+            if (!buf)
+                _exit(1);
+            memset(buf, 0x5a, chunk);
+            for (size_t done = 0; done < per; done += chunk)
+                if (write_all(fd[1], buf, chunk) < 0)
+                    _exit(1);
+            _exit(0);
+        }
+        close(fd[1]);
+    }
+    t0 = now();
+    for (unsigned i = 0; i < n; i++)
+        pthread_create(&r[i].th, NULL, read_main, &r[i]);
+    for (unsigned i = 0; i < n; i++) {
+        pthread_join(r[i].th, NULL);
+        ok = ok && r[i].got == per;
+    }
+    t0 = now() - t0;
+    for (unsigned i = 0; i < n; i++) {
+        close(r[i].fd);
+        waitpid(pids[i], NULL, 0);
+    }
+    return ok ? t0 : -1;
+}
+
 static void result(const char *name, double s, size_t total)
 {
     if (s <= 0) {
@@ -135,6 +207,12 @@ int main(int argc, char **argv)
         return 2;
     }
     result("tcp", stream(fd[0], fd[1], total, chunk), total);
+    for (unsigned n = 2; n <= 8; n *= 2) {
+        char name[16];
+        size_t per = total / n / chunk * chunk;
+        snprintf(name, sizeof(name), "tcp-x%u", n);
+        result(name, streams(n, total, chunk), per * n);
+    }
 
     char *a = malloc(chunk), *b = malloc(chunk);
     if (!a || !b)
