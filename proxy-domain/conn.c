@@ -309,9 +309,29 @@ void px_conn_send(struct px_conn *c, struct px_out *o)
     px_server_active(c->srv);
     bufs[0] = uv_buf_init((char *)o->frame, (unsigned)o->frame_len);
     bufs[1] = uv_buf_init((char *)o->bulk, (unsigned)o->bulk_len);
+    unsigned nbufs = o->bulk_len ? 2 : 1;
+    /* Most answers leave whole at once: written so, they need no write
+     * request, whose completion costs a loop turn and an epoll_ctl (libuv
+     * refuses while earlier writes wait, so the order holds).  What is
+     * left, or an error, goes the usual way. */
+    if (!o->close_after) {
+        int n = uv_try_write(&c->h.stream, bufs, nbufs);
+        if (n > 0 && (size_t)n == o->frame_len + o->bulk_len) {
+            px_out_free(o);
+            return;
+        }
+        if (n > 0 && (size_t)n < bufs[0].len) {
+            bufs[0].base += n;
+            bufs[0].len -= (size_t)n;
+        } else if (n > 0) {
+            n -= (int)bufs[0].len;
+            bufs[0] = uv_buf_init(bufs[1].base + n,
+                                  (unsigned)(bufs[1].len - (size_t)n));
+            nbufs = 1;
+        }
+    }
     o->wreq.data = o;
-    rc = uv_write(&o->wreq, &c->h.stream, bufs, o->bulk_len ? 2 : 1,
-                  on_write);
+    rc = uv_write(&o->wreq, &c->h.stream, bufs, nbufs, on_write);
     if (rc < 0) {
         px_out_free(o);
         px_conn_close(c, uv_strerror(rc));
