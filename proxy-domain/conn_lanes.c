@@ -5,11 +5,13 @@
 #include "lanes.h"
 
 #include "log.h"
+#include "ringpin.h"
 
 #include "proto/auth.h"
 #include "proto/frame.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -55,8 +57,40 @@ void px_lanes_close(struct px_tenant *t)
                     (unsigned long long)t->num, i,
                     (unsigned long long)received, (unsigned long long)sent);
     }
+    if (atomic_load(&t->lane_area_in) + atomic_load(&t->lane_heap_in) +
+        atomic_load(&t->lane_area_out) + atomic_load(&t->lane_heap_out))
+        PX_INFO("tenant %llu: lanes' bytes: %llu in and %llu out through "
+                "the pinned area, %llu in and %llu out through the heap",
+                (unsigned long long)t->num,
+                (unsigned long long)atomic_load(&t->lane_area_in),
+                (unsigned long long)atomic_load(&t->lane_area_out),
+                (unsigned long long)atomic_load(&t->lane_heap_in),
+                (unsigned long long)atomic_load(&t->lane_heap_out));
     crn_lanes_free(t->lanes);
     t->lanes = NULL;
+    if (t->lane_area) {
+        px_shm_close(t->lane_area);
+        free(t->lane_area);
+        t->lane_area = NULL;
+    }
+}
+
+/* T's landing area for the lanes' bytes, made with its first lane: a
+ * memfd area that the device pins on its first copy (ringpin.h). */
+static void make_area(struct px_tenant *t)
+{
+    struct crn_shm *s;
+
+    if (t->lane_area || !(s = calloc(1, sizeof(*s))))
+        return;
+    if (crn_shm_create(PX_LANE_RING, s) < 0) {
+        PX_WARN("tenant %llu: no area for the lanes' bytes: they land in "
+                "the heap", (unsigned long long)t->num);
+        free(s);
+        return;
+    }
+    px_ring_allow(s);
+    t->lane_area = s;
 }
 
 /* The lane's answer, written before it joins (nothing else is written on
@@ -116,6 +150,7 @@ void px_lanes_attach(struct px_conn *c)
         px_conn_close(c, NULL);
         return;
     }
+    make_area(t);
     PX_INFO("tenant %llu (%s pid %u): lane %u from %s",
             (unsigned long long)t->num, t->program, t->pid, c->lane_index,
             c->peer);

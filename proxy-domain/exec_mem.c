@@ -501,9 +501,10 @@ static cl_int read_small(struct mem_op *op, cl_mem src, size_t len)
  */
 /*
  * A blocking buffer read whose bytes leave on the client's lanes: chunks
- * of PX_READ_CHUNK read by the device into kept heap chunks, each one's
- * pieces sent on the lanes once its copy ended while the device fills
- * the next.  Every piece leaves (contents undefined after a device
+ * of PX_READ_CHUNK read by the device into the lanes' pinned area while
+ * it has room (lanes.h), else into kept heap chunks, each one's pieces
+ * sent on the lanes once its copy ended while the device fills the
+ * next.  Every piece leaves (contents undefined after a device
  * error, as on the stream) or the lanes are given up, so the client
  * never waits for bytes that will not come; the final Reply says
  * lane_bytes.
@@ -515,19 +516,29 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
     size_t chunk = PX_READ_CHUNK, n = (len + chunk - 1) / chunk, done;
     uint8_t **chunks = calloc(n, sizeof(*chunks));
     cl_event *evs = calloc(n, sizeof(*evs));
+    uint64_t *pos = calloc(n, sizeof(*pos));   /* ~0: a heap chunk */
+    bool room = true;
     cl_int err = CL_SUCCESS, status;
     int rc = 0;
 
-    if (!chunks || !evs) {
+    if (!chunks || !evs || !pos) {
         free(chunks);
         free(evs);
+        free(pos);
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
                        len);
     }
     for (done = 0; done < n; done++) {
         size_t off = done * chunk;
         size_t k = len - off > chunk ? chunk : len - off;
-        if (!(chunks[done] = px_chunk_alloc(k))) {
+        /* Room is taken in chunk order while it lasts. */
+        pos[done] = UINT64_MAX;
+        if (room && !(chunks[done] = px_lanes_read_room(c->t, op->q, k,
+                                                        &pos[done]))) {
+            room = false;
+            pos[done] = UINT64_MAX;
+        }
+        if (!chunks[done] && !(chunks[done] = px_chunk_alloc(k))) {
             err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
                           len);
             break;
@@ -536,7 +547,10 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
                                   k, chunks[done], op->nwait, op->wait,
                                   &evs[done]);
         if (err != CL_SUCCESS) {
-            px_chunk_free(chunks[done]);
+            if (pos[done] != UINT64_MAX)
+                px_lanes_read_done(c->t, pos[done], k);
+            else
+                px_chunk_free(chunks[done]);
             chunks[done] = NULL;
             break;
         }
@@ -555,11 +569,16 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
         /* Nothing has left: the client takes nothing from the lanes. */
         clWaitForEvents((cl_uint)done, evs);
         for (size_t i = 0; i < done; i++) {
+            size_t k = len - i * chunk > chunk ? chunk : len - i * chunk;
             clReleaseEvent(evs[i]);
-            px_chunk_free(chunks[i]);
+            if (pos[i] != UINT64_MAX)
+                px_lanes_read_done(c->t, pos[i], k);
+            else
+                px_chunk_free(chunks[i]);
         }
         free(evs);
         free(chunks);
+        free(pos);
         return err;
     }
     for (size_t i = 0; i < n; i++) {
@@ -578,10 +597,17 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
             err = px_fail(c, CL_OUT_OF_RESOURCES, "read %llu: its lanes "
                           "failed (%s)", (unsigned long long)c->m->seq,
                           strerror(-rc));
-        px_chunk_free(chunks[i]);
+        atomic_fetch_add(pos[i] != UINT64_MAX ? &c->t->lane_area_out
+                                              : &c->t->lane_heap_out,
+                         k);
+        if (pos[i] != UINT64_MAX)
+            px_lanes_read_done(c->t, pos[i], k);
+        else
+            px_chunk_free(chunks[i]);
     }
     free(evs);
     free(chunks);
+    free(pos);
     c->reply.lane_bytes = len;
     return err;
 }

@@ -3,8 +3,12 @@
 #include "lanes.h"
 
 #include "log.h"
+#include "ringpin.h"
+
+#include "proto/shm.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,14 +16,38 @@ int px_lanes_expect(struct px_tenant *t, struct px_req *r,
                     const Crane__ClientMessage *m, uint64_t bulk)
 {
     struct crn_lanes *ls = t ? t->lanes : NULL;
+    struct crn_shm *area = t ? t->lane_area : NULL;
+    unsigned char *base = r->bulk, *at;
+    uint64_t pos;
 
-    r->lane_x = ls ? crn_lanes_expect(ls, m->lane_xfer, r->bulk, bulk,
+    /* A buffer write's bytes land in the pinned area where it has room,
+     * and the device copies them straight from there (exec_mem.c,
+     * write_staged, as from a client's pinned ring); else in the heap. */
+    if (ls && area && m->msg_case == CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND &&
+        m->mem_command->op == CRANE__MEM_OP__MEM_WRITE &&
+        px_ring_pinnable(area) &&
+        crn_shm_reserve(area, CRN_SHM_TO_PROXY, bulk, &pos) == 0 &&
+        crn_shm_claim(area, CRN_SHM_TO_PROXY, pos, bulk, &at) == 0) {
+        base = at;
+        r->ring = area;
+        r->ring_pos = pos;
+    }
+    r->lane_x = ls ? crn_lanes_expect(ls, m->lane_xfer, base, bulk,
                                       m->lane_piece, m->lanes)
                    : NULL;
     if (r->lane_x) {
         r->lanes = ls;
+        if (r->ring) {
+            free(r->bulk);
+            r->bulk = NULL;
+        }
+        atomic_fetch_add(r->ring ? &t->lane_area_in : &t->lane_heap_in,
+                         bulk);
         return 0;
     }
+    /* Its room stays taken: the lanes are gone, and nothing else lands
+     * in the area. */
+    r->ring = NULL;
     /* Dead lanes, a bad shape or an id out of turn: its pieces cannot be
      * placed, and the stream does not carry them. */
     snprintf(r->error, sizeof(r->error), "transfer %llu on %u lanes "
@@ -46,6 +74,22 @@ void px_lanes_forget(struct px_req *r)
     if (r->lane_x)
         crn_lanes_forget(r->lanes, r->lane_x);
     r->lane_x = NULL;
+}
+
+void *px_lanes_read_room(struct px_tenant *t, cl_command_queue q, size_t len,
+                         uint64_t *pos)
+{
+    struct crn_shm *area = t->lane_area;
+
+    if (!area || !px_ring_pinned(area, q) ||
+        crn_shm_reserve(area, CRN_SHM_TO_CLIENT, len, pos) < 0)
+        return NULL;
+    return crn_shm_at(area, CRN_SHM_TO_CLIENT, *pos);
+}
+
+void px_lanes_read_done(struct px_tenant *t, uint64_t pos, size_t len)
+{
+    crn_shm_take(t->lane_area, CRN_SHM_TO_CLIENT, pos, len, NULL);
 }
 
 bool px_lanes_for_read(struct px_tenant *t, const Crane__ClientMessage *m)

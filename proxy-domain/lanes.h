@@ -12,6 +12,9 @@ struct px_conn;
 /* How long an executor waits for a write's pieces, and a piece may stall
  * on its lane, before the lanes are given up. */
 #define PX_LANE_TIMEOUT_MS 30000
+/* Each ring of the area the lanes' bytes land in: four of the shim's
+ * 16 MiB write messages, sixteen 4 MiB read chunks. */
+#define PX_LANE_RING (64u << 20)
 
 /* --- lanes.c: requests and executors -------------------------------------- */
 
@@ -26,6 +29,12 @@ int px_lanes_take(struct px_req *r);
 /* R freed unexecuted: its transfer forgotten (lanes given up when it was
  * unfinished). */
 void px_lanes_forget(struct px_req *r);
+/* A read's chunk of LEN bytes for queue Q: room in ring 1 of T's pinned
+ * landing area (*POS; the device reads into it), or NULL. */
+void *px_lanes_read_room(struct px_tenant *t, cl_command_queue q, size_t len,
+                         uint64_t *pos);
+/* That room freed once its bytes left (in the order it was taken). */
+void px_lanes_read_done(struct px_tenant *t, uint64_t pos, size_t len);
 /* Whether a read (message M) may send its bytes on T's lanes. */
 bool px_lanes_for_read(struct px_tenant *t, const Crane__ClientMessage *m);
 /* Sends the pieces of M's read (TOTAL bytes) in [FROM, TO), whose bytes

@@ -97,6 +97,14 @@ struct px_tenant {
      * the loop thread registers writes' transfers, executors wait. */
     struct crn_lanes *lanes;
     uint8_t lane_key[32];
+    /* Where the lanes' bytes land: a memfd area of its own, pinned for
+     * the device as a client's area is (ringpin.h), ring 0 for writes'
+     * bytes, ring 1 for reads' chunks (lanes.c). */
+    struct crn_shm *lane_area;
+    /* Bytes the lanes carried in (writes) and out (reads), through that
+     * area or the heap, for the log. */
+    atomic_uint_fast64_t lane_area_in, lane_heap_in;
+    atomic_uint_fast64_t lane_area_out, lane_heap_out;
     uint64_t deferred_seq;       /* first failure without want_reply */
     int32_t deferred_err;
 
