@@ -47,7 +47,7 @@ static cl_mem mem_arg(struct mem_op *op, uint64_t id, enum mem_want want,
                       cl_int *err)
 {
     cl_mem m = px_tenant_handle(op->c->t, id, PX_MEM, err);
-    cl_mem_object_type type = 0;
+    cl_mem_object_type type;
 
     if (!m) {
         px_fail(op->c, *err, "unknown memory object %llu",
@@ -56,9 +56,8 @@ static cl_mem mem_arg(struct mem_op *op, uint64_t id, enum mem_want want,
     }
     if (want == WANT_ANY)
         return m;
-    if (clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof(type), &type, NULL) !=
-            CL_SUCCESS ||
-        (want == WANT_BUFFER) != (type == CL_MEM_OBJECT_BUFFER) ||
+    type = px_tenant_mem_type(op->c->t, id);
+    if (!type || (want == WANT_BUFFER) != (type == CL_MEM_OBJECT_BUFFER) ||
         type == CL_MEM_OBJECT_PIPE) {
         *err = px_fail(op->c, CL_INVALID_MEM_OBJECT,
                        "memory object %llu (type 0x%x) is no %s",

@@ -110,6 +110,17 @@ struct px_obj *px_tenant_obj(struct px_tenant *t, uint64_t id,
     return o && o->kind == kind ? o : NULL;
 }
 
+cl_mem_object_type px_tenant_mem_type(struct px_tenant *t, uint64_t id)
+{
+    struct px_obj *o = px_tenant_obj(t, id, PX_MEM);
+
+    if (o && !o->mem_type &&
+        clGetMemObjectInfo(o->handle, CL_MEM_TYPE, sizeof(o->mem_type),
+                           &o->mem_type, NULL) != CL_SUCCESS)
+        o->mem_type = 0;
+    return o ? o->mem_type : 0;
+}
+
 void *px_tenant_handle(struct px_tenant *t, uint64_t id, enum px_kind kind,
                        cl_int *err)
 {

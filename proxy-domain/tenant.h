@@ -41,6 +41,8 @@ struct px_obj {
     void *info;                  /* kernels: what validation learnt of the
                                     kernel (validate_dev.c), free()d with
                                     the entry */
+    cl_mem_object_type mem_type; /* memory objects: CL_MEM_TYPE once asked
+                                    (px_tenant_mem_type), else 0 */
 };
 
 /* Where a tenant's frames go while a connection holds it.  PUSH takes the
@@ -149,6 +151,10 @@ void *px_tenant_handle(struct px_tenant *t, uint64_t id, enum px_kind kind,
                        cl_int *err);
 struct px_obj *px_tenant_obj(struct px_tenant *t, uint64_t id,
                              enum px_kind kind);
+/* The CL_MEM_TYPE of the tenant's memory object ID: asked of the vendor
+ * once and kept (it never changes; the proxy's checks ask before every
+ * launch and copy); 0 where ID names none or the vendor cannot tell. */
+cl_mem_object_type px_tenant_mem_type(struct px_tenant *t, uint64_t id);
 
 /* CL_SUCCESS when ID may name a new object of KIND: CL_INVALID_VALUE for 0
  * or an id with the top bit, the kind's error for an id in use,

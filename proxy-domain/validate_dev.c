@@ -377,7 +377,7 @@ static bool all_zero(const uint8_t *p, size_t n)
 static cl_int check_mem_arg(struct px_call *c, const Crane__KernelArg *a,
                             enum arg_kind kind, cl_mem_object_type want)
 {
-    cl_mem_object_type type = 0;
+    cl_mem_object_type type;
     cl_int err;
     cl_mem m = px_tenant_handle(c->t, a->object, PX_MEM, &err);
 
@@ -385,7 +385,7 @@ static cl_int check_mem_arg(struct px_call *c, const Crane__KernelArg *a,
         return px_fail(c, CL_INVALID_MEM_OBJECT,
                        "argument %u: %llu is no memory object", a->index,
                        (unsigned long long)a->object);
-    clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof(type), &type, NULL);
+    type = px_tenant_mem_type(c->t, a->object);
     if (kind == ARG_BUFFER)
         want = CL_MEM_OBJECT_BUFFER;
     else if (kind == ARG_PIPE)
