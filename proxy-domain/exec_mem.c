@@ -580,29 +580,43 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
         free(pos);
         return err;
     }
-    for (size_t i = 0; i < n; i++) {
-        size_t off = i * chunk;
-        size_t k = len - off > chunk ? chunk : len - off;
-        status = CL_COMPLETE;
+    for (size_t i = 0, j; i < n; i = j + 1) {
+        size_t off = i * chunk, end;
+        /* Chunk i once the device filled it, with the chunks after it
+         * that lie right behind it and are filled already: one send, so
+         * that each lane carries several pieces per wake-up. */
         clWaitForEvents(1, &evs[i]);
-        clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
-                       sizeof(status), &status, NULL);
-        clReleaseEvent(evs[i]);
-        if (status < 0 && err == CL_SUCCESS)
-            err = status;
+        for (j = i; j + 1 < n && chunks[j + 1] == chunks[j] + chunk; j++) {
+            status = CL_QUEUED;
+            clGetEventInfo(evs[j + 1], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                           sizeof(status), &status, NULL);
+            if (status != CL_COMPLETE)
+                break;
+        }
+        end = (j + 1) * chunk < len ? (j + 1) * chunk : len;
+        for (size_t x = i; x <= j; x++) {
+            status = CL_COMPLETE;
+            clGetEventInfo(evs[x], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                           sizeof(status), &status, NULL);
+            clReleaseEvent(evs[x]);
+            if (status < 0 && err == CL_SUCCESS)
+                err = status;
+        }
         if (rc == 0 &&
-            (rc = px_lanes_send(c->t, c->m, chunks[i], len, off, off + k)) <
-                0)
+            (rc = px_lanes_send(c->t, c->m, chunks[i], len, off, end)) < 0)
             err = px_fail(c, CL_OUT_OF_RESOURCES, "read %llu: its lanes "
                           "failed (%s)", (unsigned long long)c->m->seq,
                           strerror(-rc));
-        atomic_fetch_add(pos[i] != UINT64_MAX ? &c->t->lane_area_out
-                                              : &c->t->lane_heap_out,
-                         k);
-        if (pos[i] != UINT64_MAX)
-            px_lanes_read_done(c->t, pos[i], k);
-        else
-            px_chunk_free(chunks[i]);
+        for (size_t x = i; x <= j; x++) {
+            size_t k = len - x * chunk > chunk ? chunk : len - x * chunk;
+            atomic_fetch_add(pos[x] != UINT64_MAX ? &c->t->lane_area_out
+                                                  : &c->t->lane_heap_out,
+                             k);
+            if (pos[x] != UINT64_MAX)
+                px_lanes_read_done(c->t, pos[x], k);
+            else
+                px_chunk_free(chunks[x]);
+        }
     }
     free(evs);
     free(chunks);
