@@ -299,6 +299,9 @@ bool client_open(struct client *c, struct proxy *p, const uint8_t *key,
     CHECK(c->device >> 63);
     c->token_len = w->session_token.len;
     memcpy(c->token, w->session_token.data, w->session_token.len);
+    c->lanes_max = w->lanes_max;
+    if (w->lane_key.len == sizeof(c->lane_key))
+        memcpy(c->lane_key, w->lane_key.data, sizeof(c->lane_key));
     resumed = w->resumed;
     crane__server_message__free_unpacked(s, NULL);
     return resumed;

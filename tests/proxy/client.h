@@ -68,6 +68,8 @@ struct client {
     uint64_t token_len;
     uint8_t token[64];
     uint64_t device;             /* the first offered device */
+    uint32_t lanes_max;          /* the Welcome's lane offer and key */
+    uint8_t lane_key[32];
     uint64_t platform;
     Crane__ServerMessage *notes[64];  /* Notify frames seen while waiting */
     int nnotes;

@@ -3,6 +3,7 @@
 
 #include "proto/auth.h"
 #include "proto/frame.h"
+#include "proto/lane.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1348,6 +1349,93 @@ static int test_tcp(void)
     proxy_stop(&p);
     return 0;
 }
+/* A lane's Hello on a new connection L for the tenant of TOKEN: index
+ * INDEX, the MAC made with KEY (NULL: all zero). */
+static void lane_hello(struct client *l, struct proxy *p, const uint8_t *token,
+                       size_t token_len, uint32_t index, const uint8_t *key)
+{
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    Crane__Hello h = CRANE__HELLO__INIT;
+    uint8_t mac[32] = {0};
+
+    memset(l, 0, sizeof(*l));
+    l->fd = client_connect(p);
+    if (key)
+        CHECK(crn_lane_mac(key, token, token_len, index, mac) == 0);
+    h.version = 1;
+    h.program = "lane";
+    h.lane_of.data = (uint8_t *)token;
+    h.lane_of.len = token_len;
+    h.lane_index = index;
+    h.lane_mac.data = mac;
+    h.lane_mac.len = sizeof(mac);
+    m.msg_case = CRANE__CLIENT_MESSAGE__MSG_HELLO;
+    m.hello = &h;
+    client_send(l, &m, NULL, 0);
+}
+
+/* Refused with a reason holding WANT. */
+static void lane_refused(struct client *l, const char *want)
+{
+    char *why = expect_refused(l);
+    CHECK(strstr(why, want) != NULL);
+    free(why);
+    close(l->fd);
+}
+
+/* Lanes (docs/remoting.md, "Lanes"): a TCP Welcome offers --max-lanes and
+ * a key; a lane's Hello is refused with a wrong MAC, out of turn, past the
+ * bound or for no tenant, and welcomed otherwise; a frame that is no lane
+ * piece ends the lanes; a unix Welcome offers none. */
+static int test_lanes(void)
+{
+    struct proxy p;
+    struct client c, l0, l1, l;
+    uint8_t other[32] = {1};
+    Crane__ServerMessage *s;
+    uint8_t junk[32];
+
+    proxy_start(&p, "tcp", "--max-lanes", "2", NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    CHECK_EQ(c.lanes_max, 2);
+    lane_hello(&l, &p, c.token, c.token_len, 0, NULL);
+    lane_refused(&l, "lane authentication failed");
+    lane_hello(&l, &p, c.token, c.token_len, 1, c.lane_key);
+    lane_refused(&l, "out of turn");
+    lane_hello(&l, &p, other, sizeof(other), 0, c.lane_key);
+    lane_refused(&l, "no connected tenant");
+    lane_hello(&l0, &p, c.token, c.token_len, 0, c.lane_key);
+    s = client_recv(&l0);
+    CHECK(s && s->msg_case == CRANE__SERVER_MESSAGE__MSG_WELCOME);
+    crane__server_message__free_unpacked(s, NULL);
+    lane_hello(&l, &p, c.token, c.token_len, 0, c.lane_key);
+    lane_refused(&l, "out of turn");
+    lane_hello(&l1, &p, c.token, c.token_len, 1, c.lane_key);
+    s = client_recv(&l1);
+    CHECK(s && s->msg_case == CRANE__SERVER_MESSAGE__MSG_WELCOME);
+    crane__server_message__free_unpacked(s, NULL);
+    lane_hello(&l, &p, c.token, c.token_len, 2, c.lane_key);
+    lane_refused(&l, "at most 2");
+    CHECK(proxy_wait_log(&p, "lane 1 from 127.0.0.1", 1));
+    /* Bytes that are no piece's header: every lane ends. */
+    memset(junk, 0x5a, sizeof(junk));
+    CHECK(write(l0.fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+    CHECK(proxy_wait_log(&p, "lanes off: lane 0: a frame that is no lane "
+                             "piece", 1));
+    /* The connection itself goes on. */
+    CHECK_EQ(tc_ping(&c), 0);
+    close(l0.fd);
+    close(l1.fd);
+    client_close(&c);
+    proxy_stop(&p);
+    proxy_start(&p, NULL);
+    client_open(&c, &p, NULL, 0, NULL, 0);
+    CHECK_EQ(c.lanes_max, 0);
+    client_close(&c);
+    proxy_stop(&p);
+    return 0;
+}
+
 /* Writes KEY into a fresh private file; returns its path (static). */
 static const char *key_file(const uint8_t *key, size_t len)
 {
@@ -1731,6 +1819,7 @@ static const struct {
     {"events", test_events},
     {"stop", test_stop},
     {"tcp", test_tcp},
+    {"lanes", test_lanes},
     {"lockout", test_lockout},
     {"handshake-timeout", test_handshake_timeout},
     {"idle-timeout", test_idle_timeout},
