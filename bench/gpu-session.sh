@@ -21,7 +21,8 @@
 #               test but precopy, with the switch's stoppage and where it
 #               went inside each phase (the "inside the phases" table);
 #               then bench/remote/sockbw (GB/s of one stream of bytes
-#               through a unix socket and loopback TCP, and memcpy)
+#               through a unix socket and loopback TCP, of 2, 4 and 8 TCP
+#               streams at once, and memcpy); the TCP rows use 4 lanes
 #               and bench/remote/hostptr (the device's copies to and from
 #               a memfd mapping, unpinned and wrapped as the proxy pins it)
 #   shm         bench/remote/run.sh --transport shm (write read latency
@@ -44,6 +45,11 @@
 #               copy), CRANE_STAGING_MB=0 (no pinned chunks: the vendor
 #               copies straight into the RAM copy) and CRANE_COPY_THREADS=1
 #               (every bulk copy on one core): what each part is worth
+#   lanes       bench/remote/run.sh --transport tcp write read (--reps 5)
+#               with --lanes 0 (the one stream), 2, 4 (the default) and 8,
+#               then --transport tls with 0 and 4: what the lanes bring
+#               over TCP and TLS (docs/remoting.md, "Lanes"); sockbw's
+#               tcp-xN rows are their ceiling
 #   pcopy       bench/pcopybw 64 1024: crn_pcopy's GB/s with 1-16 threads
 #               (pageable <-> memfd, 8 MiB calls, a fresh memfd, raw
 #               threads, NVIDIA's pinned chunk -> memfd)
@@ -128,6 +134,21 @@ part_remote() {
     echo "## copies to and from a memfd mapping, unpinned then wrapped in a"
     echo "## CL_MEM_USE_HOST_PTR buffer (hostptr: what pinning the ring buys)"
     nv "$root/$B/bench/hostptr" 64
+}
+
+part_lanes() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine, TCP loopback"
+    for n in 0 2 4 8; do
+        echo "## --transport tcp --lanes $n"
+        nv bench/remote/run.sh --transport tcp --lanes "$n" --reps 5 \
+            --build "$root/$B" write read
+    done
+    for n in 0 4; do
+        echo "## --transport tls --lanes $n"
+        nv bench/remote/run.sh --transport tls --lanes "$n" --reps 5 \
+            --build "$root/$B" write read
+    done
+    "$root/$B/bench/sockbw" 4096
 }
 
 part_pcopy() {
