@@ -150,12 +150,7 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         r->msg = m;
         r->arena = a;
         r->bulk_len = bulk;
-        if (px_lanes_expect(c->tenant, r, m, bulk) < 0) {
-            r->deferred = !m->want_reply;
-            r->msg = NULL;
-            r->arena = NULL;
-            px_arena_free(m, a);
-        }
+        px_lanes_expect(c->tenant, r, m, bulk);
         px_conn_queue(c, r);
         return 0;
     }

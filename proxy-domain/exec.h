@@ -46,6 +46,7 @@ struct px_req {
      * (lanes.c): the call waits for every piece before it executes. */
     struct crn_lanes *lanes;
     struct crn_lane_xfer *lane_x;
+    bool lane_refused;           /* its transfer could not be taken */
 };
 
 void px_req_free(struct px_req *r);

@@ -49,10 +49,12 @@ int px_lanes_expect(struct px_tenant *t, struct px_req *r,
      * in the area. */
     r->ring = NULL;
     /* Dead lanes, a bad shape or an id out of turn: its pieces cannot be
-     * placed, and the stream does not carry them. */
-    snprintf(r->error, sizeof(r->error), "transfer %llu on %u lanes "
-             "refused (lanes off)", (unsigned long long)m->lane_xfer,
-             m->lanes);
+     * placed, and the stream does not carry them; the call fails as one
+     * whose pieces did not come (px_lanes_take). */
+    r->lane_refused = true;
+    PX_WARN("tenant %llu: transfer %llu on %u lanes refused (lanes off)",
+            (unsigned long long)(t ? t->num : 0),
+            (unsigned long long)m->lane_xfer, m->lanes);
     crn_lanes_kill(ls, "a transfer that cannot be taken");
     return -1;
 }
@@ -61,6 +63,8 @@ int px_lanes_take(struct px_req *r)
 {
     int rc;
 
+    if (r->lane_refused)
+        return -EPIPE;
     if (!r->lane_x)
         return 0;
     rc = crn_lanes_wait(r->lanes, r->lane_x, PX_LANE_TIMEOUT_MS);

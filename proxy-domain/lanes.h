@@ -19,8 +19,9 @@ struct px_conn;
 /* --- lanes.c: requests and executors -------------------------------------- */
 
 /* Loop thread, a message M (of R) whose bulk (BULK bytes, R->bulk)
- * travels on T's lanes: registers its transfer.  0, or -1 with R's error
- * set (the lanes then given up: the bytes cannot come any other way). */
+ * travels on T's lanes: registers its transfer.  0, or -1 with R marked
+ * refused (the lanes then given up: the bytes cannot come any other way;
+ * its call fails with CL_OUT_OF_RESOURCES). */
 int px_lanes_expect(struct px_tenant *t, struct px_req *r,
                     const Crane__ClientMessage *m, uint64_t bulk);
 /* Executor: waits until R's pieces all came; 0 (R has none, or they did)
