@@ -34,6 +34,11 @@ void px_lanes_open(struct px_conn *c, struct px_tenant *t,
         PX_WARN("%s: no lanes (out of memory or randomness)", who);
         return;
     }
+    /* Test only: CRANE_PROXY_TEST_LANE_FAULT=BYTES shuts lane 0 down
+     * mid-piece once it has sent that many bytes (a read's, lanes.sh). */
+    const char *fault = getenv("CRANE_PROXY_TEST_LANE_FAULT");
+    if (fault && atoll(fault) > 0)
+        crn_lanes_fault_after(t->lanes, (uint64_t)atoll(fault), false);
     w->lanes_max = c->srv->max_lanes;
     w->lane_key.data = t->lane_key;
     w->lane_key.len = sizeof(t->lane_key);

@@ -394,8 +394,9 @@ case_ "remote/tls" tests/integration/remote.sh tls "$PROGS/buffers"
 # streams, every byte checked and every lane's bytes counted alike by both
 # sides, in clear and under TLS, landing in the proxy's pinned area (or its
 # heap with CRANE_PROXY_PIN_RING=0); a lane that dies mid-piece and one that
-# sends a piece out of place (the proxy refuses it) fail one call, the
-# program goes on over the main stream. ~2 s each.
+# sends a piece out of place (the proxy refuses it) fail one call (a
+# write; a read when the proxy's lane dies), the program goes on over the
+# main stream. ~2 s each.
 case_ "remote-lanes/bulk" env CRANE_LANES_WANT=yes \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4
 case_ "remote-lanes/heap" env CRANE_LANES_WANT=yes CRANE_PROXY_PIN_RING=0 \
@@ -404,6 +405,7 @@ case_ "remote-lanes/buffers" tests/integration/lanes.sh tcp "$PROGS/buffers"
 case_ "remote-lanes/tls" env CRANE_LANES_WANT=yes \
     tests/integration/lanes.sh tls "$B/tests/integration/bulk_loop" 2
 case_ "remote-lanes/killed" tests/integration/lanes.sh killed
+case_ "remote-lanes/killed-read" tests/integration/lanes.sh killed-read
 case_ "remote-lanes/hostile" tests/integration/lanes.sh hostile
 # Threads waiting (clWaitForEvents, clFinish) on a user event, and on work
 # behind it, that another thread sets: natively and remoted.

@@ -12,6 +12,9 @@
 #   lanes.sh killed               lane 0 dies mid-piece under bulk_loop
 #       (a test hook): that round's write fails with an error, the program
 #       goes on over the main stream, every later round right; no hang
+#   lanes.sh killed-read          the proxy's lane 0 dies mid-piece of a
+#       read (its test hook): that read fails with an error, the program
+#       goes on over the main stream, every later round right
 #   lanes.sh hostile              lane 0 sends a piece that claims bytes
 #       past its transfer: the proxy refuses it (its log says why), the
 #       write fails, the program goes on, never wrong bytes
@@ -122,10 +125,17 @@ tcp|tls)
         { echo "lanes failed:"; grep 'lanes off' "$TMP/out" "$TMP/proxy.log"; exit 1; }
     exit 0
     ;;
-killed|hostile)
-    start_tcp --tls none || exit 1
-    # Past the first rounds (24 MiB each way, 6 MiB per lane).
-    envs=(CRANE_TLS=none CRANE_TEST_LANE_FAULT=$((20 << 20)))
+killed|killed-read|hostile)
+    # Past the first rounds (24 MiB each way, 6 MiB per lane; a read every
+    # other round).
+    envs=(CRANE_TLS=none)
+    if [ "$mode" = killed-read ]; then
+        CRANE_PROXY_TEST_LANE_FAULT=$((10 << 20)) start_tcp --tls none ||
+            exit 1
+    else
+        start_tcp --tls none || exit 1
+        envs+=(CRANE_TEST_LANE_FAULT=$((20 << 20)))
+    fi
     [ "$mode" = hostile ] && envs+=(CRANE_TEST_LANE_BAD=1)
     run "${envs[@]}" -- "$LOOP" 6 go-on
     rc=$?
@@ -145,6 +155,12 @@ killed|hostile)
         grep -q 'lanes off: lane 0: a piece out of place' "$TMP/proxy.log" ||
             { echo "not ok: the proxy did not refuse the piece:";
               cat "$TMP/proxy.log"; fails=1; }
+    elif [ "$mode" = killed-read ]; then
+        grep -q 'remote: a read of [0-9]* bytes failed on the lanes' \
+            "$TMP/out" ||
+            { echo "not ok: no read failed on the lanes"; fails=1; }
+        grep -q 'lane 0 shut down mid-piece (test hook)' "$TMP/proxy.log" ||
+            { echo "not ok: the proxy's hook did not fire"; fails=1; }
     else
         # Lane 0 broke mid-piece, or another closed first while the
         # transfer was awaited (the shim shuts all of them down).
@@ -156,7 +172,8 @@ killed|hostile)
     exit $fails
     ;;
 *)
-    echo "usage: lanes.sh tcp|tls PROGRAM [ARGS] | killed | hostile" >&2
+    echo "usage: lanes.sh tcp|tls PROGRAM [ARGS] | killed | killed-read |" \
+        "hostile" >&2
     exit 2
     ;;
 esac
