@@ -9,6 +9,7 @@
 
 struct pin {
     const void *base;            /* the area's mapping */
+    size_t size;                 /* pinned bytes, 0 when not pinned */
     cl_mem mem;                  /* the wrapping buffer, once made */
     cl_context ctx;              /* its context */
     bool tried;                  /* made, or failed to be */
@@ -17,6 +18,22 @@ struct pin {
 
 static pthread_mutex_t pins_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pin *pins;
+static size_t pinned_bytes;      /* of every pin made, under pins_lock */
+
+/* Most bytes of clients' memory this process pins at once
+ * (CRANE_PROXY_MAX_PINNED_MB, default 2048): pinned pages cannot be
+ * swapped or reclaimed, and a client names the sizes.  An area beyond it
+ * is used unpinned (staging), as where the vendor refuses. */
+static size_t max_pinned(void)
+{
+    const char *e = getenv("CRANE_PROXY_MAX_PINNED_MB");
+    char *end;
+    long long mb = e ? strtoll(e, &end, 10) : 2048;
+
+    if (e && (*end || mb < 0 || mb > (1ll << 30)))
+        mb = 2048;
+    return (size_t)mb << 20;
+}
 
 static bool enabled(void)
 {
@@ -76,12 +93,22 @@ static void pin_with(struct pin *p, const struct crn_shm *s, cl_context ctx)
     cl_int err = CL_SUCCESS;
 
     p->tried = true;
+    p->ctx = ctx;
+    if (s->size > max_pinned() - (pinned_bytes < max_pinned()
+                                      ? pinned_bytes
+                                      : max_pinned())) {
+        PX_INFO("shared area of %zu bytes not pinned: %zu bytes pinned "
+                "already, CRANE_PROXY_MAX_PINNED_MB allows %zu; bulk bytes "
+                "go through staging", s->size, pinned_bytes, max_pinned());
+        return;
+    }
     p->mem = clCreateBuffer(ctx, CL_MEM_USE_HOST_PTR | CL_MEM_READ_WRITE,
                             s->size, (void *)s->base, &err);
-    p->ctx = ctx;
-    if (p->mem)
+    if (p->mem) {
+        p->size = s->size;
+        pinned_bytes += s->size;
         PX_DEBUG("shared area of %zu bytes pinned for the device", s->size);
-    else
+    } else
         PX_INFO("shared area of %zu bytes not pinned (%d): bulk bytes go "
                 "through staging", s->size, err);
 }
@@ -126,8 +153,10 @@ void px_shm_close(struct crn_shm *s)
         return;
     pthread_mutex_lock(&pins_lock);
     p = s->base ? find(s->base, &link) : NULL;
-    if (p)
+    if (p) {
         *link = p->next;
+        pinned_bytes -= p->size;
+    }
     pthread_mutex_unlock(&pins_lock);
     if (p && p->mem)
         clReleaseMemObject(p->mem);

@@ -366,6 +366,8 @@ case_ "remote/proxy-killed-bulk" tests/integration/remote.sh proxy-killed-bulk
 case_ "remote/ring-writes" tests/integration/remote.sh ring-writes staged
 case_ "remote/ring-writes-pinned" tests/integration/remote.sh \
     ring-writes pinned
+# A client's area over the proxy's pinning cap is used unpinned.
+case_ "remote/pin-cap" tests/integration/remote.sh pin-cap
 # Spare contexts warmed (a queue, a buffer, copies, a kernel) before they
 # are offered, then a program computes on one.
 case_ "remote/warm-spares" tests/integration/remote.sh warm-spares \

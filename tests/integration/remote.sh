@@ -132,6 +132,19 @@ ring-writes)
         grep -q 'went straight into the pinned ring (0)' "$TMP/proxy.log" ||
         { echo "no read went straight into the pinned ring"; exit 1; }
     ;;
+pin-cap)
+    # CRANE_PROXY_MAX_PINNED_MB=1: the client's 2 MiB area (and its host
+    # region) are over the cap, so the proxy leaves them unpinned and
+    # stages; the writes and reads still land, every byte checked.
+    CRANE_PROXY_MAX_PINNED_MB=1 start_proxy --log-level debug || exit 1
+    CRANE_SHM_MB=2 CRANE_BACKEND="remote:unix:$SOCK" "$RUN" \
+        "$B/tests/integration/ring_writes" || exit 1
+    grep -q 'not pinned: .* CRANE_PROXY_MAX_PINNED_MB allows 1048576' \
+        "$TMP/proxy.log" && ! grep -q 'pinned for the device' \
+        "$TMP/proxy.log" ||
+        { echo "the proxy pinned over its cap:"; grep -i pinned \
+          "$TMP/proxy.log" | tail -5; exit 1; }
+    ;;
 warm-spares)
     # CRANE_PROXY_WARM_SPARES=1: each spare context builds and runs a
     # kernel once before it is offered (on GPUs by default); a program
