@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "remote.h"
+#include "remote_lanes.h"
 
 /* A new object of SIZE bytes with a fresh id, registered in the maps. */
 void *rc_obj_new(enum shim_kind kind, size_t size)
@@ -29,8 +30,13 @@ void *rc_obj_new(enum shim_kind kind, size_t size)
 void *rc_created(struct rc_obj *o, Crane__ClientMessage *m, const void *bulk,
                  size_t bulk_len, cl_int *errcode_ret)
 {
-    cl_int err = shim_remote_send(m, bulk, bulk_len);
+    cl_int err;
 
+    /* Over TCP, big initial contents take the lanes where there are
+     * some (remote_lanes.c). */
+    shim_lanes_write_begin();
+    err = shim_lanes_fit(bulk_len) ? shim_lanes_write(m, bulk, bulk_len)
+                                   : shim_remote_send(m, bulk, bulk_len);
     RC_SET_ERR(err);
     if (err != CL_SUCCESS) {
         shim_remote_untrack(o);

@@ -48,6 +48,24 @@ int main(int argc, char **argv)
         printf("FAIL bulk_loop: setup: %d\n", err);
         return 1;
     }
+    /* A buffer made with its contents (CL_MEM_COPY_HOST_PTR: they travel
+     * with the creation), read back whole. */
+    pattern(in, BYTES, 12345);
+    cl_mem made = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                 BYTES, in, &err);
+    if (made)
+        err = clEnqueueReadBuffer(q, made, CL_TRUE, 0, BYTES, out, 0, NULL,
+                                  NULL);
+    if (!made || err != CL_SUCCESS) {
+        printf("FAIL bulk_loop: a buffer made with contents: %d\n", err);
+        return 1;
+    }
+    if (memcmp(in, out, BYTES) != 0) {
+        printf("WRONG bulk_loop: a buffer made with contents reads back "
+               "different bytes\n");
+        return 2;
+    }
+    clReleaseMemObject(made);
     for (unsigned r = 0; r < rounds; r++) {
         pattern(in, BYTES, r);
         memset(out, 0, BYTES);
