@@ -480,6 +480,19 @@ static cl_int CL_API_CALL enqueue_nd_range(
     return err;
 }
 
+static cl_int CL_API_CALL enqueue_marker(cl_command_queue q, cl_uint nwait,
+                                         const cl_event *wait, cl_event *ev)
+{
+    cl_int err = CL_SUCCESS;
+
+    (void)q;
+    (void)nwait;
+    (void)wait;
+    if (ev)
+        *ev = new_obj(&err);
+    return err;
+}
+
 static cl_int CL_API_CALL enqueue_rw(cl_command_queue q, cl_mem m,
                                      cl_bool blocking, size_t off, size_t n,
                                      void *ptr, cl_uint nwait,
@@ -601,6 +614,8 @@ static void fill_table(void)
     table.clGetKernelWorkGroupInfo = get_kernel_wg_info;
     table.clSetKernelArg = set_kernel_arg;
     table.clEnqueueNDRangeKernel = enqueue_nd_range;
+    table.clEnqueueMarkerWithWaitList = enqueue_marker;
+    table.clEnqueueBarrierWithWaitList = enqueue_marker;
     table.clEnqueueReadBuffer = enqueue_read;
     table.clEnqueueWriteBuffer = enqueue_write;
     table.clFlush = no_op_queue;

@@ -58,7 +58,7 @@ shim() {
     CRANE_VENDOR_LIBS=$lib CRANE_SOCKET=none "$build/bin/crane-run" "$@"
 }
 
-kinds="setarg setarg_mem launch launch_event write4"
+kinds="setarg setarg_mem launch args8_launch launch_event write4 read4 event_status"
 i=0
 while [ $i -lt "$reps" ]; do
     native "$prog" "$iters" >>"$tmp/native" || exit 1

@@ -11,7 +11,9 @@
  * which the shim tracks for dirtiness), launch (clEnqueueNDRangeKernel
  * with no event), args8_launch (four buffer and four int arguments
  * changed, then a launch: bench/overhead's setarg iteration),
- * launch_event (with an event, then clReleaseEvent),
+ * launch_event (with an event, then clReleaseEvent), read4 (a 4-byte
+ * blocking clEnqueueReadBuffer), event_status (clGetEventInfo of a
+ * completed marker's status: remoted, a round trip),
  * write4 (a 4-byte blocking clEnqueueWriteBuffer).  Exit 0, or 2 on an
  * OpenCL error (the message on stderr).
  */
@@ -68,11 +70,12 @@ int main(int argc, char **argv)
     only = argc > 2 ? argv[2] : NULL;
     if (n <= 0 || (only && !wanted("setarg") && !wanted("setarg_mem") &&
                    !wanted("launch") && !wanted("args8_launch") &&
-                   !wanted("launch_event") &&
+                   !wanted("launch_event") && !wanted("read4") &&
+                   !wanted("event_status") &&
                    !wanted("write4"))) {
         fprintf(stderr, "usage: shimcost [ITERATIONS > 0 [setarg|"
                         "setarg_mem|launch|args8_launch|launch_event|"
-                        "write4]]\n");
+                        "write4|read4|event_status]]\n");
         return 2;
     }
     CHECK(clGetPlatformIDs(1, &platform, NULL));
@@ -138,6 +141,25 @@ int main(int argc, char **argv)
             clReleaseEvent(ev);
         }
         report("launch_event", t0, n);
+    }
+    if (wanted("read4")) {
+        t0 = now_ns();
+        for (long i = 0; i < n; i++)
+            clEnqueueReadBuffer(q, bufs[0], CL_TRUE, 0, 4, &value, 0, NULL,
+                                NULL);
+        report("read4", t0, n);
+    }
+    if (wanted("event_status")) {
+        cl_event done;
+        cl_int status;
+        CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &done));
+        CHECK(clFinish(q));
+        t0 = now_ns();
+        for (long i = 0; i < n; i++)
+            clGetEventInfo(done, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                           sizeof(status), &status, NULL);
+        report("event_status", t0, n);
+        clReleaseEvent(done);
     }
     if (wanted("write4")) {
         t0 = now_ns();

@@ -29,6 +29,7 @@ TEST_ENTRY(shm_claim_holds_room_until_released)
 /* proto/fastpack.c: tests/unit/test_fastpack.c */
 TEST_ENTRY(fastpack_launch_matches_protobuf_c)
 TEST_ENTRY(fastpack_other_messages_are_protobuf_c)
+TEST_ENTRY(fastpack_any_message_matches_protobuf_c)
 TEST_ENTRY(fastpack_knows_every_field)
 
 /* proto/lane.c: tests/unit/test_lane.c */
