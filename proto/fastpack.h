@@ -18,7 +18,7 @@
  * out, repeated numbers packed; tests/unit/test_fastpack.c checks byte for
  * byte) for a ClientMessage holding a LaunchKernel; for any other call
  * they write ClientMessage's own fields and leave the call's message to
- * protobuf-c (its walk of ClientMessage's 31 field descriptors, twice,
+ * protobuf-c (its walk of ClientMessage's 34 field descriptors, twice,
  * cost more than a small call's own message).  The schema stays the wire
  * format: a field added to ClientMessage, LaunchKernel or KernelArg must
  * be added here too (the unit test fails until it is).

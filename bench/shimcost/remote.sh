@@ -19,7 +19,8 @@ the counts vary by a few percent from run to run.
 
   --iters N     calls in the longer run (default 40000)
   --build DIR   where bin/ and bench/ are (default build)
-  KIND          shimcost kinds (default: launch args8_launch setarg_mem)
+  KIND          shimcost kinds (default: launch args8_launch read4
+                event_status)
 USAGE
 }
 
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     *) kinds="$kinds $1"; shift ;;
     esac
 done
-[ -n "$kinds" ] || kinds="launch args8_launch setarg_mem"
+[ -n "$kinds" ] || kinds="launch args8_launch read4 event_status"
 command -v valgrind >/dev/null ||
     { echo "remote.sh: valgrind is not installed" >&2; exit 2; }
 prog=$build/bench/shimcost
