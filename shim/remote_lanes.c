@@ -15,8 +15,10 @@
 #include "remote_conn_int.h"
 #include "remote_lanes.h"
 
-/* Pieces of 1 MiB: a 4 MiB chunk of the proxy's reads is one piece per
- * lane of four, and a piece is big enough that its header costs nothing. */
+/* Pieces of at most 1 MiB: a 4 MiB chunk of the proxy's reads is one
+ * piece per lane of four, and a piece is big enough that its header costs
+ * nothing; a smaller transfer is cut finer, so that every lane has a
+ * piece of it. */
 #define LANE_PIECE (1u << 20)
 /* Transfers from this size take the lanes; smaller ones the stream. */
 #define LANE_MIN (1u << 20)
@@ -253,11 +255,15 @@ static bool usable_locked(void)
     return !shim_conn.shm_on;
 }
 
-static void name_transfer(Crane__ClientMessage *m)
+static void name_transfer(Crane__ClientMessage *m, size_t len)
 {
+    uint32_t piece = LANE_PIECE;
+
+    while (piece > CRN_LANE_PIECE_MIN && (uint64_t)piece * L.n > len)
+        piece /= 2;
     m->lane_xfer = ++L.next_xfer;
     m->lanes = L.n;
-    m->lane_piece = LANE_PIECE;
+    m->lane_piece = piece;
 }
 
 cl_int shim_lanes_write(Crane__ClientMessage *m, const void *bulk,
@@ -270,7 +276,7 @@ cl_int shim_lanes_write(Crane__ClientMessage *m, const void *bulk,
         pthread_mutex_unlock(&L.lock);
         return shim_remote_send(m, bulk, len);
     }
-    name_transfer(m);
+    name_transfer(m, len);
     /* The control frame leaves first (with the batch before it), in the
      * stream's order; the pieces follow on the lanes. */
     pthread_mutex_lock(&shim_conn.send_lock);
@@ -283,7 +289,8 @@ cl_int shim_lanes_write(Crane__ClientMessage *m, const void *bulk,
         return rc == -ENOMEM ? CL_OUT_OF_HOST_MEMORY
                              : CL_DEVICE_NOT_AVAILABLE;
     }
-    rc = crn_lanes_send(L.ls, m->lane_xfer, bulk, len, LANE_PIECE, 0, len);
+    rc = crn_lanes_send(L.ls, m->lane_xfer, bulk, len, m->lane_piece, 0,
+                        len);
     if (rc < 0) {
         /* The proxy never executes it (its bytes did not all come) and
          * says so later; this call says it now. */
@@ -315,8 +322,8 @@ cl_int shim_lanes_read(Crane__ClientMessage *m, void *dst, size_t len)
         shim_remote_reply_free(&r);
         return err;
     }
-    name_transfer(m);
-    x = crn_lanes_expect(L.ls, m->lane_xfer, dst, len, LANE_PIECE, L.n);
+    name_transfer(m, len);
+    x = crn_lanes_expect(L.ls, m->lane_xfer, dst, len, m->lane_piece, L.n);
     if (!x) {
         m->lane_xfer = 0;
         m->lanes = m->lane_piece = 0;

@@ -401,6 +401,11 @@ case_ "remote/tls" tests/integration/remote.sh tls "$PROGS/buffers"
 # main stream. ~2 s each.
 case_ "remote-lanes/bulk" env CRANE_LANES_WANT=yes \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4
+# 1.5 MiB (and 984 bytes) transfers: cut into 256 KiB pieces, the last
+# short, so that every lane carries some.
+case_ "remote-lanes/small" env CRANE_LANES_WANT=yes \
+    tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
+    1573848
 case_ "remote-lanes/heap" env CRANE_LANES_WANT=yes CRANE_PROXY_PIN_RING=0 \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 2
 case_ "remote-lanes/buffers" tests/integration/lanes.sh tcp "$PROGS/buffers"

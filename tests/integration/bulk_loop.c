@@ -2,8 +2,8 @@
  * 24 MiB buffer, blocking and not, each round a new pattern.  Used with a
  * proxy killed under it (remote.sh proxy-killed-bulk): every call either
  * succeeds with the right bytes or fails; "WRONG" would be a lie.  With
- * "go-on" after the rounds, a round that fails is counted and the next
- * one tried (lanes.sh: a lane killed mid-transfer fails one call, the
+ * "go-on" after the rounds ("-": not), a round that fails is counted and
+ * the next one tried (lanes.sh: a lane killed mid-transfer fails one call, the
  * program goes on over the main stream). */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BYTES (24u << 20)
+/* Bytes per transfer: 24 MiB, or the third argument (a multiple of 8). */
+static size_t bytes = 24u << 20;
 
 static void pattern(uint8_t *p, size_t n, unsigned round)
 {
@@ -27,10 +28,15 @@ int main(int argc, char **argv)
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
     int go_on = argc > 2 && strcmp(argv[2], "go-on") == 0;
     unsigned failed = 0;
+
+    if (argc > 3)
+        bytes = (size_t)strtoull(argv[3], NULL, 10) / 8 * 8;
+    if (!bytes)
+        bytes = 8;
     cl_platform_id platform;
     cl_device_id device;
     cl_int err;
-    uint8_t *in = malloc(BYTES), *out = malloc(BYTES);
+    uint8_t *in = malloc(bytes), *out = malloc(bytes);
 
     if (!in || !out || clGetPlatformIDs(1, &platform, NULL) != CL_SUCCESS ||
         clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL) !=
@@ -42,7 +48,7 @@ int main(int argc, char **argv)
     cl_command_queue q =
         ctx ? clCreateCommandQueueWithProperties(ctx, device, NULL, &err)
             : NULL;
-    cl_mem buf = q ? clCreateBuffer(ctx, CL_MEM_READ_WRITE, BYTES, NULL, &err)
+    cl_mem buf = q ? clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err)
                    : NULL;
     if (!buf) {
         printf("FAIL bulk_loop: setup: %d\n", err);
@@ -50,31 +56,31 @@ int main(int argc, char **argv)
     }
     /* A buffer made with its contents (CL_MEM_COPY_HOST_PTR: they travel
      * with the creation), read back whole. */
-    pattern(in, BYTES, 12345);
+    pattern(in, bytes, 12345);
     cl_mem made = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                                 BYTES, in, &err);
+                                 bytes, in, &err);
     if (made)
-        err = clEnqueueReadBuffer(q, made, CL_TRUE, 0, BYTES, out, 0, NULL,
+        err = clEnqueueReadBuffer(q, made, CL_TRUE, 0, bytes, out, 0, NULL,
                                   NULL);
     if (!made || err != CL_SUCCESS) {
         printf("FAIL bulk_loop: a buffer made with contents: %d\n", err);
         return 1;
     }
-    if (memcmp(in, out, BYTES) != 0) {
+    if (memcmp(in, out, bytes) != 0) {
         printf("WRONG bulk_loop: a buffer made with contents reads back "
                "different bytes\n");
         return 2;
     }
     clReleaseMemObject(made);
     for (unsigned r = 0; r < rounds; r++) {
-        pattern(in, BYTES, r);
-        memset(out, 0, BYTES);
-        err = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, BYTES, in, 0, NULL,
+        pattern(in, bytes, r);
+        memset(out, 0, bytes);
+        err = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, bytes, in, 0, NULL,
                                    NULL);
         if (err == CL_SUCCESS) {
             /* Odd rounds read without blocking, then wait. */
             err = clEnqueueReadBuffer(q, buf, r % 2 ? CL_FALSE : CL_TRUE, 0,
-                                      BYTES, out, 0, NULL, NULL);
+                                      bytes, out, 0, NULL, NULL);
             if (err == CL_SUCCESS)
                 err = clFinish(q);
         }
@@ -88,7 +94,7 @@ int main(int argc, char **argv)
             printf("FAIL bulk_loop: round %u: error %d\n", r, err);
             return 1;
         }
-        if (memcmp(in, out, BYTES) != 0) {
+        if (memcmp(in, out, bytes) != 0) {
             printf("WRONG bulk_loop: round %u: the bytes read back differ\n",
                    r);
             return 2;
@@ -96,7 +102,7 @@ int main(int argc, char **argv)
         printf("round %u ok\n", r);
         fflush(stdout);
     }
-    printf("PASS bulk_loop: %u rounds of %u MiB (%u failed)\n", rounds,
-           BYTES >> 20, failed);
+    printf("PASS bulk_loop: %u rounds of %zu bytes (%u failed)\n", rounds,
+           bytes, failed);
     return 0;
 }
