@@ -335,8 +335,7 @@ static int send_job(struct lane *l)
             /* The test hook: half a piece, then the lane is gone. */
             move(l->fd, raw, sizeof(raw), true, ls->timeout_ms, false);
             move(l->fd, (void *)(ls->job_base + (off - ls->job_from)),
-                 len / 2, true,
-                 ls->timeout_ms, false);
+                 len / 2, true, ls->timeout_ms, false);
             crn_log(CRN_LOG_WARN, "%s: lane 0 shut down mid-piece (test "
                     "hook)", ls->who);
             shutdown(l->fd, SHUT_RDWR);
@@ -501,7 +500,8 @@ struct crn_lane_xfer *crn_lanes_expect(struct crn_lanes *ls, uint64_t id,
 {
     struct crn_lane_xfer *x;
 
-    if (!crn_lane_shape_ok(total, piece, nlanes) || !(x = calloc(1, sizeof(*x))))
+    if (!crn_lane_shape_ok(total, piece, nlanes) ||
+        !(x = calloc(1, sizeof(*x))))
         return NULL;
     x->id = id;
     x->base = base;
