@@ -132,6 +132,7 @@ void shim_config_load(void)
         (unsigned)env_long("CRANE_PRECOPY_ROUNDS", 0, 0);
     if (shim_config.precopy_rounds > 64)
         shim_config.precopy_rounds = 64;
+    shim_config.prebuild = env_long("CRANE_PREBUILD", 1, 0) != 0;
     shim_config.precopy_stop_bytes =
         (size_t)env_long("CRANE_PRECOPY_STOP_KB", 4096, 0) << 10;
     shim_config.test_fail_at = env_str("CRANE_TEST_FAIL_AT");

@@ -65,6 +65,9 @@ struct shim_config {
     unsigned precopy_rounds;     /* CRANE_PRECOPY_ROUNDS: copy rounds while
                                     the program runs, before a switch stops
                                     it (0: off, precopy.c) */
+    bool prebuild;               /* CRANE_PREBUILD: a switch to the proxy
+                                    makes its objects there ahead, before
+                                    the gate closes (prebuild.c) */
     size_t precopy_stop_bytes;   /* CRANE_PRECOPY_STOP_KB: a round that
                                     found fewer dirty bytes ends them */
     const char *device;          /* CRANE_DEVICE: where devices land after a

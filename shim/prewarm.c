@@ -6,11 +6,11 @@
 #include "log.h"
 #include "shim.h"
 
-/* The vendor's device for shadow D, where the device rule puts it
+/* The backend's device for shadow D, where the device rule puts it
  * (devmatch.c, as bind will); NULL for sub-devices (made later, from their
  * parent). */
-static cl_device_id native_device(struct shim_device *d,
-                                  const struct shim_plan *plan)
+cl_device_id shim_plan_device(const struct shim_device *d,
+                              const struct shim_plan *plan)
 {
     if (d->parent)
         return NULL;
@@ -28,7 +28,7 @@ static void *make_context(struct shim_context *c, const struct shim_plan *plan)
     if (c->n_devices == 0 || c->n_devices > 64)
         return NULL;
     for (cl_uint i = 0; i < c->n_devices; i++)
-        if (!(devs[i] = native_device(c->devices[i], plan)))
+        if (!(devs[i] = shim_plan_device(c->devices[i], plan)))
             return NULL;
     for (size_t i = 0; c->props && c->props[i] && np < 62; i += 2) {
         props[np] = c->props[i];
@@ -56,22 +56,17 @@ static void premake(struct shim_context *c, const struct shim_plan *plan)
 
 unsigned long shim_remote_generation(void);
 
-/* Before a switch to the proxy with pre-copy (precopy.c): every context
+/* Before a switch to the proxy (prebuild.c, precopy.c): every context
  * that has no twin there gets one, made now on the proxy the switch goes
- * to (connected by the device check), so that the rounds can write into
- * buffers made ahead in it and the rebuild takes it like any twin.  A
- * switch that does not happen leaves it as a twin, which goes with the
- * connection or with the context. */
-void shim_prewarm_remote_contexts(void)
+ * to (connection CONN, matched by PLAN), so that pre-copy rounds can write
+ * into buffers made ahead in it and the rebuild takes it like any twin.
+ * A switch that does not happen leaves it as a twin, which goes with the
+ * connection or with the context.  How many were made. */
+unsigned shim_prewarm_remote_contexts_on(const struct shim_plan *plan,
+                                         unsigned long conn)
 {
-    struct shim_plan plan;
-    char why[400];
-    unsigned long conn = shim_remote_generation();
     unsigned n = 0;
 
-    if (!conn || shim_plan_make(&shim_remote_ops, &plan, why,
-                                sizeof(why)) < 0)
-        return;
     shim_store_lock();
     for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
         if (o->kind != SHIM_CONTEXT)
@@ -79,7 +74,7 @@ void shim_prewarm_remote_contexts(void)
         void *t = atomic_load(&o->twin);
         if (t && o->twin_conn == conn)
             continue;
-        void *made = make_context((struct shim_context *)o, &plan);
+        void *made = make_context((struct shim_context *)o, plan);
         if (!made)
             continue;
         /* A twin of a connection that is gone went with it. */
@@ -88,10 +83,23 @@ void shim_prewarm_remote_contexts(void)
         n++;
     }
     shim_store_unlock();
-    shim_plan_free(&plan);
     if (n)
         LOG_INFO("prewarm: %u context(s) made on the proxy ahead of the "
-                 "switch, for pre-copy", n);
+                 "switch", n);
+    return n;
+}
+
+void shim_prewarm_remote_contexts(void)
+{
+    struct shim_plan plan;
+    char why[400];
+    unsigned long conn = shim_remote_generation();
+
+    if (!conn || shim_plan_make(&shim_remote_ops, &plan, why,
+                                sizeof(why)) < 0)
+        return;
+    shim_prewarm_remote_contexts_on(&plan, conn);
+    shim_plan_free(&plan);
 }
 
 void shim_prewarm_native(const struct shim_backend_ops *vendor)

@@ -14,7 +14,7 @@
  * kernel may write is read from the source instead (kernel_sig.c);
  * CRANE_ARG_INFO=1 adds -cl-kernel-arg-info, for exact qualifiers at the
  * price of a cold cache. */
-static char *build_options(const char *options)
+char *shim_program_build_options(const char *options)
 {
     const char *extra = shim_config.arg_info ? " -cl-kernel-arg-info" : "";
     size_t n = (options ? strlen(options) : 0) + strlen(extra) + 1;
@@ -72,7 +72,7 @@ static int program_build_step(struct shim_program *p)
     if (p->step == SHIM_NOT_BUILT || p->origin == SHIM_FROM_LINK)
         return 0;
     real_devices(p->build_devices, p->n_build_devices, devs);
-    opts = build_options(p->options);
+    opts = shim_program_build_options(p->options);
     if (!opts)
         return -ENOMEM;
     if (p->step == SHIM_BUILT) {
@@ -107,7 +107,8 @@ static int program_realize(struct shim_obj *o)
     switch (p->origin) {
     case SHIM_FROM_SOURCE: {
         const char *src = p->source;
-        char *opts = p->cache ? build_options(p->options) : NULL;
+        char *opts =
+            p->cache ? shim_program_build_options(p->options) : NULL;
         bool cached = opts && shim_program_cache_realize(p, opts);
         free(opts);
         if (cached)
@@ -132,7 +133,7 @@ static int program_realize(struct shim_obj *o)
         break;
     case SHIM_FROM_LINK: {
         cl_program in[64];
-        char *opts = build_options(p->options);
+        char *opts = shim_program_build_options(p->options);
         for (cl_uint i = 0; i < p->n_inputs && i < 64; i++)
             in[i] = p->inputs[i]->obj.real;
         if (opts)
@@ -444,7 +445,7 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
      * which a re-home reproduces by not building it. */
     cl_device_id real_devs[64];
     cl_program real_heads[64];
-    char *full = build_options(options);
+    char *full = shim_program_build_options(options);
     if (!full) {
         err = CL_OUT_OF_HOST_MEMORY;
         goto drop;
@@ -465,34 +466,47 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
     if (err != CL_SUCCESS) {
         if (err == CL_BUILD_PROGRAM_FAILURE ||
             err == CL_COMPILE_PROGRAM_FAILURE) {
+            /* Under the store lock, with build_gen: a switch making
+             * twins ahead (prebuild.c) reads them there. */
+            shim_store_lock();
             p->step = SHIM_NOT_BUILT;
+            p->build_gen++;
+            shim_store_unlock();
             shim_program_cache_free(p);
         }
         goto drop;
     }
 
-    /* Replace what an earlier build recorded. */
-    for (cl_uint i = 0; i < p->n_build_devices; i++)
-        shim_obj_release_child(&p->build_devices[i]->obj);
-    free(p->build_devices);
-    for (cl_uint i = 0; i < p->n_inputs; i++) {
-        shim_obj_release_child(&p->inputs[i]->obj);
-        free(p->input_names ? p->input_names[i] : NULL);
-    }
-    free(p->inputs);
-    free(p->input_names);
-    free(p->options);
+    /* Replace what an earlier build recorded: swapped under the store
+     * lock (prebuild.c reads them there), the old ones let go after. */
+    for (cl_uint i = 0; i < n_headers; i++)
+        shim_obj_retain_child(&inputs[i]->obj);
+    struct shim_device **old_devs = p->build_devices;
+    cl_uint n_old_devs = p->n_build_devices;
+    struct shim_program **old_inputs = p->inputs;
+    char **old_names = p->input_names, *old_opts = p->options;
+    cl_uint n_old_inputs = p->n_inputs;
+    shim_store_lock();
     p->build_devices = devs;
     p->n_build_devices = devs ? num_devices : 0;
     p->inputs = inputs;
     p->input_names = names;
     p->n_inputs = n_headers;
-    for (cl_uint i = 0; i < n_headers; i++)
-        shim_obj_retain_child(&inputs[i]->obj);
     p->options = opts;
     p->step = step;
-    shim_program_cache_mark(p);
     p->build_gen++;
+    shim_store_unlock();
+    for (cl_uint i = 0; i < n_old_devs; i++)
+        shim_obj_release_child(&old_devs[i]->obj);
+    free(old_devs);
+    for (cl_uint i = 0; i < n_old_inputs; i++) {
+        shim_obj_release_child(&old_inputs[i]->obj);
+        free(old_names ? old_names[i] : NULL);
+    }
+    free(old_inputs);
+    free(old_names);
+    free(old_opts);
+    shim_program_cache_mark(p);
     program_note_arg_info(p, options);
     return CL_SUCCESS;
 

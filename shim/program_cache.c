@@ -207,3 +207,41 @@ bool shim_program_cache_realize(struct shim_program *p, char *options)
     p->obj.real = real;
     return true;
 }
+
+/* The same from the kept binaries, for a twin on another backend made
+ * while the program runs: its builds may drop the cache meanwhile, so it
+ * is read under the cache lock (a build waits for this one). */
+void *shim_program_cache_twin(struct shim_program *p, void *ctx,
+                              const struct shim_plan *plan,
+                              const char *options)
+{
+    cl_device_id devs[64];
+    char key[KEY_LEN];
+    void *real = NULL;
+    cl_int err;
+
+    pthread_mutex_lock(&cache_lock);
+    struct shim_program_cache *c = p->cache;
+    if (!c || c->n > 64)
+        goto out;
+    for (cl_uint i = 0; i < c->n; i++) {
+        if (!(devs[i] = shim_plan_device(c->devices[i], plan)))
+            goto out;
+        device_key(devs[i], key);
+        if (strcmp(key, c->keys[i]) != 0)
+            goto out;
+    }
+    real = VENDOR(ctx)->clCreateProgramWithBinary(
+        ctx, c->n, devs, c->sizes, (const unsigned char **)c->bins, NULL,
+        &err);
+    if (real && (err = VENDOR(real)->clBuildProgram(real, c->n, devs, options,
+                                                    NULL, NULL)) !=
+                    CL_SUCCESS) {
+        LOG_DEBUG("program: kept binary did not build ahead (%d)", err);
+        VENDOR(real)->clReleaseProgram(real);
+        real = NULL;
+    }
+out:
+    pthread_mutex_unlock(&cache_lock);
+    return real;
+}

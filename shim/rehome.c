@@ -75,6 +75,10 @@ static int begin(const struct shim_backend_ops *to,
     shim_staging_prepare_switch(shim.backend, to);
     shim_staging_prepare_shadows(shim_rehome_shadow_needed, (void *)to);
     shim_fault_switch(shim.rehomes + 1);
+    /* Onto the proxy: every object it has no twin of made there now,
+     * for the rebuild to take (prebuild.c). */
+    if (to == &shim_remote_ops && shim.backend != to)
+        shim_prebuild_remote(t);
     /* What the program's devices hold, copied while it still runs:
      * the stop reads only what it changed since (precopy.c). */
     shim_precopy(to);

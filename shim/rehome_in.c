@@ -136,8 +136,10 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
             shim_vendor_err = CL_SUCCESS;
             rc = shim_fault_at("rebuild");
             if (rc == 0 && to == &shim_remote_ops && o->ops->twins &&
-                (o->real = shim_twin_take(o)))
+                (o->real = shim_twin_take(o))) {
+                t->twins++;
                 continue;
+            }
             double tr = shim_now();
             if (rc == 0 && (rc = realize(o)) < 0)
                 SWITCH_FAIL("recreating a %s on %s failed (%d, "

@@ -44,8 +44,9 @@ static struct background {
  * CRANE_REMOTE_LINGER_MS, with the connection: a switch to the proxy within
  * that time reuses them instead of making them again (a context and a
  * program build on the proxy are most of a small program's switch).
- * Buffers and images always move.  A program rebuilt meanwhile
- * (build_gen) has its twin dropped; a shadow destroyed meanwhile releases
+ * Buffers and images always move.  A switch to the proxy makes ahead
+ * the twins that are missing (prebuild.c).  A program rebuilt meanwhile
+ * (build_gen) has its twin and its kernels' dropped; a shadow destroyed meanwhile releases
  * its twin (objects.c); after the linger, or before any other kind of
  * switch, every twin is released and the connection closed.
  */
@@ -65,8 +66,12 @@ void *shim_twin_take(struct shim_obj *o)
 
     if (!t || o->twin_conn != shim_remote_generation())
         return NULL;
-    if (o->kind == SHIM_PROGRAM &&
-        o->twin_build != ((struct shim_program *)o)->build_gen) {
+    /* Of an older build of the program (a kernel: of its program), made
+     * before the program was built again. */
+    if ((o->kind == SHIM_PROGRAM &&
+         o->twin_build != ((struct shim_program *)o)->build_gen) ||
+        (o->kind == SHIM_KERNEL &&
+         o->twin_build != ((struct shim_kernel *)o)->program->build_gen)) {
         shim_real_release_handle(o, t);
         return NULL;
     }
@@ -195,6 +200,9 @@ int shim_rehome_bg_collect(const struct shim_backend_ops *from)
             o->twin_conn = conn;
             if (o->kind == SHIM_PROGRAM)
                 o->twin_build = ((struct shim_program *)o)->build_gen;
+            if (o->kind == SHIM_KERNEL)
+                o->twin_build =
+                    ((struct shim_kernel *)o)->program->build_gen;
             atomic_store(&o->twin, o->real);
             bg.list[i].twin = true;
             bg.twins++;

@@ -750,6 +750,11 @@ struct shim_rehome_times {
      * (ringstream.c). */
     struct shim_ring_stats ring;
     const char *transport;       /* the proxy's bulk path, if it was one */
+    /* Objects the rebuild took from twins on the proxy (rehome_in.c);
+     * of them, made ahead by this switch before the gate closed, and the
+     * time that took (prebuild.c, not stoppage). */
+    unsigned twins, prebuilt;
+    double prebuild;
 };
 
 int shim_rehome(struct shim_rehome_times *t);

@@ -10,9 +10,20 @@ struct shim_backend_ops;
  * (VENDOR: the native backend's row, which names this) and make the
  * contexts while the program still runs (prewarm.c). */
 void shim_prewarm_native(const struct shim_backend_ops *vendor);
-/* Before a switch to the proxy with pre-copy: contexts made there ahead,
- * as twins (prewarm.c). */
+/* Before a switch to the proxy: contexts made there ahead, as twins
+ * (prewarm.c); the same on a plan and connection already had, giving how
+ * many were made; the device PLAN puts shadow D on (NULL: a sub-device). */
+struct shim_plan;
 void shim_prewarm_remote_contexts(void);
+unsigned shim_prewarm_remote_contexts_on(const struct shim_plan *plan,
+                                         unsigned long conn);
+cl_device_id shim_plan_device(const struct shim_device *d,
+                              const struct shim_plan *plan);
+/* Before a switch to the proxy, the gate still open: twins made there
+ * for every context, queue, sampler, program and kernel that has none
+ * (prebuild.c); how many into T (prebuilt, prebuild). */
+struct shim_rehome_times;
+void shim_prebuild_remote(struct shim_rehome_times *t);
 
 /* Pinned staging for a switch's copies into and out of the vendor
  * (staging.c): chunks made per vendor context before the gate closes,
@@ -171,6 +182,15 @@ void shim_program_cache_mark(struct shim_program *p);
 /* Fetches the due binaries; by a switch, before it closes the gate. */
 void shim_program_cache_prepare(void);
 bool shim_program_cache_realize(struct shim_program *p, char *options);
+/* P made and built from its kept binaries in context CTX of another
+ * backend (devices placed by PLAN) with OPTIONS, if they are for the same
+ * device models there; else NULL (prebuild.c, the program running). */
+void *shim_program_cache_twin(struct shim_program *p, void *ctx,
+                              const struct shim_plan *plan,
+                              const char *options);
+/* The options a program is built with (its own, and what the shim adds),
+ * malloc()ed; NULL when out of memory (program.c). */
+char *shim_program_build_options(const char *options);
 void shim_program_cache_free(struct shim_program *p);
 
 void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err);
