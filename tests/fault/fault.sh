@@ -22,6 +22,9 @@
 #                       while the switch waits at STEP (`piece`: in the
 #                       middle of a buffer streamed through the pinned
 #                       shared area, CRANE_SHM_MB=1)
+#                       (`prebuild`: while the switch makes the
+#                       program's objects on the proxy ahead, between its
+#                       programs and its kernels, the gate still open)
 #   kill-program-STEP   the program dies mid-switch: the proxy serves on
 #   map-carried, map-portable
 #                       two buffers stay mapped across every switch (one
@@ -69,7 +72,8 @@ STEPS="finish extract extract-done release load rebuild:5 args:2 reinject:2
 piece:2 reinject-done"
 # Where the proxy is killed or frozen: before, during and after the bytes
 # move, both ways.
-KILL_STEPS_OUT="extract release rebuild:5 reinject:2 piece:2 reinject-done"
+KILL_STEPS_OUT="prebuild extract release rebuild:5 reinject:2 piece:2
+reinject-done"
 KILL_STEPS_BACK="finish extract extract-done release rebuild:5 reinject:2
 piece:2 reinject-done"
 
