@@ -7,7 +7,8 @@
  * the shim creates CRANE_TEST_STOP_FILE and waits (at most
  * CRANE_REHOME_TIMEOUT_MS) until the test removes it, so that the test can
  * kill or freeze the proxy, the daemon or the program at exactly that
- * point.  Steps: finish, extract, extract-done, release, load, rebuild,
+ * point.  Steps: prebuild (gate open; a failure only stops making
+ * kernels ahead), finish, extract, extract-done, release, load, rebuild,
  * args, reinject, reinject-done (docs/fault.md lists where each is).
  */
 #include <errno.h>

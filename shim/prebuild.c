@@ -184,8 +184,9 @@ static void *make_program(struct order *r, const struct shim_plan *plan)
             (const unsigned char **)p->bins, NULL, &err);
         break;
     case SHIM_FROM_IL:
-        made = VENDOR(ctx)->clCreateProgramWithIL(ctx, p->il, p->il_size,
-                                                  &err);
+        if (VENDOR(ctx)->clCreateProgramWithIL)
+            made = VENDOR(ctx)->clCreateProgramWithIL(ctx, p->il,
+                                                      p->il_size, &err);
         break;
     case SHIM_FROM_BUILTIN:
         made = VENDOR(ctx)->clCreateProgramWithBuiltInKernels(
@@ -217,10 +218,15 @@ static void *make(struct order *r, const struct shim_plan *plan)
         if (q->legacy)
             return VENDOR(parent)->clCreateCommandQueue(
                 parent, r->devs[0], q->legacy_props, &err);
+        if (!VENDOR(parent)->clCreateCommandQueueWithProperties)
+            return NULL;
         return VENDOR(parent)->clCreateCommandQueueWithProperties(
             parent, r->devs[0], q->props, &err);
     }
     case SHIM_SAMPLER:
+        /* Only the 2.0 call: the 1.x mapping is left to the rebuild. */
+        if (!VENDOR(parent)->clCreateSamplerWithProperties)
+            return NULL;
         return VENDOR(parent)->clCreateSamplerWithProperties(
             parent, ((struct shim_sampler *)r->o)->props, &err);
     case SHIM_PROGRAM:
