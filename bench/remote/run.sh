@@ -370,8 +370,8 @@ row() {
 # post_reinject pre_extract_dev pre_extract_copy pre_reinject_ship
 # pre_reinject_ringwait post_extract_ship post_reinject_dev
 # post_reinject_copy transport pre_reinject_dev pre_reinject_copy
-# pre_nocopy post_nocopy pre_nocopy_dev post_nocopy_dev" to
-# $work/switch-MB.
+# pre_nocopy post_nocopy pre_nocopy_dev post_nocopy_dev pre_twins
+# pre_prebuilt pre_prebuild" to $work/switch-MB.
 switch_run() {
     rep=$work/report
     rm -f "$rep"
@@ -417,8 +417,12 @@ switch_run() {
                 pre["reinject_dev"] + 0, pre["reinject_copy"] + 0
             # Moved with no CPU copy (shim/ringstream.c), and the device
             # time for it: out, back.
-            printf " %s %s %s %s\n", pre["nocopy"] + 0, post["nocopy"] + 0,
+            printf " %s %s %s %s", pre["nocopy"] + 0, post["nocopy"] + 0,
                 pre["nocopy_dev"] + 0, post["nocopy_dev"] + 0
+            # Objects the rebuild out took from twins, those made ahead
+            # before the stop, and the time that took (shim/prebuild.c).
+            printf " %s %s %s\n", pre["twins"] + 0, pre["prebuilt"] + 0,
+                pre["prebuild"] + 0
         }' "$rep" >>"$work/switch-$1" || {
         echo "run.sh: switch --mb $1: unexpected report:" >&2
         sed 's/^/    /' "$rep" >&2
@@ -610,6 +614,17 @@ case " $tests " in
             "$(awk -v c="$(column "$f" 21)" 'BEGIN { print c / 1048576 }')" \
             "$(awk -v c="$(column "$f" 22)" 'BEGIN { print c / 1048576 }')" \
             "$(column "$f" 23)" "$(column "$f" 24)"
+    done
+    echo
+    echo "made ahead (shim/prebuild.c): objects the rebuild out took from" \
+        "twins / made ahead before the stop, medians, and the time that" \
+        "took (s, not stoppage)"
+    printf '%-7s | %-15s | %-10s\n' size "twins/prebuilt" "prebuild s"
+    for mb in $mbs; do
+        f=$work/switch-$mb
+        [ -s "$f" ] || continue
+        printf '%-7s | %6.0f/%-8.0f | %10.4f\n' "${mb}MB" \
+            "$(column "$f" 25)" "$(column "$f" 26)" "$(column "$f" 27)"
     done
     ;;
 esac
