@@ -114,10 +114,18 @@ struct shim_conn {
      * copying out (into ring 0 or the socket), waiting for ring 0's room,
      * copying in (from ring 1 or the socket, on the reader thread). */
     atomic_uint_fast64_t out_copy_ns, out_wait_ns, in_copy_ns;
+    /* Calls whose bytes failed on the lanes (remote_lanes.c): already
+     * failed to the program, so the proxy's later word on them is not
+     * reported again (remote_conn_reader.c). */
+    uint64_t lane_failed_seq[64];
+    unsigned lane_failed_next;
 };
 extern struct shim_conn shim_conn;
 
-/* remote_conn_setup.c: a tcp: stream wrapped in TLS as CRANE_TLS says
+/* remote_conn_state.c: whether SEQ is a call that failed on the lanes. */
+bool shim_conn_lane_failed(uint64_t seq);
+
+/* remote_conn_secure.c: a tcp: stream wrapped in TLS as CRANE_TLS says
  * (the descriptor to use, or < 0 with FD closed); the MAC answering a
  * proxy's Challenge with CRANE_AUTH_KEY.  Lanes use both. */
 int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,

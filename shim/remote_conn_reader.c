@@ -12,7 +12,6 @@
 #include "proto/pcopy.h"
 #include "proto/spin.h"
 #include "remote_conn_int.h"
-#include "remote_lanes.h"
 
 void shim_conn_alive(void)
 {
@@ -166,7 +165,7 @@ static int handle_reply(Crane__ServerMessage *msg)
     struct slot *s = find_slot(r->seq);
     int rc = 0;
 
-    if (r->deferred_err != 0 && !shim_lanes_failed_seq(r->deferred_seq)) {
+    if (r->deferred_err != 0 && !shim_conn_lane_failed(r->deferred_seq)) {
         int none = 0;
         atomic_compare_exchange_strong(&shim_conn.deferred_err, &none,
                                        r->deferred_err);

@@ -42,56 +42,6 @@ static void socket_keepalive(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-/* A tcp: proxy is spoken to through TLS (proto/tls.h): the handshake on
- * FD, then a relay whose plaintext socket replaces FD, so that everything
- * below reads and writes frames as it does on a unix socket.  The
- * credentials are made once and kept (each session holds a reference).
- * Returns the descriptor to use, or a negative errno (FD closed). */
-int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
-                       const char *text)
-{
-    static struct crn_tls_config *cfg;
-    static bool made;
-    enum crn_tls_mode mode;
-    char why[512] = "";
-    int rc;
-
-    if (!made) {
-        if (crn_tls_mode_parse(shim_config.tls, &mode) < 0) {
-            LOG_ERROR("remote: CRANE_TLS=%s: auto, x509, psk or none",
-                      shim_config.tls);
-            close(fd);
-            return -EINVAL;
-        }
-        rc = crn_tls_config_new(mode, CRN_TLS_CLIENT, shim_config.pki_dir,
-                                shim_config.auth_key, &cfg, why,
-                                sizeof(why));
-        if (rc < 0) {
-            LOG_ERROR("remote: TLS to %s: %s", text, why);
-            close(fd);
-            return rc;
-        }
-        made = true;
-        if (!cfg)
-            LOG_WARN("remote: %s in clear: no TLS credentials (CRANE_TLS="
-                     "%s, no PKI in %s and no CRANE_AUTH_KEY)", text,
-                     shim_config.tls,
-                     shim_config.pki_dir ? shim_config.pki_dir
-                                         : CRN_TLS_PKI_DEFAULT);
-    }
-    if (!cfg)
-        return fd;
-    rc = crn_tls_wrap_client(cfg, fd, ep->host,
-                             (unsigned)shim_config.proxy_timeout_ms, why,
-                             sizeof(why));
-    if (rc < 0)
-        LOG_ERROR("remote: %s: %s", text, why);
-    else
-        LOG_INFO("remote: TLS (%s) to %s",
-                 crn_tls_mode_name(crn_tls_config_mode(cfg)), text);
-    return rc;
-}
-
 /* --- handshake ------------------------------------------------------------- */
 
 static Crane__ServerMessage *read_server_message(void)
@@ -104,27 +54,6 @@ static Crane__ServerMessage *read_server_message(void)
     Crane__ServerMessage *m = crane__server_message__unpack(NULL, len, buf);
     free(buf);
     return m;
-}
-
-int shim_conn_auth_mac(const Crane__Challenge *ch, uint8_t mac[32])
-{
-    uint8_t *key = NULL;
-    size_t key_len = 0;
-    int rc;
-
-    if (!shim_config.auth_key) {
-        LOG_ERROR("remote: the proxy wants a key; set CRANE_AUTH_KEY=FILE "
-                  "(or have crane-hostd send it with the prepare)");
-        return -EACCES;
-    }
-    if ((rc = crn_auth_key_load(shim_config.auth_key, &key, &key_len)) < 0) {
-        LOG_ERROR("remote: cannot read key file %s: %s",
-                  shim_config.auth_key, strerror(-rc));
-        return rc;
-    }
-    rc = crn_hmac_sha256(key, key_len, ch->nonce.data, ch->nonce.len, mac);
-    free(key);
-    return rc;
 }
 
 static int answer_challenge(const Crane__Challenge *ch)

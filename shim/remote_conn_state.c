@@ -12,3 +12,11 @@ struct shim_conn shim_conn = {
     .watchdog_cond = PTHREAD_COND_INITIALIZER,
     .read_cond = PTHREAD_COND_INITIALIZER,
 };
+
+bool shim_conn_lane_failed(uint64_t seq)
+{
+    for (unsigned i = 0; seq && i < 64; i++)
+        if (shim_conn.lane_failed_seq[i] == seq)
+            return true;
+    return false;
+}

@@ -39,12 +39,16 @@ static struct {
     size_t token_len;
     /* Writes that failed on the lanes: their calls returned an error, so
      * the proxy's deferred error for them is not reported again. */
-    uint64_t failed_seq[64];
-    unsigned failed_next;
     /* Bytes each lane carried on earlier connections. */
     uint64_t out_before[CRN_LANES_MAX], in_before[CRN_LANES_MAX];
     bool logged_at_exit;
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* SEQ failed on the lanes (under L.lock): noted for the reader. */
+static void lane_failed(uint64_t seq)
+{
+    shim_conn.lane_failed_seq[shim_conn.lane_failed_next++ % 64] = seq;
+}
 
 /* The messages this thread's current write call sent on the lanes: when
  * a later one of them fails, the call fails, and the proxy's deferred
@@ -294,9 +298,9 @@ cl_int shim_lanes_write(Crane__ClientMessage *m, const void *bulk,
     if (rc < 0) {
         /* The proxy never executes it (its bytes did not all come) and
          * says so later; this call says it now. */
-        L.failed_seq[L.failed_next++ % 64] = m->seq;
+        lane_failed(m->seq);
         for (unsigned i = 0; i < call_n && i < 16; i++)
-            L.failed_seq[L.failed_next++ % 64] = call_seqs[i];
+            lane_failed(call_seqs[i]);
         LOG_ERROR("remote: a write of %zu bytes failed on the lanes: %s",
                   len, strerror(-rc));
         pthread_mutex_unlock(&L.lock);
@@ -359,10 +363,3 @@ cl_int shim_lanes_read(Crane__ClientMessage *m, void *dst, size_t len)
     return err;
 }
 
-bool shim_lanes_failed_seq(uint64_t seq)
-{
-    for (unsigned i = 0; i < 64; i++)
-        if (seq && L.failed_seq[i] == seq)
-            return true;
-    return false;
-}

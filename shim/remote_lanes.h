@@ -30,8 +30,5 @@ void shim_lanes_write_begin(void);
 /* A blocking read of LEN bytes into DST, its bytes on the lanes: the
  * call's result once the answer and every piece came. */
 cl_int shim_lanes_read(Crane__ClientMessage *m, void *dst, size_t len);
-/* Whether the deferred error of batched call SEQ was returned already (a
- * write whose lanes failed). */
-bool shim_lanes_failed_seq(uint64_t seq);
 
 #endif /* SHIM_REMOTE_LANES_H */

@@ -1,6 +1,6 @@
 /* User events set from another thread while threads wait on them, and on
- * work that waits on them (clWaitForEvents, clFinish and a blocking read
- * behind the work), as pyopencl's test_user_event does: every wait must
+ * work that waits on them (clWaitForEvents, clFinish, a blocking read and
+ * a blocking write behind the work), as pyopencl's test_user_event does: every wait must
  * return once the event is set, and not before; the work's results are
  * checked.  Remoted, the set reaches the proxy after the read: a proxy
  * that waited for the read inside its loop would never see it. */
@@ -37,11 +37,12 @@ static const char *source =
 
 struct waiter {
     pthread_t thread;
-    enum { WAIT_USER, WAIT_WORK, FINISH, READ } what;
+    enum { WAIT_USER, WAIT_WORK, FINISH, READ, WRITE } what;
     cl_event event;
     cl_command_queue queue;
     cl_mem buf;
     cl_uint word;                /* READ: the buffer's first word */
+    const void *src;             /* WRITE: BIG_WORDS words into buf */
     atomic_bool started, returned;
     cl_int err;
 };
@@ -53,6 +54,10 @@ static void *wait_main(void *arg)
     atomic_store(&w->started, true);
     if (w->what == FINISH)
         w->err = clFinish(w->queue);
+    else if (w->what == WRITE)
+        w->err = clEnqueueWriteBuffer(w->queue, w->buf, CL_TRUE, 0,
+                                      BIG_WORDS * sizeof(cl_uint), w->src, 0,
+                                      NULL, NULL);
     else if (w->what == READ)
         w->err = clEnqueueReadBuffer(w->queue, w->buf, CL_TRUE, 0,
                                      sizeof(w->word), &w->word, 0, NULL,
@@ -105,11 +110,12 @@ int main(void)
     CHECK(err);
 
     for (cl_uint round = 0; round < ROUNDS; round++) {
-        enum { WAITERS = 4 };
+        enum { WAITERS = 5 };
         struct waiter w[WAITERS] = {{.what = WAIT_USER},
                                     {.what = WAIT_WORK},
                                     {.what = FINISH},
-                                    {.what = READ}};
+                                    {.what = READ},
+                                    {.what = WRITE}};
         size_t global = N;
         cl_event user = clCreateUserEvent(ctx, &err), work;
         CHECK(err);
@@ -125,6 +131,15 @@ int main(void)
         w[2].queue = q;
         w[3].queue = q;
         w[3].buf = buf;
+        /* A blocking write queued behind the gated work: it may return at
+         * once (the bytes are copied) or once the work ran; either way
+         * the set below must still reach the work (remoted: the proxy
+         * must not wait for it in its loop). */
+        for (size_t i = 0; i < BIG_WORDS; i++)
+            big[i] = (cl_uint)i * 40503u + round;
+        w[4].queue = q;
+        w[4].buf = big_buf;
+        w[4].src = big;
         for (int i = 0; i < WAITERS; i++)
             if (pthread_create(&w[i].thread, NULL, wait_main, &w[i])) {
                 printf("FAIL user_events: pthread_create\n");
@@ -136,19 +151,12 @@ int main(void)
         /* Give the waits time to block (not a condition of the result). */
         nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
         for (int i = 0; i < WAITERS; i++)
-            if (atomic_load(&w[i].returned)) {
+            if (w[i].what != WRITE && atomic_load(&w[i].returned)) {
                 printf("FAIL user_events: waiter %d returned (%d) before "
                        "the user event was set\n",
                        i, w[i].err);
                 return 1;
             }
-        /* A blocking write queued behind the gated work: it may return
-         * at once (the bytes are copied), and the set below must still
-         * reach the work. */
-        for (size_t i = 0; i < BIG_WORDS; i++)
-            big[i] = (cl_uint)i * 40503u + round;
-        CHECK(clEnqueueWriteBuffer(q, big_buf, CL_TRUE, 0, sizeof(big), big,
-                                   0, NULL, NULL));
         CHECK(clSetUserEventStatus(user, CL_COMPLETE));
         for (int i = 0; i < WAITERS; i++) {
             pthread_join(w[i].thread, NULL);
