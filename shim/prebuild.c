@@ -39,6 +39,7 @@ struct order {
     cl_device_id build_devs[MAX_DEVS];
     cl_uint n_build_devs;
     char *options;               /* programs: the build's, malloc()ed */
+    bool from_binary;            /* programs: made from kept binaries */
 };
 
 struct batch {
@@ -171,8 +172,10 @@ static void *make_program(struct order *r, const struct shim_plan *plan)
     const char *src = p->source;
 
     if (p->origin == SHIM_FROM_SOURCE && r->options &&
-        (made = shim_program_cache_twin(p, ctx, plan, r->options)))
+        (made = shim_program_cache_twin(p, ctx, plan, r->options))) {
+        r->from_binary = true;
         return made;
+    }
     switch (p->origin) {
     case SHIM_FROM_SOURCE:
         made = VENDOR(ctx)->clCreateProgramWithSource(ctx, 1, &src, NULL,
@@ -256,6 +259,9 @@ static unsigned make_all(struct batch *b, bool give_up)
             shim_store_lock();
             r->o->twin_conn = b->conn;
             r->o->twin_build = r->gen;
+            if (r->o->kind == SHIM_PROGRAM)
+                ((struct shim_program *)r->o)->twin_from_binary =
+                    r->from_binary;
             atomic_store(&r->o->twin, made);
             shim_store_unlock();
             made_n++;

@@ -104,6 +104,7 @@ static int program_realize(struct shim_obj *o)
     cl_int err = CL_INVALID_OPERATION;
 
     real_devices(p->devices, p->n_devices, devs);
+    p->real_from_binary = false;
     switch (p->origin) {
     case SHIM_FROM_SOURCE: {
         const char *src = p->source;
@@ -398,6 +399,34 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseProgram(cl_program program)
     return rc < 0 ? CL_INVALID_PROGRAM : CL_SUCCESS;
 }
 
+/* A program a switch made from its kept binaries (program_cache.c) and
+ * now built again: the vendor would build the binary, not the source with
+ * the new options (PoCL aborts), so it gets a program made from its source
+ * first, as the program made it.  Not while kernels (or programs) hold it:
+ * the vendor then refuses the build as it would have natively. */
+static void source_again(struct shim_program *p)
+{
+    void *ctx = p->context->obj.real, *old = p->obj.real;
+    const char *src = p->source;
+    cl_int err;
+
+    if (p->origin != SHIM_FROM_SOURCE || !p->real_from_binary ||
+        atomic_load(&p->obj.child_refs) != 0)
+        return;
+    void *fresh =
+        VENDOR(ctx)->clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    if (!fresh) {
+        LOG_WARN("program: cannot make it from its source again (%d)", err);
+        return;
+    }
+    for (cl_uint i = 0; i < p->n_spec; i++)
+        VENDOR(fresh)->clSetProgramSpecializationConstant(
+            fresh, p->spec[i].id, p->spec[i].size, p->spec[i].value);
+    p->obj.real = fresh;
+    p->real_from_binary = false;
+    VENDOR(old)->clReleaseProgram(old);
+}
+
 /* Records one build or compile step and runs it on the vendor. */
 static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
                                const cl_device_id *device_list,
@@ -453,6 +482,7 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
     real_devices(devs, devs ? num_devices : 0, real_devs);
     for (cl_uint i = 0; i < n_headers && i < 64; i++)
         real_heads[i] = inputs[i]->obj.real;
+    source_again(p);
     if (step == SHIM_BUILT)
         err = VENDOR(p->obj.real)->clBuildProgram(
             p->obj.real, num_devices, num_devices ? real_devs : NULL, full,

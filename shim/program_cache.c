@@ -205,6 +205,7 @@ bool shim_program_cache_realize(struct shim_program *p, char *options)
         return false;
     }
     p->obj.real = real;
+    p->real_from_binary = true;
     return true;
 }
 

@@ -75,6 +75,9 @@ void *shim_twin_take(struct shim_obj *o)
         shim_real_release_handle(o, t);
         return NULL;
     }
+    if (o->kind == SHIM_PROGRAM)
+        ((struct shim_program *)o)->real_from_binary =
+            ((struct shim_program *)o)->twin_from_binary;
     return t;
 }
 
@@ -198,8 +201,11 @@ int shim_rehome_bg_collect(const struct shim_backend_ops *from)
             shim_event_retire((void *)o);
         if (keep && conn && o->ops->twins && o->real) {
             o->twin_conn = conn;
-            if (o->kind == SHIM_PROGRAM)
-                o->twin_build = ((struct shim_program *)o)->build_gen;
+            if (o->kind == SHIM_PROGRAM) {
+                struct shim_program *p = (void *)o;
+                o->twin_build = p->build_gen;
+                p->twin_from_binary = p->real_from_binary;
+            }
             if (o->kind == SHIM_KERNEL)
                 o->twin_build =
                     ((struct shim_kernel *)o)->program->build_gen;

@@ -261,6 +261,10 @@ struct shim_program {
     unsigned cache_gen;          /* bumped by every build */
     atomic_bool arg_info;        /* built with -cl-kernel-arg-info */
     unsigned build_gen;          /* bumped by every (re)build: twins */
+    /* Its real program (its twin) was made from the kept binaries
+     * (program_cache.c), not its source: a build gets the source back
+     * first (program.c). */
+    bool real_from_binary, twin_from_binary;
     bool arg_info_hidden;        /* ...which the program did not ask for */
     /* Not asked for: whether the native vendor gave argument info when
      * first asked (1), or not (-1); 0 before. */
