@@ -249,3 +249,37 @@ size_t crn_fastpack(const Crane__ClientMessage *m, uint8_t *out)
     p = len_close(body, put_launch(p, m->launch_kernel));
     return (size_t)(p - out);
 }
+
+/* ServerMessage is its oneof alone: the answer's message is packed after
+ * its tag and length, without protobuf-c's walk of ServerMessage (twice)
+ * and its second walk of the answer for the length. */
+static const ProtobufCMessage *server_sub(const Crane__ServerMessage *m)
+{
+    if (m->msg_case == CRANE__SERVER_MESSAGE__MSG__NOT_SET ||
+        m->base.n_unknown_fields || !m->reply)
+        return NULL;
+    return (const ProtobufCMessage *)m->reply;
+}
+
+size_t crn_fastpack_server_size(const Crane__ServerMessage *m)
+{
+    const ProtobufCMessage *sub = server_sub(m);
+
+    if (!sub)
+        return crane__server_message__get_packed_size(m);
+    return len_size((unsigned)m->msg_case,
+                    protobuf_c_message_get_packed_size(sub));
+}
+
+size_t crn_fastpack_server(const Crane__ServerMessage *m, uint8_t *out)
+{
+    const ProtobufCMessage *sub = server_sub(m);
+    uint8_t *body;
+
+    if (!sub)
+        return crane__server_message__pack(m, out);
+    body = len_open(out, (unsigned)m->msg_case);
+    return (size_t)(len_close(body, body + protobuf_c_message_pack(sub, body)) -
+                    out);
+}
+

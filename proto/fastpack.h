@@ -30,4 +30,9 @@ size_t crn_fastpack_size(const Crane__ClientMessage *m);
  * bytes written. */
 size_t crn_fastpack(const Crane__ClientMessage *m, uint8_t *out);
 
+/* The same for the proxy's ServerMessage: its oneof's tag and length
+ * written here, the message in it packed by protobuf-c. */
+size_t crn_fastpack_server_size(const Crane__ServerMessage *m);
+size_t crn_fastpack_server(const Crane__ServerMessage *m, uint8_t *out);
+
 #endif /* CRN_FASTPACK_H */

@@ -3,6 +3,8 @@
 
 #include "log.h"
 
+#include "proto/fastpack.h"
+
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -58,7 +60,7 @@ void px_chunk_free(void *p)
 
 struct px_out *px_out_pack(const Crane__ServerMessage *m)
 {
-    size_t len = crane__server_message__get_packed_size(m);
+    size_t len = crn_fastpack_server_size(m);
     struct px_out *o;
 
     if (len > UINT32_MAX) {
@@ -77,7 +79,7 @@ struct px_out *px_out_pack(const Crane__ServerMessage *m)
     o->frame[1] = (uint8_t)(len >> 16);
     o->frame[2] = (uint8_t)(len >> 8);
     o->frame[3] = (uint8_t)len;
-    crane__server_message__pack(m, o->frame + 4);
+    crn_fastpack_server(m, o->frame + 4);
     o->frame_len = 4 + len;
     return o;
 }

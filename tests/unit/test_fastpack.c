@@ -288,8 +288,22 @@ static ProtobufCMessage *random_msg(const ProtobufCMessageDescriptor *d,
     return m;
 }
 
-/* Calls of every kind the remoting channel carries, at random: the same
- * bytes as protobuf-c's. */
+static void same_server_bytes(const Crane__ServerMessage *m)
+{
+    size_t want = crane__server_message__get_packed_size(m);
+    uint8_t *a = malloc(want + 1), *b = malloc(want + 1);
+
+    ASSERT(a && b);
+    ASSERT_EQ(crn_fastpack_server_size(m), want);
+    ASSERT_EQ(crane__server_message__pack(m, a), want);
+    ASSERT_EQ(crn_fastpack_server(m, b), want);
+    ASSERT_MEM_EQ(a, b, want);
+    free(a);
+    free(b);
+}
+
+/* Calls and answers of every kind the remoting channel carries, at
+ * random: the same bytes as protobuf-c's. */
 TEST(fastpack_any_message_matches_protobuf_c)
 {
     uint64_t seed = 0x5eed5eed12345677ull;
@@ -298,6 +312,8 @@ TEST(fastpack_any_message_matches_protobuf_c)
     for (int round = 0; round < 5000; round++) {
         same_bytes((const Crane__ClientMessage *)random_msg(
             &crane__client_message__descriptor, &seed, 0, &pl));
+        same_server_bytes((const Crane__ServerMessage *)random_msg(
+            &crane__server_message__descriptor, &seed, 0, &pl));
         pool_free(&pl);
     }
 }
@@ -311,4 +327,6 @@ TEST(fastpack_knows_every_field)
     /* seq, want_reply, shm_bulk, shm_pos, lane_xfer, lanes, lane_piece
      * and the oneof's members. */
     ASSERT_EQ(crane__client_message__descriptor.n_fields, 34);
+    /* ServerMessage: its oneof's members only. */
+    ASSERT_EQ(crane__server_message__descriptor.n_fields, 5);
 }
