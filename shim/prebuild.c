@@ -143,6 +143,11 @@ static void collect(struct batch *b, bool kernels)
     for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
         if ((o->kind == SHIM_KERNEL) != kernels)
             continue;
+        /* Being destroyed by the program's last release: left alone. */
+        if (atomic_load(&o->finalizing) ||
+            (atomic_load(&o->app_refs) == 0 &&
+             atomic_load(&o->child_refs) == 0))
+            continue;
         if (b->n == b->cap) {
             size_t cap = b->cap ? 2 * b->cap : 16;
             struct order *v = realloc(b->v, cap * sizeof(*v));
