@@ -346,8 +346,8 @@ case_ "precopy/hot-thread-nopin" env CRANE_SHIM_PIN_RING=0 \
 # The first switch to the proxy takes the objects made there ahead
 # (shim/prebuild.c): all of them; none of what a program built again or
 # made while the switch made them (stopped there by the test hook); none
-# with CRANE_PREBUILD=0; the proxy left with no more objects at the end
-# than without prebuild.  ~1-2 s each.
+# with CRANE_PREBUILD=0; none of the program's objects left on the proxy
+# at its end.  ~1-2 s each.
 for m in plain changes off; do
     case_ "switch/prebuild-$m" tests/integration/prebuild.sh "$m"
 done
