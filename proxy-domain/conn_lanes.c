@@ -4,6 +4,7 @@
 #include "conn.h"
 #include "lanes.h"
 
+#include "ctxpool.h"
 #include "log.h"
 #include "ringpin.h"
 
@@ -81,10 +82,14 @@ void px_lanes_close(struct px_tenant *t)
 }
 
 /* T's landing area for the lanes' bytes, made with its first lane: a
- * memfd area that the device pins on its first copy (ringpin.h). */
+ * memfd area pinned now for the spare context the program's first
+ * context will most likely be (ringpin.h), as a shared area is at its
+ * ShmAttach: pinning 128 MiB took tens of ms on the H200, which the
+ * first copy through the lanes (a switch's stop) paid before. */
 static void make_area(struct px_tenant *t)
 {
     struct crn_shm *s;
+    cl_context spare;
 
     if (t->lane_area || !(s = calloc(1, sizeof(*s))))
         return;
@@ -96,6 +101,10 @@ static void make_area(struct px_tenant *t)
     }
     px_ring_allow(s);
     t->lane_area = s;
+    if ((spare = px_ctxpool_peek())) {
+        px_ring_prepin(s, spare);
+        clReleaseContext(spare);
+    }
 }
 
 /* The lane's answer, written before it joins (nothing else is written on
