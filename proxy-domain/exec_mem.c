@@ -490,14 +490,20 @@ static cl_int read_small(struct mem_op *op, cl_mem src, size_t len)
     return CL_SUCCESS;
 }
 
-/*
- * A blocking buffer read: every chunk of at most PX_READ_CHUNK bytes is
- * enqueued at once with its own event, and each leaves as soon as it is
- * copied, while the device copies the next.  The last chunk's entry owns
- * the staging buffer (a stream's entries are written and freed in order).
- * Once a chunk has left, the rest leave too, even after a failure, so that
- * the buffer always has an owner; the final Reply then carries the error.
- */
+/* The chunked read's N copies are under way: flushed, and the program's
+ * event (if it asked for one) is the only copy's or a marker after all. */
+static cl_int chunks_event(struct mem_op *op, size_t n, cl_event *evs)
+{
+    clFlush(op->q);
+    if (op->evp && n == 1) {
+        clRetainEvent(evs[0]);
+        op->ev = evs[0];
+    } else if (op->evp) {
+        return clEnqueueMarkerWithWaitList(op->q, (cl_uint)n, evs, &op->ev);
+    }
+    return CL_SUCCESS;
+}
+
 /*
  * A blocking buffer read whose bytes leave on the client's lanes: chunks
  * of PX_READ_CHUNK read by the device into the lanes' pinned area while
@@ -554,16 +560,8 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
             break;
         }
     }
-    if (err == CL_SUCCESS) {
-        clFlush(op->q);
-        if (op->evp && n == 1) {
-            clRetainEvent(evs[0]);
-            op->ev = evs[0];
-        } else if (op->evp) {
-            err = clEnqueueMarkerWithWaitList(op->q, (cl_uint)n, evs,
-                                              &op->ev);
-        }
-    }
+    if (err == CL_SUCCESS)
+        err = chunks_event(op, n, evs);
     if (err != CL_SUCCESS) {
         /* Nothing has left: the client takes nothing from the lanes. */
         clWaitForEvents((cl_uint)done, evs);
@@ -625,6 +623,14 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
     return err;
 }
 
+/*
+ * A blocking buffer read: every chunk of at most PX_READ_CHUNK bytes is
+ * enqueued at once with its own event, and each leaves as soon as it is
+ * copied, while the device copies the next.  The last chunk's entry owns
+ * the staging buffer (a stream's entries are written and freed in order).
+ * Once a chunk has left, the rest leave too, even after a failure, so that
+ * the buffer always has an owner; the final Reply then carries the error.
+ */
 static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
 {
     const Crane__MemCommand *mc = op->mc;
@@ -716,16 +722,8 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
             break;
         }
     }
-    if (err == CL_SUCCESS) {
-        clFlush(op->q);
-        if (op->evp && n == 1) {
-            clRetainEvent(evs[0]);
-            op->ev = evs[0];
-        } else if (op->evp) {
-            err = clEnqueueMarkerWithWaitList(op->q, (cl_uint)n, evs,
-                                              &op->ev);
-        }
-    }
+    if (err == CL_SUCCESS)
+        err = chunks_event(op, n, evs);
     if (err != CL_SUCCESS) {
         /* Nothing has left: wait for the copies, then drop the data. */
         clWaitForEvents((cl_uint)done, evs);

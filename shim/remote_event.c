@@ -292,20 +292,9 @@ cl_int CL_API_CALL rc_clFinish(cl_command_queue q)
 {
     if (q && !atomic_exchange(&((struct rc_queue *)q)->pending, false))
         return shim_remote_take_deferred();
-    if (atomic_load(&unset_user_events) > 0) {
-        /* Finished once a barrier behind everything queued completes. */
-        cl_event done = NULL;
-        cl_int err = rc_sync_call(CRANE__SYNC_OP__SYNC_BARRIER, q, 0, NULL,
-                                  &done, false);
-        if (err == CL_SUCCESS) {
-            uint64_t id = RC_ID(done);
-            err = wait_watched(&id, 1);
-            cl_int rel = rc_clReleaseEvent(done);
-            if (err == CL_SUCCESS)
-                err = rel;
-        }
-        return settle(err);
-    }
+    /* Finished once a barrier behind everything queued completes. */
+    if (atomic_load(&unset_user_events) > 0)
+        return settle(rc_wait_before_blocking(q, 0, NULL));
     return rc_sync_call(CRANE__SYNC_OP__SYNC_FINISH, q, 0, NULL, NULL, true);
 }
 
