@@ -55,6 +55,16 @@ static void sink_done(struct slot *s)
     pthread_mutex_unlock(&shim_conn.lock);
 }
 
+/* The proxy named ring 1 bytes where the ring's order does not allow. */
+static void log_out_of_place(const Crane__Reply *r)
+{
+    LOG_ERROR("remote: the proxy named shared-memory bytes out of place "
+              "(position %llu, %llu bytes) for call %llu: closing the "
+              "connection",
+              (unsigned long long)r->shm_pos, (unsigned long long)r->bulk_len,
+              (unsigned long long)r->seq);
+}
+
 /* Bulk bytes for nobody (a bad offset, an unknown seq): read and drop. */
 static int drain(size_t len)
 {
@@ -122,12 +132,7 @@ int shim_conn_sink_piece(struct slot *s, const Crane__Reply *r)
                                  r->shm_pos, r->bulk_len, &at)
                  : -EPROTO;
         if (rc < 0) {
-            LOG_ERROR("remote: the proxy named shared-memory bytes out of "
-                      "place (position %llu, %llu bytes) for call %llu: "
-                      "closing the connection",
-                      (unsigned long long)r->shm_pos,
-                      (unsigned long long)r->bulk_len,
-                      (unsigned long long)r->seq);
+            log_out_of_place(r);
             return rc;
         }
         uint64_t end = r->shm_pos + r->bulk_len;
@@ -204,12 +209,7 @@ static int handle_reply(Crane__ServerMessage *msg)
                                 fits ? s->dst + r->bulk_offset : NULL)
                  : -EPROTO;
         if (rc < 0) {
-            LOG_ERROR("remote: the proxy named shared-memory bytes out of "
-                      "place (position %llu, %llu bytes) for call %llu: "
-                      "closing the connection",
-                      (unsigned long long)r->shm_pos,
-                      (unsigned long long)r->bulk_len,
-                      (unsigned long long)r->seq);
+            log_out_of_place(r);
             crane__server_message__free_unpacked(msg, NULL);
             return rc;
         }
