@@ -506,119 +506,146 @@ static cl_int chunks_event(struct mem_op *op, size_t n, cl_event *evs)
 
 /*
  * A blocking buffer read whose bytes leave on the client's lanes: chunks
- * of PX_READ_CHUNK read by the device into the lanes' pinned area while
- * it has room (lanes.h), else into kept heap chunks, each one's pieces
- * sent on the lanes once its copy ended while the device fills the
- * next.  Every piece leaves (contents undefined after a device
- * error, as on the stream) or the lanes are given up, so the client
- * never waits for bytes that will not come; the final Reply says
- * lane_bytes.
+ * of PX_READ_CHUNK read by the device into the lanes' pinned area (lanes.h)
+ * while the pieces of those before them leave, at most READ_WINDOW chunks
+ * under way, each chunk's room taken again once its pieces left; where
+ * the area has no room for one with none under way (not pinned for this
+ * queue's context, CRANE_PROXY_PIN_RING=0), a kept heap chunk instead.
+ * The window bounds what a read holds (it used to take a chunk for every
+ * 4 MiB of it at once: past the area's 64 MiB, fresh heap that the device
+ * filled at pageable speed and page faults, 2 GB/s for a switch's 1 GiB).
+ * Every piece leaves (contents undefined after a device error, as on the
+ * stream) or the lanes are given up, so the client never waits for bytes
+ * that will not come; the final Reply says lane_bytes.
  */
+#define READ_WINDOW (PX_LANE_RING / PX_READ_CHUNK)
+
+struct read_slot {
+    uint8_t *at;
+    uint64_t pos;                /* room in the area, or ~0: a heap chunk */
+    cl_event ev;                 /* its device read, NULL: none (failed) */
+};
+
+/* Slot S's chunk (K bytes) given back. */
+static void read_slot_free(struct px_call *c, struct read_slot *s, size_t k)
+{
+    if (s->ev)
+        clReleaseEvent(s->ev);
+    s->ev = NULL;
+    if (s->pos != UINT64_MAX)
+        px_lanes_read_done(c->t, s->pos, k);
+    else
+        px_chunk_free(s->at);
+    s->at = NULL;
+}
+
 static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
 {
     const Crane__MemCommand *mc = op->mc;
     struct px_call *c = op->c;
-    size_t chunk = PX_READ_CHUNK, n = (len + chunk - 1) / chunk, done;
-    uint8_t **chunks = calloc(n, sizeof(*chunks));
-    cl_event *evs = calloc(n, sizeof(*evs));
-    uint64_t *pos = calloc(n, sizeof(*pos));   /* ~0: a heap chunk */
-    bool room = true;
+    size_t chunk = PX_READ_CHUNK, n = (len + chunk - 1) / chunk;
+    size_t queued = 0, sent = 0;      /* chunks read / gone, in order */
+    struct read_slot win[READ_WINDOW];
     cl_int err = CL_SUCCESS, status;
+    bool any_sent = false;
+    /* Room in the pinned area comes back as chunks leave: worth waiting
+     * for rather than taking heap. */
+    bool area = c->t->lane_area && px_ring_pinned(c->t->lane_area, op->q);
     int rc = 0;
 
-    if (!chunks || !evs || !pos) {
-        free(chunks);
-        free(evs);
-        free(pos);
-        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
-                       len);
-    }
-    for (done = 0; done < n; done++) {
-        size_t off = done * chunk;
-        size_t k = len - off > chunk ? chunk : len - off;
-        /* Room is taken in chunk order while it lasts. */
-        pos[done] = UINT64_MAX;
-        if (room && !(chunks[done] = px_lanes_read_room(c->t, op->q, k,
-                                                        &pos[done]))) {
-            room = false;
-            pos[done] = UINT64_MAX;
+#define CHUNK_LEN(i) (len - (i) * chunk > chunk ? chunk : len - (i) * chunk)
+    while (sent < n) {
+        /* The window filled: room taken in chunk order while it lasts. */
+        while (queued < n && queued - sent < READ_WINDOW) {
+            struct read_slot *s = &win[queued % READ_WINDOW];
+            size_t k = CHUNK_LEN(queued);
+            s->ev = NULL;
+            s->pos = UINT64_MAX;
+            s->at = area ? px_lanes_read_room(c->t, op->q, k, &s->pos)
+                         : NULL;
+            if (!s->at && area && queued > sent)
+                break;           /* room comes back as chunks leave */
+            if (!s->at) {
+                s->pos = UINT64_MAX;
+                s->at = px_chunk_alloc(k);
+            }
+            if (!s->at) {
+                err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu "
+                              "bytes", k);
+                break;
+            }
+            if (err == CL_SUCCESS)
+                err = clEnqueueReadBuffer(op->q, src, CL_FALSE,
+                                          mc->src_offset + queued * chunk, k,
+                                          s->at, op->nwait, op->wait,
+                                          &s->ev);
+            if (err != CL_SUCCESS)
+                s->ev = NULL;
+            queued++;
         }
-        if (!chunks[done] && !(chunks[done] = px_chunk_alloc(k))) {
-            err = px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
-                          len);
+        clFlush(op->q);
+        if (err != CL_SUCCESS && !any_sent) {
+            /* Nothing has left: the client takes nothing from the lanes. */
+            for (size_t i = sent; i < queued; i++) {
+                struct read_slot *s = &win[i % READ_WINDOW];
+                if (s->ev)
+                    clWaitForEvents(1, &s->ev);
+                read_slot_free(c, s, CHUNK_LEN(i));
+            }
+            return err;
+        }
+        if (queued == sent) {
+            /* No chunk to be had after pieces left: the rest cannot
+             * leave, and the client must not wait for it. */
+            crn_lanes_kill(c->t->lanes, "a read's chunk could not be had");
             break;
         }
-        err = clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset + off,
-                                  k, chunks[done], op->nwait, op->wait,
-                                  &evs[done]);
-        if (err != CL_SUCCESS) {
-            if (pos[done] != UINT64_MAX)
-                px_lanes_read_done(c->t, pos[done], k);
-            else
-                px_chunk_free(chunks[done]);
-            chunks[done] = NULL;
-            break;
-        }
-    }
-    if (err == CL_SUCCESS)
-        err = chunks_event(op, n, evs);
-    if (err != CL_SUCCESS) {
-        /* Nothing has left: the client takes nothing from the lanes. */
-        clWaitForEvents((cl_uint)done, evs);
-        for (size_t i = 0; i < done; i++) {
-            size_t k = len - i * chunk > chunk ? chunk : len - i * chunk;
-            clReleaseEvent(evs[i]);
-            if (pos[i] != UINT64_MAX)
-                px_lanes_read_done(c->t, pos[i], k);
-            else
-                px_chunk_free(chunks[i]);
-        }
-        free(evs);
-        free(chunks);
-        free(pos);
-        return err;
-    }
-    for (size_t i = 0, j; i < n; i = j + 1) {
-        size_t off = i * chunk, end;
-        /* Chunk i once the device filled it, with the chunks after it
+        /* The oldest chunk once the device filled it, with those after it
          * that lie right behind it and are filled already: one send, so
          * that each lane carries several pieces per wake-up. */
-        clWaitForEvents(1, &evs[i]);
-        for (j = i; j + 1 < n && chunks[j + 1] == chunks[j] + chunk; j++) {
+        size_t i = sent, j;
+        struct read_slot *s = &win[i % READ_WINDOW];
+        if (s->ev)
+            clWaitForEvents(1, &s->ev);
+        for (j = i; j + 1 < queued; j++) {
+            struct read_slot *a = &win[j % READ_WINDOW],
+                             *b = &win[(j + 1) % READ_WINDOW];
             status = CL_QUEUED;
-            clGetEventInfo(evs[j + 1], CL_EVENT_COMMAND_EXECUTION_STATUS,
-                           sizeof(status), &status, NULL);
-            if (status != CL_COMPLETE)
+            if (b->at != a->at + chunk || !b->ev ||
+                clGetEventInfo(b->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                               sizeof(status), &status, NULL) != CL_SUCCESS ||
+                status != CL_COMPLETE)
                 break;
         }
-        end = (j + 1) * chunk < len ? (j + 1) * chunk : len;
+        size_t off = i * chunk, end = (j + 1) * chunk < len ? (j + 1) * chunk
+                                                           : len;
         for (size_t x = i; x <= j; x++) {
-            status = CL_COMPLETE;
-            clGetEventInfo(evs[x], CL_EVENT_COMMAND_EXECUTION_STATUS,
-                           sizeof(status), &status, NULL);
-            clReleaseEvent(evs[x]);
+            struct read_slot *a = &win[x % READ_WINDOW];
+            status = a->ev ? CL_COMPLETE : CL_INVALID_OPERATION;
+            if (a->ev)
+                clGetEventInfo(a->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                               sizeof(status), &status, NULL);
             if (status < 0 && err == CL_SUCCESS)
                 err = status;
         }
         if (rc == 0 &&
-            (rc = px_lanes_send(c->t, c->m, chunks[i], len, off, end)) < 0)
+            (rc = px_lanes_send(c->t, c->m, s->at, len, off, end)) < 0)
             err = px_fail(c, CL_OUT_OF_RESOURCES, "read %llu: its lanes "
                           "failed (%s)", (unsigned long long)c->m->seq,
                           strerror(-rc));
+        any_sent = true;
         for (size_t x = i; x <= j; x++) {
-            size_t k = len - x * chunk > chunk ? chunk : len - x * chunk;
-            atomic_fetch_add(pos[x] != UINT64_MAX ? &c->t->lane_area_out
+            struct read_slot *a = &win[x % READ_WINDOW];
+            atomic_fetch_add(a->pos != UINT64_MAX ? &c->t->lane_area_out
                                                   : &c->t->lane_heap_out,
-                             k);
-            if (pos[x] != UINT64_MAX)
-                px_lanes_read_done(c->t, pos[x], k);
-            else
-                px_chunk_free(chunks[x]);
+                             CHUNK_LEN(x));
+            read_slot_free(c, a, CHUNK_LEN(x));
         }
+        sent = j + 1;
     }
-    free(evs);
-    free(chunks);
-    free(pos);
+#undef CHUNK_LEN
+    if (op->evp && err == CL_SUCCESS)
+        err = clEnqueueMarkerWithWaitList(op->q, 0, NULL, &op->ev);
     c->reply.lane_bytes = len;
     return err;
 }
