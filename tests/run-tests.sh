@@ -422,6 +422,12 @@ case_ "remote-lanes/tls" env CRANE_LANES_WANT=yes \
 case_ "remote-lanes/killed" tests/integration/lanes.sh killed
 case_ "remote-lanes/killed-read" tests/integration/lanes.sh killed-read
 case_ "remote-lanes/hostile" tests/integration/lanes.sh hostile
+# A switch's way back over TCP (80 MiB, more than the proxy's 64 MiB
+# landing ring): every byte on the lanes out of the pinned area, every word
+# right; and with the proxy's lane 0 shut down mid-way, that switch fails
+# with nothing committed, the retry comes back over the stream. ~1.5 s each.
+case_ "remote-lanes/switch" tests/integration/lanes.sh switch
+case_ "remote-lanes/switch-killed" tests/integration/lanes.sh switch-killed
 # Threads waiting (clWaitForEvents, clFinish) on a user event, and on work
 # behind it, that another thread sets: natively and remoted.
 case_ "native/user-events-threads" "$RUN" $B/tests/integration/user_events

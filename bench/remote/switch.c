@@ -94,6 +94,7 @@ struct sw {
     atomic_uint hot_iters;
     atomic_bool hot_stop;
     int hot_rc;
+    unsigned retries;            /* --retry: tries after a failed switch */
 };
 
 #define CL_TRY(expr)                                                        \
@@ -263,6 +264,13 @@ static int sw_rehome(struct sw *s, const char *name, double mib)
     double t0 = now_s();
     int rc = s->rehome();
 
+    /* A failed switch leaves the program where it was, its data whole:
+     * tried again (tests: a lane killed in the middle of one). */
+    for (unsigned k = 0; rc != 0 && k < s->retries; k++) {
+        printf("RETRY %s: crane_rehome() failed: %d\n", name, rc);
+        fflush(stdout);
+        rc = s->rehome();
+    }
     if (rc != 0) {
         fprintf(stderr, "switch: crane_rehome() for %s failed: %d\n", name,
                 rc);
@@ -318,6 +326,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: switch [--mb S] [--buffers B] [--hot H] [--cycles N]\n"
+            "              [--retry N]\n"
             "Under crane-run with CRANE_PROXY=ENDPOINT and\n"
             "CRANE_REHOME_TO=alternate: fills S MiB (default 16) in B\n"
             "buffers (default 4) on the device, switches to the proxy,\n"
@@ -327,7 +336,9 @@ static void usage(FILE *f)
             "--cycles N: N round trips (default 1), the buffers rewritten\n"
             "natively between them: the later switches find the proxy's\n"
             "objects kept from the one before, as a second migration\n"
-            "would.\n");
+            "would.\n"
+            "--retry N: a switch that failed is tried again, up to N\n"
+            "times (default 0), each failure printed as a RETRY line.\n");
 }
 
 int main(int argc, char **argv)
@@ -356,6 +367,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--cycles") && v) {
             cycles = strtoul(v, &end, 10);
             if (!*v || *end || cycles < 1 || cycles > 1000)
+                return usage(stderr), SW_ERROR;
+            i++;
+        } else if (!strcmp(a, "--retry") && v) {
+            s.retries = (unsigned)strtoul(v, &end, 10);
+            if (!*v || *end || s.retries > 10)
                 return usage(stderr), SW_ERROR;
             i++;
         } else if (!strcmp(a, "--hot") && v) {

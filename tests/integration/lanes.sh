@@ -19,6 +19,16 @@
 #   lanes.sh hostile              lane 0 sends a piece that claims bytes
 #       past its transfer: the proxy refuses it (its log says why), the
 #       write fails, the program goes on, never wrong bytes
+#   lanes.sh switch               build/bench/switch's 80 MiB (one buffer,
+#       more than the proxy's 64 MiB landing ring) switched passthrough ->
+#       proxy -> back over TCP: every word right, both switches done, and
+#       the way back's bytes all came on the lanes, out of the proxy's
+#       pinned area (its ring reused as they left), none through its heap
+#   lanes.sh switch-killed        the same with the proxy's lane 0 shut
+#       down in the middle of the way back (its test hook): that switch
+#       fails, the program stays on the proxy with its data whole, and the
+#       switch tried again brings it back over the main stream, every word
+#       right
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -174,9 +184,70 @@ killed|killed-read|hostile)
     fi
     exit $fails
     ;;
+switch|switch-killed)
+    MB=80
+    if [ "$mode" = switch-killed ]; then
+        # 8 MiB into lane 0's 20 MiB of the way back.
+        CRANE_PROXY_TEST_LANE_FAULT=$((8 << 20)) start_tcp --tls none ||
+            exit 1
+    else
+        start_tcp --tls none || exit 1
+    fi
+    env CRANE_PROXY="tcp:127.0.0.1:$PORT" CRANE_TLS=none \
+        CRANE_REMOTE_LANES=4 CRANE_REHOME_TO=alternate CRANE_SOCKET=none \
+        CRANE_REHOME_REPORT="$TMP/report" CRANE_LOG_LEVEL=info \
+        timeout -s KILL 120 "$RUN" "$B/bench/switch" --mb $MB --buffers 1 \
+        --retry 1 >"$TMP/out" 2>&1
+    rc=$?
+    stop_proxy
+    grep -v 'info: remote: lane' "$TMP/out"
+    cat "$TMP/report"
+    grep "lanes' bytes" "$TMP/proxy.log"
+    fails=0
+    [ $rc -eq 0 ] && grep -q "^PASS $MB MiB in 1 buffers" "$TMP/out" ||
+        { echo "not ok: not every word right (rc $rc)"; fails=1; }
+    grep -q 'remote: 4 lanes to' "$TMP/out" ||
+        { echo "not ok: no lanes opened"; fails=1; }
+    ok=$(grep -c '^rehome .* rc=0 from=remote to=native' "$TMP/report")
+    bad=$(grep '^rehome ' "$TMP/report" | grep -vc ' rc=0 ')
+    n='[1-9][0-9]*'
+    if [ "$mode" = switch ]; then
+        [ "$ok" -eq 1 ] && [ "$bad" -eq 0 ] &&
+            grep -q '^rehome .* rc=0 from=native to=remote' "$TMP/report" ||
+            { echo "not ok: want both switches done, none failed"; fails=1; }
+        # Every byte of the way back (the only reads) on the lanes, from
+        # the pinned area; the way out's writes landed there too.
+        out=$(sed -n "s/.*lanes' bytes: [0-9]* in and \([0-9]*\) out through the pinned area, [0-9]* in and 0 out through the heap.*/\1/p" \
+            "$TMP/proxy.log")
+        [ -n "$out" ] && [ "$out" -ge $((MB << 20)) ] ||
+            { echo "not ok: the way back's $((MB << 20)) bytes did not" \
+                "all leave on the lanes from the pinned area"; fails=1; }
+        lanes_used || fails=1
+        grep -q 'lanes off' "$TMP/out" "$TMP/proxy.log" &&
+            { echo "not ok: the lanes failed"; fails=1; }
+    else
+        # Back failed once (nothing committed), then done over the stream.
+        [ "$ok" -eq 1 ] && [ "$bad" -eq 1 ] &&
+            grep -q '^rehome n=2 .* from=remote to=native' "$TMP/report" &&
+            ! grep -q '^rehome n=2 rc=0 ' "$TMP/report" ||
+            { echo "not ok: want the way back failed once, then done"
+              fails=1; }
+        grep -q '^RETRY to_native' "$TMP/out" ||
+            { echo "not ok: no switch retried"; fails=1; }
+        grep -q 'lane 0 shut down mid-piece (test hook)' "$TMP/proxy.log" ||
+            { echo "not ok: the proxy's hook did not fire"; fails=1; }
+        grep -q 'remote: a read of [0-9]* bytes failed on the lanes' \
+            "$TMP/out" || { echo "not ok: no read failed on the lanes"
+                           fails=1; }
+        grep -q 'remote: the lanes failed: bulk bytes take the stream' \
+            "$TMP/out" || { echo "not ok: lanes not given up"; fails=1; }
+    fi
+    [ $fails -eq 0 ] && echo "PASS lanes $mode"
+    exit $fails
+    ;;
 *)
     echo "usage: lanes.sh tcp|tls PROGRAM [ARGS] | killed | killed-read |" \
-        "hostile" >&2
+        "hostile | switch | switch-killed" >&2
     exit 2
     ;;
 esac
