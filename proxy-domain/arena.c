@@ -69,6 +69,15 @@ Crane__ClientMessage *px_arena_unpack(const uint8_t *data, size_t len,
     return m;
 }
 
+void px_arena_prefetch(const struct px_arena *a)
+{
+    if (!a)
+        return;
+    __builtin_prefetch(a);
+    for (size_t at = 0; at < a->used; at += 64)
+        __builtin_prefetch(a->data + at);
+}
+
 void px_arena_free(Crane__ClientMessage *m, struct px_arena *a)
 {
     if (!a) {

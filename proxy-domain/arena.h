@@ -23,6 +23,10 @@ struct px_arena;
  * bytes do not decode (nothing is kept then). */
 Crane__ClientMessage *px_arena_unpack(const uint8_t *data, size_t len,
                                       struct px_arena **arena);
+/* Asks the CPU to fetch A's decoded bytes ahead (A may be NULL): the
+ * loop thread wrote them on another core, and the executor's walk of the
+ * message would otherwise wait for them line by line. */
+void px_arena_prefetch(const struct px_arena *a);
 /* Frees M, decoded by px_arena_unpack into A (or the heap: A NULL). */
 void px_arena_free(Crane__ClientMessage *m, struct px_arena *a);
 

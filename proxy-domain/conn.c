@@ -50,6 +50,9 @@ static void on_close(uv_handle_t *h)
         free(c->shm_leaving);
     }
     px_req_free_list(c->inq_head);
+    px_req_free_list(c->more_head);
+    px_req_free_list(c->done);
+    pthread_mutex_destroy(&c->more_lock);
     px_req_free(c->bulk_req);
     free(c->ibuf);
     free(c);
@@ -176,6 +179,8 @@ struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type)
     px_outq_init(&c->outq);
     atomic_init(&c->poked, false);
     atomic_init(&c->stop, false);
+    atomic_init(&c->more_any, false);
+    pthread_mutex_init(&c->more_lock, NULL);
     if (type == UV_TCP)
         rc = uv_tcp_init(srv->loop, &c->h.tcp);
     else
@@ -186,6 +191,7 @@ struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type)
     if (rc < 0) {
         PX_ERROR("cannot set up connection: %s", uv_strerror(rc));
         px_outq_destroy(&c->outq);
+        pthread_mutex_destroy(&c->more_lock);
         free(c);
         return NULL;
     }

@@ -6,6 +6,7 @@
 #include "outq.h"
 #include "server.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <uv.h>
@@ -61,6 +62,18 @@ struct px_conn {
     uv_work_t work;
     struct px_req *batch;
     bool working;
+    /* Requests the loop thread hands to a worker still executing (under
+     * more_lock): it goes on with them instead of a return to the loop
+     * and a wake-up of a pool thread per batch; DONE: what it executed,
+     * which the loop thread frees (it allocated them).  TAKES: the worker will
+     * look at MORE again before it returns; MORE_ANY: MORE is not empty,
+     * for a worker spinning without the lock. */
+    pthread_mutex_t more_lock;
+    struct px_req *more_head, *more_tail;
+    struct px_req *done;         /* executed, for the loop thread to free */
+    size_t more_bytes;
+    bool takes;
+    atomic_bool more_any;
 
     struct px_tenant *tenant;    /* once the handshake is done */
 

@@ -11,13 +11,63 @@
 /* Blocking reads up to this size may run on a worker's loop thread. */
 #define INLINE_READ_MAX (64u << 10)
 
+/* Gives the loop thread DONE (executed) to free, and takes what it handed
+ * over since (px_conn_schedule), or NULL; with NULL and LAST the worker has
+ * said it takes no more. */
+static struct px_req *take_more(struct px_conn *c, struct px_req *done,
+                                bool last)
+{
+    struct px_req *more;
+
+    pthread_mutex_lock(&c->more_lock);
+    while (done) {
+        struct px_req *next = done->next;
+        done->next = c->done;
+        c->done = done;
+        done = next;
+    }
+    more = c->more_head;
+    c->more_head = c->more_tail = NULL;
+    c->more_bytes = 0;
+    atomic_store(&c->more_any, false);
+    if (!more && last)
+        c->takes = false;
+    pthread_mutex_unlock(&c->more_lock);
+    return more;
+}
+
+/* Waits up to the server's spin for requests handed over: a client that
+ * sends its next call within it finds this thread awake (a pool thread
+ * woken from its sleep costs microseconds per batch). */
+static void spin_for_more(struct px_conn *c)
+{
+    uint64_t until;
+
+    if (!c->srv->spin_ns)
+        return;
+    until = uv_hrtime() + c->srv->spin_ns;
+    while (!atomic_load_explicit(&c->more_any, memory_order_acquire) &&
+           !atomic_load(&c->stop) && uv_hrtime() < until)
+        ;
+}
+
 static void work_run(uv_work_t *w)
 {
     struct px_conn *c = w->data;
     struct px_req *batch = c->batch;
 
     c->batch = NULL;
-    px_exec_batch(c->tenant, batch, &c->stop);
+    /* Once at least: a poke's batch has no request, only pending reads to
+     * flush (px_exec_batch). */
+    do {
+        struct px_req *done = NULL;
+
+        px_exec_batch(c->tenant, batch, &c->stop, &done);
+        if (!(batch = take_more(c, done, false))) {
+            spin_for_more(c);
+            batch = take_more(c, NULL, true);
+        }
+    } while (batch);
 }
 
 static void work_done(uv_work_t *w, int status)
@@ -28,6 +78,9 @@ static void work_done(uv_work_t *w, int status)
     c->working = false;
     px_req_free_list(c->batch);
     c->batch = NULL;
+    /* The worker has returned: nothing else touches DONE now. */
+    px_req_free_list(c->done);
+    c->done = NULL;
     if (c->state == PX_CONN_CLOSING) {
         px_conn_finish_close(c);
         return;
@@ -103,13 +156,50 @@ static void test_abort(const struct px_conn *c)
     }
 }
 
+/* Hands what came in to the worker executing C's calls, if it still
+ * takes more and has room, after what it has (the stream's order). */
+static void hand_over(struct px_conn *c)
+{
+    struct px_req *done;
+    bool handed = false;
+
+    pthread_mutex_lock(&c->more_lock);
+    done = c->done;
+    c->done = NULL;
+    if (c->takes && c->more_bytes < MAX_QUEUED(c)) {
+        if (c->more_tail)
+            c->more_tail->next = c->inq_head;
+        else
+            c->more_head = c->inq_head;
+        c->more_tail = c->inq_tail;
+        c->more_bytes += c->inq_bytes;
+        atomic_store_explicit(&c->more_any, true, memory_order_release);
+        handed = true;
+    }
+    pthread_mutex_unlock(&c->more_lock);
+    px_req_free_list(done);
+    if (!handed)
+        return;
+    c->inq_head = c->inq_tail = NULL;
+    c->inq_bytes = 0;
+    if (!c->reading && !c->input_done && px_conn_read_start(c) == 0)
+        c->reading = true;
+}
+
 void px_conn_schedule(struct px_conn *c)
 {
     bool poked;
 
-    if (c->working || c->state != PX_CONN_READY || !c->tenant ||
+    if (c->state != PX_CONN_READY || !c->tenant ||
         c->h.stream.write_queue_size >= MAX_QUEUED(c))
         return;
+    if (c->working) {
+        if (c->inq_head) {
+            test_abort(c);
+            hand_over(c);
+        }
+        return;
+    }
     if (c->inq_head)
         test_abort(c);
     poked = atomic_exchange(&c->poked, false);
@@ -129,7 +219,7 @@ void px_conn_schedule(struct px_conn *c)
          * the client's shared area. */
         c->tenant->shm_nowait = true;
         px_conn_drains_after = true;
-        px_exec_batch(c->tenant, batch, &c->stop);
+        px_exec_batch(c->tenant, batch, &c->stop, NULL);
         px_conn_drains_after = false;
         c->tenant->shm_nowait = false;
         px_conn_drain(c);
@@ -137,6 +227,7 @@ void px_conn_schedule(struct px_conn *c)
     }
     c->work.data = c;
     c->working = true;
+    c->takes = true;
     if (uv_queue_work(c->srv->loop, &c->work, work_run, work_done) < 0) {
         c->working = false;
         px_conn_close(c, "cannot queue work");

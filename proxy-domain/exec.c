@@ -468,7 +468,10 @@ static bool ring_stays(const struct px_call *c)
            px_wstage_wants(c->t, c->bulk_len, px_ring_pinnable(c->ring));
 }
 
-void px_exec_one(struct px_tenant *t, struct px_req *r)
+/* Executes R; what must go at once goes (its lanes' transfer, its bulk
+ * bytes), R itself and its message are left to the caller.  False: R was
+ * freed already. */
+static bool exec_call(struct px_tenant *t, struct px_req *r)
 {
     struct px_call c = {.t = t, .m = r->msg};
     const Crane__ClientMessage *m = r->msg;
@@ -479,7 +482,7 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
     if (!m) {
         answer_bad_frame(t, r);
         px_req_free(r);
-        return;
+        return false;
     }
     crane__reply__init(&c.reply);
     c.reply.seq = m->seq;
@@ -543,20 +546,42 @@ void px_exec_one(struct px_tenant *t, struct px_req *r)
     }
     free(c.value_owner);
     px_chunk_free(c.bulk);
-    px_req_free(r);
+    px_lanes_forget(r);         /* before its bytes go */
+    free(r->bulk);
+    r->bulk = NULL;
+    return true;
+}
+
+void px_exec_one(struct px_tenant *t, struct px_req *r)
+{
+    if (exec_call(t, r))
+        px_req_free(r);
 }
 
 void px_exec_batch(struct px_tenant *t, struct px_req *reqs,
-                   const atomic_bool *stop)
+                   const atomic_bool *stop, struct px_req **done)
 {
     if (t->pend_head)
         px_exec_flush_reads(t, false);
     while (reqs) {
         struct px_req *next = reqs->next;
-        if (stop && atomic_load(stop))
+        /* Fetched while this one executes (the vendor's call takes
+         * microseconds): the next call's message, decoded on the loop
+         * thread's core. */
+        if (next) {
+            __builtin_prefetch(next);
+            px_arena_prefetch(next->arena);
+        }
+        if (stop && atomic_load(stop)) {
             px_req_free(reqs);
-        else
-            px_exec_one(t, reqs);
+        } else if (exec_call(t, reqs)) {
+            if (done) {
+                reqs->next = *done;
+                *done = reqs;
+            } else {
+                px_req_free(reqs);
+            }
+        }
         reqs = next;
     }
 }

@@ -83,12 +83,16 @@ struct px_call {
 };
 
 /*
- * Executes REQS in order for T, freeing them.  Before anything else and
- * before every Reply it sends the data of completed pending reads.  Stops
- * executing (and only frees) once *STOP is set.  Runs on a worker thread.
+ * Executes REQS in order for T, freeing them, or with DONE not NULL
+ * putting each executed one (its bulk bytes freed) on *DONE for the
+ * caller to free: memory the loop thread allocated is best freed there
+ * (malloc's per-thread caches; a free from another thread takes the
+ * arena's lock each time).  Before anything else and before every Reply
+ * it sends the data of completed pending reads.  Stops executing (and
+ * only frees) once *STOP is set.  Runs on a worker thread.
  */
 void px_exec_batch(struct px_tenant *t, struct px_req *reqs,
-                   const atomic_bool *stop);
+                   const atomic_bool *stop, struct px_req **done);
 
 /* C's bytes in the ring: copied to the heap (C->bulk, as bytes from the
  * stream) and their room freed; -ENOMEM (the room freed all the same). */
