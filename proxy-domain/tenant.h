@@ -43,6 +43,8 @@ struct px_obj {
                                     the entry */
     cl_mem_object_type mem_type; /* memory objects: CL_MEM_TYPE once asked
                                     (px_tenant_mem_type), else 0 */
+    cl_device_id queue_dev;      /* queues: CL_QUEUE_DEVICE once asked (a
+                                    launch's check), else NULL */
 };
 
 /* Where a tenant's frames go while a connection holds it.  PUSH takes the

@@ -378,14 +378,14 @@ static cl_int check_mem_arg(struct px_call *c, const Crane__KernelArg *a,
                             enum arg_kind kind, cl_mem_object_type want)
 {
     cl_mem_object_type type;
-    cl_int err;
-    cl_mem m = px_tenant_handle(c->t, a->object, PX_MEM, &err);
+    /* One look-up of the entry for both its handle and its type. */
+    struct px_obj *o = px_tenant_obj(c->t, a->object, PX_MEM);
 
-    if (!m)
+    if (!o || !o->handle)
         return px_fail(c, CL_INVALID_MEM_OBJECT,
                        "argument %u: %llu is no memory object", a->index,
                        (unsigned long long)a->object);
-    type = px_tenant_mem_type(c->t, a->object);
+    type = o->mem_type ? o->mem_type : px_tenant_mem_type(c->t, a->object);
     if (kind == ARG_BUFFER)
         want = CL_MEM_OBJECT_BUFFER;
     else if (kind == ARG_PIPE)
@@ -585,9 +585,18 @@ cl_int px_validate_launch(struct px_call *c, cl_command_queue q,
     cl_ulong used = 0, have;
     cl_uint nargs = 0;
 
-    if (clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) !=
-        CL_SUCCESS)
-        return CL_SUCCESS;      /* the enqueue names what is wrong */
+    /* A queue's device never changes: asked once per queue, not per
+     * launch (a vendor call on the path of every launch). */
+    struct px_obj *qo = px_tenant_obj(c->t, l->queue, PX_QUEUE);
+    if (qo && qo->handle == q && qo->queue_dev) {
+        dev = qo->queue_dev;
+    } else {
+        if (clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(dev), &dev,
+                                  NULL) != CL_SUCCESS)
+            return CL_SUCCESS;  /* the enqueue names what is wrong */
+        if (qo && qo->handle == q)
+            qo->queue_dev = dev;
+    }
     /* Checked for this device, no __local size changed since. */
     if (sig && dev && sig->launch_dev == dev)
         return CL_SUCCESS;
