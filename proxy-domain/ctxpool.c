@@ -65,7 +65,8 @@ static const char warm_src[] =
 static void warm(cl_context ctx, cl_device_id dev)
 {
     enum { WORDS = 1u << 16 };
-    static unsigned host[WORDS];  /* never read for a result: shared ok */
+    const size_t bytes = WORDS * sizeof(unsigned);
+    unsigned *host = calloc(WORDS, sizeof(*host));  /* makers run at once */
     const char *src = warm_src;
     cl_command_queue q = NULL;
     cl_program prog = NULL;
@@ -74,13 +75,14 @@ static void warm(cl_context ctx, cl_device_id dev)
     size_t n = WORDS;
     cl_int err = CL_SUCCESS;
 
+    if (!host)
+        return;
     q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
     if (q)
-        buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(host), NULL,
-                             &err);
+        buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (buf)
-        err = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, sizeof(host), host, 0,
-                                   NULL, NULL);
+        err = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, bytes, host, 0, NULL,
+                                   NULL);
     if (buf && err == CL_SUCCESS)
         prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
     if (prog && (err = clBuildProgram(prog, 1, &dev, "", NULL, NULL)) ==
@@ -89,8 +91,8 @@ static void warm(cl_context ctx, cl_device_id dev)
     if (k && (err = clSetKernelArg(k, 0, sizeof(buf), &buf)) == CL_SUCCESS)
         err = clEnqueueNDRangeKernel(q, k, 1, NULL, &n, NULL, 0, NULL, NULL);
     if (buf && err == CL_SUCCESS)
-        err = clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(host), host, 0,
-                                  NULL, NULL);
+        err = clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, host, 0, NULL,
+                                  NULL);
     if (err != CL_SUCCESS)
         PX_DEBUG("spare context: warming it stopped at %d", err);
     else
@@ -104,6 +106,7 @@ static void warm(cl_context ctx, cl_device_id dev)
         clReleaseMemObject(buf);
     if (q)
         clReleaseCommandQueue(q);
+    free(host);
 }
 
 /* Whether spares of DEV are warmed (CRANE_PROXY_WARM_SPARES). */
