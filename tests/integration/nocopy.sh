@@ -19,32 +19,14 @@ RUN=$B/bin/crane-run
 PROXY=$B/bin/crane-proxy
 SWITCH=$B/bench/switch
 TMP=$(mktemp -d)
-PROXY_PID=
 MB=24
 PIN=1
 [ "${1:-}" = nopin ] && PIN=0
 
-cleanup() {
-    [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID"
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*"
-    for f in "$TMP/out" "$TMP/report" "$TMP/proxy.log" "$TMP/shim.log"; do
-        [ -e "$f" ] && { echo "--- $f"; tail -15 "$f"; }
-    done
-    exit 1
-}
+. tests/integration/private-proxy.sh
 
 [ -x "$SWITCH" ] || fail "$SWITCH missing (make bench)"
-"$PROXY" --listen "unix:$TMP/proxy.sock" >"$TMP/proxy.log" 2>&1 &
-PROXY_PID=$!
-for _ in $(seq 200); do
-    [ -S "$TMP/proxy.sock" ] && break
-    sleep 0.05
-done
-[ -S "$TMP/proxy.sock" ] || fail "crane-proxy did not start"
+start_private_proxy
 
 env CRANE_PROXY="unix:$TMP/proxy.sock" CRANE_REHOME_TO=alternate \
     CRANE_SOCKET=none CRANE_REHOME_REPORT="$TMP/report" CRANE_SHM_MB=4 \

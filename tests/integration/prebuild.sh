@@ -20,30 +20,12 @@ RUN=$B/bin/crane-run
 PROXY=$B/bin/crane-proxy
 PROG=$B/tests/integration/prebuild
 TMP=$(mktemp -d)
-PROXY_PID=
 MODE=${1:-plain}
 
-cleanup() {
-    [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID"
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*"
-    for f in "$TMP/out" "$TMP/report" "$TMP/proxy.log" "$TMP/shim.log"; do
-        [ -e "$f" ] && { echo "--- $f"; tail -15 "$f"; }
-    done
-    exit 1
-}
+. tests/integration/private-proxy.sh
 
 [ -x "$PROG" ] || fail "$PROG missing (make check builds it)"
-"$PROXY" --listen "unix:$TMP/proxy.sock" >"$TMP/proxy.log" 2>&1 &
-PROXY_PID=$!
-for _ in $(seq 200); do
-    [ -S "$TMP/proxy.sock" ] && break
-    sleep 0.05
-done
-[ -S "$TMP/proxy.sock" ] || fail "crane-proxy did not start"
+start_private_proxy
 
 extra=()
 case $MODE in
