@@ -17,6 +17,9 @@ static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
     void *host = NULL;
     cl_int err = CL_INVALID_OPERATION;
 
+    /* Memory the program took back is never lent to a vendor again. */
+    if (shim_mem_host_returned(m))
+        flags &= ~(cl_mem_flags)CL_MEM_USE_HOST_PTR;
     if (flags & CL_MEM_USE_HOST_PTR)
         host = m->host_ptr;
     else if (copy_from)
@@ -166,6 +169,7 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
 
     atomic_init(&m->dirty_lo, SIZE_MAX);
     atomic_init(&m->dirty_hi, 0);
+    atomic_init(&m->host_returned, false);
     pthread_mutex_init(&m->dirty_lock, NULL);
     if (m->flags & CL_MEM_USE_HOST_PTR)
         m->host_ptr = host_ptr;
@@ -646,6 +650,6 @@ SHIM_RELEASE_REAL_WITH(clReleaseMemObject)
 const struct shim_kind_ops shim_mem_kind = {
     .kind = SHIM_MEM, .name = "memory object", .by_address = true,
     .destroy = mem_destroy, .realize = mem_realize,
-    .release_real = release_real,
+    .release_real = release_real, .unnamed = shim_mem_unnamed,
 };
 

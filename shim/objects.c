@@ -174,15 +174,31 @@ int shim_obj_release(void *handle, enum shim_kind kind)
 
     if (!shim_obj_is(o, kind))
         return -EINVAL;
+    /* A kind told of the program's last release holds the object while it
+     * is told: another thread's last child release cannot destroy it
+     * meanwhile (the hold's own release below destroys it if due). */
+    bool tell = o->ops->unnamed != NULL;
+    if (tell)
+        shim_obj_retain_child(o);
     unsigned before = atomic_fetch_sub(&o->app_refs, 1);
     if (before == 0) {
         atomic_fetch_add(&o->app_refs, 1);
+        if (tell)
+            atomic_fetch_sub(&o->child_refs, 1);
         return -EINVAL;
     }
-    if (before > 1)
+    if (before > 1) {
+        if (tell)
+            shim_obj_release_child(o);
         return 0;
+    }
     /* The program can no longer name it; children may still need it. */
     o->magic = 0;
+    if (tell) {
+        o->ops->unnamed(o);
+        shim_obj_release_child(o);
+        return 0;
+    }
     if (atomic_load(&o->child_refs) == 0 &&
         !atomic_exchange(&o->finalizing, true))
         obj_final(o);

@@ -67,6 +67,10 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
 {
     cl_int err;
 
+    /* Over memory the program took back (it may have freed it): nothing
+     * can read these bytes again, and none may be written there. */
+    if (shim_mem_host_returned(m))
+        return 0;
     if (m->type == SHIM_IMAGE) {
         size_t origin[3] = {0, 0, 0}, region[3];
         shim_image_region(m, region);

@@ -70,6 +70,10 @@ struct shim_kind_ops {
      * backend.  NULL: the backend owns it (platforms, root devices are
      * checked in the row itself). */
     void (*release_real)(const struct shim_obj *o, void *real);
+    /* The program's last reference is gone (the shadow may live on for
+     * its children): what the kind must stop relying on the program for.
+     * Called with the object held.  NULL: nothing. */
+    void (*unnamed)(struct shim_obj *o);
 };
 
 /* Every shim handle starts with this header.  `dispatch` must come first:
@@ -212,6 +216,10 @@ struct shim_mem {
     bool streamed;               /* a switch streams its bytes (rehome.c) */
     atomic_int maps;             /* outstanding maps */
     struct shim_map *map_list;   /* them, for a switch (map.c) */
+    /* Root objects over the program's memory (CL_MEM_USE_HOST_PTR): the
+     * program named none of the objects over it any longer, so the memory
+     * is its own again (mem_lent.c). */
+    atomic_bool host_returned;
 };
 
 struct shim_sampler {
@@ -689,6 +697,10 @@ void shim_mem_dirty_map(cl_mem handle, cl_map_flags flags, size_t offset,
 void shim_mem_dirty_reset(struct shim_mem *m);
 void shim_kernel_dirty_args(struct shim_kernel *k);
 struct shim_mem *shim_mem_root(struct shim_mem *m);
+/* mem_lent.c: the kind row's `unnamed` of memory objects; whether M's
+ * host memory went back to the program (then its bytes are dead). */
+void shim_mem_unnamed(struct shim_obj *o);
+bool shim_mem_host_returned(struct shim_mem *m);
 /* Argument classes (SHIM_ARG_MEM_RO, _MEM_RW, else _UNKNOWN) of kernel
  * `kernel` read from OpenCL C source (kernel_sig.c): 0, or -ENOENT when it
  * is not defined exactly once there with n_args parameters. */

@@ -179,7 +179,7 @@ case_ "new-namespace/longrun" bash -c \
 case_ "shim/early-constructor" "$RUN" $B/tests/integration/early_ctor
 
 echo "# the shim under AddressSanitizer, re-homing"
-for n in buffers kernels images events threads longrun; do
+for n in buffers kernels images events threads longrun lenthost; do
     # use_sigaltstack=0: ASan cannot free a thread's signal stack once a
     # second C library (the vendor's namespace) has run on that thread.
     case_ "asan-rehome/$n" bash -c "CRANE_PRELOAD_FIRST=$ASAN_LIB \
@@ -333,6 +333,11 @@ done
 case_ "switch-5/longrun" tests/integration/remote.sh switch 5 20 \
     $PROGS/longrun 300
 case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
+# Memory the program took back from released CL_MEM_USE_HOST_PTR buffers
+# (freed at once) is never written by a switch either way: under ASan.
+case_ "asan-switch/lenthost" env B=$BA CRANE_PRELOAD_FIRST=$ASAN_LIB \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:use_sigaltstack=0 \
+    tests/integration/remote.sh switch 13 20 $PROGS/lenthost
 # Pre-copy (shim/precopy.c): switches as above with copy rounds before each
 # stop; and a program whose thread keeps rewriting a buffer through both
 # switches, every word checked, its stop reading only the hot buffer.
