@@ -65,6 +65,14 @@ void gd_set_phase(struct gd_daemon *d, Crane__Control__Phase phase)
     gd_save_state(d);
 }
 
+static void on_state_retry(uv_timer_t *t)
+{
+    gd_save_state(t->data);
+}
+
+/* Seconds between tries of a state file that could not be written. */
+#define GD_STATE_RETRY_MS 1000
+
 void gd_save_state(struct gd_daemon *d)
 {
     static int last_err;
@@ -94,10 +102,30 @@ void gd_save_state(struct gd_daemon *d)
     }
     rc = gd_state_write(d->cfg.state_file, s);
     if (rc < 0 && rc != last_err)
-        GD_ERROR("cannot write the state file %s: %s", d->cfg.state_file,
-                 strerror(-rc));
+        GD_ERROR("cannot write the state file %s: %s (retrying every %d ms; "
+                 "a restart meanwhile finds the phase before)",
+                 d->cfg.state_file, strerror(-rc), GD_STATE_RETRY_MS);
+    else if (rc == 0 && d->state_unsaved)
+        GD_INFO("state file %s written again", d->cfg.state_file);
     last_err = rc;
+    d->state_unsaved = rc < 0;
+    if (rc < 0)
+        uv_timer_start(&d->state_retry, on_state_retry, GD_STATE_RETRY_MS, 0);
+    else
+        uv_timer_stop(&d->state_retry);
     free(s);
+}
+
+void gd_adopt_program_phase(struct gd_daemon *d, const struct gd_program *p)
+{
+    if (d->phase != GD_PHASE(IDLE) || d->op || p->mode != GD_PMODE(PARKED))
+        return;
+    GD_WARN("%s is parked while the state file said phase idle (it was not "
+            "written after the prepare: a full disk?): phase prepared "
+            "(offline); resume or abort takes it back to the GPU",
+            p->conn.name);
+    d->mode = GD_MIG(OFFLINE);
+    gd_set_phase(d, GD_PHASE(PREPARED));
 }
 
 static void on_grace(uv_timer_t *t)
@@ -119,6 +147,8 @@ void gd_daemon_recover(struct gd_daemon *d,
     d->recover = recover;
     uv_timer_init(d->loop, &d->grace);
     d->grace.data = d;
+    uv_timer_init(d->loop, &d->state_retry);
+    d->state_retry.data = d;
     d->phase = GD_PHASE(IDLE);
     d->phase_since = gd_now();
     if (!s)

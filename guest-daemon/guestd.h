@@ -145,6 +145,8 @@ struct gd_daemon {
     pid_t expected[256];
     size_t n_expected;
     uv_timer_t grace;
+    uv_timer_t state_retry;      /* the state file again after a failure */
+    bool state_unsaved;          /* the last write of it failed */
     bool recovering;
     Crane__Control__Op recover_op;
     void (*recover)(struct gd_daemon *d);  /* carries out recover_op */
@@ -165,6 +167,11 @@ const char *gd_mig_name(Crane__Control__MigrationMode m);
 
 /* Sets the phase and writes the state file. */
 void gd_set_phase(struct gd_daemon *d, Crane__Control__Phase phase);
+/* A program registered in mode P->mode: a parked program while the phase
+ * says idle means the state file was stale (a full disk refused the
+ * prepared phase's write): the phase follows the program. */
+struct gd_program;
+void gd_adopt_program_phase(struct gd_daemon *d, const struct gd_program *p);
 /* Writes the state file (phase, mode, modules, programs). */
 void gd_save_state(struct gd_daemon *d);
 /* At start: takes over what the state file says a previous daemon left

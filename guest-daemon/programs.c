@@ -110,6 +110,7 @@ static bool on_register(struct gd_program *p,
         gd_conn_close(&old->conn, "replaced by a new connection");
     GD_INFO("%s: registered (%s, %llu bytes of state)", p->conn.name,
             gd_pmode_name(p->mode), (unsigned long long)p->state_bytes);
+    gd_adopt_program_phase(d, p);
     gd_save_state(d);
     d->program_events->registered(d, p);
     return !p->conn.closing;

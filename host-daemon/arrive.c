@@ -2,6 +2,8 @@
  * VMs that found no free GPU wait for one. */
 #include "arrive.h"
 
+#include "backlog.h"
+
 #include "guest.h"
 #include "log.h"
 #include "proto/frame.h"
@@ -447,6 +449,7 @@ int hd_daemon_pool_read(void *arg,
     struct hd_pool_prepared_state *ps = calloc(HD_PREPARED_MAX, sizeof(*ps));
     struct hd_pool_state s = {.host = d->cfg.host_name, .gpus = g,
                               .waiting = ws, .error = "", .prepared = ps};
+    struct hd_history_health health;
     size_t n = 0, nw = 0;
     int rc;
 
@@ -478,6 +481,8 @@ int hd_daemon_pool_read(void *arg,
             .domain = pe[i].domain, .migration_id = pe[i].id,
             .since = pe[i].start_wall, .lease_s = pe[i].lease_s,
             .lease_left = pe[i].lease_left};
+    hd_backlog_health(d->backlog, &health);
+    s.history = d->backlog ? &health : NULL;
     rc = use(use_arg, &s);
     free(w);
     free(ws);

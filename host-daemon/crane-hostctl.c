@@ -240,6 +240,7 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
     struct hd_pool_gpu_state g[64];
     struct hd_pool_waiter_state w[64];
     struct hd_pool_prepared_state p[64];
+    struct hd_history_health history;
     struct hd_pool_state s = {.host = str(r->host), .gpus = g,
                               .waiting = w, .error = str(r->error),
                               .prepared = p};
@@ -271,6 +272,16 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
             .lease_left = r->prepared[i]->lease_left};
     if (r->err && !*s.error)
         s.error = strerror(-r->err);
+    if (r->history) {
+        history = (struct hd_history_health){
+            .degraded = r->history->degraded,
+            .read_only = r->history->read_only,
+            .unsaved = (size_t)r->history->unsaved,
+            .dropped = r->history->dropped, .since = r->history->since};
+        mig_clean(history.reason, sizeof(history.reason),
+                  str(r->history->reason), false);
+        s.history = &history;
+    }
     rc = hd_pool_render(&out, &s, fmt);
     if (rc == 0)
         fputs(out.data, stdout);
@@ -288,6 +299,12 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
                 mig_clean(why, sizeof(why), s.error, false));
         return MIG_EXIT_FAILED;
     }
+    if (s.history && s.history->degraded)
+        crn_log(CRN_LOG_WARN, "crane-hostd's migration history is degraded"
+                "%s: %zu migration(s) kept in memory only, %llu lost (%s)",
+                s.history->read_only ? " (read-only)" : "",
+                s.history->unsaved, s.history->dropped,
+                *s.history->reason ? s.history->reason : "no reason given");
     return MIG_EXIT_OK;
 }
 

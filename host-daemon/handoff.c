@@ -3,6 +3,8 @@
  * the lease that bounds how long a VM stays prepared. */
 #include "handoff.h"
 
+#include "backlog.h"
+
 #include "arrive.h"
 #include "history.h"
 #include "log.h"
@@ -418,6 +420,8 @@ static void serve_pool(struct hd_daemon *d, int fd)
 {
     Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
     Crane__Hostd__PoolReport rep = CRANE__HOSTD__POOL_REPORT__INIT;
+    Crane__Hostd__HistoryHealth hh = CRANE__HOSTD__HISTORY_HEALTH__INIT;
+    struct hd_history_health health;
     struct hd_pool_entry e[HD_MAX_GPUS];
     Crane__Hostd__PoolGpu g[HD_MAX_GPUS], *gp[HD_MAX_GPUS];
     struct hd_waiting_entry *w = calloc(HD_WAITING_MAX, sizeof(*w));
@@ -469,6 +473,16 @@ static void serve_pool(struct hd_daemon *d, int fd)
         }
         rep.prepared = pp;
         rep.n_prepared = np;
+    }
+    if (d->backlog) {
+        hd_backlog_health(d->backlog, &health);
+        hh.degraded = health.degraded;
+        hh.read_only = health.read_only;
+        hh.unsaved = health.unsaved;
+        hh.dropped = health.dropped;
+        hh.since = health.since;
+        hh.reason = health.reason;
+        rep.history = &hh;
     }
     r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_POOL;
     r.pool = &rep;

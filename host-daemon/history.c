@@ -62,6 +62,9 @@ const char *const hd__stmt_sql[ST_COUNT] = {
         " ORDER BY start_time DESC, rowid DESC LIMIT ?7",
     [ST_DURATIONS] = "SELECT mode, end_time - start_time FROM migrations"
                      " WHERE result != 'running'",
+    [ST_SET_STORED] =
+        "UPDATE migrations SET result = ?, end_time = ?, error = ?,"
+        " bytes_moved = max(bytes_moved, ?), dst_host = ? WHERE id = ?",
 };
 
 _Static_assert(HD_STEPS_MAX == 4096, "ST_GET_STEPS's LIMIT is HD_STEPS_MAX");
@@ -455,3 +458,59 @@ int hd_history_prune(struct hd_history *h, double before, unsigned *removed)
     return hd__tx_end(h, rc);
 }
 
+
+/* Inside a write transaction: how many steps migration ID has into *SEQ,
+ * and whether it is recorded at all into *FOUND. */
+static int stored_state(struct hd_history *h, const char *id, int *found,
+                        int64_t *seq)
+{
+    sqlite3_stmt *s = hd__stmt(h, ST_RESULT_OF);
+    int rc;
+
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    *found = rc == SQLITE_ROW;
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return hd__log_sqlite(h, rc, "looking up a migration");
+    s = hd__stmt(h, ST_COUNT_STEPS);
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    *seq = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW ? 0 : hd__log_sqlite(h, rc, "counting steps");
+}
+
+int hd_history_store(struct hd_history *h, const struct hd_migration *m,
+                     const struct hd_step *steps, size_t n)
+{
+    sqlite3_stmt *s;
+    int64_t seq = 0;
+    int found = 0, rc;
+
+    if (h == NULL || (steps == NULL && n != 0))
+        return -EINVAL;
+    rc = check_migration(m);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = check_step(&steps[i]);
+    if (rc != 0)
+        return rc;
+    rc = hd__tx_begin(h, 1);
+    if (rc == 0)
+        rc = stored_state(h, m->id, &found, &seq);
+    if (rc == 0 && !found) {
+        rc = insert_migration(h, m);
+    } else if (rc == 0) {
+        s = hd__stmt(h, ST_SET_STORED);
+        sqlite3_bind_text(s, 1, hd_result_name(m->result), -1, SQLITE_STATIC);
+        sqlite3_bind_double(s, 2, m->end_time);
+        sqlite3_bind_text(s, 3, m->error, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 4, (sqlite3_int64)m->bytes_moved);
+        sqlite3_bind_text(s, 5, m->dst_host, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 6, m->id, -1, SQLITE_STATIC);
+        rc = hd__stmt_run(h, s);
+    }
+    for (size_t i = 0; rc == 0 && i < n && seq < HD_STEPS_MAX; i++)
+        rc = insert_step(h, m->id, seq++, &steps[i]);
+    return hd__tx_end(h, rc);
+}

@@ -107,10 +107,22 @@ struct hd_history;
 int hd_history_open(const char *path, struct hd_history **out);
 void hd_history_close(struct hd_history *h);
 
+/* Opens PATH for reading only (a read-only file or disk): queries work,
+ * every write fails.  The file must have this code's schema version:
+ * -EPROTO otherwise; -EIO or -ENOENT when SQLite cannot read it. */
+int hd_history_open_read_only(const char *path, struct hd_history **out);
+
 /* Stores a whole migration and its N steps in one transaction.  -EEXIST:
  * the id is taken. */
 int hd_history_record(struct hd_history *h, const struct hd_migration *m,
                       const struct hd_step *steps, size_t n);
+
+/* Writes a migration the history could not take when it happened
+ * (backlog.c): one not recorded is inserted whole with its N steps; one
+ * recorded gets M's result, end, error, bytes and destination, and the
+ * steps after those it has (up to HD_STEPS_MAX).  One transaction. */
+int hd_history_store(struct hd_history *h, const struct hd_migration *m,
+                     const struct hd_step *steps, size_t n);
 
 /* A migration as it happens: begin (result must be RUNNING), add steps and
  * progress, finish.  -ENOENT: no such id; -EALREADY: it already finished;

@@ -43,6 +43,7 @@ enum hd__stmt_id {
     ST_QUERY_COUNT,
     ST_SUMMARIES,
     ST_DURATIONS,
+    ST_SET_STORED,
     ST_COUNT
 };
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * The schema, version 2.  Mode and result are stored by name so that an
@@ -212,14 +213,29 @@ static int open_settings(struct hd_history *h)
     return exec_sql(h, "PRAGMA synchronous = FULL", "setting pragmas");
 }
 
-int hd_history_open(const char *path, struct hd_history **out)
+/* Prepares every statement (a read-only file prepares writes too: they
+ * fail when run). */
+static int prepare_all(struct hd_history *h)
+{
+    for (int i = 0; i < ST_COUNT; i++) {
+        int src = sqlite3_prepare_v3(h->db, hd__stmt_sql[i], -1,
+                                     SQLITE_PREPARE_PERSISTENT, &h->stmt[i],
+                                     NULL);
+
+        if (src != SQLITE_OK)
+            return hd__log_sqlite(h, src, hd__stmt_sql[i]);
+    }
+    return 0;
+}
+
+/* A struct hd_history for PATH with an open connection (FLAGS, NAME: the
+ * file name or URI SQLite opens) into *OUT. */
+static int open_connection(const char *path, const char *name, int flags,
+                           struct hd_history **out)
 {
     struct hd_history *h;
     int rc;
 
-    if (path == NULL || path[0] == '\0' || out == NULL ||
-        strnlen(path, 4096) >= 4096)
-        return -EINVAL;
     *out = NULL;
     h = calloc(1, sizeof(*h));
     if (h == NULL)
@@ -229,10 +245,7 @@ int hd_history_open(const char *path, struct hd_history **out)
         free(h);
         return -ENOMEM;
     }
-    rc = sqlite3_open_v2(path, &h->db,
-                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                             SQLITE_OPEN_NOMUTEX,
-                         NULL);
+    rc = sqlite3_open_v2(name, &h->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         if (h->db != NULL) {
             rc = hd__log_sqlite(h, rc, "opening");
@@ -240,27 +253,107 @@ int hd_history_open(const char *path, struct hd_history **out)
             HD_ERROR("history %s: cannot open: out of memory", path);
             rc = -ENOMEM;
         }
-        goto fail;
+        hd_history_close(h);
+        return rc;
     }
     sqlite3_extended_result_codes(h->db, 1);
+    *out = h;
+    return 0;
+}
+
+int hd_history_open(const char *path, struct hd_history **out)
+{
+    struct hd_history *h;
+    int rc;
+
+    if (path == NULL || path[0] == '\0' || out == NULL ||
+        strnlen(path, 4096) >= 4096)
+        return -EINVAL;
+    rc = open_connection(path, path,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &h);
+    if (rc != 0)
+        return rc;
     rc = open_settings(h);
     if (rc == 0)
         rc = open_schema(h);
-    for (int i = 0; rc == 0 && i < ST_COUNT; i++) {
-        int src = sqlite3_prepare_v3(h->db, hd__stmt_sql[i], -1,
-                                     SQLITE_PREPARE_PERSISTENT, &h->stmt[i],
-                                     NULL);
-
-        if (src != SQLITE_OK)
-            rc = hd__log_sqlite(h, src, hd__stmt_sql[i]);
+    if (rc == 0)
+        rc = prepare_all(h);
+    if (rc != 0) {
+        hd_history_close(h);
+        return rc;
     }
-    if (rc != 0)
-        goto fail;
     *out = h;
     return 0;
-fail:
-    hd_history_close(h);
+}
+
+/* PATH as an SQLite URI of an immutable file (a WAL file on a read-only
+ * disk cannot have its shared-memory index made): "file:" and PATH with
+ * the URI's special characters escaped. */
+static int immutable_uri(char *uri, size_t len, const char *path)
+{
+    size_t o = (size_t)snprintf(uri, len, "file:");
+
+    for (const char *c = path; *c && o + 4 < len; c++) {
+        if (*c == '%' || *c == '?' || *c == '#' || (unsigned char)*c < 0x20)
+            o += (size_t)snprintf(uri + o, len - o, "%%%02X",
+                                  (unsigned char)*c);
+        else
+            uri[o++] = *c;
+    }
+    if (o + 16 >= len)
+        return -ENAMETOOLONG;
+    snprintf(uri + o, len - o, "?immutable=1");
+    return 0;
+}
+
+/* The version of H's schema, without creating anything. */
+static int read_only_version(struct hd_history *h)
+{
+    int version = 0;
+    int rc = read_version(h, &version);
+
+    if (rc == 0 && version != SCHEMA_VERSION) {
+        HD_ERROR("history %s: schema version %d, this crane-hostd reads "
+                 "%d only from a read-only file", h->path, version,
+                 SCHEMA_VERSION);
+        rc = -EPROTO;
+    }
     return rc;
+}
+
+int hd_history_open_read_only(const char *path, struct hd_history **out)
+{
+    char uri[4096 * 3 + 32];
+    struct hd_history *h;
+    int rc;
+
+    if (path == NULL || path[0] == '\0' || out == NULL ||
+        strnlen(path, 4096) >= 4096)
+        return -EINVAL;
+    if (access(path, R_OK) != 0)
+        return -errno;
+    rc = open_connection(path, path, SQLITE_OPEN_READONLY, &h);
+    if (rc == 0 && (rc = read_only_version(h)) != 0 && rc != -EPROTO) {
+        /* Most often the WAL index cannot be made: read it immutable. */
+        hd_history_close(h);
+        h = NULL;
+        rc = immutable_uri(uri, sizeof(uri), path);
+        if (rc == 0)
+            rc = open_connection(path, uri,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, &h);
+        if (rc == 0)
+            rc = read_only_version(h);
+    }
+    if (rc == 0)
+        rc = sqlite3_busy_timeout(h->db, 5000) == SQLITE_OK ? 0 : -EIO;
+    if (rc == 0)
+        rc = prepare_all(h);
+    if (rc != 0) {
+        hd_history_close(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
 }
 
 void hd_history_close(struct hd_history *h)

@@ -44,7 +44,10 @@ extern const unsigned long hd_dashboard_html_len;
 
 struct hd_http {
     struct MHD_Daemon *daemon;
-    struct hd_history *history; /* borrowed; used by the server thread */
+    struct hd_history *history; /* used by the server thread; borrowed, or
+                                   OWN once opened afresh */
+    struct hd_history *own;
+    unsigned history_gen;       /* the health generation HISTORY is of */
     struct hd_http_sources src; /* the pool, when the daemon has one */
     uint16_t port;
 };
@@ -168,13 +171,54 @@ static int pool_counts(void *arg, const struct hd_pool_state *s)
     return 0;
 }
 
+/* The history to read now: opened afresh when there was none (it could
+ * not be opened at start) or it became writable again (a read-only or
+ * immutable connection does not see the daemon's new writes).  NULL when
+ * it cannot be read at all; *HEALTH gets its health. */
+static struct hd_history *history_now(struct hd_http *s,
+                                      struct hd_history_health *health)
+{
+    struct hd_history *h = NULL;
+
+    memset(health, 0, sizeof(*health));
+    if (s->src.health == NULL)
+        return s->history;
+    s->src.health(s->src.arg, health);
+    if ((s->history != NULL && health->generation == s->history_gen) ||
+        s->src.history_path == NULL)
+        return s->history;
+    if (hd_history_open(s->src.history_path, &h) != 0 &&
+        hd_history_open_read_only(s->src.history_path, &h) != 0)
+        return s->history;
+    hd_history_close(s->own);
+    s->own = s->history = h;
+    s->history_gen = health->generation;
+    return h;
+}
+
+static enum MHD_Result reply_no_history(struct MHD_Connection *c)
+{
+    return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                       "the migration history cannot be read");
+}
+
 static enum MHD_Result serve_metrics(struct hd_http *s,
                                      struct MHD_Connection *c)
 {
     struct hd_metrics m = {0};
     struct hd_buf out = {0};
-    int err = hd_metrics_collect(s->history, &m);
+    struct hd_history_health health;
+    struct hd_history *h = history_now(s, &health);
+    int err = 0;
 
+    /* An unreadable history leaves its counters out (a scrape of zeros
+     * would look like a reset) but its health in. */
+    if (h != NULL)
+        err = hd_metrics_collect(h, &m);
+    else
+        m.history.unreadable = true;
+    m.history.known = s->src.health != NULL;
+    m.history.health = health;
     /* A hypervisor that does not answer leaves the gauges out rather than
      * failing the scrape. */
     if (err == 0 && s->src.pool != NULL)
@@ -196,6 +240,8 @@ static const char *const stats_params[] = {
 
 static enum MHD_Result serve_list(struct hd_http *s, struct MHD_Connection *c)
 {
+    struct hd_history_health health;
+    struct hd_history *h;
     struct hd_migration *list = NULL;
     struct hd_buf out = {0};
     struct hd_filter f;
@@ -212,7 +258,9 @@ static enum MHD_Result serve_list(struct hd_http *s, struct MHD_Connection *c)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad offset");
     if (hd_http_parse_filter(c, &f) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad filter");
-    err = hd_history_query(s->history, &f, offset, (size_t)limit, &list, &n,
+    if ((h = history_now(s, &health)) == NULL)
+        return reply_no_history(c);
+    err = hd_history_query(h, &f, offset, (size_t)limit, &list, &n,
                            &total);
     if (err == 0)
         err = hd_json_page(&out, list, n, total, offset, (size_t)limit);
@@ -222,6 +270,8 @@ static enum MHD_Result serve_list(struct hd_http *s, struct MHD_Connection *c)
 
 static enum MHD_Result serve_stats(struct hd_http *s, struct MHD_Connection *c)
 {
+    struct hd_history_health health;
+    struct hd_history *h;
     struct hd_summary *list = NULL;
     struct hd_stats *st;
     struct hd_buf out = {0};
@@ -237,10 +287,12 @@ static enum MHD_Result serve_stats(struct hd_http *s, struct MHD_Connection *c)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad buckets");
     if (hd_http_parse_filter(c, &f) != 0)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad filter");
+    if ((h = history_now(s, &health)) == NULL)
+        return reply_no_history(c);
     st = calloc(1, sizeof(*st));
     if (st == NULL)
         return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    err = hd_history_summaries(s->history, &f, HD_SUMMARY_MAX, &list, &n,
+    err = hd_history_summaries(h, &f, HD_SUMMARY_MAX, &list, &n,
                                &total);
     if (err == 0)
         err = hd_stats_compute(list, n, (unsigned)buckets, f.since, f.until,
@@ -303,6 +355,8 @@ static int id_is_valid(const char *id)
 static enum MHD_Result serve_one(struct hd_http *s, struct MHD_Connection *c,
                                  const char *id)
 {
+    struct hd_history_health health;
+    struct hd_history *h;
     struct hd_migration m;
     struct hd_step *steps = NULL;
     struct hd_buf out = {0};
@@ -311,7 +365,9 @@ static enum MHD_Result serve_one(struct hd_http *s, struct MHD_Connection *c,
 
     if (!id_is_valid(id))
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad migration id");
-    err = hd_history_get(s->history, id, &m, &steps, &n);
+    if ((h = history_now(s, &health)) == NULL)
+        return reply_no_history(c);
+    err = hd_history_get(h, id, &m, &steps, &n);
     if (err == -ENOENT)
         return reply_error(c, MHD_HTTP_NOT_FOUND, "no such migration");
     if (err == 0)
@@ -423,7 +479,10 @@ int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
     struct hd_http *s;
     int err;
 
-    if (out == NULL || h == NULL) {
+    /* Without a history only a daemon that says its health may serve
+     * (it opens the file once it can be read). */
+    if (out == NULL ||
+        (h == NULL && (src == NULL || src->health == NULL))) {
         HD_ERROR("http: start without %s", out == NULL ? "out" : "history");
         return -EINVAL;
     }
@@ -477,5 +536,6 @@ void hd_http_stop(struct hd_http *s)
     if (s == NULL)
         return;
     MHD_stop_daemon(s->daemon);
+    hd_history_close(s->own);
     free(s);
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "backlog.h"
 #include "history.h"
 #include "pool_report.h"
 
@@ -21,6 +22,12 @@ typedef int hd_pool_read_fn(void *arg, hd_pool_use_fn *use, void *use_arg);
 struct hd_http_sources {
     hd_pool_read_fn *pool;    /* NULL: no /api/pool, no pool gauges */
     void *arg;
+    /* The history's health (backlog.h) into *OUT, from the server's
+     * thread; NULL: no history gauges.  With HISTORY_PATH, the server
+     * opens the file afresh when the history it has is none (it could not
+     * be opened) or its health's generation changed (writable again). */
+    void (*health)(void *arg, struct hd_history_health *out);
+    const char *history_path;
 };
 
 struct hd_http;

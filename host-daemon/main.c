@@ -5,6 +5,7 @@
 #include "guest.h"
 #include "handoff.h"
 #include "history.h"
+#include "history_keep.h"
 #include "http.h"
 #include "listen.h"
 #include "log.h"
@@ -118,6 +119,12 @@ static int start_tls(struct hd_daemon *d)
 static struct hd_listeners *listeners;
 static uv_signal_t sig_int, sig_term;
 static uv_timer_t retry_timer, stop_timer, prune_timer, lease_timer;
+static uv_timer_t history_timer;
+
+static void on_history_retry(uv_timer_t *t)
+{
+    hd_history_retry(t->data);
+}
 
 /* Finished migrations older than history_keep_days go (at start-up, then
  * daily), so the file does not grow forever. */
@@ -217,6 +224,7 @@ static void stop(struct hd_daemon *d)
     hd_listen_stop(listeners);
     uv_timer_stop(&retry_timer);
     uv_timer_stop(&prune_timer);
+    uv_timer_stop(&history_timer);
     uv_timer_stop(&lease_timer);
     /* Jobs need the loop (libvirt's events) until they end. */
     uv_timer_start(&stop_timer, on_stop_poll, 0, 100);
@@ -389,7 +397,7 @@ int main(int argc, char **argv)
             mkdir(dir, 0755);
         }
     }
-    if ((rc = hd_history_open(d->cfg.history, &http_history)) < 0) {
+    if ((rc = hd_history_start(d, &http_history)) < 0) {
         crn_log_say(CRN_LOG_ERROR, "history %s: %s", d->cfg.history,
                 strerror(-rc));
         goto out;
@@ -425,6 +433,8 @@ int main(int argc, char **argv)
         struct hd_http_sources src = {
             .pool = hd_daemon_pool_read,
             .arg = d,
+            .health = hd_daemon_history_health,
+            .history_path = d->cfg.history,
         };
         if ((rc = hd_http_start_with(&http, addr, (uint16_t)atoi(colon + 1),
                                      http_history, &src)) < 0) {
@@ -446,8 +456,11 @@ int main(int argc, char **argv)
     uv_timer_init(d->loop, &stop_timer);
     uv_timer_init(d->loop, &prune_timer);
     uv_timer_init(d->loop, &lease_timer);
+    uv_timer_init(d->loop, &history_timer);
     retry_timer.data = stop_timer.data = prune_timer.data = d;
-    lease_timer.data = d;
+    lease_timer.data = history_timer.data = d;
+    uv_timer_start(&history_timer, on_history_retry,
+                   HD_HISTORY_RETRY_S * 1000, HD_HISTORY_RETRY_S * 1000);
     uv_timer_start(&lease_timer, on_lease, 1000, 1000);
     uv_timer_start(&prune_timer, on_prune, 0, 86400 * 1000);
     uv_timer_start(&retry_timer, on_retry, d->cfg.gpu_retry_ms,
@@ -461,6 +474,9 @@ int main(int argc, char **argv)
     crn_notify("READY=1");
     uv_run(d->loop, UV_RUN_DEFAULT);
     hd_jobs_wait(d);
+    /* A last try, so that a disk freed meanwhile keeps every migration. */
+    if (d->backlog)
+        hd_backlog_flush(d->backlog, d->cfg.history);
     rc = -exit_status;
 out:
     hd_http_stop(http);
@@ -471,6 +487,7 @@ out:
     hd_listen_free(listeners);
     uv_loop_close(d->loop);
     hd_history_close(http_history);
+    hd_backlog_free(d->backlog);
     hd_waiting_free(d->waiting);
     hd_waits_free(d->waits);
     hd_pool_free(d->pool);

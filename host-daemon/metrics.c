@@ -259,10 +259,32 @@ static void render_pool(const struct hd_metrics *m, struct hd_buf *out)
                   m->pool.waiting);
 }
 
-int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
+static void render_history(const struct hd_metrics *m, struct hd_buf *out)
 {
-    if (m == NULL || out == NULL)
-        return -EINVAL;
+    const struct hd_history_health *h = &m->history.health;
+
+    hd_buf_printf(out,
+                  "# HELP crane_history_degraded 1 while a migration this "
+                  "daemon ran is not in its history file (full or read-only "
+                  "disk).\n# TYPE crane_history_degraded gauge\n"
+                  "crane_history_degraded %d\n"
+                  "# HELP crane_history_read_only 1 while the history file "
+                  "can only be read.\n# TYPE crane_history_read_only gauge\n"
+                  "crane_history_read_only %d\n"
+                  "# HELP crane_history_unsaved_migrations Migrations kept "
+                  "in memory until the history takes them.\n"
+                  "# TYPE crane_history_unsaved_migrations gauge\n"
+                  "crane_history_unsaved_migrations %zu\n"
+                  "# HELP crane_history_dropped_migrations_total Migrations "
+                  "lost: more were kept in memory than it holds.\n"
+                  "# TYPE crane_history_dropped_migrations_total counter\n"
+                  "crane_history_dropped_migrations_total %llu\n",
+                  h->degraded, h->read_only, h->unsaved, h->dropped);
+}
+
+/* What the history counts: histograms, totals, bytes. */
+static void render_counters(const struct hd_metrics *m, struct hd_buf *out)
+{
     render_stoppage(m, out);
     render_downtime(m, out);
     render_duration(m, out);
@@ -289,8 +311,19 @@ int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
                   "# TYPE crane_migration_bytes_total counter\n"
                   "crane_migration_bytes_total %llu\n",
                   (unsigned long long)m->totals.bytes_moved);
+}
+
+int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
+{
+    if (m == NULL || out == NULL)
+        return -EINVAL;
+    /* An unreadable history leaves its counters out. */
+    if (!m->history.unreadable)
+        render_counters(m, out);
     if (m->pool.known)
         render_pool(m, out);
+    if (m->history.known)
+        render_history(m, out);
     hd_buf_puts(out, "# HELP crane_build_info The crane version that "
                      "serves these metrics.\n"
                      "# TYPE crane_build_info gauge\n");

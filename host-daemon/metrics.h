@@ -3,6 +3,7 @@
 #define HD_METRICS_H
 
 #include "buf.h"
+#include "backlog.h"
 #include "history.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,6 +48,12 @@ struct hd_metrics {
         bool known;
         size_t free, held, reserved, waiting;
     } pool;
+    /* The history's health (backlog.h), when KNOWN: its gauges. */
+    struct {
+        bool known;
+        bool unreadable;          /* no history counters: left out */
+        struct hd_history_health health;
+    } history;
 };
 
 /* Adds one program's stoppage of SECONDS in PHASE ("pre" or "post"), or
@@ -81,6 +88,13 @@ int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m);
  *                                            "free", "held", "reserved"
  *   crane_gpu_pool_waiting_vms               gauge, when M->pool.known: VMs
  *                                            received that wait for a GPU
+ *   crane_history_degraded                   gauge, when M->history.known:
+ *                                            1 while a migration is not on
+ *                                            disk or the file is read-only
+ *   crane_history_read_only                  gauge, likewise
+ *   crane_history_unsaved_migrations         gauge, likewise: kept in memory
+ *   crane_history_dropped_migrations_total   counter, likewise: lost past
+ *                                            the backlog's bound
  *   crane_build_info{version}                gauge, always 1
  * Returns 0 or OUT's error.
  */

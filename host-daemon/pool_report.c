@@ -67,6 +67,24 @@ static void put_or_null(struct hd_buf *out, const char *v)
         hd_buf_puts(out, "null");
 }
 
+/* ,"history":{...}: what crane-hostd could not write to its history. */
+static void render_history(struct hd_buf *out,
+                           const struct hd_history_health *h)
+{
+    hd_buf_printf(out,
+                  ",\"history\":{\"degraded\":%s,\"read_only\":%s,"
+                  "\"unsaved\":%zu,\"dropped\":%llu,\"since\":",
+                  h->degraded ? "true" : "false",
+                  h->read_only ? "true" : "false", h->unsaved, h->dropped);
+    if (h->since > 0 && isfinite(h->since))
+        hd_buf_put_double(out, h->since);
+    else
+        hd_buf_puts(out, "null");
+    hd_buf_puts(out, ",\"reason\":");
+    put_or_null(out, h->reason);
+    hd_buf_puts(out, "}");
+}
+
 static int render_json(struct hd_buf *out, const struct hd_pool_state *s)
 {
     size_t held, reserved, free_count;
@@ -124,6 +142,8 @@ static int render_json(struct hd_buf *out, const struct hd_pool_state *s)
     }
     hd_buf_puts(out, "],\"error\":");
     put_or_null(out, s->error ? s->error : "");
+    if (s->history)
+        render_history(out, s->history);
     hd_buf_puts(out, "}\n");
     return 0;
 }

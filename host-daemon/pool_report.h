@@ -3,6 +3,7 @@
 #ifndef HD_POOL_REPORT_H
 #define HD_POOL_REPORT_H
 
+#include "backlog.h"
 #include "buf.h"
 
 #include <stdbool.h>
@@ -47,6 +48,9 @@ struct hd_pool_state {
     const char *error;
     const struct hd_pool_prepared_state *prepared;
     size_t n_prepared;
+    /* The migration history's health, NULL when not known (JSON only:
+     * "history", an object). */
+    const struct hd_history_health *history;
 };
 
 enum hd_pool_format {

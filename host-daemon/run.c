@@ -1,6 +1,7 @@
 /* One migration as it happens on this host: its steps, history, progress. */
 #include "run.h"
 
+#include "backlog.h"
 #include "log.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
@@ -19,6 +20,18 @@ static void new_id(char *id, size_t len)
     crn_random_bytes(r, sizeof(r));
     snprintf(id, len, "m%.0f-%02x%02x%02x", hd_wall() * 1000, r[0], r[1],
              r[2]);
+}
+
+/* The history failed WHAT with RC: the run goes on, kept in memory. */
+static void unsaved(struct hd_run *run, const char *what, int rc)
+{
+    if (run->unsaved)
+        return;
+    run->unsaved = true;
+    snprintf(run->unsaved_why, sizeof(run->unsaved_why), "%s: %s", what,
+             strerror(-rc));
+    HD_ERROR("migration %s: history: %s; kept in memory until the disk "
+             "takes it", run->m.id, run->unsaved_why);
 }
 
 int hd_run_begin(struct hd_run *run, struct hd_daemon *d, const char *id,
@@ -44,12 +57,10 @@ int hd_run_begin(struct hd_run *run, struct hd_daemon *d, const char *id,
     /* The history is where operators look, but a migration must not fail
      * because the disk is full: it goes on, logged. */
     if ((rc = hd_history_open(d->cfg.history, &run->h)) < 0) {
-        HD_ERROR("migration %s: history %s unavailable: %s", run->m.id,
-                 d->cfg.history, strerror(-rc));
         run->h = NULL;
+        unsaved(run, "cannot open", rc);
     } else if ((rc = hd_history_begin(run->h, &run->m)) < 0) {
-        HD_ERROR("migration %s: cannot record it: %s", run->m.id,
-                 strerror(-rc));
+        unsaved(run, "cannot record its start", rc);
     }
     return 0;
 }
@@ -67,9 +78,8 @@ int hd_run_continue(struct hd_run *run, struct hd_daemon *d, const char *id,
     snprintf(run->m.domain, sizeof(run->m.domain), "%s", domain);
     run->m.start_time = start_wall;
     if ((rc = hd_history_open(d->cfg.history, &run->h)) < 0) {
-        HD_ERROR("migration %s: history %s unavailable: %s", id,
-                 d->cfg.history, strerror(-rc));
         run->h = NULL;
+        unsaved(run, "cannot open", rc);
     }
     return 0;
 }
@@ -86,8 +96,41 @@ static void free_steps(struct hd_run *run)
     run->n_steps = run->cap_steps = 0;
 }
 
+/* A run the history did not take whole goes to the backlog: its
+ * migration as it stands and the steps the history lacks. */
+static void keep_unsaved(struct hd_run *run)
+{
+    struct hd_step *hs;
+    size_t n = 0;
+
+    if (!run->unsaved || !run->d->backlog)
+        return;
+    hs = calloc(run->n_steps + 1, sizeof(*hs));
+    for (size_t i = run->n_stored; hs && i < run->n_steps; i++, n++) {
+        const Crane__Hostd__Step *s = &run->steps[i];
+
+        snprintf(hs[n].phase, sizeof(hs[n].phase), "%s", s->phase);
+        snprintf(hs[n].program, sizeof(hs[n].program), "%s", s->program);
+        hs[n].pid = s->pid;
+        hs[n].start_offset = s->start > 0 ? s->start : 0;
+        hs[n].duration = s->seconds;
+    }
+    if (!run->m.src_host[0])
+        snprintf(run->m.src_host, sizeof(run->m.src_host), "-");
+    if (!run->m.dst_host[0])
+        snprintf(run->m.dst_host, sizeof(run->m.dst_host), "-");
+    if (!run->m.mode)
+        run->m.mode = HD_MODE_LIVE;
+    if (!hs || hd_backlog_keep(run->d->backlog, &run->m, hs, n,
+                               run->unsaved_why) < 0)
+        HD_ERROR("migration %s: out of memory: not recorded at all",
+                 run->m.id);
+    free(hs);
+}
+
 void hd_run_leave(struct hd_run *run)
 {
+    keep_unsaved(run);
     free_steps(run);
     hd_history_close(run->h);
     run->h = NULL;
@@ -145,6 +188,7 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
 {
     struct hd_step hs = { .pid = pid };
     Crane__Hostd__Step *s;
+    bool stored = false;
     int rc;
 
     /* A program's stoppage may have begun before this host's part of the
@@ -158,9 +202,12 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
              pid ? (program && *program ? program : "?") : "");
     hs.start_offset = start > 0 ? start : 0;
     hs.duration = seconds;
-    if (run->h && (rc = hd_history_add_step(run->h, run->m.id, &hs)) < 0)
-        HD_WARN("migration %s: step %s not recorded: %s", run->m.id, phase,
-                strerror(-rc));
+    if (run->h && !run->unsaved) {
+        if ((rc = hd_history_add_step(run->h, run->m.id, &hs)) < 0)
+            unsaved(run, "cannot record a step", rc);
+        else
+            stored = true;
+    }
     if (run->n_steps == run->cap_steps) {
         size_t cap = run->cap_steps ? run->cap_steps * 2 : 16;
         Crane__Hostd__Step *n = realloc(run->steps, cap * sizeof(*n));
@@ -186,6 +233,8 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
     s->seconds = seconds;
     s->err = err;
     run->n_steps++;
+    if (stored)
+        run->n_stored = run->n_steps;
 }
 
 void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
@@ -248,17 +297,19 @@ void hd_run_set_destination(struct hd_run *run, const char *host)
     if (!host || !*host || strcmp(host, run->m.dst_host) == 0)
         return;
     snprintf(run->m.dst_host, sizeof(run->m.dst_host), "%s", host);
-    if (run->h &&
+    if (run->h && !run->unsaved &&
         (rc = hd_history_set_destination(run->h, run->m.id, host)) < 0)
-        HD_WARN("migration %s: destination %s not recorded: %s", run->m.id,
-                host, strerror(-rc));
+        unsaved(run, "cannot record the destination", rc);
 }
 
 void hd_run_bytes(struct hd_run *run, uint64_t bytes)
 {
+    int rc;
+
     run->m.bytes_moved = bytes;
-    if (run->h)
-        hd_history_progress(run->h, run->m.id, bytes);
+    if (run->h && !run->unsaved &&
+        (rc = hd_history_progress(run->h, run->m.id, bytes)) < 0)
+        unsaved(run, "cannot record progress", rc);
 }
 
 enum hd_result hd_run_history_result(Crane__Hostd__Result r)
@@ -308,12 +359,13 @@ void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
     double seconds;
     int rc;
 
-    if (run->h &&
-        (rc = hd_history_finish(run->h, run->m.id,
-                                hd_run_history_result(result), hd_wall(),
-                                error ? error : "")) < 0)
-        HD_ERROR("migration %s: end not recorded: %s", run->m.id,
-                 strerror(-rc));
+    run->m.result = hd_run_history_result(result);
+    run->m.end_time = hd_wall();
+    snprintf(run->m.error, sizeof(run->m.error), "%s", error ? error : "");
+    if (run->h && !run->unsaved &&
+        (rc = hd_history_finish(run->h, run->m.id, run->m.result,
+                                run->m.end_time, run->m.error)) < 0)
+        unsaved(run, "cannot record its end", rc);
     seconds = send_done(run, result, error);
     HD_INFO("migration %s %s: %s in %.3f s%s%s", run->m.id, run->m.domain,
             hd_result_name(hd_run_history_result(result)), seconds,

@@ -7,6 +7,7 @@
 #include "proto/control.pb-c.h"
 #include "proto/hostd.pb-c.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,11 @@ struct hd_run {
     struct hd_daemon *d;
     struct hd_history *h;         /* this thread's own; NULL if it failed */
     struct hd_migration m;        /* as recorded */
+    /* The history failed a write: from then on the run is kept in the
+     * backlog (backlog.c) at its end, with the steps from n_stored on. */
+    bool unsaved;
+    char unsaved_why[128];
+    size_t n_stored;              /* steps the history took */
     double t0;                    /* hd_now() at the start */
     int client_fd;                /* crane-migrate's socket, or -1 */
     /* Every step, for the final report. */

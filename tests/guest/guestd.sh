@@ -20,7 +20,8 @@ CASES="several-live offline exit-mid-prepare never-answers
 never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
 register-timeout program-bound socket-perms host-auth host-tls host-idle module-busy
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
-daemon-restart-mid-prepare abort-mid-prepare churn bad-host-input
+daemon-restart-mid-prepare daemon-restart-full-disk abort-mid-prepare churn
+bad-host-input
 bad-shim-input port no-daemon cli shm"
 
 case "${1:-}" in
@@ -42,6 +43,7 @@ cleanup() {
         kill -9 "$p" 2>/dev/null
     done
     wait 2>/dev/null
+    [ -n "${DISK_MOUNT:-}" ] && umount "$DISK_MOUNT"
     if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
@@ -845,6 +847,45 @@ case_daemon_restart_offline() {
     wait_programs 1
     ctl status | grep -q '^phase: prepared' || die "restarted daemon lost the phase"
     all_in parked || die "program not known as parked"
+    expect_ok resume
+    all_in passthrough || die "not back in passthrough"
+    advances 1 || die "worker 1 did not resume computing"
+    finish_workers 1
+}
+
+# The state file's disk is full (a tmpfs of its own) when the programs
+# park: the write fails (logged, retried), a restart finds the stale phase
+# idle, and the daemon takes the phase from the parked program that
+# registers (prepared); once the disk frees the file is right again, and
+# resume brings the program back.
+case_daemon_restart_full_disk() {
+    [ "$(id -u)" = 0 ] || skip "mounting a tmpfs needs root"
+    mkdir -p "$T/disk"
+    mount -t tmpfs -o size=512k tmpfs "$T/disk" 2>/dev/null ||
+        skip "cannot mount a tmpfs here"
+    DISK_MOUNT=$T/disk
+    start_daemon "state_file = $T/disk/guestd.state"
+    worker 1
+    wait_programs 1
+    grep -q '^phase idle' "$T/disk/guestd.state" || die "no state file at start"
+    dd if=/dev/zero of="$T/disk/fill" bs=4k >/dev/null 2>&1
+    expect_ok prepare --offline
+    all_in parked || die "program not parked"
+    grep -q 'cannot write the state file' "$T/guestd.log" || die "no line for the failed write"
+    grep -q '^phase idle' "$T/disk/guestd.state" || die "the state file is not stale: $(cat "$T/disk/guestd.state")"
+    kill -TERM "$GD_PID"
+    wait "$GD_PID" 2>/dev/null
+    start_daemon
+    wait_programs 1
+    ctl status | grep -q '^phase: prepared' || { ctl status; die "restarted daemon says another phase than its parked program"; }
+    all_in parked || die "program not known as parked"
+    grep -q 'is parked while the state file said phase idle' "$T/guestd.log" || die "no line for the stale state file"
+    rm -f "$T/disk/fill"
+    for _ in $(seq 100); do
+        grep -q '^phase prepared' "$T/disk/guestd.state" && break
+        sleep 0.1
+    done
+    grep -q '^phase prepared' "$T/disk/guestd.state" || die "state file not written again: $(cat "$T/disk/guestd.state")"
     expect_ok resume
     all_in passthrough || die "not back in passthrough"
     advances 1 || die "worker 1 did not resume computing"

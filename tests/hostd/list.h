@@ -17,6 +17,10 @@ TEST_ENTRY(history_concurrent_writer)
 TEST_ENTRY(history_bad_inputs)
 TEST_ENTRY(history_prune)
 
+/* host-daemon/backlog.c: tests/hostd/test_backlog.c */
+TEST_ENTRY(backlog_history_store)
+TEST_ENTRY(backlog_keep_and_flush)
+
 /* host-daemon/history_query.c, history_stats.c:
  * tests/hostd/test_history_query.c */
 TEST_ENTRY(history_query_filters)
@@ -58,4 +62,5 @@ TEST_ENTRY(http_errors)
 TEST_ENTRY(http_odd_requests)
 TEST_ENTRY(http_filters_and_stats)
 TEST_ENTRY(http_pool_and_gauges)
+TEST_ENTRY(http_history_unreadable)
 #endif

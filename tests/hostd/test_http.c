@@ -517,7 +517,10 @@ static int fake_pool(void *arg, hd_pool_use_fn *use, void *use_arg)
     static const struct hd_pool_waiter_state w[] = {{"vm-w", "m-9", 1234.5}};
     static const struct hd_pool_prepared_state p[] = {
         {"vm-p", "m-8", 1230.5, 600, 42.5}};
-    struct hd_pool_state s = {"host-a", g, 3, w, 1, "", p, 1};
+    static const struct hd_history_health h = {
+        .degraded = true, .unsaved = 2, .since = 1240.5,
+        .reason = "cannot record its end: No space left on device"};
+    struct hd_pool_state s = {"host-a", g, 3, w, 1, "", p, 1, &h};
     int *calls = arg;
 
     if ((*calls)++ >= 2)
@@ -615,6 +618,11 @@ TEST(http_pool_and_gauges)
                           "\"migration_id\":\"m-8\",\"since\":1230.5,"
                           "\"lease_s\":600,\"lease_left\":42.5}]")
            != NULL);
+    ASSERT(strstr(a.body, "\"history\":{\"degraded\":true,"
+                          "\"read_only\":false,\"unsaved\":2,"
+                          "\"dropped\":0,\"since\":1240.5,\"reason\":"
+                          "\"cannot record its end: No space left on "
+                          "device\"}") != NULL);
     answer_free(&a);
     request(w.port, "GET", "/metrics", &a);
     ASSERT_EQ(a.status, 200);
@@ -644,6 +652,63 @@ TEST(http_pool_and_gauges)
     ASSERT(strstr(a.body, "crane_gpu_pool_gpus") == NULL);
     ASSERT(strstr(a.body, "crane_build_info") != NULL);
     answer_free(&a);
+    world_free(&w);
+}
+
+/* The daemon's history health as the fake daemon says it. */
+static struct hd_history_health fake_health_now;
+
+static void fake_health(void *arg, struct hd_history_health *out)
+{
+    (void)arg;
+    *out = fake_health_now;
+}
+
+/* A history that cannot be opened: the routes that read it are 503, the
+ * metrics keep the health gauges without the counters (no fake reset);
+ * once the file is there and the health's generation moves, the server
+ * opens it by itself. */
+TEST(http_history_unreadable)
+{
+    struct world w = {0};
+    struct answer a = {0};
+    char missing[600];
+    struct hd_http_sources src = {.health = fake_health,
+                                  .history_path = missing};
+    struct hd_http *http;
+    uint16_t port;
+
+    world_make(&w);
+    snprintf(missing, sizeof(missing), "%s.none/hostd.db", w.db.path);
+    fake_health_now = (struct hd_history_health){
+        .degraded = true, .read_only = true, .unsaved = 1,
+        .reason = "read-only file system"};
+    ASSERT_EQ(hd_http_start_with(&http, "127.0.0.1", 0, NULL, &src), 0);
+    port = hd_http_port(http);
+    expect(port, "GET", "/api/migrations", 503, CT_JSON,
+           "{\"error\":\"the migration history cannot be read\"}\n");
+    expect(port, "GET", "/api/stats", 503, CT_JSON, NULL);
+    expect(port, "GET", "/api/migrations/m-1", 503, CT_JSON, NULL);
+    request(port, "GET", "/metrics", &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT_EQ(series(a.body, "crane_history_degraded "), 1);
+    ASSERT_EQ(series(a.body, "crane_history_read_only "), 1);
+    ASSERT_EQ(series(a.body, "crane_history_unsaved_migrations "), 1);
+    ASSERT(strstr(a.body, "crane_migrations_total") == NULL);
+    answer_free(&a);
+    /* The file is readable now (the fixture's), and writable again. */
+    snprintf(missing, sizeof(missing), "%s", w.db.path);
+    fake_health_now = (struct hd_history_health){.generation = 1};
+    request(port, "GET", "/api/migrations", &a);
+    ASSERT_EQ(a.status, 200);
+    ASSERT(strstr(a.body, "\"total\":3") != NULL);
+    answer_free(&a);
+    request(port, "GET", "/metrics", &a);
+    ASSERT_EQ(series(a.body, "crane_history_degraded "), 0);
+    ASSERT_EQ(series(a.body, "crane_migration_duration_seconds_count"
+                             "{mode=\"live\"} "), 3);
+    answer_free(&a);
+    hd_http_stop(http);
     world_free(&w);
 }
 
