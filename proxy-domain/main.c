@@ -75,10 +75,13 @@ static const char usage[] =
     "\n"
     "Bounds on each peer (a unix socket's user, a TCP peer's address);\n"
     "0 turns a bound off:\n"
-    "  --handshake-timeout SECONDS  Hello to Welcome, else Refused and\n"
-    "                      closed (default 10)\n"
-    "  --max-unauthenticated N  connections in their handshake at once; a\n"
-    "                      new one closes the oldest (default 64)\n"
+    "  --handshake-timeout SECONDS  TCP accept (TLS included) to Welcome,\n"
+    "                      else Refused and closed (default 5)\n"
+    "  --max-unauthenticated N  connections in their handshake (TLS or\n"
+    "                      Hello to Welcome) at once; a new one closes the\n"
+    "                      oldest (default 64)\n"
+    "  --max-unauthenticated-per-peer N  of them, from one peer; a new one\n"
+    "                      closes that peer's oldest (default 32)\n"
     "  --max-peer-connections N  connections past the handshake per peer\n"
     "                      (with --isolation tenant: its tenants, those\n"
     "                      kept for --grace included; default 256)\n"
@@ -204,6 +207,7 @@ int main(int argc, char **argv)
         {"log-level", required_argument, NULL, 'L'},
         {"handshake-timeout", required_argument, NULL, 'H'},
         {"max-unauthenticated", required_argument, NULL, 'U'},
+        {"max-unauthenticated-per-peer", required_argument, NULL, 'u'},
         {"max-peer-connections", required_argument, NULL, 'P'},
         {"max-objects", required_argument, NULL, 'O'},
         {"max-queued", required_argument, NULL, 'Q'},
@@ -227,8 +231,9 @@ int main(int argc, char **argv)
         .spares = 2,
         .max_lanes = 8,
         .tls_mode = CRN_TLS_AUTO,
-        .limits = {.handshake_ms = 10000,
+        .limits = {.handshake_ms = 5000,
                    .max_unauth = 64,
+                   .max_unauth_peer = 32,
                    .max_peer_conns = 256,
                    .max_objects = 1u << 20,
                    .max_queued = 256u << 20},
@@ -277,6 +282,12 @@ int main(int argc, char **argv)
         case 'U':
             if (parse_count(optarg, &opts.limits.max_unauth) < 0)
                 return bad_usage("bad --max-unauthenticated '%s' (a count)",
+                                 optarg);
+            break;
+        case 'u':
+            if (parse_count(optarg, &opts.limits.max_unauth_peer) < 0)
+                return bad_usage("bad --max-unauthenticated-per-peer '%s' "
+                                 "(a count)",
                                  optarg);
             break;
         case 'P':

@@ -267,7 +267,7 @@ size_t px_server_peer_conns(struct px_server *srv, const struct px_conn *c)
     if (srv->role == PX_ROLE_SUPERVISOR)
         return px_super_peer_tenants(srv, c->peer);
     for (struct px_conn *o = srv->conns; o; o = o->next)
-        if (o != c && !o->unauth && o->state != PX_CONN_CLOSING &&
+        if (o != c && !o->pa.listed && o->state != PX_CONN_CLOSING &&
             strcmp(o->peer, c->peer) == 0)
             n++;
     return n;

@@ -306,6 +306,13 @@ for t in $($SHM_TEST --list); do
     case_ "proxy-shm-asan/$t" env CRANE_PROXY=$BA/bin/crane-proxy \
         ASAN_OPTIONS=abort_on_error=1 $SHM_TEST "$t"
 done
+# Pre-authentication bounds (tests/proxy/flood.sh): 120 idle and
+# slow-handshake TCP connections from 10 addresses, re-opened inside the
+# handshake deadline, while 6 programs holding the key connect over TLS
+# and compute; all 6 must pass.
+case_ "proxy/preauth-flood" tests/proxy/flood.sh "$PROGS/buffers"
+case_ "proxy-asan/preauth-flood" env CRANE_PROXY=$BA/bin/crane-proxy \
+    ASAN_OPTIONS=abort_on_error=1 tests/proxy/flood.sh "$PROGS/buffers"
 case_ "proxy/help" $B/bin/crane-proxy --help
 case_ "proxy/no-listen" proxy_bad 2
 case_ "proxy/bad-endpoint" proxy_bad 2 --listen nowhere:1
