@@ -460,6 +460,8 @@ void px_conn_close(struct px_conn *c, const char *why)
         PX_INFO("tenant %llu (%s pid %u): disconnected%s%s",
                 (unsigned long long)t->num, t->program, t->pid,
                 why ? ": " : "", why ? why : "");
+    if (t && c->srv->role == PX_ROLE_WORKER)
+        px_worker_unwatch(c, why);
     else
         PX_DEBUG("connection %llu closed%s%s", (unsigned long long)c->num,
                  why ? ": " : "", why ? why : "");

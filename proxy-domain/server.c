@@ -388,9 +388,17 @@ static void grace_over(uv_timer_t *timer)
     struct px_tenant *t = timer->data;
 
     t->grace_armed = false;
+    struct px_server *srv = timer->loop->data;
+
     PX_INFO("tenant %llu (%s pid %u): grace period over",
             (unsigned long long)t->num, t->program, t->pid);
-    teardown(timer->loop->data, t);
+    if (srv->role == PX_ROLE_WORKER) {
+        char why[256];
+        snprintf(why, sizeof(why), "tenant %llu (%s pid %u): grace period "
+                 "over", (unsigned long long)t->num, t->program, t->pid);
+        px_worker_tell_ending(srv, why, srv->limits.release_ms);
+    }
+    teardown(srv, t);
 }
 
 void px_server_tenant_released(struct px_server *srv, struct px_tenant *t)

@@ -27,6 +27,9 @@ struct px_limits {
     uint64_t max_peer_conns;     /* ready connections of one peer */
     uint64_t max_objects;        /* objects of one tenant */
     uint64_t max_queued;         /* bytes queued per connection, each way */
+    uint64_t release_ms;         /* a tenant's release, past which the
+                                    supervisor kills its worker */
+    uint64_t max_call_ms;        /* one call of a tenant (not a build) */
 };
 
 /* One process serving every tenant, a supervisor handing each tenant to
