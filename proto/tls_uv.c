@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,12 @@ struct tls_accept {
     void *arg;
     int fd;                      /* the TCP socket, the thread's */
     int plain;                   /* the relay's socket, or -errno */
+    /* The loop may cut a handshake short (crn_tls_uv_cancel): under LOCK,
+     * FD stays open until FINISHED is set, so that a shutdown from the
+     * loop never meets a descriptor that was closed and reused. */
+    pthread_mutex_t lock;
+    bool finished;
+    bool cancelled;
     char peer[64];
     char why[512];
 };
@@ -31,8 +38,10 @@ static void accept_freed(uv_handle_t *h)
 {
     struct tls_accept *ta = h->data;
 
-    if (--ta->open_handles == 0)
+    if (--ta->open_handles == 0) {
+        pthread_mutex_destroy(&ta->lock);
         free(ta);
+    }
 }
 
 static void handshake_done(uv_async_t *a)
@@ -46,9 +55,30 @@ static void handshake_done(uv_async_t *a)
 static void *handshake_main(void *arg)
 {
     struct tls_accept *ta = arg;
+    struct crn_tls *t = NULL;
+    bool cancelled;
+    int rc = crn_tls_server(ta->cfg, ta->fd, ta->timeout_ms, &t, ta->why,
+                            sizeof(ta->why));
 
-    ta->plain = crn_tls_wrap_server(ta->cfg, ta->fd, ta->timeout_ms, ta->why,
-                                    sizeof(ta->why));
+    pthread_mutex_lock(&ta->lock);
+    ta->finished = true;
+    cancelled = ta->cancelled;
+    pthread_mutex_unlock(&ta->lock);
+    if (rc < 0) {
+        close(ta->fd);
+        ta->plain = rc;
+        if (cancelled)
+            snprintf(ta->why, sizeof(ta->why), "closed in its handshake");
+    } else if (cancelled) {
+        crn_tls_close(t);
+        ta->plain = -ECANCELED;
+        snprintf(ta->why, sizeof(ta->why), "closed in its handshake");
+    } else {
+        ta->plain = crn_tls_relay(t);
+        if (ta->plain < 0)
+            snprintf(ta->why, sizeof(ta->why), "TLS relay: %s",
+                     strerror(-ta->plain));
+    }
     uv_async_send(&ta->done);
     return NULL;
 }
@@ -73,6 +103,33 @@ int crn_tls_uv_accept(uv_stream_t *listener, const struct crn_tls_config *cfg,
                       unsigned timeout_ms, crn_tls_accepted_fn done,
                       void *arg)
 {
+    return crn_tls_uv_accept_handle(listener, cfg, timeout_ms, done, arg,
+                                    NULL);
+}
+
+void crn_tls_uv_cancel(struct crn_tls_accept *h)
+{
+    struct tls_accept *ta = (struct tls_accept *)h;
+
+    pthread_mutex_lock(&ta->lock);
+    if (!ta->finished && !ta->cancelled) {
+        ta->cancelled = true;
+        /* The thread's reads and writes fail at once: it ends. */
+        shutdown(ta->fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&ta->lock);
+}
+
+const char *crn_tls_uv_peer(const struct crn_tls_accept *h)
+{
+    return ((const struct tls_accept *)h)->peer;
+}
+
+int crn_tls_uv_accept_handle(uv_stream_t *listener,
+                             const struct crn_tls_config *cfg,
+                             unsigned timeout_ms, crn_tls_accepted_fn done,
+                             void *arg, struct crn_tls_accept **out)
+{
     struct tls_accept *ta = calloc(1, sizeof(*ta));
     uv_os_fd_t ufd;
     pthread_attr_t attr;
@@ -86,6 +143,7 @@ int crn_tls_uv_accept(uv_stream_t *listener, const struct crn_tls_config *cfg,
     ta->cb = done;
     ta->arg = arg;
     ta->fd = -1;
+    pthread_mutex_init(&ta->lock, NULL);
     ta->tcp.data = ta->done.data = ta;
     uv_tcp_init(listener->loop, &ta->tcp);
     ta->open_handles = 1;
@@ -117,5 +175,7 @@ int crn_tls_uv_accept(uv_stream_t *listener, const struct crn_tls_config *cfg,
         uv_close((uv_handle_t *)&ta->done, accept_freed);
         return -rc;
     }
+    if (out)
+        *out = (struct crn_tls_accept *)ta;
     return 0;
 }

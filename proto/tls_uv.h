@@ -28,4 +28,25 @@ int crn_tls_uv_accept(uv_stream_t *listener, const struct crn_tls_config *cfg,
                       unsigned timeout_ms, crn_tls_accepted_fn done,
                       void *arg);
 
+/* A handshake crn_tls_uv_accept_handle started, until its DONE runs. */
+struct crn_tls_accept;
+
+/*
+ * As crn_tls_uv_accept, and *OUT (when not NULL) names the handshake until
+ * DONE has run, for crn_tls_uv_cancel and crn_tls_uv_peer.
+ */
+int crn_tls_uv_accept_handle(uv_stream_t *listener,
+                             const struct crn_tls_config *cfg,
+                             unsigned timeout_ms, crn_tls_accepted_fn done,
+                             void *arg, struct crn_tls_accept **out);
+/*
+ * Ends H's handshake if it still runs (its socket shut down): DONE then
+ * comes with a negative errno and "closed in its handshake".  A handshake
+ * that has just succeeded goes on: DONE brings its socket (the caller
+ * closes it if it no longer wants it).  On the loop, before DONE only.
+ */
+void crn_tls_uv_cancel(struct crn_tls_accept *h);
+/* The peer's address (no port), known from the accept on. */
+const char *crn_tls_uv_peer(const struct crn_tls_accept *h);
+
 #endif /* CRANE_PROTO_TLS_UV_H */

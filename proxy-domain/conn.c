@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -30,8 +31,7 @@ static void on_close(uv_handle_t *h)
 
     if (--c->open_handles > 0)
         return;
-    if (c->unauth)
-        c->srv->unauth--;
+    px_preauth_remove(srv, &c->pa);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -95,34 +95,26 @@ static void peer_name(struct px_conn *c)
     }
 }
 
-/* A connection in its handshake holds no tenant yet and may belong to
- * anyone: at most --max-unauthenticated of them live, and a new one makes
- * room by closing the oldest, so that idle connections cannot keep a
- * client that holds the key out (each gets --handshake-timeout at most). */
-static void count_unauth(struct px_conn *c)
+/* preauth.c closes C in its handshake to make room for newer ones. */
+static void evicted(struct px_preauth *pa, const char *why)
 {
-    struct px_server *srv = c->srv;
+    struct px_conn *c = (struct px_conn *)((char *)pa -
+                                           offsetof(struct px_conn, pa));
 
-    c->unauth = true;
-    srv->unauth++;
-    if (!srv->limits.max_unauth || srv->unauth <= srv->limits.max_unauth)
-        return;
-    struct px_conn *oldest = NULL;
-    for (struct px_conn *o = srv->conns; o; o = o->next)
-        if (o != c && o->unauth && o->state != PX_CONN_CLOSING &&
-            (!oldest || o->num < oldest->num))
-            oldest = o;
-    if (oldest) {
-        PX_WARN("connection %llu (%s) closed in its handshake: more than "
-                "%llu connections in their handshake",
-                (unsigned long long)oldest->num, oldest->peer,
-                (unsigned long long)srv->limits.max_unauth);
-        px_conn_close(oldest, "evicted");
-        if (oldest->unauth) {
-            oldest->unauth = false;
-            srv->unauth--;
-        }
-    }
+    px_conn_close(c, why);
+}
+
+/* A connection in its handshake holds no tenant yet and may belong to
+ * anyone: it counts against the bounds on those (preauth.c), the oldest
+ * closed first, so that idle connections cannot keep a client that holds
+ * the key out (each gets --handshake-timeout at most).  ORDER: its TLS
+ * handshake's, or 0 for a new one. */
+static void count_unauth(struct px_conn *c, uint64_t order)
+{
+    c->pa.order = order ? order : px_preauth_order(c->srv);
+    c->pa.peer = c->peer;
+    c->pa.evict = evicted;
+    px_preauth_add(c->srv, &c->pa);
 }
 
 static void handshake_late(uv_timer_t *timer)
@@ -154,10 +146,7 @@ static void idle_check(uv_timer_t *timer)
 
 void px_conn_ready(struct px_conn *c)
 {
-    if (c->unauth) {
-        c->unauth = false;
-        c->srv->unauth--;
-    }
+    px_preauth_remove(c->srv, &c->pa);
     uv_timer_stop(&c->timer);
     /* A supervisor's connections go to workers, which watch idling. */
     if (c->srv->limits.idle_ms && c->srv->role != PX_ROLE_SUPERVISOR)
@@ -216,22 +205,34 @@ static void abandon(struct px_conn *c)
     uv_close((uv_handle_t *)&c->timer, on_close);
 }
 
-/* The common start of an accepted connection whose peer is named. */
-static void start_accepted(struct px_conn *c)
+/* The common start of an accepted connection whose peer is named:
+ * ORDER and ACCEPTED_MS those of its TLS handshake, or 0 for now. */
+static void start_accepted(struct px_conn *c, uint64_t order,
+                           uint64_t accepted_ms)
 {
     struct px_server *srv = c->srv;
+    uint64_t now = uv_now(srv->loop), spent;
     int rc;
 
     if (c->h.handle.type == UV_TCP) {
         uv_tcp_nodelay(&c->h.tcp, 1);
         uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
     }
-    c->accepted_ms = c->last_input_ms = uv_now(srv->loop);
+    c->accepted_ms = accepted_ms && accepted_ms <= now ? accepted_ms : now;
+    c->last_input_ms = now;
     PX_DEBUG("connection %llu accepted from %s", (unsigned long long)c->num,
              c->peer);
-    count_unauth(c);
+    count_unauth(c, order);
+    if (c->state == PX_CONN_CLOSING)
+        return;                  /* it was the oldest: evicted at once */
+    /* The deadline counts from the TCP accept, its TLS handshake's time
+     * included. */
+    spent = now - c->accepted_ms;
     if (srv->limits.handshake_ms)
-        uv_timer_start(&c->timer, handshake_late, srv->limits.handshake_ms,
+        uv_timer_start(&c->timer, handshake_late,
+                       spent < srv->limits.handshake_ms
+                           ? srv->limits.handshake_ms - spent
+                           : 1,
                        0);
     px_conn_schedule(c);
     rc = px_conn_read_start(c);
@@ -259,10 +260,11 @@ void px_conn_accept(struct px_server *srv)
         return;
     }
     peer_name(c);
-    start_accepted(c);
+    start_accepted(c, 0, 0);
 }
 
-int px_conn_start_plain(struct px_server *srv, int fd, const char *peer)
+int px_conn_start_plain(struct px_server *srv, int fd, const char *peer,
+                        uint64_t order, uint64_t accepted_ms)
 {
     struct px_conn *c = px_conn_new(srv, UV_NAMED_PIPE);
     int rc;
@@ -277,7 +279,7 @@ int px_conn_start_plain(struct px_server *srv, int fd, const char *peer)
         return rc;
     }
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
-    start_accepted(c);
+    start_accepted(c, order, accepted_ms);
     return 0;
 }
 
@@ -441,6 +443,7 @@ void px_conn_close(struct px_conn *c, const char *why)
     if (c->state == PX_CONN_CLOSING)
         return;
     c->state = PX_CONN_CLOSING;
+    px_preauth_remove(c->srv, &c->pa);
     atomic_store(&c->stop, true);
     if (c->reading) {
         uv_read_stop(&c->h.stream);
@@ -457,6 +460,8 @@ void px_conn_close(struct px_conn *c, const char *why)
         PX_INFO("tenant %llu (%s pid %u): disconnected%s%s",
                 (unsigned long long)t->num, t->program, t->pid,
                 why ? ": " : "", why ? why : "");
+    if (t && c->srv->role == PX_ROLE_WORKER)
+        px_worker_unwatch(c, why);
     else
         PX_DEBUG("connection %llu closed%s%s", (unsigned long long)c->num,
                  why ? ": " : "", why ? why : "");

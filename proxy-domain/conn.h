@@ -4,6 +4,7 @@
 
 #include "exec.h"
 #include "outq.h"
+#include "preauth.h"
 #include "server.h"
 
 #include <pthread.h>
@@ -40,8 +41,8 @@ struct px_conn {
     bool write_closed;           /* shutdown sent: nothing more leaves */
     bool reading;
     bool input_done;             /* the stream is out of step: read no more */
-    bool unauth;                 /* counted in the server's unauth */
     bool handing;                /* supervisor: its handoff is being sent */
+    struct px_preauth pa;        /* listed while in its handshake */
     uint64_t accepted_ms;        /* loop time of the accept */
     uint64_t last_input_ms;      /* loop time of the last bytes read */
     char peer[64];               /* uid:N (unix) or the address (tcp) */
@@ -107,8 +108,11 @@ void px_conn_accept(struct px_server *srv);
  * on a thread of its own, then px_conn_start_plain on its relay. */
 void px_conn_accept_tls(struct px_server *srv);
 /* Starts a connection on FD, the plaintext socket of a TLS relay, from
- * PEER (an address).  Returns 0 or a negative errno (FD then closed). */
-int px_conn_start_plain(struct px_server *srv, int fd, const char *peer);
+ * PEER (an address), accepted as ORDER (px_preauth_order) at loop time
+ * ACCEPTED_MS: the handshake's deadline counts from then.  Returns 0 or
+ * a negative errno (FD then closed). */
+int px_conn_start_plain(struct px_server *srv, int fd, const char *peer,
+                        uint64_t order, uint64_t accepted_ms);
 /* A connection whose stream (of TYPE, UV_TCP or UV_NAMED_PIPE) is still to
  * be accepted into c->h.stream by the caller; NULL when out of memory. */
 struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type);

@@ -10,6 +10,7 @@
 #include "staging.h"
 #include "validate.h"
 #include "ringpin.h"
+#include "watchdog.h"
 
 #include "proto/pcopy.h"
 #include "proto/shm.h"
@@ -574,7 +575,13 @@ void px_exec_batch(struct px_tenant *t, struct px_req *reqs,
         }
         if (stop && atomic_load(stop)) {
             px_req_free(reqs);
-        } else if (exec_call(t, reqs)) {
+            reqs = next;
+            continue;
+        }
+        px_watch_call_begin(reqs->msg ? (int)reqs->msg->msg_case : 0);
+        bool keep = exec_call(t, reqs);
+        px_watch_call_end();
+        if (keep) {
             if (done) {
                 reqs->next = *done;
                 *done = reqs;

@@ -116,6 +116,8 @@ void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
     px_tenant_attach(t, &sink, o);
     if (!resumed && c->srv->role == PX_ROLE_WORKER)
         px_worker_tenant(c->srv, t);
+    if (c->srv->role == PX_ROLE_WORKER)
+        px_worker_watch(c);
     px_conn_schedule(c);
 }
 

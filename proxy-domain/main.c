@@ -75,10 +75,13 @@ static const char usage[] =
     "\n"
     "Bounds on each peer (a unix socket's user, a TCP peer's address);\n"
     "0 turns a bound off:\n"
-    "  --handshake-timeout SECONDS  Hello to Welcome, else Refused and\n"
-    "                      closed (default 10)\n"
-    "  --max-unauthenticated N  connections in their handshake at once; a\n"
-    "                      new one closes the oldest (default 64)\n"
+    "  --handshake-timeout SECONDS  TCP accept (TLS included) to Welcome,\n"
+    "                      else Refused and closed (default 5)\n"
+    "  --max-unauthenticated N  connections in their handshake (TLS or\n"
+    "                      Hello to Welcome) at once; a new one closes the\n"
+    "                      oldest (default 64)\n"
+    "  --max-unauthenticated-per-peer N  of them, from one peer; a new one\n"
+    "                      closes that peer's oldest (default 32)\n"
     "  --max-peer-connections N  connections past the handshake per peer\n"
     "                      (with --isolation tenant: its tenants, those\n"
     "                      kept for --grace included; default 256)\n"
@@ -86,6 +89,17 @@ static const char usage[] =
     "                      beyond, creations fail CL_OUT_OF_RESOURCES\n"
     "  --max-queued BYTES  requests read ahead of execution, and replies\n"
     "                      not yet written, per connection (default 256M)\n"
+    "  --release-timeout SECONDS  with --isolation tenant: a tenant whose\n"
+    "                      client left (after --grace, if any) and whose\n"
+    "                      worker has not ended this long after (a kernel\n"
+    "                      that never ends holds it) has its worker killed\n"
+    "                      and its device released (default 5)\n"
+    "  --max-kernel-seconds N  with --isolation tenant: a tenant's call\n"
+    "                      (a wait for its kernels, a blocking copy; not a\n"
+    "                      build) running longer ends the tenant: its\n"
+    "                      worker is killed, the program's calls fail with\n"
+    "                      CL_DEVICE_NOT_AVAILABLE (default\n"
+    "                      CRANE_PROXY_MAX_KERNEL_SECONDS, else 0: none)\n"
     "  --idle-timeout SECONDS  close a connection that sent nothing this\n"
     "                      long while none of its calls ran (default 0:\n"
     "                      never; its tenant stays for --grace).  TCP\n"
@@ -204,10 +218,13 @@ int main(int argc, char **argv)
         {"log-level", required_argument, NULL, 'L'},
         {"handshake-timeout", required_argument, NULL, 'H'},
         {"max-unauthenticated", required_argument, NULL, 'U'},
+        {"max-unauthenticated-per-peer", required_argument, NULL, 'u'},
         {"max-peer-connections", required_argument, NULL, 'P'},
         {"max-objects", required_argument, NULL, 'O'},
         {"max-queued", required_argument, NULL, 'Q'},
         {"idle-timeout", required_argument, NULL, 'I'},
+        {"release-timeout", required_argument, NULL, 'R'},
+        {"max-kernel-seconds", required_argument, NULL, 'K'},
         {"isolation", required_argument, NULL, 'i'},
         {"spares", required_argument, NULL, 'W'},
         {"no-shm", no_argument, NULL, 'N'},
@@ -221,15 +238,18 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     bool worker = false;
+    const char *max_kernel = getenv("CRANE_PROXY_MAX_KERNEL_SECONDS");
     struct px_options opts = {
         .role = PX_ROLE_SUPERVISOR,
         .device = "all",
         .spares = 2,
         .max_lanes = 8,
         .tls_mode = CRN_TLS_AUTO,
-        .limits = {.handshake_ms = 10000,
+        .limits = {.handshake_ms = 5000,
                    .max_unauth = 64,
+                   .max_unauth_peer = 32,
                    .max_peer_conns = 256,
+                   .release_ms = 5000,
                    .max_objects = 1u << 20,
                    .max_queued = 256u << 20},
     };
@@ -269,6 +289,14 @@ int main(int argc, char **argv)
                 return bad_usage("bad --handshake-timeout '%s' (seconds)",
                                  optarg);
             break;
+        case 'R':
+            if (parse_seconds(optarg, &opts.limits.release_ms) < 0)
+                return bad_usage("bad --release-timeout '%s' (seconds)",
+                                 optarg);
+            break;
+        case 'K':
+            max_kernel = optarg;
+            break;
         case 'I':
             if (parse_seconds(optarg, &opts.limits.idle_ms) < 0)
                 return bad_usage("bad --idle-timeout '%s' (seconds)",
@@ -277,6 +305,12 @@ int main(int argc, char **argv)
         case 'U':
             if (parse_count(optarg, &opts.limits.max_unauth) < 0)
                 return bad_usage("bad --max-unauthenticated '%s' (a count)",
+                                 optarg);
+            break;
+        case 'u':
+            if (parse_count(optarg, &opts.limits.max_unauth_peer) < 0)
+                return bad_usage("bad --max-unauthenticated-per-peer '%s' "
+                                 "(a count)",
                                  optarg);
             break;
         case 'P':
@@ -354,6 +388,14 @@ int main(int argc, char **argv)
                          argv[optind]);
     if (!opts.listen)
         return bad_usage("%s", "--listen ENDPOINT is required (see --help)");
+    if (max_kernel && max_kernel[0] &&
+        parse_seconds(max_kernel, &opts.limits.max_call_ms) < 0)
+        return bad_usage("bad --max-kernel-seconds or "
+                         "CRANE_PROXY_MAX_KERNEL_SECONDS '%s' (seconds)",
+                         max_kernel);
+    if (opts.limits.max_call_ms && opts.role == PX_ROLE_SINGLE)
+        return bad_usage("%s", "--max-kernel-seconds needs --isolation "
+                               "tenant (only a worker can be ended)");
     if (crn_endpoint_parse(opts.listen, &ep) < 0)
         return bad_usage("bad endpoint '%s' (unix:PATH, tcp:HOST:PORT or "
                          "vsock:CID:PORT)", opts.listen);

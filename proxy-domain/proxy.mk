@@ -20,7 +20,8 @@ PROXY_BIN := $(B)/bin/crane-proxy
 # target links.
 PROXY_CORE_SRCS := $(filter-out proxy-domain/main.c proxy-domain/server.c \
                      proxy-domain/supervisor.c proxy-domain/worker.c \
-                     proxy-domain/conn%.c proxy-domain/handshake.c, \
+                     proxy-domain/conn%.c proxy-domain/handshake.c \
+                     proxy-domain/preauth.c, \
                      $(PROXY_SRCS))
 
 all: $(PROXY_BIN)

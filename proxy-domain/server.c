@@ -267,7 +267,7 @@ size_t px_server_peer_conns(struct px_server *srv, const struct px_conn *c)
     if (srv->role == PX_ROLE_SUPERVISOR)
         return px_super_peer_tenants(srv, c->peer);
     for (struct px_conn *o = srv->conns; o; o = o->next)
-        if (o != c && !o->unauth && o->state != PX_CONN_CLOSING &&
+        if (o != c && !o->pa.listed && o->state != PX_CONN_CLOSING &&
             strcmp(o->peer, c->peer) == 0)
             n++;
     return n;
@@ -388,9 +388,17 @@ static void grace_over(uv_timer_t *timer)
     struct px_tenant *t = timer->data;
 
     t->grace_armed = false;
+    struct px_server *srv = timer->loop->data;
+
     PX_INFO("tenant %llu (%s pid %u): grace period over",
             (unsigned long long)t->num, t->program, t->pid);
-    teardown(timer->loop->data, t);
+    if (srv->role == PX_ROLE_WORKER) {
+        char why[256];
+        snprintf(why, sizeof(why), "tenant %llu (%s pid %u): grace period "
+                 "over", (unsigned long long)t->num, t->program, t->pid);
+        px_worker_tell_ending(srv, why, srv->limits.release_ms);
+    }
+    teardown(srv, t);
 }
 
 void px_server_tenant_released(struct px_server *srv, struct px_tenant *t)

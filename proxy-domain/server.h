@@ -15,6 +15,7 @@
 #include <uv.h>
 
 struct px_conn;
+struct px_preauth;
 
 /* Bounds on what one peer can hold (main.c sets the defaults, --help and
  * README.md say them); 0 means no bound. */
@@ -22,9 +23,13 @@ struct px_limits {
     uint64_t handshake_ms;       /* Hello to Welcome */
     uint64_t idle_ms;            /* a ready connection that sends nothing */
     uint64_t max_unauth;         /* connections in their handshake */
+    uint64_t max_unauth_peer;    /* of them, from one peer */
     uint64_t max_peer_conns;     /* ready connections of one peer */
     uint64_t max_objects;        /* objects of one tenant */
     uint64_t max_queued;         /* bytes queued per connection, each way */
+    uint64_t release_ms;         /* a tenant's release, past which the
+                                    supervisor kills its worker */
+    uint64_t max_call_ms;        /* one call of a tenant (not a build) */
 };
 
 /* One process serving every tenant, a supervisor handing each tenant to
@@ -67,7 +72,6 @@ struct px_server {
     uv_signal_t sig_int, sig_term, sig_usr1;
     const struct px_devices *devs;
     struct crn_tls_config *tls;  /* a tcp: endpoint's TLS, NULL: none */
-    size_t tls_pending;          /* TLS handshakes running (conn_tls.c) */
     uint8_t *key;                /* --auth-key bytes, or NULL */
     size_t key_len;
     uint64_t quota;
@@ -87,7 +91,10 @@ struct px_server {
     enum px_role role;
     struct px_super *super;      /* PX_ROLE_SUPERVISOR: its workers */
     struct px_worker *worker;    /* PX_ROLE_WORKER: its supervisor */
-    size_t unauth;               /* connections in their handshake */
+    /* Connections in their handshake, TLS's included (preauth.c). */
+    struct px_preauth *preauth;
+    size_t preauth_count;
+    uint64_t preauth_order;
     struct px_conn *conns;       /* every open connection */
     struct px_tenant *tenants;   /* every tenant not being torn down */
     uint64_t next_tenant;

@@ -31,6 +31,12 @@ struct px_wrk {
     struct px_server *srv;
     uv_process_t proc;
     uv_pipe_t ctl;
+    /* Armed by an Ending: the worker is killed when it fires (its
+     * tenant's client left, or a call ran too long). */
+    uv_timer_t end_timer;
+    uint64_t end_at;             /* loop time it fires, 0: not armed */
+    char end_reason[256];
+    bool killed;                 /* by the supervisor, for END_REASON */
     int open_handles;
     uint64_t num;
     int pid;
@@ -262,6 +268,11 @@ void px_super_handoff(struct px_conn *c)
             if (!w->exited && w->has_token &&
                 c->token_len == sizeof(w->token) &&
                 memcmp(w->token, c->token, sizeof(w->token)) == 0) {
+                /* Its client is back: what it left does not end it. */
+                if (w->end_at && !c->lane && !w->killed) {
+                    uv_timer_stop(&w->end_timer);
+                    w->end_at = 0;
+                }
                 send_to(w, c);
                 return;
             }
@@ -287,6 +298,45 @@ size_t px_super_peer_tenants(struct px_server *srv, const char *peer)
 
 /* --- what workers say ------------------------------------------------------ */
 
+static void end_now(uv_timer_t *timer)
+{
+    struct px_wrk *w = timer->data;
+
+    w->end_at = 0;
+    if (w->exited || w->killed)
+        return;
+    w->killed = true;
+    PX_ERROR("worker %d (tenant %llu, %s pid %u) killed: %s", w->pid,
+             (unsigned long long)w->tenant_num,
+             w->program[0] ? w->program : "-", w->client_pid, w->end_reason);
+    uv_process_kill(&w->proc, SIGKILL);
+}
+
+/* The worker says its tenant must end: it is killed AFTER_MS from now
+ * unless it ended first (an earlier deadline stands). */
+static void on_ending(struct px_wrk *w, const Crane__Worker__Ending *e)
+{
+    uint64_t now = uv_now(w->srv->loop);
+    uint64_t after = e->after_ms;
+    bool now_too = after == 0;
+
+    if (!now_too && !w->srv->limits.release_ms)
+        return;                  /* --release-timeout 0: never killed */
+    if (w->end_at && w->end_at <= now + after)
+        return;
+    if (now_too)
+        snprintf(w->end_reason, sizeof(w->end_reason), "%s", e->reason);
+    else
+        snprintf(w->end_reason, sizeof(w->end_reason),
+                 "%s, and its worker had not ended %llu ms later "
+                 "(--release-timeout: a call still running on the device?)",
+                 e->reason, (unsigned long long)after);
+    PX_DEBUG("worker %d: %s: ends within %llu ms", w->pid, e->reason,
+             (unsigned long long)after);
+    w->end_at = now + after;
+    uv_timer_start(&w->end_timer, end_now, after, 0);
+}
+
 static void on_worker_message(struct px_wrk *w,
                               const Crane__Worker__ToSupervisor *m)
 {
@@ -308,6 +358,9 @@ static void on_worker_message(struct px_wrk *w,
             w->has_token = true;
         }
         w->tenant_num = m->tenant->num;
+        break;
+    case CRANE__WORKER__TO_SUPERVISOR__MSG_ENDING:
+        on_ending(w, m->ending);
         break;
     case CRANE__WORKER__TO_SUPERVISOR__MSG_GONE:
         w->gone = true;
@@ -391,6 +444,7 @@ static void worker_exited(uv_process_t *proc, int64_t status, int term_signal)
     const char *what = w->assigned ? "tenant" : "spare";
 
     w->exited = true;
+    uv_close((uv_handle_t *)&w->end_timer, wrk_closed);
     if (!w->ready && !s->listening_logged) {
         /* The first worker could not start: its one line said why. */
         s->status = status ? (int)status : 1;
@@ -399,7 +453,11 @@ static void worker_exited(uv_process_t *proc, int64_t status, int term_signal)
         px_server_stop(srv);
         return;
     }
-    if (term_signal && srv->stopping)
+    if (w->killed)
+        PX_INFO("worker %d (tenant %llu) ended: its tenant is gone, its "
+                "device released, the others are served", w->pid,
+                (unsigned long long)w->tenant_num);
+    else if (term_signal && srv->stopping)
         PX_INFO("worker %d (%s %llu) stopped by signal %d", w->pid, what,
                 (unsigned long long)w->tenant_num, term_signal);
     else if (term_signal)
@@ -445,6 +503,8 @@ static int spawn(struct px_server *srv)
     w->srv = srv;
     w->num = ++s->next_worker;
     uv_pipe_init(srv->loop, &w->ctl, 1);
+    uv_timer_init(srv->loop, &w->end_timer);
+    w->end_timer.data = w;
     w->ctl.data = w;
     w->proc.data = w;
     memset(stdio, 0, sizeof(stdio));
@@ -464,7 +524,8 @@ static int spawn(struct px_server *srv)
     rc = uv_spawn(srv->loop, &w->proc, &o);
     if (rc < 0) {
         PX_ERROR("cannot start a worker (%s): %s", s->exe, uv_strerror(rc));
-        w->open_handles = 2;
+        w->open_handles = 3;
+        uv_close((uv_handle_t *)&w->end_timer, wrk_closed);
         uv_close((uv_handle_t *)&w->ctl, wrk_closed);
         uv_close((uv_handle_t *)&w->proc, wrk_closed);
         w->next = s->workers;
@@ -473,7 +534,7 @@ static int spawn(struct px_server *srv)
         return rc;
     }
     w->pid = w->proc.pid;
-    w->open_handles = 2;
+    w->open_handles = 3;
     w->next = s->workers;
     s->workers = w;
     uv_read_start((uv_stream_t *)&w->ctl, ctl_alloc, ctl_read);

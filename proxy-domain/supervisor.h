@@ -44,6 +44,17 @@ void px_worker_tenant(struct px_server *srv, struct px_tenant *t);
 /* Tells the supervisor that tenant T is being released (before the log
  * line saying so): resumes and per-peer counts no longer see it. */
 void px_worker_gone(struct px_server *srv, struct px_tenant *t);
+/* The tenant must end (REASON for the log): the supervisor kills this
+ * worker if it is still there AFTER_MS from now.  Any thread. */
+void px_worker_tell_ending(struct px_server *srv, const char *reason,
+                           uint64_t after_ms);
+/* C now carries its tenant's calls: the watchdog watches its stream for
+ * the client's hang-up (watchdog.c). */
+void px_worker_watch(struct px_conn *c);
+/* C, its tenant's connection, closes (WHY): no longer watched, and unless
+ * the tenant is kept for --grace, the supervisor's bound on its release
+ * starts. */
+void px_worker_unwatch(struct px_conn *c, const char *why);
 /* The worker's last tenant is gone: it stops. */
 void px_worker_idle(struct px_server *srv);
 /* Closes the channel to the supervisor (at stop). */

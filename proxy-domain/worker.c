@@ -4,15 +4,18 @@
 #include "conn.h"
 #include "log.h"
 #include "validate.h"
+#include "watchdog.h"
 
 #include "proto/frame.h"
 #include "proto/worker.pb-c.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 /* The supervisor's end of the socketpair is our fd 3. */
 #define CTL_FD 3
@@ -21,6 +24,9 @@
 
 struct px_worker {
     uv_pipe_t ctl;
+    /* The loop and the watchdog's thread both write to CTL_FD: a frame
+     * at a time under LOCK (each small, written whole). */
+    pthread_mutex_t lock;
     bool open;
     bool had_tenant;
     uint8_t *ibuf;
@@ -41,10 +47,79 @@ static void send_up(struct px_server *srv, Crane__Worker__ToSupervisor *m)
     crane__worker__to_supervisor__pack(m, buf + CRN_FRAME_HEADER_LEN);
     b = uv_buf_init((char *)buf, (unsigned)(len + CRN_FRAME_HEADER_LEN));
     /* Small frames on a socket the supervisor drains: they leave at once. */
-    if (uv_try_write((uv_stream_t *)&w->ctl, &b, 1) !=
-        (int)(len + CRN_FRAME_HEADER_LEN))
+    pthread_mutex_lock(&w->lock);
+    int n = uv_try_write((uv_stream_t *)&w->ctl, &b, 1);
+    pthread_mutex_unlock(&w->lock);
+    if (n != (int)(len + CRN_FRAME_HEADER_LEN))
         PX_WARN("cannot tell the supervisor (message %d)",
                 (int)m->msg_case);
+}
+
+void px_worker_tell_ending(struct px_server *srv, const char *reason,
+                           uint64_t after_ms)
+{
+    struct px_worker *w = srv->worker;
+    Crane__Worker__ToSupervisor m = CRANE__WORKER__TO_SUPERVISOR__INIT;
+    Crane__Worker__Ending e = CRANE__WORKER__ENDING__INIT;
+    uint8_t buf[512];
+    size_t len;
+    ssize_t n = -1;
+
+    if (!w)
+        return;
+    e.reason = (char *)reason;
+    e.after_ms = after_ms;
+    m.msg_case = CRANE__WORKER__TO_SUPERVISOR__MSG_ENDING;
+    m.ending = &e;
+    len = crane__worker__to_supervisor__get_packed_size(&m);
+    if (len + CRN_FRAME_HEADER_LEN > sizeof(buf))
+        return;
+    crn_frame_header(buf, len);
+    crane__worker__to_supervisor__pack(&m, buf + CRN_FRAME_HEADER_LEN);
+    pthread_mutex_lock(&w->lock);
+    if (w->open)
+        n = write(CTL_FD, buf, len + CRN_FRAME_HEADER_LEN);
+    pthread_mutex_unlock(&w->lock);
+    if (n != (ssize_t)(len + CRN_FRAME_HEADER_LEN))
+        PX_WARN("cannot tell the supervisor that the tenant ends");
+}
+
+/* The watchdog's word (its thread): the tenant must end. */
+static void watch_end(void *arg, const char *reason, bool now)
+{
+    struct px_server *srv = arg;
+
+    px_worker_tell_ending(srv, reason,
+                          now ? 0 : srv->grace_ms + srv->limits.release_ms);
+}
+
+void px_worker_watch(struct px_conn *c)
+{
+    uv_os_fd_t fd;
+
+    if (c->lane || !c->tenant || uv_fileno(&c->h.handle, &fd) < 0)
+        return;
+    px_watch_client(fd, c->tenant->num, c->tenant->program, c->tenant->pid);
+}
+
+void px_worker_unwatch(struct px_conn *c, const char *why)
+{
+    struct px_server *srv = c->srv;
+    struct px_tenant *t = c->tenant;
+    uv_os_fd_t fd;
+    char reason[256];
+
+    if (c->lane || !t)
+        return;
+    if (uv_fileno(&c->h.handle, &fd) == 0)
+        px_watch_forget(fd);
+    /* Kept for --grace: its bound starts when the teardown does. */
+    if (srv->grace_ms && !srv->stopping)
+        return;
+    snprintf(reason, sizeof(reason), "tenant %llu (%s pid %u): %s",
+             (unsigned long long)t->num, t->program, t->pid,
+             why ? why : "disconnected");
+    px_worker_tell_ending(srv, reason, srv->limits.release_ms);
 }
 
 void px_worker_tenant(struct px_server *srv, struct px_tenant *t)
@@ -213,6 +288,7 @@ int px_worker_init(struct px_server *srv, char *why, size_t why_len)
     }
     /* A supervisor killed outright takes its workers with it. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    pthread_mutex_init(&w->lock, NULL);
     srv->worker = w;
     uv_pipe_init(srv->loop, &w->ctl, 1);
     w->ctl.data = srv;
@@ -226,6 +302,12 @@ int px_worker_init(struct px_server *srv, char *why, size_t why_len)
         return rc;
     }
     w->open = true;
+    rc = px_watch_start(srv->limits.max_call_ms, watch_end, srv);
+    if (rc < 0) {
+        snprintf(why, why_len, "cannot start the watchdog: %s",
+                 strerror(-rc));
+        return rc;
+    }
     m.msg_case = CRANE__WORKER__TO_SUPERVISOR__MSG_READY;
     m.ready = &r;
     send_up(srv, &m);
@@ -249,13 +331,16 @@ void px_worker_fini(struct px_server *srv)
 
     if (!w || !w->open)
         return;
+    pthread_mutex_lock(&w->lock);
     w->open = false;
+    pthread_mutex_unlock(&w->lock);
     uv_close((uv_handle_t *)&w->ctl, NULL);
 }
 
 void px_worker_free(struct px_server *srv)
 {
     if (srv->worker) {
+        pthread_mutex_destroy(&srv->worker->lock);
         free(srv->worker->ibuf);
         free(srv->worker);
         srv->worker = NULL;

@@ -306,6 +306,24 @@ for t in $($SHM_TEST --list); do
     case_ "proxy-shm-asan/$t" env CRANE_PROXY=$BA/bin/crane-proxy \
         ASAN_OPTIONS=abort_on_error=1 $SHM_TEST "$t"
 done
+# Pre-authentication bounds (tests/proxy/flood.sh): 120 idle and
+# slow-handshake TCP connections from 10 addresses, re-opened inside the
+# handshake deadline, while 6 programs holding the key connect over TLS
+# and compute; all 6 must pass.
+case_ "proxy/preauth-flood" tests/proxy/flood.sh "$PROGS/buffers"
+case_ "proxy-asan/preauth-flood" env CRANE_PROXY=$BA/bin/crane-proxy \
+    ASAN_OPTIONS=abort_on_error=1 tests/proxy/flood.sh "$PROGS/buffers"
+# A tenant's work ends with it (tests/proxy/endless.sh): a kernel that
+# never ends, its program killed: the supervisor kills the worker
+# (--release-timeout) and serves the next program; and --max-kernel-seconds
+# fails the endless clFinish, the worker killed, the next program served.
+for m in killed max; do
+    case_ "proxy/endless-$m" tests/proxy/endless.sh $m \
+        "$B/tests/integration/spin" "$PROGS/buffers"
+    case_ "proxy-asan/endless-$m" env CRANE_PROXY=$BA/bin/crane-proxy \
+        ASAN_OPTIONS=abort_on_error=1 tests/proxy/endless.sh $m \
+        "$B/tests/integration/spin" "$PROGS/buffers"
+done
 case_ "proxy/help" $B/bin/crane-proxy --help
 case_ "proxy/no-listen" proxy_bad 2
 case_ "proxy/bad-endpoint" proxy_bad 2 --listen nowhere:1
