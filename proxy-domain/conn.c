@@ -442,6 +442,7 @@ void px_conn_close(struct px_conn *c, const char *why)
         return;
     c->state = PX_CONN_CLOSING;
     atomic_store(&c->stop, true);
+    px_beat_remove(c);
     if (c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;

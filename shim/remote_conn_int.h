@@ -79,6 +79,13 @@ struct shim_conn {
     atomic_bool handshaking;     /* the Welcome is awaited */
     _Atomic double last_alive;   /* the last frame read from the proxy */
     double last_ping;
+    /* Heartbeats (docs/remoting.md, "Liveness"): the interval asked for,
+     * the last one's arrival, the call it named (its ClientMessage field
+     * number, 0 a pending read) and how long it had run then. */
+    long beat_ms;
+    _Atomic double beat_at;
+    atomic_uint beat_call;
+    _Atomic double beat_ran;
     /* From the Welcome. */
     struct rc_platform **platforms;
     cl_platform_id *platform_handles;
@@ -166,8 +173,13 @@ void shim_conn_await(struct slot *s);
 void shim_conn_forget(struct slot *s);
 
 
-/* remote_conn_watchdog.c: the watchdog thread; stopping it. */
+/* remote_conn_watchdog.c: the watchdog thread; stopping it; the
+ * heartbeats' interval (from CRANE_PROXY_TIMEOUT_MS), asked of the proxy
+ * (a new connection), one recorded (the reader). */
 void *shim_conn_watchdog_main(void *arg);
 void shim_conn_watchdog_stop(void);
+long shim_conn_beat_interval(void);
+void shim_conn_ask_beats(void);
+void shim_conn_beat(const Crane__Reply *r);
 
 #endif /* SHIM_REMOTE_CONN_INT_H */

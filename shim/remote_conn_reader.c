@@ -167,8 +167,15 @@ int shim_conn_sink_piece(struct slot *s, const Crane__Reply *r)
 static int handle_reply(Crane__ServerMessage *msg)
 {
     Crane__Reply *r = msg->reply;
-    struct slot *s = find_slot(r->seq);
+    struct slot *s;
     int rc = 0;
+
+    if (r->seq == 0 && !r->bulk_len && (r->running_call || r->running_ms)) {
+        shim_conn_beat(r);
+        crane__server_message__free_unpacked(msg, NULL);
+        return 0;
+    }
+    s = find_slot(r->seq);
 
     if (r->deferred_err != 0 && !shim_conn_lane_failed(r->deferred_seq)) {
         int none = 0;

@@ -446,6 +446,8 @@ int shim_remote_connect(void)
     shim_conn_alive();
     atomic_store(&shim_conn.last_request, shim_now());
     shim_conn.last_ping = 0;
+    atomic_store(&shim_conn.beat_at, 0);
+    shim_conn.beat_ms = shim_conn_beat_interval();
     shim_conn.watchdog_stop = false;
     atomic_store(&shim_conn.sending, 0);
     atomic_store(&shim_conn.handshaking, true);
@@ -483,6 +485,7 @@ int shim_remote_connect(void)
     }
     shim_conn.up = true;
     shim_conn.generation++;
+    shim_conn_ask_beats();
     shim_lanes_connect(&ep, text);
     LOG_INFO("remote: connected to %s, %u platform(s)", text,
              shim_conn.n_platforms);
