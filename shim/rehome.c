@@ -70,6 +70,12 @@ static int begin(const struct shim_backend_ops *to,
         return ok;
     }
     shim_rehome_checked_conn = shim_remote_generation();
+    /* A long kernel is waited for (up to a bound) with the program
+     * running, not behind the closed gate. */
+    if (shim.backend && (ok = shim_rehome_wait_kernels(shim.backend)) < 0) {
+        pthread_mutex_unlock(&shim.rehome_lock);
+        return ok;
+    }
     /* Pinned chunks for the vendor's side of the copies, and the RAM
      * copies themselves, before the program stops (staging.c). */
     shim_staging_prepare_switch(shim.backend, to);

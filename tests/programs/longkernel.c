@@ -1,5 +1,6 @@
 /* A kernel whose duration is a parameter: 300 short launches, then one
- * that runs about SECONDS, every work-item's result checked. */
+ * that runs about SECONDS, every work-item's result checked.
+ *   longkernel [SECONDS [finish|poll|rehome|rehome-back]]   (0.5 finish) */
 #define TEST_NAME "longkernel"
 #define CL_TARGET_OPENCL_VERSION 300
 #include "clcheck.h"
@@ -71,8 +72,19 @@ static void check(cl_command_queue q, cl_mem out, uint64_t steps,
     expect_uints(got, want, ITEMS, what);
 }
 
+/* crane_rehome: a switch asked of crane, its result on stderr. */
+static void rehome(void)
+{
+    int (*fn)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "crane_rehome");
+
+    if (!fn)
+        skip("not under crane-run (no crane_rehome)");
+    fprintf(stderr, "longkernel: crane_rehome returned %d\n", fn());
+}
+
 /* Waits for EV as MODE says: clFinish, polling its status, or a switch
- * asked of crane (crane_rehome) while it runs, then clFinish. */
+ * asked of crane while it runs (rehome, and rehome-back after one before
+ * it: with CRANE_REHOME_TO=alternate, the way back), then clFinish. */
 static void wait_for(cl_command_queue q, cl_event ev, const char *mode)
 {
     if (strcmp(mode, "poll") == 0) {
@@ -85,14 +97,10 @@ static void wait_for(cl_command_queue q, cl_event ev, const char *mode)
                 nanosleep(&pause, NULL);
         }
         EXPECT(st == CL_COMPLETE, "the long kernel ended with %d", st);
-    } else if (strcmp(mode, "rehome") == 0) {
-        int (*rehome)(void) =
-            (int (*)(void))dlsym(RTLD_DEFAULT, "crane_rehome");
-        if (!rehome)
-            skip("not under crane-run (no crane_rehome)");
-        fprintf(stderr, "longkernel: crane_rehome returned %d\n", rehome());
+    } else if (strncmp(mode, "rehome", 6) == 0) {
+        rehome();
     } else if (strcmp(mode, "finish") != 0) {
-        fail("mode %s: finish, poll or rehome", mode);
+        fail("mode %s: finish, poll, rehome or rehome-back", mode);
     }
     CHECK(clFinish(q));
 }
@@ -142,6 +150,8 @@ int main(int argc, char **argv)
     if (want < 1)
         want = 1;
 
+    if (strcmp(mode, "rehome-back") == 0)
+        rehome();
     double t0 = now_s();
     run(q, k, out, want, &ev);
     CHECK(clFlush(q));
