@@ -91,6 +91,11 @@ static int begin(const struct shim_backend_ops *to,
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
+    if (rc == -ETIMEDOUT)
+        shim_rehome_note("OpenCL calls of the program's still ran after "
+                         "%ld ms (CRANE_REHOME_TIMEOUT_MS): refused, "
+                         "nothing changed",
+                         shim_config.rehome_timeout_ms);
     if (rc < 0) {
         shim_copies_drop_all();
         shim_precopy_drop_targets();

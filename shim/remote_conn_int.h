@@ -129,6 +129,11 @@ struct shim_conn {
 };
 extern struct shim_conn shim_conn;
 
+/* rehome_common.c (below this layer): a failed switch's first reason,
+ * for the operator (a handshake never answered). */
+void shim_rehome_note(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
 /* remote_conn_state.c: whether SEQ is a call that failed on the lanes. */
 bool shim_conn_lane_failed(uint64_t seq);
 

@@ -469,8 +469,15 @@ int shim_remote_connect(void)
     }
     atomic_store(&shim_conn.handshaking, false);
     if (rc < 0) {
-        if (atomic_load(&shim_conn.dead))
+        if (atomic_load(&shim_conn.dead)) {
+            /* The watchdog ended a handshake that got no answer. */
             rc = -ETIMEDOUT;
+            shim_rehome_note("the proxy at %s accepted the connection but "
+                             "never answered its handshake within %ld ms "
+                             "(CRANE_PROXY_TIMEOUT_MS): frozen, or not a "
+                             "crane-proxy", text,
+                             shim_config.proxy_timeout_ms);
+        }
         goto fail;
     }
     shim_conn.cb_stop = false;

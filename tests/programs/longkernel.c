@@ -155,6 +155,8 @@ int main(int argc, char **argv)
     double t0 = now_s();
     run(q, k, out, want, &ev);
     CHECK(clFlush(q));
+    fprintf(stderr, "longkernel: the long kernel runs (%llu steps, about "
+            "%.1f s)\n", (unsigned long long)want, seconds);
     wait_for(q, ev, mode);
     double ran = now_s() - t0;
     check(q, out, want, "the long kernel");
