@@ -109,10 +109,9 @@ int shim_rehome_wait_kernels(const struct shim_backend_ops *from)
         double now = shim_now(), waited = now - t0;
         double running = ran > waited ? ran : waited;
         if (waited >= bound) {
-            SWITCH_FAIL("waited %.0f s for a kernel running for %.0f s, "
-                        "the most CRANE_SWITCH_KERNEL_WAIT_MS=%ld (or the "
-                        "command's deadline) allows: refused, nothing "
-                        "changed, the program runs on",
+            SWITCH_FAIL("waited %.0f s for a kernel running for %.0f s "
+                        "(CRANE_SWITCH_KERNEL_WAIT_MS=%ld, or the "
+                        "deadline): nothing changed",
                         waited, running, shim_config.kernel_wait_ms);
             rc = -ETIME;
             break;

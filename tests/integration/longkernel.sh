@@ -200,7 +200,7 @@ prepare-refused)
     start_proxy
     start_guestd "unix:$T/proxy.sock"
     prepare_during_kernel \
-        'waited [0-9]+ s for a kernel running for [0-9]+ s.*CRANE_SWITCH_KERNEL_WAIT_MS'
+        'waited [0-9]+ s for a kernel running for [0-9]+ s \(CRANE_SWITCH_KERNEL_WAIT_MS'
     ;;
 never-answers)
     # Accepts, reads, never writes a byte.
@@ -214,7 +214,6 @@ while True:
     PIDS="$PIDS $!"
     waitfor 20 test -S "$T/mute.sock" || die "the mute listener did not start"
     start_guestd "unix:$T/mute.sock"
-    KERNEL_S=1
     start_prog finish CRANE_SOCKET="$T/guest.sock"
     waitfor 60 registered || die "the program never registered"
     ctl prepare --live >"$T/prepare.out" 2>&1 && die "prepare succeeded"
