@@ -180,11 +180,15 @@ void shim_conn_forget(struct slot *s);
 
 /* remote_conn_watchdog.c: the watchdog thread; stopping it; the
  * heartbeats' interval (from CRANE_PROXY_TIMEOUT_MS), asked of the proxy
- * (a new connection), one recorded (the reader). */
+ * (a new connection). */
 void *shim_conn_watchdog_main(void *arg);
 void shim_conn_watchdog_stop(void);
 long shim_conn_beat_interval(void);
 void shim_conn_ask_beats(void);
+/* remote_conn_reader.c: a heartbeat recorded; the call it names; how
+ * many intervals old one still says a call runs. */
 void shim_conn_beat(const Crane__Reply *r);
+const char *shim_conn_call_name(unsigned call);
+#define BEAT_FRESH 3
 
 #endif /* SHIM_REMOTE_CONN_INT_H */

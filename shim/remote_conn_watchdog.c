@@ -8,21 +8,6 @@
 
 #include "remote_conn_int.h"
 
-/* A heartbeat younger than this many intervals says a call still runs. */
-#define BEAT_FRESH 3
-
-/* The call a heartbeat names, as its message's field in ClientMessage. */
-static const char *call_name(unsigned call)
-{
-    const ProtobufCFieldDescriptor *f;
-
-    if (call == 0)
-        return "read";
-    f = protobuf_c_message_descriptor_get_field(
-        &crane__client_message__descriptor, call);
-    return f ? f->name : "call";
-}
-
 long shim_conn_beat_interval(void)
 {
     long ms = shim_config.proxy_timeout_ms / 4;
@@ -44,39 +29,6 @@ void shim_conn_ask_beats(void)
     m.seq = ++shim_conn.seq;
     shim_conn_queue_locked(&m, NULL, 0, true);
     pthread_mutex_unlock(&shim_conn.send_lock);
-}
-
-void shim_conn_beat(const Crane__Reply *r)
-{
-    double now = shim_now();
-    bool fresh = now - atomic_load(&shim_conn.beat_at) >
-                 BEAT_FRESH * shim_conn.beat_ms / 1e3;
-
-    atomic_store(&shim_conn.beat_call, r->running_call);
-    atomic_store(&shim_conn.beat_ran, r->running_ms / 1e3);
-    atomic_store(&shim_conn.beat_at, now);
-    if (fresh)
-        LOG_INFO("remote: the proxy is still executing a %s (for %.1f s): "
-                 "its heartbeats keep the connection",
-                 call_name(r->running_call), r->running_ms / 1e3);
-    else
-        LOG_DEBUG("remote: heartbeat: a %s running for %.1f s",
-                  call_name(r->running_call), r->running_ms / 1e3);
-}
-
-bool shim_remote_running(char *what, size_t len, double *for_s)
-{
-    double at = atomic_load(&shim_conn.beat_at);
-    double now = shim_now();
-
-    if (!shim_conn.up || atomic_load(&shim_conn.dead) || at == 0 ||
-        now - at > BEAT_FRESH * shim_conn.beat_ms / 1e3)
-        return false;
-    if (what)
-        snprintf(what, len, "%s", call_name(atomic_load(&shim_conn.beat_call)));
-    if (for_s)
-        *for_s = atomic_load(&shim_conn.beat_ran) + (now - at);
-    return true;
 }
 
 /* How long the proxy has owed us something without a sign of life: an
@@ -149,7 +101,7 @@ static void give_up(double silent_s, double now)
                   "(CRANE_PROXY_TIMEOUT_MS=%ld); closing the connection, "
                   "calls on it fail",
                   silent_s, now - beat,
-                  call_name(atomic_load(&shim_conn.beat_call)),
+                  shim_conn_call_name(atomic_load(&shim_conn.beat_call)),
                   atomic_load(&shim_conn.beat_ran),
                   shim_config.proxy_timeout_ms);
     else
