@@ -100,6 +100,9 @@ int shim_rehome_wait_kernels(const struct shim_backend_ops *from)
     bool logged = false;
     int rc = 0;
 
+    /* 0: no wait here (the finish step waits, behind the closed gate). */
+    if (shim_config.kernel_wait_ms == 0)
+        return 0;
     /* A pending user event may hold a queue for ever: the finish step
      * refuses such a switch at once (-EBUSY), no wait for it here. */
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
