@@ -11,7 +11,8 @@
 #define MAX_MARKS 64
 /* Before the first word to crane-guestd: a short wait is not news. */
 #define SHOW_AFTER_S 1.0
-/* What a command's answer needs after the wait ended. */
+/* What a command's answer needs after the wait ended, at most (a tenth
+ * of the time left where that is less). */
 #define DEADLINE_MARGIN_S 1.0
 
 struct marks {
@@ -87,8 +88,12 @@ static double bound_s(double t0)
     double bound = shim_config.kernel_wait_ms / 1e3;
     double deadline = atomic_load(&shim_cmd_deadline);
 
-    if (deadline > 0 && deadline - DEADLINE_MARGIN_S - t0 < bound)
-        bound = deadline - DEADLINE_MARGIN_S - t0;
+    double margin = (deadline - t0) / 10;
+
+    if (margin > DEADLINE_MARGIN_S)
+        margin = DEADLINE_MARGIN_S;
+    if (deadline > 0 && deadline - margin - t0 < bound)
+        bound = deadline - margin - t0;
     return bound > 0 ? bound : 0;
 }
 
