@@ -28,6 +28,9 @@ run() {  # run NAME CMD...: prints NAME, its seconds, PASS or the failure
 }
 {
     run native build/tests/programs/longkernel "$s"
+    # The same kernel in every mode: native's calibrated steps.
+    export LONGKERNEL_STEPS=$(sed -n 's/.*long kernel (\([0-9]*\) steps) ran.*/\1/p' \
+        "$tmp/native.out")
     run remote env CRANE_BACKEND="remote:unix:$tmp/proxy.sock" \
         CRANE_LOG_LEVEL=info build/bin/crane-run \
         build/tests/programs/longkernel "$s"

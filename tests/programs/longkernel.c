@@ -1,6 +1,7 @@
 /* A kernel whose duration is a parameter: 300 short launches, then one
  * that runs about SECONDS, every work-item's result checked.
- *   longkernel [SECONDS [finish|poll|rehome|rehome-back]]   (0.5 finish) */
+ *   longkernel [SECONDS [finish|poll|rehome|rehome-back]]   (0.5 finish)
+ * LONGKERNEL_STEPS=N runs N steps instead of a calibrated SECONDS. */
 #define TEST_NAME "longkernel"
 #define CL_TARGET_OPENCL_VERSION 300
 #include "clcheck.h"
@@ -147,6 +148,10 @@ int main(int argc, char **argv)
     }
     check(q, out, steps, "the calibration");
     uint64_t want = (uint64_t)(seconds * (double)steps / t);
+    /* The same kernel as another run's (bench/remote/long-kernel.sh). */
+    const char *fixed = getenv("LONGKERNEL_STEPS");
+    if (fixed && *fixed)
+        want = strtoull(fixed, NULL, 10);
     if (want < 1)
         want = 1;
 
