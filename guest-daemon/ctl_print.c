@@ -65,11 +65,13 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
     if (t && r->last_op != CRANE__CONTROL__OP__OP_NONE)
         fprintf(out, " %9.1f %9.1f", crn_held_seconds(t) * 1e3, r->elapsed * 1e3);
     fputc('\n', out);
-    if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_SWITCHING)
+    if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_SWITCHING) {
         fprintf(out, "        switching: %s pending for %.1f s; last reported "
                      "%s\n",
                 op_name(r->pending_op), r->pending_for, mode_name(r->mode));
-    else if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_UNRESPONSIVE)
+        if (r->waiting && *r->waiting)
+            fprintf(out, "        %s\n", r->waiting);
+    } else if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_UNRESPONSIVE)
         fprintf(out, "        unresponsive: no answer for %.1f s (%s "
                      "pending); last reported %s\n",
                 r->pending_for,

@@ -86,6 +86,9 @@ struct gd_program {
     char last_error[200];
     Crane__Control__StepTimes last_times;
     double last_elapsed;
+    /* What the command in flight waits for, as the shim said (Progress;
+     * "" none): cleared by its answer. */
+    char waiting[GD_TEXT];
 };
 
 /* A host command waiting for its answer. */

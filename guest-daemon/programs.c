@@ -144,6 +144,7 @@ static bool on_ack(struct gd_program *p, uint64_t id,
     copy_clean(p->last_error, sizeof(p->last_error), a->error);
     take_times(&p->last_times, a->times);
     if (cmd) {
+        p->waiting[0] = '\0';
         p->last_elapsed = gd_now() - p->cmd_sent;
         p->cmd_id = 0;
         GD_INFO("%s: %s %s in %.1f ms (calls held %.1f ms): now %s",
@@ -161,6 +162,20 @@ static bool on_ack(struct gd_program *p, uint64_t id,
                 gd_pmode_name(p->mode));
         gd_save_state(d);
     }
+    return !p->conn.closing;
+}
+
+/* What the command in flight waits for (a switch behind a long kernel),
+ * for status; a word about another command is dropped. */
+static bool on_progress(struct gd_program *p, uint64_t id,
+                        const Crane__Control__Progress *pr)
+{
+    if (!id || id != p->cmd_id)
+        return !p->conn.closing;
+    if (strcmp(p->waiting, pr->waiting ? pr->waiting : "") != 0 &&
+        pr->waiting && *pr->waiting)
+        GD_DEBUG("%s: %s", p->conn.name, pr->waiting);
+    copy_clean(p->waiting, sizeof(p->waiting), pr->waiting);
     return !p->conn.closing;
 }
 
@@ -186,6 +201,8 @@ static bool on_frame(struct gd_conn *c, const uint8_t *buf, size_t len)
         go_on = on_register(p, m->register_);
     else if (m->msg_case == CRANE__CONTROL__SHIM_MESSAGE__MSG_ACK)
         go_on = on_ack(p, m->id, m->ack);
+    else if (m->msg_case == CRANE__CONTROL__SHIM_MESSAGE__MSG_PROGRESS)
+        go_on = on_progress(p, m->id, m->progress);
     else
         gd_conn_close(c, "unknown message");
     crane__control__shim_message__free_unpacked(m, NULL);
@@ -475,6 +492,7 @@ void gd_program_report(const struct gd_program *p,
     if (p->cmd_id) {
         r->pending_op = p->cmd_op;
         r->pending_for = gd_now() - p->silent_since;
+        r->waiting = (char *)p->waiting;
     } else if (query_late(p)) {
         r->pending_op = GD_OP(QUERY);
         r->pending_for = gd_now() - p->query_sent;

@@ -445,6 +445,7 @@ void px_conn_close(struct px_conn *c, const char *why)
     c->state = PX_CONN_CLOSING;
     px_preauth_remove(c->srv, &c->pa);
     atomic_store(&c->stop, true);
+    px_beat_remove(c);
     if (c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;

@@ -78,6 +78,13 @@ struct px_conn {
 
     struct px_tenant *tenant;    /* once the handshake is done */
 
+    /* Heartbeats (conn_beat.c, under its lock): on its list, the loop
+     * thread executing C's calls itself (and whether C's stream was then
+     * at a frame boundary), the last beat's uv_hrtime. */
+    struct px_conn *beat_next;
+    bool beat_listed, beat_inline, beat_clean;
+    uint64_t beat_last;
+
     /* Shared memory (docs/remoting.md): a descriptor that came with the
      * stream, until a ShmAttach takes it, and the mapped area, whose
      * ring 0 this loop thread empties as frames arrive. */
@@ -135,6 +142,11 @@ void px_conn_ready(struct px_conn *c);
 void px_conn_send(struct px_conn *c, struct px_out *o);
 /* Starts a work item if requests wait and none runs. */
 void px_conn_schedule(struct px_conn *c);
+/* Heartbeats (conn_beat.c): C, given its tenant, gets them while its
+ * calls run as the tenant asked (SYNC_HEARTBEAT), or no more (before its
+ * tenant goes). */
+void px_beat_add(struct px_conn *c);
+void px_beat_remove(struct px_conn *c);
 /* The sink that gives a tenant's frames to C. */
 struct px_sink px_conn_sink(struct px_conn *c);
 

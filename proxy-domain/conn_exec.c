@@ -219,7 +219,9 @@ void px_conn_schedule(struct px_conn *c)
          * the client's shared area. */
         c->tenant->shm_nowait = true;
         px_conn_drains_after = true;
+        px_beat_inline(c, true);
         px_exec_batch(c->tenant, batch, &c->stop, NULL);
+        px_beat_inline(c, false);
         px_conn_drains_after = false;
         c->tenant->shm_nowait = false;
         px_conn_drain(c);

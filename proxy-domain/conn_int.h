@@ -31,4 +31,8 @@ int px_conn_read_start(struct px_conn *c);
 void px_conn_queue(struct px_conn *c, struct px_req *r);
 void px_conn_out_of_step(struct px_conn *c, uint64_t seq, const char *why);
 
+/* conn_beat.c: the loop thread executes C's calls itself from ON to off
+ * (no writes of C's meanwhile). */
+void px_beat_inline(struct px_conn *c, bool on);
+
 #endif /* PX_CONN_INT_H */

@@ -180,6 +180,8 @@ void px_exec_flush_reads(struct px_tenant *t, bool wait)
     struct px_pending **pp = &t->pend_head;
 
     t->pend_tail = NULL;
+    if (!*pp)
+        return;
     while (*pp) {
         struct px_pending *p = *pp;
         if (wait)
@@ -192,15 +194,20 @@ void px_exec_flush_reads(struct px_tenant *t, bool wait)
             pp = &p->next;
         }
     }
+    if (!t->pend_head)
+        atomic_store(&t->pend_since, 0);
 }
 
 void px_pending_add(struct px_tenant *t, struct px_pending *p)
 {
     p->next = NULL;
-    if (t->pend_tail)
+    if (t->pend_tail) {
         t->pend_tail->next = p;
-    else
+    } else {
         t->pend_head = p;
+        if (atomic_load_explicit(&t->beat_ms, memory_order_relaxed))
+            atomic_store(&t->pend_since, uv_hrtime());
+    }
     t->pend_tail = p;
 }
 
@@ -519,7 +526,15 @@ static bool exec_call(struct px_tenant *t, struct px_req *r)
             /* At debug level, a call that held the worker for more than
              * a millisecond says so: where a switch's time went. */
             double t0 = crn_log_enabled(CRN_LOG_DEBUG) ? mono_s() : 0;
+            bool beats = atomic_load_explicit(&t->beat_ms,
+                                              memory_order_relaxed) != 0;
+            if (beats) {
+                atomic_store(&t->running_call, (unsigned)m->msg_case);
+                atomic_store(&t->running_since, uv_hrtime());
+            }
             err = executors[m->msg_case](&c);
+            if (beats)
+                atomic_store(&t->running_since, 0);
             if (t0 > 0 && mono_s() - t0 > 1e-3)
                 PX_DEBUG("tenant %llu: seq %llu (call %d) took %.3f ms",
                          (unsigned long long)t->num,

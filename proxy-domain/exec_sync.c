@@ -16,6 +16,11 @@ cl_int px_exec_sync(struct px_call *c)
 
     if (s->op == CRANE__SYNC_OP__SYNC_PING)
         return CL_SUCCESS;
+    if (s->op == CRANE__SYNC_OP__SYNC_HEARTBEAT) {
+        /* Heard by the heartbeat thread (conn_beat.c) from now on. */
+        atomic_store(&c->t->beat_ms, s->beat_ms);
+        return CL_SUCCESS;
+    }
     if (s->op != CRANE__SYNC_OP__SYNC_WAIT) {
         q = px_tenant_handle(c->t, s->queue, PX_QUEUE, &err);
         if (!q)

@@ -109,6 +109,7 @@ void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
     t->conn = c;
     c->state = PX_CONN_READY;
     atomic_store(&c->stop, false);
+    px_beat_add(c);
     PX_INFO("tenant %llu (%s pid %u): %s on connection %llu",
             (unsigned long long)t->num, t->program, t->pid,
             resumed ? "resumed" : "connected", (unsigned long long)c->num);

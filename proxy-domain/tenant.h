@@ -112,6 +112,14 @@ struct px_tenant {
     uint64_t deferred_seq;       /* first failure without want_reply */
     int32_t deferred_err;
 
+    /* For heartbeats (conn_beat.c reads them on its thread): the
+     * interval the client asked for (0: none), the call executing (its
+     * ClientMessage field number) and since when, since when a read has
+     * been pending (uv_hrtime ns; 0: none).  Set only with beat_ms. */
+    atomic_uint beat_ms;
+    atomic_uint running_call;
+    atomic_uint_fast64_t running_since, pend_since;
+
     /* For the status line: read by the loop while a worker writes. */
     atomic_uint_fast64_t stat_objects;
     atomic_uint_fast64_t stat_bytes;

@@ -491,8 +491,14 @@ int px_validate(const Crane__ClientMessage *m, char *why, size_t why_len)
         return check_mem(m->mem_command, why, why_len);
     case CRANE__CLIENT_MESSAGE__MSG_SYNC:
         if (m->sync->op < CRANE__SYNC_OP__SYNC_FINISH ||
-            m->sync->op > CRANE__SYNC_OP__SYNC_PING)
+            m->sync->op > CRANE__SYNC_OP__SYNC_HEARTBEAT)
             return BAD("unknown sync op %d", (int)m->sync->op);
+        if (m->sync->op == CRANE__SYNC_OP__SYNC_HEARTBEAT &&
+            m->sync->beat_ms &&
+            (m->sync->beat_ms < PX_MIN_BEAT_MS ||
+             m->sync->beat_ms > PX_MAX_BEAT_MS))
+            return BAD("heartbeat every %u ms (0, or %u to %u)",
+                       m->sync->beat_ms, PX_MIN_BEAT_MS, PX_MAX_BEAT_MS);
         return px_check_list(m->sync->n_events, PX_MAX_LIST, "events", why,
                              why_len);
     case CRANE__CLIENT_MESSAGE__MSG_SET_USER_EVENT_STATUS:

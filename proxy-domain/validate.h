@@ -12,6 +12,8 @@
 #define PX_MAX_FRAME (1u << 20)          /* bytes of one frame's message */
 #define PX_MAX_BULK (64u << 20)          /* bulk bytes after one message */
 #define PX_MAX_LIST 4096                 /* ids in a list (wait lists, ...) */
+#define PX_MIN_BEAT_MS 10                /* heartbeat intervals, ms */
+#define PX_MAX_BEAT_MS 600000
 #define PX_MAX_PROPS 64                  /* property words */
 #define PX_MAX_DEVICES 256               /* devices named by one call */
 #define PX_MAX_NAME 1024                 /* kernel names, programs, ... */

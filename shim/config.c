@@ -49,6 +49,8 @@ void shim_config_load(void)
         (unsigned long)env_long("CRANE_REHOME_EVERY", 0, 0);
     shim_config.rehome_timeout_ms =
         env_long("CRANE_REHOME_TIMEOUT_MS", 30000, 1);
+    shim_config.kernel_wait_ms =
+        env_long("CRANE_SWITCH_KERNEL_WAIT_MS", 20000, 0);
     shim_config.report_file = env_str("CRANE_REHOME_REPORT");
     shim_config.arg_info = env_long("CRANE_ARG_INFO", 0, 0) != 0;
     shim_config.binary_cache = env_long("CRANE_BINARY_CACHE", 1, 0) != 0;

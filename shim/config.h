@@ -12,6 +12,9 @@ struct shim_config {
     bool base_namespace;         /* unless CRANE_VENDOR_NAMESPACE=new */
     unsigned long rehome_every;  /* CRANE_REHOME_EVERY (test hook) */
     long rehome_timeout_ms;      /* CRANE_REHOME_TIMEOUT_MS */
+    long kernel_wait_ms;         /* CRANE_SWITCH_KERNEL_WAIT_MS: how long
+                                    a switch waits for the program's
+                                    kernels before it is refused */
     const char *report_file;     /* CRANE_REHOME_REPORT */
     bool arg_info;               /* CRANE_ARG_INFO=1: add -cl-kernel-arg-info */
     bool binary_cache;           /* CRANE_BINARY_CACHE=0 turns it off */

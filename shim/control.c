@@ -51,7 +51,11 @@ static struct control {
     char key_path[64];           /* what shim_config.auth_key points at
                                     once the daemon sent the proxy's key:
                                     /proc/self/fd/N of a memfd */
+    uint64_t cmd_id;             /* the command being carried out */
 } ctl = {.fd = -1};
+
+/* Set on the control thread only: the thread that writes to ctl.fd. */
+static SHIM_TLS bool on_control_thread;
 
 /* What one command did, for its ack. */
 struct outcome {
@@ -93,6 +97,26 @@ static uint64_t state_bytes(void)
 }
 
 /* --- commands ------------------------------------------------------------ */
+
+/* What the command being carried out waits for, told to crane-guestd
+ * (rehome_wait.c calls it through shim_wait_shown); only from the control
+ * thread, whose command it is (a switch of the test hook has none). */
+static void show_wait(const char *text)
+{
+    Crane__Control__ShimMessage m = CRANE__CONTROL__SHIM_MESSAGE__INIT;
+    Crane__Control__Progress pr = CRANE__CONTROL__PROGRESS__INIT;
+    int fd = atomic_load(&ctl.fd);
+
+    if (!on_control_thread || fd < 0)
+        return;
+    pr.waiting = (char *)text;
+    m.id = ctl.cmd_id;
+    m.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_PROGRESS;
+    m.progress = &pr;
+    if (crn_frame_write(fd, &m.base) < 0)
+        LOG_DEBUG("control: could not tell crane-guestd what the command "
+                  "waits for");
+}
 
 static double deadline_of(uint32_t ms)
 {
@@ -224,6 +248,7 @@ static int cmd_prepare(const Crane__Control__DaemonMessage *m, int fd,
         return 0;
     if ((rc = set_proxy(p->proxy, &p->auth_key, out)) < 0)
         return rc;
+    atomic_store(&shim_cmd_deadline, deadline);
     rc = until_not_busy(to_remote, &out->t, fd, deadline);
     if (rc < 0 && rc != -EBUSY && rc != -ENOTSUP && rc != -ETIMEDOUT)
         snprintf(out->error, sizeof(out->error),
@@ -258,6 +283,7 @@ static int cmd_passthrough(const Crane__Control__DaemonMessage *m, int fd,
         mode = current_mode();    /* parked from the proxy: on it again */
     }
     if (mode == MODE_REMOTING) {
+        atomic_store(&shim_cmd_deadline, deadline);
         rc = until_not_busy(to_native, &t, fd, deadline);
         add_times(&out->t, &t);
         return rc;
@@ -326,7 +352,12 @@ static const char *why(int rc)
                "vendor's memory was never unmapped, or a user event is "
                "pending";
     case -ENOTSUP: return "the program uses SVM or pipes, which cannot move";
-    case -ETIMEDOUT: return "OpenCL calls still running at the timeout";
+    case -ETIMEDOUT:
+        return "OpenCL calls still running at the timeout "
+               "(CRANE_REHOME_TIMEOUT_MS)";
+    case -ETIME:
+        return "a kernel of the program ran past CRANE_SWITCH_KERNEL_WAIT_MS "
+               "(or the command's deadline): refused, nothing changed";
     case -ENOTCONN:
         return "the connection to the proxy is lost: the program's data "
                "there cannot be brought back";
@@ -366,7 +397,9 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
         else
             LOG_INFO("control: %s (command %llu)", cmd->name,
                      (unsigned long long)m->id);
+        ctl.cmd_id = m->id;
         rc = cmd->run(m, fd, &out);
+        atomic_store(&shim_cmd_deadline, 0);
         /* The switch's own first reason says more than the errno. */
         if (rc < 0 && !out.error[0] && shim_rehome_reason()[0])
             snprintf(out.error, sizeof(out.error), "%s",
@@ -484,6 +517,8 @@ static void *control_main(void *arg)
     int last_err = 0;
 
     (void)arg;
+    on_control_thread = true;
+    shim_wait_shown = show_wait;
     for (;;) {
         int fd = connect_daemon();
         if (fd < 0) {

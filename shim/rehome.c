@@ -70,6 +70,12 @@ static int begin(const struct shim_backend_ops *to,
         return ok;
     }
     shim_rehome_checked_conn = shim_remote_generation();
+    /* A long kernel is waited for (up to a bound) with the program
+     * running, not behind the closed gate. */
+    if (shim.backend && (ok = shim_rehome_wait_kernels(shim.backend)) < 0) {
+        pthread_mutex_unlock(&shim.rehome_lock);
+        return ok;
+    }
     /* Pinned chunks for the vendor's side of the copies, and the RAM
      * copies themselves, before the program stops (staging.c). */
     shim_staging_prepare_switch(shim.backend, to);
@@ -85,6 +91,11 @@ static int begin(const struct shim_backend_ops *to,
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
+    if (rc == -ETIMEDOUT)
+        shim_rehome_note("OpenCL calls of the program's still ran after "
+                         "%ld ms (CRANE_REHOME_TIMEOUT_MS): refused, "
+                         "nothing changed",
+                         shim_config.rehome_timeout_ms);
     if (rc < 0) {
         shim_copies_drop_all();
         shim_precopy_drop_targets();

@@ -9,6 +9,7 @@
 extern atomic_long shim_svm_live;
 bool shim_remote_alive(void);
 unsigned long shim_remote_generation(void);
+bool shim_remote_running(char *what, size_t len, double *for_s);
 size_t shim_remote_reads_outstanding(void);
 cl_int shim_remote_hand_over_deferred(void);
 extern atomic_long shim_event_callbacks_pending;
@@ -79,6 +80,11 @@ struct pass {
     struct streamed *streamed;
     size_t n_streamed;
 };
+
+/* rehome_wait.c: before the gate closes, waits while the program's
+ * kernels on FROM still run, up to CRANE_SWITCH_KERNEL_WAIT_MS and the
+ * command's deadline; 0, or -ETIME (refused: the reason noted). */
+int shim_rehome_wait_kernels(const struct shim_backend_ops *from);
 
 /* rehome_out.c: steps 1-3; the host pitches of an image's bytes in RAM;
  * whether a switch to TO (ARG) fills M's RAM copy. */

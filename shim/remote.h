@@ -135,6 +135,10 @@ int shim_remote_connect(void);
 void shim_remote_disconnect(void);
 /* Whether the stream still works (false once it failed or closed). */
 bool shim_remote_alive(void);
+/* Whether the proxy's heartbeats say one of our calls still executes
+ * there (docs/remoting.md, "Liveness"): WHAT (LEN bytes) names it, FOR_S
+ * how long it has run; either may be NULL. */
+bool shim_remote_running(char *what, size_t len, double *for_s);
 /* Platforms from the Welcome. */
 int shim_remote_platforms(cl_platform_id **out, cl_uint *n);
 

@@ -79,6 +79,13 @@ struct shim_conn {
     atomic_bool handshaking;     /* the Welcome is awaited */
     _Atomic double last_alive;   /* the last frame read from the proxy */
     double last_ping;
+    /* Heartbeats (docs/remoting.md, "Liveness"): the interval asked for,
+     * the last one's arrival, the call it named (its ClientMessage field
+     * number, 0 a pending read) and how long it had run then. */
+    long beat_ms;
+    _Atomic double beat_at;
+    atomic_uint beat_call;
+    _Atomic double beat_ran;
     /* From the Welcome. */
     struct rc_platform **platforms;
     cl_platform_id *platform_handles;
@@ -121,6 +128,11 @@ struct shim_conn {
     unsigned lane_failed_next;
 };
 extern struct shim_conn shim_conn;
+
+/* rehome_common.c (below this layer): a failed switch's first reason,
+ * for the operator (a handshake never answered). */
+void shim_rehome_note(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 
 /* remote_conn_state.c: whether SEQ is a call that failed on the lanes. */
 bool shim_conn_lane_failed(uint64_t seq);
@@ -166,8 +178,17 @@ void shim_conn_await(struct slot *s);
 void shim_conn_forget(struct slot *s);
 
 
-/* remote_conn_watchdog.c: the watchdog thread; stopping it. */
+/* remote_conn_watchdog.c: the watchdog thread; stopping it; the
+ * heartbeats' interval (from CRANE_PROXY_TIMEOUT_MS), asked of the proxy
+ * (a new connection). */
 void *shim_conn_watchdog_main(void *arg);
 void shim_conn_watchdog_stop(void);
+long shim_conn_beat_interval(void);
+void shim_conn_ask_beats(void);
+/* remote_conn_reader.c: a heartbeat recorded; the call it names; how
+ * many intervals old one still says a call runs. */
+void shim_conn_beat(const Crane__Reply *r);
+const char *shim_conn_call_name(unsigned call);
+#define BEAT_FRESH 3
 
 #endif /* SHIM_REMOTE_CONN_INT_H */

@@ -3,6 +3,7 @@
  * answer (reading it itself where it can), and the thread that runs event
  * callbacks. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,6 +18,54 @@ void shim_conn_alive(void)
 {
     atomic_store_explicit(&shim_conn.last_alive, shim_now(),
                           memory_order_relaxed);
+}
+
+/* --- heartbeats (docs/remoting.md, "Liveness") --------------------------- */
+
+/* The call a heartbeat names, as its message's field in ClientMessage. */
+const char *shim_conn_call_name(unsigned call)
+{
+    const ProtobufCFieldDescriptor *f;
+
+    if (call == 0)
+        return "read";
+    f = protobuf_c_message_descriptor_get_field(
+        &crane__client_message__descriptor, call);
+    return f ? f->name : "call";
+}
+
+void shim_conn_beat(const Crane__Reply *r)
+{
+    double now = shim_now();
+    bool fresh = now - atomic_load(&shim_conn.beat_at) >
+                 BEAT_FRESH * shim_conn.beat_ms / 1e3;
+
+    atomic_store(&shim_conn.beat_call, r->running_call);
+    atomic_store(&shim_conn.beat_ran, r->running_ms / 1e3);
+    atomic_store(&shim_conn.beat_at, now);
+    if (fresh)
+        LOG_INFO("remote: the proxy is still executing a %s (for %.1f s): "
+                 "its heartbeats keep the connection",
+                 shim_conn_call_name(r->running_call), r->running_ms / 1e3);
+    else
+        LOG_DEBUG("remote: heartbeat: a %s running for %.1f s",
+                  shim_conn_call_name(r->running_call), r->running_ms / 1e3);
+}
+
+bool shim_remote_running(char *what, size_t len, double *for_s)
+{
+    double at = atomic_load(&shim_conn.beat_at);
+    double now = shim_now();
+
+    if (!shim_conn.up || atomic_load(&shim_conn.dead) || at == 0 ||
+        now - at > BEAT_FRESH * shim_conn.beat_ms / 1e3)
+        return false;
+    if (what)
+        snprintf(what, len, "%s",
+                 shim_conn_call_name(atomic_load(&shim_conn.beat_call)));
+    if (for_s)
+        *for_s = atomic_load(&shim_conn.beat_ran) + (now - at);
+    return true;
 }
 
 static void unlink_slot_locked(struct slot *s)
@@ -167,8 +216,15 @@ int shim_conn_sink_piece(struct slot *s, const Crane__Reply *r)
 static int handle_reply(Crane__ServerMessage *msg)
 {
     Crane__Reply *r = msg->reply;
-    struct slot *s = find_slot(r->seq);
+    struct slot *s;
     int rc = 0;
+
+    if (r->seq == 0 && !r->bulk_len && (r->running_call || r->running_ms)) {
+        shim_conn_beat(r);
+        crane__server_message__free_unpacked(msg, NULL);
+        return 0;
+    }
+    s = find_slot(r->seq);
 
     if (r->deferred_err != 0 && !shim_conn_lane_failed(r->deferred_seq)) {
         int none = 0;

@@ -446,6 +446,8 @@ int shim_remote_connect(void)
     shim_conn_alive();
     atomic_store(&shim_conn.last_request, shim_now());
     shim_conn.last_ping = 0;
+    atomic_store(&shim_conn.beat_at, 0);
+    shim_conn.beat_ms = shim_conn_beat_interval();
     shim_conn.watchdog_stop = false;
     atomic_store(&shim_conn.sending, 0);
     atomic_store(&shim_conn.handshaking, true);
@@ -467,8 +469,15 @@ int shim_remote_connect(void)
     }
     atomic_store(&shim_conn.handshaking, false);
     if (rc < 0) {
-        if (atomic_load(&shim_conn.dead))
+        if (atomic_load(&shim_conn.dead)) {
+            /* The watchdog ended a handshake that got no answer. */
             rc = -ETIMEDOUT;
+            shim_rehome_note("the proxy at %s accepted the connection but "
+                             "never answered its handshake within %ld ms "
+                             "(CRANE_PROXY_TIMEOUT_MS): frozen, or not a "
+                             "crane-proxy", text,
+                             shim_config.proxy_timeout_ms);
+        }
         goto fail;
     }
     shim_conn.cb_stop = false;
@@ -483,6 +492,7 @@ int shim_remote_connect(void)
     }
     shim_conn.up = true;
     shim_conn.generation++;
+    shim_conn_ask_beats();
     shim_lanes_connect(&ep, text);
     LOG_INFO("remote: connected to %s, %u platform(s)", text,
              shim_conn.n_platforms);

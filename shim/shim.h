@@ -374,6 +374,12 @@ extern SHIM_TLS bool shim_own_calls;
  * clWaitForEvents; CL_SUCCESS if none.  In state.c. */
 void shim_owe(cl_int err);
 cl_int shim_owed_take(void);
+/* What a switch waits for, shown to crane-guestd while a command of its
+ * runs (control.c hands the function down; NULL: nobody to show it to,
+ * or TEXT "" when the wait ended), and that command's deadline (shim_now
+ * time, 0: none): a wait ends before it (state.c). */
+extern void (*shim_wait_shown)(const char *text);
+extern _Atomic double shim_cmd_deadline;
 
 /* Releases a shadow's twin on the proxy, if it has one (rehome_linger.c). */
 void shim_twin_release(struct shim_obj *o);

@@ -14,6 +14,9 @@ SHIM_TLS bool shim_own_calls;
 
 const struct _cl_icd_dispatch *shim_remote_table;
 
+void (*shim_wait_shown)(const char *text);
+_Atomic double shim_cmd_deadline;
+
 /* The first error of the program's batched calls that a switch away from
  * the proxy took with it, for the program's next clFinish or
  * clWaitForEvents: a switch must neither fail for it (the program's

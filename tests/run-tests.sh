@@ -351,6 +351,14 @@ done
 case_ "switch-5/longrun" tests/integration/remote.sh switch 5 20 \
     $PROGS/longrun 300
 case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
+# Kernels longer than every timeout (CRANE_PROXY_TIMEOUT_MS=2000, 8 s):
+# remoted, switched out and back while they run, the proxy frozen under
+# one; a prepare that meets one refused with its reason past
+# CRANE_SWITCH_KERNEL_WAIT_MS; a proxy that never answers named as such.
+for t in remote switch-out switch-back frozen prepare-refused \
+    never-answers; do
+    case_ "longkernel/$t" tests/integration/longkernel.sh "$t"
+done
 # Memory the program took back from released CL_MEM_USE_HOST_PTR buffers
 # (freed at once) is never written by a switch either way: under ASan.
 case_ "asan-switch/lenthost" env B=$BA CRANE_PRELOAD_FIRST=$ASAN_LIB \

@@ -16,6 +16,7 @@ for file in "$src"/*.c; do
     name=$(basename "$file" .c)
     case $name in
     dlopen_app) libs="-ldl" ;;          # Must not link libOpenCL itself.
+    longkernel) libs="-ldl -lOpenCL" ;; # crane_rehome, when under crane.
     threads | events) libs="-pthread -lOpenCL" ;;
     *) libs="-lOpenCL" ;;
     esac
