@@ -8,14 +8,28 @@
 #include "log.h"
 #include "shim.h"
 
+#include <unistd.h>
+
 static void init_once(void)
 {
+    int fd = -1;
+
     crn_log_init_env("crane-shim");
     shim_config_load();
     shim_store_set_twin_release(shim_twin_release);
+    /* Not told to remote: crane-guestd says where the first call goes (the
+     * proxy while the VM is prepared for a live migration). */
     shim.backend = shim_config.start_remote ? &shim_remote_ops
-                                            : &shim_native_ops;
+                                            : shim_control_begin(&fd);
     shim.init_err = shim.backend->load();
+    if (shim.init_err && !shim_config.start_remote &&
+        shim.backend == &shim_remote_ops) {
+        LOG_WARN("control: the proxy %s refused the program's start (%d): "
+                 "starting on the GPU",
+                 shim_config.remote, shim.init_err);
+        shim.backend = &shim_native_ops;
+        shim.init_err = shim.backend->load();
+    }
     if (shim.init_err == 0)
         shim.init_err = shim_platforms_bind();
     if (shim.init_err == 0 && shim_config.rehome_every) {
@@ -24,7 +38,9 @@ static void init_once(void)
         shim_test_hook_arm(shim_config.rehome_every, shim_rehome);
     }
     if (shim.init_err == 0)
-        shim_control_start();
+        shim_control_start(fd);
+    else if (fd >= 0)
+        close(fd);
 }
 
 int shim_init(void)
