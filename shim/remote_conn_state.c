@@ -31,21 +31,29 @@ bool shim_conn_lane_failed(uint64_t seq)
 
 void shim_conn_lost(const char *why)
 {
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
     const struct shim_backend_ops *b;
     char line[256];
 
-    if (atomic_exchange(&shim_conn.dead, true))
-        return;
+    /* The report goes before the flag: a call fails only once it sees the
+     * flag, so the daemon hears of the fault before the program can exit
+     * of it.  The lock makes it one report per connection. */
+    pthread_mutex_lock(&once);
+    if (atomic_load(&shim_conn.dead))
+        goto out;
     /* Only while the program's calls go here: a connection that lingers
      * after a switch back (its twins kept) fails nobody's calls.  Read
      * without the switch's lock, which a switch holds while it waits for
      * this very connection. */
     b = __atomic_load_n(&shim.backend, __ATOMIC_ACQUIRE);
-    if (!b || strcmp(b->name, "remote") != 0)
-        return;
-    snprintf(line, sizeof(line),
-             "the connection to the proxy %s was lost (%s): the program's "
-             "OpenCL calls fail with CL_DEVICE_NOT_AVAILABLE",
-             shim_config.remote ? shim_config.remote : "?", why);
-    shim_ctl_fault(-ENOTCONN, line);
+    if (b && strcmp(b->name, "remote") == 0) {
+        snprintf(line, sizeof(line),
+                 "the connection to the proxy %s was lost (%s): the "
+                 "program's OpenCL calls fail with CL_DEVICE_NOT_AVAILABLE",
+                 shim_config.remote ? shim_config.remote : "?", why);
+        shim_ctl_fault(-ENOTCONN, line);
+    }
+    atomic_store(&shim_conn.dead, true);
+out:
+    pthread_mutex_unlock(&once);
 }
