@@ -8,7 +8,25 @@
 #include "log.h"
 #include "shim.h"
 
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+/* At exit: a switch under way ends before the process goes on exiting,
+ * and none starts after it (the lock is kept to the end).  A vendor loaded
+ * by a resume's switch while the process was already tearing its
+ * libraries down crashed it (LLVM's options registered twice, churn).
+ * Bounded: a switch stuck past 10 s is left to the exit. */
+static void hold_switches_at_exit(void)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    if (pthread_mutex_timedlock(&shim.rehome_lock, &until) != 0)
+        LOG_WARN("exit: a switch still runs after 10 s; exiting under it");
+}
 
 static void init_once(void)
 {
@@ -37,10 +55,14 @@ static void init_once(void)
                  shim_config.rehome_every);
         shim_test_hook_arm(shim_config.rehome_every, shim_rehome);
     }
-    if (shim.init_err == 0)
-        shim_control_start(fd);
-    else if (fd >= 0)
-        close(fd);
+    if (shim.init_err != 0) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    /* The control thread takes FD (and closes it if it cannot start). */
+    if (shim_control_start(fd) == 0 && shim_config.control_socket)
+        atexit(hold_switches_at_exit);
 }
 
 int shim_init(void)
