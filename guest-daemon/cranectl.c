@@ -72,7 +72,8 @@ static const char usage[] =
     "\n"
     "Exit status: 0 done; 1 failure (the daemon reports one, or the key\n"
     "file cannot be read); 2 bad usage (an unknown option or command, a\n"
-    "missing or malformed value); 3 no answer from the daemon.\n";
+    "missing or malformed value); 3 no answer from the daemon; 4 done,\n"
+    "but programs were lost to a fault (listed as `lost`, with why).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -245,6 +246,7 @@ int main(int argc, char **argv)
     uint32_t deadline = 0;
     bool prepare_opts = false, shm_opts = false;
     int opt, rc;
+    size_t lost = 0;
 
     crn_log_init_cli("cranectl");
     if (!endpoint || !*endpoint)
@@ -377,7 +379,7 @@ int main(int argc, char **argv)
     }
     if (rc < 0)
         return 3;
-    rc = ctl_print_ack(stdout, answer->ack);
+    rc = ctl_print_ack(stdout, answer->ack, &lost);
     crane__control__guest_message__free_unpacked(answer, NULL);
-    return rc == 0 ? 0 : 1;
+    return rc != 0 ? 1 : lost ? 4 : 0;
 }

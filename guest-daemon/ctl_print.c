@@ -44,6 +44,10 @@ static const char *mig_name(Crane__Control__MigrationMode m)
  * flight (switching) or it stopped answering (unresponsive). */
 static const char *shown_mode(const Crane__Control__ProgramReport *r)
 {
+    if (r->lost)
+        return "lost";
+    if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_STARTING)
+        return "starting";
     if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_SWITCHING)
         return "switching";
     if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_UNRESPONSIVE)
@@ -71,14 +75,21 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
                 op_name(r->pending_op), r->pending_for, mode_name(r->mode));
         if (r->waiting && *r->waiting)
             fprintf(out, "        %s\n", r->waiting);
-    } else if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_UNRESPONSIVE)
+    } else if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_STARTING)
+        fprintf(out, "        starting: its first call waits for the GPU "
+                     "(offline migration)\n");
+    else if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_UNRESPONSIVE)
         fprintf(out, "        unresponsive: no answer for %.1f s (%s "
                      "pending); last reported %s\n",
                 r->pending_for,
                 r->pending_op ? op_name(r->pending_op) : "nothing",
                 mode_name(r->mode));
-    if (r->error && *r->error)
+    if (r->lost)
+        fprintf(out, "        lost: %s\n", r->error ? r->error : "");
+    else if (r->error && *r->error)
         fprintf(out, "        %s\n", r->error);
+    if (!r->lost && r->fault && *r->fault)
+        fprintf(out, "        fault: %s\n", r->fault);
     if (r->shm_bytes || r->stream_bytes || r->shm_attached)
         fprintf(out, "        bulk: shm %llu B, stream %llu B, area %s\n",
                 (unsigned long long)r->shm_bytes,
@@ -102,11 +113,12 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
     }
 }
 
-int ctl_print_ack(FILE *out, const Crane__Control__Ack *a)
+int ctl_print_ack(FILE *out, const Crane__Control__Ack *a, size_t *lost)
 {
     double max = 0, sum = 0;
     size_t timed = 0;
 
+    *lost = 0;
     if (a->op == CRANE__CONTROL__OP__OP_STATUS) {
         fprintf(out, "phase: %s (for %.1f s)\n", phase_name(a->phase),
                 a->phase_age);
@@ -140,6 +152,7 @@ int ctl_print_ack(FILE *out, const Crane__Control__Ack *a)
     for (size_t i = 0; i < a->n_programs; i++) {
         const Crane__Control__ProgramReport *r = a->programs[i];
         print_program(out, r);
+        *lost += r->lost;
         if (r->times && r->last_op == a->op && !r->err &&
             r->times->total > 0) {
             double h = crn_held_seconds(r->times);
@@ -155,6 +168,9 @@ int ctl_print_ack(FILE *out, const Crane__Control__Ack *a)
                 max * 1e3, sum / timed * 1e3, timed);
     if (a->err)
         fprintf(out, "result: FAILED (%s): %s\n", strerror(-a->err),
+                a->error ? a->error : "");
+    else if (*lost)
+        fprintf(out, "result: LOST %zu program(s): %s\n", *lost,
                 a->error ? a->error : "");
     else
         fprintf(out, "result: ok%s%s\n", a->error && *a->error ? ": " : "",

@@ -6,7 +6,8 @@
 
 #include <stdio.h>
 
-/* Prints ACK to OUT; returns ack->err (0 or a negative errno). */
-int ctl_print_ack(FILE *out, const Crane__Control__Ack *ack);
+/* Prints ACK to OUT; returns ack->err (0 or a negative errno), and sets
+ * *LOST to the programs it names lost to a fault. */
+int ctl_print_ack(FILE *out, const Crane__Control__Ack *ack, size_t *lost);
 
 #endif /* CTL_PRINT_H */

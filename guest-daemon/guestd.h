@@ -80,6 +80,15 @@ struct gd_program {
     bool in_fanout;              /* waited for */
     bool fanned;                 /* sent the current fan-out's command */
     bool unresponsive;           /* missed a deadline; not waited for */
+    /* Registered before its first OpenCL call (Register.starting): told
+     * where that call goes by a Start; `held` while it waits for the GPU
+     * (offline migration), until the phase is idle again. */
+    bool starting;
+    bool held;
+    /* The last fault its shim reported (fault_err 0: none). */
+    int fault_err;
+    char fault[200];
+    double fault_at;
     /* The last command's outcome. */
     Crane__Control__Op last_op;
     int last_err;
@@ -90,6 +99,18 @@ struct gd_program {
      * "" none): cleared by its answer. */
     char waiting[GD_TEXT];
 };
+
+/* A program that died of a fault during the current migration: its shim
+ * reported the fault, then its connection ended. */
+struct gd_lost {
+    pid_t pid;
+    char name[64];
+    Crane__Control__Op during;   /* the operation then, OP_NONE: between */
+    int err;
+    char reason[200];
+};
+
+#define GD_MAX_LOST 32
 
 /* A host command waiting for its answer. */
 struct gd_waiter {
@@ -139,6 +160,10 @@ struct gd_daemon {
     uv_timer_t fan_timer;        /* the current fan-out's deadline */
     uv_timer_t drv_timer;        /* GPU polling */
     struct gd_driver_run *drv;   /* the driver's run (driver.h), main's */
+    /* Programs lost to a fault since the last prepare began (answers to
+     * prepare, resume and abort list them). */
+    struct gd_lost lost[GD_MAX_LOST];
+    size_t n_lost;
     /* The last operation's result, for status. */
     Crane__Control__Op last_op;
     int last_err;

@@ -25,11 +25,12 @@
  */
 #include "migrate.h"
 
+#include "account.h"
 #include "driver.h"
-#include "gpu_users.h"
 #include "log.h"
 #include "programs.h"
 #include "shm.h"
+#include "start.h"
 #include "status.h"
 
 #include "proto/endpoint.h"
@@ -81,9 +82,13 @@ static struct gd_op *op_new(struct gd_daemon *d, Crane__Control__Op kind,
 static void finish(struct gd_daemon *d)
 {
     struct gd_op *o = d->op;
-    double secs = gd_now() - o->started;
+    double secs;
     int err = o->err ? o->err : o->back_err;
-    const char *why = o->err ? o->error : err ? o->back_error : o->note;
+    const char *why;
+
+    gd_op_note_lost(d);
+    secs = gd_now() - o->started;
+    why = o->err ? o->error : err ? o->back_error : o->note;
 
     if (o->kind == GD_OP(PREPARE) && o->cancelled && !o->err) {
         err = -ECANCELED;
@@ -108,7 +113,8 @@ static void finish(struct gd_daemon *d)
     }
     d->last_op = o->kind;
     d->last_err = err;
-    snprintf(d->last_error, sizeof(d->last_error), "%s", err ? why : "");
+    snprintf(d->last_error, sizeof(d->last_error), "%.*s",
+             (int)sizeof(d->last_error) - 1, err ? why : "");
     d->op = NULL;
     free(o);
     gd_save_state(d);
@@ -146,6 +152,10 @@ static void fan_send(struct gd_daemon *d, struct gd_program *p)
      * answer (even "still busy") arrives before we stop waiting. */
     uint32_t left = ms_left(o->fan_deadline);
     left = left > 1000 ? left - 250 : left * 3 / 4 + 1;
+
+    /* Waiting to start (start.c): nothing to move, nothing to ask. */
+    if (p->held)
+        return;
 
     switch (o->fan_op) {
     case GD_OP(PREPARE):
@@ -313,15 +323,9 @@ void gd_migrate_on_gone(struct gd_daemon *d, struct gd_program *p)
 {
     struct gd_op *o = d->op;
 
-    /* Stopping: the operation stays where it is, for the next daemon. */
-    if (!o || d->stopping || !(p->fanned || p->cmd_id))
+    gd_op_note_gone(d, p);
+    if (!o || d->stopping)
         return;
-    if (o->n_gone < GD_MAX_GONE) {
-        struct gd_gone *g = &o->gone[o->n_gone++];
-        g->pid = p->pid;
-        snprintf(g->name, sizeof(g->name), "%s", p->name);
-        g->during = p->cmd_id ? p->cmd_op : o->kind;
-    }
     if (o->fanning && p->in_fanout) {
         p->in_fanout = false;
         if (--o->fan_waiting == 0)
@@ -351,13 +355,15 @@ void gd_migrate_on_registered(struct gd_daemon *d, struct gd_program *p)
             uv_timer_start(&d->grace, on_all_back, 0, 0);
         }
     }
+    /* Before its first call: where that call goes (held: it waits). */
+    gd_start_answer(d, p);
     if (o && o->fanning) {
         /* Registered in the middle: it takes part too. */
         fan_send(d, p);
         return;
     }
     if ((d->phase == GD_PHASE(PREPARED) || d->phase == GD_PHASE(PREPARING)) &&
-        p->mode == GD_PMODE(PASSTHROUGH))
+        p->mode == GD_PMODE(PASSTHROUGH) && !p->starting)
         GD_WARN("%s: in passthrough while the GPU is prepared for "
                 "migration",
                 p->conn.name);
@@ -400,95 +406,11 @@ static void prepare_unloaded(struct gd_daemon *d, int err, const char *why)
     finish(d);
 }
 
-static struct gd_program *registered_pid(struct gd_daemon *d, pid_t pid)
-{
-    for (struct gd_program *p = d->programs; p; p = p->next)
-        if (p->registered && !p->conn.closing && p->pid == pid)
-            return p;
-    return NULL;
-}
-
-/* Whether P's shim answered this prepare and said it is off the GPU. */
-static bool off_gpu(const struct gd_program *p, Crane__Control__MigrationMode m)
-{
-    return p->mode == GD_PMODE(REMOTE_ONLY) ||
-           (!p->cmd_id && p->last_op == GD_OP(PREPARE) && !p->last_err &&
-            reached(p, GD_OP(PREPARE), m));
-}
-
-/*
- * The last check before the driver is unloaded: every process holding a
- * gpu_device node is a registered program off the GPU, and every
- * registered program is off the GPU or provably holds no node (then it is
- * left out, with a note in the answer).  Returns 0, or fails the
- * operation and returns -EBUSY.
- */
-static int account_gpu_users(struct gd_daemon *d)
-{
-    struct gd_op *o = d->op;
-    struct gd_gpu_user users[32];
-    double t0 = gd_now();
-    size_t excluded = 0;
-    char names[160] = "";
-    char step[64];
-    int n, err = 0;
-
-    n = gd_gpu_users(&d->cfg, users, sizeof(users) / sizeof(*users));
-    if (n < 0) {
-        gd_op_fail(d, n, "cannot list the GPU's users in /proc: %s",
-                   strerror(-n));
-        err = n;
-    }
-    for (int i = 0; i < n && (size_t)i < sizeof(users) / sizeof(*users) &&
-                    !err; i++) {
-        struct gd_program *p = registered_pid(d, users[i].pid);
-        if (p && off_gpu(p, o->mode))
-            continue;
-        if (p)
-            gd_op_fail(d, -EBUSY, "%s holds %s but %s", p->conn.name,
-                       users[i].node,
-                       p->cmd_id ? "did not answer the prepare"
-                                 : "is still on the GPU");
-        else
-            gd_op_fail(d, -EBUSY, "pid %d (%s) holds %s but is not a "
-                       "registered program (not under the shim, or not "
-                       "registered yet)",
-                       (int)users[i].pid, users[i].comm, users[i].node);
-        err = -EBUSY;
-    }
-    for (struct gd_program *p = d->programs; p && !err; p = p->next) {
-        if (!p->registered || p->conn.closing || off_gpu(p, o->mode))
-            continue;
-        if (d->cfg.n_gpu_devices == 0) {
-            gd_op_fail(d, -ETIMEDOUT, "%s did not answer the prepare "
-                       "within %u ms (and with no gpu_device configured, "
-                       "its use of the GPU cannot be ruled out)",
-                       p->conn.name, o->deadline_ms);
-            err = -ETIMEDOUT;
-            break;
-        }
-        /* It holds no node (else it was found above): left out. */
-        GD_WARN("%s: no answer to the prepare, holds no GPU device node: "
-                "left out of the migration", p->conn.name);
-        if (strlen(names) + strlen(p->conn.name) + 3 < sizeof(names))
-            snprintf(names + strlen(names), sizeof(names) - strlen(names),
-                     "%s%s", excluded ? ", " : "", p->conn.name);
-        excluded++;
-    }
-    if (excluded && !err)
-        snprintf(o->note, sizeof(o->note),
-                 "%zu program(s) did not answer and hold no GPU device, "
-                 "left out: %s", excluded, names);
-    snprintf(step, sizeof(step), "account for GPU users (%d)", n < 0 ? 0 : n);
-    gd_op_step(d, step, err, err ? o->error : NULL, gd_now() - t0);
-    return err;
-}
-
 static void prepare_fanned(struct gd_daemon *d)
 {
     struct gd_op *o = d->op;
 
-    if (o->err || o->cancelled || account_gpu_users(d) < 0) {
+    if (o->err || o->cancelled || gd_account_gpu_users(d) < 0) {
         back_to_passthrough(d);
         return;
     }
@@ -563,6 +485,8 @@ void gd_migrate_prepare(struct gd_daemon *d, struct gd_peer *peer,
         return;
     }
     add_waiter(o, peer, id, GD_OP(PREPARE));
+    /* A new migration: the last one's losses were told. */
+    d->n_lost = 0;
     o->mode = d->mode = mode;
     snprintf(d->proxy, sizeof(d->proxy), "%s", proxy);
     d->proxy_key_len = p->auth_key.len;
@@ -580,6 +504,7 @@ void gd_migrate_prepare(struct gd_daemon *d, struct gd_peer *peer,
 static void back_done(struct gd_daemon *d)
 {
     gd_set_phase(d, GD_PHASE(IDLE));
+    gd_start_release_held(d);
     finish(d);
 }
 
@@ -594,6 +519,8 @@ static void back_gpu_ready(struct gd_daemon *d, int err)
         finish(d);
         return;
     }
+    /* The GPU is usable: programs that waited for it start now. */
+    gd_start_release_held(d);
     if (o->kind == GD_OP(RESUME))
         fan_out(d, GD_OP(RESUME), o->deadline_ms, back_done);
     else

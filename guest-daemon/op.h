@@ -1,4 +1,4 @@
-/* The operation in flight's record: its steps, first failure, waiters. */
+/* The operation in flight's record: its steps, first failure, waiters, gone. */
 #ifndef GD_OP_H
 #define GD_OP_H
 
@@ -39,7 +39,8 @@ struct gd_op {
     char error[256];
     int back_err;
     char back_error[256];
-    char note[256];              /* said with a success (exclusions) */
+    char note[1024];             /* said with a success (exclusions,
+                                    programs lost) */
     bool cancelled;              /* an abort arrived during the prepare */
     bool rolling_back;
     bool force_load;             /* load modules even if none is out */
@@ -65,6 +66,15 @@ struct gd_op {
 /* Records the operation's first failure (or its undoing's). */
 void gd_op_fail(struct gd_daemon *d, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* P's connection ended: recorded as lost (its shim reported a fault and
+ * a migration is under way or done: d->lost) or, when it took part in the
+ * operation in flight, as gone. */
+void gd_op_note_gone(struct gd_daemon *d, struct gd_program *p);
+
+/* Before the operation's answer: the programs lost since the prepare,
+ * named in its note. */
+void gd_op_note_lost(struct gd_daemon *d);
 
 /* Records one step of the operation in flight (and logs it). */
 void gd_op_step(struct gd_daemon *d, const char *name, int err,

@@ -100,6 +100,7 @@ static bool on_register(struct gd_program *p,
     copy_clean(p->proxy, sizeof(p->proxy), r->proxy);
     p->mode = valid_mode(r->mode);
     p->state_bytes = r->state_bytes;
+    p->starting = r->starting;
     p->registered = true;
     p->registered_at = gd_now();
     snprintf(p->conn.name, sizeof(p->conn.name), "program %s[%d]", p->name,
@@ -109,7 +110,8 @@ static bool on_register(struct gd_program *p,
     if ((old = find_pid(d, p->pid, p)))
         gd_conn_close(&old->conn, "replaced by a new connection");
     GD_INFO("%s: registered (%s, %llu bytes of state)", p->conn.name,
-            gd_pmode_name(p->mode), (unsigned long long)p->state_bytes);
+            p->starting ? "starting" : gd_pmode_name(p->mode),
+            (unsigned long long)p->state_bytes);
     gd_adopt_program_phase(d, p);
     gd_save_state(d);
     d->program_events->registered(d, p);
@@ -130,6 +132,8 @@ static bool on_ack(struct gd_program *p, uint64_t id,
     p->host_bytes = a->host_bytes;
     p->shm_attached = a->shm_attached;
     p->unresponsive = false;
+    /* After its Start: where the program's first call went. */
+    p->starting = false;
     if (query || a->op == GD_OP(QUERY)) {
         /* A size refresh, perhaps for a status round already answered. */
         if (query)
@@ -179,6 +183,19 @@ static bool on_progress(struct gd_program *p, uint64_t id,
     return !p->conn.closing;
 }
 
+/* The shim says its program is about to fail of a fault (its proxy
+ * lost): kept, so that its end is reported as a loss with this reason. */
+static bool on_fault(struct gd_program *p, const Crane__Control__Fault *f)
+{
+    p->fault_err = f->err < 0 && f->err > -4096 ? f->err : -EPROTO;
+    copy_clean(p->fault, sizeof(p->fault), f->reason);
+    if (!p->fault[0])
+        snprintf(p->fault, sizeof(p->fault), "%s", strerror(-p->fault_err));
+    p->fault_at = gd_now();
+    GD_WARN("%s: fault: %s", p->conn.name, p->fault);
+    return true;
+}
+
 static bool on_frame(struct gd_conn *c, const uint8_t *buf, size_t len)
 {
     struct gd_program *p = (struct gd_program *)c;
@@ -203,6 +220,8 @@ static bool on_frame(struct gd_conn *c, const uint8_t *buf, size_t len)
         go_on = on_ack(p, m->id, m->ack);
     else if (m->msg_case == CRANE__CONTROL__SHIM_MESSAGE__MSG_PROGRESS)
         go_on = on_progress(p, m->id, m->progress);
+    else if (m->msg_case == CRANE__CONTROL__SHIM_MESSAGE__MSG_FAULT)
+        go_on = on_fault(p, m->fault);
     else
         gd_conn_close(c, "unknown message");
     crane__control__shim_message__free_unpacked(m, NULL);
@@ -443,6 +462,17 @@ int gd_program_command(struct gd_program *p, Crane__Control__Op op,
     return gd_conn_send(&p->conn, &m->base);
 }
 
+int gd_program_start(struct gd_program *p, Crane__Control__Start *s)
+{
+    Crane__Control__DaemonMessage m = CRANE__CONTROL__DAEMON_MESSAGE__INIT;
+
+    m.id = ++p->d->next_id;
+    m.msg_case = CRANE__CONTROL__DAEMON_MESSAGE__MSG_START;
+    m.start = s;
+    p->held = s->wait;
+    return gd_conn_send(&p->conn, &m.base);
+}
+
 int gd_program_query(struct gd_program *p)
 {
     Crane__Control__DaemonMessage m = CRANE__CONTROL__DAEMON_MESSAGE__INIT;
@@ -480,10 +510,13 @@ void gd_program_report(const struct gd_program *p,
     r->stream_bytes = p->stream_bytes;
     r->host_bytes = p->host_bytes;
     r->shm_attached = p->shm_attached;
+    r->fault = (char *)p->fault;
     /* The truth as far as the daemon knows it: a program with a command
      * in flight is switching (whatever mode it last reported), one that
      * let a deadline or a status query pass is unresponsive. */
-    if (p->unresponsive || query_late(p))
+    if (p->held)
+        r->state = GD_PSTATE(STARTING);
+    else if (p->unresponsive || query_late(p))
         r->state = GD_PSTATE(UNRESPONSIVE);
     else if (p->cmd_id)
         r->state = GD_PSTATE(SWITCHING);

@@ -16,6 +16,9 @@ void gd_programs_close(struct gd_daemon *d);
  * OP.  Returns 0 or a negative errno (P is then being closed). */
 int gd_program_command(struct gd_program *p, Crane__Control__Op op,
                        Crane__Control__DaemonMessage *m);
+/* Answers P's Register with `starting`: where its first OpenCL call goes
+ * (S->wait: it waits for another Start, P is held meanwhile). */
+int gd_program_start(struct gd_program *p, Crane__Control__Start *s);
 /* Asks P for its mode and state size (a status refresh). */
 int gd_program_query(struct gd_program *p);
 

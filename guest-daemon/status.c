@@ -13,13 +13,38 @@
 
 #define GD_QUERY_MS 500
 
+/* A program lost to a fault, as a report: its fault as its error. */
+static void lost_report(const struct gd_lost *l,
+                        Crane__Control__ProgramReport *r,
+                        Crane__Control__StepTimes *t)
+{
+    Crane__Control__ProgramReport init = CRANE__CONTROL__PROGRAM_REPORT__INIT;
+    Crane__Control__StepTimes tinit = CRANE__CONTROL__STEP_TIMES__INIT;
+
+    *r = init;
+    *t = tinit;
+    r->pid = (uint32_t)l->pid;
+    r->program = (char *)l->name;
+    r->mode = GD_PMODE(UNKNOWN);
+    r->last_op = l->during;
+    r->err = l->err;
+    r->error = (char *)l->reason;
+    r->fault = (char *)l->reason;
+    r->lost = true;
+    r->times = t;
+}
+
 void gd_ack_send_op(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
                     Crane__Control__Op op, int err, const char *why,
                     const struct gd_op *o, double seconds)
 {
     Crane__Control__GuestMessage m = CRANE__CONTROL__GUEST_MESSAGE__INIT;
     Crane__Control__Ack ack = CRANE__CONTROL__ACK__INIT;
-    size_t n = gd_programs_count(d) + (o ? o->n_gone : 0);
+    /* A migration's answers name the programs lost since its prepare. */
+    bool with_lost = op == GD_OP(PREPARE) || op == GD_OP(RESUME) ||
+                     op == GD_OP(ABORT);
+    size_t n = gd_programs_count(d) + (o ? o->n_gone : 0) +
+               (with_lost ? d->n_lost : 0);
     size_t n_steps = o ? o->n_steps : 0;
     Crane__Control__ProgramReport *reps = calloc(n + 1, sizeof(*reps));
     Crane__Control__ProgramReport **rp = calloc(n + 1, sizeof(*rp));
@@ -51,6 +76,11 @@ void gd_ack_send_op(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
         reps[k].last_op = o->gone[i].during;
         reps[k].error = (char *)"exited during the operation";
         reps[k].times = &times[k];
+        rp[k] = &reps[k];
+        k++;
+    }
+    for (size_t i = 0; with_lost && i < d->n_lost && k < n; i++) {
+        lost_report(&d->lost[i], &reps[k], &times[k]);
         rp[k] = &reps[k];
         k++;
     }
@@ -150,7 +180,7 @@ void gd_status_request(struct gd_daemon *d, struct gd_peer *peer,
     /* Programs busy with a command answer after it: not asked. */
     for (struct gd_program *p = d->programs; p; p = p->next) {
         if (!p->registered || p->conn.closing || p->cmd_id ||
-            p->unresponsive || p->query_id)
+            p->unresponsive || p->query_id || p->held)
             continue;
         p->query_round = r->gen;
         if (gd_program_query(p) == 0)

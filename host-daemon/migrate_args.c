@@ -86,6 +86,8 @@ static const char usage[] =
     "  4  moved, but the destination had no usable GPU: its programs run\n"
     "     remote until crane-hostd there attaches one (it does by itself)\n"
     "  5  failed and not fully restored: operator attention needed\n"
+    "  6  moved, but programs died of a fault during it (steps \"lost\",\n"
+    "     each with its reason; the result's error names them)\n"
     "  130, 143  interrupted by SIGINT, SIGTERM: the migration goes on\n";
 
 static int usage_error(const char *fmt, const char *arg)

@@ -25,6 +25,7 @@ enum mig_exit {
     MIG_EXIT_NO_ANSWER = 3,   /* no (usable) answer from crane-hostd */
     MIG_EXIT_REMOTING = 4,    /* moved; programs remote until a GPU comes */
     MIG_EXIT_FAILED = 5,      /* failed and not fully restored */
+    MIG_EXIT_LOST = 6,        /* moved, but programs died of a fault */
     MIG_EXIT_SIGNAL = 128,    /* + the signal: stopped watching */
 };
 

@@ -133,7 +133,7 @@ struct mig_program {
     uint32_t pid;
     const char *name;
     double pre, post; /* seconds; < 0: no such step */
-    bool failed;
+    bool failed, lost;
 };
 
 /* A program step and its place in the reply, to sort by pid stably. */
@@ -185,7 +185,7 @@ static int print_programs(FILE *out, const Crane__Hostd__MigrateDone *d)
             ms(b, sizeof(b), p.post);
             fprintf(out, "program %-7u %-16s pre %9s ms post %9s ms%s\n",
                     p.pid, mig_clean(name, sizeof(name), p.name, true), a, b,
-                    p.failed ? "  FAILED" : "");
+                    p.lost ? "  LOST" : p.failed ? "  FAILED" : "");
             pre_max = p.pre > pre_max ? p.pre : pre_max;
             post_max = p.post > post_max ? p.post : post_max;
             programs++;
@@ -197,6 +197,8 @@ static int print_programs(FILE *out, const Crane__Hostd__MigrateDone *d)
                                      .pre = -1, .post = -1};
         if (st->err)
             p.failed = true;
+        if (!strcmp(st->phase, "lost"))
+            p.lost = true;
         if (!strcmp(st->phase, "pre"))
             p.pre = (p.pre < 0 ? 0 : p.pre) + st->seconds;
         else if (!strcmp(st->phase, "post"))
@@ -230,9 +232,12 @@ int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
     char phase[40], name[72], err[1024], id[80], host[280], dom[280];
     char moved[32];
     FILE *out = v->out;
+    size_t lost = 0;
     int status;
 
     mig_view_break(v);
+    for (size_t i = 0; i < d->n_steps; i++)
+        lost += strcmp(d->steps[i]->phase, "lost") == 0;
     if (d->n_steps)
         fprintf(out, "        %-9s %-7s %-16s %9s %9s  %s\n", "PHASE", "PID",
                 "PROGRAM", "START(s)", "TOOK(ms)", "RESULT");
@@ -267,8 +272,18 @@ int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
     fflush(out);
 
     mig_clean(dom, sizeof(dom), domain, false);
+    if (lost)
+        fprintf(out, "lost: %zu program(s) died of a fault during the "
+                     "migration\n", lost);
+    fflush(out);
     switch (d->result) {
-    case CRANE__HOSTD__RESULT__RESULT_OK: status = MIG_EXIT_OK; break;
+    case CRANE__HOSTD__RESULT__RESULT_OK:
+        status = lost ? MIG_EXIT_LOST : MIG_EXIT_OK;
+        if (lost && !v->quiet)
+            crn_log(CRN_LOG_WARN, "%s moved, but %zu program(s) died of a "
+                            "fault during the migration%s%s",
+                    dom, lost, *err ? ": " : "", err);
+        break;
     case CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK:
         if (!v->quiet)
             crn_log(CRN_LOG_ERROR, "migrating %s failed and was rolled "

@@ -182,6 +182,29 @@ static char *dup_or_empty(const char *s)
     return strdup(s ? s : "");
 }
 
+/* A program lost to a fault: counted and named once per pid (the guest
+ * names it in each answer of the migration, at both ends).  False when
+ * it was already. */
+static bool note_lost(struct hd_run *run, uint32_t pid, const char *program,
+                      const char *error)
+{
+    size_t len = strlen(run->lost);
+
+    for (size_t i = 0; i < run->n_steps; i++)
+        if (run->steps[i].pid == pid &&
+            strcmp(run->steps[i].phase, "lost") == 0)
+            return false;
+    run->n_lost++;
+    if (len + 1 < sizeof(run->lost))
+        snprintf(run->lost + len, sizeof(run->lost) - len, "%s%s[%u]: %s",
+                 len ? "; " : "", program && *program ? program : "?", pid,
+                 error && *error ? error : "lost");
+    HD_WARN("migration %s: program %s[%u] lost to a fault: %s", run->m.id,
+            program && *program ? program : "?", pid,
+            error && *error ? error : "?");
+    return true;
+}
+
 void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
                  const char *program, double start, double seconds, int err,
                  const char *error)
@@ -190,6 +213,9 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
     Crane__Hostd__Step *s;
     bool stored = false;
     int rc;
+
+    if (strcmp(phase, "lost") == 0 && !note_lost(run, pid, program, error))
+        return;
 
     /* A program's stoppage may have begun before this host's part of the
      * migration (parked at the source): the history holds offsets from
@@ -269,6 +295,11 @@ void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
          * otherwise: clamp). */
         if (!p->pid)
             continue;
+        if (p->lost) {
+            hd_run_step(run, "lost", p->pid, p->program, fan_out, 0,
+                        p->err ? p->err : -ENOTCONN, p->error);
+            continue;
+        }
         if (fan_out_len >= 0 && answered > fan_out_len)
             answered = fan_out_len;
         hd_run_step(run, program_phase, p->pid, p->program,
@@ -356,9 +387,15 @@ static double send_done(struct hd_run *run, Crane__Hostd__Result result,
 void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
                 const char *error)
 {
+    char lost[600];
     double seconds;
     int rc;
 
+    if ((!error || !*error) && run->n_lost) {
+        snprintf(lost, sizeof(lost), "%u program(s) lost to a fault: %s",
+                 run->n_lost, run->lost);
+        error = lost;
+    }
     run->m.result = hd_run_history_result(result);
     run->m.end_time = hd_wall();
     snprintf(run->m.error, sizeof(run->m.error), "%s", error ? error : "");

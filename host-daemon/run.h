@@ -25,6 +25,10 @@ struct hd_run {
     /* Every step, for the final report. */
     Crane__Hostd__Step *steps;
     size_t n_steps, cap_steps;
+    /* Programs lost to a fault (steps in phase "lost", one per pid): said
+     * in the end's error when nothing else failed. */
+    unsigned n_lost;
+    char lost[512];
 };
 
 /* Starts a run: a fresh id (or ID when not NULL), a history row in state
@@ -52,7 +56,9 @@ void hd_run_step(struct hd_run *run, const char *phase, uint32_t pid,
                  const char *error);
 /* Records what a guest daemon's answer carries: its own steps (as
  * "guest: NAME") and each program's stoppage in PROGRAM_PHASE ("pre" or
- * "post"), placed from SENT (when the command left, run seconds). */
+ * "post"), placed from SENT (when the command left, run seconds); a
+ * program the guest names lost to a fault as a step "lost" with its
+ * reason. */
 void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
                         const char *program_phase, double sent);
 /* The destination's host name, as it named itself, in place of the address
@@ -61,7 +67,8 @@ void hd_run_set_destination(struct hd_run *run, const char *host);
 /* Memory the hypervisor moved so far. */
 void hd_run_bytes(struct hd_run *run, uint64_t bytes);
 /* Ends the run: history finished, MigrateDone to the client, memory
- * freed.  ERROR may be NULL. */
+ * freed.  ERROR may be NULL (then the programs lost, if any, are the
+ * error). */
 void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
                 const char *error);
 /* MigrateDone (RESULT, ERROR or NULL, the steps so far) to the client

@@ -105,6 +105,9 @@ void shim_config_load(void)
         shim_config.control_socket = NULL;
     else if (strncmp(shim_config.control_socket, "unix:", 5) == 0)
         shim_config.control_socket += 5;
+    /* A program started while the GPU is away for an offline migration
+     * waits this long for it before its first call (docs/guest.md). */
+    shim_config.start_wait_ms = env_long("CRANE_START_WAIT_MS", 300000, 0);
     /* How long a call polls for its answer before it sleeps (proto/spin.h;
      * docs/remoting.md, "Small calls"). */
     shim_config.remote_spin_us = crn_spin_us_from_env("CRANE_REMOTE_SPIN_US");

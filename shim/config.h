@@ -40,6 +40,9 @@ struct shim_config {
     const char *rehome_to;       /* CRANE_REHOME_TO: native|remote|alternate */
     const char *control_socket;  /* CRANE_SOCKET: crane-guestd's socket
                                     (/run/crane/guest.sock); NULL: none */
+    long start_wait_ms;          /* CRANE_START_WAIT_MS: how long a program
+                                    started during an offline migration
+                                    waits for the GPU (control_start.c) */
     long proxy_timeout_ms;       /* CRANE_PROXY_TIMEOUT_MS: no sign of life
                                     from the proxy this long fails calls */
     long remote_spin_us;         /* CRANE_REMOTE_SPIN_US: a call polls for

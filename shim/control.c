@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 
 #include "config.h"
 #include "control.h"
+#include "ctl_link.h"
 #include "log.h"
 #include "remote_shm.h"
 #include "shim.h"
@@ -166,16 +168,14 @@ static void add_times(struct shim_rehome_times *sum,
     sum->objects = t->objects;
 }
 
-/* Points shim_config.remote at ENDPOINT (kept in ctl.proxy), and the key
- * at KEY when the daemon sent one.  Only called while the program is in
- * passthrough, so no remote connection reads them. */
-static int set_proxy(const char *endpoint, const ProtobufCBinaryData *key,
-                     struct outcome *out)
+int shim_control_set_proxy(const char *endpoint,
+                           const ProtobufCBinaryData *key, char *error,
+                           size_t error_len)
 {
     struct crn_endpoint ep;
 
     if (key->len > CRN_AUTH_KEY_MAX) {
-        snprintf(out->error, sizeof(out->error), "proxy key over %d bytes",
+        snprintf(error, error_len, "proxy key over %d bytes",
                  CRN_AUTH_KEY_MAX);
         return -EINVAL;
     }
@@ -191,7 +191,7 @@ static int set_proxy(const char *endpoint, const ProtobufCBinaryData *key,
             int rc = fd < 0 ? -errno : -EIO;
             if (fd >= 0)
                 close(fd);
-            snprintf(out->error, sizeof(out->error),
+            snprintf(error, error_len,
                      "cannot keep the proxy's key: %s", strerror(-rc));
             return rc;
         }
@@ -207,13 +207,13 @@ static int set_proxy(const char *endpoint, const ProtobufCBinaryData *key,
     if (!*endpoint) {
         if (shim_config.remote)
             return 0;    /* CRANE_PROXY */
-        snprintf(out->error, sizeof(out->error),
+        snprintf(error, error_len,
                  "no proxy endpoint (neither the command nor CRANE_PROXY)");
         return -EINVAL;
     }
     if (strlen(endpoint) >= sizeof(ctl.proxy) ||
         crn_endpoint_parse(endpoint, &ep) < 0) {
-        snprintf(out->error, sizeof(out->error),
+        snprintf(error, error_len,
                  "bad proxy endpoint (unix:PATH or tcp:HOST:PORT)");
         return -EINVAL;
     }
@@ -246,7 +246,8 @@ static int cmd_prepare(const Crane__Control__DaemonMessage *m, int fd,
     }
     if (mode == MODE_REMOTING)
         return 0;
-    if ((rc = set_proxy(p->proxy, &p->auth_key, out)) < 0)
+    if ((rc = shim_control_set_proxy(p->proxy, &p->auth_key, out->error,
+                                     sizeof(out->error))) < 0)
         return rc;
     atomic_store(&shim_cmd_deadline, deadline);
     rc = until_not_busy(to_remote, &out->t, fd, deadline);
@@ -436,12 +437,12 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
     reply.id = m->id;
     reply.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_ACK;
     reply.ack = &ack;
-    return crn_frame_write(fd, &reply.base);
+    return shim_ctl_link_write(&reply.base);
 }
 
 /* --- the connection ------------------------------------------------------ */
 
-static int connect_daemon(void)
+int shim_control_connect(void)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -458,7 +459,7 @@ static int connect_daemon(void)
     return fd;
 }
 
-static int send_register(int fd)
+int shim_control_register(int fd, bool starting)
 {
     Crane__Control__ShimMessage m = CRANE__CONTROL__SHIM_MESSAGE__INIT;
     Crane__Control__Register reg = CRANE__CONTROL__REGISTER__INIT;
@@ -466,21 +467,40 @@ static int send_register(int fd)
     reg.version = CONTROL_VERSION;
     reg.pid = (uint32_t)getpid();
     reg.program = program_invocation_short_name;
-    reg.state_bytes = state_bytes();
-    reg.mode = current_mode();
+    reg.starting = starting;
+    /* Starting: no backend yet, so no mode and no state. */
+    reg.state_bytes = starting ? 0 : state_bytes();
+    reg.mode = starting ? CRANE__CONTROL__PROGRAM_MODE__PROGRAM_UNKNOWN
+                        : current_mode();
     reg.proxy = (char *)"";
-    if (reg.mode != MODE_PASSTHROUGH &&
-        shim_config.remote)
+    if (reg.mode != MODE_PASSTHROUGH && !starting && shim_config.remote)
         reg.proxy = (char *)shim_config.remote;
     m.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_REGISTER;
     m.register_ = &reg;
     return crn_frame_write(fd, &m.base);
 }
 
-/* Serves one connection until the daemon goes away (or misbehaves). */
-static void session(int fd)
+/* After a start the daemon answered (control_start.c): where the program
+ * went, as an unasked size refresh (a Query's ack). */
+static int send_started(void)
 {
-    int rc = send_register(fd);
+    Crane__Control__ShimMessage m = CRANE__CONTROL__SHIM_MESSAGE__INIT;
+    Crane__Control__ProgramAck ack = CRANE__CONTROL__PROGRAM_ACK__INIT;
+
+    ack.op = CRANE__CONTROL__OP__OP_QUERY;
+    ack.mode = current_mode();
+    ack.state_bytes = state_bytes();
+    ack.error = (char *)"";
+    m.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_ACK;
+    m.ack = &ack;
+    return shim_ctl_link_write(&m.base);
+}
+
+/* Serves one connection until the daemon goes away (or misbehaves);
+ * REGISTERED: the start registered it already. */
+static void session(int fd, bool registered)
+{
+    int rc = registered ? send_started() : shim_control_register(fd, false);
 
     while (rc == 0) {
         uint8_t *buf;
@@ -515,12 +535,15 @@ static void sleep_ms(long ms)
 static void *control_main(void *arg)
 {
     int last_err = 0;
+    int started_fd = (int)(intptr_t)arg;
 
-    (void)arg;
     on_control_thread = true;
     shim_wait_shown = show_wait;
     for (;;) {
-        int fd = connect_daemon();
+        int fd = started_fd >= 0 ? started_fd : shim_control_connect();
+        bool registered = started_fd >= 0;
+
+        started_fd = -1;
         if (fd < 0) {
             /* Quiet: most programs run where no daemon is. */
             if (fd != last_err)
@@ -534,10 +557,13 @@ static void *control_main(void *arg)
         }
         last_err = 0;
         atomic_store(&ctl.fd, fd);
-        LOG_INFO("control: connected to crane-guestd at %s",
-                 shim_config.control_socket);
-        session(fd);
+        shim_ctl_link_set(fd);
+        if (!registered)
+            LOG_INFO("control: connected to crane-guestd at %s",
+                     shim_config.control_socket);
+        session(fd, registered);
         /* A forked child may have closed its copy; ours is still ours. */
+        shim_ctl_link_set(-1);
         atomic_store(&ctl.fd, -1);
         close(fd);
         sleep_ms(CONTROL_RETRY_MS / 4);
@@ -550,19 +576,23 @@ static void *control_main(void *arg)
 static void control_atfork_child(void)
 {
     int fd = atomic_exchange(&ctl.fd, -1);
+    shim_ctl_link_atfork_child();
     if (fd >= 0)
         close(fd);
 }
 
-int shim_control_start(void)
+int shim_control_start(int fd)
 {
     pthread_attr_t attr;
     sigset_t all, old;
     pthread_t thread;
     int rc;
 
-    if (!shim_config.control_socket)
+    if (!shim_config.control_socket) {
+        if (fd >= 0)
+            close(fd);
         return 0;
+    }
     if (strlen(shim_config.control_socket) >=
         sizeof(((struct sockaddr_un *)0)->sun_path)) {
         LOG_WARN("control: CRANE_SOCKET path too long; no guest daemon "
@@ -576,9 +606,11 @@ int shim_control_start(void)
      * blocked, it inherits that mask. */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = -pthread_create(&thread, &attr, control_main, NULL);
+    rc = -pthread_create(&thread, &attr, control_main, (void *)(intptr_t)fd);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    if (rc < 0 && fd >= 0)
+        close(fd);
     if (rc < 0)
         LOG_WARN("control: cannot start the control thread: %s",
                  strerror(-rc));

@@ -84,7 +84,7 @@ int shim_conn_flush_locked(void)
     shim_conn.batch_len = 0;
     if (rc < 0) {
         LOG_ERROR("remote: sending to the proxy failed: %s", strerror(-rc));
-        atomic_store(&shim_conn.dead, true);
+        shim_conn_lost("sending to it failed");
         shutdown(shim_conn.fd, SHUT_RDWR);
     }
     return rc;
@@ -193,7 +193,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
         atomic_fetch_add(&shim_conn.out_copy_ns,
                          (uint64_t)((shim_now() - t0) * 1e9));
         if (rc < 0) {
-            atomic_store(&shim_conn.dead, true);
+            shim_conn_lost("sending to it failed");
             shutdown(shim_conn.fd, SHUT_RDWR);
             return rc;
         }

@@ -167,6 +167,10 @@ int shim_conn_read_one(void);
 /* The stream ended: every waiter fails, detached reads are counted lost;
  * under no lock. */
 void shim_conn_broken(void);
+/* Marks the connection dead; the first time, while the program's calls go
+ * to it, tells crane-guestd WHY (shim_ctl_fault), before those calls can
+ * fail of it. */
+void shim_conn_lost(const char *why);
 /* A reply's bytes handed to S's sink (ring 1's piece where it lies, or
  * the stream's bytes through a bounce): < 0, the connection is out of
  * step; whether a sink still holds ring 1's room (remote_ring.c). */

@@ -346,7 +346,7 @@ void shim_conn_broken(void)
     /* Fail every waiter.  Detached reads that never arrived are counted,
      * never forgotten: their bytes are missing, so every later call
      * (clFinish included) fails instead of passing partial data. */
-    atomic_store(&shim_conn.dead, true);
+    shim_conn_lost("the proxy closed it, or reading from it failed");
     /* The stream is out of step: nobody may read from it any more (the
      * reader thread or a caller would otherwise wait on it). */
     shutdown(shim_conn.fd, SHUT_RDWR);

@@ -110,7 +110,8 @@ static void give_up(double silent_s, double now)
                   "heartbeat either); closing the connection, calls on it "
                   "fail",
                   silent_s, shim_config.proxy_timeout_ms);
-    atomic_store(&shim_conn.dead, true);
+    shim_conn_lost("it showed no sign of life within "
+                   "CRANE_PROXY_TIMEOUT_MS while calls waited");
     shutdown(shim_conn.fd, SHUT_RDWR);
 }
 

@@ -8,14 +8,46 @@
 #include "log.h"
 #include "shim.h"
 
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+/* At exit: a switch under way ends before the process goes on exiting,
+ * and none starts after it (the lock is kept to the end).  A vendor loaded
+ * by a resume's switch while the process was already tearing its
+ * libraries down crashed it (LLVM's options registered twice, churn).
+ * Bounded: a switch stuck past 10 s is left to the exit. */
+static void hold_switches_at_exit(void)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    if (pthread_mutex_timedlock(&shim.rehome_lock, &until) != 0)
+        LOG_WARN("exit: a switch still runs after 10 s; exiting under it");
+}
+
 static void init_once(void)
 {
+    int fd = -1;
+
     crn_log_init_env("crane-shim");
     shim_config_load();
     shim_store_set_twin_release(shim_twin_release);
+    /* Not told to remote: crane-guestd says where the first call goes (the
+     * proxy while the VM is prepared for a live migration). */
     shim.backend = shim_config.start_remote ? &shim_remote_ops
-                                            : &shim_native_ops;
+                                            : shim_control_begin(&fd);
     shim.init_err = shim.backend->load();
+    if (shim.init_err && !shim_config.start_remote &&
+        shim.backend == &shim_remote_ops) {
+        LOG_WARN("control: the proxy %s refused the program's start (%d): "
+                 "starting on the GPU",
+                 shim_config.remote, shim.init_err);
+        shim.backend = &shim_native_ops;
+        shim.init_err = shim.backend->load();
+    }
     if (shim.init_err == 0)
         shim.init_err = shim_platforms_bind();
     if (shim.init_err == 0 && shim_config.rehome_every) {
@@ -23,8 +55,14 @@ static void init_once(void)
                  shim_config.rehome_every);
         shim_test_hook_arm(shim_config.rehome_every, shim_rehome);
     }
-    if (shim.init_err == 0)
-        shim_control_start();
+    if (shim.init_err != 0) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    /* The control thread takes FD (and closes it if it cannot start). */
+    if (shim_control_start(fd) == 0 && shim_config.control_socket)
+        atexit(hold_switches_at_exit);
 }
 
 int shim_init(void)

@@ -8,6 +8,9 @@
  *                    passthrough), after DELAY_MS
  *   silent           registers, then never answers
  *   exit-on-prepare  exits as soon as a prepare arrives
+ *   fault-on-resume  answers as ok does, but when a resume arrives reports
+ *                    a fault (a lost proxy) and exits, as a program dies
+ *                    of its proxy's loss in the middle of the resume
  *   fail-prepare     refuses every prepare with -EBUSY
  *   garbage          sends bytes that are no message
  *   no-register      sends an ack before registering
@@ -62,6 +65,18 @@ static int send_ack(int fd, uint64_t id, Crane__Control__Op op, int err,
     m.id = id;
     m.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_ACK;
     m.ack = &a;
+    return crn_frame_write(fd, &m.base);
+}
+
+static int send_fault(int fd)
+{
+    Crane__Control__ShimMessage m = CRANE__CONTROL__SHIM_MESSAGE__INIT;
+    Crane__Control__Fault f = CRANE__CONTROL__FAULT__INIT;
+
+    f.err = -ENOTCONN;
+    f.reason = (char *)"fake: the connection to the proxy was lost";
+    m.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_FAULT;
+    m.fault = &f;
     return crn_frame_write(fd, &m.base);
 }
 
@@ -141,6 +156,8 @@ int main(int argc, char **argv)
             break;
         case CRANE__CONTROL__DAEMON_MESSAGE__MSG_RESUME:
             op = CRANE__CONTROL__OP__OP_RESUME;
+            if (strcmp(how, "fault-on-resume") == 0)
+                _exit(send_fault(fd) < 0);
             mode = CRANE__CONTROL__PROGRAM_MODE__PROGRAM_PASSTHROUGH;
             break;
         case CRANE__CONTROL__DAEMON_MESSAGE__MSG_ABORT:

@@ -21,8 +21,8 @@ never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
 register-timeout program-bound socket-perms host-auth host-tls host-idle module-busy
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare daemon-restart-full-disk abort-mid-prepare churn
-bad-host-input
-bad-shim-input port no-daemon cli shm"
+bad-host-input bad-shim-input port no-daemon cli shm start-live start-offline
+start-wait-bound lost-proxy-killed lost-mid-resume silent-since"
 
 case "${1:-}" in
 --list) echo $CASES; exit 0 ;;
@@ -107,7 +107,7 @@ ctl() { "$CTL" --connect "unix:$T/ctl.sock" --timeout 120 "$@"; }
 # worker N: a cl_worker under the shim, registered with the daemon.
 worker() {
     local n=$1
-    CRANE_SOCKET=$T/guest.sock CRANE_LOG_LEVEL=info \
+    CRANE_START_WAIT_MS=${START_WAIT_MS:-300000} CRANE_SOCKET=$T/guest.sock CRANE_LOG_LEVEL=info \
         CRANE_LOG_FILE=$T/shim$n.log "$RUN" "$WORKER" --stop-file "$T/stop" \
         --progress "$T/progress$n" --seconds 240 >"$T/w$n.out" 2>&1 &
     PIDS+=($!)
@@ -970,7 +970,10 @@ case_churn() {
     [ "$(cat "$T"/churn.* | grep -c '^exit 0')" -eq 10 ] ||
         die "a program exited non-zero"
     local switched
-    switched=$(grep -c 'longrun.*: prepare done' "$T/guestd.log")
+    # Onto the proxy by a prepare, or from the first call by a start
+    # during one (docs/guest.md, "Programs that start during a migration").
+    switched=$(grep -c 'longrun.*: prepare done\|longrun.*: started during .* to the proxy' \
+        "$T/guestd.log")
     echo "switches to the proxy: $switched"
     [ "$switched" -ge 3 ] || die "too few programs were switched"
     expect_ok status
@@ -1259,6 +1262,9 @@ case_shm() {
     all_in passthrough || die "not every program is back in passthrough"
     finish_workers 1 2
 }
+
+# Programs that start during a migration, lost programs, the reasons.
+. tests/guest/guestd-start.sh
 
 fn="case_${1//-/_}"
 declare -F "$fn" >/dev/null || { echo "unknown case $1"; exit 2; }

@@ -15,6 +15,10 @@
  *   failed       the rollback fails too: MigrateDone FAILED
  *   remoting     no GPU at the destination: MigrateDone REMOTING; one
  *                program's name is hostile (escape sequence, newline)
+ *   lost         as ok, but one program died of a fault during the resume:
+ *                a step "lost" with its reason, the result OK with an
+ *                error naming it (what crane-hostd's run.c makes of a
+ *                guest's answer that names a program lost)
  *   hang         never answers (until the client leaves)
  *   close        two Progress, then closes without MigrateDone
  *   garbage      a frame that does not decode
@@ -173,6 +177,20 @@ static const struct fake_step remoting_steps[] = {
     {"attach", 0, "", 4.200, 0.100, -ENODEV, "no free GPU in the pool"},
 };
 
+static const struct fake_step lost_steps[] = {
+    {"check", 0, "", 0.001, 0.009, 0, ""},
+    {"prepare", 0, "", 0.012, 0.046, 0, ""},
+    {"pre", 4242, "cl_worker", 0.013, 0.045, 0, ""},
+    {"pre", 4243, "render farm", 0.013, 0.040, 0, ""},
+    {"detach", 0, "", 0.060, 0.120, 0, ""},
+    {"migrate", 0, "", 0.181, 4.019, 0, ""},
+    {"attach", 0, "", 4.200, 0.100, 0, ""},
+    {"resume", 0, "", 4.300, 0.120, 0, ""},
+    {"post", 4242, "cl_worker", 4.301, 0.060, 0, ""},
+    {"lost", 4243, "render farm", 4.301, 0, -ENOTCONN,
+     "the connection to the proxy tcp:px:7000 was lost"},
+};
+
 static const struct fake_event close_events[] = {
     {"check", "host-b ready: 1 of 2 GPUs free", 0.010, -1, 0},
     {"prepare", "programs taken off the GPU", 0.058, -1, 0},
@@ -193,6 +211,10 @@ static const struct fake_script scripts[] = {
      CRANE__HOSTD__RESULT__RESULT_REMOTING,
      "host-b has no usable GPU: programs remote until one is attached",
      remoting_steps, N(remoting_steps), 4.310, GIB},
+    {"lost", ok_events, N(ok_events), CRANE__HOSTD__RESULT__RESULT_OK,
+     "1 program(s) lost to a fault: render farm[4243]: the connection to "
+     "the proxy tcp:px:7000 was lost",
+     lost_steps, N(lost_steps), 4.420, GIB},
     {"close", close_events, N(close_events), 0, "", NULL, 0, 0, 0},
     {"partial", close_events, 1, 0, "", NULL, 0, 0, 0},
     {"unknown", close_events, 1, (Crane__Hostd__Result)9, "", NULL, 0, 1, 0},

@@ -22,6 +22,7 @@ usage-missing-value usage-bad-timeout usage-timeout-without-live
 usage-live-offline usage-bad-proxy usage-bad-peer usage-bad-wait
 usage-bad-connect xml-missing xml-unusable map-defaults map-options
 map-xml map-connect-env ok verbose verbose-tty rolled-back failed remoting
+lost
 no-daemon hang-wait partial-wait close garbage empty huge unknown-result
 interrupt valgrind"
 
@@ -367,6 +368,20 @@ case_remoting() {
     has_line "program 666     evil?]0;owned??result:_ok pre      30.0 ms post         - ms"
     grep -q $'\x1b\|\x07' "$T/out" && die "control bytes reach the terminal"
     [ "$(grep -c '^result:' "$T/out")" = 1 ] || die "a forged result line"
+}
+
+# A program died of a fault during the migration: its step "lost" with
+# the reason, LOST on its line, a lost line, and exit status 6, not 0.
+case_lost() {
+    fake lost
+    migf vm1 qemu:///b
+    expect_rc 6
+    finish
+    has_line "step    lost      4243    render_farm          4.301       0.0  FAILED: the connection to the proxy tcp:px:7000 was lost"
+    has_line "program 4243    render_farm      pre      40.0 ms post         - ms  LOST"
+    has_line "lost: 1 program(s) died of a fault during the migration"
+    has_line "result: ok: 1 program(s) lost to a fault: render farm[4243]: the connection to the proxy tcp:px:7000 was lost"
+    err_line 'moved, but 1 program\(s\) died of a fault'
 }
 
 case_no_daemon() {
