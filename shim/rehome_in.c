@@ -119,6 +119,8 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
             shim_plan_free(&stale_plan);
     }
     if (rc == 0)
+        rc = shim_fault_at("devices");
+    if (rc == 0)
         rc = shim_platforms_bind();
     t->load = shim_now() - ts;
     if (rc < 0) {
