@@ -10,8 +10,8 @@
  * point.  Steps: prebuild (gate open; a failure only stops making
  * kernels ahead), finish, extract, extract-done, release, dlopen and
  * platforms (native.c, each vendor's load), devices (the binding), load,
- * rebuild, args, reinject, reinject-done (docs/fault.md lists where each
- * is).
+ * rebuild (rebuild-context, rebuild-queue: at those kinds only), args,
+ * reinject, reinject-done (docs/fault.md lists where each is).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include "log.h"
 #include "shim.h"
 
-#define MAX_STEPS 16
+#define MAX_STEPS 32
 
 static struct {
     pthread_mutex_t lock;

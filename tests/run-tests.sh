@@ -479,6 +479,14 @@ for t in $(tests/fault/fault.sh --list); do
     case_ "fault/$t" tests/fault/fault.sh "$t"
 done
 
+# tests/fault/reload.sh: a reload that fails at each of its steps (the
+# vendor's dlopen, its platforms, the device binding, a context's or
+# queue's recreation, the arguments, the bytes put back), under the ASan
+# shim: OpenCL errors, the proxy, or a second try from RAM; never a crash.
+for t in $(tests/fault/reload.sh --list); do
+    case_ "reload/$t" tests/fault/reload.sh "$t"
+done
+
 echo "# guest daemon"
 # crane-guestd driven by cranectl, real programs under the shim, a real
 # proxy, a fake modprobe; each case in tests/guest/guestd.sh.
