@@ -486,6 +486,15 @@ done
 for t in $(tests/fault/reload.sh --list); do
     case_ "reload/$t" tests/fault/reload.sh "$t"
 done
+# bench/rehome/budget.sh, short: one process re-homed 60 times both ways
+# (the vendor kept, then reloaded at every way back), and 60 times on the
+# vendor reloaded each time: every word right, fds and mappings flat.
+case_ "reload/budget-alternate" bench/rehome/budget.sh --rehomes 60 \
+    --words 65536
+case_ "reload/budget-always" bench/rehome/budget.sh --rehomes 60 \
+    --words 65536 --unload always
+case_ "reload/budget-always-native" bench/rehome/budget.sh --rehomes 60 \
+    --words 65536 --unload always --to native
 
 echo "# guest daemon"
 # crane-guestd driven by cranectl, real programs under the shim, a real

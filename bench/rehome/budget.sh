@@ -92,6 +92,22 @@ env "${VENDOR_ENV[@]}" CRANE_SOCKET=none CRANE_REHOME_TO="$TO" \
 RC=$?
 tail -3 "$T/out"
 
+# What the re-homes cost (the report's total = stoppage, and its load
+# step), median per direction: auto against always is what keeping the
+# vendor loaded saves.
+for dir in native:native native:remote remote:native; do
+    awk -v f="${dir%%:*}" -v t="${dir##*:}" '
+    $1 == "rehome" && $3 == "rc=0" && $4 == "from=" f && $5 == "to=" t {
+        split($6, a, "="); split($12, b, "="); n++; tot[n] = a[2]; ld[n] = b[2]
+    }
+    function median(v, n,   i, j, x) {
+        for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j > 0 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+        return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    END { if (n) printf "budget.sh: %s -> %s: %d re-homes, median stoppage %.3f ms, load %.3f ms\n",
+        f, t, n, median(tot, n) * 1e3, median(ld, n) * 1e3 }' "$T/report"
+done
+
 # The counts after the tenth re-home (the same way as the last: N and 10
 # have the same parity, or the eleventh) against the last and the most.
 awk -v n="$N" -v sf="$SLACK_FDS" -v sm="$SLACK_MAPS" -v rc="$RC" \
