@@ -63,6 +63,11 @@
 #               forbid get NVIDIA's verdicts natively, under the shim,
 #               re-homed and switched to a proxy and back (build it first:
 #               make build/tests/integration/hostaccess_lenient)
+#   rehome      bench/rehome/dlloop --lib libnvidia-opencl.so.1 --loads 200
+#               (then with --context), then bench/rehome/budget.sh --lib
+#               libnvidia-opencl.so.1 --rehomes 1000 both ways with
+#               CRANE_VENDOR_UNLOAD=auto and =always, and on the vendor
+#               (--to native) with each: issue 21 item 2 (minutes)
 # Which platform each part used is in its log (the DEVICE lines, or the
 # vendor set named at its top).
 set -u
@@ -204,6 +209,19 @@ part_cross() {
 part_hostaccess() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
     tests/integration/lenient.sh --vendors /tmp/nv-only
+}
+
+part_rehome() {
+    local lib=libnvidia-opencl.so.1
+    $B/bench/dlloop --lib $lib --loads 200 --every 10
+    $B/bench/dlloop --lib $lib --loads 200 --every 10 --context
+    for to in alternate native; do
+        for u in auto always; do
+            echo "# budget.sh --to $to --unload $u"
+            nv bench/rehome/budget.sh --lib $lib --rehomes 1000 --to $to \
+                --unload $u
+        done
+    done
 }
 
 [ $# -gt 0 ] || set -- info shimcost programs remote cross

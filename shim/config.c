@@ -45,6 +45,16 @@ void shim_config_load(void)
     shim_config.base_namespace = !(ns && strcmp(ns, "new") == 0);
     if (ns && strcmp(ns, "new") != 0 && strcmp(ns, "base") != 0)
         LOG_WARN("ignoring CRANE_VENDOR_NAMESPACE=%s (new|base)", ns);
+    /* Whether a re-home unloads the vendor (native.c). */
+    const char *unload = env_str("CRANE_VENDOR_UNLOAD");
+    shim_config.vendor_unload = SHIM_UNLOAD_AUTO;
+    if (unload && strcmp(unload, "always") == 0)
+        shim_config.vendor_unload = SHIM_UNLOAD_ALWAYS;
+    else if (unload && strcmp(unload, "never") == 0)
+        shim_config.vendor_unload = SHIM_UNLOAD_NEVER;
+    else if (unload && strcmp(unload, "auto") != 0)
+        LOG_WARN("ignoring CRANE_VENDOR_UNLOAD=%s (auto|always|never)",
+                 unload);
     shim_config.rehome_every =
         (unsigned long)env_long("CRANE_REHOME_EVERY", 0, 0);
     shim_config.rehome_timeout_ms =

@@ -6,10 +6,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* CRANE_VENDOR_UNLOAD: when a re-home unloads the vendor (native.c). */
+enum shim_unload {
+    SHIM_UNLOAD_AUTO,            /* only when the GPU leaves and the vendor
+                                    holds device files, or in a fresh
+                                    namespace per load */
+    SHIM_UNLOAD_ALWAYS,          /* at every re-home off it */
+    SHIM_UNLOAD_NEVER,           /* kept loaded for the process's life */
+};
+
 struct shim_config {
     const char *vendors_dir;     /* CRANE_VENDORS_DIR */
     const char *vendor_libs;     /* CRANE_VENDOR_LIBS, ':'-separated */
     bool base_namespace;         /* unless CRANE_VENDOR_NAMESPACE=new */
+    enum shim_unload vendor_unload;  /* CRANE_VENDOR_UNLOAD */
     unsigned long rehome_every;  /* CRANE_REHOME_EVERY (test hook) */
     long rehome_timeout_ms;      /* CRANE_REHOME_TIMEOUT_MS */
     long kernel_wait_ms;         /* CRANE_SWITCH_KERNEL_WAIT_MS: how long

@@ -125,9 +125,10 @@ static double deadline_of(uint32_t ms)
     return shim_now() + (ms ? ms : CONTROL_DEFAULT_DEADLINE_MS) / 1e3;
 }
 
+/* A prepare: the GPU leaves once every program is off it. */
 static int to_remote(struct shim_rehome_times *t)
 {
-    return shim_switch(&shim_remote_ops, t);
+    return shim_switch_gpu_leaves(&shim_remote_ops, t);
 }
 
 static int to_native(struct shim_rehome_times *t)

@@ -3,13 +3,15 @@
  * CRANE_TEST_FAIL_AT=STEP[:N][@K] fails the N-th time (default the first)
  * switch number K (default 1; parks and unparks count) reaches STEP, as if
  * that step's transfer or rebuild had failed; K may be '*' (every
- * switch).  CRANE_TEST_STOP_AT=STEP[:N][@K] stops there instead:
+ * switch), and N '*' (every visit).  CRANE_TEST_STOP_AT=STEP[:N][@K] stops there instead:
  * the shim creates CRANE_TEST_STOP_FILE and waits (at most
  * CRANE_REHOME_TIMEOUT_MS) until the test removes it, so that the test can
  * kill or freeze the proxy, the daemon or the program at exactly that
  * point.  Steps: prebuild (gate open; a failure only stops making
- * kernels ahead), finish, extract, extract-done, release, load, rebuild,
- * args, reinject, reinject-done (docs/fault.md lists where each is).
+ * kernels ahead), finish, extract, extract-done, release, dlopen and
+ * platforms (native.c, each vendor's load), devices (the binding), load,
+ * rebuild (rebuild-context, rebuild-queue: at those kinds only), args,
+ * reinject, reinject-done (docs/fault.md lists where each is).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +24,7 @@
 #include "log.h"
 #include "shim.h"
 
-#define MAX_STEPS 16
+#define MAX_STEPS 32
 
 static struct {
     pthread_mutex_t lock;
@@ -69,17 +71,21 @@ static bool names(const char *spec, const char *step, unsigned long n)
     if (!spec || strncmp(spec, step, len) != 0)
         return false;
     p = spec + len;
-    if (*p == ':') {
+    bool any = false;            /* ":*": every visit */
+    if (*p == ':' && p[1] == '*') {
+        any = true;
+        p += 2;
+    } else if (*p == ':') {
         want = strtoul(p + 1, &end, 10);
         p = end;
     }
     if (*p == '@') {
         if (p[1] == '*' && p[2] == '\0')
-            return n == want;
+            return any || n == want;
         which = strtoul(p + 1, &end, 10);
         p = end;
     }
-    return *p == '\0' && n == want && which == reached.which;
+    return *p == '\0' && (any || n == want) && which == reached.which;
 }
 
 static void stop_here(const char *step)

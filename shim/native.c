@@ -15,6 +15,18 @@
  * scratch (glibc offers 16, so about 15 loads per process); it is opt-in
  * because the vendor then brings its own C library, and PoCL threads that
  * ran program callbacks have corrupted the heap that way.
+ *
+ * Loads are not free: NVIDIA's libnvidia-opencl.so.1 gives no platform
+ * after 127 loads in one process (issue 21).  So an unload may keep the
+ * libraries open, every object released (CRANE_VENDOR_UNLOAD): "always"
+ * closes them at every re-home off the vendor, "never" keeps them for the
+ * process's life (the GPU's driver then cannot be unloaded while the
+ * program runs), and "auto" (the default) keeps them unless the switch
+ * gives the GPU up (a migration's prepare, a park: shim.gpu_leaves) while
+ * the vendor holds a device file or device mapping, or every load is to
+ * start afresh (CRANE_VENDOR_NAMESPACE=new).  A kept vendor's next load
+ * only asks it for its platforms again.  The test hooks "dlopen" and
+ * "platforms" make a load fail at either step (docs/fault.md).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -51,8 +63,11 @@ static struct native {
     cl_platform_id *platforms;
     cl_uint n_platforms;
     unsigned char fd_before[MAX_FDS / 8];  /* fds open before the load */
-    unsigned loads;
+    unsigned loads;              /* libraries opened (dlopen) so far */
+    unsigned reuses;             /* loads that found the vendors kept */
     bool loaded;                 /* load() succeeded, no unload() since */
+    bool kept;                   /* unloaded but the libraries kept open:
+                                    a load only asks for platforms again */
     bool namespaces_exhausted;
 } nat;
 
@@ -149,9 +164,10 @@ static bool is_device_path(const char *p)
     return true;
 }
 
-/* Device files the vendor opened and left open.  The program's own fds were
- * either open before the vendor loaded, or are not device nodes. */
-static unsigned close_vendor_device_fds(void)
+/* Device files the vendor opened and left open, closed if CLOSE; how
+ * many.  The program's own fds were either open before the vendor loaded,
+ * or are not device nodes. */
+static unsigned vendor_device_fds(bool close_them)
 {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
@@ -177,13 +193,14 @@ static unsigned close_vendor_device_fds(void)
             fds[n++] = fd;
     }
     closedir(d);
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; close_them && i < n; i++)
         close(fds[i]);
     return n;
 }
 
-/* Device memory the vendor mapped and did not unmap. */
-static unsigned unmap_device_memory(void)
+/* Device memory mapped (by the vendor: the program maps none of its own
+ * while it runs on a vendor), unmapped if UNMAP; how many spans. */
+static unsigned device_memory(bool unmap)
 {
     FILE *f = fopen("/proc/self/maps", "re");
     char line[PATH_MAX + 128];
@@ -206,7 +223,7 @@ static unsigned unmap_device_memory(void)
         }
     }
     fclose(f);
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; unmap && i < n; i++)
         munmap((void *)spans[i].lo, spans[i].hi - spans[i].lo);
     return n;
 }
@@ -230,108 +247,175 @@ static unsigned count_vendor_mappings(void)
     return n;
 }
 
+/* VD's library opened, in a fresh namespace where asked (LMID: the one
+ * this load opened, shared by its vendors). */
+static void open_vendor(struct vendor *vd, Lmid_t *lmid)
+{
+    bool fresh_namespace = !shim_config.base_namespace;
+
+    if (shim_fault_at("dlopen") < 0) {
+        LOG_WARN("native: cannot load OpenCL vendor %s: the test hook",
+                 vd->path);
+        return;
+    }
+    if (fresh_namespace && !nat.namespaces_exhausted) {
+        vd->handle = dlmopen(*lmid, vd->path, RTLD_NOW | RTLD_LOCAL);
+        if (vd->handle && *lmid == LM_ID_NEWLM)
+            dlinfo(vd->handle, RTLD_DI_LMID, lmid);
+        if (!vd->handle && *lmid == LM_ID_NEWLM) {
+            /* glibc has at most 16 namespaces, and each needs static
+             * TLS (crane-run raises both through GLIBC_TUNABLES). */
+            LOG_WARN("native: no fresh namespace for %s (%s); from now "
+                     "on the vendor is reopened in the main namespace, "
+                     "where it may not reinitialise",
+                     vd->path, dlerror());
+            nat.namespaces_exhausted = true;
+        }
+    }
+    if (!vd->handle && (!fresh_namespace || nat.namespaces_exhausted))
+        vd->handle = dlopen(vd->path, RTLD_NOW | RTLD_LOCAL);
+    if (!vd->handle) {
+        LOG_WARN("native: cannot load OpenCL vendor %s: %s", vd->path,
+                 dlerror());
+        return;
+    }
+    nat.loads++;
+    vd->get_ext = (get_ext_fn)dlsym(vd->handle,
+                                    "clGetExtensionFunctionAddress");
+}
+
+static void close_vendor(struct vendor *vd)
+{
+    if (vd->handle && dlclose(vd->handle) != 0)
+        LOG_WARN("native: dlclose(%s): %s", vd->path, dlerror());
+    vd->handle = NULL;
+    vd->get_ext = NULL;
+}
+
+/* VD's platforms appended to the list: 0, -ENOENT when it offers none
+ * (it is closed then), -ENOMEM. */
+static int vendor_platforms(struct vendor *vd)
+{
+    icd_get_platforms_fn get_platforms = NULL;
+    cl_uint n = 0;
+
+    if (vd->get_ext)
+        get_platforms = (icd_get_platforms_fn)vd->get_ext(
+            "clIcdGetPlatformIDsKHR");
+    if (!get_platforms)
+        get_platforms = (icd_get_platforms_fn)dlsym(vd->handle,
+                                                    "clIcdGetPlatformIDsKHR");
+    if (shim_fault_at("platforms") < 0 || !get_platforms ||
+        get_platforms(0, NULL, &n) != CL_SUCCESS || n == 0) {
+        LOG_WARN("native: %s is not a usable OpenCL ICD (no platforms, "
+                 "load #%u of it)", vd->path, nat.loads);
+        close_vendor(vd);
+        return -ENOENT;
+    }
+    cl_platform_id *all = realloc(
+        nat.platforms, (nat.n_platforms + n) * sizeof(cl_platform_id));
+    if (!all)
+        return -ENOMEM;
+    nat.platforms = all;
+    if (get_platforms(n, nat.platforms + nat.n_platforms, NULL) ==
+        CL_SUCCESS)
+        nat.n_platforms += n;
+    return 0;
+}
+
 static int native_load(void)
 {
-    char tried[PATH_MAX + 64];
-    bool fresh_namespace = !shim_config.base_namespace;
+    char tried[PATH_MAX + 64] = "the vendors kept loaded";
     Lmid_t lmid = LM_ID_NEWLM;
+    bool kept = nat.kept;
     int rc;
 
     /* Loaded ahead of a switch back from the proxy (prewarm.c). */
     if (nat.loaded)
         return 0;
-    rc = find_vendors(tried, sizeof(tried));
-    if (rc < 0) {
-        LOG_ERROR("native: cannot list OpenCL vendors in %s: %s", tried,
-                  strerror(-rc));
-        return rc;
+    if (!kept) {
+        rc = find_vendors(tried, sizeof(tried));
+        if (rc < 0) {
+            LOG_ERROR("native: cannot list OpenCL vendors in %s: %s", tried,
+                      strerror(-rc));
+            return rc;
+        }
+        if (nat.n_vendors == 0) {
+            LOG_ERROR("native: no OpenCL vendor library found (tried %s)",
+                      tried);
+            return -ENOENT;
+        }
+        snapshot_fds();
     }
-    if (nat.n_vendors == 0) {
-        LOG_ERROR("native: no OpenCL vendor library found (tried %s)", tried);
-        return -ENOENT;
-    }
-    snapshot_fds();
+    nat.kept = false;
     free(nat.platforms);
     nat.platforms = NULL;
     nat.n_platforms = 0;
-
     for (unsigned v = 0; v < nat.n_vendors; v++) {
         struct vendor *vd = &nat.vendors[v];
-        icd_get_platforms_fn get_platforms = NULL;
-        cl_uint n = 0;
-
-        if (fresh_namespace && !nat.namespaces_exhausted) {
-            vd->handle = dlmopen(lmid, vd->path, RTLD_NOW | RTLD_LOCAL);
-            if (vd->handle && lmid == LM_ID_NEWLM)
-                dlinfo(vd->handle, RTLD_DI_LMID, &lmid);
-            if (!vd->handle && lmid == LM_ID_NEWLM) {
-                /* glibc has at most 16 namespaces, and each needs static
-                 * TLS (crane-run raises both through GLIBC_TUNABLES). */
-                LOG_WARN("native: no fresh namespace for %s (%s); from now "
-                         "on the vendor is reopened in the main namespace, "
-                         "where it may not reinitialise",
-                         vd->path, dlerror());
-                nat.namespaces_exhausted = true;
-            }
-        }
-        if (!vd->handle && (!fresh_namespace || nat.namespaces_exhausted))
-            vd->handle = dlopen(vd->path, RTLD_NOW | RTLD_LOCAL);
-        if (!vd->handle) {
-            LOG_WARN("native: cannot load OpenCL vendor %s: %s", vd->path,
-                     dlerror());
-            continue;
-        }
-        vd->get_ext = (get_ext_fn)dlsym(vd->handle,
-                                        "clGetExtensionFunctionAddress");
-        if (vd->get_ext)
-            get_platforms = (icd_get_platforms_fn)vd->get_ext(
-                "clIcdGetPlatformIDsKHR");
-        if (!get_platforms)
-            get_platforms = (icd_get_platforms_fn)dlsym(
-                vd->handle, "clIcdGetPlatformIDsKHR");
-        if (!get_platforms || get_platforms(0, NULL, &n) != CL_SUCCESS ||
-            n == 0) {
-            LOG_WARN("native: %s is not a usable OpenCL ICD (no platforms)",
-                     vd->path);
-            continue;
-        }
-        cl_platform_id *all = realloc(
-            nat.platforms, (nat.n_platforms + n) * sizeof(cl_platform_id));
-        if (!all)
+        if (!vd->handle)
+            open_vendor(vd, &lmid);
+        if (vd->handle && vendor_platforms(vd) == -ENOMEM)
             return -ENOMEM;
-        nat.platforms = all;
-        if (get_platforms(n, nat.platforms + nat.n_platforms, NULL) ==
-            CL_SUCCESS)
-            nat.n_platforms += n;
     }
     if (nat.n_platforms == 0) {
         LOG_ERROR("native: no OpenCL platform could be loaded (tried %s)",
                   tried);
         return -ENOENT;
     }
-    nat.loads++;
     nat.loaded = true;
-    LOG_INFO("native: loaded %u platform(s) from %u vendor(s), load #%u",
-             nat.n_platforms, nat.n_vendors, nat.loads);
+    if (kept)
+        nat.reuses++;
+    LOG_INFO("native: %u platform(s) from %u vendor(s), %s (%u load(s) of "
+             "a library so far, %u re-home(s) kept it loaded)",
+             nat.n_platforms, nat.n_vendors,
+             kept ? "kept loaded" : "loaded", nat.loads, nat.reuses);
     return 0;
+}
+
+/* Whether this unload keeps the vendors loaded (CRANE_VENDOR_UNLOAD; see
+ * the top of this file).  AUTO unloads only where keeping would hold the
+ * GPU: the switch gives it up and the vendor holds a device file or a
+ * device mapping; or where every load is to start afresh (a new
+ * namespace per load). */
+static bool keep_loaded(void)
+{
+    switch (shim_config.vendor_unload) {
+    case SHIM_UNLOAD_ALWAYS:
+        return false;
+    case SHIM_UNLOAD_NEVER:
+        return true;
+    case SHIM_UNLOAD_AUTO:
+        break;
+    }
+    if (!shim_config.base_namespace)
+        return false;
+    if (!shim.gpu_leaves)
+        return true;
+    return vendor_device_fds(false) == 0 && device_memory(false) == 0;
 }
 
 static int native_unload(void)
 {
+    bool keep = keep_loaded();
+
     nat.loaded = false;
-    for (unsigned v = 0; v < nat.n_vendors; v++) {
-        if (nat.vendors[v].handle && dlclose(nat.vendors[v].handle) != 0)
-            LOG_WARN("native: dlclose(%s): %s", nat.vendors[v].path,
-                     dlerror());
-        nat.vendors[v].handle = NULL;
-        nat.vendors[v].get_ext = NULL;
-    }
     free(nat.platforms);
     nat.platforms = NULL;
     nat.n_platforms = 0;
+    if (keep) {
+        nat.kept = true;
+        LOG_INFO("native: every object released, the vendor kept loaded "
+                 "(%u device fd(s) it holds stay open)",
+                 vendor_device_fds(false));
+        return 0;
+    }
+    nat.kept = false;
+    for (unsigned v = 0; v < nat.n_vendors; v++)
+        close_vendor(&nat.vendors[v]);
 
-    unsigned fds = close_vendor_device_fds();
-    unsigned maps = unmap_device_memory();
+    unsigned fds = vendor_device_fds(true);
+    unsigned maps = device_memory(true);
     unsigned code = count_vendor_mappings();
     LOG_INFO("native: unloaded; closed %u device fd(s), unmapped %u device "
              "mapping(s); %u code mapping(s) of the old copy remain",

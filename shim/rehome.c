@@ -32,8 +32,9 @@ static void reopen(struct pass *ps, struct shim_rehome_times *t, double t0)
         shim_rehome_bg_start();
 }
 
-/* Takes the rehome lock and closes the gate; -EDEADLK from a callback. */
-static int begin(const struct shim_backend_ops *to,
+/* Takes the rehome lock and closes the gate; -EDEADLK from a callback.
+ * GPU_LEAVES: the GPU goes after this switch (a migration; native.c). */
+static int begin(const struct shim_backend_ops *to, bool gpu_leaves,
                  struct shim_rehome_times *t, double *t0)
 {
     memset(t, 0, sizeof(*t));
@@ -53,6 +54,12 @@ static int begin(const struct shim_backend_ops *to,
         return -EBUSY;
     }
     shim_rehome_bg_join();
+    shim.gpu_leaves = gpu_leaves;
+    /* Visits count from here: a load ahead (prewarm, the device check)
+     * is this switch's. */
+    shim_fault_switch(shim.rehomes + 1);
+    /* Its objects on no backend (dead.c): its state is all in RAM. */
+    bool dead = shim.backend == &shim_dead_ops;
     if (to != &shim_remote_ops)
         shim_twins_drop();
     /* Binaries of programs built since the last switch, for a fast
@@ -80,14 +87,14 @@ static int begin(const struct shim_backend_ops *to,
      * copies themselves, before the program stops (staging.c). */
     shim_staging_prepare_switch(shim.backend, to);
     shim_staging_prepare_shadows(shim_rehome_shadow_needed, (void *)to);
-    shim_fault_switch(shim.rehomes + 1);
     /* Onto the proxy: every object it has no twin of made there now,
      * for the rebuild to take (prebuild.c). */
-    if (to == &shim_remote_ops && shim.backend != to)
+    if (to == &shim_remote_ops && shim.backend != to && !dead)
         shim_prebuild_remote(t);
     /* What the program's devices hold, copied while it still runs:
      * the stop reads only what it changed since (precopy.c). */
-    shim_precopy(to);
+    if (!dead)
+        shim_precopy(to);
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
@@ -113,20 +120,23 @@ static int end(struct shim_rehome_times *t, int rc, const char *from,
     return rc;
 }
 
-static int switch_to(const struct shim_backend_ops *to,
+static int switch_to(const struct shim_backend_ops *to, bool gpu_leaves,
                      struct shim_rehome_times *t)
 {
     struct pass ps = {.n_hq = 0};
     const struct shim_backend_ops *from = shim.backend;
     double t0;
-    int rc = begin(to, t, &t0);
+    int rc = begin(to, gpu_leaves, t, &t0);
 
     if (rc < 0) {
         shim_rehome_report(t, rc, from ? from->name : "none", to->name);
         return rc;
     }
     from = shim.backend;
-    rc = shim_rehome_take_out(from, to, &ps, t);
+    /* From the dead side there is nothing to take out: the last switch
+     * left every byte in RAM (rehome_fallback.c). */
+    rc = from == &shim_dead_ops ? shim_rehome_dead_leave()
+                                : shim_rehome_take_out(from, to, &ps, t);
     if (rc < 0) {
         /* Nothing was released: the program runs on as it was. */
         LOG_ERROR("re-home: cannot switch from %s to %s (%d); staying on %s",
@@ -136,8 +146,9 @@ static int switch_to(const struct shim_backend_ops *to,
                   to->name, rc, from->name);
         shim_rehome_stay_on(from, to, &ps);
     } else if (rc < 0) {
-        LOG_ERROR("re-home: %s did not come back (%d); OpenCL calls will "
-                  "fail", to->name, rc);
+        /* The old side is gone: the proxy where one answers, else an
+         * error from every call (rehome_fallback.c), never a crash. */
+        shim_rehome_fallback(to, &ps, t, rc);
     }
     const char *why = shim_rehome_reason();
     if (rc < 0 && (from == &shim_remote_ops || to == &shim_remote_ops) &&
@@ -160,11 +171,16 @@ static int park(struct shim_rehome_times *t)
 {
     struct pass ps = {.n_hq = 0};
     double t0;
-    int rc = begin(NULL, t, &t0);
+    int rc = begin(NULL, true, t, &t0);
 
     if (rc < 0)
         return rc;
     const struct shim_backend_ops *from = shim.backend;
+    if (from == &shim_dead_ops) {
+        /* Nothing to park from: a resume could not say where to go. */
+        reopen(&ps, t, t0);
+        return end(t, -ENODEV, from->name, "parked");
+    }
     rc = shim_rehome_take_out(from, NULL, &ps, t);
     shim_helper_queues_release(ps.hq, &ps.n_hq);
     if (rc < 0) {
@@ -217,7 +233,7 @@ static int unpark(struct shim_rehome_times *t)
 
 /* A switch, a park or an unpark, this thread's calls marked as its own
  * (shim_own_calls) meanwhile. */
-enum move { MOVE_SWITCH, MOVE_PARK, MOVE_UNPARK };
+enum move { MOVE_SWITCH, MOVE_MIGRATE, MOVE_PARK, MOVE_UNPARK };
 
 static int own_calls(enum move what, const struct shim_backend_ops *to,
                      struct shim_rehome_times *t)
@@ -226,8 +242,8 @@ static int own_calls(enum move what, const struct shim_backend_ops *to,
     int rc;
 
     shim_own_calls = true;
-    if (what == MOVE_SWITCH)
-        rc = switch_to(to, t);
+    if (what == MOVE_SWITCH || what == MOVE_MIGRATE)
+        rc = switch_to(to, what == MOVE_MIGRATE, t);
     else
         rc = what == MOVE_PARK ? park(t) : unpark(t);
     shim_own_calls = was;
@@ -238,6 +254,12 @@ int shim_switch(const struct shim_backend_ops *to,
                 struct shim_rehome_times *t)
 {
     return own_calls(MOVE_SWITCH, to, t);
+}
+
+int shim_switch_gpu_leaves(const struct shim_backend_ops *to,
+                           struct shim_rehome_times *t)
+{
+    return own_calls(MOVE_MIGRATE, to, t);
 }
 
 int shim_park(struct shim_rehome_times *t)
@@ -263,6 +285,8 @@ int shim_rehome(struct shim_rehome_times *t)
         target = shim.backend == &shim_native_ops ? &shim_remote_ops
                                                   : &shim_native_ops;
     else if (strcmp(to, "native") == 0)
+        target = &shim_native_ops;
+    if (target == &shim_dead_ops)
         target = &shim_native_ops;
     return shim_switch(target, t);
 }

@@ -119,6 +119,8 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
             shim_plan_free(&stale_plan);
     }
     if (rc == 0)
+        rc = shim_fault_at("devices");
+    if (rc == 0)
         rc = shim_platforms_bind();
     t->load = shim_now() - ts;
     if (rc < 0) {
@@ -135,6 +137,11 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
         if (o->kind != SHIM_PLATFORM) {
             shim_vendor_err = CL_SUCCESS;
             rc = shim_fault_at("rebuild");
+            /* The first objects a reload makes, by name (tests/fault). */
+            if (rc == 0 && o->kind == SHIM_CONTEXT)
+                rc = shim_fault_at("rebuild-context");
+            if (rc == 0 && o->kind == SHIM_QUEUE)
+                rc = shim_fault_at("rebuild-queue");
             if (rc == 0 && to == &shim_remote_ops && o->ops->twins &&
                 (o->real = shim_twin_take(o))) {
                 t->twins++;

@@ -105,6 +105,13 @@ void shim_rehome_undo_bring_back(const struct shim_backend_ops *to,
                                  struct pass *ps);
 void shim_rehome_streamed_forget(struct pass *ps);
 
+/* rehome_fallback.c: after a bring_back failed with the old side gone
+ * (RC its error), the program onto the proxy where one answers (0), else
+ * onto the dead side (-ENODEV); leaving the dead side for a rebuild. */
+int shim_rehome_fallback(const struct shim_backend_ops *to, struct pass *ps,
+                         struct shim_rehome_times *t, int rc);
+int shim_rehome_dead_leave(void);
+
 /* rehome_linger.c: the old side's objects set aside (collect), dropped
  * (forget), waited for (join), released in the background (start), given
  * back (stay_on); twins taken for the rebuild or all dropped. */

@@ -608,6 +608,11 @@ struct shim_backend_ops {
 
 extern const struct shim_backend_ops shim_native_ops;
 extern const struct shim_backend_ops shim_remote_ops;
+/* Where a program goes when a re-home lost its old side and could bring up
+ * no other (dead.c): its one real handle, whose table answers every row
+ * with CL_DEVICE_NOT_AVAILABLE (retains and releases: CL_SUCCESS). */
+extern const struct shim_backend_ops shim_dead_ops;
+extern void *const shim_dead_handle;
 /* Before a switch's gate closes: staging for its vendor contexts. */
 void shim_staging_prepare_switch(const struct shim_backend_ops *from,
                                  const struct shim_backend_ops *to);
@@ -629,6 +634,11 @@ struct shim_state {
     bool parked;                 /* stop-and-copy: calls wait, state in RAM */
     const struct shim_backend_ops *parked_from;
     double parked_at;
+    bool gpu_leaves;             /* the switch under way gives the GPU up
+                                    (a migration's prepare, a park): a
+                                    vendor holding device files is
+                                    unloaded (CRANE_VENDOR_UNLOAD=auto,
+                                    native.c) */
 };
 
 extern struct shim_state shim;
@@ -783,6 +793,9 @@ int shim_rehome(struct shim_rehome_times *t);
 /* A re-home onto another backend: passthrough <-> remoting. */
 int shim_switch(const struct shim_backend_ops *to,
                 struct shim_rehome_times *t);
+/* The same, for a migration: the GPU leaves after it (shim.gpu_leaves). */
+int shim_switch_gpu_leaves(const struct shim_backend_ops *to,
+                           struct shim_rehome_times *t);
 /* Stop-and-copy: state to RAM, vendor unloaded, the program's calls held
  * until shim_unpark() brings everything back.  0 or -errno. */
 int shim_park(struct shim_rehome_times *t);

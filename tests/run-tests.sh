@@ -505,6 +505,23 @@ for t in $(tests/fault/fault.sh --list); do
     case_ "fault/$t" tests/fault/fault.sh "$t"
 done
 
+# tests/fault/reload.sh: a reload that fails at each of its steps (the
+# vendor's dlopen, its platforms, the device binding, a context's or
+# queue's recreation, the arguments, the bytes put back), under the ASan
+# shim: OpenCL errors, the proxy, or a second try from RAM; never a crash.
+for t in $(tests/fault/reload.sh --list); do
+    case_ "reload/$t" tests/fault/reload.sh "$t"
+done
+# bench/rehome/budget.sh, short: one process re-homed 60 times both ways
+# (the vendor kept, then reloaded at every way back), and 60 times on the
+# vendor reloaded each time: every word right, fds and mappings flat.
+case_ "reload/budget-alternate" bench/rehome/budget.sh --rehomes 60 \
+    --words 65536
+case_ "reload/budget-always" bench/rehome/budget.sh --rehomes 60 \
+    --words 65536 --unload always
+case_ "reload/budget-always-native" bench/rehome/budget.sh --rehomes 60 \
+    --words 65536 --unload always --to native
+
 echo "# guest daemon"
 # crane-guestd driven by cranectl, real programs under the shim, a real
 # proxy, a fake modprobe; each case in tests/guest/guestd.sh.

@@ -4,8 +4,12 @@
  * buffer, a sampler), switched with crane_rehome() every round and checked
  * byte for byte against a CPU model after each switch.
  *
- *   switchee [ROUNDS] [--map | --user-event]   (default 6 rounds)
+ *   switchee [ROUNDS] [--map | --user-event | --again]   (default 6 rounds)
  *
+ * With --again, a switch that fails is tried once more at once, before any
+ * other OpenCL call: a reload that failed with the old side gone left the
+ * program on errors (shim/dead.c), and the second try must bring it back
+ * from its state in RAM, every byte right.
  * With --map, two buffers stay mapped across every switch: a plain one
  * the program writes through its pointer only after the switch, and the
  * CL_MEM_USE_HOST_PTR one, read through its pointer after the switch.
@@ -110,6 +114,7 @@ int main(int argc, char **argv)
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 6;
     int with_maps = argc > 2 && strcmp(argv[2], "--map") == 0;
     int with_uev = argc > 2 && strcmp(argv[2], "--user-event") == 0;
+    int again = argc > 2 && strcmp(argv[2], "--again") == 0;
     int (*rehome)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "crane_rehome");
     cl_platform_id plat;
     cl_device_id dev;
@@ -236,8 +241,8 @@ int main(int argc, char **argv)
         /* The switch comes with the device's results not yet read. */
         if (rehome() == 0)
             done++;
-        else
-            failed++;
+        else if (failed++, again && rehome() == 0)
+            done++;
         if (with_maps) {
             /* Both pointers still hold, after the switch. */
             check("mapped host-pointer buffer", h_m, hp, N, r);
