@@ -84,7 +84,7 @@ build/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h)
 
 bench: build/bench/clbench build/bench/latency build/bench/switch \
     build/bench/sockbw build/bench/hostptr build/bench/pcopybw \
-    build/bench/shimcost build/bench/nullcl/libnullcl.so
+    build/bench/shimcost build/bench/nullcl/libnullcl.so build/bench/userevent
 build/bench/clbench: bench/overhead/clbench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \

@@ -135,6 +135,8 @@ int shim_remote_connect(void);
 void shim_remote_disconnect(void);
 /* Whether the stream still works (false once it failed or closed). */
 bool shim_remote_alive(void);
+/* Detached reads not yet answered, and those lost with a connection. */
+size_t shim_remote_reads_outstanding(void);
 /* Platforms from the Welcome. */
 int shim_remote_platforms(cl_platform_id **out, cl_uint *n);
 
@@ -178,6 +180,9 @@ struct rc_watch {
     void (CL_CALLBACK *fn)(cl_event, cl_int, void *);
     cl_event event;
     void *data;
+    /* The shim's own wake-up, which neither blocks nor calls OpenCL: run
+     * on the thread that read the Notify, not the callbacks thread. */
+    bool on_reader;
 };
 
 /* Registers a watch; returns its cookie for WatchEvent (0: no memory).
