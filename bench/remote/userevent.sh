@@ -3,7 +3,9 @@
 # on it (and on a marker behind it) wakes, natively and remoted through a
 # private crane-proxy on a unix socket, alternately ROUNDS times in one
 # run; prints each run's line and the remote/native ratio of the medians
-# and means (issue 21's target: remoted within 2x native).
+# and means (issue 21's target: remoted within 2x native).  With
+# BASE_LIB=PATH (another build's libcrane.so, say main's before a change)
+# the same remoted runs with it too, as "base", in the same rounds.
 #   bench/remote/userevent.sh [ITERS [ROUNDS]]   (default 60 and 2;
 #   build/ built, make bench; CRANE_SHM_MB=0 for the stream alone)
 set -u
@@ -29,15 +31,21 @@ for r in $(seq "$rounds"); do
         CRANE_BACKEND="remote:unix:$tmp/proxy.sock" $B/bin/crane-run \
             $B/bench/userevent --iters "$iters" "$what" |
             sed "s/^RESULT/remote/" | tee -a "$tmp/lines"
+        [ -n "${BASE_LIB:-}" ] &&
+            CRANE_LIB="$BASE_LIB" CRANE_BACKEND="remote:unix:$tmp/proxy.sock" \
+                $B/bin/crane-run $B/bench/userevent --iters "$iters" "$what" |
+            sed "s/^RESULT/base/" | tee -a "$tmp/lines"
     done
 done
 # The ratio of the medians and of the means over every round.
 awk '{ k = $2; m[$1, k] += $5; d[$1, k] += $7; n[$1, k]++; keys[k] = 1 }
-     END { for (k in keys) if (n["native", k] && n["remote", k])
-         printf "%s: median %.3f ms native, %.3f remote (%.1fx); " \
+     END { for (k in keys) for (s = 0; s < 2; s++) {
+         side = s ? "base" : "remote"
+         if (!n["native", k] || !n[side, k]) continue
+         printf "%s: median %.3f ms native, %.3f %s (%.1fx); " \
                 "mean %.3f / %.3f ms (%.1fx); target within 2x\n", k,
-             d["native", k] / n["native", k], d["remote", k] / n["remote", k],
-             d["remote", k] / (d["native", k] > 0 ? d["native", k] : 1e-9),
-             m["native", k] / n["native", k], m["remote", k] / n["remote", k],
-             m["remote", k] / (m["native", k] > 0 ? m["native", k] : 1e-9) }
+             d["native", k] / n["native", k], d[side, k] / n[side, k], side,
+             d[side, k] / (d["native", k] > 0 ? d["native", k] : 1e-9),
+             m["native", k] / n["native", k], m[side, k] / n[side, k],
+             m[side, k] / (m["native", k] > 0 ? m["native", k] : 1e-9) } }
 ' "$tmp/lines"
