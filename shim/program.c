@@ -1,29 +1,12 @@
 /* Programs: every way of creating one, building, compiling and linking, all
  * recorded so that a re-home can rebuild them the same way. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "log.h"
 #include "shim.h"
-
-/* Programs are built with their own options, so that the vendor's kernel
- * cache finds what native runs of the program left.  Which arguments a
- * kernel may write is read from the source instead (kernel_sig.c);
- * CRANE_ARG_INFO=1 adds -cl-kernel-arg-info, for exact qualifiers at the
- * price of a cold cache. */
-char *shim_program_build_options(const char *options)
-{
-    const char *extra = shim_config.arg_info ? " -cl-kernel-arg-info" : "";
-    size_t n = (options ? strlen(options) : 0) + strlen(extra) + 1;
-    char *s = malloc(n);
-
-    if (s)
-        snprintf(s, n, "%s%s", options ? options : "", extra);
-    return s;
-}
 
 /* Whether the vendor has argument info for `p`, and whether the program
  * asked for it (else clGetKernelArgInfo answers as without it). */

@@ -214,6 +214,22 @@ void shim_program_cache_prepare(void)
     free(due);
 }
 
+/* Programs are built with their own options, so that the vendor's kernel
+ * cache finds what native runs of the program left.  Which arguments a
+ * kernel may write is read from the source instead (kernel_sig.c);
+ * CRANE_ARG_INFO=1 adds -cl-kernel-arg-info, for exact qualifiers at the
+ * price of a cold cache. */
+char *shim_program_build_options(const char *options)
+{
+    const char *extra = shim_config.arg_info ? " -cl-kernel-arg-info" : "";
+    size_t n = (options ? strlen(options) : 0) + strlen(extra) + 1;
+    char *s = malloc(n);
+
+    if (s)
+        snprintf(s, n, "%s%s", options ? options : "", extra);
+    return s;
+}
+
 /* The options a kept executable is built with: the program's build
  * options, or for a linked one only what the shim adds (link options are
  * no build options). */

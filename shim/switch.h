@@ -198,7 +198,7 @@ void *shim_program_cache_twin(struct shim_program *p, void *ctx,
 void shim_program_cache_count(bool kept);
 void shim_program_cache_counts_take(unsigned *kept, unsigned *compiled);
 /* The options a program is built with (its own, and what the shim adds),
- * malloc()ed; NULL when out of memory (program.c). */
+ * malloc()ed; NULL when out of memory (program_cache.c). */
 char *shim_program_build_options(const char *options);
 void shim_program_cache_free(struct shim_program *p);
 
