@@ -477,6 +477,10 @@ for t in svm timers callbacks; do
     case_ "remote/$t" tests/integration/remote.sh remote \
         $B/tests/integration/$t
 done
+# SVM capabilities: every one a device reports holds (fine-grained used
+# with no map, atomics allocated), none it does not report is given; the
+# shim reports the vendor's, remoted (shm, stream, TCP) coarse-grained only.
+case_ "remote/svm-caps" tests/integration/svm-caps.sh
 
 echo "# fault injection: switches failed, stopped, their peers killed"
 # tests/fault/fault.sh: a switch failed by the shim's test hook at every
