@@ -25,6 +25,19 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(
         return shim_info_return(&refs, sizeof(refs), param_value_size,
                                 param_value, param_value_size_ret);
     }
+    /* Made from kept binaries by a switch (program_cache.c): the vendor
+     * has no source or IL for it, the program still does. */
+    case CL_PROGRAM_SOURCE:
+        if (p->real_from_binary && p->origin == SHIM_FROM_SOURCE)
+            return shim_info_return(p->source, strlen(p->source) + 1,
+                                    param_value_size, param_value,
+                                    param_value_size_ret);
+        break;
+    case CL_PROGRAM_IL:
+        if (p->real_from_binary && p->origin == SHIM_FROM_IL)
+            return shim_info_return(p->il, p->il_size, param_value_size,
+                                    param_value, param_value_size_ret);
+        break;
     case CL_PROGRAM_DEVICES: {
         /* The vendor's list, mapped back to the program's own handles. */
         cl_device_id real[64], mine[64];
@@ -73,6 +86,14 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramBuildInfo(
     if (param_name == CL_PROGRAM_BUILD_OPTIONS && p->step != SHIM_NOT_BUILT) {
         const char *o = p->options ? p->options : "";
         return shim_info_return(o, strlen(o) + 1, param_value_size,
+                                param_value, param_value_size_ret);
+    }
+    /* Kept binaries are only of builds, compiles and links that
+     * succeeded; a compiled object or library loaded from them was not
+     * built again by the vendor, which may say CL_BUILD_NONE. */
+    if (param_name == CL_PROGRAM_BUILD_STATUS && p->real_from_binary) {
+        cl_build_status st = CL_BUILD_SUCCESS;
+        return shim_info_return(&st, sizeof(st), param_value_size,
                                 param_value, param_value_size_ret);
     }
     shim_enter();

@@ -9,7 +9,8 @@
  * back on the vendor, it links the kept units once more, compiles both
  * again with another option and links them: both must compute what
  * the vendor would (the units made from their binaries must be real
- * compiled objects, and a compile must take the source again).
+ * compiled objects, with their source and a successful build status,
+ * and a compile must take the source again).
  *
  * Prints "EXPECT programs=N" (how many programs a switch back must make
  * from binaries, for tests/integration/kept-binaries.sh to compare with
@@ -23,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define N 8192
 
@@ -186,6 +188,20 @@ int main(int argc, char **argv)
                              &type, NULL));
     if (type != CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT)
         fail("a unit's binary type after the switches", (cl_int)type);
+    /* Its source and build status as the program left them. */
+    char src[1024] = "";
+    CK(clGetProgramInfo(a, CL_PROGRAM_SOURCE, sizeof(src) - 1, src, NULL));
+    if (strcmp(src, unit_a) != 0)
+        fail("a unit's CL_PROGRAM_SOURCE after the switches", 0);
+    cl_build_status st = CL_BUILD_NONE;
+    CK(clGetProgramBuildInfo(a, dev, CL_PROGRAM_BUILD_STATUS, sizeof(st),
+                             &st, NULL));
+    if (st != CL_BUILD_SUCCESS)
+        fail("a unit's build status after the switches", st);
+    CK(clGetProgramBuildInfo(linked, dev, CL_PROGRAM_BUILD_STATUS,
+                             sizeof(st), &st, NULL));
+    if (st != CL_BUILD_SUCCESS)
+        fail("the linked program's build status after the switches", st);
     /* ... and compile again from their source with other options. */
     const char *name = "scale.h";
     CK(clCompileProgram(a, 1, &dev, "-DMUL=9u", 1, &hdr, &name, NULL, NULL));
