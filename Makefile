@@ -85,7 +85,7 @@ build/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h)
 bench: build/bench/clbench build/bench/latency build/bench/switch \
     build/bench/sockbw build/bench/hostptr build/bench/pcopybw \
     build/bench/shimcost build/bench/nullcl/libnullcl.so \
-    build/bench/dlloop build/bench/budget
+    build/bench/dlloop build/bench/budget build/bench/userevent
 build/bench/dlloop: bench/rehome/dlloop.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -ldl

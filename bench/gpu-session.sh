@@ -58,6 +58,14 @@
 #               shared-memory path (--transport shm): minutes
 #   overhead    bench/overhead/run.sh on NVIDIA alone
 #   cross       bench/remote/cross-vendor.sh (NVIDIA <-> PoCL moves)
+#   issue21     on NVIDIA alone: bench/remote/progswitch.sh 5 3 (a compiled
+#               and linked program's switch back, binaries kept against
+#               compiled again), bench/remote/userevent.sh 100 3 (a user
+#               event's wake-up, native against remoted; BASE_LIB=PATH of
+#               an older libcrane.so adds it), tests/integration/svm-caps.sh
+#               and tests/programs/waitlists remoted (make
+#               build/tests/integration/kept_binaries
+#               build/tests/integration/svm_caps build/bench/userevent)
 #   hostaccess  tests/integration/lenient.sh --vendors on NVIDIA alone: a
 #               program's reads, writes and maps that host access flags
 #               forbid get NVIDIA's verdicts natively, under the shim,
@@ -204,6 +212,14 @@ part_overhead() {
 
 part_cross() {
     bench/remote/cross-vendor.sh
+}
+
+part_issue21() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine"
+    nv bench/remote/progswitch.sh 5 3
+    nv env ${BASE_LIB:+BASE_LIB=$BASE_LIB} bench/remote/userevent.sh 100 3
+    nv tests/integration/svm-caps.sh
+    nv tests/integration/remote.sh remote "$B/tests/programs/waitlists"
 }
 
 part_hostaccess() {

@@ -121,9 +121,20 @@ static bool device_wait(const struct px_conn *c, const Crane__ClientMessage *m)
     return unset == 0;
 }
 
-/* Calls that never wait for the device (queries and argument changes), or
- * wait for it briefly (device_wait): run on the loop thread, their answers
- * leave without two thread hand-offs. */
+/* A user event's status set: the vendor marks the event and starts what
+ * waits on it, never waiting itself.  On the loop thread of a worker (one
+ * tenant) the thread the program woke waits one hand-off less for the
+ * Notify that wakes it (bench/remote/userevent.sh). */
+static bool user_event_set(const struct px_conn *c,
+                           const Crane__ClientMessage *m)
+{
+    return m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SET_USER_EVENT_STATUS &&
+           c->srv->role == PX_ROLE_WORKER && c->srv->inline_waits;
+}
+
+/* Calls that never wait for the device (queries, argument changes, user
+ * events' sets), or wait for it briefly (device_wait): run on the loop
+ * thread, their answers leave without two thread hand-offs. */
 static bool light(const struct px_conn *c, const struct px_req *r)
 {
     for (; r; r = r->next) {
@@ -131,7 +142,7 @@ static bool light(const struct px_conn *c, const struct px_req *r)
             return false;
         if (r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_GET_INFO &&
             r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS &&
-            !device_wait(c, r->msg))
+            !user_event_set(c, r->msg) && !device_wait(c, r->msg))
             return false;
     }
     return true;

@@ -381,8 +381,10 @@ static cl_int read_into_ring(struct mem_op *op, cl_mem src, size_t len,
         Crane__Reply r = CRANE__REPLY__INIT;
         size_t k = len - off > chunk ? chunk : len - off;
         /* The wait list holds for the first chunk; the rest follow it in
-         * the queue's order. */
+         * the queue's order.  Without the list its pointer goes too: a
+         * count of 0 with a list is CL_INVALID_EVENT_WAIT_LIST. */
         cl_uint nwait = off ? 0 : op->nwait;
+        const cl_event *wait = nwait ? op->wait : NULL;
         uint64_t pos;
         int rc;
 
@@ -395,7 +397,7 @@ static cl_int read_into_ring(struct mem_op *op, cl_mem src, size_t len,
                                       mc->src_offset + off, k,
                                       crn_shm_at(t->shm, CRN_SHM_TO_CLIENT,
                                                  pos),
-                                      nwait, op->wait, NULL);
+                                      nwait, wait, NULL);
             if (err != CL_SUCCESS)
                 break;           /* the room is never announced */
             r.shm_bulk = true;
@@ -411,7 +413,7 @@ static cl_int read_into_ring(struct mem_op *op, cl_mem src, size_t len,
             }
             err = clEnqueueReadBuffer(op->q, src, CL_TRUE,
                                       mc->src_offset + off, k, copy, nwait,
-                                      op->wait, NULL);
+                                      wait, NULL);
             if (err != CL_SUCCESS) {
                 px_chunk_free(copy);
                 break;

@@ -78,13 +78,14 @@ static bool place_devices(struct shim_device **devs, cl_uint n,
 }
 
 /* What a program's twin is made from; false if it is not made ahead:
- * compiled or linked programs (their inputs' twins would have to match),
- * specialization constants, sub-devices. */
+ * compiled or linked programs without kept binaries (their inputs' twins
+ * would have to match), specialization constants, sub-devices. */
 static bool program_order(struct shim_program *p, struct order *r,
                           const struct shim_plan *plan)
 {
-    if (p->origin == SHIM_FROM_LINK || p->step == SHIM_COMPILED ||
-        p->n_inputs || p->n_spec)
+    if (((p->origin == SHIM_FROM_LINK || p->step == SHIM_COMPILED ||
+          p->n_inputs) && !shim_program_cache_has(p)) ||
+        p->n_spec)
         return false;
     if (!place_devices(p->devices, p->n_devices, plan, r->devs) ||
         !place_devices(p->build_devices, p->n_build_devices, plan,
@@ -176,11 +177,14 @@ static void *make_program(struct order *r, const struct shim_plan *plan)
     cl_int err = CL_INVALID_OPERATION;
     const char *src = p->source;
 
-    if (p->origin == SHIM_FROM_SOURCE && r->options &&
-        (made = shim_program_cache_twin(p, ctx, plan, r->options))) {
+    if ((made = shim_program_cache_twin(p, ctx, plan))) {
         r->from_binary = true;
         return made;
     }
+    /* Compiled or linked: only from kept binaries. */
+    if (p->origin == SHIM_FROM_LINK || p->step == SHIM_COMPILED ||
+        p->n_inputs)
+        return NULL;
     switch (p->origin) {
     case SHIM_FROM_SOURCE:
         made = VENDOR(ctx)->clCreateProgramWithSource(ctx, 1, &src, NULL,

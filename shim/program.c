@@ -1,29 +1,12 @@
 /* Programs: every way of creating one, building, compiling and linking, all
  * recorded so that a re-home can rebuild them the same way. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "log.h"
 #include "shim.h"
-
-/* Programs are built with their own options, so that the vendor's kernel
- * cache finds what native runs of the program left.  Which arguments a
- * kernel may write is read from the source instead (kernel_sig.c);
- * CRANE_ARG_INFO=1 adds -cl-kernel-arg-info, for exact qualifiers at the
- * price of a cold cache. */
-char *shim_program_build_options(const char *options)
-{
-    const char *extra = shim_config.arg_info ? " -cl-kernel-arg-info" : "";
-    size_t n = (options ? strlen(options) : 0) + strlen(extra) + 1;
-    char *s = malloc(n);
-
-    if (s)
-        snprintf(s, n, "%s%s", options ? options : "", extra);
-    return s;
-}
 
 /* Whether the vendor has argument info for `p`, and whether the program
  * asked for it (else clGetKernelArgInfo answers as without it). */
@@ -105,15 +88,15 @@ static int program_realize(struct shim_obj *o)
 
     real_devices(p->devices, p->n_devices, devs);
     p->real_from_binary = false;
+    /* Built, compiled or linked before: from its kept binaries if they
+     * fit the device (program_cache.c), else made again as below. */
+    if (p->cache && shim_program_cache_realize(p)) {
+        shim_program_cache_count(true);
+        return 0;
+    }
     switch (p->origin) {
     case SHIM_FROM_SOURCE: {
         const char *src = p->source;
-        char *opts =
-            p->cache ? shim_program_build_options(p->options) : NULL;
-        bool cached = opts && shim_program_cache_realize(p, opts);
-        free(opts);
-        if (cached)
-            return 0;
         p->obj.real = VENDOR(ctx)->clCreateProgramWithSource(ctx, 1, &src,
                                                              NULL, &err);
         break;
@@ -155,6 +138,10 @@ static int program_realize(struct shim_obj *o)
     for (cl_uint i = 0; i < p->n_spec; i++)
         VENDOR(p->obj.real)->clSetProgramSpecializationConstant(
             p->obj.real, p->spec[i].id, p->spec[i].size, p->spec[i].value);
+    if (p->origin == SHIM_FROM_BINARY)
+        shim_program_cache_count(true);
+    else if (p->origin == SHIM_FROM_LINK || p->step != SHIM_NOT_BUILT)
+        shim_program_cache_count(false);
     return program_build_step(p);
 }
 
@@ -400,21 +387,28 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseProgram(cl_program program)
 }
 
 /* A program a switch made from its kept binaries (program_cache.c) and
- * now built again: the vendor would build the binary, not the source with
- * the new options (PoCL aborts), so it gets a program made from its source
- * first, as the program made it.  Not while kernels (or programs) hold it:
- * the vendor then refuses the build as it would have natively. */
+ * now built or compiled again: the vendor would build the binary, not the
+ * source with the new options (PoCL aborts), so it gets a program made
+ * from its source (or IL) first, as the program made it.  Not while
+ * kernels (or programs) hold a built one: the vendor then refuses the
+ * build as it would have natively; a compiled object has no kernels, and
+ * the programs linked from it no longer need it. */
 static void source_again(struct shim_program *p)
 {
-    void *ctx = p->context->obj.real, *old = p->obj.real;
+    void *ctx = p->context->obj.real, *old = p->obj.real, *fresh = NULL;
     const char *src = p->source;
-    cl_int err;
+    cl_int err = CL_INVALID_OPERATION;
 
-    if (p->origin != SHIM_FROM_SOURCE || !p->real_from_binary ||
-        atomic_load(&p->obj.child_refs) != 0)
+    if ((p->origin != SHIM_FROM_SOURCE && p->origin != SHIM_FROM_IL) ||
+        !p->real_from_binary ||
+        (p->step != SHIM_COMPILED && atomic_load(&p->obj.child_refs) != 0))
         return;
-    void *fresh =
-        VENDOR(ctx)->clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    if (p->origin == SHIM_FROM_SOURCE)
+        fresh = VENDOR(ctx)->clCreateProgramWithSource(ctx, 1, &src, NULL,
+                                                       &err);
+    else if (VENDOR(ctx)->clCreateProgramWithIL)
+        fresh = VENDOR(ctx)->clCreateProgramWithIL(ctx, p->il, p->il_size,
+                                                   &err);
     if (!fresh) {
         LOG_WARN("program: cannot make it from its source again (%d)", err);
         return;
@@ -646,6 +640,9 @@ SHIM_EXPORT CL_API_ENTRY cl_program CL_API_CALL clLinkProgram(
     h = program_finish(p, err, errcode_ret);
     if (h && shim_vendor_err == CL_LINK_PROGRAM_FAILURE && errcode_ret)
         *errcode_ret = CL_LINK_PROGRAM_FAILURE;
+    /* Its binaries are kept for a switch's rebuild, as a build's are. */
+    if (h && shim_vendor_err == CL_SUCCESS)
+        shim_program_cache_mark(p);
     shim_leave();
     if (h && pfn_notify)
         pfn_notify(h, user_data);
@@ -698,84 +695,6 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetProgramSpecializationConstant(
             err = CL_OUT_OF_HOST_MEMORY;
         }
     }
-    shim_leave();
-    return err;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(
-    cl_program program, cl_program_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
-{
-    struct shim_program *p = SHIM_AS(shim_program, SHIM_PROGRAM, program);
-    cl_int err;
-
-    if (!p)
-        return CL_INVALID_PROGRAM;
-    switch (param_name) {
-    case CL_PROGRAM_CONTEXT: {
-        cl_context c = (cl_context)p->context;
-        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_PROGRAM_REFERENCE_COUNT: {
-        cl_uint refs = atomic_load(&p->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
-    case CL_PROGRAM_DEVICES: {
-        /* The vendor's list, mapped back to the program's own handles. */
-        cl_device_id real[64], mine[64];
-        size_t size = 0;
-        shim_enter();
-        err = VENDOR(p->obj.real)->clGetProgramInfo(
-            p->obj.real, CL_PROGRAM_DEVICES, sizeof(real), real, &size);
-        shim_leave();
-        if (err != CL_SUCCESS)
-            return err;
-        size_t n = size / sizeof(cl_device_id);
-        for (size_t i = 0; i < n; i++) {
-            mine[i] = NULL;
-            for (cl_uint d = 0; d < p->context->n_devices; d++)
-                if (p->context->devices[d]->obj.real == real[i])
-                    mine[i] = (cl_device_id)p->context->devices[d];
-        }
-        return shim_info_return(mine, n * sizeof(cl_device_id),
-                                param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    default:
-        break;
-    }
-    shim_enter();
-    err = VENDOR(p->obj.real)->clGetProgramInfo(p->obj.real, param_name,
-                                                param_value_size, param_value,
-                                                param_value_size_ret);
-    shim_leave();
-    return err;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramBuildInfo(
-    cl_program program, cl_device_id device,
-    cl_program_build_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
-{
-    struct shim_program *p = SHIM_AS(shim_program, SHIM_PROGRAM, program);
-    cl_int err;
-
-    if (!p)
-        return CL_INVALID_PROGRAM;
-    if (!shim_obj_is(device, SHIM_DEVICE))
-        return CL_INVALID_DEVICE;
-    /* The options as the program gave them, without the shim's own. */
-    if (param_name == CL_PROGRAM_BUILD_OPTIONS && p->step != SHIM_NOT_BUILT) {
-        const char *o = p->options ? p->options : "";
-        return shim_info_return(o, strlen(o) + 1, param_value_size,
-                                param_value, param_value_size_ret);
-    }
-    shim_enter();
-    err = VENDOR(p->obj.real)->clGetProgramBuildInfo(
-        p->obj.real, R(device), param_name, param_value_size, param_value,
-        param_value_size_ret);
     shim_leave();
     return err;
 }

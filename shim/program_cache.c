@@ -1,7 +1,9 @@
-/* Binaries of programs built from source, kept so that a re-home onto the
- * same device model loads them instead of compiling the source again (a
- * compile is most of a re-home's rebuild: ~100 ms on NVIDIA, ~60 ms on PoCL
- * with a warm kernel cache, ~1.5 ms from binaries). */
+/* Binaries of programs built from source or IL, compiled or linked, kept so
+ * that a re-home onto the same device model loads them instead of compiling
+ * the source again (a compile is most of a re-home's rebuild: ~100 ms on
+ * NVIDIA, ~60 ms on PoCL with a warm kernel cache, ~1.5 ms from binaries;
+ * a compile and a link 41-52 ms on the H200). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,25 @@ struct shim_program_cache {
     char (*keys)[KEY_LEN];         /* device model of each */
     size_t *sizes;
     unsigned char **bins;
+    /* What the binaries are: an executable is built after it is loaded;
+     * a compiled object or a library is loaded only (linked later). */
+    cl_program_binary_type type;
 };
+
+/* Programs a switch's rebuild made from binaries (kept or the program's
+ * own) and those it compiled or linked (the switch's report). */
+static atomic_uint n_kept, n_compiled;
+
+void shim_program_cache_count(bool kept)
+{
+    atomic_fetch_add(kept ? &n_kept : &n_compiled, 1);
+}
+
+void shim_program_cache_counts_take(unsigned *kept, unsigned *compiled)
+{
+    *kept = atomic_exchange(&n_kept, 0);
+    *compiled = atomic_exchange(&n_compiled, 0);
+}
 
 /* What must match for a binary to load: the device's name, the driver's
  * version and the OpenCL version it speaks. */
@@ -75,17 +95,29 @@ static struct shim_device *shadow_of(struct shim_program *p, void *real)
     return NULL;
 }
 
+bool shim_program_cache_has(struct shim_program *p)
+{
+    pthread_mutex_lock(&cache_lock);
+    bool has = p->cache != NULL;
+    pthread_mutex_unlock(&cache_lock);
+    return has;
+}
+
 /* After a build: the binaries are fetched later, by the next switch before
  * it stops the program (shim_program_cache_prepare), not now: on PoCL
  * fetching them compiles each kernel once more (about a second for a
  * mid-sized program), which a native run of the program never pays. */
 void shim_program_cache_mark(struct shim_program *p)
 {
+    bool compiled = p->origin == SHIM_FROM_SOURCE || p->origin == SHIM_FROM_IL;
+
     pthread_mutex_lock(&cache_lock);
     cache_drop(p);
-    p->cache_due = shim_config.binary_cache &&
-                   p->origin == SHIM_FROM_SOURCE && p->step == SHIM_BUILT &&
-                   !p->n_spec;
+    /* Built or compiled from source or IL, or linked: what the device
+     * gives back loads again (specialization constants are not kept). */
+    p->cache_due = shim_config.binary_cache && !p->n_spec &&
+                   ((compiled && p->step != SHIM_NOT_BUILT) ||
+                    p->origin == SHIM_FROM_LINK);
     p->cache_gen++;
     pthread_mutex_unlock(&cache_lock);
 }
@@ -120,6 +152,14 @@ static struct shim_program_cache *fetch(struct shim_program *p)
             !(c->bins[i] = malloc(c->sizes[i])))
             goto drop;
         device_key(real[i], c->keys[i]);
+        cl_program_binary_type type = CL_PROGRAM_BINARY_TYPE_NONE;
+        if (VENDOR(r)->clGetProgramBuildInfo(r, real[i],
+                                             CL_PROGRAM_BINARY_TYPE,
+                                             sizeof(type), &type,
+                                             NULL) != CL_SUCCESS ||
+            type == CL_PROGRAM_BINARY_TYPE_NONE || (i && type != c->type))
+            goto drop;
+        c->type = type;
     }
     if (VENDOR(r)->clGetProgramInfo(r, CL_PROGRAM_BINARIES,
                                     c->n * sizeof(unsigned char *), c->bins,
@@ -174,15 +214,63 @@ void shim_program_cache_prepare(void)
     free(due);
 }
 
-/* Creates and builds P's real program from its kept binaries if every
+/* Programs are built with their own options, so that the vendor's kernel
+ * cache finds what native runs of the program left.  Which arguments a
+ * kernel may write is read from the source instead (kernel_sig.c);
+ * CRANE_ARG_INFO=1 adds -cl-kernel-arg-info, for exact qualifiers at the
+ * price of a cold cache. */
+char *shim_program_build_options(const char *options)
+{
+    const char *extra = shim_config.arg_info ? " -cl-kernel-arg-info" : "";
+    size_t n = (options ? strlen(options) : 0) + strlen(extra) + 1;
+    char *s = malloc(n);
+
+    if (s)
+        snprintf(s, n, "%s%s", options ? options : "", extra);
+    return s;
+}
+
+/* The options a kept executable is built with: the program's build
+ * options, or for a linked one only what the shim adds (link options are
+ * no build options). */
+static char *load_options(const struct shim_program *p)
+{
+    return shim_program_build_options(
+        p->origin == SHIM_FROM_LINK ? NULL : p->options);
+}
+
+/* A program of context CTX on devices DEVS made from C's binaries, built
+ * if they are an executable; NULL if the vendor refused them. */
+static void *make(const struct shim_program_cache *c, void *ctx,
+                  const cl_device_id *devs, const char *options)
+{
+    cl_int err;
+    void *real = VENDOR(ctx)->clCreateProgramWithBinary(
+        ctx, c->n, devs, c->sizes, (const unsigned char **)c->bins, NULL,
+        &err);
+
+    if (!real) {
+        LOG_DEBUG("program: kept binary refused (%d); compiling", err);
+        return NULL;
+    }
+    if (c->type != CL_PROGRAM_BINARY_TYPE_EXECUTABLE)
+        return real;
+    err = VENDOR(real)->clBuildProgram(real, c->n, devs, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        LOG_DEBUG("program: kept binary did not build (%d); compiling", err);
+        VENDOR(real)->clReleaseProgram(real);
+        return NULL;
+    }
+    return real;
+}
+
+/* Creates (and builds) P's real program from its kept binaries if every
  * device is still the same model; false (nothing created) otherwise, and
- * the caller compiles the source. */
-bool shim_program_cache_realize(struct shim_program *p, char *options)
+ * the caller compiles the source or links the inputs. */
+bool shim_program_cache_realize(struct shim_program *p)
 {
     struct shim_program_cache *c = p->cache;
-    void *ctx = p->context->obj.real;
     cl_device_id devs[64];
-    cl_int err;
     char key[KEY_LEN];
 
     if (!c || c->n > 64)
@@ -193,17 +281,12 @@ bool shim_program_cache_realize(struct shim_program *p, char *options)
         if (strcmp(key, c->keys[i]) != 0)
             return false;
     }
-    void *real = VENDOR(ctx)->clCreateProgramWithBinary(
-        ctx, c->n, devs, c->sizes, (const unsigned char **)c->bins, NULL,
-        &err);
+    char *options = load_options(p);
+    void *real = options ? make(c, p->context->obj.real, devs, options)
+                         : NULL;
+    free(options);
     if (!real)
         return false;
-    err = VENDOR(real)->clBuildProgram(real, c->n, devs, options, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        LOG_DEBUG("program: kept binary did not build (%d); compiling", err);
-        VENDOR(real)->clReleaseProgram(real);
-        return false;
-    }
     p->obj.real = real;
     p->real_from_binary = true;
     return true;
@@ -213,14 +296,15 @@ bool shim_program_cache_realize(struct shim_program *p, char *options)
  * while the program runs: its builds may drop the cache meanwhile, so it
  * is read under the cache lock (a build waits for this one). */
 void *shim_program_cache_twin(struct shim_program *p, void *ctx,
-                              const struct shim_plan *plan,
-                              const char *options)
+                              const struct shim_plan *plan)
 {
     cl_device_id devs[64];
     char key[KEY_LEN];
     void *real = NULL;
-    cl_int err;
+    char *options = load_options(p);
 
+    if (!options)
+        return NULL;
     pthread_mutex_lock(&cache_lock);
     struct shim_program_cache *c = p->cache;
     if (!c || c->n > 64)
@@ -232,17 +316,9 @@ void *shim_program_cache_twin(struct shim_program *p, void *ctx,
         if (strcmp(key, c->keys[i]) != 0)
             goto out;
     }
-    real = VENDOR(ctx)->clCreateProgramWithBinary(
-        ctx, c->n, devs, c->sizes, (const unsigned char **)c->bins, NULL,
-        &err);
-    if (real && (err = VENDOR(real)->clBuildProgram(real, c->n, devs, options,
-                                                    NULL, NULL)) !=
-                    CL_SUCCESS) {
-        LOG_DEBUG("program: kept binary did not build ahead (%d)", err);
-        VENDOR(real)->clReleaseProgram(real);
-        real = NULL;
-    }
+    real = make(c, ctx, devs, options);
 out:
     pthread_mutex_unlock(&cache_lock);
+    free(options);
     return real;
 }

@@ -133,6 +133,8 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
 
     /* 5. Rebuild in creation order, then set kernel arguments. */
     ts = shim_now();
+    unsigned kept, compiled;   /* programs' counts since: zeroed */
+    shim_program_cache_counts_take(&kept, &compiled);
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (o->kind != SHIM_PLATFORM) {
             shim_vendor_err = CL_SUCCESS;
@@ -163,6 +165,7 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
                 rc = shim_kernel_reset_args((void *)o);
         }
     t->rebuild = shim_now() - ts;
+    shim_program_cache_counts_take(&t->programs_kept, &t->programs_compiled);
     if (rc < 0) {
         SWITCH_FAIL("rebuilding objects on %s failed (%d)", to->name,
                   rc);

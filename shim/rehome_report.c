@@ -58,14 +58,14 @@ void shim_rehome_report(const struct shim_rehome_times *t, int rc,
              "reinject_dev=%.6f reinject_copy=%.6f reinject_ship=%.6f "
              "reinject_ringwait=%.6f transport=%s streamed=%zu "
              "nocopy=%zu nocopy_dev=%.6f twins=%u prebuilt=%u "
-             "prebuild=%.6f\n",
+             "prebuild=%.6f programs_kept=%u programs_compiled=%u\n",
              t->extract_staged.device_s, t->extract_staged.copy_s,
              t->extract_ship.in_copy_s, t->reinject_staged.device_s,
              t->reinject_staged.copy_s, t->reinject_ship.out_copy_s,
              t->reinject_ship.out_wait_s,
              t->transport ? t->transport : "none", t->bytes_streamed,
              t->ring.bytes, t->ring.device_s, t->twins, t->prebuilt,
-             t->prebuild);
+             t->prebuild, t->programs_kept, t->programs_compiled);
     /* Pre-copy rounds before the stop, if any (precopy.c). */
     char pre[200];
     shim_precopy_describe(pre, sizeof(pre));

@@ -139,6 +139,8 @@ bool shim_remote_alive(void);
  * there (docs/remoting.md, "Liveness"): WHAT (LEN bytes) names it, FOR_S
  * how long it has run; either may be NULL. */
 bool shim_remote_running(char *what, size_t len, double *for_s);
+/* Detached reads not yet answered, and those lost with a connection. */
+size_t shim_remote_reads_outstanding(void);
 /* Platforms from the Welcome. */
 int shim_remote_platforms(cl_platform_id **out, cl_uint *n);
 
@@ -182,6 +184,9 @@ struct rc_watch {
     void (CL_CALLBACK *fn)(cl_event, cl_int, void *);
     cl_event event;
     void *data;
+    /* The shim's own wake-up, which neither blocks nor calls OpenCL: run
+     * on the thread that read the Notify, not the callbacks thread. */
+    bool on_reader;
 };
 
 /* Registers a watch; returns its cookie for WatchEvent (0: no memory).

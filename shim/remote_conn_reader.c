@@ -138,6 +138,13 @@ void shim_conn_notify(const Crane__Notify *n)
                  (unsigned long long)n->cookie);
         return;
     }
+    /* A thread waiting in the shim wakes on the notice itself, with no
+     * hop through the callbacks thread. */
+    if (w->on_reader) {
+        w->fn(w->event, n->status, w->data);
+        free(w);
+        return;
+    }
     if (!(it = calloc(1, sizeof(*it)))) {
         free(w);
         return;

@@ -205,7 +205,10 @@ cl_int CL_API_CALL rc_clGetSupportedImageFormats(
     return err;
 }
 
-/* Only coarse-grained SVM is remoted (remote_svm.c): the device says so. */
+/* Only coarse-grained SVM is remoted (remote_svm.c): the device says so,
+ * where its vendor has it.  Fine-grained buffers and atomics would need
+ * the program's bytes and the device's to be one memory, which no
+ * transport gives (docs/remoting.md, "SVM"). */
 cl_int CL_API_CALL rc_clGetDeviceInfo(cl_device_id d, cl_uint param,
                                       size_t size, void *value,
                                       size_t *size_ret)

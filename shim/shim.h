@@ -787,6 +787,9 @@ struct shim_rehome_times {
      * time that took (prebuild.c, not stoppage). */
     unsigned twins, prebuilt;
     double prebuild;
+    /* Programs the rebuild made from binaries (kept, or the program's
+     * own) and those it compiled or linked again (rehome_in.c). */
+    unsigned programs_kept, programs_compiled;
 };
 
 int shim_rehome(struct shim_rehome_times *t);

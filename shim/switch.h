@@ -176,20 +176,29 @@ void *shim_precopy_take_target(struct shim_mem *m);
 void shim_precopy_forget(void);
 void shim_precopy_describe(char *buf, size_t len);
 
-/* Kept binaries of programs built from source (program_cache.c). */
-/* After a build: binaries are due (fetched by the next switch). */
+/* Kept binaries of programs built or compiled from source or IL, and of
+ * linked ones (program_cache.c). */
+/* After a build, compile or link: binaries are due (fetched by the next
+ * switch). */
 void shim_program_cache_mark(struct shim_program *p);
 /* Fetches the due binaries; by a switch, before it closes the gate. */
 void shim_program_cache_prepare(void);
-bool shim_program_cache_realize(struct shim_program *p, char *options);
-/* P made and built from its kept binaries in context CTX of another
- * backend (devices placed by PLAN) with OPTIONS, if they are for the same
- * device models there; else NULL (prebuild.c, the program running). */
+/* Whether P has kept binaries now (read under their lock). */
+bool shim_program_cache_has(struct shim_program *p);
+/* P's real program made (and built, if an executable) from its kept
+ * binaries on the backend now in use; false if none fit. */
+bool shim_program_cache_realize(struct shim_program *p);
+/* P made from its kept binaries in context CTX of another backend
+ * (devices placed by PLAN), if they are for the same device models there;
+ * else NULL (prebuild.c, the program running). */
 void *shim_program_cache_twin(struct shim_program *p, void *ctx,
-                              const struct shim_plan *plan,
-                              const char *options);
+                              const struct shim_plan *plan);
+/* Counted by a program's realize: made from binaries (KEPT) or compiled
+ * or linked; taken (and zeroed) by a switch for its report. */
+void shim_program_cache_count(bool kept);
+void shim_program_cache_counts_take(unsigned *kept, unsigned *compiled);
 /* The options a program is built with (its own, and what the shim adds),
- * malloc()ed; NULL when out of memory (program.c). */
+ * malloc()ed; NULL when out of memory (program_cache.c). */
 char *shim_program_build_options(const char *options);
 void shim_program_cache_free(struct shim_program *p);
 

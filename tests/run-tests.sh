@@ -382,6 +382,14 @@ case_ "precopy/hot-thread-nopin" env CRANE_SHIM_PIN_RING=0 \
 for m in plain changes off; do
     case_ "switch/prebuild-$m" tests/integration/prebuild.sh "$m"
 done
+# A compiled + linked program (and a built one) switched back and forth
+# three times: each switch back makes all four from kept binaries, none
+# compiled or linked again (the report's programs_kept= and
+# programs_compiled=); with CRANE_BINARY_CACHE=0 all four compiled.
+# Every word checked; the kept units link and compile again at the end.
+for m in kept off; do
+    case_ "switch/kept-binaries-$m" tests/integration/kept-binaries.sh "$m"
+done
 # A switch's bytes with no CPU copy (shim/ringstream.c): 24 MiB through
 # small rings both ways, every word checked and every streamed byte
 # counted as moved the no-copy way; with CRANE_SHIM_PIN_RING=0 none is.
@@ -495,6 +503,10 @@ for t in svm timers callbacks; do
     case_ "remote/$t" tests/integration/remote.sh remote \
         $B/tests/integration/$t
 done
+# SVM capabilities: every one a device reports holds (fine-grained used
+# with no map, atomics allocated), none it does not report is given; the
+# shim reports the vendor's, remoted (shm, stream, TCP) coarse-grained only.
+case_ "remote/svm-caps" tests/integration/svm-caps.sh
 
 echo "# fault injection: switches failed, stopped, their peers killed"
 # tests/fault/fault.sh: a switch failed by the shim's test hook at every

@@ -33,7 +33,8 @@ REMOTE_TEST_BINS := $(B)/tests/integration/user_events \
     $(B)/tests/integration/libcrane-fakecl.so \
     $(B)/tests/integration/hostaccess_lenient \
     $(B)/tests/integration/early_ctor $(B)/tests/integration/hostmem \
-    $(B)/tests/integration/prebuild $(B)/tests/integration/spin
+    $(B)/tests/integration/prebuild $(B)/tests/integration/spin \
+    $(B)/tests/integration/kept_binaries $(B)/tests/integration/svm_caps
 $(B)/tests/integration/libcrane-fakecl.so: tests/integration/fakecl.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -shared \

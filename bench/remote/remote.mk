@@ -26,3 +26,8 @@ build/bench/pcopybw: bench/remote/pcopybw.c proto/pcopy.c proto/pcopy.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -I. \
 	    bench/remote/pcopybw.c proto/pcopy.c -o $@ -lOpenCL -pthread
+
+build/bench/userevent: bench/remote/userevent.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
+	    -lOpenCL -pthread

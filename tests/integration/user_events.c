@@ -1,8 +1,11 @@
 /* User events set from another thread while threads wait on them, and on
  * work that waits on them (clWaitForEvents, clFinish, a blocking read and
- * a blocking write behind the work), as pyopencl's test_user_event does: every wait must
- * return once the event is set, and not before; the work's results are
- * checked.  Remoted, the set reaches the proxy after the read: a proxy
+ * a blocking write behind the work, a marker behind a non-blocking read
+ * behind it), as pyopencl's test_user_event does: every wait must return
+ * once the event is set, and not before; the work's results are checked,
+ * the non-blocking read's bytes in place once the marker's wait returned
+ * (remoted, a wait ends on the proxy's notice unless such a read's bytes
+ * are still on their way).  Remoted, the set reaches the proxy after the read: a proxy
  * that waited for the read inside its loop would never see it. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -37,11 +40,11 @@ static const char *source =
 
 struct waiter {
     pthread_t thread;
-    enum { WAIT_USER, WAIT_WORK, FINISH, READ, WRITE } what;
+    enum { WAIT_USER, WAIT_WORK, FINISH, READ, WRITE, NBREAD } what;
     cl_event event;
     cl_command_queue queue;
     cl_mem buf;
-    cl_uint word;                /* READ: the buffer's first word */
+    cl_uint word;                /* READ, NBREAD: the buffer's first word */
     const void *src;             /* WRITE: BIG_WORDS words into buf */
     atomic_bool started, returned;
     cl_int err;
@@ -62,6 +65,18 @@ static void *wait_main(void *arg)
         w->err = clEnqueueReadBuffer(w->queue, w->buf, CL_TRUE, 0,
                                      sizeof(w->word), &w->word, 0, NULL,
                                      NULL);
+    else if (w->what == NBREAD) {
+        cl_event marker = NULL;
+        w->err = clEnqueueReadBuffer(w->queue, w->buf, CL_FALSE, 0,
+                                     sizeof(w->word), &w->word, 0, NULL,
+                                     NULL);
+        if (w->err == CL_SUCCESS)
+            w->err = clEnqueueMarkerWithWaitList(w->queue, 0, NULL, &marker);
+        if (w->err == CL_SUCCESS)
+            w->err = clWaitForEvents(1, &marker);
+        if (marker)
+            clReleaseEvent(marker);
+    }
     else
         w->err = clWaitForEvents(1, &w->event);
     atomic_store(&w->returned, true);
@@ -110,12 +125,13 @@ int main(void)
     CHECK(err);
 
     for (cl_uint round = 0; round < ROUNDS; round++) {
-        enum { WAITERS = 5 };
+        enum { WAITERS = 6 };
         struct waiter w[WAITERS] = {{.what = WAIT_USER},
                                     {.what = WAIT_WORK},
                                     {.what = FINISH},
                                     {.what = READ},
-                                    {.what = WRITE}};
+                                    {.what = WRITE},
+                                    {.what = NBREAD}};
         size_t global = N;
         cl_event user = clCreateUserEvent(ctx, &err), work;
         CHECK(err);
@@ -140,6 +156,9 @@ int main(void)
         w[4].queue = q;
         w[4].buf = big_buf;
         w[4].src = big;
+        w[5].queue = q;
+        w[5].buf = buf;
+        w[5].word = ~mirror[0];
         for (int i = 0; i < WAITERS; i++)
             if (pthread_create(&w[i].thread, NULL, wait_main, &w[i])) {
                 printf("FAIL user_events: pthread_create\n");
@@ -166,6 +185,12 @@ int main(void)
             printf("FAIL user_events: round %u: the blocking read behind "
                    "the work saw %u, want %u\n", round, w[3].word,
                    mirror[0]);
+            return 1;
+        }
+        if (w[5].word != mirror[0]) {
+            printf("FAIL user_events: round %u: after the marker's wait, "
+                   "the non-blocking read behind the work saw %u, want "
+                   "%u\n", round, w[5].word, mirror[0]);
             return 1;
         }
         CHECK(clReleaseEvent(work));
