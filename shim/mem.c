@@ -178,6 +178,12 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
         shim_obj_retain_child(&m->parent->obj);
     void *copy_from = (m->flags & CL_MEM_COPY_HOST_PTR) ? host_ptr : NULL;
     err = flags_verdict(m, copy_from);
+    /* CL_MEM_ALLOC_HOST_PTR: the shim's own memory, which every vendor
+     * then uses (mem_own.c); the program's bytes are in it already. */
+    if (err == CL_SUCCESS && shim_mem_own_host_make(m, copy_from) < 0)
+        err = CL_OUT_OF_HOST_MEMORY;
+    if (m->own_host)
+        copy_from = NULL;
     if (err == CL_SUCCESS && mem_make(m, copy_from) < 0)
         err = shim_vendor_err;
     if (err == CL_SUCCESS) {
@@ -633,6 +639,7 @@ static void mem_destroy(struct shim_obj *o)
     shim_mem_callbacks_fire(m);
     free(m->props);
     free(m->shadow);
+    shim_mem_own_host_free(m);
     pthread_mutex_destroy(&m->dirty_lock);
     shim_obj_release_child(&m->context->obj);
     if (m->parent)

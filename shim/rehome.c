@@ -42,15 +42,16 @@ static int begin(const struct shim_backend_ops *to,
     /* Every caller started the shim (start.c): the control thread and
      * the test hook only once it started well, crane_rehome itself. */
     if (shim.init_err < 0)
-        return -ENODEV;
-    if (shim_in_callback) {
-        LOG_WARN("re-home: refused from inside an OpenCL callback");
-        return -EDEADLK;
-    }
+        return shim_switch_refuse(-ENODEV, "the shim did not start (%d)",
+                                  shim.init_err);
+    if (shim_in_callback)
+        return shim_switch_refuse(-EDEADLK, "asked from inside an OpenCL "
+                                  "callback");
     pthread_mutex_lock(&shim.rehome_lock);
     if (shim.parked) {
         pthread_mutex_unlock(&shim.rehome_lock);
-        return -EBUSY;
+        return shim_switch_refuse(-EBUSY, "the program is parked "
+                                  "(stop-and-copy): resume it first");
     }
     shim_rehome_bg_join();
     if (to != &shim_remote_ops)
@@ -85,6 +86,10 @@ static int begin(const struct shim_backend_ops *to,
     *t0 = shim_now();
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
+    if (rc < 0)
+        shim_switch_refuse(rc, "OpenCL calls still running after %ld ms "
+                           "(CRANE_REHOME_TIMEOUT_MS)",
+                           shim_config.rehome_timeout_ms);
     if (rc < 0) {
         shim_copies_drop_all();
         shim_precopy_drop_targets();
@@ -181,7 +186,8 @@ static int unpark(struct shim_rehome_times *t)
     shim_precopy_forget();
     if (!shim.parked) {
         pthread_mutex_unlock(&shim.rehome_lock);
-        return -EINVAL;
+        return shim_switch_refuse(-EINVAL, "not parked: nothing to "
+                                  "resume");
     }
     shim_fault_switch(shim.rehomes + 1);
     double t0 = shim_now();
