@@ -484,6 +484,19 @@ int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
     return rc;
 }
 
+bool shim_maps_cover(struct shim_mem *m)
+{
+    bool all = false;
+
+    if (m->type != SHIM_BUFFER || m->parent)
+        return false;
+    pthread_mutex_lock(&maps_lock);
+    for (const struct shim_map *mp = m->map_list; mp && !all; mp = mp->next)
+        all = writes(mp->flags) && mp->offset == 0 && mp->size >= m->size;
+    pthread_mutex_unlock(&maps_lock);
+    return all;
+}
+
 /* Maps left when an object is destroyed: the shim's memory goes too. */
 void shim_maps_free(struct shim_mem *m)
 {

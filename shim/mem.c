@@ -29,12 +29,17 @@ static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
 
     switch (m->type) {
     case SHIM_BUFFER:
+        /* Over host memory that maps for writing cover whole (x264's
+         * staging buffer): none of its bytes need go anywhere. */
+        shim_create_no_bytes = host && shim_mem_over_host(m) &&
+                               shim_maps_cover(m);
         if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
             m->obj.real = VENDOR(ctx)->clCreateBufferWithProperties(
                 ctx, m->props, flags, m->size, host, &err);
         else
             m->obj.real =
                 VENDOR(ctx)->clCreateBuffer(ctx, flags, m->size, host, &err);
+        shim_create_no_bytes = false;
         break;
     case SHIM_SUB_BUFFER: {
         cl_buffer_region region = {m->origin, m->size};

@@ -29,8 +29,11 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
     Crane__CreateBuffer cb = CRANE__CREATE_BUFFER__INIT;
     uint64_t pv[32];
     size_t np = 0;
+    /* None when the shim says none of them are needed (state.c): the
+     * program's maps for writing cover the whole buffer. */
     bool with_data =
-        host && (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR));
+        host && (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)) &&
+        !((flags & CL_MEM_USE_HOST_PTR) && shim_create_no_bytes);
 
     /* A buffer over an SVM allocation shares its bytes (OpenCL 2.0): on
      * the proxy, a sub-buffer of the buffer holding the allocation's

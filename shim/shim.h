@@ -373,6 +373,10 @@ extern SHIM_TLS cl_int shim_vendor_err;
  * answer their own verdicts and leave the errors of the program's batched
  * calls to the program (remote_conn.c).  In state.c. */
 extern SHIM_TLS bool shim_own_calls;
+/* Set while this thread makes the real object of a buffer over host
+ * memory none of whose bytes are needed (shim_maps_cover, mem.c): the
+ * remote backend then sends the proxy none of them.  In state.c. */
+extern SHIM_TLS bool shim_create_no_bytes;
 /* An error of a batched call that a switch away from the proxy handed on
  * (shim_owe, rehome.c): owed once to the program's next clFinish or
  * clWaitForEvents; CL_SUCCESS if none.  In state.c. */
@@ -744,6 +748,10 @@ int shim_maps_check(void);
 int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
                     void *arg);
 void shim_maps_free(struct shim_mem *m);
+/* Whether maps for writing of M itself (a root buffer) cover every byte of
+ * it: its device bytes are then no one's until those unmaps write the
+ * program's, so a switch moves none of them (map.c). */
+bool shim_maps_cover(struct shim_mem *m);
 
 /* --- images (mem.c) ------------------------------------------------------ */
 
