@@ -63,6 +63,10 @@
 #               forbid get NVIDIA's verdicts natively, under the shim,
 #               re-homed and switched to a proxy and back (build it first:
 #               make build/tests/integration/hostaccess_lenient)
+#   maps        bench/maps/run.sh --old --reps 5 on NVIDIA alone: a program
+#               keeping its CL_MEM_ALLOC_HOST_PTR staging buffer mapped (as
+#               x264 does) against one with nothing mapped, switched every
+#               37 calls, each against native
 # Which platform each part used is in its log (the DEVICE lines, or the
 # vendor set named at its top).
 set -u
@@ -107,6 +111,11 @@ part_shimcost() {
     echo "## the remoted path against the null vendor: instructions per call"
     echo "## (bench/shimcost/remote.sh; needs valgrind)"
     bench/shimcost/remote.sh --build "$root/$B" || true
+}
+
+part_maps() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine"
+    nv bench/maps/run.sh --old --reps 5 --build "$root/$B"
 }
 
 part_programs() {
