@@ -32,7 +32,8 @@ static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
         /* Over host memory that maps for writing cover whole (x264's
          * staging buffer): none of its bytes need go anywhere. */
         shim_create_no_bytes = host && shim_mem_over_host(m) &&
-                               shim_maps_cover(m);
+                               (m->own_blank || shim_maps_cover(m));
+        m->own_blank = false;
         if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
             m->obj.real = VENDOR(ctx)->clCreateBufferWithProperties(
                 ctx, m->props, flags, m->size, host, &err);
@@ -185,12 +186,18 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
     err = flags_verdict(m, copy_from);
     /* CL_MEM_ALLOC_HOST_PTR: the shim's own memory, which every vendor
      * then uses (mem_own.c); the program's bytes are in it already. */
-    if (err == CL_SUCCESS && shim_mem_own_host_make(m, copy_from) < 0)
-        err = CL_OUT_OF_HOST_MEMORY;
-    if (m->own_host)
-        copy_from = NULL;
-    if (err == CL_SUCCESS && mem_make(m, copy_from) < 0)
+    if (err == CL_SUCCESS)
+        shim_mem_own_host_make(m, copy_from);
+    if (err == CL_SUCCESS && mem_make(m, m->own_host ? NULL : copy_from) < 0)
         err = shim_vendor_err;
+    /* A vendor that will not take the shim's memory makes its own. */
+    if (err != CL_SUCCESS && m->own_host) {
+        LOG_WARN("memory: the vendor refused a %zu-byte buffer over the "
+                 "shim's memory (%d); its own CL_MEM_ALLOC_HOST_PTR memory "
+                 "instead (a map kept of it refuses switches)", m->size, err);
+        shim_mem_own_host_free(m);
+        err = mem_make(m, copy_from) < 0 ? shim_vendor_err : CL_SUCCESS;
+    }
     if (err == CL_SUCCESS) {
         remember_flags(m);
         if (shim_mem_host_access(m))

@@ -36,7 +36,8 @@ static size_t own_len(const struct shim_mem *m)
 }
 
 /* Gives M its own host memory if it should have some (filled from
- * COPY_FROM where the program gave bytes, else zero): 0, or -ENOMEM. */
+ * COPY_FROM where the program gave bytes, else zero): 0, or -ENOMEM
+ * (logged; M is then the vendor's as the program asked). */
 int shim_mem_own_host_make(struct shim_mem *m, const void *copy_from)
 {
     void *p;
@@ -48,14 +49,16 @@ int shim_mem_own_host_make(struct shim_mem *m, const void *copy_from)
     p = mmap(NULL, own_len(m), PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        LOG_ERROR("memory: no %zu bytes of host memory for a "
-                  "CL_MEM_ALLOC_HOST_PTR buffer", m->size);
+        LOG_WARN("memory: no %zu bytes of host memory for a "
+                 "CL_MEM_ALLOC_HOST_PTR buffer: the vendor's own instead "
+                 "(a map kept of it refuses switches)", m->size);
         return -ENOMEM;
     }
     if (copy_from)
         memcpy(p, copy_from, m->size);
     m->own_host = p;
     m->host_ptr = p;
+    m->own_blank = copy_from == NULL;
     return 0;
 }
 

@@ -14,6 +14,9 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
      * (or the shim's, mem_own.c). */
     if (shim_mem_over_host(m))
         return 0;
+    /* Under maps for writing whole: no one's bytes (rehome_out.c). */
+    if (m->type == SHIM_BUFFER && shim_maps_cover(m))
+        return 0;
     /* Adopted from a pre-copy: only what the stop read is missing there. */
     if (m->premade_used) {
         size_t lo = m->stop_lo, n = m->stop_hi - m->stop_lo;

@@ -102,10 +102,11 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
     } else {
         size_t lo = 0, hi = m->size;
         m->stop_lo = m->stop_hi = 0;
-        /* Over host memory under maps for writing whole: those bytes are
-         * the program's (its unmaps write them); the device's are no
-         * one's, and reading them would overwrite the program's. */
-        if (shim_mem_over_host(m) && shim_maps_cover(m))
+        /* Under maps for writing whole: those bytes are the program's (its
+         * unmaps write them); the device's are no one's, and reading them
+         * into the host memory under the maps would overwrite the
+         * program's (reinject writes none either). */
+        if (shim_maps_cover(m))
             return 0;
         if (m->shadow_valid) {
             lo = atomic_load(&m->dirty_lo);

@@ -197,6 +197,8 @@ struct shim_mem {
     void *own_host;              /* CL_MEM_ALLOC_HOST_PTR root buffers: the
                                     shim's memory, lent to every vendor as
                                     CL_MEM_USE_HOST_PTR (mem_own.c) */
+    bool own_blank;              /* own_host holds none of the program's
+                                    bytes yet: its first creation needs none */
     cl_mem_properties *props;    /* 0-terminated or NULL */
     struct shim_mem *parent;     /* sub-buffer, or an image's buffer */
     size_t origin;               /* sub-buffer offset in the parent */

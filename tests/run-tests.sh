@@ -361,6 +361,12 @@ case_ "maps/rehome-13" tests/integration/maps.sh rehome 13 20 $PROGS/mapped
 case_ "maps/switch-13" tests/integration/maps.sh switch 13 20 $PROGS/mapped
 case_ "maps/switch-5" tests/integration/maps.sh switch 5 40 $PROGS/mapped
 case_ "maps/refusals" tests/integration/maps.sh refusals $PROGS/mapped
+# The same with the vendor's memory and maps in shim memory from the start
+# (a buffer under maps for writing whole moves no bytes either way).
+case_ "maps/portable-switch-13" env CRANE_OWN_HOST_ALLOC=0 \
+    CRANE_PORTABLE_MAPS=1 tests/integration/maps.sh switch 13 20 $PROGS/mapped
+case_ "maps/portable-rehome-13" env CRANE_OWN_HOST_ALLOC=0 \
+    CRANE_PORTABLE_MAPS=1 tests/integration/maps.sh rehome 13 20 $PROGS/mapped
 case_ "asan-maps/switch-13" env B=$BA CRANE_PRELOAD_FIRST=$ASAN_LIB \
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:use_sigaltstack=0 \
     tests/integration/maps.sh switch 13 20 $PROGS/mapped
