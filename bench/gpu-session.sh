@@ -63,7 +63,7 @@
 #               forbid get NVIDIA's verdicts natively, under the shim,
 #               re-homed and switched to a proxy and back (build it first:
 #               make build/tests/integration/hostaccess_lenient)
-#   maps        bench/maps/run.sh --old --reps 5 on NVIDIA alone: a program
+#   maps        bench/maps/run.sh --portable --reps 5 on NVIDIA alone: a program
 #               keeping its CL_MEM_ALLOC_HOST_PTR staging buffer mapped (as
 #               x264 does) against one with nothing mapped, switched every
 #               37 calls, each against native
@@ -115,7 +115,7 @@ part_shimcost() {
 
 part_maps() {
     echo "# vendor set: NVIDIA alone, proxy on this machine"
-    nv bench/maps/run.sh --old --reps 5 --build "$root/$B"
+    nv bench/maps/run.sh --portable --reps 5 --build "$root/$B"
 }
 
 part_programs() {

@@ -30,7 +30,8 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
     uint64_t pv[32];
     size_t np = 0;
     /* None when the shim says none of them are needed (state.c): the
-     * program's maps for writing cover the whole buffer. */
+     * program's maps for writing cover the whole buffer, or the shim's
+     * memory under it holds none of the program's bytes yet. */
     bool with_data =
         host && (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)) &&
         !((flags & CL_MEM_USE_HOST_PTR) && shim_create_no_bytes);

@@ -7,7 +7,7 @@ set -u
 usage() {
     cat <<'EOF'
 usage: run.sh [--every N] [--reps R] [--frames F] [--frame-kb K]
-              [--stage-mb M] [--build DIR] [--old]
+              [--stage-mb M] [--build DIR] [--portable]
 
 Each side runs `maps kept` (a CL_MEM_ALLOC_HOST_PTR staging buffer of M MiB
 mapped for the whole run, as x264 keeps its lookahead's) and `maps
@@ -17,8 +17,9 @@ ratio against the native run of the same mode, and kept/unmapped.
 
   --every N   switch before every N-th OpenCL call (default 37, as the
               issue's x264 runs)
-  --old       also the switched sides as before shim/mem_own.c:
-              CRANE_OWN_HOST_ALLOC=0 CRANE_PORTABLE_MAPS=1
+  --portable  also the switched sides with the vendor's memory under the
+              map and maps in shim memory from the start
+              (CRANE_OWN_HOST_ALLOC=0 CRANE_PORTABLE_MAPS=1)
   --build DIR the build tree (default build)
 Sides: native; shim (passthrough); rehome (re-homed onto the vendor);
 switch (vendor <-> crane-proxy on a unix socket).  The switch counts come
@@ -26,7 +27,7 @@ from CRANE_REHOME_REPORT: done/refused.
 EOF
 }
 
-every=37 reps=3 frames=300 frame_kb=256 stage_mb=32 build=build old=0
+every=37 reps=3 frames=300 frame_kb=256 stage_mb=32 build=build portable=0
 while [ $# -gt 0 ]; do
     case $1 in
     --every) every=${2:?}; shift 2 ;;
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     --frame-kb) frame_kb=${2:?}; shift 2 ;;
     --stage-mb) stage_mb=${2:?}; shift 2 ;;
     --build) build=${2:?}; shift 2 ;;
-    --old) old=1; shift ;;
+    --portable) portable=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -71,7 +72,7 @@ side_env() {
              echo "CRANE_REHOME_TO=alternate"; echo "$RUN" ;;
     esac
     case $1 in
-    *-old) echo CRANE_OWN_HOST_ALLOC=0; echo CRANE_PORTABLE_MAPS=1 ;;
+    *-portable) echo CRANE_OWN_HOST_ALLOC=0; echo CRANE_PORTABLE_MAPS=1 ;;
     esac
 }
 
@@ -103,7 +104,7 @@ one() {
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 sides="native shim rehome switch"
-[ "$old" = 1 ] && sides="$sides rehome-old switch-old"
+[ "$portable" = 1 ] && sides="$sides rehome-portable switch-portable"
 declare -A fps
 for side in $sides; do
     for mode in kept unmapped; do
@@ -121,11 +122,11 @@ done
 
 echo "bench/maps: $frames frames of $frame_kb KiB through a $stage_mb MiB" \
      "staging buffer, switched every $every calls, median of $reps"
-printf '%-11s %10s %10s %9s %9s %9s %14s %14s\n' side kept/s unmapped/s \
+printf '%-15s %10s %10s %9s %9s %9s %14s %14s\n' side kept/s unmapped/s \
     kept/nat unmap/nat kept/unm "kept sw ok/no" "unm sw ok/no"
 for side in $sides; do
     k=${fps[$side.kept]} u=${fps[$side.unmapped]}
-    printf '%-11s %10s %10s %9s %9s %9s %14s %14s\n' "$side" "$k" "$u" \
+    printf '%-15s %10s %10s %9s %9s %9s %14s %14s\n' "$side" "$k" "$u" \
         "$(awk -v a="$k" -v b="${fps[native.kept]}" 'BEGIN {printf "%.3f", a / b}')" \
         "$(awk -v a="$u" -v b="${fps[native.unmapped]}" 'BEGIN {printf "%.3f", a / b}')" \
         "$(awk -v a="$k" -v b="$u" 'BEGIN {printf "%.3f", a / b}')" \
