@@ -106,8 +106,11 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
          * unmaps write them); the device's are no one's, and reading them
          * into the host memory under the maps would overwrite the
          * program's (reinject writes none either). */
-        if (shim_maps_cover(m))
+        if (shim_maps_cover(m)) {
+            LOG_DEBUG("re-home: a %zu-byte buffer under maps for writing "
+                      "whole: none of its bytes read", m->size);
             return 0;
+        }
         if (m->shadow_valid) {
             lo = atomic_load(&m->dirty_lo);
             hi = atomic_load(&m->dirty_hi);

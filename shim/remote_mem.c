@@ -74,6 +74,9 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
     cb.properties = pv;
     cb.n_properties = np;
     cb.bulk_len = with_data ? size : 0;
+    if (!with_data && host && (flags & CL_MEM_USE_HOST_PTR))
+        LOG_DEBUG("remote: a %zu-byte buffer over host memory none of whose "
+                  "bytes are needed: none sent", size);
     RC_MSG(m, create_buffer, CREATE_BUFFER, &cb);
     return rc_created(&mem->obj, &m, with_data ? host : NULL, cb.bulk_len,
                       errcode_ret);

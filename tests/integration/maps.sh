@@ -42,7 +42,7 @@ run() {
     local envs=()
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
-    env "${envs[@]}" CRANE_REHOME_REPORT="$TMP/report" \
+    env CRANE_LOG_LEVEL=debug "${envs[@]}" CRANE_REHOME_REPORT="$TMP/report" \
         CRANE_LOG_FILE="$TMP/shim.log" "$RUN" "$@" >"$TMP/out" 2>&1 ||
         fail "the program failed"
     grep -q '^PASS' "$TMP/out" || fail "the program did not pass"
@@ -73,9 +73,26 @@ rehome|switch)
     [ "$refused" -eq 0 ] || fail "$refused switch(es) refused"
     ! grep -q SWITCH_REFUSE "$TMP/shim.log" || fail "a refusal was logged"
     [ "$done_" -ge "$min" ] || fail "only $done_ switches, $min wanted"
+    # The buffer under a map for writing whole (the staging buffer) moved
+    # no bytes: none read at a stop, none sent with its creation on the
+    # proxy (once per switch there) - at most switches, since the map
+    # lasts from the program's setup to its end.
+    unread=$(grep -c 'under maps for writing whole: none of its bytes read' \
+             "$TMP/shim.log" || true)
+    unsent=$(grep -c 'none of whose bytes are needed: none sent' \
+             "$TMP/shim.log" || true)
+    echo "buffers mapped whole: $unread stops read none of their bytes," \
+         "$unsent creations on the proxy sent none"
+    [ "$unread" -ge 1 ] && [ $((2 * unread)) -ge "$done_" ] ||
+        fail "stops read a buffer mapped whole"
     if [ "$mode" = switch ]; then
         [ "$to_remote" -ge 1 ] && [ "$to_native" -ge 1 ] ||
             fail "not one switch each way"
+        # Portable maps leave the buffer the vendor's: nothing over host
+        # memory is made on the proxy.
+        [ "${CRANE_OWN_HOST_ALLOC:-1}" = 0 ] ||
+            { [ "$unsent" -ge 1 ] && [ $((2 * unsent)) -ge "$to_remote" ]; } ||
+            fail "creations on the proxy sent a buffer mapped whole"
     fi
     ;;
 refusals)

@@ -77,6 +77,7 @@ encode() {
 
 encode native OCL_ICD_VENDORS="$TMP/icd"
 shim_env=(CRANE_VENDORS_DIR="$TMP/icd" CRANE_LOG_FILE="$TMP/shim.log"
+          CRANE_LOG_LEVEL=debug
           CRANE_REHOME_REPORT="$TMP/report" "$RUN")
 mode=${1:-shim}
 case $mode in
@@ -108,6 +109,18 @@ rehome|switch|refused)
     else
         [ "$refused" -eq 0 ] || fail "$refused switch(es) refused"
         [ "$done_" -ge "$min" ] || fail "only $done_ switches, $min wanted"
+        # The 32 MiB staging buffer, mapped whole for writing, moves at no
+        # switch: its bytes are not read at the stops, nor sent with its
+        # creations on the proxy (the shim's debug lines).
+        unread=$(grep -c 'maps for writing whole: none' \
+                 "$TMP/shim.log" || true)
+        unsent=$(grep -c 'none of whose bytes are needed: none sent' \
+                 "$TMP/shim.log" || true)
+        echo "the staging buffer: $unread stops read none of it," \
+             "$unsent creations on the proxy sent none"
+        [ "$unread" -ge $((done_ / 2)) ] || fail "stops read the staging buffer"
+        [ "$mode" = rehome ] || [ "$unsent" -ge $((done_ / 4)) ] ||
+            fail "creations on the proxy sent the staging buffer"
     fi
     ;;
 *) echo "usage: x264.sh shim | rehome|switch EVERY MIN | refused EVERY" >&2
