@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "config.h"
+#include "hostmem.h"
 #include "mem_int.h"
 
 /* The alignment OpenCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN asks of a host
@@ -44,8 +45,18 @@ int shim_mem_own_host_make(struct shim_mem *m, const void *copy_from)
 
     if (!own_wanted(m))
         return 0;
-    /* Anonymous pages: aligned, zero (so that the bytes a proxy gets at
-     * the creation are defined), freed whole with the object. */
+    /* Made remoted: in the host-memory region while it has room, so that
+     * the proxy moves the bytes of transfers from and to it in place, as
+     * it does for remoted maps (hostmem.h); page-aligned, valid for the
+     * process's life.  Else anonymous pages: aligned, zero. */
+    if (shim_real_on_remote(m->context->obj.real) && shim_remote_host_on() &&
+        (p = shim_hostmem_alloc(own_len(m)))) {
+        if (copy_from)
+            memcpy(p, copy_from, m->size);
+        else
+            memset(p, 0, own_len(m));
+        goto made;
+    }
     p = mmap(NULL, own_len(m), PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -56,6 +67,7 @@ int shim_mem_own_host_make(struct shim_mem *m, const void *copy_from)
     }
     if (copy_from)
         memcpy(p, copy_from, m->size);
+made:
     m->own_host = p;
     m->host_ptr = p;
     m->own_blank = copy_from == NULL;
@@ -67,7 +79,10 @@ void shim_mem_own_host_free(struct shim_mem *m)
 {
     if (!m->own_host)
         return;
-    munmap(m->own_host, own_len(m));
+    if (shim_hostmem_owns(m->own_host))
+        shim_hostmem_free(m->own_host);
+    else
+        munmap(m->own_host, own_len(m));
     m->own_host = NULL;
     m->host_ptr = NULL;
 }
