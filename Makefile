@@ -43,6 +43,7 @@ include proto/proto.mk
 -include proxy-domain/proxy.mk
 -include bench/remote/remote.mk
 -include bench/shimcost/shimcost.mk
+-include bench/maps/maps.mk
 -include guest-daemon/guestd.mk
 -include host-daemon/hostd.mk
 
@@ -85,7 +86,8 @@ build/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h)
 bench: build/bench/clbench build/bench/latency build/bench/switch \
     build/bench/sockbw build/bench/hostptr build/bench/pcopybw \
     build/bench/shimcost build/bench/nullcl/libnullcl.so \
-    build/bench/dlloop build/bench/budget build/bench/userevent
+    build/bench/dlloop build/bench/budget build/bench/userevent \
+    build/bench/maps
 build/bench/dlloop: bench/rehome/dlloop.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -ldl

@@ -76,6 +76,10 @@
 #               libnvidia-opencl.so.1 --rehomes 1000 both ways with
 #               CRANE_VENDOR_UNLOAD=auto and =always, and on the vendor
 #               (--to native) with each: issue 21 item 2 (minutes)
+#   maps        bench/maps/run.sh --portable --reps 5 on NVIDIA alone: a program
+#               keeping its CL_MEM_ALLOC_HOST_PTR staging buffer mapped (as
+#               x264 does) against one with nothing mapped, switched every
+#               37 calls, each against native
 # Which platform each part used is in its log (the DEVICE lines, or the
 # vendor set named at its top).
 set -u
@@ -120,6 +124,11 @@ part_shimcost() {
     echo "## the remoted path against the null vendor: instructions per call"
     echo "## (bench/shimcost/remote.sh; needs valgrind)"
     bench/shimcost/remote.sh --build "$root/$B" || true
+}
+
+part_maps() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine"
+    nv bench/maps/run.sh --portable --reps 5 --build "$root/$B"
 }
 
 part_programs() {

@@ -128,6 +128,10 @@ void shim_config_load(void)
     shim_config.remote_linger_ms =
         env_long("CRANE_REMOTE_LINGER_MS", 5000, 0);
     shim_config.portable_maps = env_long("CRANE_PORTABLE_MAPS", 0, 0) != 0;
+    /* CL_MEM_ALLOC_HOST_PTR buffers over the shim's own memory (mem_own.c);
+     * 0: the vendor's allocation. */
+    shim_config.own_host_alloc =
+        env_long("CRANE_OWN_HOST_ALLOC", 1, 0) != 0;
     shim_config.staging_mb = (unsigned)env_long("CRANE_STAGING_MB", 32, 0);
     if (shim_config.staging_mb > 1024)
         shim_config.staging_mb = 1024;

@@ -64,6 +64,9 @@ struct shim_config {
                                     back, for the next switch (rehome.c) */
     bool portable_maps;          /* CRANE_PORTABLE_MAPS=1: maps in shim
                                     memory from the start (map.c) */
+    bool own_host_alloc;         /* CRANE_OWN_HOST_ALLOC (1): the host
+                                    memory of CL_MEM_ALLOC_HOST_PTR buffers
+                                    is the shim's (mem_own.c) */
     const char *test_fail_at;    /* CRANE_TEST_FAIL_AT=STEP[:N] (fault.c) */
     const char *test_stop_at;    /* CRANE_TEST_STOP_AT=STEP[:N] */
     const char *test_stop_file;  /* CRANE_TEST_STOP_FILE */

@@ -243,7 +243,7 @@ static int cmd_prepare(const Crane__Control__DaemonMessage *m, int fd,
     if (mode == MODE_PARKED) {
         snprintf(out->error, sizeof(out->error),
                  "parked by an offline prepare: resume or abort first");
-        return -EINVAL;
+        return shim_switch_refuse(-EINVAL, "%s", out->error);
     }
     if (mode == MODE_REMOTING)
         return 0;
@@ -348,6 +348,10 @@ static const struct control_cmd {
 
 static const char *why(int rc)
 {
+    /* A refusal says its own reason (shim_switch_refuse). */
+    if ((rc == -EBUSY || rc == -ENOTSUP || rc == -ETIMEDOUT) &&
+        shim_rehome_reason()[0])
+        return shim_rehome_reason();
     switch (rc) {
     case -EBUSY:
         return "still refused at the deadline: a buffer mapped into the "

@@ -569,6 +569,7 @@ int shim_devices_check(const struct shim_backend_ops *from,
     if ((rc = to->load()) < 0) {
         snprintf(refusal, sizeof(refusal), "%s did not come up (%d)",
                  to->name, rc);
+        shim_switch_refuse(rc, "%s", refusal);
         to->unload();
         return rc;
     }
@@ -577,7 +578,7 @@ int shim_devices_check(const struct shim_backend_ops *from,
     if (rc < 0) {
         snprintf(refusal, sizeof(refusal), "cannot move to %s: %s",
                  to->name, why[0] ? why : strerror(-rc));
-        LOG_WARN("re-home: %s; nothing changed", refusal);
+        shim_switch_refuse(rc, "%s", refusal);
         to->unload();
         return rc;
     }

@@ -80,8 +80,7 @@ static bool in_host_memory(struct shim_mem *m, const void *ptr)
     const struct shim_mem *r = shim_mem_root(m);
     const char *p = ptr, *h = r->host_ptr;
 
-    return h && (r->flags & CL_MEM_USE_HOST_PTR) && p >= h &&
-           p < h + r->size;
+    return h && shim_mem_over_host(r) && p >= h && p < h + r->size;
 }
 
 /* Whether MP is the remote backend's map in the host-memory region, which
@@ -104,7 +103,7 @@ static bool portable(struct shim_mem *m)
     return (shim_config.portable_maps ||
             atomic_load_explicit(&shim_maps_portable,
                                  memory_order_relaxed)) &&
-           !(shim_mem_root(m)->flags & CL_MEM_USE_HOST_PTR) &&
+           !shim_mem_over_host(shim_mem_root(m)) &&
            m->type != SHIM_PIPE;
 }
 
@@ -405,26 +404,38 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueUnmapMemObject(
  * use shim memory from now on so that the next attempt can go. */
 int shim_maps_check(void)
 {
-    int rc = 0;
+    const struct shim_mem *busy = NULL;
+    const struct shim_map *bmp = NULL;
 
     pthread_mutex_lock(&maps_lock);
-    for (struct shim_obj *o = shim_store_first(); o && !rc; o = o->next) {
+    for (struct shim_obj *o = shim_store_first(); o && !busy; o = o->next) {
         struct shim_mem *m = (void *)o;
         if (o->kind != SHIM_MEM)
             continue;
         for (const struct shim_map *mp = m->map_list; mp; mp = mp->next)
             if (!mp->carried && !in_host_memory(m, mp->ptr) &&
                 !carriable_in_region(m, mp)) {
-                rc = -EBUSY;
+                busy = m;
+                bmp = mp;
                 break;
             }
     }
+    if (busy) {
+        bool was = atomic_exchange(&shim_maps_portable, true);
+        shim_switch_refuse(
+            -EBUSY,
+            "%s of %zu bytes (flags 0x%llx) is mapped into the vendor's "
+            "memory (%zu bytes at %zu, map flags 0x%llx), which would not "
+            "survive; %s",
+            busy->type == SHIM_IMAGE ? "an image" : "a buffer", busy->size,
+            (unsigned long long)busy->flags, bmp->size, bmp->offset,
+            (unsigned long long)bmp->flags,
+            was ? "it must be unmapped (maps made since use shim memory)"
+                : "maps use shim memory from now on, so the next attempt "
+                  "can carry them once it is unmapped");
+    }
     pthread_mutex_unlock(&maps_lock);
-    if (rc < 0 && !atomic_exchange(&shim_maps_portable, true))
-        LOG_WARN("re-home: a buffer is mapped into the vendor's memory, "
-                 "which would not survive; maps use shim memory from now "
-                 "on, so the next attempt can carry them");
-    return rc;
+    return busy ? -EBUSY : 0;
 }
 
 /* Ends the vendor's side of every map of the program's own host memory
@@ -471,6 +482,19 @@ int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
     }
     pthread_mutex_unlock(&maps_lock);
     return rc;
+}
+
+bool shim_maps_cover(struct shim_mem *m)
+{
+    bool all = false;
+
+    if (m->type != SHIM_BUFFER || m->parent)
+        return false;
+    pthread_mutex_lock(&maps_lock);
+    for (const struct shim_map *mp = m->map_list; mp && !all; mp = mp->next)
+        all = writes(mp->flags) && mp->offset == 0 && mp->size >= m->size;
+    pthread_mutex_unlock(&maps_lock);
+    return all;
 }
 
 /* Maps left when an object is destroyed: the shim's memory goes too. */

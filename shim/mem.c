@@ -29,12 +29,18 @@ static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
 
     switch (m->type) {
     case SHIM_BUFFER:
+        /* Over host memory that maps for writing cover whole (x264's
+         * staging buffer): none of its bytes need go anywhere. */
+        shim_create_no_bytes = host && shim_mem_over_host(m) &&
+                               (m->own_blank || shim_maps_cover(m));
+        m->own_blank = false;
         if (m->props && VENDOR(ctx)->clCreateBufferWithProperties)
             m->obj.real = VENDOR(ctx)->clCreateBufferWithProperties(
                 ctx, m->props, flags, m->size, host, &err);
         else
             m->obj.real =
                 VENDOR(ctx)->clCreateBuffer(ctx, flags, m->size, host, &err);
+        shim_create_no_bytes = false;
         break;
     case SHIM_SUB_BUFFER: {
         cl_buffer_region region = {m->origin, m->size};
@@ -178,8 +184,20 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
         shim_obj_retain_child(&m->parent->obj);
     void *copy_from = (m->flags & CL_MEM_COPY_HOST_PTR) ? host_ptr : NULL;
     err = flags_verdict(m, copy_from);
-    if (err == CL_SUCCESS && mem_make(m, copy_from) < 0)
+    /* CL_MEM_ALLOC_HOST_PTR: the shim's own memory, which every vendor
+     * then uses (mem_own.c); the program's bytes are in it already. */
+    if (err == CL_SUCCESS)
+        shim_mem_own_host_make(m, copy_from);
+    if (err == CL_SUCCESS && mem_make(m, m->own_host ? NULL : copy_from) < 0)
         err = shim_vendor_err;
+    /* A vendor that will not take the shim's memory makes its own. */
+    if (err != CL_SUCCESS && m->own_host) {
+        LOG_WARN("memory: the vendor refused a %zu-byte buffer over the "
+                 "shim's memory (%d); its own CL_MEM_ALLOC_HOST_PTR memory "
+                 "instead (a map kept of it refuses switches)", m->size, err);
+        shim_mem_own_host_free(m);
+        err = mem_make(m, copy_from) < 0 ? shim_vendor_err : CL_SUCCESS;
+    }
     if (err == CL_SUCCESS) {
         remember_flags(m);
         if (shim_mem_host_access(m))
@@ -633,6 +651,7 @@ static void mem_destroy(struct shim_obj *o)
     shim_mem_callbacks_fire(m);
     free(m->props);
     free(m->shadow);
+    shim_mem_own_host_free(m);
     pthread_mutex_destroy(&m->dirty_lock);
     shim_obj_release_child(&m->context->obj);
     if (m->parent)

@@ -80,8 +80,15 @@ bool shim_mem_host_forbids(const struct shim_mem *m, const void *real,
 /* The flags the real object of M is made with in the context CTX. */
 cl_mem_flags shim_mem_real_flags(const struct shim_mem *m, const void *ctx)
 {
-    return shim_real_on_remote(ctx) ? m->flags & ~HOST_ACCESS_FLAGS
-                                    : m->flags;
+    cl_mem_flags f = shim_real_on_remote(ctx) ? m->flags & ~HOST_ACCESS_FLAGS
+                                              : m->flags;
+
+    /* Over the shim's own memory (mem_own.c). */
+    if (m->own_host)
+        f = (f & ~(cl_mem_flags)(CL_MEM_ALLOC_HOST_PTR |
+                                 CL_MEM_COPY_HOST_PTR)) |
+            CL_MEM_USE_HOST_PTR;
+    return f;
 }
 
 /* A root buffer like M in the vendor context CTX, for a pre-copy; NULL

@@ -43,7 +43,8 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetMemObjectInfo(
                                 param_value_size, param_value,
                                 param_value_size_ret);
     case CL_MEM_HOST_PTR: {
-        void *p = m->host_ptr;
+        /* The program's own pointer only, never the shim's memory. */
+        void *p = m->own_host ? NULL : m->host_ptr;
         return shim_info_return(&p, sizeof(p), param_value_size, param_value,
                                 param_value_size_ret);
     }

@@ -105,7 +105,7 @@ static bool precopyable(const struct shim_obj *o)
     const struct shim_mem *m = (const void *)o;
 
     return o->kind == SHIM_MEM && o->real && !m->parent &&
-           m->type == SHIM_BUFFER && !(m->flags & CL_MEM_USE_HOST_PTR) &&
+           m->type == SHIM_BUFFER && !shim_mem_over_host(m) &&
            atomic_load(&m->maps) == 0;
 }
 

@@ -43,15 +43,16 @@ static int begin(const struct shim_backend_ops *to, bool gpu_leaves,
     /* Every caller started the shim (start.c): the control thread and
      * the test hook only once it started well, crane_rehome itself. */
     if (shim.init_err < 0)
-        return -ENODEV;
-    if (shim_in_callback) {
-        LOG_WARN("re-home: refused from inside an OpenCL callback");
-        return -EDEADLK;
-    }
+        return shim_switch_refuse(-ENODEV, "the shim did not start (%d)",
+                                  shim.init_err);
+    if (shim_in_callback)
+        return shim_switch_refuse(-EDEADLK, "asked from inside an OpenCL "
+                                  "callback");
     pthread_mutex_lock(&shim.rehome_lock);
     if (shim.parked) {
         pthread_mutex_unlock(&shim.rehome_lock);
-        return -EBUSY;
+        return shim_switch_refuse(-EBUSY, "the program is parked "
+                                  "(stop-and-copy): resume it first");
     }
     shim_rehome_bg_join();
     shim.gpu_leaves = gpu_leaves;
@@ -99,10 +100,9 @@ static int begin(const struct shim_backend_ops *to, bool gpu_leaves,
     int rc = shim_gate_close(shim_config.rehome_timeout_ms);
     t->block = shim_now() - *t0;
     if (rc == -ETIMEDOUT)
-        shim_rehome_note("OpenCL calls of the program's still ran after "
-                         "%ld ms (CRANE_REHOME_TIMEOUT_MS): refused, "
-                         "nothing changed",
-                         shim_config.rehome_timeout_ms);
+        shim_switch_refuse(rc, "OpenCL calls of the program's still ran "
+                           "after %ld ms (CRANE_REHOME_TIMEOUT_MS)",
+                           shim_config.rehome_timeout_ms);
     if (rc < 0) {
         shim_copies_drop_all();
         shim_precopy_drop_targets();
@@ -208,7 +208,8 @@ static int unpark(struct shim_rehome_times *t)
     shim_precopy_forget();
     if (!shim.parked) {
         pthread_mutex_unlock(&shim.rehome_lock);
-        return -EINVAL;
+        return shim_switch_refuse(-EINVAL, "not parked: nothing to "
+                                  "resume");
     }
     shim_fault_switch(shim.rehomes + 1);
     double t0 = shim_now();

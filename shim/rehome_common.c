@@ -43,6 +43,32 @@ void shim_rehome_note_add(const char *text)
         snprintf(fail_reason + len, sizeof(fail_reason) - len, "%s", text);
 }
 
+static const char *refusal_name(int rc)
+{
+    switch (rc) {
+    case -EBUSY: return "busy";
+    case -ENOTSUP: return "cannot move";
+    case -EDEADLK: return "from a callback";
+    case -ETIMEDOUT: return "timeout";
+    case -ENODEV: return "no backend";
+    default: return "refused";
+    }
+}
+
+int shim_switch_refuse(int rc, const char *fmt, ...)
+{
+    char why[sizeof(fail_reason)];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    LOG_WARN("SWITCH_REFUSE (%s, %d): %s; nothing changed",
+             refusal_name(rc), rc, why);
+    shim_rehome_note("%s", why);
+    return rc;
+}
+
 /* A user event the program has not set yet: it moves (a new one on the
  * new side), unless a command still waits on it. */
 bool shim_user_event_pending(const struct shim_obj *o)

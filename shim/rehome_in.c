@@ -10,8 +10,12 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
 {
     cl_int err;
 
-    /* Host-pointer objects were recreated over the program's own memory. */
-    if (m->flags & CL_MEM_USE_HOST_PTR)
+    /* Host-pointer objects were recreated over the program's own memory
+     * (or the shim's, mem_own.c). */
+    if (shim_mem_over_host(m))
+        return 0;
+    /* Under maps for writing whole: no one's bytes (rehome_out.c). */
+    if (m->type == SHIM_BUFFER && shim_maps_cover(m))
         return 0;
     /* Adopted from a pre-copy: only what the stop read is missing there. */
     if (m->premade_used) {

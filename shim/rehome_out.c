@@ -12,22 +12,22 @@ static int check_movable(void)
 {
     int rc = 0;
 
-    if (atomic_load(&shim_svm_live) > 0) {
-        LOG_WARN("re-home: the program holds SVM allocations, whose "
-                 "addresses cannot move");
-        return -ENOTSUP;
-    }
+    if (atomic_load(&shim_svm_live) > 0)
+        return shim_switch_refuse(-ENOTSUP, "the program holds %ld SVM "
+                                  "allocation(s), whose addresses cannot "
+                                  "move", atomic_load(&shim_svm_live));
     shim_store_lock();
     for (struct shim_obj *o = shim_store_first(); o && !rc; o = o->next) {
         if (o->kind == SHIM_MEM) {
             const struct shim_mem *m = (const void *)o;
-            if (m->type == SHIM_PIPE) {
-                LOG_WARN("re-home: pipes cannot be read from the host");
-                rc = -ENOTSUP;
-            }
+            if (m->type == SHIM_PIPE)
+                rc = shim_switch_refuse(-ENOTSUP, "a pipe cannot be read "
+                                        "from the host");
         } else if (o->kind == SHIM_KERNEL &&
                    ((const struct shim_kernel *)o)->uses_svm) {
-            rc = -ENOTSUP;
+            rc = shim_switch_refuse(-ENOTSUP, "a kernel has SVM pointers "
+                                    "among its arguments, whose addresses "
+                                    "cannot move");
         }
     }
     if (rc == 0)
@@ -102,6 +102,15 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
     } else {
         size_t lo = 0, hi = m->size;
         m->stop_lo = m->stop_hi = 0;
+        /* Under maps for writing whole: those bytes are the program's (its
+         * unmaps write them); the device's are no one's, and reading them
+         * into the host memory under the maps would overwrite the
+         * program's (reinject writes none either). */
+        if (shim_maps_cover(m)) {
+            LOG_DEBUG("re-home: a %zu-byte buffer under maps for writing "
+                      "whole: none of its bytes read", m->size);
+            return 0;
+        }
         if (m->shadow_valid) {
             lo = atomic_load(&m->dirty_lo);
             hi = atomic_load(&m->dirty_hi);
@@ -112,7 +121,7 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         m->stop_lo = lo;
         m->stop_hi = hi;
         void *base = m->host_ptr;
-        if (!(m->flags & CL_MEM_USE_HOST_PTR)) {
+        if (!shim_mem_over_host(m)) {
             if (!m->shadow && !(m->shadow = malloc(m->size))) {
                 SWITCH_FAIL("no memory for a %zu-byte RAM copy",
                           m->size);
@@ -168,7 +177,7 @@ static bool streams_kind(const struct shim_backend_ops *from,
                          const struct shim_mem *m)
 {
     if (!shim_config.stream_switch || m->type != SHIM_BUFFER ||
-        (m->flags & CL_MEM_USE_HOST_PTR) || atomic_load(&m->maps) != 0 ||
+        shim_mem_over_host(m) || atomic_load(&m->maps) != 0 ||
         !m->obj.real)
         return false;
     if (from == &shim_native_ops && to == &shim_remote_ops)
@@ -292,9 +301,8 @@ static int queues_drain(void)
                st > CL_COMPLETE && shim_now() < until)
             usleep(1000);
         if (st > CL_COMPLETE) {
-            LOG_WARN("re-home: a command waits on a user event the program "
-                     "has not set; refused, nothing changed");
-            rc = -EBUSY;
+            rc = shim_switch_refuse(-EBUSY, "a command waits on a user "
+                                    "event the program has not set");
             break;
         }
     }
@@ -339,12 +347,11 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
     while (atomic_load(&shim_event_callbacks_pending) > 0) {
         /* A callback on a pending user event runs only once it is set. */
         if (pending_user &&
-            shim_now() - ts > USER_EVENT_WAIT_MS / 1e3) {
-            LOG_WARN("re-home: %ld event callback(s) wait, maybe on a user "
-                     "event the program has not set; refused",
-                     atomic_load(&shim_event_callbacks_pending));
-            return -EBUSY;
-        }
+            shim_now() - ts > USER_EVENT_WAIT_MS / 1e3)
+            return shim_switch_refuse(
+                -EBUSY, "%ld event callback(s) wait, maybe on a user "
+                "event the program has not set",
+                atomic_load(&shim_event_callbacks_pending));
         if (shim_now() - ts > shim_config.rehome_timeout_ms / 1e3) {
             SWITCH_FAIL("%ld event callback(s) never ran; giving up",
                       atomic_load(&shim_event_callbacks_pending));

@@ -73,11 +73,12 @@ void shim_rehome_report(const struct shim_rehome_times *t, int rc,
         at = strlen(line) - 1;
         snprintf(line + at, sizeof(line) - at, "%s\n", pre);
     }
-    /* A refused move says why, on the same line. */
-    if (rc < 0 && shim_devices_refusal()[0]) {
+    /* A refused or failed move says why, on the same line. */
+    const char *why = shim_devices_refusal()[0] ? shim_devices_refusal()
+                                                : shim_rehome_reason();
+    if (rc < 0 && why[0]) {
         at = strlen(line) - 1;
-        snprintf(line + at, sizeof(line) - at, " reason=\"%s\"\n",
-                 shim_devices_refusal());
+        snprintf(line + at, sizeof(line) - at, " reason=\"%s\"\n", why);
     }
     shim_rehome_report_line(line);
 }

@@ -29,8 +29,12 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
     Crane__CreateBuffer cb = CRANE__CREATE_BUFFER__INIT;
     uint64_t pv[32];
     size_t np = 0;
+    /* None when the shim says none of them are needed (state.c): the
+     * program's maps for writing cover the whole buffer, or the shim's
+     * memory under it holds none of the program's bytes yet. */
     bool with_data =
-        host && (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR));
+        host && (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)) &&
+        !((flags & CL_MEM_USE_HOST_PTR) && shim_create_no_bytes);
 
     /* A buffer over an SVM allocation shares its bytes (OpenCL 2.0): on
      * the proxy, a sub-buffer of the buffer holding the allocation's
@@ -70,6 +74,9 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
     cb.properties = pv;
     cb.n_properties = np;
     cb.bulk_len = with_data ? size : 0;
+    if (!with_data && host && (flags & CL_MEM_USE_HOST_PTR))
+        LOG_DEBUG("remote: a %zu-byte buffer over host memory none of whose "
+                  "bytes are needed: none sent", size);
     RC_MSG(m, create_buffer, CREATE_BUFFER, &cb);
     return rc_created(&mem->obj, &m, with_data ? host : NULL, cb.bulk_len,
                       errcode_ret);

@@ -192,7 +192,13 @@ struct shim_mem {
     cl_mem_flags flags;          /* as the program gave them */
     cl_mem_flags reported_flags; /* CL_MEM_FLAGS, as the vendor said it */
     size_t size;                 /* bytes of storage (images: packed) */
-    void *host_ptr;              /* CL_MEM_USE_HOST_PTR (or its sub-buffer) */
+    void *host_ptr;              /* CL_MEM_USE_HOST_PTR (or its sub-buffer),
+                                    or own_host */
+    void *own_host;              /* CL_MEM_ALLOC_HOST_PTR root buffers: the
+                                    shim's memory, lent to every vendor as
+                                    CL_MEM_USE_HOST_PTR (mem_own.c) */
+    bool own_blank;              /* own_host holds none of the program's
+                                    bytes yet: its first creation needs none */
     cl_mem_properties *props;    /* 0-terminated or NULL */
     struct shim_mem *parent;     /* sub-buffer, or an image's buffer */
     size_t origin;               /* sub-buffer offset in the parent */
@@ -369,6 +375,10 @@ extern SHIM_TLS cl_int shim_vendor_err;
  * answer their own verdicts and leave the errors of the program's batched
  * calls to the program (remote_conn.c).  In state.c. */
 extern SHIM_TLS bool shim_own_calls;
+/* Set while this thread makes the real object of a buffer over host
+ * memory none of whose bytes are needed (shim_maps_cover, mem.c): the
+ * remote backend then sends the proxy none of them.  In state.c. */
+extern SHIM_TLS bool shim_create_no_bytes;
 /* An error of a batched call that a switch away from the proxy handed on
  * (shim_owe, rehome.c): owed once to the program's next clFinish or
  * clWaitForEvents; CL_SUCCESS if none.  In state.c. */
@@ -717,6 +727,14 @@ struct shim_mem *shim_mem_root(struct shim_mem *m);
  * host memory went back to the program (then its bytes are dead). */
 void shim_mem_unnamed(struct shim_obj *o);
 bool shim_mem_host_returned(struct shim_mem *m);
+/* mem_own.c: host memory the shim makes itself for a CL_MEM_ALLOC_HOST_PTR
+ * buffer and lends each vendor as CL_MEM_USE_HOST_PTR (made at creation,
+ * filled from COPY_FROM if not NULL; freed with the object); whether M's
+ * real objects lie over host memory (the program's or the shim's own), so
+ * that its bytes are there after an extraction and no RAM copy is made. */
+int shim_mem_own_host_make(struct shim_mem *m, const void *copy_from);
+void shim_mem_own_host_free(struct shim_mem *m);
+bool shim_mem_over_host(const struct shim_mem *m);
 /* Argument classes (SHIM_ARG_MEM_RO, _MEM_RW, else _UNKNOWN) of kernel
  * `kernel` read from OpenCL C source (kernel_sig.c): 0, or -ENOENT when it
  * is not defined exactly once there with n_args parameters. */
@@ -748,6 +766,10 @@ int shim_maps_check(void);
 int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
                     void *arg);
 void shim_maps_free(struct shim_mem *m);
+/* Whether maps for writing of M itself (a root buffer) cover every byte of
+ * it: its device bytes are then no one's until those unmaps write the
+ * program's, so a switch moves none of them (map.c). */
+bool shim_maps_cover(struct shim_mem *m);
 
 /* --- images (mem.c) ------------------------------------------------------ */
 
@@ -804,6 +826,12 @@ int shim_switch_gpu_leaves(const struct shim_backend_ops *to,
 int shim_park(struct shim_rehome_times *t);
 /* Why the last switch failed, in words ("" if it did not or none said). */
 const char *shim_rehome_reason(void);
+/* A switch refused before anything changed (rehome_common.c): every
+ * refusal in the shim comes here, so that each is one "SWITCH_REFUSE"
+ * line in the log with its reason, kept as the switch's reason for its
+ * report line and cranectl.  Returns RC. */
+int shim_switch_refuse(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 int shim_unpark(struct shim_rehome_times *t);
 
 /* --- helpers (util.c) ---------------------------------------------------- */

@@ -158,7 +158,7 @@ static bool stages_bytes(const struct shim_context *c)
     for (struct shim_obj *o = shim_store_first(); o; o = o->next) {
         const struct shim_mem *m = (const void *)o;
         if (o->kind == SHIM_MEM && m->context == c && !m->parent &&
-            m->type == SHIM_BUFFER && !(m->flags & CL_MEM_USE_HOST_PTR))
+            m->type == SHIM_BUFFER && !shim_mem_over_host(m))
             return true;
     }
     return false;
@@ -240,7 +240,7 @@ void shim_staging_prepare_shadows(bool (*needed)(const struct shim_mem *m,
         struct shim_mem *m = (void *)o;
         if (o->kind != SHIM_MEM || m->parent || m->shadow ||
             (m->type != SHIM_BUFFER && m->type != SHIM_IMAGE) ||
-            (m->flags & CL_MEM_USE_HOST_PTR) || (needed && !needed(m, arg)))
+            shim_mem_over_host(m) || (needed && !needed(m, arg)))
             continue;
         if (n == cap) {
             size_t c = cap ? 2 * cap : 64;

@@ -10,7 +10,8 @@
  * flags are accepted and reported in CL_MEM_FLAGS but not given to the
  * real vendor, so reads, writes and maps they forbid succeed.  It patches
  * the real vendor's dispatch table (every object of it points there) and
- * puts it back when unloaded.  The bytes of such forbidden reads, writes
+ * puts it back when unloaded; with CRANE_FAKECL_GPU=1 its devices are
+ * GPUs too (as_gpu, below).  The bytes of such forbidden reads, writes
  * and maps are counted, and each time the library goes (an unload by the
  * shim, or the process's exit) a line "forbidden_bytes=N" is appended to
  * the file CRANE_FAKECL_COUNT: the program's own forbidden accesses are
@@ -403,6 +404,43 @@ static void *CL_API_CALL w_map_image(cl_command_queue q, cl_mem im,
     return p;
 }
 
+/* With CRANE_FAKECL_GPU=1 the wrapped vendor's devices are GPUs: asked
+ * for GPUs it gives every device, asked for CPUs none, and CL_DEVICE_TYPE
+ * says CL_DEVICE_TYPE_GPU (x264 --opencl takes only GPUs; its case in
+ * tests/integration/x264.sh runs it on PoCL so). */
+static bool as_gpu(void)
+{
+    const char *v = getenv("CRANE_FAKECL_GPU");
+
+    return v && strcmp(v, "1") == 0;
+}
+
+static cl_int CL_API_CALL w_device_ids(cl_platform_id p, cl_device_type type,
+                                       cl_uint n, cl_device_id *out,
+                                       cl_uint *n_ret)
+{
+    if (type != CL_DEVICE_TYPE_ALL && type != CL_DEVICE_TYPE_DEFAULT) {
+        if (!(type & CL_DEVICE_TYPE_GPU)) {
+            if (n_ret)
+                *n_ret = 0;
+            return CL_DEVICE_NOT_FOUND;
+        }
+        type = CL_DEVICE_TYPE_ALL;
+    }
+    return orig.clGetDeviceIDs(p, type, n, out, n_ret);
+}
+
+static cl_int CL_API_CALL w_device_info(cl_device_id d, cl_device_info what,
+                                        size_t size, void *out,
+                                        size_t *size_ret)
+{
+    cl_device_type gpu = CL_DEVICE_TYPE_GPU;
+
+    if (what == CL_DEVICE_TYPE)
+        return answer(&gpu, sizeof(gpu), size, out, size_ret);
+    return orig.clGetDeviceInfo(d, what, size, out, size_ret);
+}
+
 /* The real vendor's table gets the lenient entries. */
 static int patch(struct _cl_icd_dispatch *t)
 {
@@ -429,6 +467,10 @@ static int patch(struct _cl_icd_dispatch *t)
     t->clEnqueueWriteImage = w_write_image;
     t->clEnqueueMapBuffer = w_map;
     t->clEnqueueMapImage = w_map_image;
+    if (as_gpu()) {
+        t->clGetDeviceIDs = w_device_ids;
+        t->clGetDeviceInfo = w_device_info;
+    }
     patched = t;
     return 0;
 }
