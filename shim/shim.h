@@ -225,7 +225,10 @@ struct shim_mem {
 struct shim_sampler {
     struct shim_obj obj;
     struct shim_context *context;
-    cl_sampler_properties *props;  /* 0-terminated */
+    cl_sampler_properties *props;  /* 0-terminated; NULL as given */
+    /* Made by clCreateSampler (props then holds its three pairs): its
+     * CL_SAMPLER_PROPERTIES is empty, as for a NULL list. */
+    bool legacy;
 };
 
 enum shim_program_origin {
