@@ -314,6 +314,12 @@ struct shim_kernel {
     cl_uint n_args;
     struct shim_arg *args;
     bool uses_svm;
+    /* Remoted launches' work-group rules (check.c), asked once: its
+     * reqd_work_group_size (0s: none) and whether the device takes a
+     * global size that no local size divides. */
+    atomic_bool wg_known;
+    size_t wg_reqd[3];
+    bool wg_nonuniform;
     /* The dirty epoch at which a launch last marked every writable
      * argument (0: an argument object changed since, mark again). */
     unsigned long marked_epoch;
