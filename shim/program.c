@@ -743,6 +743,14 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(
                                 param_value_size, param_value,
                                 param_value_size_ret);
     }
+    case CL_PROGRAM_SOURCE:
+        /* The program's own: a vendor's twin made from a kept binary
+         * after a switch has none. */
+        if (p->origin == SHIM_FROM_SOURCE && p->source)
+            return shim_info_return(p->source, strlen(p->source) + 1,
+                                    param_value_size, param_value,
+                                    param_value_size_ret);
+        break;
     default:
         break;
     }

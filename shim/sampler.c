@@ -13,9 +13,14 @@ static int sampler_realize(struct shim_obj *o)
     cl_addressing_mode addr = CL_ADDRESS_CLAMP;
     cl_filter_mode filter = CL_FILTER_NEAREST;
 
+    static const cl_sampler_properties none[] = {0};
+
     if (VENDOR(ctx)->clCreateSamplerWithProperties) {
+        /* A NULL list as an empty one: PoCL 3.1 refuses NULL, against the
+         * specification, and a switch must remake what another vendor
+         * took. */
         s->obj.real = VENDOR(ctx)->clCreateSamplerWithProperties(
-            ctx, s->props, &err);
+            ctx, s->props ? s->props : none, &err);
     } else {
         /* An OpenCL 1.x vendor: the properties map onto the old call. */
         for (size_t i = 0; s->props && s->props[i]; i += 2) {
@@ -37,8 +42,7 @@ static int sampler_realize(struct shim_obj *o)
 }
 
 /* Both creation calls: LEGACY for clCreateSampler, whose PROPS are its
- * three pairs.  A NULL list stays NULL for the vendor, as the program gave
- * it (a vendor may refuse it: PoCL 3.1 does). */
+ * three pairs. */
 static cl_sampler create_sampler(cl_context context,
                                  const cl_sampler_properties *props,
                                  bool legacy, cl_int *errcode_ret)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Conformance in every mode: tests/programs/conformance --dump records what
 # each info query, refusal and corner case answered (one line per probe);
-# run natively, then under crane, every line must be the same.
+# run natively, then under crane, every line must be the same but those
+# tests/integration/conform-known.txt lists with their reasons.
 #
 #   conform.sh shim              passthrough (crane-run, no proxy)
 #   conform.sh remote            remoted from the start (a private proxy)
@@ -46,10 +47,26 @@ switch)
     exit 2
     ;;
 esac
+# Known differences (conform-known.txt) are reported, never failed on.
+known() {
+    local name=${1%%:*} pat why
+    while read -r pat why; do
+        case $pat in '#'* | '') continue ;; esac
+        # shellcheck disable=SC2254 # the patterns are globs on purpose.
+        case $name in $pat) return 0 ;; esac
+    done <tests/integration/conform-known.txt
+    return 1
+}
 lines=$(wc -l <"$TMP/native")
-if ! diff "$TMP/native" "$TMP/out" >"$TMP/diff"; then
-    echo "answers that differ from native (< native, > crane):"
-    grep '^[<>]' "$TMP/diff"
-    exit 1
-fi
-echo "$lines answers as native"
+diff "$TMP/native" "$TMP/out" | grep '^[<>]' >"$TMP/diff"
+bad=0
+while read -r side line; do
+    if known "$line"; then
+        echo "known: $side $line"
+    else
+        echo "DIFFERS: $side $line"
+        bad=$((bad + 1))
+    fi
+done <"$TMP/diff"
+echo "$lines answers natively, $(wc -l <"$TMP/diff") lines differ, $bad unknown"
+[ "$bad" -eq 0 ]
