@@ -318,6 +318,9 @@ struct shim_kernel {
      * reqd_work_group_size (0s: none) and whether the device takes a
      * global size that no local size divides. */
     atomic_bool wg_known;
+    /* CL_KERNEL_ATTRIBUTES as the vendor said it at creation: a twin from
+     * a kept binary after a switch says none (PoCL 3.1). */
+    char *attributes;
     size_t wg_reqd[3];
     bool wg_nonuniform;
     /* The dirty epoch at which a launch last marked every writable
