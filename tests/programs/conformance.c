@@ -349,6 +349,8 @@ int main(int argc, char **argv)
 
     bool dump = argc > 1 && strcmp(argv[1], "--dump") == 0;
 
+    conform_no_native = argc > 2 && strcmp(argv[2], "--no-native") == 0;
+
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     pick_device(&e.platform, &e.device);
