@@ -1,6 +1,7 @@
 /* Executing a tenant's requests in order: dispatch, replies, pending reads. */
 #include "exec.h"
 #include "hostmem.h"
+#include "kout.h"
 
 #include "arena.h"
 #include "callbacks.h"
@@ -99,9 +100,16 @@ static int emit_reply(struct px_tenant *t, Crane__Reply *r,
         bulk += piece;
         bulk_len -= piece;
     }
+    /* What kernels printed so far goes with this reply (kout.h). */
+    size_t kout_len;
+    uint8_t *kout = px_kout_take(&kout_len);
+    r->kernel_output.data = kout;
+    r->kernel_output.len = kout_len;
     if (r->shm_bulk) {
         /* The caller put the bytes in the ring already (bulk_len set). */
         o = px_out_pack_reply(r);
+        free(kout);
+        r->kernel_output.data = NULL;
         if (!o)
             return -ENOMEM;
         o->bulk_owner = bulk_owner;
@@ -112,6 +120,8 @@ static int emit_reply(struct px_tenant *t, Crane__Reply *r,
     if (bulk_len && t->shm && shm_put(t, r, bulk, bulk_len) == 0)
         bulk_len = 0;           /* the bytes are in the shared area */
     o = px_out_pack_reply(r);
+    free(kout);
+    r->kernel_output.data = NULL;
     if (!o)
         return -ENOMEM;         /* BULK_OWNER stays the caller's */
     o->bulk = bulk;

@@ -1,6 +1,7 @@
 /* crane-proxy: options, logging, signals; runs the remoting server. */
 #include "ctxpool.h"
 #include "devices.h"
+#include "kout.h"
 #include "log.h"
 #include "server.h"
 #include "supervisor.h"
@@ -423,6 +424,9 @@ int main(int argc, char **argv)
     /* The supervisor never loads the vendor: its workers do, after their
      * own start (never a fork of a process with the vendor's threads). */
     vendor = opts.role != PX_ROLE_SUPERVISOR;
+    /* A worker's one tenant gets what its kernels print (kout.h). */
+    if (opts.role == PX_ROLE_WORKER && px_kout_start(why, sizeof(why)) < 0)
+        return fail("%s", why);
     if (vendor) {
         if (px_devices_open(opts.device, &devs, why, sizeof(why)) < 0)
             return fail("%s", why);
@@ -454,6 +458,7 @@ int main(int argc, char **argv)
     }
     px_server_run(&srv);
     px_server_fini(&srv);
+    px_kout_stop();
     px_worker_free(&srv);
     status = px_super_status(&srv);
     if (opts.role != PX_ROLE_WORKER && status == 0)

@@ -413,6 +413,7 @@ struct kernel_sig {
     struct {
         enum arg_kind kind;
         cl_mem_object_type image_type;
+        uint64_t local_size;    /* a __local argument's, as last set */
     } arg[];
 };
 
@@ -546,6 +547,8 @@ static cl_int check_args(struct px_call *c, uint64_t kernel_id,
         /* A __local size may change the kernel's local memory. */
         if (args[i]->is_local || sig->arg[args[i]->index].kind == ARG_LOCAL)
             sig->launch_dev = NULL;
+        if (args[i]->is_local)
+            sig->arg[args[i]->index].local_size = args[i]->local_size;
     }
     return CL_SUCCESS;
 }
@@ -573,8 +576,27 @@ cl_int px_validate_call(struct px_call *c)
     }
 }
 
-/* Slack per __local argument for the alignment the vendor adds. */
+/* The alignment the vendor may give each __local argument (PoCL: 128
+ * bytes), which CL_KERNEL_LOCAL_MEM_SIZE may leave out. */
 #define LOCAL_ALIGN_SLACK 128
+
+/* What that alignment may add to the arguments' sizes: none for sizes that
+ * are multiples of it (a kernel may then use the whole local memory, as
+ * the CTS's min_max_local_mem_size does); without a signature, the most
+ * for every argument. */
+static cl_ulong local_slack(const struct kernel_sig *sig, cl_uint nargs)
+{
+    cl_ulong pad = 0;
+
+    if (!sig)
+        return (cl_ulong)nargs * LOCAL_ALIGN_SLACK;
+    for (cl_uint i = 0; i < sig->nargs; i++) {
+        uint64_t n = sig->arg[i].local_size % LOCAL_ALIGN_SLACK;
+        if (n)
+            pad += LOCAL_ALIGN_SLACK - n;
+    }
+    return pad;
+}
 
 cl_int px_validate_launch(struct px_call *c, cl_command_queue q,
                           cl_kernel k)
@@ -605,7 +627,7 @@ cl_int px_validate_launch(struct px_call *c, cl_command_queue q,
         return CL_SUCCESS;
     clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, NULL);
     have = dev_ulong(dev, CL_DEVICE_LOCAL_MEM_SIZE);
-    if (used > have || (cl_ulong)nargs * LOCAL_ALIGN_SLACK > have - used)
+    if (used > have || local_slack(sig, nargs) > have - used)
         return px_fail(c, CL_OUT_OF_RESOURCES,
                        "kernel needs %llu bytes of local memory, the device "
                        "has %llu",

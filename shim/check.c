@@ -347,6 +347,54 @@ cl_int shim_check_launch(cl_command_queue queue, cl_kernel kernel,
     return CL_SUCCESS;
 }
 
+/* K's reqd_work_group_size and its device's non-uniform support, asked
+ * of the (remote) vendor at K's first launch on DEV. */
+static void learn_work_groups(struct shim_kernel *k, struct shim_device *dev)
+{
+    size_t reqd[3] = {0, 0, 0};
+    cl_bool nonuni = CL_FALSE;
+
+    if (atomic_load(&k->wg_known))
+        return;
+    if (VENDOR(k->obj.real)->clGetKernelWorkGroupInfo(
+            k->obj.real, dev->obj.real, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+            sizeof(reqd), reqd, NULL) != CL_SUCCESS)
+        memset(reqd, 0, sizeof(reqd));
+    if (VENDOR(dev->obj.real)->clGetDeviceInfo(
+            dev->obj.real, CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT,
+            sizeof(nonuni), &nonuni, NULL) != CL_SUCCESS)
+        nonuni = CL_TRUE;       /* unknown: the vendor judges */
+    memcpy(k->wg_reqd, reqd, sizeof(reqd));
+    k->wg_nonuniform = nonuni;
+    atomic_store(&k->wg_known, true);
+}
+
+cl_int shim_check_ndrange(cl_command_queue queue, cl_kernel kernel,
+                          cl_uint dim, const size_t *global,
+                          const size_t *local)
+{
+    const struct shim_queue *q = (const struct shim_queue *)queue;
+    struct shim_kernel *k = SHIM_AS(shim_kernel, SHIM_KERNEL, kernel);
+
+    /* The rest is the vendor's (a deferred error at worst). */
+    if (!shim_on_remote(queue) || !k || dim < 1 || dim > 3 || !global)
+        return CL_SUCCESS;
+    for (cl_uint i = 0; i < dim; i++)
+        if (global[i] == 0)
+            return CL_SUCCESS;  /* an empty launch (OpenCL 2.1 on) */
+    learn_work_groups(k, q->device);
+    bool reqd = k->wg_reqd[0] || k->wg_reqd[1] || k->wg_reqd[2];
+    if (reqd && !local)
+        return CL_INVALID_WORK_GROUP_SIZE;
+    for (cl_uint i = 0; local && i < dim; i++) {
+        if (local[i] == 0 || (reqd && local[i] != k->wg_reqd[i]))
+            return CL_INVALID_WORK_GROUP_SIZE;
+        if (!k->wg_nonuniform && global[i] % local[i] != 0)
+            return CL_INVALID_WORK_GROUP_SIZE;
+    }
+    return CL_SUCCESS;
+}
+
 cl_int shim_check_map(cl_command_queue queue, cl_mem mem, bool image,
                       size_t offset, size_t size, const size_t *origin,
                       const size_t *region, cl_uint n,

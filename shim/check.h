@@ -67,6 +67,12 @@ cl_int shim_check_map(cl_command_queue queue, cl_mem mem, bool image,
 /* A launch: a kernel of the queue's context with every argument set. */
 cl_int shim_check_launch(cl_command_queue queue, cl_kernel kernel,
                          cl_uint n, const cl_event *events);
+/* A launch's work sizes against the kernel's reqd_work_group_size and the
+ * device's uniform work-groups, where the vendor would refuse them at once
+ * (remoted, a launch gets no reply of its own). */
+cl_int shim_check_ndrange(cl_command_queue queue, cl_kernel kernel,
+                          cl_uint dim, const size_t *global,
+                          const size_t *local);
 cl_int shim_check_migrate(cl_command_queue queue, cl_uint n_objects,
                           const cl_mem *objects, cl_mem_migration_flags flags,
                           cl_uint n, const cl_event *events);

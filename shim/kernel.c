@@ -152,6 +152,17 @@ static struct shim_kernel *kernel_wrap(struct shim_program *p, void *real,
                                                NULL) == CL_SUCCESS)
         name = buf;
     k->name = shim_strdup(name);
+    size_t alen = 0;
+    if (VENDOR(real)->clGetKernelInfo(real, CL_KERNEL_ATTRIBUTES, 0, NULL,
+                                      &alen) == CL_SUCCESS &&
+        alen > 0 && alen < (1u << 16) && (k->attributes = malloc(alen)) &&
+        VENDOR(real)->clGetKernelInfo(real, CL_KERNEL_ATTRIBUTES, alen,
+                                      k->attributes, NULL) != CL_SUCCESS) {
+        free(k->attributes);
+        k->attributes = NULL;
+    }
+    if (k->attributes)
+        k->attributes[alen - 1] = '\0';
     if (!k->name || kernel_init_args(k) < 0) {
         *err = CL_OUT_OF_HOST_MEMORY;
         shim_obj_release(k, SHIM_KERNEL);
@@ -434,6 +445,12 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelInfo(
         return shim_info_return(&refs, sizeof(refs), param_value_size,
                                 param_value, param_value_size_ret);
     }
+    case CL_KERNEL_ATTRIBUTES:
+        if (k->attributes)
+            return shim_info_return(k->attributes, strlen(k->attributes) + 1,
+                                    param_value_size, param_value,
+                                    param_value_size_ret);
+        break;
     default:
         break;
     }
@@ -491,6 +508,7 @@ static void kernel_destroy(struct shim_obj *o)
         arg_clear(&k->args[i]);
     free(k->args);
     free(k->name);
+    free(k->attributes);
     shim_obj_release_child(&k->program->obj);
 }
 

@@ -85,6 +85,16 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetImageInfo(
                                               param_value_size, param_value,
                                               param_value_size_ret);
     shim_leave();
+    /* A CL_MEM_USE_HOST_PTR image's pitches are the program's memory's, as
+     * its vendor reports them natively; a twin elsewhere (the proxy's,
+     * made from packed rows) has its own. */
+    size_t given = param_name == CL_IMAGE_ROW_PITCH ? m->desc.image_row_pitch
+                   : param_name == CL_IMAGE_SLICE_PITCH
+                       ? m->desc.image_slice_pitch
+                       : 0;
+    if (err == CL_SUCCESS && given && (m->flags & CL_MEM_USE_HOST_PTR) &&
+        param_value && param_value_size >= sizeof(size_t))
+        *(size_t *)param_value = given;
     return err;
 }
 

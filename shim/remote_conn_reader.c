@@ -220,6 +220,28 @@ int shim_conn_sink_piece(struct slot *s, const Crane__Reply *r)
     return rc < 0 ? rc : fits ? 0 : -EPROTO;
 }
 
+/* What the proxy's kernels printed goes to the program's fd 1, where the
+ * vendor writes it natively (one write(1) per work-group, before the call
+ * that waited for the kernel returns): here before the reply wakes its
+ * caller, in the order the replies come. */
+static void write_kernel_output(const ProtobufCBinaryData *out)
+{
+    size_t off = 0;
+
+    while (off < out->len) {
+        ssize_t n = write(1, out->data + off, out->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            LOG_WARN("remote: %zu bytes of kernel output not written to "
+                     "fd 1: %s", out->len - off,
+                     n < 0 ? strerror(errno) : "short write");
+            return;
+        }
+        off += (size_t)n;
+    }
+}
+
 static int handle_reply(Crane__ServerMessage *msg)
 {
     Crane__Reply *r = msg->reply;
@@ -233,6 +255,8 @@ static int handle_reply(Crane__ServerMessage *msg)
     }
     s = find_slot(r->seq);
 
+    if (r->kernel_output.len)
+        write_kernel_output(&r->kernel_output);
     if (r->deferred_err != 0 && !shim_conn_lane_failed(r->deferred_seq)) {
         int none = 0;
         atomic_compare_exchange_strong(&shim_conn.deferred_err, &none,

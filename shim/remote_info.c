@@ -205,10 +205,11 @@ cl_int CL_API_CALL rc_clGetSupportedImageFormats(
     return err;
 }
 
-/* Only coarse-grained SVM is remoted (remote_svm.c): the device says so,
- * where its vendor has it.  Fine-grained buffers and atomics would need
- * the program's bytes and the device's to be one memory, which no
- * transport gives (docs/remoting.md, "SVM"). */
+/* Only coarse-grained SVM is remoted (remote_svm.c), and no native kernel
+ * (a function of the program's, which the proxy cannot call): the device
+ * says so, and a program that asks runs neither.  Fine-grained buffers and
+ * atomics would need the program's bytes and the device's to be one
+ * memory, which no transport gives (docs/remoting.md, "SVM"). */
 cl_int CL_API_CALL rc_clGetDeviceInfo(cl_device_id d, cl_uint param,
                                       size_t size, void *value,
                                       size_t *size_ret)
@@ -220,5 +221,9 @@ cl_int CL_API_CALL rc_clGetDeviceInfo(cl_device_id d, cl_uint param,
         size >= sizeof(cl_device_svm_capabilities))
         *(cl_device_svm_capabilities *)value &=
             CL_DEVICE_SVM_COARSE_GRAIN_BUFFER;
+    if (err == CL_SUCCESS && param == CL_DEVICE_EXECUTION_CAPABILITIES &&
+        value && size >= sizeof(cl_device_exec_capabilities))
+        *(cl_device_exec_capabilities *)value &= ~(cl_device_exec_capabilities)
+            CL_EXEC_NATIVE_KERNEL;
     return err;
 }

@@ -13,9 +13,14 @@ static int sampler_realize(struct shim_obj *o)
     cl_addressing_mode addr = CL_ADDRESS_CLAMP;
     cl_filter_mode filter = CL_FILTER_NEAREST;
 
+    static const cl_sampler_properties none[] = {0};
+
     if (VENDOR(ctx)->clCreateSamplerWithProperties) {
+        /* A NULL list as an empty one: PoCL 3.1 refuses NULL, against the
+         * specification, and a switch must remake what another vendor
+         * took. */
         s->obj.real = VENDOR(ctx)->clCreateSamplerWithProperties(
-            ctx, s->props, &err);
+            ctx, s->props ? s->props : none, &err);
     } else {
         /* An OpenCL 1.x vendor: the properties map onto the old call. */
         for (size_t i = 0; s->props && s->props[i]; i += 2) {
@@ -36,14 +41,15 @@ static int sampler_realize(struct shim_obj *o)
     return 0;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_sampler CL_API_CALL clCreateSamplerWithProperties(
-    cl_context context, const cl_sampler_properties *sampler_properties,
-    cl_int *errcode_ret)
+/* Both creation calls: LEGACY for clCreateSampler, whose PROPS are its
+ * three pairs. */
+static cl_sampler create_sampler(cl_context context,
+                                 const cl_sampler_properties *props,
+                                 bool legacy, cl_int *errcode_ret)
 {
     struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
     struct shim_sampler *s = NULL;
     cl_int err = CL_SUCCESS;
-    static const cl_sampler_properties none[] = {0};
 
     if (!c) {
         err = CL_INVALID_CONTEXT;
@@ -55,11 +61,10 @@ SHIM_EXPORT CL_API_ENTRY cl_sampler CL_API_CALL clCreateSamplerWithProperties(
         err = CL_OUT_OF_HOST_MEMORY;
     } else {
         s->context = c;
+        s->legacy = legacy;
         shim_obj_retain_child(&c->obj);
-        s->props = shim_props_dup(sampler_properties ? sampler_properties
-                                                     : none,
-                                  sizeof(cl_sampler_properties));
-        if (!s->props)
+        s->props = shim_props_dup(props, sizeof(cl_sampler_properties));
+        if (props && !s->props)
             err = CL_OUT_OF_HOST_MEMORY;
         else if (sampler_realize(&s->obj) < 0)
             err = shim_vendor_err;
@@ -75,6 +80,13 @@ out:
     return (cl_sampler)s;
 }
 
+SHIM_EXPORT CL_API_ENTRY cl_sampler CL_API_CALL clCreateSamplerWithProperties(
+    cl_context context, const cl_sampler_properties *sampler_properties,
+    cl_int *errcode_ret)
+{
+    return create_sampler(context, sampler_properties, false, errcode_ret);
+}
+
 SHIM_EXPORT CL_API_ENTRY cl_sampler CL_API_CALL
 clCreateSampler(cl_context context, cl_bool normalized_coords,
                 cl_addressing_mode addressing_mode, cl_filter_mode filter_mode,
@@ -85,7 +97,7 @@ clCreateSampler(cl_context context, cl_bool normalized_coords,
         CL_SAMPLER_ADDRESSING_MODE, addressing_mode,
         CL_SAMPLER_FILTER_MODE, filter_mode,
         0};
-    return clCreateSamplerWithProperties(context, props, errcode_ret);
+    return create_sampler(context, props, true, errcode_ret);
 }
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainSampler(cl_sampler sampler)
@@ -124,6 +136,22 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetSamplerInfo(
                                 param_value, param_value_size_ret);
     }
     shim_enter();
+    if (param_name == CL_SAMPLER_PROPERTIES) {
+        /* The list the program gave, as the specification says: a vendor
+         * that got the pairs of a clCreateSampler (from the shim, or the
+         * proxy) would answer them.  The vendor still says whether it
+         * knows the query at all. */
+        size_t n = s->legacy ? 0 : shim_props_len(s->props, sizeof(*s->props));
+        size_t size;
+        err = VENDOR(s->obj.real)->clGetSamplerInfo(s->obj.real, param_name,
+                                                    0, NULL, &size);
+        if (err == CL_SUCCESS)
+            err = shim_info_return(s->props, n * sizeof(*s->props),
+                                   param_value_size, param_value,
+                                   param_value_size_ret);
+        shim_leave();
+        return err;
+    }
     err = VENDOR(s->obj.real)->clGetSamplerInfo(s->obj.real, param_name,
                                                 param_value_size, param_value,
                                                 param_value_size_ret);

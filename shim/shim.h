@@ -231,7 +231,10 @@ struct shim_mem {
 struct shim_sampler {
     struct shim_obj obj;
     struct shim_context *context;
-    cl_sampler_properties *props;  /* 0-terminated */
+    cl_sampler_properties *props;  /* 0-terminated; NULL as given */
+    /* Made by clCreateSampler (props then holds its three pairs): its
+     * CL_SAMPLER_PROPERTIES is empty, as for a NULL list. */
+    bool legacy;
 };
 
 enum shim_program_origin {
@@ -317,6 +320,15 @@ struct shim_kernel {
     cl_uint n_args;
     struct shim_arg *args;
     bool uses_svm;
+    /* Remoted launches' work-group rules (check.c), asked once: its
+     * reqd_work_group_size (0s: none) and whether the device takes a
+     * global size that no local size divides. */
+    atomic_bool wg_known;
+    /* CL_KERNEL_ATTRIBUTES as the vendor said it at creation: a twin from
+     * a kept binary after a switch says none (PoCL 3.1). */
+    char *attributes;
+    size_t wg_reqd[3];
+    bool wg_nonuniform;
     /* The dirty epoch at which a launch last marked every writable
      * argument (0: an argument object changed since, mark again). */
     unsigned long marked_epoch;

@@ -374,6 +374,12 @@ for t in remote switch-out switch-back frozen prepare-refused \
     never-answers; do
     case_ "longkernel/$t" tests/integration/longkernel.sh "$t"
 done
+# Conformance in every mode: every answer of tests/programs/conformance
+# --dump the same as native but the differences conform-known.txt lists.
+case_ "conform/shim" tests/integration/conform.sh shim
+case_ "conform/remote" tests/integration/conform.sh remote
+case_ "conform/switch-13" tests/integration/conform.sh switch 13
+case_ "conform/switch-97" tests/integration/conform.sh switch 97
 # Memory the program took back from released CL_MEM_USE_HOST_PTR buffers
 # (freed at once) is never written by a switch either way: under ASan.
 case_ "asan-switch/lenthost" env B=$BA CRANE_PRELOAD_FIRST=$ASAN_LIB \

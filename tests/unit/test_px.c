@@ -265,7 +265,9 @@ TEST(px_validate_spec)
     q.n_properties = 4;
     ASSERT_EQ(check(&m), 0);             /* the device decides */
     qp[1] = 0;
-    ASSERT_EQ(check(&m), CL_INVALID_VALUE);  /* a size off the device */
+    /* A size off the device: the vendor's to judge (PoCL takes it, and a
+     * switch must remake such a queue). */
+    ASSERT_EQ(check(&m), 0);
     q.n_properties = 0;
     q.legacy = 1;
     q.legacy_properties = CL_QUEUE_ON_DEVICE;
