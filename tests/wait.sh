@@ -1,0 +1,211 @@
+# Waits that follow what they wait for (sourced by the sh and bash tests): a bound counts seconds without progress, plus a cap.
+#
+# A fixed "within 30 s" fails on a loaded machine although what it waits
+# for is still working.  Here a wait fails only after QUIET seconds in
+# which none of its progress sources moved, or after CAP seconds in all:
+#
+#   wait_until [OPTION]... -- COMMAND [ARG]...
+#       runs COMMAND (a program or a shell function) until it exits 0.
+#       -q QUIET  seconds without progress (default $CRANE_WAIT_QUIET, 30)
+#       -c CAP    seconds in all (default QUIET x $CRANE_WAIT_CAP_FACTOR, 10)
+#       -f PATH   progress: PATH (a file, or the files under a folder)
+#                 changed size or time
+#       -p PID    progress: PID (with the children it reaped) used CPU
+#       -g PGID   progress: the processes of process group PGID used CPU
+#       -m REGEX  progress: processes whose command line matches
+#                 (pgrep -f) used CPU
+#       -e PID    give up (status 2) as soon as PID has ended
+#       -n NAME   what is waited for, in the lines below
+#     Status 0 once COMMAND exits 0, 1 past a bound, 2 when -e's PID
+#     ended.  Past a bound one line on stderr says which; while it waits
+#     it says so every $CRANE_WAIT_SAY seconds (30) on stderr, so that a
+#     log watched for progress (tests/run-tests.sh) grows with it.
+#     Processes count as moving when they used at least
+#     $CRANE_WAIT_CPU_PCT percent (5) of one core since the last progress:
+#     an idle guest's QEMU does not count, a busy one on a loaded machine
+#     does.  Without any progress source QUIET is a plain timeout.
+#
+#   run_bounded [-q QUIET] [-c CAP] [-s SIGNAL] [-f PATH]... [-n NAME] -- CMD...
+#       runs CMD in its own process group and ends it (SIGNAL, default
+#       TERM; KILL 5 s later) once its processes used no CPU and no PATH
+#       changed for QUIET seconds (default 120), or after CAP seconds
+#       (default QUIET x 10).  Status: CMD's, or 124 when it was ended
+#       for a bound (one line on stderr).
+#
+# POSIX sh: names are prefixed _wu_ (no locals); time from /proc/uptime,
+# CPU from /proc/PID/stat (clock ticks, 100 a second here).
+
+# _wu_now: centiseconds since boot in _wu_t.
+_wu_now() {
+    read -r _wu_up _wu_rest < /proc/uptime
+    _wu_t=${_wu_up%.*}${_wu_up#*.}
+}
+
+# _wu_stat PID: its state in _wu_state ("" when gone), its CPU ticks with
+# reaped children's in _wu_cpu.
+_wu_stat() {
+    _wu_state= _wu_cpu=0
+    [ -r "/proc/$1/stat" ] || return 0
+    read -r _wu_line < "/proc/$1/stat" 2>/dev/null || return 0
+    # shellcheck disable=SC2086
+    set -- ${_wu_line##*) }
+    [ $# -ge 15 ] || return 0
+    _wu_state=$1
+    _wu_cpu=$(( ${12} + ${13} + ${14} + ${15} ))
+}
+
+# _wu_alive PID: true while PID runs (a zombie has ended).
+_wu_alive() {
+    _wu_stat "$1"
+    [ -n "$_wu_state" ] && [ "$_wu_state" != Z ]
+}
+
+# _wu_pgcpu PGID: CPU ticks of every process in that group.
+_wu_pgcpu() {
+    # shellcheck disable=SC2046
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '
+        { sub(/^.*\) /, ""); if ($3 == g) s += $12 + $13 + $14 + $15 }
+        END { print s + 0 }'
+}
+
+# _wu_probe: the CPU of the watched processes in _wu_cpu_now and a token
+# of the watched paths in _wu_paths_now.
+_wu_probe() {
+    _wu_cpu_now=0
+    for _wu_p in $_wu_pids; do
+        _wu_stat "$_wu_p"
+        _wu_cpu_now=$((_wu_cpu_now + _wu_cpu))
+    done
+    for _wu_p in $_wu_pgids; do
+        _wu_cpu_now=$((_wu_cpu_now + $(_wu_pgcpu "$_wu_p")))
+    done
+    if [ -n "$_wu_pats" ]; then
+        for _wu_p in $(printf '%s\n' "$_wu_pats" | while IFS= read -r _wu_x; do
+                [ -n "$_wu_x" ] && pgrep -f -- "$_wu_x"; done | sort -u); do
+            _wu_stat "$_wu_p"
+            _wu_cpu_now=$((_wu_cpu_now + _wu_cpu))
+        done
+    fi
+    _wu_paths_now=
+    [ -z "$_wu_paths" ] ||
+        _wu_paths_now=$(printf '%s\n' "$_wu_paths" | while IFS= read -r _wu_x; do
+            [ -n "$_wu_x" ] && find "$_wu_x" -printf '%s %T@ %p\n' 2>/dev/null
+        done | cksum)
+}
+
+# _wu_opts ARGS...: the options above into _wu_* (sets _wu_shift).
+_wu_opts() {
+    _wu_quiet=${CRANE_WAIT_QUIET:-30} _wu_cap= _wu_paths= _wu_pids=
+    _wu_pgids= _wu_pats= _wu_end= _wu_name=${1:-} _wu_sig=TERM _wu_shift=0
+    shift
+    while [ $# -gt 0 ]; do
+        [ "$1" = -- ] && { _wu_shift=$((_wu_shift + 1)); break; }
+        [ $# -ge 2 ] || { echo "wait.sh: $1 needs a value" >&2; return 2; }
+        case $1 in
+        -q) _wu_quiet=$2 ;;
+        -c) _wu_cap=$2 ;;
+        -f) _wu_paths="$_wu_paths$2
+" ;;
+        -p) _wu_pids="$_wu_pids $2" ;;
+        -g) _wu_pgids="$_wu_pgids $2" ;;
+        -m) _wu_pats="$_wu_pats$2
+" ;;
+        -e) _wu_end=$2 ;;
+        -n) _wu_name=$2 ;;
+        -s) _wu_sig=$2 ;;
+        *) echo "wait.sh: unknown option $1" >&2; return 2 ;;
+        esac
+        shift 2
+        _wu_shift=$((_wu_shift + 2))
+    done
+    [ -n "$_wu_cap" ] ||
+        _wu_cap=$(( _wu_quiet * ${CRANE_WAIT_CAP_FACTOR:-10} ))
+}
+
+# _wu_moved: true when a source moved since the last mark (and marks it).
+_wu_moved() {
+    _wu_probe
+    _wu_dcpu=$((_wu_cpu_now - _wu_mark_cpu))
+    if [ "$_wu_paths_now" != "$_wu_mark_paths" ] ||
+        { [ "$_wu_dcpu" -gt 0 ] && [ $((_wu_dcpu * 100)) -ge \
+            $(( (_wu_t - _wu_mark_t) * ${CRANE_WAIT_CPU_PCT:-5} )) ]; } ||
+        [ "$_wu_dcpu" -lt 0 ]; then
+        _wu_mark_t=$_wu_t _wu_mark_cpu=$_wu_cpu_now
+        _wu_mark_paths=$_wu_paths_now
+        return 0
+    fi
+    return 1
+}
+
+# _wu_loop COND...: the polling loop of wait_until, options already read.
+_wu_loop() {
+    _wu_now; _wu_t0=$_wu_t _wu_check=$_wu_t _wu_said=$_wu_t
+    _wu_probe
+    _wu_mark_t=$_wu_t _wu_mark_cpu=$_wu_cpu_now _wu_mark_paths=$_wu_paths_now
+    _wu_nap=2
+    while :; do
+        "$@" && return 0
+        if [ -n "$_wu_end" ] && ! _wu_alive "$_wu_end"; then
+            "$@" && return 0
+            echo "wait: ${_wu_name:-$*}: pid $_wu_end ended first" >&2
+            return 2
+        fi
+        _wu_now
+        if [ $((_wu_t - _wu_check)) -ge 100 ]; then
+            _wu_check=$_wu_t
+            _wu_moved || :
+            if [ $((_wu_t - _wu_mark_t)) -ge $((_wu_quiet * 100)) ]; then
+                echo "wait: ${_wu_name:-$*}: gave up, nothing moved for" \
+                    "${_wu_quiet} s ($(( (_wu_t - _wu_t0) / 100 )) s in all)" >&2
+                return 1
+            fi
+            if [ $((_wu_t - _wu_t0)) -ge $((_wu_cap * 100)) ]; then
+                echo "wait: ${_wu_name:-$*}: gave up at the cap of" \
+                    "${_wu_cap} s (still moving)" >&2
+                return 1
+            fi
+            if [ $((_wu_t - _wu_said)) -ge $(( ${CRANE_WAIT_SAY:-30} * 100 )) ]; then
+                _wu_said=$_wu_t
+                echo "wait: ${_wu_name:-$*}: waiting $(( (_wu_t - _wu_t0) / 100 )) s," \
+                    "last progress $(( (_wu_t - _wu_mark_t) / 100 )) s ago" >&2
+            fi
+        fi
+        # 20 ms at first, then up to 200 ms between polls.
+        if [ "$_wu_nap" -lt 10 ]; then sleep "0.0$_wu_nap"; else sleep "0.$_wu_nap"; fi
+        [ "$_wu_nap" -ge 20 ] || _wu_nap=$((_wu_nap + 2))
+    done
+}
+
+wait_until() {
+    _wu_opts "" "$@" || return 2
+    shift "$_wu_shift"
+    [ $# -ge 1 ] || { echo "wait_until: no command" >&2; return 2; }
+    _wu_loop "$@"
+}
+
+# _wu_ended PID: the condition of run_bounded.
+_wu_ended() { ! _wu_alive "$1"; }
+
+run_bounded() {
+    _wu_opts "" -q "${CRANE_BOUND_QUIET:-120}" "$@" || return 2
+    shift $((_wu_shift - 2))
+    [ $# -ge 1 ] || { echo "run_bounded: no command" >&2; return 2; }
+    _wu_rb_sig=$_wu_sig _wu_rb_name=${_wu_name:-$1}
+    # timeout(1) puts CMD in a process group of its own (timeout's pid).
+    timeout -s "$_wu_sig" -k 5 "$((_wu_cap + 5))" "$@" <&0 &
+    _wu_rb=$!
+    _wu_pgids=" $_wu_rb" _wu_end= _wu_name="$_wu_rb_name"
+    if _wu_loop _wu_ended "$_wu_rb"; then
+        wait "$_wu_rb"
+        return $?
+    fi
+    echo "run_bounded: $_wu_rb_name: ended (SIG$_wu_rb_sig)" >&2
+    kill -s "$_wu_rb_sig" -- "-$_wu_rb" 2>/dev/null
+    _wu_i=0
+    while [ $_wu_i -lt 50 ] && _wu_alive "$_wu_rb"; do
+        sleep 0.1; _wu_i=$((_wu_i + 1))
+    done
+    kill -s KILL -- "-$_wu_rb" 2>/dev/null
+    wait "$_wu_rb"
+    return 124
+}
