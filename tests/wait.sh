@@ -12,6 +12,7 @@
 #                 changed size or time
 #       -p PID    progress: PID (with the children it reaped) used CPU
 #       -g PGID   progress: the processes of process group PGID used CPU
+#       -t PID    progress: PID and every process below it used CPU
 #       -m REGEX  progress: processes whose command line matches
 #                 (pgrep -f) used CPU
 #       -e PID    give up (status 2) as soon as PID has ended
@@ -25,11 +26,15 @@
 #     an idle guest's QEMU does not count, a busy one on a loaded machine
 #     does.  Without any progress source QUIET is a plain timeout.
 #
-#   run_bounded [-q QUIET] [-c CAP] [-s SIGNAL] [-f PATH]... [-n NAME] -- CMD...
+#   pid_ended PID
+#       true once PID has ended (a zombie has), a condition for wait_until.
+#
+#   run_bounded [-q QUIET] [-c CAP] [-s SIGNAL] [PROGRESS]... [-n NAME] -- CMD...
 #       runs CMD in its own process group and ends it (SIGNAL, default
-#       TERM; KILL 5 s later) once its processes used no CPU and no PATH
-#       changed for QUIET seconds (default 120), or after CAP seconds
-#       (default QUIET x 10).  Status: CMD's, or 124 when it was ended
+#       TERM; KILL 5 s later) once neither its processes (CMD and all below
+#       it) nor the PROGRESS sources (-f, -p, -g, -t, -m above: a server
+#       CMD talks to) moved for QUIET seconds (default
+#       $CRANE_BOUND_QUIET, 120), or after CAP seconds (default QUIET x 10).  Status: CMD's, or 124 when it was ended
 #       for a bound (one line on stderr).
 #
 # POSIX sh: names are prefixed _wu_ (no locals); time from /proc/uptime,
@@ -68,6 +73,20 @@ _wu_pgcpu() {
         END { print s + 0 }'
 }
 
+# _wu_treecpu PID...: CPU ticks of those processes and all below them.
+_wu_treecpu() {
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots=" $* " '
+        { pid = $1; sub(/^.*\) /, ""); up[pid] = $2
+          cpu[pid] = $12 + $13 + $14 + $15 }
+        END {
+            for (p in cpu) {
+                for (q = p; q != "" && q > 1; q = up[q])
+                    if (index(roots, " " q " ")) { s += cpu[p]; break }
+            }
+            print s + 0
+        }'
+}
+
 # _wu_probe: the CPU of the watched processes in _wu_cpu_now and a token
 # of the watched paths in _wu_paths_now.
 _wu_probe() {
@@ -79,6 +98,8 @@ _wu_probe() {
     for _wu_p in $_wu_pgids; do
         _wu_cpu_now=$((_wu_cpu_now + $(_wu_pgcpu "$_wu_p")))
     done
+    [ -z "$_wu_trees" ] ||
+        _wu_cpu_now=$((_wu_cpu_now + $(_wu_treecpu $_wu_trees)))
     if [ -n "$_wu_pats" ]; then
         for _wu_p in $(printf '%s\n' "$_wu_pats" | while IFS= read -r _wu_x; do
                 [ -n "$_wu_x" ] && pgrep -f -- "$_wu_x"; done | sort -u); do
@@ -96,7 +117,7 @@ _wu_probe() {
 # _wu_opts ARGS...: the options above into _wu_* (sets _wu_shift).
 _wu_opts() {
     _wu_quiet=${CRANE_WAIT_QUIET:-30} _wu_cap= _wu_paths= _wu_pids=
-    _wu_pgids= _wu_pats= _wu_end= _wu_name=${1:-} _wu_sig=TERM _wu_shift=0
+    _wu_pgids= _wu_trees= _wu_pats= _wu_end= _wu_name=${1:-} _wu_sig=TERM _wu_shift=0
     shift
     while [ $# -gt 0 ]; do
         [ "$1" = -- ] && { _wu_shift=$((_wu_shift + 1)); break; }
@@ -108,6 +129,7 @@ _wu_opts() {
 " ;;
         -p) _wu_pids="$_wu_pids $2" ;;
         -g) _wu_pgids="$_wu_pgids $2" ;;
+        -t) _wu_trees="$_wu_trees $2" ;;
         -m) _wu_pats="$_wu_pats$2
 " ;;
         -e) _wu_end=$2 ;;
@@ -183,8 +205,7 @@ wait_until() {
     _wu_loop "$@"
 }
 
-# _wu_ended PID: the condition of run_bounded.
-_wu_ended() { ! _wu_alive "$1"; }
+pid_ended() { ! _wu_alive "$1"; }
 
 run_bounded() {
     _wu_opts "" -q "${CRANE_BOUND_QUIET:-120}" "$@" || return 2
@@ -194,8 +215,8 @@ run_bounded() {
     # timeout(1) puts CMD in a process group of its own (timeout's pid).
     timeout -s "$_wu_sig" -k 5 "$((_wu_cap + 5))" "$@" <&0 &
     _wu_rb=$!
-    _wu_pgids=" $_wu_rb" _wu_end= _wu_name="$_wu_rb_name"
-    if _wu_loop _wu_ended "$_wu_rb"; then
+    _wu_trees="$_wu_trees $_wu_rb" _wu_end= _wu_name="$_wu_rb_name"
+    if _wu_loop pid_ended "$_wu_rb"; then
         wait "$_wu_rb"
         return $?
     fi
