@@ -29,8 +29,9 @@ mkdir -p "$POCL_CACHE_DIR"
 export POCL_CACHE_DIR
 # A case is ended after CASE_TIMEOUT seconds (300) in which neither its log
 # nor its private folder changed, or after CASE_CAP seconds (3600) in all;
-# tests/wait.sh's waits print a line every 30 s while what they wait for
-# moves, so a slow but working case is never cut short.
+# tests/wait.sh's waits add a line to the log (CRANE_WAIT_LOG) every 30 s
+# while what they wait for moves, so a slow but working case is never cut
+# short.
 . tests/wait.sh
 
 # case_watch PGID LOG PRIV: ends process group PGID (TERM, then KILL) when
@@ -60,10 +61,13 @@ case_run() {
         "$priv/data"
     # bash -c, so that cases may be the shell functions exported below;
     # timeout(1) gives the case a process group of its own (its pid).
+    # Appended to (O_APPEND), as the waits' lines are.
+    : >"$log"
     HOME=$priv/home TMPDIR=$priv/tmp XDG_CACHE_HOME=$priv/cache \
         XDG_CONFIG_HOME=$priv/config XDG_DATA_HOME=$priv/data \
+        CRANE_WAIT_LOG=$PWD/$log \
         timeout -k 10 "$(( ${CASE_CAP:-3600} + 60 ))" \
-        bash -c '"$@"' case "$@" >"$log" 2>&1 <&0 &
+        bash -c '"$@"' case "$@" >>"$log" 2>&1 <&0 &
     pid=$!
     CRANE_WAIT_SAY=100000 case_watch "$pid" "$log" "$priv" &
     wpid=$!

@@ -19,8 +19,9 @@
 #       -n NAME   what is waited for, in the lines below
 #     Status 0 once COMMAND exits 0, 1 past a bound, 2 when -e's PID
 #     ended.  Past a bound one line on stderr says which; while it waits
-#     it says so every $CRANE_WAIT_SAY seconds (30) on stderr, so that a
-#     log watched for progress (tests/run-tests.sh) grows with it.
+#     and something moves it says so every $CRANE_WAIT_SAY seconds (30),
+#     appended to the file $CRANE_WAIT_LOG (tests/run-tests.sh sets it to
+#     the case's log, which it watches for progress), else on stderr.
 #     Processes count as moving when they used at least
 #     $CRANE_WAIT_CPU_PCT percent (5) of one core since the last progress:
 #     an idle guest's QEMU does not count, a busy one on a loaded machine
@@ -36,6 +37,13 @@
 #       CMD talks to) moved for QUIET seconds (default
 #       $CRANE_BOUND_QUIET, 120), or after CAP seconds (default QUIET x 10).  Status: CMD's, or 124 when it was ended
 #       for a bound (one line on stderr).
+#
+#   stall_kill [-q QUIET] [-c CAP] [-s SIGNAL] [PROGRESS]... -- PID &
+#       for a program started in the background as its own process group
+#       (timeout(1) does that: `timeout -s KILL CAP CMD & pid=$!`): ends
+#       that group (SIGNAL, default KILL) once neither PID and all below it
+#       nor PROGRESS moved for QUIET seconds (default 60), or after CAP
+#       seconds; returns as soon as PID has ended.  Run it with `&`.
 #
 # POSIX sh: names are prefixed _wu_ (no locals); time from /proc/uptime,
 # CPU from /proc/PID/stat (clock ticks, 100 a second here).
@@ -159,6 +167,15 @@ _wu_moved() {
     return 1
 }
 
+# _wu_say LINE...: a line about a wait still going on.
+_wu_say() {
+    if [ -n "${CRANE_WAIT_LOG:-}" ]; then
+        echo "$*" >> "$CRANE_WAIT_LOG"
+    else
+        echo "$*" >&2
+    fi
+}
+
 # _wu_loop COND...: the polling loop of wait_until, options already read.
 _wu_loop() {
     _wu_now; _wu_t0=$_wu_t _wu_check=$_wu_t _wu_said=$_wu_t
@@ -186,10 +203,11 @@ _wu_loop() {
                     "${_wu_cap} s (still moving)" >&2
                 return 1
             fi
-            if [ $((_wu_t - _wu_said)) -ge $(( ${CRANE_WAIT_SAY:-30} * 100 )) ]; then
+            if [ $((_wu_t - _wu_said)) -ge $(( ${CRANE_WAIT_SAY:-30} * 100 )) ] &&
+                [ "$_wu_mark_t" -gt "$_wu_said" ]; then
                 _wu_said=$_wu_t
-                echo "wait: ${_wu_name:-$*}: waiting $(( (_wu_t - _wu_t0) / 100 )) s," \
-                    "last progress $(( (_wu_t - _wu_mark_t) / 100 )) s ago" >&2
+                _wu_say "wait: ${_wu_name:-$*}: waiting $(( (_wu_t - _wu_t0) / 100 )) s," \
+                    "last progress $(( (_wu_t - _wu_mark_t) / 100 )) s ago"
             fi
         fi
         # 20 ms at first, then up to 200 ms between polls.
@@ -206,6 +224,16 @@ wait_until() {
 }
 
 pid_ended() { ! _wu_alive "$1"; }
+
+stall_kill() {
+    _wu_opts "" -q 60 -s KILL "$@" || return 2
+    shift $((_wu_shift - 4))
+    [ $# -eq 1 ] || { echo "stall_kill: no PID" >&2; return 2; }
+    _wu_trees="$_wu_trees $1" _wu_end= _wu_name=${_wu_name:-"pid $1"}
+    _wu_loop pid_ended "$1" && return 0
+    echo "stall_kill: $_wu_name: ended (SIG$_wu_sig)" >&2
+    kill -s "$_wu_sig" -- "-$1" 2>/dev/null
+}
 
 run_bounded() {
     _wu_opts "" -q "${CRANE_BOUND_QUIET:-120}" "$@" || return 2
