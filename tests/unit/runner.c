@@ -1,4 +1,4 @@
-/* The test runner: runs list.h's tests, each forked with a timeout. */
+/* The test runner: runs list.h's tests, each forked with a limit on time without progress. */
 #include "runner.h"
 
 #include <ctype.h>
@@ -19,6 +19,11 @@
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_S 30
+/* A test's limit counts seconds in which it used less than this percentage
+ * of one core (tests/wait.sh's rule); in all it may run this many times
+ * its limit. */
+#define PROGRESS_CPU_PCT 5
+#define CAP_FACTOR 10
 #define REASON_MAX 512
 /* How much of a string or of a byte range a failure message quotes. */
 #define QUOTE_MAX 48
@@ -259,15 +264,120 @@ static int run_body(const struct test_entry *t)
     return 0;
 }
 
-/* Runs T in a forked child of its own process group, at most TIMEOUT_S
- * seconds (0: no limit); returns 0, SKIP_STATUS with REASON set, or -1
- * with REASON set. */
+/* CPU time of process PID and the children it reaped, in clock ticks; -1
+ * when it cannot be read. */
+static long cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    unsigned long ut, st;
+    long cut, cst;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* After the command's closing parenthesis: state, then 10 fields
+     * before utime, stime, cutime, cstime. */
+    char *p = strrchr(buf, ')');
+    if (p == NULL ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu "
+               "%ld %ld", &ut, &st, &cut, &cst) != 4)
+        return -1;
+    return (long)(ut + st) + cut + cst;
+}
+
+static long ms_between(const struct timespec *a, const struct timespec *b)
+{
+    return (b->tv_sec - a->tv_sec) * 1000L +
+           (b->tv_nsec - a->tv_nsec) / 1000000L;
+}
+
+/* Progress of the child PID since MARK (CPU ticks MARK_CPU): when it used
+ * PROGRESS_CPU_PCT of a core or more, MARK moves to NOW; 1 when it moved. */
+static int progressed(pid_t pid, struct timespec *mark, long *mark_cpu,
+                      const struct timespec *now)
+{
+    long cpu = cpu_ticks(pid), hz = sysconf(_SC_CLK_TCK);
+    long used_ms, wall_ms = ms_between(mark, now);
+
+    if (cpu < 0 || hz <= 0 || cpu <= *mark_cpu)
+        return 0;
+    used_ms = (cpu - *mark_cpu) * 1000L / hz;
+    if (used_ms * 100 < wall_ms * PROGRESS_CPU_PCT)
+        return 0;
+    *mark = *now;
+    *mark_cpu = cpu;
+    return 1;
+}
+
+/* Waits until the child PID exits or, with TIMEOUT_S (0: no limit), until
+ * it made no progress for TIMEOUT_S seconds or ran CAP_FACTOR times that;
+ * then kills its group and returns 1 with WHY set.  Returns 0 once it
+ * exited (a zombie still, for the caller's waitpid). */
+static int wait_limited(pid_t pid, long timeout_s, char *why, size_t cap)
+{
+    struct timespec start, mark;
+    long mark_cpu = 0;
+    sigset_t chld;
+    siginfo_t info;
+    int timed_out = 0;
+
+    /* SIGCHLD is blocked: it stays pending, and sigtimedwait() picks it up
+     * the moment the child exits, with no sleeping or polling. */
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    mark = start;
+    for (;;) {
+        struct timespec now;
+        /* Progress is looked at every second. */
+        struct timespec left = {1, 0};
+
+        /* WNOWAIT keeps the child a zombie, so its process group id cannot
+         * be reused before the group is killed below. */
+        memset(&info, 0, sizeof(info));
+        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 &&
+            errno != EINTR)
+            break; /* cannot happen; waitpid() below still reaps it */
+        if (info.si_pid == pid)
+            break;
+        if (timeout_s == 0) {
+            sigwaitinfo(&chld, NULL);
+            continue;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        progressed(pid, &mark, &mark_cpu, &now);
+        if (ms_between(&mark, &now) >= timeout_s * 1000L ||
+            ms_between(&start, &now) >= timeout_s * 1000L * CAP_FACTOR) {
+            timed_out = 1;
+            snprintf(why, cap,
+                     "timed out: no progress for %ld s (%ld s in all, cap "
+                     "%ld s)", ms_between(&mark, &now) / 1000,
+                     ms_between(&start, &now) / 1000, timeout_s * CAP_FACTOR);
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            break;
+        }
+        sigtimedwait(&chld, NULL, &left);
+    }
+    return timed_out;
+}
+
+/* Runs T in a forked child of its own process group, ended after TIMEOUT_S
+ * seconds in which it made no progress (used no CPU, progressed()) or
+ * CAP_FACTOR times that in all (0: no limit); returns 0, SKIP_STATUS with
+ * REASON set, or -1 with REASON set. */
 static int run_forked(const struct test_entry *t, long timeout_s,
                       const sigset_t *child_mask, char *reason, size_t cap)
 {
-    struct timespec deadline;
-    sigset_t chld;
-    siginfo_t info;
+    char why[160];
     int fds[2];
     int status;
     int timed_out = 0;
@@ -308,43 +418,7 @@ static int run_forked(const struct test_entry *t, long timeout_s,
     setpgid(pid, pid);
     close(fds[1]);
 
-    /* SIGCHLD is blocked: it stays pending, and sigtimedwait() picks it up
-     * the moment the child exits, with no sleeping or polling. */
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_s;
-    for (;;) {
-        struct timespec now;
-        struct timespec left;
-
-        /* WNOWAIT keeps the child a zombie, so its process group id cannot
-         * be reused before the group is killed below. */
-        memset(&info, 0, sizeof(info));
-        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 &&
-            errno != EINTR)
-            break; /* cannot happen; waitpid() below still reaps it */
-        if (info.si_pid == pid)
-            break;
-        if (timeout_s == 0) {
-            sigwaitinfo(&chld, NULL);
-            continue;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        left.tv_sec = deadline.tv_sec - now.tv_sec;
-        left.tv_nsec = deadline.tv_nsec - now.tv_nsec;
-        if (left.tv_nsec < 0) {
-            left.tv_sec--;
-            left.tv_nsec += 1000000000L;
-        }
-        if (left.tv_sec < 0) {
-            timed_out = 1;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            break;
-        }
-        sigtimedwait(&chld, NULL, &left);
-    }
+    timed_out = wait_limited(pid, timeout_s, why, sizeof(why));
     /* Whatever the test started and left behind goes with it. */
     kill(-pid, SIGKILL);
     while (waitpid(pid, &status, 0) < 0) {
@@ -359,7 +433,7 @@ static int run_forked(const struct test_entry *t, long timeout_s,
     close(fds[0]);
 
     if (timed_out) {
-        snprintf(reason, cap, "timed out after %ld s", timeout_s);
+        snprintf(reason, cap, "%s", why);
         return -1;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -421,9 +495,11 @@ static void usage(FILE *out)
             "exits 0, 1 when a test failed, 77 when every test skipped.\n"
             "Environment: CRANE_TEST_TIMEOUT=SECONDS per test (default %d, "
             "0: none; a\n"
-            "row's own limit wins), CRANE_TEST_SLOW=N scales limits "
-            "(valgrind).\n",
-            prog, DEFAULT_TIMEOUT_S);
+            "row's own limit wins): seconds in which the test used less "
+            "than %d%% of a\n"
+            "core, at most %d times that in all; CRANE_TEST_SLOW=N scales "
+            "limits (valgrind).\n",
+            prog, DEFAULT_TIMEOUT_S, PROGRESS_CPU_PCT, CAP_FACTOR);
 }
 
 int main(int argc, char **argv)

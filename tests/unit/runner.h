@@ -16,7 +16,8 @@
  *
  * and registered by one TEST_ENTRY(frame_roundtrip_pipe) row in list.h, or
  * TEST_TIMED(name, seconds) for a test with a time limit of its own (else
- * CRANE_TEST_TIMEOUT's, default 30 s).  Every test program of crane is
+ * CRANE_TEST_TIMEOUT's, default 30 s): seconds in which the test made no
+ * progress (used less than 5% of a core), at most 10 times that in all.  Every test program of crane is
  * this runner compiled against its folder's list.h (tests/unit,
  * tests/hostd, tests/hostd-hv).
  * A test passes by returning.  A failed assertion prints nothing itself: it
