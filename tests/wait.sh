@@ -10,11 +10,11 @@
 #       -c CAP    seconds in all (default QUIET x $CRANE_WAIT_CAP_FACTOR, 10)
 #       -f PATH   progress: PATH (a file, or the files under a folder)
 #                 changed size or time
-#       -p PID    progress: PID (with the children it reaped) used CPU
-#       -g PGID   progress: the processes of process group PGID used CPU
-#       -t PID    progress: PID and every process below it used CPU
+#       -p PID    progress: PID ran (below)
+#       -g PGID   progress: the processes of process group PGID ran
+#       -t PID    progress: PID and every process below it ran
 #       -m REGEX  progress: processes whose command line matches
-#                 (pgrep -f) used CPU
+#                 (pgrep -f) ran
 #       -e PID    give up (status 2) as soon as PID has ended
 #       -n NAME   what is waited for, in the lines below
 #     Status 0 once COMMAND exits 0, 1 past a bound, 2 when -e's PID
@@ -22,21 +22,23 @@
 #     and something moves it says so every $CRANE_WAIT_SAY seconds (30),
 #     appended to the file $CRANE_WAIT_LOG (tests/run-tests.sh sets it to
 #     the case's log, which it watches for progress), else on stderr.
-#     Processes count as moving when they used at least
-#     $CRANE_WAIT_CPU_PCT percent (5) of one core since the last progress:
-#     an idle guest's QEMU does not count, a busy one on a loaded machine
+#     Processes count as moving when their threads ran or waited on a run
+#     queue (schedstat) at least $CRANE_WAIT_CPU_PCT percent (5) of the
+#     time since the last progress: an idle guest's QEMU or a hung program
+#     does not count, a busy one starved (or niced) on a loaded machine
 #     does.  Without any progress source QUIET is a plain timeout.
 #
 #   pid_ended PID
 #       true once PID has ended (a zombie has), a condition for wait_until.
 #
-#   run_bounded [-q QUIET] [-c CAP] [-s SIGNAL] [PROGRESS]... [-n NAME] -- CMD...
+#   run_bounded [-q QUIET] [-c CAP] [-s SIG] [PROGRESS]... [-n NAME] -- CMD...
 #       runs CMD in its own process group and ends it (SIGNAL, default
 #       TERM; KILL 5 s later) once neither its processes (CMD and all below
 #       it) nor the PROGRESS sources (-f, -p, -g, -t, -m above: a server
 #       CMD talks to) moved for QUIET seconds (default
-#       $CRANE_BOUND_QUIET, 120), or after CAP seconds (default QUIET x 10).  Status: CMD's, or 124 when it was ended
-#       for a bound (one line on stderr).
+#       $CRANE_BOUND_QUIET, 120), or after CAP seconds (default QUIET x
+#       10).  Status: CMD's, or 124 when it was ended for a bound (one line
+#       on stderr).
 #
 #   stall_kill [-q QUIET] [-c CAP] [-s SIGNAL] [PROGRESS]... -- PID &
 #       for a program started in the background as its own process group
@@ -46,7 +48,7 @@
 #       seconds; returns as soon as PID has ended.  Run it with `&`.
 #
 # POSIX sh: names are prefixed _wu_ (no locals); time from /proc/uptime,
-# CPU from /proc/PID/stat (clock ticks, 100 a second here).
+# run time from /proc/PID/task/TID/schedstat, parents from /proc/PID/stat.
 
 # _wu_now: centiseconds since boot in _wu_t.
 _wu_now() {
@@ -54,17 +56,15 @@ _wu_now() {
     _wu_t=${_wu_up%.*}${_wu_up#*.}
 }
 
-# _wu_stat PID: its state in _wu_state ("" when gone), its CPU ticks with
-# reaped children's in _wu_cpu.
+# _wu_stat PID: its state in _wu_state ("" when gone).
 _wu_stat() {
-    _wu_state= _wu_cpu=0
+    _wu_state=
     [ -r "/proc/$1/stat" ] || return 0
     read -r _wu_line < "/proc/$1/stat" 2>/dev/null || return 0
     # shellcheck disable=SC2086
     set -- ${_wu_line##*) }
-    [ $# -ge 15 ] || return 0
+    [ $# -ge 3 ] || return 0
     _wu_state=$1
-    _wu_cpu=$(( ${12} + ${13} + ${14} + ${15} ))
 }
 
 # _wu_alive PID: true while PID runs (a zombie has ended).
@@ -73,48 +73,41 @@ _wu_alive() {
     [ -n "$_wu_state" ] && [ "$_wu_state" != Z ]
 }
 
-# _wu_pgcpu PGID: CPU ticks of every process in that group.
-_wu_pgcpu() {
-    # shellcheck disable=SC2046
-    cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '
-        { sub(/^.*\) /, ""); if ($3 == g) s += $12 + $13 + $14 + $15 }
-        END { print s + 0 }'
-}
-
-# _wu_treecpu PID...: CPU ticks of those processes and all below them.
-_wu_treecpu() {
-    cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots=" $* " '
-        { pid = $1; sub(/^.*\) /, ""); up[pid] = $2
-          cpu[pid] = $12 + $13 + $14 + $15 }
+# _wu_runcs PIDS PGIDS TREES: centiseconds the threads of the processes
+# PIDS, of the groups PGIDS and of TREES (a pid and all below it) ran or
+# waited to run (/proc/PID/task/TID/schedstat: time on a CPU, time on a
+# run queue).  A process starved on a loaded machine, or niced, waits to
+# run: it moves; one blocked (a hang, an idle guest) does neither.
+_wu_runcs() {
+    grep -H '' /proc/[0-9]*/stat /proc/[0-9]*/task/*/schedstat 2>/dev/null |
+    awk -v pids=" $1 " -v pgids=" $2 " -v roots=" $3 " '
+        { i = index($0, ":"); f = substr($0, 1, i - 1); l = substr($0, i + 1)
+          split(f, a, "/"); pid = a[3] }
+        f ~ /\/stat$/ { sub(/^.*\) /, "", l); split(l, v, " ")
+                        up[pid] = v[2]; grp[pid] = v[3]; next }
+        { split(l, v, " "); run[pid] += (v[1] + v[2]) / 1e7 }
         END {
-            for (p in cpu) {
-                for (q = p; q != "" && q > 1; q = up[q])
-                    if (index(roots, " " q " ")) { s += cpu[p]; break }
+            for (p in run) {
+                hit = index(pids, " " p " ") || index(pgids, " " grp[p] " ")
+                for (q = p; !hit && q != "" && q > 1; q = up[q])
+                    hit = index(roots, " " q " ")
+                if (hit) s += run[p]
             }
-            print s + 0
+            printf "%d\n", s
         }'
 }
 
-# _wu_probe: the CPU of the watched processes in _wu_cpu_now and a token
-# of the watched paths in _wu_paths_now.
+# _wu_probe: the run time of the watched processes in _wu_cpu_now and a
+# token of the watched paths in _wu_paths_now.
 _wu_probe() {
-    _wu_cpu_now=0
-    for _wu_p in $_wu_pids; do
-        _wu_stat "$_wu_p"
-        _wu_cpu_now=$((_wu_cpu_now + _wu_cpu))
-    done
-    for _wu_p in $_wu_pgids; do
-        _wu_cpu_now=$((_wu_cpu_now + $(_wu_pgcpu "$_wu_p")))
-    done
-    [ -z "$_wu_trees" ] ||
-        _wu_cpu_now=$((_wu_cpu_now + $(_wu_treecpu $_wu_trees)))
+    _wu_cpu_now=0 _wu_all=$_wu_pids
     if [ -n "$_wu_pats" ]; then
-        for _wu_p in $(printf '%s\n' "$_wu_pats" | while IFS= read -r _wu_x; do
-                [ -n "$_wu_x" ] && pgrep -f -- "$_wu_x"; done | sort -u); do
-            _wu_stat "$_wu_p"
-            _wu_cpu_now=$((_wu_cpu_now + _wu_cpu))
-        done
+        _wu_all="$_wu_all $(printf '%s\n' "$_wu_pats" | while IFS= read -r _wu_x; do
+                [ -n "$_wu_x" ] && pgrep -f -- "$_wu_x"; done | sort -u | tr '\n' ' ')"
     fi
+    case "$_wu_all$_wu_pgids$_wu_trees" in
+    *[0-9]*) _wu_cpu_now=$(_wu_runcs "$_wu_all" "$_wu_pgids" "$_wu_trees") ;;
+    esac
     _wu_paths_now=
     [ -z "$_wu_paths" ] ||
         _wu_paths_now=$(printf '%s\n' "$_wu_paths" | while IFS= read -r _wu_x; do

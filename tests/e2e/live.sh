@@ -66,8 +66,9 @@
 # failed or did not run, 77 if the run was skipped.  `cleanup` stops the
 # libvirtd instances and removes the bridge.
 #
-# Environment: CRANE_E2E_TIMEOUT (60 s without progress per step; tests/README.md), CRANE_E2E_CL_TIMEOUT (300
-# s for the programs' start under TCG), CRANE_E2E_CL_MEM (guest MiB, 768),
+# Environment: CRANE_E2E_TIMEOUT (60 s without progress per step,
+# tests/README.md), CRANE_E2E_CL_TIMEOUT (300 s without progress for the
+# programs' start under TCG), CRANE_E2E_CL_MEM (guest MiB, 768),
 # CRANE_E2E_CL_AFTER (iterations on ldst before the programs stop, 150),
 # CRANE_E2E_KARGS (more for the guest's kernel command line, e.g.
 # crane.pocl_debug=all), CRANE_E2E_PROXY_ISOLATION (crane-proxy's

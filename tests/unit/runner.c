@@ -2,6 +2,7 @@
 #include "runner.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,10 +20,10 @@
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_S 30
-/* A test's limit counts seconds in which it used less than this percentage
- * of one core (tests/wait.sh's rule); in all it may run this many times
- * its limit. */
-#define PROGRESS_CPU_PCT 5
+/* A test's limit counts seconds in which it ran (or waited to run) less
+ * than this percentage of the time (tests/wait.sh's rule); in all it may
+ * run this many times its limit. */
+#define PROGRESS_PCT 5
 #define CAP_FACTOR 10
 #define REASON_MAX 512
 /* How much of a string or of a byte range a failure message quotes. */
@@ -264,33 +265,41 @@ static int run_body(const struct test_entry *t)
     return 0;
 }
 
-/* CPU time of process PID and the children it reaped, in clock ticks; -1
- * when it cannot be read. */
-static long cpu_ticks(pid_t pid)
+/* Milliseconds the threads of process PID ran or waited on a run queue
+ * (/proc/PID/task/TID/schedstat): a test starved on a loaded machine waits
+ * to run, a hung one does neither; -1 when it cannot be read. */
+static long run_ms(pid_t pid)
 {
-    char path[64], buf[1024];
-    unsigned long ut, st;
-    long cut, cst;
-    ssize_t n;
-    int fd;
+    char path[320], buf[128];
+    unsigned long long on_cpu, waited, sum = 0;
+    struct dirent *e;
+    DIR *dir;
 
-    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+    dir = opendir(path);
+    if (dir == NULL)
         return -1;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    /* After the command's closing parenthesis: state, then 10 fields
-     * before utime, stime, cutime, cstime. */
-    char *p = strrchr(buf, ')');
-    if (p == NULL ||
-        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu "
-               "%ld %ld", &ut, &st, &cut, &cst) != 4)
-        return -1;
-    return (long)(ut + st) + cut + cst;
+    while ((e = readdir(dir)) != NULL) {
+        ssize_t n;
+        int fd;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%ld/task/%s/schedstat",
+                 (long)pid, e->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* the thread ended meanwhile */
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        if (sscanf(buf, "%llu %llu", &on_cpu, &waited) == 2)
+            sum += on_cpu + waited;
+    }
+    closedir(dir);
+    return (long)(sum / 1000000ULL);
 }
 
 static long ms_between(const struct timespec *a, const struct timespec *b)
@@ -299,21 +308,20 @@ static long ms_between(const struct timespec *a, const struct timespec *b)
            (b->tv_nsec - a->tv_nsec) / 1000000L;
 }
 
-/* Progress of the child PID since MARK (CPU ticks MARK_CPU): when it used
- * PROGRESS_CPU_PCT of a core or more, MARK moves to NOW; 1 when it moved. */
-static int progressed(pid_t pid, struct timespec *mark, long *mark_cpu,
+/* Progress of the child PID since MARK (its run time MARK_RUN, run_ms()):
+ * when it ran or waited to run PROGRESS_PCT of the time or more, MARK
+ * moves to NOW; 1 when it moved. */
+static int progressed(pid_t pid, struct timespec *mark, long *mark_run,
                       const struct timespec *now)
 {
-    long cpu = cpu_ticks(pid), hz = sysconf(_SC_CLK_TCK);
-    long used_ms, wall_ms = ms_between(mark, now);
+    long run = run_ms(pid), wall_ms = ms_between(mark, now);
 
-    if (cpu < 0 || hz <= 0 || cpu <= *mark_cpu)
+    if (run < 0 || run <= *mark_run)
         return 0;
-    used_ms = (cpu - *mark_cpu) * 1000L / hz;
-    if (used_ms * 100 < wall_ms * PROGRESS_CPU_PCT)
+    if ((run - *mark_run) * 100 < wall_ms * PROGRESS_PCT)
         return 0;
     *mark = *now;
-    *mark_cpu = cpu;
+    *mark_run = run;
     return 1;
 }
 
@@ -324,7 +332,7 @@ static int progressed(pid_t pid, struct timespec *mark, long *mark_cpu,
 static int wait_limited(pid_t pid, long timeout_s, char *why, size_t cap)
 {
     struct timespec start, mark;
-    long mark_cpu = 0;
+    long mark_run = 0;
     sigset_t chld;
     siginfo_t info;
     int timed_out = 0;
@@ -353,7 +361,7 @@ static int wait_limited(pid_t pid, long timeout_s, char *why, size_t cap)
             continue;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
-        progressed(pid, &mark, &mark_cpu, &now);
+        progressed(pid, &mark, &mark_run, &now);
         if (ms_between(&mark, &now) >= timeout_s * 1000L ||
             ms_between(&start, &now) >= timeout_s * 1000L * CAP_FACTOR) {
             timed_out = 1;
@@ -371,7 +379,7 @@ static int wait_limited(pid_t pid, long timeout_s, char *why, size_t cap)
 }
 
 /* Runs T in a forked child of its own process group, ended after TIMEOUT_S
- * seconds in which it made no progress (used no CPU, progressed()) or
+ * seconds in which it made no progress (progressed()) or
  * CAP_FACTOR times that in all (0: no limit); returns 0, SKIP_STATUS with
  * REASON set, or -1 with REASON set. */
 static int run_forked(const struct test_entry *t, long timeout_s,
@@ -495,11 +503,12 @@ static void usage(FILE *out)
             "exits 0, 1 when a test failed, 77 when every test skipped.\n"
             "Environment: CRANE_TEST_TIMEOUT=SECONDS per test (default %d, "
             "0: none; a\n"
-            "row's own limit wins): seconds in which the test used less "
-            "than %d%% of a\n"
-            "core, at most %d times that in all; CRANE_TEST_SLOW=N scales "
-            "limits (valgrind).\n",
-            prog, DEFAULT_TIMEOUT_S, PROGRESS_CPU_PCT, CAP_FACTOR);
+            "row's own limit wins): seconds in which the test ran (or "
+            "waited to run)\n"
+            "less than %d%% of the time, at most %d times that in all; "
+            "CRANE_TEST_SLOW=N\n"
+            "scales limits (valgrind).\n",
+            prog, DEFAULT_TIMEOUT_S, PROGRESS_PCT, CAP_FACTOR);
 }
 
 int main(int argc, char **argv)
