@@ -19,7 +19,69 @@ unrun=0
 # match (the others are counted as not run, never as passed or skipped).
 ONLY=${CRANE_TEST_ONLY:-}
 
-# case_ NAME CMD...: runs CMD with a timeout and records ok / not ok / skip.
+# Every case runs with private state: HOME, TMPDIR and the XDG folders in a
+# fresh folder of its own, removed after it, so that third-party programs
+# (hashcat's sessions and locks, pyopencl's cache) share nothing with
+# another case or another run on the machine; PoCL's kernel cache is this
+# checkout's (build/pocl-cache), kept between cases and runs.
+POCL_CACHE_DIR=$PWD/$B/pocl-cache
+mkdir -p "$POCL_CACHE_DIR"
+export POCL_CACHE_DIR
+# A case is ended after CASE_TIMEOUT seconds (300) in which neither its log
+# nor its private folder changed, or after CASE_CAP seconds (3600) in all;
+# tests/wait.sh's waits add a line to the log (CRANE_WAIT_LOG) every 30 s
+# while what they wait for moves, so a slow but working case is never cut
+# short.
+. tests/wait.sh
+
+# case_watch PGID LOG PRIV: ends process group PGID (TERM, then KILL) when
+# LOG and PRIV stand still for CASE_TIMEOUT s; says so in LOG and PRIV/stalled.
+case_watch() {
+    local pgid=$1 log=$2 priv=$3 sl=
+    trap 'kill "$sl" 2>/dev/null; exit 0' TERM
+    # The case's stderr is its log: wait_until's give-up line lands there.
+    wait_until -q "${CASE_TIMEOUT:-300}" -c "${CASE_CAP:-3600}" \
+        -f "$log" -f "$priv" -n "case progress" -- false 2>>"$log"
+    echo "case: stopped, its log and folder stood still" \
+        "for ${CASE_TIMEOUT:-300} s (or it ran ${CASE_CAP:-3600} s)" >>"$log"
+    : >"$priv/stalled"
+    kill -TERM -- "-$pgid" 2>/dev/null
+    sleep 5 & sl=$!
+    wait "$sl"
+    kill -KILL -- "-$pgid" 2>/dev/null
+}
+
+# case_run LOG CMD...: CMD with the private state above, its output into
+# LOG; its status, or 124 when case_watch ended it.
+case_run() {
+    local log=$1 priv pid wpid rc
+    shift
+    priv=$(mktemp -d /tmp/crane-case-XXXXXX) || return 1
+    mkdir -p "$priv/home" "$priv/tmp" "$priv/cache" "$priv/config" \
+        "$priv/data"
+    # bash -c, so that cases may be the shell functions exported below;
+    # timeout(1) gives the case a process group of its own (its pid).
+    # Appended to (O_APPEND), as the waits' lines are.
+    : >"$log"
+    HOME=$priv/home TMPDIR=$priv/tmp XDG_CACHE_HOME=$priv/cache \
+        XDG_CONFIG_HOME=$priv/config XDG_DATA_HOME=$priv/data \
+        CRANE_WAIT_LOG=$PWD/$log \
+        timeout -k 10 "$(( ${CASE_CAP:-3600} + 60 ))" \
+        bash -c '"$@"' case "$@" >>"$log" 2>&1 <&0 &
+    pid=$!
+    CRANE_WAIT_SAY=100000 case_watch "$pid" "$log" "$priv" &
+    wpid=$!
+    wait "$pid"
+    rc=$?
+    # KILL: a TERM would wait for the watcher's current poll to end.
+    kill -KILL "$wpid" 2>/dev/null
+    wait "$wpid" 2>/dev/null
+    [ -e "$priv/stalled" ] && rc=124
+    rm -rf "$priv"
+    return $rc
+}
+
+# case_ NAME CMD...: runs CMD (case_run) and records ok / not ok / skip.
 # Exit 77 is a skip, printed with its reason (the log's last line that
 # says skip, else its last line); a CMD
 # given as a path that is not there fails: a missing binary is no skip.
@@ -34,8 +96,7 @@ case_() {
         fail=$((fail + 1)); echo "not ok - $name (missing binary $1)"
         return
     fi
-    # bash -c, so that cases may be the shell functions exported below.
-    timeout "${CASE_TIMEOUT:-300}" bash -c '"$@"' case "$@" >"$log" 2>&1
+    case_run "$log" "$@"
     local rc=$?
     if [ $rc -eq 0 ]; then
         pass=$((pass + 1)); echo "ok - $name"

@@ -21,8 +21,8 @@
 # byte, before and after the migration. Both crane-hostd must exit 0 on
 # SIGTERM. `cleanup` only stops the two libvirtd instances.
 #
-# Environment: CRANE_E2E_TIMEOUT (60 s per observed step),
-# CRANE_E2E_CL_TIMEOUT (120 s for cl_worker's start: PoCL under TCG),
+# Environment: CRANE_E2E_TIMEOUT (60 s without progress per observed step),
+# CRANE_E2E_CL_TIMEOUT (120 s without progress for cl_worker's start),
 # CRANE_E2E_CL_MEM (guest MiB, 768), CRANE_E2E_CL_AFTER (iterations on dst
 # before it stops, 250), CRANE_E2E_CL_WORDS (buffer words, 262144),
 # HOSTD (the crane-hostd binary). Exit 0 pass, 1 fail, 77 skip.

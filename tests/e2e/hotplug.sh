@@ -81,10 +81,8 @@ step "guest sees the rng again" "$WORK/console.log" '^CRANE-RNG present' 2
 
 T0=$(e2e_now)
 $V shutdown "$DOM" > /dev/null || fail "shutdown"
-i=0
-while [ "$($V domstate "$DOM" 2>/dev/null)" != "shut off" ] && [ $i -lt $((TIMEOUT * 10)) ]; do
-    sleep 0.1; i=$((i + 1))
-done
+shut_off() { [ "$($V domstate "$DOM" 2>/dev/null)" = "shut off" ]; }
+e2e_wait "$WORK/console.log" "$TIMEOUT" shut_off
 if [ "$($V domstate "$DOM" 2>/dev/null)" = "shut off" ]; then
     e2e_log "ACPI shutdown: $(e2e_since "$T0") s"
 else

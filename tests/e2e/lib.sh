@@ -1,6 +1,7 @@
 # Shared helpers of the e2e shell tests (sourced, not run): paths, timing, domain XML.
 
 E2E_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$E2E_ROOT/tests/wait.sh"
 E2E_DIR=${CRANE_E2E_DIR:-/tmp/crane-e2e}
 E2E_VM=${CRANE_VM_DIR:-$E2E_ROOT/build/e2e-vm}
 # The guest with crane-guestd inside (vmimages/build-guest.sh), sharing
@@ -46,19 +47,31 @@ e2e_guestd_image() {
     fi
 }
 
-# e2e_wait_for FILE REGEX TIMEOUT_S [N]: waits until N lines (default 1) of
-# FILE match (grep -E), polling every 20 ms; 0 when seen, 1 on timeout.
+# e2e_wait FILE QUIET_S COND...: tests/wait.sh's wait_until COND with what
+# moves in an e2e test as progress: any file in FILE's folder (consoles,
+# event logs, daemons' logs) and the CPU of every QEMU libvirt runs (a TCG
+# guest on a loaded machine boots slowly but keeps using CPU); fails after
+# QUIET_S seconds in which none moved, or QUIET_S x CRANE_WAIT_CAP_FACTOR
+# (10) in all, at most CRANE_E2E_CAP (900) s.  Only one e2e run holds a
+# machine (run.sh's lock), so these QEMU are the test's.
+e2e_wait() {
+    _ew_f=$1 _ew_q=$2
+    shift 2
+    _ew_c=$((_ew_q * ${CRANE_WAIT_CAP_FACTOR:-10}))
+    [ "$_ew_c" -le "${CRANE_E2E_CAP:-900}" ] || _ew_c=${CRANE_E2E_CAP:-900}
+    wait_until -q "$_ew_q" -c "$_ew_c" -f "$(dirname "$_ew_f")" \
+        -m '^/usr/bin/qemu-system-x86_64 -name guest=' -n "$*" -- "$@"
+}
+
+# _e2e_has FILE REGEX N: N lines (at least) of FILE match (grep -E).
+_e2e_has() {
+    [ -f "$1" ] && [ "$(grep -cE "$2" "$1")" -ge "$3" ]
+}
+
+# e2e_wait_for FILE REGEX QUIET_S [N]: waits (e2e_wait) until N lines
+# (default 1) of FILE match (grep -E); 0 when seen, 1 when not.
 e2e_wait_for() {
-    _end=$(awk -v n="$(date +%s.%N)" -v t="$3" 'BEGIN { printf "%.3f", n + t }')
-    while :; do
-        if [ -f "$1" ] && [ "$(grep -cE "$2" "$1")" -ge "${4:-1}" ]; then
-            return 0
-        fi
-        if awk -v n="$(date +%s.%N)" -v e="$_end" 'BEGIN { exit !(n > e) }'; then
-            return 1
-        fi
-        sleep 0.02
-    done
+    e2e_wait "$1" "$3" _e2e_has "$1" "$2" "${4:-1}"
 }
 
 # e2e_ctl SOCKET OUT WANT ARGS...: build/bin/cranectl ARGS connected to a
@@ -189,25 +202,18 @@ e2e_cl_domain_xml() {
             { print }'
 }
 
-# e2e_wait_count FILE PREFIX FIELD MIN TIMEOUT_S: waits until a line of FILE
-# starting with PREFIX has field FIELD >= MIN (e.g. CRANE-CL-PROGRESS
-# UPTIME ITERATIONS SECONDS, field 3), polling every 20 ms; prints that
-# field of the newest such line. 0 when seen, 1 on timeout.
+# e2e_wait_count FILE PREFIX FIELD MIN QUIET_S: waits (e2e_wait) until a
+# line of FILE starting with PREFIX has field FIELD >= MIN (e.g.
+# CRANE-CL-PROGRESS UPTIME ITERATIONS SECONDS, field 3); prints that field
+# of the newest such line. 0 when seen, 1 when not.
+_e2e_count_at_least() {
+    [ -f "$1" ] || return 1
+    _v=$(awk -v p="$2" -v f="$3" 'index($0, p) == 1 { v = $f } END { print v }' "$1")
+    [ -n "$_v" ] && [ "$_v" -ge "$4" ] 2>/dev/null
+}
 e2e_wait_count() {
-    _end=$(awk -v n="$(date +%s.%N)" -v t="$5" 'BEGIN { printf "%.3f", n + t }')
-    while :; do
-        if [ -f "$1" ]; then
-            _v=$(awk -v p="$2" -v f="$3" 'index($0, p) == 1 { v = $f } END { print v }' "$1")
-            if [ -n "$_v" ] && [ "$_v" -ge "$4" ] 2>/dev/null; then
-                echo "$_v"
-                return 0
-            fi
-        fi
-        if awk -v n="$(date +%s.%N)" -v e="$_end" 'BEGIN { exit !(n > e) }'; then
-            return 1
-        fi
-        sleep 0.02
-    done
+    e2e_wait "$1" "$5" _e2e_count_at_least "$1" "$2" "$3" "$4" || return 1
+    echo "$_v"
 }
 
 # --- crane-hostd pairs (hostd.sh, hostd-opencl.sh) ---------------------------
@@ -277,14 +283,15 @@ print(m[0]["result"] if m else "none")'
 # script goes on and ends with its own verdict.
 fail() { e2e_log "FAIL: $*"; FAILED=1; }
 
-# step NAME FILE REGEX [N [TIMEOUT_S]]: waits until N lines (1) of FILE match
-# REGEX, up to TIMEOUT_S (default $TIMEOUT), and logs the seconds since T0;
-# a fail() when they do not come.
+# step NAME FILE REGEX [N [QUIET_S]]: waits (e2e_wait_for) until N lines (1)
+# of FILE match REGEX, failing after QUIET_S (default $TIMEOUT) seconds
+# without progress, and logs the seconds since T0; a fail() when they do
+# not come.
 step() {
     if e2e_wait_for "$2" "$3" "${5:-$TIMEOUT}" "${4:-1}"; then
         e2e_log "$1: $(e2e_since "$T0") s"
     else
-        fail "$1: not seen within ${5:-$TIMEOUT}s"
+        fail "$1: not seen (${5:-$TIMEOUT} s without progress, or the cap)"
     fi
 }
 

@@ -25,8 +25,10 @@ SOCK=$BASE/run/libvirt-sock
 URI="qemu+unix:///system?socket=$SOCK"
 PIDFILE=$BASE/libvirtd.pid
 START_TIMEOUT=${CRANE_LIBVIRTD_TIMEOUT:-60}
+. "$(dirname "$0")/../wait.sh"
 
 alive() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+answers() { [ -S "$SOCK" ] && virsh -q -c "$URI" version > /dev/null 2>&1; }
 
 start() {
     if alive; then
@@ -73,23 +75,20 @@ CONF
     echo $! > "$PIDFILE"
     # Wait until the daemon answers (the first connection probes QEMU's
     # capabilities and takes several seconds).
-    t0=$(date +%s)
-    while :; do
+    # It fails once the daemon exited, or after START_TIMEOUT s in which
+    # neither it (and the QEMU it probes) nor its log moved.
+    _pid=$(cat "$PIDFILE")
+    if ! wait_until -q "$START_TIMEOUT" -t "$_pid" -f "$BASE/log" -e "$_pid" \
+        -n "libvirtd $NAME answers" -- answers; then
         if ! alive; then
             echo "libvirtd.sh: libvirtd $NAME exited:" >&2
             tail -n 20 "$BASE/libvirtd.out" "$BASE/log/libvirtd.log" >&2
             return 1
         fi
-        if [ -S "$SOCK" ] && virsh -q -c "$URI" version > /dev/null 2>&1; then
-            break
-        fi
-        if [ $(( $(date +%s) - t0 )) -ge "$START_TIMEOUT" ]; then
-            echo "libvirtd.sh: libvirtd $NAME not answering after ${START_TIMEOUT}s" >&2
-            stop
-            return 1
-        fi
-        sleep 0.2
-    done
+        echo "libvirtd.sh: libvirtd $NAME not answering" >&2
+        stop
+        return 1
+    fi
     echo "$URI"
 }
 

@@ -65,8 +65,12 @@ CTL=$B/bin/cranectl
 WORKER=$B/tests/guest/cl_worker
 # What a frozen proxy may cost: the shim gives up after this much silence.
 export CRANE_PROXY_TIMEOUT_MS=1500 CRANE_PROXY_KEEPALIVE_MS=300
-# The most a case may take; beyond it the case fails as a hang.
+# A case's program that neither used CPU nor wrote for this long (the
+# proxy's and crane-guestd's CPU and the case's files count too) fails as a
+# hang; CAP is the most it may take in all (tests/wait.sh's stall_kill).
 BOUND=60
+CAP=600
+. tests/wait.sh
 
 STEPS="finish extract extract-done release load rebuild:5 args:2 reinject:2
 piece:2 reinject-done"
@@ -144,10 +148,8 @@ proxy_kill() {
 start_proxy() {
     "$PROXY" --listen "unix:$T/proxy.sock" >"$T/proxy.log" 2>&1 &
     PROXY_PID=$!
-    for _ in $(seq 200); do
-        [ -S "$T/proxy.sock" ] && return 0
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy listens" \
+        -- test -S "$T/proxy.sock" && return 0
     die "crane-proxy did not start"
 }
 
@@ -168,26 +170,33 @@ run_prog() {
         CRANE_REHOME_REPORT="$T/report" CRANE_SOCKET=none \
         CRANE_LOG_FILE="$T/shim.log" CRANE_LOG_LEVEL=info \
         CRANE_TEST_STOP_FILE="$T/stopped" "$@" \
-        timeout -s KILL $BOUND "$RUN" "$PROG" 4 $PROG_ARGS >"$T/out" 2>&1 &
+        timeout -s KILL $CAP "$RUN" "$PROG" 4 $PROG_ARGS >"$T/out" 2>&1 &
     PROG_PID=$!
+    bound_prog
+}
+
+# bound_prog: stall_kill on PROG_PID (its SIGKILL gives status 137).
+bound_prog() {
+    stall_kill -q $BOUND -c $CAP ${PROXY_PID:+-t "$PROXY_PID"} \
+        ${GD_PID:+-p "$GD_PID"} -f "$T" -n "the program" -- "$PROG_PID" &
 }
 
 finish_prog() {  # sets RC; fails the case on a hang
     wait "$PROG_PID"
     RC=$?
     PROG_PID=
-    [ $RC -eq 137 ] && die "the program hung past ${BOUND} s"
+    [ $RC -eq 137 ] && die "the program hung (nothing moved for ${BOUND} s)"
     cat "$T/out"
 }
 
 # Waits until the shim stopped at its step.
 wait_stopped() {
-    for _ in $(seq 600); do
-        [ -e "$T/stopped" ] && return 0
-        kill -0 "$PROG_PID" 2>/dev/null || die "the program ended before \
-the step"
-        sleep 0.05
-    done
+    wait_until -q 30 -t "$PROG_PID" ${PROXY_PID:+-t "$PROXY_PID"} \
+        -e "$PROG_PID" -n "the shim at its step" -- test -e "$T/stopped"
+    case $? in
+    0) return 0 ;;
+    2) die "the program ended before the step" ;;
+    esac
     die "the shim never reached its step"
 }
 
@@ -410,29 +419,32 @@ EOF
     CRANE_FAKE_MODULES=$T/mods "$GUESTD" --config "$T/guestd.conf" \
         >>"$T/guestd.log" 2>&1 &
     GD_PID=$!
-    for _ in $(seq 100); do
-        [ -S "$T/ctl.sock" ] && [ -S "$T/guest.sock" ] && return 0
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$GD_PID" -e "$GD_PID" -n "crane-guestd listens" \
+        -- guestd_sockets && return 0
     die "crane-guestd did not start"
 }
 
+guestd_sockets() { [ -S "$T/ctl.sock" ] && [ -S "$T/guest.sock" ]; }
+
 ctl() { timeout -s KILL $BOUND "$CTL" --connect "unix:$T/ctl.sock" \
     --timeout 30 "$@"; }
+
+worker_registered() {
+    [ "$(ctl status 2>/dev/null | grep -c '^program ')" -ge 1 ] &&
+        [ -s "$T/progress" ]
+}
 
 # A cl_worker under the shim, registered with crane-guestd.
 start_worker() {
     env CRANE_SOCKET="$T/guest.sock" CRANE_LOG_LEVEL=info \
         CRANE_LOG_FILE="$T/shim.log" CRANE_TEST_STOP_FILE="$T/stopped" "$@" \
-        timeout -s KILL $BOUND "$RUN" "$WORKER" --stop-file "$T/stop" \
+        timeout -s KILL $CAP "$RUN" "$WORKER" --stop-file "$T/stop" \
         --pause-file "$T/pause" --progress "$T/progress" --seconds 50 \
         ${WORKER_ARGS:-} >"$T/out" 2>&1 &
     PROG_PID=$!
-    for _ in $(seq 300); do
-        [ "$(ctl status 2>/dev/null | grep -c '^program ')" -ge 1 ] &&
-            [ -s "$T/progress" ] && return 0
-        sleep 0.1
-    done
+    bound_prog
+    wait_until -q 30 -t "$PROG_PID" -p "$GD_PID" -e "$PROG_PID" \
+        -n "the worker registered" -- worker_registered && return 0
     die "the worker never registered"
 }
 
@@ -441,19 +453,35 @@ stop_worker() {  # sets RC
     wait "$PROG_PID"
     RC=$?
     PROG_PID=
-    [ $RC -eq 137 ] && die "the worker hung past ${BOUND} s"
+    [ $RC -eq 137 ] && die "the worker hung (nothing moved for ${BOUND} s)"
     cat "$T/out"
 }
 
 # Waits until the paused worker's progress stops moving.
-wait_idle() {
+still() {
     local a b
-    for _ in $(seq 100); do
-        a=$(cat "$T/progress" 2>/dev/null); sleep 0.1
-        b=$(cat "$T/progress" 2>/dev/null)
-        [ "${a%% *}" = "${b%% *}" ] && return 0
-    done
+    a=$(cat "$T/progress" 2>/dev/null); sleep 0.1
+    b=$(cat "$T/progress" 2>/dev/null)
+    [ "${a%% *}" = "${b%% *}" ]
+}
+wait_idle() {
+    wait_until -q 10 -t "$PROG_PID" -n "the worker paused" -- still &&
+        return 0
     die "the worker never paused"
+}
+
+# at_step: the shim stopped at its step (while crane-guestd's prepare
+# waits on it).
+at_step() {
+    wait_until -q 30 -t "$PROG_PID" -p "$GD_PID" -n "the shim at its step" \
+        -- test -e "$T/stopped"
+}
+
+# back_in_passthrough: status says passthrough (after a resume or abort).
+in_passthrough() { [ "$(mode)" = passthrough ]; }
+back_in_passthrough() {
+    wait_until -q 10 -t "$PROG_PID" -p "$GD_PID" -n "passthrough again" \
+        -- in_passthrough
 }
 
 mode() { ctl status | awk '$1 == "program" { print $4 }'; }
@@ -531,8 +559,7 @@ case_guestd_killed_mid_prepare() {
     start_worker CRANE_TEST_STOP_AT="reinject@1"
     ctl prepare --live >"$T/prepare.out" 2>&1 &
     local ctl_pid=$!
-    for _ in $(seq 300); do [ -e "$T/stopped" ] && break; sleep 0.05; done
-    [ -e "$T/stopped" ] || die "the shim never reached its step"
+    at_step || die "the shim never reached its step"
     kill -9 "$GD_PID"; wait "$GD_PID" 2>/dev/null; GD_PID=
     rm -f "$T/stopped"
     wait $ctl_pid
@@ -541,15 +568,16 @@ case_guestd_killed_mid_prepare() {
     # own is over (phase aborting, the program switching meanwhile): read
     # while it ran, a later read could find the program elsewhere.
     local st m
-    for _ in $(seq 100); do
+    settled() {
         st=$(ctl status)
         m=$(printf '%s\n' "$st" | awk '$1 == "program" { print $4 }')
         case $m in
-        '' | switching) ;;
-        *) printf '%s\n' "$st" | grep -q '^phase: aborting' || break ;;
+        '' | switching) return 1 ;;
         esac
-        sleep 0.1
-    done
+        ! printf '%s\n' "$st" | grep -q '^phase: aborting'
+    }
+    wait_until -q 10 -t "$PROG_PID" -p "$GD_PID" -n "status settled" \
+        -- settled
     printf '%s\n' "$st"
     # The switch completed, so the program remotes; the restarted daemon
     # aborts the prepare it finds interrupted in its state file once the
@@ -578,15 +606,13 @@ case_guestd_frozen_mid_prepare() {
     start_worker CRANE_TEST_STOP_AT="reinject@1"
     ctl prepare --live >"$T/prepare.out" 2>&1 &
     local ctl_pid=$!
-    for _ in $(seq 300); do [ -e "$T/stopped" ] && break; sleep 0.05; done
-    [ -e "$T/stopped" ] || die "the shim never reached its step"
+    at_step || die "the shim never reached its step"
     kill -STOP "$GD_PID"
     rm -f "$T/stopped"
     # The switch finishes without the daemon: the worker computes on.
-    for _ in $(seq 100); do
-        grep -q 're-home #1 native->remote done' "$T/shim.log" && break
-        sleep 0.05
-    done
+    wait_until -q 5 -t "$PROG_PID" -t "$PROXY_PID" -f "$T/shim.log" \
+        -n "switch done" -- \
+        grep -q 're-home #1 native->remote done' "$T/shim.log"
     grep -q 're-home #1 native->remote done' "$T/shim.log" ||
         die "the switch did not finish while the daemon was frozen"
     kill -CONT "$GD_PID"
@@ -618,10 +644,7 @@ case_guestd_program_frozen() {
     kill -CONT "$PROG_PID" $(pgrep -P "$PROG_PID")
     ctl resume >"$T/resume.out" 2>&1 || ctl abort >/dev/null 2>&1
     cat "$T/resume.out"
-    for _ in $(seq 100); do
-        [ "$(mode)" = passthrough ] && break
-        sleep 0.1
-    done
+    back_in_passthrough
     ctl status
     [ "$(mode)" = passthrough ] || die "status says '$(mode)'"
     local out back

@@ -48,6 +48,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+. tests/wait.sh
+# until_ QUIET COND...: tests/wait.sh's wait_until COND; what moves is the
+# daemon, every program, fake shim and proxy the case started, and its
+# folder; gives up after QUIET s in which none moved (or 10 x QUIET).
+until_() {
+    local q=$1 p args=()
+    shift
+    for p in "${PIDS[@]}" $GD_PID; do args+=(-t "$p"); done
+    wait_until -q "$q" "${args[@]}" -f "$T" -n "$*" -- "$@"
+}
+
 die() { echo "FAIL: $*"; dump; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 dump() {
@@ -55,6 +66,8 @@ dump() {
     tail -40 "$T/guestd.log" 2>/dev/null
     for f in "$T"/w*.out; do [ -e "$f" ] && { echo "--- $f"; cat "$f"; }; done
 }
+
+daemon_sockets() { [ -S "$T/ctl.sock" ] && [ -S "$T/guest.sock" ]; }
 
 # Writes the config (extra lines from the arguments) and starts the daemon.
 start_daemon() {
@@ -84,21 +97,16 @@ EOF
     CRANE_FAKE_MODULES=$T/mods "$GUESTD" --config "$T/guestd.conf" \
         >>"$T/guestd.log" 2>&1 &
     GD_PID=$!
-    for _ in $(seq 100); do
-        [ -S "$T/ctl.sock" ] && [ -S "$T/guest.sock" ] && return 0
-        kill -0 "$GD_PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$GD_PID" -e "$GD_PID" -n "crane-guestd listens" \
+        -- daemon_sockets && return 0
     die "crane-guestd did not start"
 }
 
 start_proxy() {
     "$PROXY" --listen "unix:$T/proxy.sock" >"$T/proxy.log" 2>&1 &
     PIDS+=($!)
-    for _ in $(seq 100); do
-        [ -S "$T/proxy.sock" ] && return 0
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$!" -e "$!" -n "crane-proxy listens" \
+        -- test -S "$T/proxy.sock" && return 0
     die "crane-proxy did not start"
 }
 
@@ -121,13 +129,10 @@ fake() {  # fake NAME BEHAVIOUR [DELAY_MS]: a fake shim
 }
 
 # Waits until status lists N programs (and each cl_worker has progressed).
+registered() { [ "$(ctl status 2>/dev/null | grep -c '^program ')" -ge "$1" ]; }
 wait_programs() {
     local n=$1
-    for _ in $(seq 300); do
-        [ "$(ctl status 2>/dev/null | grep -c '^program ')" -ge "$n" ] &&
-            return 0
-        sleep 0.1
-    done
+    until_ 30 registered "$n" && return 0
     ctl status
     die "fewer than $n programs registered"
 }
@@ -135,15 +140,9 @@ wait_programs() {
 iterations() { cut -d' ' -f1 "$T/progress$1" 2>/dev/null || echo 0; }
 
 # Waits until worker N has computed more than it had.
+beyond() { [ "$(iterations "$1")" -gt "$2" ]; }
 advances() {
-    local n=$1 before after
-    before=$(iterations "$n")
-    for _ in $(seq 100); do
-        after=$(iterations "$n")
-        [ "$after" -gt "$before" ] && return 0
-        sleep 0.05
-    done
-    return 1
+    until_ 5 beyond "$1" "$(iterations "$1")"
 }
 
 # mode_of NAME: the mode status reports for the program NAME.
@@ -161,10 +160,7 @@ finish_workers() {
     local w
     touch "$T/stop"
     for w in "$@"; do
-        for _ in $(seq 300); do
-            grep -q '^PASS\|^FAIL' "$T/w$w.out" 2>/dev/null && break
-            sleep 0.1
-        done
+        until_ 30 grep -qs '^PASS\|^FAIL' "$T/w$w.out"
         grep -q '^PASS cl_worker' "$T/w$w.out" || die "worker $w did not pass"
         cat "$T/w$w.out"
     done
@@ -331,10 +327,8 @@ case_status_switching() {
     wait_programs 1
     ctl prepare --offline --deadline 30000 >"$T/prep.out" 2>&1 &
     local prep=$!
-    for _ in $(seq 50); do
-        ctl status | grep -q '^program .* slow .*switching' && break
-        sleep 0.1
-    done
+    shown_switching() { ctl status | grep -q '^program .* slow .*switching'; }
+    until_ 5 shown_switching
     ctl status | tee "$T/status.out"
     grep -q '^program .* slow .*switching' "$T/status.out" ||
         die "not shown switching"
@@ -349,10 +343,7 @@ case_status_switching() {
         die "the late program is not reported unresponsive"
     ctl status | grep -q '^program .* slow .*passthrough' &&
         die "status says passthrough while it is still switching"
-    for _ in $(seq 100); do
-        all_in parked && break
-        sleep 0.1
-    done
+    until_ 10 all_in parked
     all_in parked || die "the late answer did not update the status"
     expect_ok resume
 }
@@ -388,10 +379,7 @@ open(out, "w").write("%d\n" % closed)
 EOF
     local flood=$!
     PIDS+=($flood)
-    for _ in $(seq 300); do
-        [ -e "$T/flood.open" ] && break
-        sleep 0.1
-    done
+    until_ 30 test -e "$T/flood.open"
     [ "$(cat "$T/flood.open" 2>/dev/null)" = 2000 ] ||
         die "the 2,000 connections were not all accepted"
     worker 1
@@ -479,10 +467,7 @@ case_host_auth() {
     start_daemon "host = tcp:127.0.0.1:$port" "host_key = $key" \
         "host_handshake_ms = 1000" "tls = none"
     local tcp="--connect tcp:127.0.0.1:$port --tls none"
-    for _ in $(seq 100); do
-        grep -q 'listening on tcp:.*authenticated' "$T/guestd.log" && break
-        sleep 0.05
-    done
+    until_ 5 grep -q 'listening on tcp:.*authenticated' "$T/guestd.log"
     # Without the key: refused, nothing done.
     out=$("$CTL" $tcp --timeout 20 prepare --offline) &&
         die "an unauthenticated prepare succeeded"
@@ -594,19 +579,12 @@ case_host_tls() {
     refusals() { grep -c 'tcp connection from 127.0.0.1 refused: .*TLS' \
         "$T/guestd.log"; }
     # The daemon logs a refusal once its handshake thread is back on the
-    # loop, maybe after the client has exited: wait for it (5 s at most).
-    refused_since() {
-        for _ in $(seq 100); do
-            [ "$(refusals)" -gt "$1" ] && return 0
-            sleep 0.05
-        done
-        return 1
-    }
+    # loop, maybe after the client has exited: wait for it (tests/wait.sh).
+    more_refusals() { [ "$(refusals)" -gt "$1" ]; }
+    refused_since() { until_ 5 more_refusals "$1"; }
     wait_listening() {
-        for _ in $(seq 100); do
-            grep -q "listening on tcp:.*TLS $1" "$T/guestd.log" && return 0
-            sleep 0.05
-        done
+        until_ 5 grep -q "listening on tcp:.*TLS $1" "$T/guestd.log" &&
+            return 0
         die "no 'TLS $1' listener"
     }
     start_daemon "host = tcp:127.0.0.1:$port" "host_key = $key" \
@@ -685,10 +663,7 @@ case_program_bound() {
     fake a ok; fake b ok; fake c ok
     wait_programs 3
     fake d ok
-    for _ in $(seq 100); do
-        grep -q 'refusing a connection' "$T/guestd.log" && break
-        sleep 0.05
-    done
+    until_ 5 grep -q 'refusing a connection' "$T/guestd.log"
     grep -q 'refusing a connection' "$T/guestd.log" || die "no refusal"
     ctl status | tee "$T/status.out"
     for f in a b c; do
@@ -697,23 +672,18 @@ case_program_bound() {
     done
     grep -q '^program .* d ' "$T/status.out" && die "over the bound"
     kill "$F_a" "$F_d"
-    for _ in $(seq 100); do      # a's place is free once the daemon saw it go
-        [ "$(ctl status | grep -c '^program ')" -eq 2 ] && break
-        sleep 0.05
-    done
+    two_left() { [ "$(ctl status | grep -c '^program ')" -eq 2 ]; }
+    until_ 5 two_left     # a's place is free once the daemon saw it go
     fake mute silent
     wait_programs 3
-    for _ in $(seq 100); do
-        ctl status | grep -q '^program .* mute .*unresponsive' && break
-        sleep 0.1
-    done
+    mute_unresponsive() {
+        ctl status | grep -q '^program .* mute .*unresponsive'; }
+    until_ 10 mute_unresponsive
     ctl status | grep -q '^program .* mute .*unresponsive' ||
         die "a silent program is not shown unresponsive"
     fake e ok
-    for _ in $(seq 100); do
-        ctl status | grep -q '^program .* e .*passthrough' && break
-        sleep 0.1
-    done
+    e_registered() { ctl status | grep -q '^program .* e .*passthrough'; }
+    until_ 10 e_registered
     ctl status | tee "$T/status.out"
     grep -q '^program .* e .*passthrough' "$T/status.out" ||
         die "no room made for a new program"
@@ -801,10 +771,7 @@ case_gpu_none() {
     echo 5 >"$T/mods/fakegpu.delay"
     expect_fail 'fakegpu0 is missing' resume
     ctl status | grep -q '^phase: prepared' || die "phase is not prepared"
-    for _ in $(seq 100); do
-        [ -e "$T/mods/dev/fakegpu0" ] && break
-        sleep 0.05
-    done
+    until_ 10 test -e "$T/mods/dev/fakegpu0"
     rm -f "$T/mods/fakegpu.delay"
     expect_ok resume
     ctl status | grep -q '^phase: idle' || die "phase is not idle"
@@ -902,19 +869,14 @@ case_daemon_restart_mid_prepare() {
     fake mute silent
     wait_programs 3
     ctl prepare --deadline 60000 >"$T/prep.out" 2>&1 &
-    for _ in $(seq 100); do
-        grep -q '^phase preparing' "$T/guestd.state" 2>/dev/null && break
-        sleep 0.05
-    done
+    until_ 5 grep -q '^phase preparing' "$T/guestd.state"
     sleep 1
     kill -9 "$GD_PID"
     wait "$GD_PID" 2>/dev/null
     grep -q '^phase preparing' "$T/guestd.state" || die "state file: $(cat "$T/guestd.state")"
     start_daemon
-    for _ in $(seq 200); do
-        ctl status 2>/dev/null | grep -q '^last: abort' && break
-        sleep 0.1
-    done
+    aborted() { ctl status 2>/dev/null | grep -q '^last: abort'; }
+    until_ 20 aborted
     ctl status
     ctl status | grep -q '^last: abort ok' || die "no recovery abort"
     ctl status | grep -q '^phase: idle' || die "phase is not idle"
@@ -933,6 +895,9 @@ case_abort_mid_prepare() {
     wait_programs 2
     ctl prepare --deadline 60000 >"$T/prep.out" 2>&1 &
     local prep=$!
+    # The prepare under way (its phase in the state file), then a moment
+    # for it to reach the programs.
+    until_ 10 grep -q '^phase preparing' "$T/guestd.state"
     sleep 1.5
     # The mute program answers the abort no more than the prepare.
     expect_fail 'mute.* did not answer abort' abort --deadline 2000
@@ -1035,7 +1000,7 @@ EOF
     fake mute silent
     wait_programs 2
     ctl prepare --deadline 60000 >/dev/null 2>&1 &
-    sleep 1
+    until_ 10 grep -q '^phase preparing' "$T/guestd.state"
     expect_fail 'a prepare is in progress' resume
     expect_fail 'a prepare is in progress' prepare
     ctl abort --deadline 1000
@@ -1056,11 +1021,11 @@ s.sendall(struct.pack(">I", 1 << 30))      # a frame of 1 GiB announced
 s.settimeout(5)
 print("oversize shim frame: connection", "closed" if s.recv(1) == b"" else "open")
 EOF
-    for _ in $(seq 50); do
+    both_cut() {
         grep -q 'junk.*closing' "$T/guestd.log" &&
-            grep -q 'first message is not a Register' "$T/guestd.log" && break
-        sleep 0.1
-    done
+            grep -q 'first message is not a Register' "$T/guestd.log"
+    }
+    until_ 5 both_cut
     grep 'closing' "$T/guestd.log"
     grep -q 'first message is not a Register' "$T/guestd.log" ||
         die "no-register shim not refused"
@@ -1212,11 +1177,11 @@ case_shm() {
     truncate -s 16M "$T/pci/0000:00:06.0/resource2"
     "$PROXY" --listen tcp:127.0.0.1:0 --shm-pci "$T/pci" >"$T/proxy.log" 2>&1 &
     PIDS+=($!)
-    for _ in $(seq 100); do
+    proxy_port() {
         port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$T/proxy.log")
-        [ -n "$port" ] && break
-        sleep 0.05
-    done
+        [ -n "$port" ]
+    }
+    until_ 10 proxy_port
     [ -n "$port" ] || die "crane-proxy did not start"
     start_daemon "proxy = tcp:127.0.0.1:$port" "pci_root = $T/pci"
     worker 1; worker 2

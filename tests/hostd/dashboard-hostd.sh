@@ -23,6 +23,7 @@
 set -eu
 
 cd "$(dirname "$0")/../.."
+. tests/wait.sh
 hostd=${HOSTD:-build/bin/crane-hostd}
 seed=${HOSTD_SEED:-build/tests/hostd-seed}
 shots=
@@ -101,13 +102,12 @@ printf 'peer_key = none\npeer_listen = none\ngpu_retry_ms = 600000\n' \
     >"$tmp/hostd.log" 2>&1 &
 pid=$!
 port=
-for _ in $(seq 100); do
+serving() {
     port=$(sed -n 's/.*http: serving on 127\.0\.0\.1 port \([0-9]*\).*/\1/p' \
         "$tmp/hostd.log")
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
+    [ -n "$port" ]
+}
+wait_until -q 10 -p "$pid" -e "$pid" -n "crane-hostd serves" -- serving
 if [ -z "$port" ]; then
     echo "dashboard-hostd.sh: crane-hostd did not start:" >&2
     cat "$tmp/hostd.log" >&2
@@ -118,7 +118,8 @@ base=http://127.0.0.1:$port
 # dump NAME FRAGMENT [SCREENSHOT]: the DOM of $base/FRAGMENT after 5 s of
 # virtual time into $tmp/NAME.html, the console into $tmp/NAME.log.
 dump() {
-    if ! timeout 120 "$chrome" --headless=new --no-sandbox --disable-gpu \
+    if ! run_bounded -q 60 -p "$pid" -n chromium -- \
+        "$chrome" --headless=new --no-sandbox --disable-gpu \
         --no-first-run --disable-extensions --disable-dev-shm-usage \
         --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 \
         --window-size=1400,1000 --virtual-time-budget=5000 \
@@ -131,7 +132,8 @@ dump() {
 
 # shot FILE FRAGMENT HEIGHT: a screenshot of the view, 1400 px wide.
 shot() {
-    timeout 120 "$chrome" --headless=new --no-sandbox --disable-gpu \
+    run_bounded -q 60 -p "$pid" -n chromium -- \
+        "$chrome" --headless=new --no-sandbox --disable-gpu \
         --no-first-run --disable-extensions --disable-dev-shm-usage \
         --user-data-dir="$tmp/profile" --hide-scrollbars \
         --window-size=1400,"$3" --virtual-time-budget=5000 \

@@ -22,6 +22,7 @@
 set -eu
 
 cd "$(dirname "$0")/../.."
+. tests/wait.sh
 serve=${HOSTD_SERVE:-build/tests/hostd-serve}
 
 chrome=${CHROMIUM:-}
@@ -89,7 +90,8 @@ base=http://127.0.0.1:$port
 # dump NAME FRAGMENT: the DOM of $base/FRAGMENT after 5 s of virtual time
 # into $tmp/NAME.html, the browser's console into $tmp/NAME.log.
 dump() {
-    if ! timeout 120 "$chrome" --headless=new --no-sandbox --disable-gpu \
+    if ! run_bounded -q 60 -p "$pid" -n chromium -- \
+        "$chrome" --headless=new --no-sandbox --disable-gpu \
         --no-first-run --disable-extensions --disable-dev-shm-usage \
         --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 \
         --window-size=1400,1000 --virtual-time-budget=5000 \

@@ -10,6 +10,7 @@
 # migration) need QEMU: tests/e2e/live.sh, phase `orchestrated`.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/wait.sh
 
 B=${B:-build}
 HOSTD=${HOSTD:-$B/bin/crane-hostd}
@@ -93,11 +94,9 @@ done
     --peer-key none --gpu "gpu0 xml:$T/gpu0.xml" --gpu "gpu1 xml:$T/gpu1.xml" \
     > "$T/hostd.log" 2>&1 &
 PID=$!
-for _ in $(seq 100); do
-    [ -S "$T/c.sock" ] && break
-    kill -0 "$PID" 2>/dev/null || die "crane-hostd exited"
-    sleep 0.05
-done
+wait_until -q 10 -p "$PID" -e "$PID" -n "crane-hostd listens" \
+    -- test -S "$T/c.sock"
+[ $? = 2 ] && die "crane-hostd exited"
 [ -S "$T/c.sock" ] || die "crane-hostd does not listen"
 
 ctl 0 pool

@@ -10,6 +10,7 @@
 # runs every crane-migrate under cmd (e.g. valgrind).
 set -u
 cd "$(dirname "$0")/../.."
+. tests/wait.sh
 
 B=${B:-build}
 MIGRATE=${MIGRATE:-$B/bin/crane-migrate}
@@ -57,17 +58,15 @@ fake() {
     rm -f "$T/dump" "$T/dump.xml"
     "$FAKE" "$SOCK" "$1" "$T/dump" 2>"$T/fake.err" &
     FAKE_PID=$!
-    for _ in $(seq 250); do
-        [ -S "$SOCK" ] && return 0
-        kill -0 "$FAKE_PID" 2>/dev/null || break
-        sleep 0.02
-    done
+    wait_until -q 5 -p "$FAKE_PID" -e "$FAKE_PID" -n "hostd-fake listens" \
+        -- test -S "$SOCK" && return 0
     die "hostd-fake $1 did not start: $(cat "$T/fake.err")"
 }
 
 # mig ARGS...: crane-migrate against the fake; RC, $T/out, $T/err.
 mig() {
-    timeout 60 $WRAP "$MIGRATE" "$@" >"$T/out" 2>"$T/err"
+    run_bounded -q 30 -c 300 ${FAKE_PID:+-p "$FAKE_PID"} -n crane-migrate \
+        -- $WRAP "$MIGRATE" "$@" >"$T/out" 2>"$T/err"
     RC=$?
 }
 migf() { mig --connect "unix:$SOCK" "$@"; }
@@ -104,10 +103,8 @@ unusable() {
 
 # finish: waits for the fake, which must have gone well.
 finish() {
-    for _ in $(seq 500); do
-        kill -0 "$FAKE_PID" 2>/dev/null || break
-        sleep 0.02
-    done
+    wait_until -q 10 -p "$FAKE_PID" -n "hostd-fake ends" -- \
+        pid_ended "$FAKE_PID"
     kill -0 "$FAKE_PID" 2>/dev/null && die "hostd-fake still running"
     wait "$FAKE_PID" || die "hostd-fake failed: $(cat "$T/fake.err")"
     FAKE_PID=
@@ -475,7 +472,8 @@ interrupted() {
         2>"$T/err" &
     local pid=$!
     # The fake writes the dump once it has the request.
-    for _ in $(seq 500); do [ -s "$T/dump" ] && break; sleep 0.02; done
+    wait_until -q 10 -p "$FAKE_PID" -t "$pid" -n "the request" -- \
+        test -s "$T/dump"
     [ -s "$T/dump" ] || die "no request"
     kill -"$1" "$pid"
     wait "$pid"

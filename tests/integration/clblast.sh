@@ -30,7 +30,7 @@ mode_start || exit 1
 # status (colours stripped).
 summary() {
     local out rc
-    out=$(timeout 900 nice -n 10 "$@" 2>&1)
+    out=$(mode_bounded 120 clblast nice -n 10 "$@" 2>&1)
     rc=$?
     echo "$out" | sed 's/\x1b\[[0-9;]*m//g' |
         grep -E "Starting tests for|All tests skipped|test\(s\) (passed|skipped|failed)" |

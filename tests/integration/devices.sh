@@ -15,6 +15,7 @@
 #       on its own device
 set -u
 cd "$(dirname "$0")/../.."
+. tests/wait.sh
 
 B=${B:-build}
 RUN=$B/bin/crane-run
@@ -45,11 +46,8 @@ start_proxy() {
     OCL_ICD_VENDORS=$TMP/icd OCL_ICD_PLATFORM_SORT=none \
         "$PROXY" --listen "unix:$SOCK" >"$TMP/proxy.log" 2>&1 &
     PROXY_PID=$!
-    for _ in $(seq 200); do
-        [ -S "$SOCK" ] && return 0
-        kill -0 "$PROXY_PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy listens" \
+        -- test -S "$SOCK" && return 0
     echo "crane-proxy did not start:"; cat "$TMP/proxy.log"
     return 1
 }
@@ -112,17 +110,14 @@ CONF
         --config "$TMP/guestd.conf" >"$TMP/guestd.log" 2>&1 &
     gd=$!
     CTL="$B/bin/cranectl --connect unix:$TMP/ctl.sock --timeout 30"
-    for _ in $(seq 200); do
-        [ -S "$TMP/guest.sock" ] && [ -S "$TMP/ctl.sock" ] && break
-        sleep 0.05
-    done
+    sockets() { [ -S "$TMP/guest.sock" ] && [ -S "$TMP/ctl.sock" ]; }
+    wait_until -q 10 -p "$gd" -e "$gd" -n "crane-guestd listens" -- sockets
     CRANE_SOCKET=$TMP/guest.sock "$RUN" $B/tests/programs/longrun 100000000 \
         >"$TMP/prog.log" 2>&1 &
     prog=$!
-    for _ in $(seq 600); do
-        $CTL status 2>/dev/null | grep -q '^programs: 1' && break
-        sleep 0.05
-    done
+    registered() { $CTL status 2>/dev/null | grep -q '^programs: 1'; }
+    wait_until -q 30 -p "$prog" -p "$gd" -e "$prog" \
+        -n "the program registered" -- registered
     $CTL prepare >"$TMP/prepare.out" 2>&1
     $CTL status >"$TMP/status.out" 2>&1
     kill "$prog" "$gd" 2>/dev/null

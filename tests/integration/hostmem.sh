@@ -19,6 +19,7 @@
 #       OpenCL error, never success over wrong bytes
 set -u
 cd "$(dirname "$0")/../.."
+. tests/wait.sh
 
 B=${B:-build}
 RUN=$B/bin/crane-run
@@ -37,11 +38,8 @@ start_proxy() {
     SOCK=$TMP/proxy.sock
     "$PROXY" --listen "unix:$SOCK" --log-level debug >"$TMP/proxy.log" 2>&1 &
     PROXY_PID=$!
-    for _ in $(seq 200); do
-        [ -S "$SOCK" ] && return 0
-        kill -0 "$PROXY_PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy listens" \
+        -- test -S "$SOCK" && return 0
     echo "crane-proxy did not start:"; cat "$TMP/proxy.log"
     return 1
 }
@@ -132,11 +130,8 @@ killed)
         >"$out" 2>&1 &
     prog=$!
     going=no
-    for _ in $(seq 1200); do
-        grep -q '^round 2 ok' "$out" && going=yes && break
-        kill -0 "$prog" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_until -q 60 -p "$prog" -t "$PROXY_PID" -f "$out" -e "$prog" \
+        -n "round 2" -- grep -q '^round 2 ok' "$out" && going=yes
     kill -9 "$PROXY_PID"
     wait "$PROXY_PID" 2>/dev/null
     PROXY_PID=

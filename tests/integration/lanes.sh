@@ -31,6 +31,7 @@
 #       right
 set -u
 cd "$(dirname "$0")/../.."
+. tests/wait.sh
 
 B=${B:-build}
 RUN=$B/bin/crane-run
@@ -45,18 +46,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# proxy_port: PORT from the proxy's log once it listens on TCP.
+proxy_port() {
+    PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
+        "$TMP/proxy.log")
+    [ -n "$PORT" ]
+}
+
 # Starts a proxy on a free loopback port with OPTIONS; PORT is where.
 start_tcp() {
     "$PROXY" --listen tcp:127.0.0.1:0 "$@" >"$TMP/proxy.log" 2>&1 &
     PROXY_PID=$!
     PORT=
-    for _ in $(seq 400); do
-        PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
-            "$TMP/proxy.log")
-        [ -n "$PORT" ] && return 0
-        kill -0 "$PROXY_PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_until -q 20 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy on TCP" \
+        -- proxy_port && return 0
     echo "crane-proxy did not start:"; cat "$TMP/proxy.log"
     return 1
 }
@@ -72,9 +75,9 @@ run() {
     local envs=()
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
-    env CRANE_BACKEND="remote:tcp:127.0.0.1:$PORT" CRANE_REMOTE_LANES=4 \
-        CRANE_LOG_LEVEL=info "${envs[@]}" timeout 120 "$RUN" "$@" \
-        >"$TMP/out" 2>&1
+    run_bounded -q 60 -t "$PROXY_PID" -n "$1" -- \
+        env CRANE_BACKEND="remote:tcp:127.0.0.1:$PORT" CRANE_REMOTE_LANES=4 \
+        CRANE_LOG_LEVEL=info "${envs[@]}" "$RUN" "$@" >"$TMP/out" 2>&1
 }
 
 # Every lane (0-3) carried bytes out and in, by the shim's count; the
@@ -194,10 +197,11 @@ switch|switch-killed)
     else
         start_tcp --tls none || exit 1
     fi
-    env CRANE_PROXY="tcp:127.0.0.1:$PORT" CRANE_TLS=none \
+    run_bounded -s KILL -q 60 -t "$PROXY_PID" -n "switch" -- \
+        env CRANE_PROXY="tcp:127.0.0.1:$PORT" CRANE_TLS=none \
         CRANE_REMOTE_LANES=4 CRANE_REHOME_TO=alternate CRANE_SOCKET=none \
         CRANE_REHOME_REPORT="$TMP/report" CRANE_LOG_LEVEL=info \
-        timeout -s KILL 120 "$RUN" "$B/bench/switch" --mb $MB --buffers 1 \
+        "$RUN" "$B/bench/switch" --mb $MB --buffers 1 \
         --retry 1 >"$TMP/out" 2>&1
     rc=$?
     stop_proxy

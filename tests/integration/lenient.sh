@@ -21,6 +21,7 @@
 #                                and whatever the verdicts are
 set -u
 cd "$(dirname "$0")/../.."
+. tests/wait.sh
 
 B=${B:-build}
 RUN=$B/bin/crane-run
@@ -103,10 +104,8 @@ OCL_ICD_VENDORS=$ICD "$B/bin/crane-proxy" --listen "unix:$SOCK" \
 PROXY_PID=$!
 trap 'kill $PROXY_PID 2>/dev/null; wait $PROXY_PID 2>/dev/null; rm -rf "$TMP"' \
     EXIT
-for _ in $(seq 200); do
-    [ -S "$SOCK" ] && break
-    sleep 0.05
-done
+wait_until -q 10 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy listens" \
+    -- test -S "$SOCK"
 [ -S "$SOCK" ] || { echo "crane-proxy did not start:"; cat "$TMP/proxy.log";
                     exit 1; }
 

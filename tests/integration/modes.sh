@@ -5,12 +5,17 @@
 #                       "shim", "remote" or "switch N"; returns 1 otherwise
 #   mode_start          starts the proxy the mode needs (trap mode_stop)
 #   "${UNDER[@]}" CMD   the command prefix of the mode
+#   mode_bounded QUIET NAME CMD...
+#                       CMD under tests/wait.sh's run_bounded: ended after
+#                       QUIET s in which neither it nor the mode's proxy
+#                       used CPU (cap: QUIET x 10)
 #   mode_switches       after a switch run: prints the switches and fails
 #                       unless at least one reached the proxy and none
 #                       failed (-16, a map or a pending user event, is a
 #                       documented refusal)
 # Needs B (the build folder) set; uses MODE_TMP for the proxy and report.
 
+. tests/wait.sh
 RUN=$PWD/${B:-build}/bin/crane-run
 PROXY=$PWD/${B:-build}/bin/crane-proxy
 MODE_TMP=$(mktemp -d)
@@ -38,13 +43,16 @@ mode_proxy() {
     SOCK=$MODE_TMP/proxy.sock
     "$PROXY" --listen "unix:$SOCK" >"$MODE_TMP/proxy.log" 2>&1 &
     PROXY_PID=$!
-    for _ in $(seq 200); do
-        [ -S "$SOCK" ] && return 0
-        kill -0 "$PROXY_PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy listens" \
+        -- test -S "$SOCK" && return 0
     echo "crane-proxy did not start:"; cat "$MODE_TMP/proxy.log"
     return 1
+}
+
+mode_bounded() {
+    local quiet=$1 name=$2
+    shift 2
+    run_bounded -q "$quiet" -n "$name" ${PROXY_PID:+-t "$PROXY_PID"} -- "$@"
 }
 
 mode_start() {

@@ -28,12 +28,12 @@ PIN=1
 [ -x "$SWITCH" ] || fail "$SWITCH missing (make bench)"
 start_private_proxy
 
-env CRANE_PROXY="unix:$TMP/proxy.sock" CRANE_REHOME_TO=alternate \
+run_bounded -s KILL -q 60 -t "$PROXY_PID" -n "switch" -- \
+    env CRANE_PROXY="unix:$TMP/proxy.sock" CRANE_REHOME_TO=alternate \
     CRANE_SOCKET=none CRANE_REHOME_REPORT="$TMP/report" CRANE_SHM_MB=4 \
     CRANE_SHIM_PIN_RING=$PIN CRANE_LOG_FILE="$TMP/shim.log" \
     CRANE_LOG_LEVEL=info \
-    timeout -s KILL 240 "$RUN" "$SWITCH" --mb $MB --buffers 2 \
-    >"$TMP/out" 2>&1
+    "$RUN" "$SWITCH" --mb $MB --buffers 2 >"$TMP/out" 2>&1
 rc=$?
 cat "$TMP/out" "$TMP/report"
 [ $rc -eq 0 ] || fail "switch exited $rc"

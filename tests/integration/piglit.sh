@@ -97,7 +97,7 @@ TMP=$MODE_TMP
 verdict() {
     local log=$1 rc v
     shift
-    (cd "$PROGRAMS" && timeout 120 nice -n 10 "$@" -auto) >"$log" 2>&1
+    (cd "$PROGRAMS" && mode_bounded 60 piglit nice -n 10 "$@" -auto) >"$log" 2>&1
     rc=$?
     v=$(grep -o 'PIGLIT: {"result": "[a-z]*"' "$log" | tail -1 |
         sed 's/.*"\([a-z]*\)"$/\1/')

@@ -35,10 +35,11 @@ off) extra=(CRANE_PREBUILD=0) ;;
 plain) ;;
 *) echo "unknown mode $MODE"; exit 2 ;;
 esac
-env CRANE_PROXY="unix:$TMP/proxy.sock" CRANE_REHOME_TO=remote \
+run_bounded -s KILL -q 60 -t "$PROXY_PID" -n "prebuild" -- \
+    env CRANE_PROXY="unix:$TMP/proxy.sock" CRANE_REHOME_TO=remote \
     CRANE_SOCKET=none CRANE_REHOME_REPORT="$TMP/report" \
     CRANE_LOG_FILE="$TMP/shim.log" CRANE_LOG_LEVEL=info "${extra[@]}" \
-    timeout -s KILL 120 "$RUN" "$PROG" >"$TMP/out" 2>&1
+    "$RUN" "$PROG" >"$TMP/out" 2>&1
 rc=$?
 cat "$TMP/out" "$TMP/report"
 [ $rc -eq 77 ] && { tail -1 "$TMP/out"; exit 77; }
@@ -66,10 +67,8 @@ awk -v want="$want" '
 # The program released everything, and had the proxy answer a call after
 # its releases: the proxy must hold none of its objects at the end, twins
 # made ahead included.
-for _ in $(seq 100); do
-    grep -q 'released [0-9]* objects' "$TMP/proxy.log" && break
-    sleep 0.05
-done
+wait_until -q 5 -t "$PROXY_PID" -f "$TMP/proxy.log" -n "tenant ended" -- \
+    grep -q 'released [0-9]* objects' "$TMP/proxy.log"
 left=$(sed -n 's/.*: released \([0-9]*\) objects.*/\1/p' "$TMP/proxy.log")
 [ -n "$left" ] || fail "the proxy never ended the program's tenant"
 [ "$left" = 0 ] || fail "$left object(s) left on the proxy at the end"

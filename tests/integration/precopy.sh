@@ -26,11 +26,11 @@ HOT_MB=1
 [ -x "$SWITCH" ] || fail "$SWITCH missing (make bench)"
 start_private_proxy
 
-env CRANE_PROXY="unix:$TMP/proxy.sock" CRANE_REHOME_TO=alternate \
+run_bounded -s KILL -q 60 -t "$PROXY_PID" -n "switch" -- \
+    env CRANE_PROXY="unix:$TMP/proxy.sock" CRANE_REHOME_TO=alternate \
     CRANE_SOCKET=none CRANE_REHOME_REPORT="$TMP/report" \
     CRANE_PRECOPY_ROUNDS=4 CRANE_PRECOPY_STOP_KB=0 \
-    timeout -s KILL 240 "$RUN" "$SWITCH" --mb 16 --hot $HOT_MB \
-    >"$TMP/out" 2>&1
+    "$RUN" "$SWITCH" --mb 16 --hot $HOT_MB >"$TMP/out" 2>&1
 rc=$?
 cat "$TMP/out" "$TMP/report"
 [ $rc -eq 0 ] || fail "switch exited $rc"

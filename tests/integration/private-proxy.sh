@@ -18,13 +18,13 @@ fail() {
 }
 
 # Starts the proxy (ARGS added) at unix:$TMP/proxy.sock, log in
-# $TMP/proxy.log; fails the test if it does not listen within 10 s.
+# $TMP/proxy.log; fails the test if it ends or does not listen (10 s
+# without progress, tests/wait.sh).
+. tests/wait.sh
 start_private_proxy() {
     "$PROXY" --listen "unix:$TMP/proxy.sock" "$@" >"$TMP/proxy.log" 2>&1 &
     PROXY_PID=$!
-    for _ in $(seq 200); do
-        [ -S "$TMP/proxy.sock" ] && return 0
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy listens" \
+        -- test -S "$TMP/proxy.sock" && return 0
     fail "crane-proxy did not start"
 }

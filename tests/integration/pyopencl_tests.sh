@@ -37,7 +37,7 @@ mode_start || exit 1
 outcomes() {
     local log=$1
     shift
-    (cd "$MODE_TMP" && timeout 900 nice -n 10 "$@" /usr/bin/python3 -m pytest \
+    (cd "$MODE_TMP" && mode_bounded 120 pytest nice -n 10 "$@" /usr/bin/python3 -m pytest \
         -q -rA -p no:cacheprovider "${paths[@]}") >"$log" 2>&1
     grep -E '^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) ' "$log" | sort
 }

@@ -30,6 +30,7 @@ set -u
 cd "$(dirname "$0")/../.."
 
 B=${B:-build}
+. tests/wait.sh
 RUN=$B/bin/crane-run
 PROXY=$B/bin/crane-proxy
 TMP=$(mktemp -d)
@@ -43,26 +44,30 @@ trap cleanup EXIT
 
 # Starts a proxy on a unix socket and waits until it accepts connections.
 # wait_connected PID: prints yes once the proxy's log shows a longrun's
-# connection (within 30 s), no if it never did or PID ended first.
+# connection (30 s without progress of PID or the proxy: no), no if it
+# never did or PID ended first.
 wait_connected() {
-    for _ in $(seq 600); do
-        grep -q 'longrun pid [0-9]*): connected' "$TMP/proxy.log" &&
-            { echo yes; return; }
-        kill -0 "$1" 2>/dev/null || break
-        sleep 0.05
-    done
-    echo no
+    if wait_until -q 30 -p "$1" -p "$PROXY_PID" -f "$TMP/proxy.log" -e "$1" \
+        -n "longrun connected" -- \
+        grep -q 'longrun pid [0-9]*): connected' "$TMP/proxy.log"; then
+        echo yes
+    else
+        echo no
+    fi
+}
+# proxy_port: PORT from the proxy's log once it listens on TCP.
+proxy_port() {
+    PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
+        "$TMP/proxy.log")
+    [ -n "$PORT" ]
 }
 
 start_proxy() {
     SOCK=$TMP/proxy.sock
     "$PROXY" --listen "unix:$SOCK" "$@" >"$TMP/proxy.log" 2>&1 &
     PROXY_PID=$!
-    for _ in $(seq 200); do
-        [ -S "$SOCK" ] && return 0
-        kill -0 "$PROXY_PID" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_until -q 10 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy listens" \
+        -- test -S "$SOCK" && return 0
     echo "crane-proxy did not start:"; cat "$TMP/proxy.log"
     return 1
 }
@@ -158,11 +163,12 @@ warm-spares)
             start_proxy --log-level debug --isolation none || exit 1
         CRANE_BACKEND="remote:unix:$SOCK" "$RUN" "$2" || exit 1
         want=$([ "$delay" = 0 ] && echo 2 || echo 1)
-        for _ in $(seq 600); do
+        warmed() {
             n=$(grep -c 'spare context warmed' "$TMP/proxy.log")
-            [ "$n" -ge "$want" ] && break
-            sleep 0.1
-        done
+            [ "$n" -ge "$want" ]
+        }
+        wait_until -q 60 -t "$PROXY_PID" -f "$TMP/proxy.log" \
+            -n "spares warmed" -- warmed
         [ "$n" = "$want" ] ||
             { echo "delay $delay: $n spare(s) warmed, want $want:";
               tail -5 "$TMP/proxy.log"; exit 1; }
@@ -201,13 +207,8 @@ shm-file)
         >"$TMP/proxy.log" 2>&1 &
     PROXY_PID=$!
     PORT=
-    for _ in $(seq 400); do
-        PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
-            "$TMP/proxy.log")
-        [ -n "$PORT" ] && break
-        sleep 0.05
-    done
-    [ -n "$PORT" ] || { echo "crane-proxy did not start:"; cat "$TMP/proxy.log"; exit 1; }
+    wait_until -q 20 -p "$PROXY_PID" -e "$PROXY_PID" -n "crane-proxy on TCP" \
+        -- proxy_port || { echo "crane-proxy did not start:"; cat "$TMP/proxy.log"; exit 1; }
     CRANE_BACKEND="remote:tcp:127.0.0.1:$PORT" CRANE_SHM_FILE="$TMP/shm/area" \
         CRANE_SHM_MB=14 "$RUN" "$@" || exit 1
     grep 'shared memory' "$TMP/proxy.log"
@@ -222,11 +223,8 @@ proxy-killed-bulk)
     # Kill the proxy once rounds are going through it (and, on the shared
     # path, through its area); a program that never got there tests nothing.
     going=no
-    for _ in $(seq 1200); do
-        grep -q '^round 2 ok' "$out" && going=yes && break
-        kill -0 "$prog" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_until -q 60 -p "$prog" -t "$PROXY_PID" -f "$out" -e "$prog" \
+        -n "round 2" -- grep -q '^round 2 ok' "$out" && going=yes
     kill -9 "$PROXY_PID"
     wait "$PROXY_PID" 2>/dev/null
     PROXY_PID=
@@ -255,13 +253,8 @@ tls)
         "$PROXY" --listen tcp:127.0.0.1:0 "$@" >"$TMP/proxy.log" 2>&1 &
         PROXY_PID=$!
         PORT=
-        for _ in $(seq 400); do
-            PORT=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' \
-                "$TMP/proxy.log")
-            [ -n "$PORT" ] && return 0
-            kill -0 "$PROXY_PID" 2>/dev/null || break
-            sleep 0.05
-        done
+        wait_until -q 20 -p "$PROXY_PID" -e "$PROXY_PID" \
+            -n "crane-proxy on TCP" -- proxy_port && return 0
         echo "crane-proxy did not start:"; cat "$TMP/proxy.log"
         return 1
     }

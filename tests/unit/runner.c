@@ -1,7 +1,8 @@
-/* The test runner: runs list.h's tests, each forked with a timeout. */
+/* The test runner: runs list.h's tests, each forked with a limit on time without progress. */
 #include "runner.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +20,11 @@
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_S 30
+/* A test's limit counts seconds in which it ran (or waited to run) less
+ * than this percentage of the time (tests/wait.sh's rule); in all it may
+ * run this many times its limit. */
+#define PROGRESS_PCT 5
+#define CAP_FACTOR 10
 #define REASON_MAX 512
 /* How much of a string or of a byte range a failure message quotes. */
 #define QUOTE_MAX 48
@@ -259,15 +265,127 @@ static int run_body(const struct test_entry *t)
     return 0;
 }
 
-/* Runs T in a forked child of its own process group, at most TIMEOUT_S
- * seconds (0: no limit); returns 0, SKIP_STATUS with REASON set, or -1
- * with REASON set. */
+/* Milliseconds the threads of process PID ran or waited on a run queue
+ * (/proc/PID/task/TID/schedstat): a test starved on a loaded machine waits
+ * to run, a hung one does neither; -1 when it cannot be read. */
+static long run_ms(pid_t pid)
+{
+    char path[320], buf[128];
+    unsigned long long on_cpu, waited, sum = 0;
+    struct dirent *e;
+    DIR *dir;
+
+    snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+    dir = opendir(path);
+    if (dir == NULL)
+        return -1;
+    while ((e = readdir(dir)) != NULL) {
+        ssize_t n;
+        int fd;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%ld/task/%s/schedstat",
+                 (long)pid, e->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* the thread ended meanwhile */
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        if (sscanf(buf, "%llu %llu", &on_cpu, &waited) == 2)
+            sum += on_cpu + waited;
+    }
+    closedir(dir);
+    return (long)(sum / 1000000ULL);
+}
+
+static long ms_between(const struct timespec *a, const struct timespec *b)
+{
+    return (b->tv_sec - a->tv_sec) * 1000L +
+           (b->tv_nsec - a->tv_nsec) / 1000000L;
+}
+
+/* Progress of the child PID since MARK (its run time MARK_RUN, run_ms()):
+ * when it ran or waited to run PROGRESS_PCT of the time or more, MARK
+ * moves to NOW; 1 when it moved. */
+static int progressed(pid_t pid, struct timespec *mark, long *mark_run,
+                      const struct timespec *now)
+{
+    long run = run_ms(pid), wall_ms = ms_between(mark, now);
+
+    if (run < 0 || run <= *mark_run)
+        return 0;
+    if ((run - *mark_run) * 100 < wall_ms * PROGRESS_PCT)
+        return 0;
+    *mark = *now;
+    *mark_run = run;
+    return 1;
+}
+
+/* Waits until the child PID exits or, with TIMEOUT_S (0: no limit), until
+ * it made no progress for TIMEOUT_S seconds or ran CAP_FACTOR times that;
+ * then kills its group and returns 1 with WHY set.  Returns 0 once it
+ * exited (a zombie still, for the caller's waitpid). */
+static int wait_limited(pid_t pid, long timeout_s, char *why, size_t cap)
+{
+    struct timespec start, mark;
+    long mark_run = 0;
+    sigset_t chld;
+    siginfo_t info;
+    int timed_out = 0;
+
+    /* SIGCHLD is blocked: it stays pending, and sigtimedwait() picks it up
+     * the moment the child exits, with no sleeping or polling. */
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    mark = start;
+    for (;;) {
+        struct timespec now;
+        /* Progress is looked at every second. */
+        struct timespec left = {1, 0};
+
+        /* WNOWAIT keeps the child a zombie, so its process group id cannot
+         * be reused before the group is killed below. */
+        memset(&info, 0, sizeof(info));
+        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 &&
+            errno != EINTR)
+            break; /* cannot happen; waitpid() below still reaps it */
+        if (info.si_pid == pid)
+            break;
+        if (timeout_s == 0) {
+            sigwaitinfo(&chld, NULL);
+            continue;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        progressed(pid, &mark, &mark_run, &now);
+        if (ms_between(&mark, &now) >= timeout_s * 1000L ||
+            ms_between(&start, &now) >= timeout_s * 1000L * CAP_FACTOR) {
+            timed_out = 1;
+            snprintf(why, cap,
+                     "timed out: no progress for %ld s (%ld s in all, cap "
+                     "%ld s)", ms_between(&mark, &now) / 1000,
+                     ms_between(&start, &now) / 1000, timeout_s * CAP_FACTOR);
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            break;
+        }
+        sigtimedwait(&chld, NULL, &left);
+    }
+    return timed_out;
+}
+
+/* Runs T in a forked child of its own process group, ended after TIMEOUT_S
+ * seconds in which it made no progress (progressed()) or
+ * CAP_FACTOR times that in all (0: no limit); returns 0, SKIP_STATUS with
+ * REASON set, or -1 with REASON set. */
 static int run_forked(const struct test_entry *t, long timeout_s,
                       const sigset_t *child_mask, char *reason, size_t cap)
 {
-    struct timespec deadline;
-    sigset_t chld;
-    siginfo_t info;
+    char why[160];
     int fds[2];
     int status;
     int timed_out = 0;
@@ -308,43 +426,7 @@ static int run_forked(const struct test_entry *t, long timeout_s,
     setpgid(pid, pid);
     close(fds[1]);
 
-    /* SIGCHLD is blocked: it stays pending, and sigtimedwait() picks it up
-     * the moment the child exits, with no sleeping or polling. */
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_s;
-    for (;;) {
-        struct timespec now;
-        struct timespec left;
-
-        /* WNOWAIT keeps the child a zombie, so its process group id cannot
-         * be reused before the group is killed below. */
-        memset(&info, 0, sizeof(info));
-        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 &&
-            errno != EINTR)
-            break; /* cannot happen; waitpid() below still reaps it */
-        if (info.si_pid == pid)
-            break;
-        if (timeout_s == 0) {
-            sigwaitinfo(&chld, NULL);
-            continue;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        left.tv_sec = deadline.tv_sec - now.tv_sec;
-        left.tv_nsec = deadline.tv_nsec - now.tv_nsec;
-        if (left.tv_nsec < 0) {
-            left.tv_sec--;
-            left.tv_nsec += 1000000000L;
-        }
-        if (left.tv_sec < 0) {
-            timed_out = 1;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            break;
-        }
-        sigtimedwait(&chld, NULL, &left);
-    }
+    timed_out = wait_limited(pid, timeout_s, why, sizeof(why));
     /* Whatever the test started and left behind goes with it. */
     kill(-pid, SIGKILL);
     while (waitpid(pid, &status, 0) < 0) {
@@ -359,7 +441,7 @@ static int run_forked(const struct test_entry *t, long timeout_s,
     close(fds[0]);
 
     if (timed_out) {
-        snprintf(reason, cap, "timed out after %ld s", timeout_s);
+        snprintf(reason, cap, "%s", why);
         return -1;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -421,9 +503,12 @@ static void usage(FILE *out)
             "exits 0, 1 when a test failed, 77 when every test skipped.\n"
             "Environment: CRANE_TEST_TIMEOUT=SECONDS per test (default %d, "
             "0: none; a\n"
-            "row's own limit wins), CRANE_TEST_SLOW=N scales limits "
-            "(valgrind).\n",
-            prog, DEFAULT_TIMEOUT_S);
+            "row's own limit wins): seconds in which the test ran (or "
+            "waited to run)\n"
+            "less than %d%% of the time, at most %d times that in all; "
+            "CRANE_TEST_SLOW=N\n"
+            "scales limits (valgrind).\n",
+            prog, DEFAULT_TIMEOUT_S, PROGRESS_PCT, CAP_FACTOR);
 }
 
 int main(int argc, char **argv)

@@ -16,8 +16,10 @@
  *
  * and registered by one TEST_ENTRY(frame_roundtrip_pipe) row in list.h, or
  * TEST_TIMED(name, seconds) for a test with a time limit of its own (else
- * CRANE_TEST_TIMEOUT's, default 30 s).  Every test program of crane is
- * this runner compiled against its folder's list.h (tests/unit,
+ * CRANE_TEST_TIMEOUT's, default 30 s): seconds in which the test made no
+ * progress (ran or waited to run less than 5% of the time), at most 10
+ * times that in all.
+ * Every test program of crane is this runner compiled against its folder's list.h (tests/unit,
  * tests/hostd, tests/hostd-hv).
  * A test passes by returning.  A failed assertion prints nothing itself: it
  * records "file:line: what failed" and leaves the test at once (through
