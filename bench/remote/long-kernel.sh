@@ -22,7 +22,7 @@ run() {  # run NAME CMD...: prints NAME, its seconds, PASS or the failure
     "${@:2}" >"$tmp/$1.out" 2>&1
     rc=$?
     t1=$(date +%s.%N)
-    echo "$1 $(echo "$t1 - $t0" | bc) rc=$rc $(grep -E '^(PASS|FAIL)' \
+    echo "$1 $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') rc=$rc $(grep -E '^(PASS|FAIL)' \
         "$tmp/$1.out") $(grep -c 'heartbeats keep' "$tmp/$1.out") \
         $(grep -c 'crane_rehome returned 0' "$tmp/$1.out")"
 }
