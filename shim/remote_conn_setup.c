@@ -400,6 +400,48 @@ static bool still_there(void)
     return err == CL_SUCCESS;
 }
 
+/* The socket to EP, TLS-wrapped on tcp:, or a negative errno.  A proxy
+ * under a pre-authentication flood closes the oldest handshakes first
+ * (docs/remoting.md), so a key holder slowed by a loaded machine can have
+ * its handshake cut: a cut (-ECONNRESET, or -EPROTO: the stream ended
+ * mid-handshake) is tried again with a growing pause, up to
+ * CONNECT_TRIES times within CRANE_PROXY_TIMEOUT_MS (a peer without TLS
+ * looks the same, so the tries stay few: 1.5 s of pauses in all).  A
+ * refusal (-EACCES) or no listener is final. */
+#define CONNECT_TRIES 6
+
+static int open_stream(const struct crn_endpoint *ep, const char *text)
+{
+    double give_up = shim_now() + shim_config.proxy_timeout_ms / 1000.0;
+    unsigned pause_ms = 50, tries = 0;
+    int fd;
+
+    for (;;) {
+        fd = crn_endpoint_connect(ep);
+        if (fd < 0) {
+            LOG_ERROR("remote: cannot connect to %s: %s", text,
+                      strerror(-fd));
+            return fd;
+        }
+        socket_keepalive(fd);
+        if (ep->kind != CRN_EP_TCP)
+            return fd;
+        fd = shim_conn_tls_wrap(fd, ep, text);
+        tries++;
+        if (fd >= 0 || (fd != -ECONNRESET && fd != -EPROTO) ||
+            tries >= CONNECT_TRIES || shim_now() + pause_ms / 1000.0 >= give_up)
+            break;
+        LOG_WARN("remote: TLS handshake with %s cut (try %u): trying again "
+                 "in %u ms", text, tries, pause_ms);
+        usleep(pause_ms * 1000u);
+        if (pause_ms < 1000)
+            pause_ms *= 2;
+    }
+    if (fd >= 0 && tries > 1)
+        LOG_INFO("remote: TLS to %s made at try %u", text, tries);
+    return fd;
+}
+
 int shim_remote_connect(void)
 {
     struct crn_endpoint ep;
@@ -420,16 +462,8 @@ int shim_remote_connect(void)
         return -EINVAL;
     }
     crn_endpoint_format(&ep, text, sizeof(text));
-    shim_conn.fd = crn_endpoint_connect(&ep);
+    shim_conn.fd = open_stream(&ep, text);
     if (shim_conn.fd < 0) {
-        rc = shim_conn.fd;
-        LOG_ERROR("remote: cannot connect to %s: %s", text, strerror(-rc));
-        shim_conn.fd = -1;
-        return rc;
-    }
-    socket_keepalive(shim_conn.fd);
-    if (ep.kind == CRN_EP_TCP &&
-        (shim_conn.fd = shim_conn_tls_wrap(shim_conn.fd, &ep, text)) < 0) {
         rc = shim_conn.fd;
         shim_conn.fd = -1;
         return rc;

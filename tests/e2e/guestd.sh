@@ -85,6 +85,7 @@ e2e_domain_xml "$DOM" "$WORK" "$E2E_GUESTD_VM" > "$WORK/domain.xml"
 e2e_rng_xml > "$WORK/rng.xml"
 $V destroy "$DOM" > /dev/null 2>&1
 $V undefine "$DOM" > /dev/null 2>&1
+e2e_forget_domains "$URI" "$DOM"
 $V define "$WORK/domain.xml" > /dev/null || exit 1
 virsh -c "$URI" event --domain "$DOM" --all --loop --timestamp \
     > "$WORK/events.log" 2>&1 &

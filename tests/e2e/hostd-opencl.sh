@@ -133,6 +133,8 @@ step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
 
 e2e_cl_domain_xml "$DOM" "$WORK" "$E2E_CLGUEST_VM" "$MEM" \
     "crane.cl_after=$AFTER crane.cl_words=$WORDS" > "$WORK/domain.xml"
+e2e_forget_domains "$SURI" "$DOM"
+e2e_forget_domains "$DURI" "$DOM"
 $VS define "$WORK/domain.xml" > /dev/null || { fail "define"; finish; }
 # The destination XML: libvirt's, without the GPU, with new paths for what
 # the source QEMU holds open; the read-only disk stays where it is.
@@ -165,7 +167,7 @@ RC=$?
 MIGRATE_S=$(e2e_since "$T0")
 e2e_log "crane-migrate exit $RC after $MIGRATE_S s"
 sed 's/^/    /' "$WORK/migrate.out"
-[ $RC = 0 ] || fail "crane-migrate exit $RC, expected 0"
+[ $RC = 0 ] || { fail "crane-migrate exit $RC, expected 0"; finish; }
 grep -q '^result: ok' "$WORK/migrate.out" || fail "no 'result: ok'"
 grep -q 'offline\|stop-and-copy' "$WORK/migrate.out" ||
     fail "crane-migrate did not say the migration was offline"

@@ -125,6 +125,8 @@ e2e_domain_xml "$DOM" "$WORK" "$E2E_GUESTD_VM" "$KARGS" > "$WORK/domain.xml"
 if [ "$CASE" = hostctl ]; then
     sed -i '/<rng[ >]/,/<\/rng>/d' "$WORK/domain.xml"
 fi
+e2e_forget_domains "$SURI" "$DOM" "$DOM-blocker"
+e2e_forget_domains "$DURI" "$DOM" "$DOM-blocker"
 $VS define "$WORK/domain.xml" > /dev/null || { fail "define"; finish; }
 # The destination XML: libvirt's (with the uuid it gave), without the GPU,
 # with new paths for what the source QEMU holds open.
@@ -187,7 +189,7 @@ case $CASE in
 migrate)
     migrate --live --p2p --persistent --undefinesource --xml "$WORK/dest.xml" \
         "$DOM" "$DURI" tcp://127.0.0.1
-    [ $RC = 0 ] || fail "crane-migrate exit $RC, expected 0"
+    [ $RC = 0 ] || { fail "crane-migrate exit $RC, expected 0"; finish; }
     grep -q '^result: ok' "$WORK/migrate.out" || fail "no 'result: ok'"
     grep -q '^stoppage: .* over 2 program' "$WORK/migrate.out" ||
         fail "no stoppage of the two programs"

@@ -47,6 +47,7 @@ e2e_domain_xml "$DOM" "$WORK" > "$WORK/domain.xml"
 e2e_rng_xml > "$WORK/rng.xml"
 $V destroy "$DOM" > /dev/null 2>&1
 $V undefine "$DOM" > /dev/null 2>&1
+e2e_forget_domains "$URI" "$DOM"
 $V define "$WORK/domain.xml" > /dev/null || exit 1
 
 # One event logger for the whole test; steps wait for its lines.

@@ -90,6 +90,21 @@ e2e_ctl() {
     [ "$_rc" = "$_want" ]
 }
 
+# e2e_forget_domains URI NAME...: destroys and undefines each NAME on URI,
+# quietly, before a case defines its own: the libvirtd instances outlive a
+# run killed mid-case (its EXIT trap never ran), and a domain it left would
+# make this run's define or migration fail ("already exists with uuid").
+e2e_forget_domains() {
+    _fd_uri=$1
+    shift
+    for _fd_d in "$@"; do
+        virsh -q -c "$_fd_uri" destroy "$_fd_d" > /dev/null 2>&1
+        virsh -q -c "$_fd_uri" undefine --nvram "$_fd_d" > /dev/null 2>&1 ||
+            virsh -q -c "$_fd_uri" undefine "$_fd_d" > /dev/null 2>&1
+    done
+    return 0
+}
+
 # e2e_rng_xml: the stand-in GPU (virtio-rng with a user alias).
 e2e_rng_xml() {
     cat <<XML

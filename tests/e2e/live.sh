@@ -378,6 +378,7 @@ e2e_cl_domain_xml "$PDOM" "$WORK/proxy" "$E2E_CLGUEST_VM" 768 \
             print nic
         }
         { print }' > "$WORK/proxy.xml"
+for u in "$SURI" "$DURI"; do e2e_forget_domains "$u" "$DOM" "$PDOM" "$DOM-blocker"; done
 $VD define "$WORK/proxy.xml" > /dev/null || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
 
 # The programs stop AFTER iterations after the GPU's return on ldst: its

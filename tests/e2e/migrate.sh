@@ -56,6 +56,8 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 e2e_domain_xml "$DOM" "$WORK" > "$WORK/domain.xml"
 e2e_rng_xml > "$WORK/rng.xml"
+e2e_forget_domains "$SURI" "$DOM"
+e2e_forget_domains "$DURI" "$DOM"
 $VS define "$WORK/domain.xml" > /dev/null || exit 1
 virsh -c "$SURI" event --domain "$DOM" --all --loop --timestamp > "$WORK/events-src.log" 2>&1 &
 EVPIDS="$EVPIDS $!"

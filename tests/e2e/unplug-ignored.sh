@@ -71,6 +71,7 @@ e2e_domain_xml "$DOM" "$WORK" "$E2E_GUESTD_VM" "acpi_mask_gpe=0x01" \
 e2e_rng_xml > "$WORK/rng.xml"
 $V destroy "$DOM" > /dev/null 2>&1
 $V undefine "$DOM" > /dev/null 2>&1
+e2e_forget_domains "$URI" "$DOM"
 $V define "$WORK/domain.xml" > /dev/null || exit 1
 virsh -c "$URI" event --domain "$DOM" --all --loop --timestamp \
     > "$WORK/events.log" 2>&1 &

@@ -33,6 +33,7 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 const char *__lsan_default_suppressions(void);
+const char *__lsan_default_options(void);
 
 /* Memory PoCL allocates for itself and keeps (work-group functions of the
  * shared program, events its threads free later) is not the proxy's: a
@@ -45,6 +46,19 @@ const char *__lsan_default_suppressions(void)
 {
     return "leak:libpocl\nleak:libLLVM\nleak:libstdc++\n";
 }
+
+/* With a warm PoCL cache (POCL_CACHE_DIR, as make check sets), PoCL
+ * dlopens cached kernel libraries whose dynamic TLS LeakSanitizer's
+ * __tls_get_addr interception records with a bogus range (0x3da-0x8000014dc
+ * here): its stop-the-world tracer then faults reading it ("Tracer caught
+ * signal 11 ... LeakSanitizer has encountered a fatal error"), every run.
+ * Without the interception static TLS is still scanned; only those
+ * libraries' dynamic TLS is not, and crane keeps no heap pointers there. */
+const char *__lsan_default_options(void)
+{
+    return "intercept_tls_get_addr=0";
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct px_devices devs;
