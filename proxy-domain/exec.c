@@ -52,6 +52,20 @@ cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
     return err;
 }
 
+cl_int px_device_handles(struct px_call *c, const uint64_t *ids, size_t n,
+                         cl_device_id *v)
+{
+    cl_int err;
+
+    for (size_t i = 0; i < n; i++) {
+        v[i] = px_tenant_handle(c->t, ids[i], PX_DEVICE, &err);
+        if (!v[i])
+            return px_fail(c, err, "unknown device %llu",
+                           (unsigned long long)ids[i]);
+    }
+    return CL_SUCCESS;
+}
+
 /* Copies a reply's bulk into ring 1 of the tenant's shared area and names
  * it in R.  The client frees room as it reads the replies the loop thread
  * writes, so a worker waits a little for room; the loop thread itself must

@@ -117,6 +117,11 @@ size_t px_exec_teardown(struct px_tenant *t);
 cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The tenant's real devices for the N client ids at IDS, into V (room for
+ * PX_MAX_DEVICES); an unknown id fails the call. */
+cl_int px_device_handles(struct px_call *c, const uint64_t *ids, size_t n,
+                         cl_device_id *v);
+
 /*
  * Sends a Reply for the call: completed pending reads go first, then R
  * (with the deferred error, if one is waiting) and BULK_LEN bytes at BULK.

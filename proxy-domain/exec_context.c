@@ -7,21 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Real devices for the N ids at IDS into V (room for PX_MAX_DEVICES). */
-static cl_int device_list(struct px_call *c, const uint64_t *ids, size_t n,
-                          cl_device_id *v)
-{
-    cl_int err;
-
-    for (size_t i = 0; i < n; i++) {
-        v[i] = px_tenant_handle(c->t, ids[i], PX_DEVICE, &err);
-        if (!v[i])
-            return px_fail(c, err, "unknown device %llu",
-                           (unsigned long long)ids[i]);
-    }
-    return CL_SUCCESS;
-}
-
 /* Checks that every id of IDS (N of them) may name a new object of KIND
  * and that none appears twice. */
 static cl_int check_new_ids(struct px_call *c, const uint64_t *ids, size_t n,
@@ -89,7 +74,7 @@ cl_int px_exec_context(struct px_call *c)
     err = px_tenant_check_new(c->t, cc->id, PX_CONTEXT);
     if (err != CL_SUCCESS)
         return px_fail(c, err, "bad or used context id");
-    err = device_list(c, cc->devices, cc->n_devices, devs);
+    err = px_device_handles(c, cc->devices, cc->n_devices, devs);
     if (err != CL_SUCCESS)
         return err;
     for (size_t i = 0; i < cc->n_properties; i += 2) {

@@ -6,21 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Real devices for N ids at IDS into V (room for PX_MAX_DEVICES). */
-static cl_int devices(struct px_call *c, const uint64_t *ids, size_t n,
-                      cl_device_id *v)
-{
-    cl_int err;
-
-    for (size_t i = 0; i < n; i++) {
-        v[i] = px_tenant_handle(c->t, ids[i], PX_DEVICE, &err);
-        if (!v[i])
-            return px_fail(c, err, "unknown device %llu",
-                           (unsigned long long)ids[i]);
-    }
-    return CL_SUCCESS;
-}
-
 static cl_int program_from_binaries(struct px_call *c, cl_context ctx,
                                     const cl_device_id *devs,
                                     cl_program *prog)
@@ -76,7 +61,7 @@ cl_int px_exec_program(struct px_call *c)
     ctx = px_tenant_handle(c->t, p->context, PX_CONTEXT, &err);
     if (!ctx)
         return px_fail(c, err, "unknown context");
-    err = devices(c, p->devices, p->n_devices, devs);
+    err = px_device_handles(c, p->devices, p->n_devices, devs);
     if (err != CL_SUCCESS)
         return err;
     /* Source, IL or names: inline, or the whole bulk. */
@@ -184,7 +169,7 @@ cl_int px_exec_build(struct px_call *c)
     char *options = NULL;
     cl_int err;
 
-    err = devices(c, b->devices, b->n_devices, devs);
+    err = px_device_handles(c, b->devices, b->n_devices, devs);
     if (err != CL_SUCCESS)
         return err;
     if (b->op != CRANE__BUILD_OP__LINK) {
