@@ -70,6 +70,8 @@
 # tests/README.md), CRANE_E2E_CL_TIMEOUT (300 s without progress for the
 # programs' start under TCG), CRANE_E2E_CL_MEM (guest MiB, 768),
 # CRANE_E2E_CL_AFTER (iterations on ldst before the programs stop, 150),
+# CRANE_E2E_CL_AFTER_S (and seconds of guest time on ldst, 20: while the
+# test checks they are back in passthrough),
 # CRANE_E2E_KARGS (more for the guest's kernel command line, e.g.
 # crane.pocl_debug=all), CRANE_E2E_PROXY_ISOLATION (crane-proxy's
 # --isolation in the proxy domain, tenant), HOSTD.  Exit 0 pass, 1 fail, 77 skip.  Logs: $CRANE_E2E_DIR/live/.
@@ -81,6 +83,7 @@ TIMEOUT=${CRANE_E2E_TIMEOUT:-60}
 CL_TIMEOUT=${CRANE_E2E_CL_TIMEOUT:-300}
 MEM=${CRANE_E2E_CL_MEM:-768}
 AFTER=${CRANE_E2E_CL_AFTER:-150}
+AFTER_S=${CRANE_E2E_CL_AFTER_S:-20}
 SRC=lsrc
 DST=ldst
 DOM=crane-live
@@ -386,7 +389,7 @@ $VD define "$WORK/proxy.xml" > /dev/null || { echo "setup FAIL" >> "$RESULTS"; e
 BACKS=1
 case " $RUN_PHASES " in *" migrate-fails "*) BACKS=2 ;; esac
 e2e_cl_domain_xml "$DOM" "$WORK" "$E2E_CLGUEST_VM" "$MEM" \
-    "crane.ip=$NET.10/24 crane.py=1 crane.cl_backs=$BACKS crane.cl_after=$AFTER crane.cl_words=65536 crane.victim=1${CRANE_E2E_KARGS:+ $CRANE_E2E_KARGS}" |
+    "crane.ip=$NET.10/24 crane.py=1 crane.cl_backs=$BACKS crane.cl_after=$AFTER crane.cl_after_s=$AFTER_S crane.cl_words=65536 crane.victim=1${CRANE_E2E_KARGS:+ $CRANE_E2E_KARGS}" |
     awk -v nic="$(nic 52:54:00:77:00:10)" '/<memballoon/ { print nic
         print "    <controller type=\x27pci\x27 model=\x27pcie-root-port\x27/>"
         print "    <controller type=\x27pci\x27 model=\x27pcie-to-pci-bridge\x27/>" } { print }' \
