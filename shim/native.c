@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "exit_hold.h"
 #include "log.h"
 #include "shim.h"
 
@@ -256,6 +257,12 @@ static void open_vendor(struct vendor *vd, Lmid_t *lmid)
     if (shim_fault_at("dlopen") < 0) {
         LOG_WARN("native: cannot load OpenCL vendor %s: the test hook",
                  vd->path);
+        return;
+    }
+    /* Before the vendor's own exit handlers (shim_exit_hold_rearm). */
+    shim_exit_hold_rearm();
+    if (shim_exit_begun()) {
+        LOG_INFO("native: %s not loaded: the program is exiting", vd->path);
         return;
     }
     if (fresh_namespace && !nat.namespaces_exhausted) {

@@ -5,28 +5,13 @@
  * twins' release, the gate's test hook the switch). */
 #include "config.h"
 #include "control.h"
+#include "exit_hold.h"
 #include "log.h"
 #include "shim.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
-
-/* At exit: a switch under way ends before the process goes on exiting,
- * and none starts after it (the lock is kept to the end).  A vendor loaded
- * by a resume's switch while the process was already tearing its
- * libraries down crashed it (LLVM's options registered twice, churn).
- * Bounded: a switch stuck past 10 s is left to the exit. */
-static void hold_switches_at_exit(void)
-{
-    struct timespec until;
-
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10;
-    if (pthread_mutex_timedlock(&shim.rehome_lock, &until) != 0)
-        LOG_WARN("exit: a switch still runs after 10 s; exiting under it");
-}
 
 static void init_once(void)
 {
@@ -62,7 +47,7 @@ static void init_once(void)
     }
     /* The control thread takes FD (and closes it if it cannot start). */
     if (shim_control_start(fd) == 0 && shim_config.control_socket)
-        atexit(hold_switches_at_exit);
+        shim_exit_hold_enable();
 }
 
 int shim_init(void)
