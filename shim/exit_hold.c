@@ -1,4 +1,5 @@
 /* At the program's exit, a switch under way ends first and none starts. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -30,6 +31,8 @@ static void hold_switches_at_exit(void)
 {
     struct timespec until;
 
+    if (!atomic_load(&enabled))
+        return;
     atomic_store(&exiting, true);
     if (atomic_exchange(&held, true))
         return;
@@ -37,6 +40,26 @@ static void hold_switches_at_exit(void)
     until.tv_sec += 10;
     if (pthread_mutex_timedlock(&shim.rehome_lock, &until) != 0)
         LOG_WARN("exit: a switch still runs after 10 s; exiting under it");
+}
+
+/*
+ * Handlers cannot cover a load already under way when exit() begins: the
+ * vendor's libraries register theirs while they load (LLVM's, newer than
+ * any of the shim's), and exit() runs those first, under the constructors
+ * still running (the same crash, 1 churn run in 10).  So where the shim is
+ * preloaded (crane-run) it takes exit() itself: the hold comes before any
+ * handler.  A return from main() reaches libc's exit() without it (libc
+ * calls its own); the handlers above still cover that.
+ */
+SHIM_EXPORT void exit(int status)
+{
+    void (*libc_exit)(int) = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+
+    hold_switches_at_exit();
+    if (!libc_exit)
+        _Exit(status);
+    libc_exit(status);
+    __builtin_unreachable();
 }
 
 void shim_exit_hold_enable(void)
