@@ -37,6 +37,23 @@ static void native_fn(void *p)
         a->out[i] = a->in[i] + a->add + a->table[i % 16];
 }
 
+/* Argument blocks OpenCL refuses (CL_INVALID_VALUE), the shim among the
+ * first: it once read a missing list. */
+static void refusals(cl_command_queue q, cl_mem m)
+{
+    struct native_args a = {0, NULL, 0, NULL, NULL, TAG};
+    const void *loc[1] = {&a.in};
+
+    CHECK_ERR(clEnqueueNativeKernel(q, native_fn, &a, sizeof(a), 1, NULL, loc,
+                                    0, NULL, NULL), CL_INVALID_VALUE);
+    CHECK_ERR(clEnqueueNativeKernel(q, native_fn, &a, sizeof(a), 1, &m, NULL,
+                                    0, NULL, NULL), CL_INVALID_VALUE);
+    CHECK_ERR(clEnqueueNativeKernel(q, NULL, &a, sizeof(a), 0, NULL, NULL, 0,
+                                    NULL, NULL), CL_INVALID_VALUE);
+    CHECK_ERR(clEnqueueNativeKernel(q, native_fn, NULL, sizeof(a), 0, NULL,
+                                    NULL, 0, NULL, NULL), CL_INVALID_VALUE);
+}
+
 int main(void)
 {
     cl_platform_id platform;
@@ -73,6 +90,7 @@ int main(void)
     cl_kernel k = make_kernel(p, "inc");
     size_t global = N;
     CHECK(clSetKernelArg(k, 0, sizeof(bin), &bin));
+    refusals(q, bin);
     for (cl_uint r = 0; r < ROUNDS; r++) {
         for (cl_uint i = 0; i < N; i++)
             in[i] = i * 3 + r;
