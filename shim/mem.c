@@ -521,6 +521,30 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueMigrateMemObjects(
     return err;
 }
 
+/* The argument block's rules: the vendor copies ARGS and writes each
+ * buffer's memory at its place in the copy, so a list that is missing, or
+ * a place outside the block, would have the shim read past the program's
+ * list or the vendor write past its copy. */
+static cl_int native_args_check(const void *args, size_t cb_args,
+                                cl_uint n_mems, const cl_mem *mem_list,
+                                const void **args_mem_loc)
+{
+    if (!args != !cb_args || (n_mems && !args) ||
+        !n_mems != !mem_list || !n_mems != !args_mem_loc)
+        return CL_INVALID_VALUE;
+    for (cl_uint i = 0; i < n_mems; i++) {
+        uintptr_t at = (uintptr_t)args_mem_loc[i], base = (uintptr_t)args;
+        if (at < base || cb_args < sizeof(cl_mem) ||
+            at - base > cb_args - sizeof(cl_mem)) {
+            LOG_DEBUG("clEnqueueNativeKernel: buffer %u's place %p lies "
+                      "outside the %zu-byte argument block at %p", i,
+                      (void *)args_mem_loc[i], cb_args, args);
+            return CL_INVALID_VALUE;
+        }
+    }
+    return CL_SUCCESS;
+}
+
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueNativeKernel(
     cl_command_queue command_queue, void(CL_CALLBACK *user_func)(void *),
     void *args, size_t cb_args, cl_uint num_mem_objects,
@@ -535,6 +559,12 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueNativeKernel(
 
     if (!q)
         return CL_INVALID_COMMAND_QUEUE;
+    if (!user_func)
+        return CL_INVALID_VALUE;
+    err = native_args_check(args, cb_args, num_mem_objects, mem_list,
+                            args_mem_loc);
+    if (err != CL_SUCCESS)
+        return err;
     shim_enter();
     err = shim_xlate_handles(&mems, (const void *const *)mem_list,
                              num_mem_objects, SHIM_MEM,

@@ -76,6 +76,8 @@ static void cache_drop(struct shim_program *p)
 {
     cache_free(p->cache);
     p->cache = NULL;
+    cache_free(p->answer);
+    p->answer = NULL;
 }
 
 void shim_program_cache_free(struct shim_program *p)
@@ -201,7 +203,9 @@ void shim_program_cache_prepare(void)
         pthread_mutex_unlock(&cache_lock);
         struct shim_program_cache *c = wanted ? fetch(p) : NULL;
         pthread_mutex_lock(&cache_lock);
-        if (p->cache_gen == gen) {  /* not rebuilt meanwhile */
+        /* Not rebuilt meanwhile, nor fetched by the program's own query
+         * (shim_program_cache_answer), whose answer must stay. */
+        if (p->cache_gen == gen && p->cache_due) {
             cache_drop(p);
             p->cache = c;
             p->cache_due = false;
@@ -212,6 +216,66 @@ void shim_program_cache_prepare(void)
         shim_obj_release_child(&p->obj);
     }
     free(due);
+}
+
+/* The binaries a query of P is answered from, fetched now if it has none:
+ * kept for the next switch where they are due, else only for answers. */
+static struct shim_program_cache *answer_of(struct shim_program *p)
+{
+    pthread_mutex_lock(&cache_lock);
+    unsigned gen = p->cache_gen;
+    bool have = p->cache || p->answer;
+    pthread_mutex_unlock(&cache_lock);
+    struct shim_program_cache *c = have ? NULL : fetch(p);
+    pthread_mutex_lock(&cache_lock);
+    if (c && p->cache_gen == gen && !p->cache && !p->answer) {
+        if (p->cache_due)
+            p->cache = c;
+        else
+            p->answer = c;
+        p->cache_due = false;
+        c = NULL;
+    }
+    cache_free(c);
+    /* Returned locked: the caller copies from it, then unlocks. */
+    return p->cache ? p->cache : p->answer;
+}
+
+/* A vendor answers CL_PROGRAM_BINARIES with as many bytes as its binaries
+ * have now, into buffers the program sized by an earlier
+ * CL_PROGRAM_BINARY_SIZES: a switch between the two (its program remade
+ * from binaries, or elsewhere) changed them (PoCL then wrote past the
+ * program's blocks, or refused a compiled object's sizes with
+ * CL_INVALID_PROGRAM).  Both are answered here from the same binaries,
+ * those of the program's build, whichever side it is on. */
+bool shim_program_cache_answer(struct shim_program *p, cl_program_info param,
+                               size_t size, void *value, size_t *size_ret,
+                               cl_int *err)
+{
+    const struct shim_program_cache *c = answer_of(p);
+
+    if (!c) {
+        pthread_mutex_unlock(&cache_lock);
+        return false;
+    }
+    size_t need = c->n * (param == CL_PROGRAM_BINARIES
+                              ? sizeof(unsigned char *)
+                              : sizeof(size_t));
+    *err = CL_SUCCESS;
+    if (value && size < need) {
+        *err = CL_INVALID_VALUE;
+    } else if (value && param == CL_PROGRAM_BINARY_SIZES) {
+        memcpy(value, c->sizes, need);
+    } else if (value) {
+        unsigned char **out = value;
+        for (cl_uint i = 0; i < c->n; i++)
+            if (out[i])
+                memcpy(out[i], c->bins[i], c->sizes[i]);
+    }
+    if (*err == CL_SUCCESS && size_ret)
+        *size_ret = need;
+    pthread_mutex_unlock(&cache_lock);
+    return true;
 }
 
 /* Programs are built with their own options, so that the vendor's kernel

@@ -38,6 +38,17 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(
             return shim_info_return(p->il, p->il_size, param_value_size,
                                     param_value, param_value_size_ret);
         break;
+    /* The binaries of the program's build, the same across switches. */
+    case CL_PROGRAM_BINARY_SIZES:
+    case CL_PROGRAM_BINARIES:
+        shim_enter();
+        bool answered = shim_program_cache_answer(
+            p, param_name, param_value_size, param_value,
+            param_value_size_ret, &err);
+        shim_leave();
+        if (answered)
+            return err;
+        break;
     case CL_PROGRAM_DEVICES: {
         /* The vendor's list, mapped back to the program's own handles. */
         cl_device_id real[64], mine[64];

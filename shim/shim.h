@@ -274,6 +274,10 @@ struct shim_program {
     struct shim_spec_const *spec;
     cl_uint n_spec;
     struct shim_program_cache *cache;  /* binaries for a faster rebuild */
+    /* Where no binaries are kept: the vendor's, taken at the program's
+     * first CL_PROGRAM_BINARY_SIZES or _BINARIES since its build, so both
+     * answer the same binaries across a switch (program_cache.c). */
+    struct shim_program_cache *answer;
     bool cache_due;              /* built since: binaries still to fetch */
     unsigned cache_gen;          /* bumped by every build */
     atomic_bool arg_info;        /* built with -cl-kernel-arg-info */

@@ -201,6 +201,13 @@ void shim_program_cache_counts_take(unsigned *kept, unsigned *compiled);
  * malloc()ed; NULL when out of memory (program_cache.c). */
 char *shim_program_build_options(const char *options);
 void shim_program_cache_free(struct shim_program *p);
+/* CL_PROGRAM_BINARY_SIZES or CL_PROGRAM_BINARIES answered from the
+ * binaries the shim holds for P's build (kept, or taken now from the
+ * vendor), the same before and after any switch; false where it holds
+ * none (unbuilt: the vendor answers), *ERR set otherwise. */
+bool shim_program_cache_answer(struct shim_program *p, cl_program_info param,
+                               size_t size, void *value, size_t *size_ret,
+                               cl_int *err);
 
 void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err);
 int shim_kernel_reset_args(struct shim_kernel *k);

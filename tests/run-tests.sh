@@ -244,7 +244,8 @@ case_ "new-namespace/longrun" bash -c \
 case_ "shim/early-constructor" "$RUN" $B/tests/integration/early_ctor
 
 echo "# the shim under AddressSanitizer, re-homing"
-for n in buffers kernels images events threads longrun lenthost mapped; do
+for n in buffers kernels images events threads longrun lenthost mapped \
+    binsizes nativekern; do
     # use_sigaltstack=0: ASan cannot free a thread's signal stack once a
     # second C library (the vendor's namespace) has run on that thread.
     case_ "asan-rehome/$n" bash -c "CRANE_PRELOAD_FIRST=$ASAN_LIB \

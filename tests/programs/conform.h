@@ -16,8 +16,8 @@
  * EXPECT), so that it passes in any one mode on a conformant vendor.
  */
 static int conform_dump;
-static int conform_no_native;   /* --no-native: no native kernel, no binary
-                                   reloads (what re-homes break) */
+static int conform_no_native;   /* --no-native: no native kernel (a switch
+                                   changes the device's capability) */
 static unsigned conform_lines;
 
 static void rec(const char *name, const char *fmt, ...)

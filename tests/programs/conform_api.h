@@ -172,11 +172,10 @@ static void programs(struct env *e)
     bin = get_binary(p, &len);
     free(bin);
     CHECK(clReleaseProgram(p));
-    /* Only with --dump and without --no-native: re-homed every 13 calls,
-     * a compiled object's binary grew between CL_PROGRAM_BINARY_SIZES and
-     * CL_PROGRAM_BINARIES (its twin remade elsewhere), and PoCL wrote past
-     * the program's block (not fixed yet). */
-    if (conform_dump && !conform_no_native)
+    /* Only with --dump (switched too: a compiled object's binary once grew
+     * between CL_PROGRAM_BINARY_SIZES and CL_PROGRAM_BINARIES, its twin
+     * remade elsewhere, and PoCL wrote past the program's block). */
+    if (conform_dump)
         binaries(e);
 }
 
