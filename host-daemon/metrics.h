@@ -5,18 +5,9 @@
 #include "buf.h"
 #include "backlog.h"
 #include "history.h"
+#include "metrics_le.h"
 #include <stdbool.h>
 #include <stddef.h>
-
-/* Upper bounds (seconds) of crane_migration_stoppage_seconds' buckets. */
-#define HD_STOPPAGE_BUCKETS 13
-
-/* Upper bounds (seconds) of crane_migration_downtime_seconds' buckets: the
- * stoppage's, then on to 100 s (an offline VM pauses for the whole copy). */
-#define HD_DOWNTIME_BUCKETS 16
-
-/* Upper bounds (seconds) of crane_migration_duration_seconds' buckets. */
-#define HD_DURATION_BUCKETS 12
 
 /* The stoppage phases the histogram has a series for, always shown. */
 enum hd_stoppage_phase { HD_PHASE_PRE, HD_PHASE_POST, HD_PHASE_COUNT };
