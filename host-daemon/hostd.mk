@@ -36,10 +36,13 @@ HOSTD_DEFS :=
 # The HTTP server; HD_HAVE_HTTP turns on its tests (tests/hostd/list.h).
 ifeq ($(shell pkg-config --exists libmicrohttpd && echo yes),yes)
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
-HOSTD_LIB_SRCS += host-daemon/http.c host-daemon/http_query.c
+HOSTD_LIB_SRCS += host-daemon/http.c host-daemon/http_query.c \
+                  host-daemon/http_tls.c host-daemon/http_webconf.c
 HOSTD_LIB_OBJS += $(B)/obj/host-daemon/http.o \
-                  $(B)/obj/host-daemon/http_query.o $(B)/obj/gen/dashboard.o
-HOSTD_LIBS += $(shell pkg-config --libs libmicrohttpd)
+                  $(B)/obj/host-daemon/http_query.o \
+                  $(B)/obj/host-daemon/http_tls.o \
+                  $(B)/obj/host-daemon/http_webconf.o $(B)/obj/gen/dashboard.o
+HOSTD_LIBS += $(shell pkg-config --libs libmicrohttpd) -lcrypt
 HOSTD_DEFS += -DHD_HAVE_HTTP
 endif
 

@@ -54,7 +54,11 @@ static const char usage[] =
     "  --pki-dir DIR        CA/cacert.pem, libvirt/{server,client}cert.pem,\n"
     "                       libvirt/private/{server,client}key.pem\n"
     "                       (default /etc/pki, libvirt's)\n"
-    "  --http ADDR:PORT     dashboard, /api, /metrics (127.0.0.1:7411; none)\n"
+    "  --http ADDR:PORT     dashboard, /api, /metrics (127.0.0.1:7411; none);\n"
+    "                       plain HTTP only on loopback (http_allow_plain)\n"
+    "  --web-config FILE    HTTPS, client certificates, basic auth users or a\n"
+    "                       bearer token for --http (Prometheus exporter-\n"
+    "                       toolkit's web config file; docs/host.md)\n"
     "  --history FILE       migration history (/var/lib/crane/hostd.db)\n"
     "  --host-name NAME     this host in logs and history (hostname)\n"
     "  --gpu 'NAME pci:0000:65:00.0' | 'NAME xml:/etc/crane/gpu0.xml'\n"
@@ -259,6 +263,7 @@ int main(int argc, char **argv)
         { "tls", required_argument, NULL, 't' },
         { "pki-dir", required_argument, NULL, 'P' },
         { "http", required_argument, NULL, 'H' },
+        { "web-config", required_argument, NULL, 'W' },
         { "history", required_argument, NULL, 'y' },
         { "host-name", required_argument, NULL, 'n' },
         { "gpu", required_argument, NULL, 'g' },
@@ -273,6 +278,7 @@ int main(int argc, char **argv)
         ['p'] = "peer_listen", ['k'] = "peer_key", ['H'] = "http",
         ['y'] = "history", ['n'] = "host_name", ['g'] = "gpu",
         ['l'] = "log_level", ['t'] = "tls", ['P'] = "pki_dir",
+        ['W'] = "web_config",
     };
     struct hd_daemon *d = &daemon_state;
     struct { int key; const char *value; } over[64];
@@ -280,6 +286,7 @@ int main(int argc, char **argv)
     int n_over = 0, must_exist = 0, check_only = 0, gpus_given = 0, o, rc;
     struct hd_history *http_history = NULL;
     struct hd_http *http = NULL;
+    struct hd_web_config *web = NULL;
     char why[600] = "";
     uv_loop_t loop;
 
@@ -435,7 +442,15 @@ int main(int argc, char **argv)
             .arg = d,
             .health = hd_daemon_history_health,
             .history_path = d->cfg.history,
+            .allow_plain = d->cfg.http_allow_plain,
         };
+        if (*d->cfg.web_config &&
+            (rc = hd_web_config_load(d->cfg.web_config, &web, why,
+                                     sizeof(why))) < 0) {
+            crn_log_say(CRN_LOG_ERROR, "web_config: %s", why);
+            goto out;
+        }
+        src.web = web;
         if ((rc = hd_http_start_with(&http, addr, (uint16_t)atoi(colon + 1),
                                      http_history, &src)) < 0) {
             crn_log_say(CRN_LOG_ERROR, "cannot serve HTTP on %s",
@@ -480,6 +495,7 @@ int main(int argc, char **argv)
     rc = -exit_status;
 out:
     hd_http_stop(http);
+    hd_web_config_free(web);
     if (d->hv)
         d->hv_ops->close(d->hv);
     uv_walk(d->loop, close_walk, NULL);
