@@ -115,7 +115,8 @@ endif
 MIGRATE_SRCS := host-daemon/crane-migrate.c host-daemon/migrate_args.c \
                 host-daemon/migrate_print.c
 # crane-hostctl shares crane-migrate's output (migrate_print.c).
-HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/migrate_print.c
+HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/hostctl_table.c \
+                host-daemon/migrate_print.c
 HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) $(HOSTCTL_SRCS) \
                 host-daemon/hv_libxl%.c, \
                 $(sort $(wildcard host-daemon/*.c)))
