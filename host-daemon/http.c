@@ -222,8 +222,13 @@ static enum MHD_Result serve_metrics(struct hd_http *s,
     m.history.health = health;
     /* A hypervisor that does not answer leaves the gauges out rather than
      * failing the scrape. */
-    if (err == 0 && s->src.pool != NULL)
-        s->src.pool(s->src.arg, pool_counts, &m);
+    if (err == 0 && s->src.pool != NULL) {
+        m.gauges.hv_known = true;
+        m.gauges.hv_connected =
+            s->src.pool(s->src.arg, pool_counts, &m) == 0;
+    }
+    if (err == 0 && s->src.gauges != NULL)
+        s->src.gauges(s->src.arg, &m.gauges);
     if (err == 0)
         err = hd_metrics_render(&m, &out);
     return reply_buf(c, err, &out, CT_METRICS);

@@ -8,6 +8,7 @@
 #include "backlog.h"
 #include "history.h"
 #include "http_webconf.h"
+#include "metrics.h"
 #include "pool_report.h"
 
 /* Default and largest ?limit= of GET /api/migrations, largest ?offset=. */
@@ -36,6 +37,10 @@ struct hd_http_sources {
      * an address that is not loopback unless ALLOW_PLAIN (-EPERM). */
     const struct hd_web_config *web;
     bool allow_plain;
+    /* The proxy's and peers' gauges into *OUT (ARG as for pool), from the
+     * server's thread; NULL: none.  With a pool, crane_hypervisor_connected
+     * says whether the pool could be read. */
+    void (*gauges)(void *arg, struct hd_gauges *out);
 };
 
 struct hd_http;

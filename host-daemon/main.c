@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "guest.h"
 #include "handoff.h"
+#include "health.h"
 #include "history.h"
 #include "history_keep.h"
 #include "http.h"
@@ -123,7 +124,13 @@ static int start_tls(struct hd_daemon *d)
 static struct hd_listeners *listeners;
 static uv_signal_t sig_int, sig_term;
 static uv_timer_t retry_timer, stop_timer, prune_timer, lease_timer;
-static uv_timer_t history_timer;
+static uv_timer_t history_timer, health_timer;
+
+/* Every 30 s: the proxy's and peers' gauges probed (health.c). */
+static void on_health(uv_timer_t *t)
+{
+    hd_health_tick(t->data);
+}
 
 static void on_history_retry(uv_timer_t *t)
 {
@@ -228,6 +235,7 @@ static void stop(struct hd_daemon *d)
     hd_listen_stop(listeners);
     uv_timer_stop(&retry_timer);
     uv_timer_stop(&prune_timer);
+    uv_timer_stop(&health_timer);
     uv_timer_stop(&history_timer);
     uv_timer_stop(&lease_timer);
     /* Jobs need the loop (libvirt's events) until they end. */
@@ -427,6 +435,8 @@ int main(int argc, char **argv)
         else if (started)
             HD_INFO("proxy domain %s started", d->cfg.proxy_domain);
     }
+    if ((rc = hd_health_new(&d->health)) < 0)
+        goto out;
     if (*d->cfg.http) {
         char addr[HD_TEXT];
         char *colon;
@@ -443,6 +453,7 @@ int main(int argc, char **argv)
             .health = hd_daemon_history_health,
             .history_path = d->cfg.history,
             .allow_plain = d->cfg.http_allow_plain,
+            .gauges = hd_daemon_gauges,
         };
         if (*d->cfg.web_config &&
             (rc = hd_web_config_load(d->cfg.web_config, &web, why,
@@ -472,11 +483,13 @@ int main(int argc, char **argv)
     uv_timer_init(d->loop, &prune_timer);
     uv_timer_init(d->loop, &lease_timer);
     uv_timer_init(d->loop, &history_timer);
+    uv_timer_init(d->loop, &health_timer);
     retry_timer.data = stop_timer.data = prune_timer.data = d;
-    lease_timer.data = history_timer.data = d;
+    lease_timer.data = history_timer.data = health_timer.data = d;
     uv_timer_start(&history_timer, on_history_retry,
                    HD_HISTORY_RETRY_S * 1000, HD_HISTORY_RETRY_S * 1000);
     uv_timer_start(&lease_timer, on_lease, 1000, 1000);
+    uv_timer_start(&health_timer, on_health, 1000, 30000);
     uv_timer_start(&prune_timer, on_prune, 0, 86400 * 1000);
     uv_timer_start(&retry_timer, on_retry, d->cfg.gpu_retry_ms,
                    d->cfg.gpu_retry_ms);
@@ -504,6 +517,7 @@ out:
     uv_loop_close(d->loop);
     hd_history_close(http_history);
     hd_backlog_free(d->backlog);
+    hd_health_free(d->health);
     hd_waiting_free(d->waiting);
     hd_waits_free(d->waits);
     hd_pool_free(d->pool);

@@ -388,6 +388,31 @@ static void render_counters(const struct hd_metrics *m, struct hd_buf *out)
                   (unsigned long long)m->totals.bytes_moved);
 }
 
+/* What crane-hostd depends on: the hypervisor, the proxy, the peers. */
+static void render_gauges(const struct hd_gauges *g, struct hd_buf *out)
+{
+    if (g->hv_known)
+        hd_buf_printf(out,
+                      "# HELP crane_hypervisor_connected 1 while the "
+                      "hypervisor answers crane-hostd.\n"
+                      "# TYPE crane_hypervisor_connected gauge\n"
+                      "crane_hypervisor_connected %d\n", g->hv_connected);
+    if (g->proxy_known)
+        hd_buf_printf(out,
+                      "# HELP crane_proxy_up 1 when the proxy domain's "
+                      "crane-proxy answered the last probe in time.\n"
+                      "# TYPE crane_proxy_up gauge\n"
+                      "crane_proxy_up %d\n", g->proxy_up);
+    if (g->n_peers)
+        hd_buf_puts(out, "# HELP crane_peer_up 1 when the last connection "
+                         "to a peer crane-hostd worked.\n"
+                         "# TYPE crane_peer_up gauge\n");
+    for (size_t i = 0; i < g->n_peers && i < HD_GAUGE_PEERS; i++) {
+        put_series(out, "crane_peer_up", "peer", g->peers[i].name, NULL);
+        hd_buf_printf(out, "%d\n", g->peers[i].up);
+    }
+}
+
 int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
 {
     if (m == NULL || out == NULL)
@@ -399,6 +424,7 @@ int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
         render_pool(m, out);
     if (m->history.known)
         render_history(m, out);
+    render_gauges(&m->gauges, out);
     hd_buf_puts(out, "# HELP crane_build_info The crane version that "
                      "serves these metrics.\n"
                      "# TYPE crane_build_info gauge\n");

@@ -160,7 +160,7 @@ stop_server
 HOSTD=${HOSTD:-$B/bin/crane-hostd}
 if [ -x "$HOSTD" ]; then
     hostd() {
-        "$HOSTD" --uri test:///default --control "unix:$T/c.sock" \
+        "$HOSTD" --uri test:///default --control "unix:$T/${CSOCK:-c}.sock" \
             --peer-listen none --history "$T/hd.db" --host-name host-a \
             --peer-key none "$@"
     }
@@ -189,6 +189,28 @@ if [ -x "$HOSTD" ]; then
     kill $HPID
     wait $HPID
     [ "$ok" = 1 ] || die "crane-hostd's metrics over HTTPS"
+
+    # The gauges: the hypervisor answers; the proxy (a port nothing
+    # listens on) does not, found by the daemon's own bounded probe.
+    printf 'proxy = tcp:127.0.0.1:9\nproxy_timeout_ms = 500\nproxy_key = none\ntls = none\n' > "$T/hd.conf"
+    CSOCK=c2 hostd --config "$T/hd.conf" --http 127.0.0.1:0 > "$T/serve.err" 2>&1 &
+    HPID=$!
+    wait_until -q 20 -e "$HPID" -n "crane-hostd's HTTP" -- \
+        grep -q 'http: serving on 127.0.0.1 port [0-9]*' "$T/serve.err"
+    HPORT=$(sed -n 's/.*http: serving on 127.0.0.1 port \([0-9]*\).*/\1/p' \
+        "$T/serve.err")
+    proxy_seen() {
+        curl -s --max-time 10 "http://127.0.0.1:$HPORT/metrics" \
+            > "$T/curl.out" && grep -q '^crane_proxy_up ' "$T/curl.out"
+    }
+    wait_until -q 30 -e "$HPID" -n "the proxy's gauge" -- proxy_seen
+    kill $HPID
+    wait $HPID
+    grep -qx 'crane_proxy_up 0' "$T/curl.out" || die "crane_proxy_up"
+    grep -qx 'crane_hypervisor_connected 1' "$T/curl.out" ||
+        die "crane_hypervisor_connected"
+    grep -q '^# TYPE crane_peer_up' "$T/curl.out" &&
+        die "crane_peer_up without a peer"
 else
     echo "note: $HOSTD not built: crane-hostd's part not run"
 fi
