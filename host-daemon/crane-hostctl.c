@@ -133,6 +133,60 @@ struct ctl_opts {
     unsigned long lease_s;
 };
 
+/* -1 when the options fit O's command (and parse), else the exit status. */
+static int check_options(struct ctl_opts *o)
+{
+    struct crn_endpoint ep;
+
+    if (o->json && strcmp(o->command, "pool") && strcmp(o->command, "list") &&
+        strcmp(o->command, "history") && strcmp(o->command, "jobinfo"))
+        return bad_usage("--json is for pool, list, history and jobinfo",
+                         NULL);
+    if ((o->limit || o->of_domain) && strcmp(o->command, "history"))
+        return bad_usage("--limit and --domain are for history", NULL);
+    if (o->limit && crn_conf_uint(o->limit, 10, 1, 1000, &o->limit_n) < 0)
+        return bad_usage("bad --limit (1 to 1000)", o->limit);
+    if (o->of_domain && (!*o->of_domain || strlen(o->of_domain) > 255))
+        return bad_usage("bad --domain", o->of_domain);
+    if (o->release && strcmp(o->command, "shm"))
+        return bad_usage("--release is for shm", NULL);
+    if (o->live && o->offline)
+        return bad_usage("--live and --offline together", NULL);
+    if ((o->live || o->offline) && strcmp(o->command, "prepare") &&
+        strcmp(o->command, "resume"))
+        return bad_usage("--live and --offline are for prepare and resume",
+                         NULL);
+    if (o->proxy && strcmp(o->command, "prepare"))
+        return bad_usage("--proxy is for prepare", NULL);
+    if (o->proxy && crn_endpoint_parse(o->proxy, &ep) < 0)
+        return bad_usage("bad --proxy", o->proxy);
+    if (o->lease && strcmp(o->command, "prepare"))
+        return bad_usage("--lease is for prepare", NULL);
+    if (o->lease && crn_conf_uint(o->lease, 10, 0, HD_LEASE_MAX_S,
+                                  &o->lease_s) < 0)
+        return bad_usage("bad --lease (seconds, 0 to 604800)", o->lease);
+    if (o->to && strcmp(o->command, "prepare"))
+        return bad_usage("--to is for prepare", NULL);
+    if (o->from && strcmp(o->command, "resume"))
+        return bad_usage("--from is for resume", NULL);
+    if (o->id && (!strcmp(o->command, "pool") || !strcmp(o->command, "list") ||
+                  !strcmp(o->command, "history") ||
+                  !strcmp(o->command, "jobinfo")))
+        return bad_usage("--id is for prepare, resume and abort", NULL);
+    if (o->id && (!*o->id || strlen(o->id) > 64 ||
+                  strspn(o->id, "abcdefghijklmnopqrstuvwxyz"
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                      strlen(o->id)))
+        return bad_usage("bad --id ([A-Za-z0-9._-], at most 64)", o->id);
+    if (!o->connect)
+        o->connect = getenv(MIG_CONNECT_ENV);
+    if (!o->connect || !*o->connect)
+        o->connect = MIG_DEFAULT_CONNECT;
+    if (crn_endpoint_parse(o->connect, &ep) < 0)
+        return bad_usage("bad --connect", o->connect);
+    return -1;
+}
+
 /* -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, struct ctl_opts *o)
 {
@@ -158,7 +212,6 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
     };
-    struct crn_endpoint ep;
     enum hd_pool_format fmt;
     char *end;
     int c;
@@ -223,53 +276,7 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
     } else {
         return bad_usage("unknown command", o->command);
     }
-    if (o->json && strcmp(o->command, "pool") && strcmp(o->command, "list") &&
-        strcmp(o->command, "history") && strcmp(o->command, "jobinfo"))
-        return bad_usage("--json is for pool, list, history and jobinfo",
-                         NULL);
-    if ((o->limit || o->of_domain) && strcmp(o->command, "history"))
-        return bad_usage("--limit and --domain are for history", NULL);
-    if (o->limit && crn_conf_uint(o->limit, 10, 1, 1000, &o->limit_n) < 0)
-        return bad_usage("bad --limit (1 to 1000)", o->limit);
-    if (o->of_domain && (!*o->of_domain || strlen(o->of_domain) > 255))
-        return bad_usage("bad --domain", o->of_domain);
-    if (o->release && strcmp(o->command, "shm"))
-        return bad_usage("--release is for shm", NULL);
-    if (o->live && o->offline)
-        return bad_usage("--live and --offline together", NULL);
-    if ((o->live || o->offline) && strcmp(o->command, "prepare") &&
-        strcmp(o->command, "resume"))
-        return bad_usage("--live and --offline are for prepare and resume",
-                         NULL);
-    if (o->proxy && strcmp(o->command, "prepare"))
-        return bad_usage("--proxy is for prepare", NULL);
-    if (o->proxy && crn_endpoint_parse(o->proxy, &ep) < 0)
-        return bad_usage("bad --proxy", o->proxy);
-    if (o->lease && strcmp(o->command, "prepare"))
-        return bad_usage("--lease is for prepare", NULL);
-    if (o->lease && crn_conf_uint(o->lease, 10, 0, HD_LEASE_MAX_S,
-                                  &o->lease_s) < 0)
-        return bad_usage("bad --lease (seconds, 0 to 604800)", o->lease);
-    if (o->to && strcmp(o->command, "prepare"))
-        return bad_usage("--to is for prepare", NULL);
-    if (o->from && strcmp(o->command, "resume"))
-        return bad_usage("--from is for resume", NULL);
-    if (o->id && (!strcmp(o->command, "pool") || !strcmp(o->command, "list") ||
-                  !strcmp(o->command, "history") ||
-                  !strcmp(o->command, "jobinfo")))
-        return bad_usage("--id is for prepare, resume and abort", NULL);
-    if (o->id && (!*o->id || strlen(o->id) > 64 ||
-                  strspn(o->id, "abcdefghijklmnopqrstuvwxyz"
-                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-                      strlen(o->id)))
-        return bad_usage("bad --id ([A-Za-z0-9._-], at most 64)", o->id);
-    if (!o->connect)
-        o->connect = getenv(MIG_CONNECT_ENV);
-    if (!o->connect || !*o->connect)
-        o->connect = MIG_DEFAULT_CONNECT;
-    if (crn_endpoint_parse(o->connect, &ep) < 0)
-        return bad_usage("bad --connect", o->connect);
-    return -1;
+    return check_options(o);
 }
 
 static char *str(const char *s)
