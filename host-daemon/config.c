@@ -169,6 +169,15 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
                  ? optional(cfg->http, sizeof(cfg->http), v)
                  : -EINVAL;
         hint = "ADDRESS:PORT or none";
+    } else if (strcmp(key, "web_config") == 0) {
+        rc = strcmp(v, "none") == 0 || v[0] == '/'
+                 ? optional(cfg->web_config, sizeof(cfg->web_config), v)
+                 : -EINVAL;
+        hint = "an absolute path (exporter-toolkit's web config), or none";
+    } else if (strcmp(key, "http_allow_plain") == 0) {
+        rc = strcmp(v, "yes") == 0 || strcmp(v, "no") == 0 ? 0 : -EINVAL;
+        cfg->http_allow_plain = strcmp(v, "yes") == 0;
+        hint = "yes or no";
     } else if (strcmp(key, "history") == 0) {
         rc = v[0] == '/' || strcmp(v, ":memory:") == 0
                  ? crn_conf_text(cfg->history, sizeof(cfg->history), v)
@@ -260,14 +269,16 @@ void hd_config_print(const struct hd_config *c)
     printf("uri = %s\nbackend = %s\nhost_name = %s\ncontrol = %s\n"
            "control_mode = %04o\npeer_listen = %s\npeer_port = %u\n"
            "peer_key = %s\nguest_key = %s\ntls = %s\npki_dir = %s\n"
-           "http = %s\nhistory = %s\n"
+           "http = %s\nweb_config = %s\nhttp_allow_plain = %s\n"
+           "history = %s\n"
            "history_keep_days = %u\nchannel = %s\n",
            c->uri, c->backend, c->host_name, c->control, c->control_mode,
            *c->peer_listen ? c->peer_listen : "none", c->peer_port,
            *c->peer_key ? c->peer_key : "none",
            *c->guest_key ? c->guest_key : "none", c->tls, c->pki_dir,
            *c->http ? c->http : "none",
-           c->history, c->history_keep_days, c->channel);
+           *c->web_config ? c->web_config : "none",
+           c->http_allow_plain ? "yes" : "no", c->history, c->history_keep_days, c->channel);
     for (size_t i = 0; i < c->n_gpus; i++)
         printf("gpu = %s %s%s\n", c->gpus[i].name,
                *c->gpus[i].pci ? "pci:" : "xml:",

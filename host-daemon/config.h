@@ -31,6 +31,8 @@ struct hd_config {
     char tls[8];                 /* auto|x509|psk|none (proto/tls.h) */
     char pki_dir[HD_TEXT];       /* x509 files in libvirt's layout */
     char http[HD_TEXT];          /* ADDR:PORT of the dashboard, "" none */
+    char web_config[HD_TEXT];    /* its HTTPS and credentials, "" none */
+    int http_allow_plain;        /* plain HTTP on a non-loopback address */
     char history[HD_TEXT];       /* SQLite file */
     uint32_t history_keep_days;  /* finished migrations kept; 0: all */
     char channel[HD_TEXT];       /* the guest channel's virtio-serial name */

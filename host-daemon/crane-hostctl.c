@@ -1,5 +1,6 @@
 /* crane-hostctl: one step of a migration another tool performs (an
- * orchestrator's own virDomainMigrate), and the GPU pool for schedulers. */
+ * orchestrator's own virDomainMigrate), the GPU pool for schedulers, and
+ * virsh-like views of this host (list, history, jobinfo). */
 /*
  * OpenStack Nova, KubeVirt or a script migrate the VM with libvirt
  * themselves; crane-hostctl asks the local crane-hostd for crane's part
@@ -10,6 +11,7 @@
  * prints the replies as crane-migrate does; the result is the exit status.
  */
 #include "config.h"
+#include "hostctl.h"
 #include "migrate_cli.h"
 #include "pool_report.h"
 
@@ -36,11 +38,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
     "Usage: " PROGRAM " [OPTION]... COMMAND DOMAIN\n"
-    "       " PROGRAM " [OPTION]... pool\n"
+    "       " PROGRAM " [OPTION]... pool|list [--json]\n"
+    "       " PROGRAM " [OPTION]... history [--limit N] [--domain D] [--json]\n"
+    "       " PROGRAM " [OPTION]... jobinfo DOMAIN [--json]\n"
     "       " PROGRAM " [OPTION]... shm [--release] DOMAIN\n"
     "crane's part of a VM migration that another tool performs (OpenStack\n"
-    "Nova, KubeVirt, virsh migrate), asked of the local crane-hostd, and\n"
-    "the GPU pool in the form schedulers read.\n"
+    "Nova, KubeVirt, virsh migrate), asked of the local crane-hostd, the\n"
+    "GPU pool in the form schedulers read, and this host's domains and\n"
+    "migrations as virsh shows them (tables; --json for scripts).\n"
     "\n"
     "Commands:\n"
     "  prepare DOMAIN   on the source, before the migration: the VM's\n"
@@ -56,6 +61,14 @@ static void usage(FILE *f)
     "                   plugged back in, the programs go back to it\n"
     "  pool             the GPU pool: free, held (by which VM), waiting VMs,\n"
     "                   VMs prepared here and their lease's seconds left\n"
+    "                   (a table; --json or --format for schedulers)\n"
+    "  list             the domains this host knows: holding a GPU, waiting\n"
+    "                   for one, prepared, migrating (and the phase)\n"
+    "  history          the newest migrations of crane-hostd's history: id,\n"
+    "                   domain, result, mode, the worst program's pre and\n"
+    "                   post stoppage, the VM's downtime, when\n"
+    "  jobinfo DOMAIN   the running migration of DOMAIN (phase, bytes,\n"
+    "                   elapsed) and the hypervisor's job figures\n"
     "  shm DOMAIN       on the host that runs the proxy domain: shared\n"
     "                   memory (proxy_shm_mb of ivshmem) plugged into DOMAIN\n"
     "                   and the proxy domain, the VM's remoting programs'\n"
@@ -79,9 +92,12 @@ static void usage(FILE *f)
     "                      600 unless set; 0: no lease, it waits for ever);\n"
     "                      cover the whole migration with it\n"
     "  --from HOST         resume: the source, for the history\n"
-    "  --format FORMAT     pool: json (crane's own, the default), placement\n"
-    "                      (an OpenStack Placement provider per GPU) or\n"
-    "                      kubernetes (a merge patch of the Node)\n"
+    "  --format FORMAT     pool: json (crane's own), placement (an OpenStack\n"
+    "                      Placement provider per GPU) or kubernetes (a\n"
+    "                      merge patch of the Node); default: a table\n"
+    "  --json              pool, list, history, jobinfo: JSON, not a table\n"
+    "  --limit N           history: the newest N (1 to 1000, default 20)\n"
+    "  --domain DOMAIN     history: of DOMAIN only\n"
     "  --connect ENDPOINT  the local crane-hostd (default $" MIG_CONNECT_ENV
     ",\n"
     "                      else " MIG_DEFAULT_CONNECT ")\n"
@@ -91,7 +107,8 @@ static void usage(FILE *f)
     "  --version           print \"" PROGRAM " VERSION\" and exit\n"
     "\n"
     "Exit status: 0 done (abort: the VM runs on here with a GPU); 1\n"
-    "rolled back (prepare refused or undone: the VM runs on as before);\n"
+    "rolled back (prepare refused or undone: the VM runs on as before),\n"
+    "or no such domain (\"error: failed to get domain 'X'\", as virsh);\n"
     "2 bad usage; 3 no usable answer from crane-hostd (the step may go on\n"
     "there); 4 remoting (no free GPU: the programs run remotely until\n"
     "crane-hostd attaches one by itself); 5 failed and not fully restored\n"
@@ -109,89 +126,28 @@ static int bad_usage(const char *what, const char *arg)
 
 struct ctl_opts {
     const char *command, *domain, *proxy, *id, *to, *from, *format;
-    const char *connect, *lease;
-    bool live, offline, release;
+    const char *connect, *lease, *limit, *of_domain;
+    bool live, offline, release, json;
+    unsigned long limit_n;
     double wait;
     unsigned long lease_s;
 };
 
-/* -1 to go on, else the exit status. */
-static int parse(int argc, char **argv, struct ctl_opts *o)
+/* -1 when the options fit O's command (and parse), else the exit status. */
+static int check_options(struct ctl_opts *o)
 {
-    enum { O_LIVE = 1, O_OFFLINE, O_PROXY, O_ID, O_TO, O_FROM, O_FORMAT,
-           O_CONNECT, O_WAIT, O_HELP, O_VERSION, O_RELEASE, O_LEASE };
-    static const struct option opts[] = {
-        {"live", no_argument, NULL, O_LIVE},
-        {"offline", no_argument, NULL, O_OFFLINE},
-        {"proxy", required_argument, NULL, O_PROXY},
-        {"id", required_argument, NULL, O_ID},
-        {"to", required_argument, NULL, O_TO},
-        {"from", required_argument, NULL, O_FROM},
-        {"format", required_argument, NULL, O_FORMAT},
-        {"connect", required_argument, NULL, O_CONNECT},
-        {"wait", required_argument, NULL, O_WAIT},
-        {"release", no_argument, NULL, O_RELEASE},
-        {"lease", required_argument, NULL, O_LEASE},
-        {"help", no_argument, NULL, O_HELP},
-        {"version", no_argument, NULL, O_VERSION},
-        {NULL, 0, NULL, 0},
-    };
     struct crn_endpoint ep;
-    enum hd_pool_format fmt;
-    char *end;
-    int c;
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case O_LIVE: o->live = true; break;
-        case O_OFFLINE: o->offline = true; break;
-        case O_PROXY: o->proxy = optarg; break;
-        case O_ID: o->id = optarg; break;
-        case O_TO: o->to = optarg; break;
-        case O_FROM: o->from = optarg; break;
-        case O_FORMAT: o->format = optarg; break;
-        case O_CONNECT: o->connect = optarg; break;
-        case O_RELEASE: o->release = true; break;
-        case O_LEASE: o->lease = optarg; break;
-        case O_WAIT:
-            errno = 0;
-            o->wait = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !isfinite(o->wait) ||
-                o->wait < 0 || o->wait > MIG_MAX_WAIT)
-                return bad_usage("bad --wait", optarg);
-            break;
-        case O_HELP: usage(stdout); return MIG_EXIT_OK;
-        case O_VERSION: crn_print_version(PROGRAM); return MIG_EXIT_OK;
-        default:
-            return bad_usage(optopt ? "an option lacks its value"
-                                    : "unknown option",
-                             argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
-        return bad_usage("missing command", NULL);
-    o->command = argv[optind++];
-    if (strcmp(o->command, "pool") == 0) {
-        if (optind < argc)
-            return bad_usage("pool takes no operand", argv[optind]);
-        if (o->format && hd_pool_format_parse(o->format, &fmt) < 0)
-            return bad_usage("bad --format (json, placement, kubernetes)",
-                             o->format);
-    } else if (strcmp(o->command, "prepare") == 0 ||
-               strcmp(o->command, "resume") == 0 ||
-               strcmp(o->command, "abort") == 0 ||
-               strcmp(o->command, "shm") == 0) {
-        if (optind >= argc)
-            return bad_usage("missing DOMAIN", NULL);
-        o->domain = argv[optind++];
-        if (optind < argc)
-            return bad_usage("too many operands", argv[optind]);
-        if (o->format)
-            return bad_usage("--format is for pool", NULL);
-    } else {
-        return bad_usage("unknown command", o->command);
-    }
+    if (o->json && strcmp(o->command, "pool") && strcmp(o->command, "list") &&
+        strcmp(o->command, "history") && strcmp(o->command, "jobinfo"))
+        return bad_usage("--json is for pool, list, history and jobinfo",
+                         NULL);
+    if ((o->limit || o->of_domain) && strcmp(o->command, "history"))
+        return bad_usage("--limit and --domain are for history", NULL);
+    if (o->limit && crn_conf_uint(o->limit, 10, 1, 1000, &o->limit_n) < 0)
+        return bad_usage("bad --limit (1 to 1000)", o->limit);
+    if (o->of_domain && (!*o->of_domain || strlen(o->of_domain) > 255))
+        return bad_usage("bad --domain", o->of_domain);
     if (o->release && strcmp(o->command, "shm"))
         return bad_usage("--release is for shm", NULL);
     if (o->live && o->offline)
@@ -213,8 +169,10 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         return bad_usage("--to is for prepare", NULL);
     if (o->from && strcmp(o->command, "resume"))
         return bad_usage("--from is for resume", NULL);
-    if (o->id && !strcmp(o->command, "pool"))
-        return bad_usage("--id is not for pool", NULL);
+    if (o->id && (!strcmp(o->command, "pool") || !strcmp(o->command, "list") ||
+                  !strcmp(o->command, "history") ||
+                  !strcmp(o->command, "jobinfo")))
+        return bad_usage("--id is for prepare, resume and abort", NULL);
     if (o->id && (!*o->id || strlen(o->id) > 64 ||
                   strspn(o->id, "abcdefghijklmnopqrstuvwxyz"
                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
@@ -229,12 +187,104 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
     return -1;
 }
 
+/* -1 to go on, else the exit status. */
+static int parse(int argc, char **argv, struct ctl_opts *o)
+{
+    enum { O_LIVE = 1, O_OFFLINE, O_PROXY, O_ID, O_TO, O_FROM, O_FORMAT,
+           O_CONNECT, O_WAIT, O_HELP, O_VERSION, O_RELEASE, O_LEASE,
+           O_JSON, O_LIMIT, O_DOMAIN };
+    static const struct option opts[] = {
+        {"live", no_argument, NULL, O_LIVE},
+        {"offline", no_argument, NULL, O_OFFLINE},
+        {"proxy", required_argument, NULL, O_PROXY},
+        {"id", required_argument, NULL, O_ID},
+        {"to", required_argument, NULL, O_TO},
+        {"from", required_argument, NULL, O_FROM},
+        {"format", required_argument, NULL, O_FORMAT},
+        {"connect", required_argument, NULL, O_CONNECT},
+        {"wait", required_argument, NULL, O_WAIT},
+        {"release", no_argument, NULL, O_RELEASE},
+        {"lease", required_argument, NULL, O_LEASE},
+        {"json", no_argument, NULL, O_JSON},
+        {"limit", required_argument, NULL, O_LIMIT},
+        {"domain", required_argument, NULL, O_DOMAIN},
+        {"help", no_argument, NULL, O_HELP},
+        {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    enum hd_pool_format fmt;
+    char *end;
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_LIVE: o->live = true; break;
+        case O_OFFLINE: o->offline = true; break;
+        case O_PROXY: o->proxy = optarg; break;
+        case O_ID: o->id = optarg; break;
+        case O_TO: o->to = optarg; break;
+        case O_FROM: o->from = optarg; break;
+        case O_FORMAT: o->format = optarg; break;
+        case O_CONNECT: o->connect = optarg; break;
+        case O_RELEASE: o->release = true; break;
+        case O_LEASE: o->lease = optarg; break;
+        case O_JSON: o->json = true; break;
+        case O_LIMIT: o->limit = optarg; break;
+        case O_DOMAIN: o->of_domain = optarg; break;
+        case O_WAIT:
+            errno = 0;
+            o->wait = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !isfinite(o->wait) ||
+                o->wait < 0 || o->wait > MIG_MAX_WAIT)
+                return bad_usage("bad --wait", optarg);
+            break;
+        case O_HELP: usage(stdout); return MIG_EXIT_OK;
+        case O_VERSION: crn_print_version(PROGRAM); return MIG_EXIT_OK;
+        default:
+            return bad_usage(optopt ? "an option lacks its value"
+                                    : "unknown option",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return bad_usage("missing command", NULL);
+    o->command = argv[optind++];
+    if (strcmp(o->command, "pool") == 0 || strcmp(o->command, "list") == 0 ||
+        strcmp(o->command, "history") == 0) {
+        if (optind < argc)
+            return bad_usage("takes no operand", argv[optind]);
+        if (o->format && strcmp(o->command, "pool"))
+            return bad_usage("--format is for pool", NULL);
+        if (o->format && hd_pool_format_parse(o->format, &fmt) < 0)
+            return bad_usage("bad --format (json, placement, kubernetes)",
+                             o->format);
+        if (o->format && o->json && strcmp(o->format, "json"))
+            return bad_usage("--json and --format together", o->format);
+    } else if (strcmp(o->command, "prepare") == 0 ||
+               strcmp(o->command, "resume") == 0 ||
+               strcmp(o->command, "abort") == 0 ||
+               strcmp(o->command, "jobinfo") == 0 ||
+               strcmp(o->command, "shm") == 0) {
+        if (optind >= argc)
+            return bad_usage("missing DOMAIN", NULL);
+        o->domain = argv[optind++];
+        if (optind < argc)
+            return bad_usage("too many operands", argv[optind]);
+        if (o->format)
+            return bad_usage("--format is for pool", NULL);
+    } else {
+        return bad_usage("unknown command", o->command);
+    }
+    return check_options(o);
+}
+
 static char *str(const char *s)
 {
     return (char *)(s ? s : "");
 }
 
-/* The pool report as the chosen format, on stdout. */
+/* The pool report as the chosen format (NULL: a table), on stdout. */
 static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
 {
     struct hd_pool_gpu_state g[64];
@@ -282,8 +332,11 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
                   str(r->history->reason), false);
         s.history = &history;
     }
-    rc = hd_pool_render(&out, &s, fmt);
-    if (rc == 0)
+    if (format)
+        rc = hd_pool_render(&out, &s, fmt);
+    else if ((rc = hd_pool_render(&out, &s, fmt)) == 0)
+        rc = ctl_print_pool_table(stdout, &s); /* checked as JSON would be */
+    if (rc == 0 && format)
         fputs(out.data, stdout);
     hd_buf_free(&out);
     if (rc < 0) {
@@ -352,13 +405,37 @@ static void build(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
 static int step_status(const struct ctl_opts *o, struct mig_view *v,
                        const Crane__Hostd__MigrateDone *d)
 {
-    bool abort = !strcmp(o->command, "abort");
+    bool abort = !strcmp(o->command, "abort"), refused;
     char err[600];
     int status;
 
     mig_clean(err, sizeof(err), d->error, false);
     v->quiet = true;
-    status = mig_print_done(v, d, o->domain);
+    if (d->err == -ENOENT) {
+        char dom[300];
+
+        /* virsh's words for a domain it does not know. */
+        mig_clean(dom, sizeof(dom), o->domain, false);
+        fprintf(stderr, "error: failed to get domain '%s'\n"
+                "error: Domain not found: no domain with matching name "
+                "'%s'\n", dom, dom);
+        return MIG_EXIT_FAILURE;
+    }
+    /* A refusal changed nothing and has no summary to show: its result
+     * line alone. */
+    refused = d->refused || (!*d->id && !d->n_steps);
+    if (refused)
+        fprintf(v->out, "result: %s%s%s\n", mig_result_name(d->result),
+                *err ? ": " : "", err);
+    if (refused)
+        status = d->result == CRANE__HOSTD__RESULT__RESULT_OK ? MIG_EXIT_OK
+                 : d->result == CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK
+                     ? MIG_EXIT_ROLLED_BACK
+                 : d->result == CRANE__HOSTD__RESULT__RESULT_REMOTING
+                     ? MIG_EXIT_REMOTING
+                     : MIG_EXIT_FAILED;
+    else
+        status = mig_print_done(v, d, o->domain);
     /* One stderr line for a status other than 0, in the step's words. */
     switch (status) {
     case MIG_EXIT_ROLLED_BACK:
@@ -377,13 +454,142 @@ static int step_status(const struct ctl_opts *o, struct mig_view *v,
     case MIG_EXIT_FAILED:
         crn_log(CRN_LOG_ERROR, "%s %.255s failed%s%s%s", o->command,
                 o->domain, *err ? ": " : "", err,
-                abort || !strcmp(o->command, "prepare")
+                !refused && (abort || !strcmp(o->command, "prepare"))
                     ? " (operator attention: the VM may have no GPU)"
-                    : "");
+                    : refused ? " (refused: nothing changed)" : "");
         break;
     default:
         break;
     }
+    return status;
+}
+
+/* Sends Q and reads the one reply of a view into *OUT (to free). */
+static int ask(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
+               Crane__Hostd__DaemonReply **out)
+{
+    struct crn_endpoint ep;
+    uint8_t *buf = NULL;
+    size_t len;
+    int fd, rc;
+
+    *out = NULL;
+    crn_endpoint_parse(o->connect, &ep);
+    if ((fd = crn_endpoint_connect(&ep)) < 0) {
+        crn_log(CRN_LOG_ERROR, "cannot connect to crane-hostd at %s: %s (is "
+                "crane-hostd running?)", o->connect, strerror(-fd));
+        return MIG_EXIT_NO_ANSWER;
+    }
+    if (o->wait > 0) {
+        struct timeval tv = {.tv_sec = (time_t)o->wait,
+                             .tv_usec = (suseconds_t)((o->wait -
+                                                       floor(o->wait)) *
+                                                      1e6)};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    }
+    rc = crn_frame_write(fd, &q->base);
+    if (rc == 0)
+        rc = crn_frame_read(fd, &buf, &len, MIG_MAX_REPLY);
+    close(fd);
+    if (rc < 0) {
+        crn_log(CRN_LOG_ERROR, "no answer from crane-hostd at %s: %s",
+                o->connect, rc == -ENODATA || rc == -EPIPE
+                                ? "connection closed (an older crane-hostd?)"
+                                : strerror(-rc));
+        return MIG_EXIT_NO_ANSWER;
+    }
+    *out = crane__hostd__daemon_reply__unpack(NULL, len, buf);
+    free(buf);
+    if (*out == NULL) {
+        crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd");
+        return MIG_EXIT_NO_ANSWER;
+    }
+    return -1;
+}
+
+/* history, or the running migrations for list, into *OUT (to free). */
+static int ask_history(const struct ctl_opts *o, bool running,
+                       Crane__Hostd__DaemonReply **out)
+{
+    Crane__Hostd__ClientRequest q = CRANE__HOSTD__CLIENT_REQUEST__INIT;
+    Crane__Hostd__CtlHistoryQuery h = CRANE__HOSTD__CTL_HISTORY_QUERY__INIT;
+    int status;
+
+    h.limit = running ? 1000 : (uint32_t)o->limit_n;
+    h.domain = str(o->of_domain);
+    h.running = running;
+    q.msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_CTL_HISTORY;
+    q.ctl_history = &h;
+    if ((status = ask(o, &q, out)) >= 0)
+        return status;
+    if ((*out)->msg_case != CRANE__HOSTD__DAEMON_REPLY__MSG_CTL_HISTORY ||
+        !(*out)->ctl_history) {
+        crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not a "
+                "history)");
+        return MIG_EXIT_NO_ANSWER;
+    }
+    if ((*out)->ctl_history->err) {
+        crn_log(CRN_LOG_ERROR, "crane-hostd cannot read its history: %s",
+                strerror(-(*out)->ctl_history->err));
+        return MIG_EXIT_FAILED;
+    }
+    return -1;
+}
+
+static int view(const struct ctl_opts *o)
+{
+    Crane__Hostd__ClientRequest q = CRANE__HOSTD__CLIENT_REQUEST__INIT;
+    Crane__Hostd__PoolQuery pq = CRANE__HOSTD__POOL_QUERY__INIT;
+    Crane__Hostd__CtlJobQuery jq = CRANE__HOSTD__CTL_JOB_QUERY__INIT;
+    Crane__Hostd__DaemonReply *a = NULL, *b = NULL;
+    int status;
+
+    if (!strcmp(o->command, "history")) {
+        status = ask_history(o, false, &a);
+        if (status < 0)
+            status = ctl_print_history(stdout, a->ctl_history, o->json) < 0
+                         ? MIG_EXIT_FAILED : MIG_EXIT_OK;
+    } else if (!strcmp(o->command, "list")) {
+        q.msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL;
+        q.pool = &pq;
+        status = ask(o, &q, &a);
+        if (status < 0 && (a->msg_case != CRANE__HOSTD__DAEMON_REPLY__MSG_POOL ||
+                           !a->pool)) {
+            crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not "
+                    "a pool)");
+            status = MIG_EXIT_NO_ANSWER;
+        }
+        if (status < 0)
+            status = ask_history(o, true, &b);
+        if (status < 0)
+            status = ctl_print_list(stdout, a->pool, b->ctl_history,
+                                    o->json) < 0 ? MIG_EXIT_FAILED
+                                                 : MIG_EXIT_OK;
+    } else {
+        jq.domain = str(o->domain);
+        q.msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_CTL_JOB;
+        q.ctl_job = &jq;
+        status = ask(o, &q, &a);
+        if (status < 0 && (a->msg_case != CRANE__HOSTD__DAEMON_REPLY__MSG_CTL_JOB ||
+                           !a->ctl_job)) {
+            crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not "
+                    "a job)");
+            status = MIG_EXIT_NO_ANSWER;
+        } else if (status < 0 && !a->ctl_job->found) {
+            char dom[300];
+
+            mig_clean(dom, sizeof(dom), o->domain, false);
+            fprintf(stderr, "error: failed to get domain '%s'\n", dom);
+            status = a->ctl_job->err ? MIG_EXIT_NO_ANSWER : MIG_EXIT_FAILURE;
+        } else if (status < 0) {
+            status = ctl_print_job(stdout, a->ctl_job, o->domain, o->json) < 0
+                         ? MIG_EXIT_FAILED : MIG_EXIT_OK;
+        }
+    }
+    if (a)
+        crane__hostd__daemon_reply__free_unpacked(a, NULL);
+    if (b)
+        crane__hostd__daemon_reply__free_unpacked(b, NULL);
     return status;
 }
 
@@ -453,7 +659,8 @@ static int run(const struct ctl_opts *o)
         else if (m->msg_case == CRANE__HOSTD__DAEMON_REPLY__MSG_POOL &&
                  m->pool &&
                  q.msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL)
-            status = print_pool(m->pool, o->format);
+            status = print_pool(m->pool, o->format ? o->format
+                                         : o->json ? "json" : NULL);
         else
             crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not "
                     "an answer to %s)", o->command);
@@ -475,5 +682,8 @@ int main(int argc, char **argv)
     if (status >= 0)
         return status;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(o.command, "list") || !strcmp(o.command, "history") ||
+        !strcmp(o.command, "jobinfo"))
+        return view(&o);
     return run(&o);
 }

@@ -13,6 +13,7 @@
 struct crn_tls_config;
 
 struct hd_backlog;
+struct hd_health;
 struct hd_pool;
 struct hd_waits;
 struct hd_waiting;
@@ -26,6 +27,7 @@ struct hd_daemon {
     struct hd_waits *waits;       /* threads waiting for hypervisor events */
     struct hd_waiting *waiting;   /* arrived VMs waiting for a free GPU */
     struct hd_backlog *backlog;   /* migrations the history did not take */
+    struct hd_health *health;     /* the proxy's and peers' gauges */
     struct crn_tls_config *tls;   /* peers' TLS (tls, pki_dir), or NULL */
     struct crn_tls_config *proxy_tls; /* to the proxy (tls, proxy_key) */
     uint8_t *key;                 /* peers' shared key, or NULL */

@@ -6,6 +6,7 @@
 #include "backlog.h"
 
 #include "arrive.h"
+#include "ctl_serve.h"
 #include "history.h"
 #include "log.h"
 #include "migration.h"
@@ -259,6 +260,9 @@ const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
     case CRANE__HOSTD__CLIENT_REQUEST__MSG_SHM:
         *domain = q->shm->domain;
         break;
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_CTL_HISTORY:
+    case CRANE__HOSTD__CLIENT_REQUEST__MSG_CTL_JOB:
+        return hd_ctl_check(q); /* read-only: no domain claimed */
     default:
         return "malformed request";
     }
@@ -305,6 +309,26 @@ static void refuse(int fd, Crane__Hostd__Result result, const char *why)
     HD_WARN("refused: %s", why);
     done.result = result;
     done.error = (char *)why;
+    done.refused = true;
+    r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
+    r.done = &done;
+    crn_frame_write(fd, &r.base);
+}
+
+/* Refuses a step for a domain the hypervisor does not run here (RC from
+ * its domain lookup): an unknown one says so (-ENOENT, crane-hostctl's
+ * "failed to get domain"). */
+static void refuse_domain(int fd, int rc)
+{
+    Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
+
+    done.result = CRANE__HOSTD__RESULT__RESULT_FAILED;
+    done.error = rc == -ENOENT ? (char *)"no such domain on this host"
+                               : (char *)"the VM does not run on this host";
+    done.err = rc == -ENOENT ? -ENOENT : 0;
+    done.refused = true;
+    HD_WARN("refused: %s", done.error);
     r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
     r.done = &done;
     crn_frame_write(fd, &r.base);
@@ -337,10 +361,11 @@ static void serve_abort(struct hd_daemon *d, int fd,
     struct hd_run run;
     char why[512] = "";
     Crane__Hostd__Result r;
+    int rc;
 
-    if (d->hv_ops->domain(d->hv, q->domain, &dom) < 0 || !dom.running) {
-        refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
-               "the VM does not run on this host");
+    if ((rc = d->hv_ops->domain(d->hv, q->domain, &dom)) < 0 ||
+        !dom.running) {
+        refuse_domain(fd, rc);
         return;
     }
     if (hd_pool_held_by(d->pool, d->hv_ops, d->hv, q->domain, &gpu) == 0) {
@@ -381,10 +406,11 @@ static void serve_resume(struct hd_daemon *d, int fd,
     struct hd_run run;
     char why[512] = "";
     Crane__Hostd__Result r;
+    int rc;
 
-    if (d->hv_ops->domain(d->hv, q->domain, &dom) < 0 || !dom.running) {
-        refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
-               "the VM does not run on this host");
+    if ((rc = d->hv_ops->domain(d->hv, q->domain, &dom)) < 0 ||
+        !dom.running) {
+        refuse_domain(fd, rc);
         return;
     }
     if (!*dom.channel) {
@@ -541,6 +567,7 @@ void hd_handoff_serve(struct hd_daemon *d, int fd,
         serve_shm(d, fd, q->shm);
         break;
     default:
+        hd_ctl_serve(d, fd, q);
         break;
     }
 }

@@ -1,5 +1,6 @@
 /* The migration history's statements and writes: every record checked, each
  * change in one transaction (schema and opening: history_schema.c). */
+#include "history_counters.h"
 #include "history_db.h"
 
 #include "log.h"
@@ -300,6 +301,8 @@ int hd_history_record(struct hd_history *h, const struct hd_migration *m,
     rc = insert_migration(h, m);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = insert_step(h, m->id, (int64_t)i, &steps[i]);
+    if (rc == 0 && m->result != HD_RESULT_RUNNING)
+        rc = hd__counters_add(h, m->id);
     return hd__tx_end(h, rc);
 }
 
@@ -416,6 +419,8 @@ int hd_history_finish(struct hd_history *h, const char *id,
         sqlite3_bind_text(s, 4, id, -1, SQLITE_STATIC);
         rc = hd__stmt_run(h, s);
     }
+    if (rc == 0)
+        rc = hd__counters_add(h, id);
     return hd__tx_end(h, rc);
 }
 
@@ -460,16 +465,20 @@ int hd_history_prune(struct hd_history *h, double before, unsigned *removed)
 
 
 /* Inside a write transaction: how many steps migration ID has into *SEQ,
- * and whether it is recorded at all into *FOUND. */
+ * whether it is recorded at all into *FOUND, and whether it has ended
+ * (so is counted already) into *ENDED. */
 static int stored_state(struct hd_history *h, const char *id, int *found,
-                        int64_t *seq)
+                        int *ended, int64_t *seq)
 {
     sqlite3_stmt *s = hd__stmt(h, ST_RESULT_OF);
+    const char *r;
     int rc;
 
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
     *found = rc == SQLITE_ROW;
+    r = *found ? (const char *)sqlite3_column_text(s, 0) : NULL;
+    *ended = r != NULL && strcmp(r, "running") != 0;
     sqlite3_reset(s);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return hd__log_sqlite(h, rc, "looking up a migration");
@@ -486,7 +495,7 @@ int hd_history_store(struct hd_history *h, const struct hd_migration *m,
 {
     sqlite3_stmt *s;
     int64_t seq = 0;
-    int found = 0, rc;
+    int found = 0, ended = 0, rc;
 
     if (h == NULL || (steps == NULL && n != 0))
         return -EINVAL;
@@ -497,7 +506,7 @@ int hd_history_store(struct hd_history *h, const struct hd_migration *m,
         return rc;
     rc = hd__tx_begin(h, 1);
     if (rc == 0)
-        rc = stored_state(h, m->id, &found, &seq);
+        rc = stored_state(h, m->id, &found, &ended, &seq);
     if (rc == 0 && !found) {
         rc = insert_migration(h, m);
     } else if (rc == 0) {
@@ -512,5 +521,7 @@ int hd_history_store(struct hd_history *h, const struct hd_migration *m,
     }
     for (size_t i = 0; rc == 0 && i < n && seq < HD_STEPS_MAX; i++)
         rc = insert_step(h, m->id, seq++, &steps[i]);
+    if (rc == 0 && !ended && m->result != HD_RESULT_RUNNING)
+        rc = hd__counters_add(h, m->id);
     return hd__tx_end(h, rc);
 }

@@ -1,4 +1,5 @@
 /* The migration history's file: its SQLite schema, upgrades, opening. */
+#include "history_counters.h"
 #include "history_db.h"
 
 #include "log.h"
@@ -276,6 +277,8 @@ int hd_history_open(const char *path, struct hd_history **out)
     rc = open_settings(h);
     if (rc == 0)
         rc = open_schema(h);
+    if (rc == 0)
+        rc = hd__counters_ensure(h);
     if (rc == 0)
         rc = prepare_all(h);
     if (rc != 0) {

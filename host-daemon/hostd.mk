@@ -27,7 +27,7 @@ HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/history_schema.c \
                   host-daemon/stats.c host-daemon/metrics.c \
                   host-daemon/json.c host-daemon/json_views.c \
                   host-daemon/buf.c host-daemon/pool_report.c \
-                  host-daemon/backlog.c
+                  host-daemon/backlog.c host-daemon/history_counters.c
 HOSTD_LIB_OBJS := $(HOSTD_LIB_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_LIB := $(B)/lib/libcrane-hostd.a
 HOSTD_LIBS := $(HOSTD_LIB) $(PROTO_LIBS) $(SQLITE_LIBS) -lm
@@ -36,10 +36,13 @@ HOSTD_DEFS :=
 # The HTTP server; HD_HAVE_HTTP turns on its tests (tests/hostd/list.h).
 ifeq ($(shell pkg-config --exists libmicrohttpd && echo yes),yes)
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
-HOSTD_LIB_SRCS += host-daemon/http.c host-daemon/http_query.c
+HOSTD_LIB_SRCS += host-daemon/http.c host-daemon/http_query.c \
+                  host-daemon/http_tls.c host-daemon/http_webconf.c
 HOSTD_LIB_OBJS += $(B)/obj/host-daemon/http.o \
-                  $(B)/obj/host-daemon/http_query.o $(B)/obj/gen/dashboard.o
-HOSTD_LIBS += $(shell pkg-config --libs libmicrohttpd)
+                  $(B)/obj/host-daemon/http_query.o \
+                  $(B)/obj/host-daemon/http_tls.o \
+                  $(B)/obj/host-daemon/http_webconf.o $(B)/obj/gen/dashboard.o
+HOSTD_LIBS += $(shell pkg-config --libs libmicrohttpd) -lcrypt
 HOSTD_DEFS += -DHD_HAVE_HTTP
 endif
 
@@ -112,7 +115,8 @@ endif
 MIGRATE_SRCS := host-daemon/crane-migrate.c host-daemon/migrate_args.c \
                 host-daemon/migrate_print.c
 # crane-hostctl shares crane-migrate's output (migrate_print.c).
-HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/migrate_print.c
+HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/hostctl_table.c \
+                host-daemon/migrate_print.c
 HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) $(HOSTCTL_SRCS) \
                 host-daemon/hv_libxl%.c, \
                 $(sort $(wildcard host-daemon/*.c)))

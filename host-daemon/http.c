@@ -2,6 +2,7 @@
 #include "http.h"
 
 #include "http_query.h"
+#include "http_tls.h"
 
 #include "buf.h"
 #include "json.h"
@@ -221,8 +222,13 @@ static enum MHD_Result serve_metrics(struct hd_http *s,
     m.history.health = health;
     /* A hypervisor that does not answer leaves the gauges out rather than
      * failing the scrape. */
-    if (err == 0 && s->src.pool != NULL)
-        s->src.pool(s->src.arg, pool_counts, &m);
+    if (err == 0 && s->src.pool != NULL) {
+        m.gauges.hv_known = true;
+        m.gauges.hv_connected =
+            s->src.pool(s->src.arg, pool_counts, &m) == 0;
+    }
+    if (err == 0 && s->src.gauges != NULL)
+        s->src.gauges(s->src.arg, &m.gauges);
     if (err == 0)
         err = hd_metrics_render(&m, &out);
     return reply_buf(c, err, &out, CT_METRICS);
@@ -376,6 +382,27 @@ static enum MHD_Result serve_one(struct hd_http *s, struct MHD_Connection *c,
     return reply_buf(c, err, &out, CT_JSON);
 }
 
+/* A request refused by hd_http_authorize: STATUS, {"error":WHY} and the
+ * CHALLENGE to answer a 401 with. */
+static enum MHD_Result reply_refused(struct MHD_Connection *c,
+                                     unsigned status, const char *challenge,
+                                     const char *why)
+{
+    struct header h = {MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge};
+    struct hd_buf body = {0};
+    enum MHD_Result ret;
+
+    hd_buf_puts(&body, "{\"error\":");
+    hd_json_put_string(&body, why ? why : "refused");
+    hd_buf_puts(&body, "}\n");
+    ret = body.err ? MHD_NO
+                   : reply_with(c, status, CT_JSON, body.data, body.len,
+                                MHD_RESPMEM_MUST_COPY, &h,
+                                challenge != NULL ? 1 : 0);
+    hd_buf_free(&body);
+    return ret;
+}
+
 /* libmicrohttpd's request handler: called once the headers are in (and
  * again for each piece of a body, which no route takes). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
@@ -390,6 +417,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     (void)upload;
     (void)upload_size;
     (void)req;
+    if (s->src.web != NULL) {
+        const char *challenge, *why;
+        unsigned st = hd_http_authorize(s->src.web, c, &challenge, &why);
+
+        if (st != 0)
+            return reply_refused(c, st, challenge, why);
+    }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
         strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -475,6 +509,7 @@ int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
                      MHD_USE_ERROR_LOG;
     struct sockaddr_storage sa;
+    struct MHD_OptionItem tls[4];
     const union MHD_DaemonInfo *info;
     struct hd_http *s;
     int err;
@@ -488,6 +523,11 @@ int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
     }
     *out = NULL;
     err = parse_addr(addr, port, &sa, &flags);
+    if (err == 0)
+        err = hd_http_plain_check(src ? src->web : NULL, addr, &sa,
+                                  src && src->allow_plain);
+    if (err == 0)
+        err = hd_http_tls_options(src ? src->web : NULL, tls, 4, &flags);
     if (err != 0)
         return err;
     s = calloc(1, sizeof(*s));
@@ -506,6 +546,7 @@ int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONN_TIMEOUT_S,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+        MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);
     if (s->daemon == NULL) {
         HD_ERROR("http: cannot serve on %s port %u",
@@ -520,8 +561,10 @@ int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
         return -EIO;
     }
     s->port = info->port;
-    HD_INFO("http: serving on %s port %u", addr != NULL ? addr : "127.0.0.1",
-            (unsigned)s->port);
+    HD_INFO("http: serving on %s port %u (%s%s)",
+            addr != NULL ? addr : "127.0.0.1", (unsigned)s->port,
+            flags & MHD_USE_TLS ? "HTTPS" : "plain HTTP",
+            hd_web_config_auth(s->src.web) ? ", credentials required" : "");
     *out = s;
     return 0;
 }

@@ -2,10 +2,13 @@
 #ifndef HD_HTTP_H
 #define HD_HTTP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backlog.h"
 #include "history.h"
+#include "http_webconf.h"
+#include "metrics.h"
 #include "pool_report.h"
 
 /* Default and largest ?limit= of GET /api/migrations, largest ?offset=. */
@@ -28,6 +31,16 @@ struct hd_http_sources {
      * be opened) or its health's generation changed (writable again). */
     void (*health)(void *arg, struct hd_history_health *out);
     const char *history_path;
+    /* The web config (http_webconf.h; NULL: plain HTTP, no credentials),
+     * used until hd_http_stop: HTTPS, client certificates, basic auth
+     * users or a bearer token on every route.  Plain HTTP is refused on
+     * an address that is not loopback unless ALLOW_PLAIN (-EPERM). */
+    const struct hd_web_config *web;
+    bool allow_plain;
+    /* The proxy's and peers' gauges into *OUT (ARG as for pool), from the
+     * server's thread; NULL: none.  With a pool, crane_hypervisor_connected
+     * says whether the pool could be read. */
+    void (*gauges)(void *arg, struct hd_gauges *out);
 };
 
 struct hd_http;
@@ -72,8 +85,12 @@ struct hd_http;
  * H is used by the server's thread only, from here until hd_http_stop: the
  * caller opens a struct hd_history for the server and does not touch it
  * meanwhile (the daemon writes through its own; WAL lets both go on).  *OUT
- * owns the server until hd_http_stop.  -EINVAL: bad arguments; -EIO: the
- * server could not start, e.g. the port is taken (logged).
+ * owns the server until hd_http_stop.  -EINVAL: bad arguments; -EPERM:
+ * plain HTTP on an address that is not loopback (hd_http_sources); -EIO:
+ * the server could not start, e.g. the port is taken (logged).  With a web
+ * config, a request without a valid client certificate (when required) is
+ * 403, without valid credentials (when users or a token are set) 401 with
+ * WWW-Authenticate, before any route.
  */
 int hd_http_start(struct hd_http **out, const char *addr, uint16_t port,
                   struct hd_history *h);

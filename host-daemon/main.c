@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "guest.h"
 #include "handoff.h"
+#include "health.h"
 #include "history.h"
 #include "history_keep.h"
 #include "http.h"
@@ -54,7 +55,11 @@ static const char usage[] =
     "  --pki-dir DIR        CA/cacert.pem, libvirt/{server,client}cert.pem,\n"
     "                       libvirt/private/{server,client}key.pem\n"
     "                       (default /etc/pki, libvirt's)\n"
-    "  --http ADDR:PORT     dashboard, /api, /metrics (127.0.0.1:7411; none)\n"
+    "  --http ADDR:PORT     dashboard, /api, /metrics (127.0.0.1:7411; none);\n"
+    "                       plain HTTP only on loopback (http_allow_plain)\n"
+    "  --web-config FILE    HTTPS, client certificates, basic auth users or a\n"
+    "                       bearer token for --http (Prometheus exporter-\n"
+    "                       toolkit's web config file; docs/host.md)\n"
     "  --history FILE       migration history (/var/lib/crane/hostd.db)\n"
     "  --host-name NAME     this host in logs and history (hostname)\n"
     "  --gpu 'NAME pci:0000:65:00.0' | 'NAME xml:/etc/crane/gpu0.xml'\n"
@@ -119,7 +124,13 @@ static int start_tls(struct hd_daemon *d)
 static struct hd_listeners *listeners;
 static uv_signal_t sig_int, sig_term;
 static uv_timer_t retry_timer, stop_timer, prune_timer, lease_timer;
-static uv_timer_t history_timer;
+static uv_timer_t history_timer, health_timer;
+
+/* Every 30 s: the proxy's and peers' gauges probed (health.c). */
+static void on_health(uv_timer_t *t)
+{
+    hd_health_tick(t->data);
+}
 
 static void on_history_retry(uv_timer_t *t)
 {
@@ -224,6 +235,7 @@ static void stop(struct hd_daemon *d)
     hd_listen_stop(listeners);
     uv_timer_stop(&retry_timer);
     uv_timer_stop(&prune_timer);
+    uv_timer_stop(&health_timer);
     uv_timer_stop(&history_timer);
     uv_timer_stop(&lease_timer);
     /* Jobs need the loop (libvirt's events) until they end. */
@@ -259,6 +271,7 @@ int main(int argc, char **argv)
         { "tls", required_argument, NULL, 't' },
         { "pki-dir", required_argument, NULL, 'P' },
         { "http", required_argument, NULL, 'H' },
+        { "web-config", required_argument, NULL, 'W' },
         { "history", required_argument, NULL, 'y' },
         { "host-name", required_argument, NULL, 'n' },
         { "gpu", required_argument, NULL, 'g' },
@@ -273,6 +286,7 @@ int main(int argc, char **argv)
         ['p'] = "peer_listen", ['k'] = "peer_key", ['H'] = "http",
         ['y'] = "history", ['n'] = "host_name", ['g'] = "gpu",
         ['l'] = "log_level", ['t'] = "tls", ['P'] = "pki_dir",
+        ['W'] = "web_config",
     };
     struct hd_daemon *d = &daemon_state;
     struct { int key; const char *value; } over[64];
@@ -280,6 +294,7 @@ int main(int argc, char **argv)
     int n_over = 0, must_exist = 0, check_only = 0, gpus_given = 0, o, rc;
     struct hd_history *http_history = NULL;
     struct hd_http *http = NULL;
+    struct hd_web_config *web = NULL;
     char why[600] = "";
     uv_loop_t loop;
 
@@ -420,6 +435,8 @@ int main(int argc, char **argv)
         else if (started)
             HD_INFO("proxy domain %s started", d->cfg.proxy_domain);
     }
+    if ((rc = hd_health_new(&d->health)) < 0)
+        goto out;
     if (*d->cfg.http) {
         char addr[HD_TEXT];
         char *colon;
@@ -435,7 +452,16 @@ int main(int argc, char **argv)
             .arg = d,
             .health = hd_daemon_history_health,
             .history_path = d->cfg.history,
+            .allow_plain = d->cfg.http_allow_plain,
+            .gauges = hd_daemon_gauges,
         };
+        if (*d->cfg.web_config &&
+            (rc = hd_web_config_load(d->cfg.web_config, &web, why,
+                                     sizeof(why))) < 0) {
+            crn_log_say(CRN_LOG_ERROR, "web_config: %s", why);
+            goto out;
+        }
+        src.web = web;
         if ((rc = hd_http_start_with(&http, addr, (uint16_t)atoi(colon + 1),
                                      http_history, &src)) < 0) {
             crn_log_say(CRN_LOG_ERROR, "cannot serve HTTP on %s",
@@ -457,11 +483,13 @@ int main(int argc, char **argv)
     uv_timer_init(d->loop, &prune_timer);
     uv_timer_init(d->loop, &lease_timer);
     uv_timer_init(d->loop, &history_timer);
+    uv_timer_init(d->loop, &health_timer);
     retry_timer.data = stop_timer.data = prune_timer.data = d;
-    lease_timer.data = history_timer.data = d;
+    lease_timer.data = history_timer.data = health_timer.data = d;
     uv_timer_start(&history_timer, on_history_retry,
                    HD_HISTORY_RETRY_S * 1000, HD_HISTORY_RETRY_S * 1000);
     uv_timer_start(&lease_timer, on_lease, 1000, 1000);
+    uv_timer_start(&health_timer, on_health, 1000, 30000);
     uv_timer_start(&prune_timer, on_prune, 0, 86400 * 1000);
     uv_timer_start(&retry_timer, on_retry, d->cfg.gpu_retry_ms,
                    d->cfg.gpu_retry_ms);
@@ -480,6 +508,7 @@ int main(int argc, char **argv)
     rc = -exit_status;
 out:
     hd_http_stop(http);
+    hd_web_config_free(web);
     if (d->hv)
         d->hv_ops->close(d->hv);
     uv_walk(d->loop, close_walk, NULL);
@@ -488,6 +517,7 @@ out:
     uv_loop_close(d->loop);
     hd_history_close(http_history);
     hd_backlog_free(d->backlog);
+    hd_health_free(d->health);
     hd_waiting_free(d->waiting);
     hd_waits_free(d->waits);
     hd_pool_free(d->pool);

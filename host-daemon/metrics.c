@@ -1,6 +1,8 @@
 /* Prometheus text exposition of the migration history's metrics. */
 #include "metrics.h"
 
+#include "history_counters.h"
+
 #include "proto/version.h"
 
 #include <errno.h>
@@ -8,38 +10,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/*
- * Bucket bounds: a stoppage is a few milliseconds for a small program and
- * seconds for one with GiB of GPU state; 1-2.5-5 steps over 0.001..10 s.
- * Written as text so that the exposition shows exactly these numbers.
- */
-static const double bucket_le[HD_STOPPAGE_BUCKETS] = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-    0.25,  0.5,    1,     2.5,  5,     10,
-};
-static const char *const bucket_le_text[HD_STOPPAGE_BUCKETS] = {
-    "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
-    "0.25",  "0.5",    "1",     "2.5",  "5",     "10",
-};
-
-/* A migration takes from under a second (a small VM, offline) to many
- * minutes (a large one whose memory keeps changing). */
-static const double duration_le[HD_DURATION_BUCKETS] = {
-    0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500,
-};
-static const char *const duration_le_text[HD_DURATION_BUCKETS] = {
-    "0.5", "1", "2.5", "5", "10", "25", "50", "100", "250", "500", "1000",
-    "2500",
-};
-
-static const double downtime_le[HD_DOWNTIME_BUCKETS] = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-    0.5,   1,      2.5,   5,    10,    25,   50,  100,
-};
-static const char *const downtime_le_text[HD_DOWNTIME_BUCKETS] = {
-    "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
-    "0.5",   "1",      "2.5",   "5",    "10",    "25",   "50",  "100",
-};
+static const double bucket_le[HD_STOPPAGE_BUCKETS] = HD_STOPPAGE_LE;
+static const char *const bucket_le_text[HD_STOPPAGE_BUCKETS] =
+    HD_STOPPAGE_LE_TEXT;
+static const double duration_le[HD_DURATION_BUCKETS] = HD_DURATION_LE;
+static const char *const duration_le_text[HD_DURATION_BUCKETS] =
+    HD_DURATION_LE_TEXT;
+static const double downtime_le[HD_DOWNTIME_BUCKETS] = HD_DOWNTIME_LE;
+static const char *const downtime_le_text[HD_DOWNTIME_BUCKETS] =
+    HD_DOWNTIME_LE_TEXT;
 
 static const char *const phase_names[HD_PHASE_COUNT] = {
     [HD_PHASE_PRE] = "pre",
@@ -120,18 +99,114 @@ static int observe_cb(void *arg, enum hd_mode mode, const char *phase,
     return rc == -EINVAL ? 0 : rc;
 }
 
+/* The histogram of METRIC{LABEL} in M, with its bucket count into *N. */
+static uint64_t *histogram_of(struct hd_metrics *m, const char *metric,
+                              const char *label, int *n, uint64_t **count,
+                              double **sum)
+{
+    int i = -1;
+
+    if (strcmp(metric, "stoppage") == 0) {
+        for (int p = 0; p < HD_PHASE_COUNT; p++)
+            if (strcmp(label, phase_names[p]) == 0)
+                i = p;
+        if (i < 0)
+            return NULL;
+        *n = HD_STOPPAGE_BUCKETS;
+        *count = &m->stoppage[i].count;
+        *sum = &m->stoppage[i].sum;
+        return m->stoppage[i].buckets;
+    }
+    i = strcmp(label, "live") == 0 ? 0 : strcmp(label, "offline") == 0 ? 1
+                                                                       : -1;
+    if (i < 0)
+        return NULL;
+    if (strcmp(metric, "downtime") == 0) {
+        *n = HD_DOWNTIME_BUCKETS;
+        *count = &m->downtime[i].count;
+        *sum = &m->downtime[i].sum;
+        return m->downtime[i].buckets;
+    }
+    if (strcmp(metric, "duration") == 0) {
+        *n = HD_DURATION_BUCKETS;
+        *count = &m->duration[i].count;
+        *sum = &m->duration[i].sum;
+        return m->duration[i].buckets;
+    }
+    return NULL;
+}
+
+/* One persisted counter (history_counters.h) into M; others are left. */
+static int counter_cb(void *arg, const char *metric, const char *label,
+                      int bucket, double value)
+{
+    struct hd_metrics *m = arg;
+    uint64_t *buckets, *count;
+    double *sum;
+    int n;
+
+    if (!isfinite(value) || value < 0)
+        return 0;
+    if (strcmp(metric, "migrations") == 0) {
+        for (size_t i = 0; i < sizeof(counted_results) /
+                                   sizeof(*counted_results); i++)
+            if (strcmp(label, hd_result_name(counted_results[i])) == 0)
+                m->totals.by_result[counted_results[i]] = (uint64_t)value;
+        return 0;
+    }
+    if (strcmp(metric, "bytes") == 0) {
+        m->totals.bytes_moved += (uint64_t)value;
+        return 0;
+    }
+    buckets = histogram_of(m, metric, label, &n, &count, &sum);
+    if (buckets == NULL)
+        return 0;
+    if (bucket >= 0 && bucket < n)
+        buckets[bucket] = (uint64_t)value;
+    else if (bucket == HD_COUNTER_COUNT)
+        *count = (uint64_t)value;
+    else if (bucket == HD_COUNTER_SUM)
+        *sum = value;
+    return 0;
+}
+
+/* The counters recomputed from the rows: a file without persisted ones
+ * (an older one opened read-only). */
+static int collect_rows(struct hd_history *h, struct hd_metrics *m)
+{
+    int rc = hd_history_totals(h, &m->totals);
+
+    if (rc == 0)
+        rc = hd_history_each_stoppage(h, observe_cb, m);
+    if (rc == 0)
+        rc = hd_history_each_duration(h, duration_cb, m);
+    return rc;
+}
+
 int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m)
 {
+    struct hd_totals now;
+    uint64_t running_bytes = 0;
     int rc;
 
     if (h == NULL || m == NULL)
         return -EINVAL;
     memset(m, 0, sizeof(*m));
-    rc = hd_history_totals(h, &m->totals);
+    /* The running ones from the rows; what ended from the counters, which
+     * neither a prune nor a restart lowers. */
+    rc = hd_history_totals(h, &now);
     if (rc == 0)
-        rc = hd_history_each_stoppage(h, observe_cb, m);
+        rc = hd_history_running_bytes(h, &running_bytes);
     if (rc == 0)
-        rc = hd_history_each_duration(h, duration_cb, m);
+        rc = hd_history_each_counter(h, counter_cb, m);
+    if (rc == 0)
+        rc = hd_history_each_running_stoppage(h, observe_cb, m);
+    if (rc == -ENOENT) {
+        memset(m, 0, sizeof(*m));
+        return collect_rows(h, m);
+    }
+    m->totals.by_result[HD_RESULT_RUNNING] = now.by_result[HD_RESULT_RUNNING];
+    m->totals.bytes_moved += running_bytes;
     return rc;
 }
 
@@ -313,6 +388,31 @@ static void render_counters(const struct hd_metrics *m, struct hd_buf *out)
                   (unsigned long long)m->totals.bytes_moved);
 }
 
+/* What crane-hostd depends on: the hypervisor, the proxy, the peers. */
+static void render_gauges(const struct hd_gauges *g, struct hd_buf *out)
+{
+    if (g->hv_known)
+        hd_buf_printf(out,
+                      "# HELP crane_hypervisor_connected 1 while the "
+                      "hypervisor answers crane-hostd.\n"
+                      "# TYPE crane_hypervisor_connected gauge\n"
+                      "crane_hypervisor_connected %d\n", g->hv_connected);
+    if (g->proxy_known)
+        hd_buf_printf(out,
+                      "# HELP crane_proxy_up 1 when the proxy domain's "
+                      "crane-proxy answered the last probe in time.\n"
+                      "# TYPE crane_proxy_up gauge\n"
+                      "crane_proxy_up %d\n", g->proxy_up);
+    if (g->n_peers)
+        hd_buf_puts(out, "# HELP crane_peer_up 1 when the last connection "
+                         "to a peer crane-hostd worked.\n"
+                         "# TYPE crane_peer_up gauge\n");
+    for (size_t i = 0; i < g->n_peers && i < HD_GAUGE_PEERS; i++) {
+        put_series(out, "crane_peer_up", "peer", g->peers[i].name, NULL);
+        hd_buf_printf(out, "%d\n", g->peers[i].up);
+    }
+}
+
 int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
 {
     if (m == NULL || out == NULL)
@@ -324,6 +424,7 @@ int hd_metrics_render(const struct hd_metrics *m, struct hd_buf *out)
         render_pool(m, out);
     if (m->history.known)
         render_history(m, out);
+    render_gauges(&m->gauges, out);
     hd_buf_puts(out, "# HELP crane_build_info The crane version that "
                      "serves these metrics.\n"
                      "# TYPE crane_build_info gauge\n");

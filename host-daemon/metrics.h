@@ -5,21 +5,26 @@
 #include "buf.h"
 #include "backlog.h"
 #include "history.h"
+#include "metrics_le.h"
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Upper bounds (seconds) of crane_migration_stoppage_seconds' buckets. */
-#define HD_STOPPAGE_BUCKETS 13
-
-/* Upper bounds (seconds) of crane_migration_downtime_seconds' buckets: the
- * stoppage's, then on to 100 s (an offline VM pauses for the whole copy). */
-#define HD_DOWNTIME_BUCKETS 16
-
-/* Upper bounds (seconds) of crane_migration_duration_seconds' buckets. */
-#define HD_DURATION_BUCKETS 12
-
 /* The stoppage phases the histogram has a series for, always shown. */
 enum hd_stoppage_phase { HD_PHASE_PRE, HD_PHASE_POST, HD_PHASE_COUNT };
+
+/* Peers crane_peer_up shows, at most. */
+#define HD_GAUGE_PEERS 32
+
+/* What crane-hostd depends on, each shown when KNOWN (health.c). */
+struct hd_gauges {
+    bool hv_known, hv_connected;       /* the hypervisor answers */
+    bool proxy_known, proxy_up;        /* the proxy domain's crane-proxy */
+    size_t n_peers;
+    struct {
+        char name[128];                /* the peer's endpoint */
+        bool up;
+    } peers[HD_GAUGE_PEERS];
+};
 
 /* Everything one scrape shows; filled from the history, or by hand. */
 struct hd_metrics {
@@ -54,6 +59,7 @@ struct hd_metrics {
         bool unreadable;          /* no history counters: left out */
         struct hd_history_health health;
     } history;
+    struct hd_gauges gauges;
 };
 
 /* Adds one program's stoppage of SECONDS in PHASE ("pre" or "post"), or
@@ -95,6 +101,14 @@ int hd_metrics_collect(struct hd_history *h, struct hd_metrics *m);
  *   crane_history_unsaved_migrations         gauge, likewise: kept in memory
  *   crane_history_dropped_migrations_total   counter, likewise: lost past
  *                                            the backlog's bound
+ *   crane_hypervisor_connected               gauge, when gauges.hv_known:
+ *                                            1 while the hypervisor answers
+ *   crane_proxy_up                           gauge, when gauges.proxy_known:
+ *                                            1 when the last probe of the
+ *                                            proxy domain's crane-proxy
+ *                                            was answered in time
+ *   crane_peer_up{peer}                      gauge per peer: 1 when the
+ *                                            last connection to it worked
  *   crane_build_info{version}                gauge, always 1
  * Returns 0 or OUT's error.
  */

@@ -1,6 +1,8 @@
 /* The source side of a migration: prepare, detach, migrate, hand over. */
 #include "migration.h"
 
+#include "health.h"
+
 #include "guest.h"
 #include "handoff.h"
 #include "prepared.h"
@@ -195,8 +197,10 @@ static int check(struct mig *m)
                                   sizeof(ep)) < 0)
         return fail(m, "%s names no host: give the destination's "
                     "crane-hostd with --peer tcp:HOST:PORT", m->q->dest_uri);
-    if ((rc = hd_peer_open(ep, d->tls, d->key, d->key_len, d->cfg.host_name,
-                           &m->peer, why, sizeof(why))) < 0)
+    rc = hd_peer_open(ep, d->tls, d->key, d->key_len, d->cfg.host_name,
+                      &m->peer, why, sizeof(why));
+    hd_health_peer(d->health, ep, rc == 0);
+    if (rc < 0)
         return fail(m, "destination crane-hostd: %s", why);
     req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_CHECK;
     req.check = &c;

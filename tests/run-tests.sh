@@ -671,6 +671,10 @@ done
 # crane-hostctl (the steps of a migration another tool performs, the pool
 # for schedulers) against crane-hostd on libvirt's test driver: about 1 s.
 case_ "hostd/hostctl" bash tests/hostd/hostctl.sh
+# HTTPS with client certificates, a token, basic auth, plain only on loopback.
+case_ "hostd/https" bash tests/hostd/https.sh
+# contrib/: the Prometheus rules (promtool) and the Grafana dashboard.
+case_ "contrib/monitoring" bash tests/contrib/monitoring.sh
 case_ "hostd/history-disk" bash tests/hostd/history-disk.sh
 case_ "hostd/dashboard" bash tests/hostd/dashboard.sh
 # The dashboard of a real crane-hostd (libvirt's test driver, four GPUs,

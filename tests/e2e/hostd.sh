@@ -281,7 +281,7 @@ hostctl)
     step "device-added on src" "$WORK/events-src.log" 'device-added.*ua-gpu0'
     step "guest sees its GPU" "$WORK/console.log" '^CRANE-RNG present'
     [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle after resume"
-    ctl 0 pool.out pool
+    ctl 0 pool.out pool --json
     grep -q "\"state\":\"held\",\"holder\":\"$DOM\"" "$WORK/pool.out" ||
         fail "pool: gpu0 not held by $DOM"
     ctl 5 resume-again.out resume "$DOM"
@@ -290,7 +290,7 @@ hostctl)
     T_LEASE=$(date +%s)
     grep -q 'for at most 8 s' "$WORK/prepare.out" || fail "prepare: no lease said"
     # The pool shows it prepared, with what is left of its lease.
-    ctl 0 pool-prepared.out pool
+    ctl 0 pool-prepared.out pool --json
     python3 - "$WORK/pool-prepared.out" "$DOM" "hc-$$" <<'PY' || fail "pool: no prepared $DOM with its lease"
 import json, sys
 p = json.load(open(sys.argv[1]))["prepared"]
@@ -317,7 +317,7 @@ PY
         fail "hc-$$: lease ran out after the abort"
     curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations/hc-$$" > "$WORK/api.json"
     grep -q 'lease-expired' "$WORK/api.json" && fail "hc-$$: a lease-expired step after the abort"
-    ctl 0 pool-after.out pool
+    ctl 0 pool-after.out pool --json
     grep -q '"prepared":\[\]' "$WORK/pool-after.out" || fail "pool: still prepared after the abort"
     [ "$(grep -c 'device-added.*ua-gpu0' "$WORK/events-src.log")" = 2 ] ||
         fail "the GPU was plugged again after the abort"
@@ -329,7 +329,7 @@ PY
     step "guest sees its GPU after the lease" "$WORK/console.log" '^CRANE-RNG present' 3
     step "lease abort ended" "$WORK/hostd-src.log" "migration hl-$$ .*rolled-back"
     [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle after the lease"
-    ctl 0 pool2.out pool
+    ctl 0 pool2.out pool --json
     grep -q "\"state\":\"held\",\"holder\":\"$DOM\"" "$WORK/pool2.out" ||
         fail "pool: gpu0 not held by $DOM after the lease"
     curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations/hl-$$" > "$WORK/api2.json"

@@ -656,7 +656,7 @@ orch_hop() {
     [ "$_backit" -gt "$_gone" ] || fail "the victim made no progress while the VM moved"
     # The pool as a scheduler reads it, from the real libvirt: the GPU
     # held by the VM on the destination, free again on the source.
-    hostctl "$_to" "orch-pool-$_n-to.out" pool
+    hostctl "$_to" "orch-pool-$_n-to.out" pool --json
     python3 - "$WORK/orch-pool-$_n-to.out" "$DOM" <<'PY' || fail "pool on $_to: gpu0 not held by $DOM"
 import json, sys
 p = json.loads(open(sys.argv[1]).read().splitlines()[0])

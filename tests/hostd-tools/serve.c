@@ -198,12 +198,13 @@ static int stand_in_pool(void *arg, hd_pool_use_fn *use, void *use_arg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: hostd-serve HISTORY.db PORT\n"
+    fprintf(f, "usage: hostd-serve HISTORY.db PORT [ADDR [WEB_CONFIG]]\n"
                "       hostd-serve --fixture HISTORY.db\n"
                "       hostd-serve --advance HISTORY.db\n"
                "Serves the dashboard, /api and /metrics of HISTORY.db on"
-               " 127.0.0.1:PORT (0: any free port, printed) until stdin"
-               " closes, with a stand-in GPU pool of two GPUs; with --fixture, writes a sample history (finished,"
+               " 127.0.0.1:PORT (0: any free port, printed; ADDR: another"
+               " address; WEB_CONFIG: HTTPS and credentials, as crane-hostd's"
+               " web_config) until stdin closes, with a stand-in GPU pool of two GPUs; with --fixture, writes a sample history (finished,"
                " rolled-back, failed and running migrations) into the new"
                " file HISTORY.db instead; with --advance, moves that"
                " fixture's running migration one event on (exit 3 once it"
@@ -214,15 +215,17 @@ int main(int argc, char **argv)
 {
     struct hd_history *h = NULL;
     struct hd_http *s = NULL;
-    const struct hd_http_sources pool = {.pool = stand_in_pool};
-    char buf[64];
+    struct hd_http_sources pool = {.pool = stand_in_pool};
+    struct hd_web_config *web = NULL;
+    char buf[64], why[512];
     int rc;
 
     if (argc == 2 && !strcmp(argv[1], "--help")) {
         usage(stdout);
         return 0;
     }
-    if (argc != 3) {
+    if (argc < 3 || argc > 5 || (argc > 3 && !strcmp(argv[1], "--fixture")) ||
+        (argc > 3 && !strcmp(argv[1], "--advance"))) {
         usage(stderr);
         return 2;
     }
@@ -240,12 +243,19 @@ int main(int argc, char **argv)
                     strerror(-rc));
         return rc == -EALREADY ? 3 : rc < 0 ? 1 : 0;
     }
+    if (argc == 5 && *argv[4] &&
+        (rc = hd_web_config_load(argv[4], &web, why, sizeof(why))) < 0) {
+        fprintf(stderr, "hostd-serve: %s\n", why);
+        return 1;
+    }
+    pool.web = web;
     if ((rc = hd_history_open(argv[1], &h)) < 0 ||
-        (rc = hd_http_start_with(&s, NULL, (uint16_t)atoi(argv[2]), h,
-                                 &pool)) < 0) {
+        (rc = hd_http_start_with(&s, argc > 3 ? argv[3] : NULL,
+                                 (uint16_t)atoi(argv[2]), h, &pool)) < 0) {
         fprintf(stderr, "hostd-serve: cannot serve %s: %s\n", argv[1],
                 strerror(-rc));
         hd_history_close(h);
+        hd_web_config_free(web);
         return 1;
     }
     printf("port %u\n", hd_http_port(s));
@@ -254,5 +264,6 @@ int main(int argc, char **argv)
         ;
     hd_http_stop(s);
     hd_history_close(h);
+    hd_web_config_free(web);
     return 0;
 }

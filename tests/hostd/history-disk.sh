@@ -88,7 +88,7 @@ stop_hostd() {
 }
 # health FIELD VALUE: crane-hostctl pool's history.FIELD is VALUE (JSON).
 health_is() {
-    "$CTL" --connect "unix:$T/c.sock" pool > "$T/out" 2> "$T/err" || return 1
+    "$CTL" --connect "unix:$T/c.sock" pool --json > "$T/out" 2> "$T/err" || return 1
     python3 - "$T/out" "$1" "$2" <<'PY'
 import json, sys
 h = json.load(open(sys.argv[1])).get("history")

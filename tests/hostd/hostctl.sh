@@ -76,7 +76,11 @@ for args in "" "frob vm" "prepare" "prepare a b" "pool vm" \
     "pool --wait -1" "pool --connect nonsense" "prepare vm --bogus" \
     "shm" "shm a b" "prepare vm --release" "shm vm --live" \
     "abort vm --lease 5" "pool --lease 5" "prepare vm --lease -1" \
-    "prepare vm --lease x" "prepare vm --lease 604801" "prepare vm --lease"; do
+    "prepare vm --lease x" "prepare vm --lease 604801" "prepare vm --lease" \
+    "list vm" "history vm" "jobinfo" "jobinfo a b" "history --limit 0" \
+    "history --limit 1001" "list --limit 5" "prepare vm --json" \
+    "jobinfo vm --domain x" "list --format json" "pool --json --format placement" \
+    "history --id x"; do
     ctl 2 $args
     [ "$(wc -l < "$T/err")" = 1 ] || die "'$args': not one line on stderr"
     grep -q '^crane-hostctl: .*(see --help)$' "$T/err" || die "'$args': $(cat "$T/err")"
@@ -100,6 +104,11 @@ wait_until -q 10 -p "$PID" -e "$PID" -n "crane-hostd listens" \
 [ -S "$T/c.sock" ] || die "crane-hostd does not listen"
 
 ctl 0 pool
+grep -q '^ gpu0 .* held .* holder$' "$T/out" || die "pool table: $(cat "$T/out")"
+grep -q '^ gpu1 .* free' "$T/out" || die "pool table: $(cat "$T/out")"
+grep -q '^host host-a: 2 GPU(s), 1 free, 1 held, 0 reserved$' "$T/out" ||
+    die "pool table's summary: $(cat "$T/out")"
+ctl 0 pool --json
 python3 - "$T/out" <<'PY' || die "pool (json): $(cat "$T/out")"
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -147,15 +156,21 @@ ctl 1 prepare absent --live
 grep -q '^result: rolled-back: no domain absent here' "$T/out" || die "prepare absent: $(cat "$T/out")"
 ctl 1 prepare nochan --lease 1
 grep -q '^result: rolled-back: nochan has no guest channel' "$T/out" || die "prepare nochan --lease: $(cat "$T/out")"
-ctl 5 resume absent
-grep -q '^result: failed: the VM does not run on this host' "$T/out" || die "resume absent: $(cat "$T/out")"
-[ "$(wc -l < "$T/err")" = 1 ] &&
-    grep -q '^crane-hostctl: resume absent failed: the VM does not run on this host$' "$T/err" ||
-    die "resume absent: stderr $(cat "$T/err")"
+# A domain the hypervisor does not know: virsh's words, exit 1, nothing
+# on stdout.
+for step in resume abort jobinfo; do
+    ctl 1 $step absent
+    [ -s "$T/out" ] && die "$step absent: stdout $(cat "$T/out")"
+    head -1 "$T/err" | grep -qx "error: failed to get domain 'absent'" ||
+        die "$step absent: stderr $(cat "$T/err")"
+done
 ctl 5 resume holder
 grep -q '^result: failed:' "$T/out" || die "resume holder: $(cat "$T/out")"
 ctl 5 abort nochan
 grep -q '^result: failed: the VM has no guest channel here' "$T/out" || die "abort nochan: $(cat "$T/out")"
+# A refusal: its result line only, no empty summary.
+[ "$(wc -l < "$T/out")" = 1 ] || die "abort nochan: a summary: $(cat "$T/out")"
+grep -q 'refused: nothing changed' "$T/err" || die "abort nochan: $(cat "$T/err")"
 ctl 0 abort holder
 grep -q 'still holds its GPU: nothing to undo' "$T/out" || die "abort holder: $(cat "$T/out")"
 [ -s "$T/err" ] && die "abort exit 0 with a line on stderr: $(cat "$T/err")"
@@ -165,11 +180,47 @@ ctl 1 shm holder
 grep -q '^result: rolled-back: no shared memory to give' "$T/out" || die "shm holder: $(cat "$T/out")"
 ctl 0 shm --release holder
 # The pool is as it was.
-ctl 0 pool
+ctl 0 pool --format json
 grep -q '"free":1,"held":1,"reserved":0' "$T/out" || die "pool changed: $(cat "$T/out")"
+
+# --- virsh-like views ----------------------------------------------------------
+ctl 0 list
+grep -q '^ DOMAIN ' "$T/out" || die "list: no header: $(cat "$T/out")"
+grep -qE '^ holder +running +gpu0 ' "$T/out" || die "list: $(cat "$T/out")"
+grep -q '^pool: 2 GPU(s), 1 free$' "$T/out" || die "list: $(cat "$T/out")"
+ctl 0 list --json
+python3 - "$T/out" <<'PY' || die "list --json: $(cat "$T/out")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+d = {x["domain"]: x for x in p["domains"]}
+assert d["holder"]["state"] == "running" and d["holder"]["gpu"] == "gpu0", d
+assert (p["gpus"], p["free"]) == (2, 1), p
+PY
+# The three prepares above were refused and recorded (rolled back).
+ctl 0 history
+grep -q '^ ID  *DOMAIN  *RESULT ' "$T/out" || die "history: $(cat "$T/out")"
+[ "$(grep -cE '^ m[^ ]+ +(nochan|absent) +rolled-back +(live|offline) ' "$T/out")" = 3 ] ||
+    die "history rows: $(cat "$T/out")"
+ctl 0 history --limit 1 --json
+python3 - "$T/out" <<'PY' || die "history --json: $(cat "$T/out")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert len(p["migrations"]) == 1 and p["total"] >= 3, p
+m = p["migrations"][0]
+assert m["result"] == "rolled-back" and m["end"] is not None, m
+assert m["domain"] in ("nochan", "absent"), m
+PY
+ctl 0 history --domain absent --json
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["total"] == 1 and p["migrations"][0]["domain"] == "absent", p' "$T/out" ||
+    die "history --domain: $(cat "$T/out")"
+ctl 0 jobinfo holder
+grep -qE '^Job type: +None$' "$T/out" || die "jobinfo holder: $(cat "$T/out")"
+ctl 0 jobinfo holder --json
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["domain"] == "holder" and p["migration"] is None and p["fields"]["Job type"] == "None", p' "$T/out" ||
+    die "jobinfo --json: $(cat "$T/out")"
 kill "$PID"
 wait "$PID"
 rc=$?
 PID=
 [ $rc = 0 ] || die "crane-hostd exit $rc on SIGTERM"
-echo "PASS: crane-hostctl (pool in 3 formats, refused steps, usage)"
+echo "PASS: crane-hostctl (pool as a table and in 3 formats, refused steps, unknown domains, list, history, jobinfo, usage)"

@@ -17,6 +17,11 @@ TEST_ENTRY(history_concurrent_writer)
 TEST_ENTRY(history_bad_inputs)
 TEST_ENTRY(history_prune)
 
+/* host-daemon/history_counters.c: tests/hostd/test_counters.c */
+TEST_ENTRY(counters_survive_prune_and_restart)
+TEST_ENTRY(counters_seeded_from_older_file)
+TEST_ENTRY(counters_store_counts_once)
+
 /* host-daemon/backlog.c: tests/hostd/test_backlog.c */
 TEST_ENTRY(backlog_history_store)
 TEST_ENTRY(backlog_keep_and_flush)
