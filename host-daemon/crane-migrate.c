@@ -305,6 +305,6 @@ int main(int argc, char **argv)
         setvbuf(stdout, NULL, _IOLBF, 0);
         status = run(&o, &v);
     }
-    free(o.xml);
+    mig_opts_free(&o);
     return status;
 }

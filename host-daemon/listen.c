@@ -2,9 +2,12 @@
  * one, both through proto/listen.c) and who serves each connection. */
 #include "listen.h"
 
+#include "migrate_opts.h"
+
 #include "handoff.h"
 #include "io.h"
 #include "log.h"
+#include "migrate_opts.h"
 #include "migration.h"
 #include "peer.h"
 #include "proto/endpoint.h"
@@ -108,7 +111,7 @@ static const char *check_request(const Crane__Hostd__MigrateRequest *q)
     if (*q->peer && (crn_endpoint_parse(q->peer, &ep) < 0 ||
                      ep.kind != CRN_EP_TCP))
         return "bad peer endpoint (tcp:HOST:PORT)";
-    return NULL;
+    return hd_migrate_opts_check(q->options);
 }
 
 static void serve_client(void *arg)

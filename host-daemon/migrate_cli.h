@@ -4,6 +4,7 @@
 
 #include "proto/hostd.pb-c.h"
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,8 @@
 #define MIG_MAX_REPLY (1u << 20)    /* bytes of one reply from the daemon */
 #define MIG_MAX_REQUEST (64u << 10) /* what crane-hostd reads of a frame */
 #define MIG_MAX_WAIT 1000000.0      /* --wait, seconds (fits poll's int ms) */
+#define MIG_MAX_DISKS 64            /* --migrate-disks targets */
+#define MIG_VIRSH_BASE 512          /* migrate_virsh.c's option ids */
 #define MIG_FOLLOW "follow it on crane-hostd's dashboard or in its history"
 
 /* Exit statuses; --help and docs/host.md list them. */
@@ -37,6 +40,11 @@ struct mig_opts {
     const char *connect_from;         /* "--connect" or the variable */
     double wait;                      /* seconds; 0: forever */
     char *xml;                        /* --xml's text, owned */
+    Crane__Hostd__MigrateOptions vopts; /* req.options once one is set */
+    char *disks[MIG_MAX_DISKS];       /* --migrate-disks, owned */
+    const char *named_domain;         /* --domain, --desturi, --migrateuri */
+    const char *named_desturi;
+    const char *named_migrateuri;
 };
 
 /* The terminal or log that stdout is. */
@@ -61,6 +69,20 @@ struct mig_reader {
 /* migrate_args.c: the command line.  Returns -1 to go on with O filled,
  * else the exit status (--help, --version, bad usage). */
 int mig_parse_args(int argc, char **argv, struct mig_opts *o);
+
+/* One line "crane-migrate: WHAT (see --help)" from FMT with ARG; returns
+ * MIG_EXIT_USAGE. */
+int mig_usage_error(const char *fmt, const char *arg);
+/* Frees what O owns. */
+void mig_opts_free(struct mig_opts *o);
+
+/* migrate_virsh.c: virsh migrate's further options, ids from
+ * MIG_VIRSH_BASE; the table ends with a NULL name. */
+extern const struct option mig_virsh_options[];
+/* Takes option ID with ARG: -1 to go on, else the exit status. */
+int mig_virsh_option(int id, const char *arg, struct mig_opts *o);
+/* The checks between them once all are read: -1 or the exit status. */
+int mig_virsh_check(const struct mig_opts *o);
 
 /* migrate_print.c: what crane-migrate shows, every string from the daemon
  * cleaned first. */

@@ -1,6 +1,8 @@
 /* The source side of a migration: prepare, detach, migrate, hand over. */
 #include "migration.h"
 
+#include "migrate_opts.h"
+
 #include "guest.h"
 #include "handoff.h"
 #include "prepared.h"
@@ -379,10 +381,14 @@ static int migrate(struct mig *m)
     bool watching;
     int rc;
 
+    hd_migrate_opts_apply(&d->cfg, m->q->options, &a);
     hv_set_last_error(NULL);
-    hd_run_say(&m->run, "migrate", -1, "migrating to %s (%s%s)",
+    hd_run_say(&m->run, "migrate", -1, "migrating to %s (%s%s%s%s)",
                m->q->dest_uri, m->q->live ? "live" : "offline",
-               m->q->p2p ? ", peer-to-peer" : "");
+               m->q->p2p ? ", peer-to-peer" : "", a.tls ? ", TLS" : "",
+               a.copy_storage_all   ? ", copying all storage"
+               : a.copy_storage_inc ? ", copying storage incrementally"
+                                    : "");
     atomic_init(&w.done, false);
     atomic_init(&w.suspended, false);
     watching = pthread_create(&w.thread, NULL, watch_job, &w) == 0;
@@ -423,7 +429,9 @@ static Crane__Hostd__Result hand_over(struct mig *m)
     hd_run_say(&m->run, "arrive", -1, "%s attaches a GPU and resumes",
                hd_peer_host(m->peer));
     a.migration_id = m->run.m.id;
-    a.domain = m->dom.name;
+    /* --dname: the VM has its new name there. */
+    a.domain = m->q->options && *m->q->options->dname ? m->q->options->dname
+                                                      : m->dom.name;
     a.mode = live(m) ? CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE
                      : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE;
     a.src_host = m->d->cfg.host_name;

@@ -240,6 +240,46 @@ static void put_escaped(FILE *f, const char *s)
     }
 }
 
+/* The MigrateOptions, one "options.NAME = VALUE" line each, or
+ * "options = none". */
+static void dump_options(FILE *f, const Crane__Hostd__MigrateOptions *o)
+{
+    if (!o) {
+        fputs("options = none\n", f);
+        return;
+    }
+    fprintf(f, "options.tls = %d\noptions.copy_storage_all = %d\n"
+               "options.copy_storage_inc = %d\n"
+               "options.copy_storage_synchronous_writes = %d\n"
+               "options.auto_converge = %d\noptions.abort_on_error = %d\n"
+               "options.parallel = %d\noptions.compressed = %d\n"
+               "options.unsafe = %d\noptions.change_protection = %d\n"
+               "options.tunnelled = %d\noptions.zerocopy = %d\n"
+               "options.bandwidth_mib = %llu\n"
+               "options.parallel_connections = %u\n"
+               "options.disks_port = %u\n",
+            o->tls, o->copy_storage_all, o->copy_storage_inc,
+            o->copy_storage_synchronous_writes, o->auto_converge,
+            o->abort_on_error, o->parallel, o->compressed, o->unsafe,
+            o->change_protection, o->tunnelled, o->zerocopy,
+            (unsigned long long)o->bandwidth_mib, o->parallel_connections,
+            o->disks_port);
+    fputs("options.listen_address = ", f);
+    put_escaped(f, o->listen_address);
+    fputs("\noptions.dname = ", f);
+    put_escaped(f, o->dname);
+    fputs("\noptions.disks_uri = ", f);
+    put_escaped(f, o->disks_uri);
+    fputs("\noptions.tls_destination = ", f);
+    put_escaped(f, o->tls_destination);
+    fputs("\noptions.migrate_disks =", f);
+    for (size_t i = 0; i < o->n_migrate_disks; i++) {
+        fputc(' ', f);
+        put_escaped(f, o->migrate_disks[i]);
+    }
+    fputc('\n', f);
+}
+
 static int dump(const char *path, const Crane__Hostd__MigrateRequest *r)
 {
     const struct {
@@ -264,6 +304,7 @@ static int dump(const char *path, const Crane__Hostd__MigrateRequest *r)
                "dest_xml = %zu bytes\n",
             r->live, r->p2p, r->persistent, r->undefine_source, r->timeout_s,
             r->verbose, strlen(r->dest_xml));
+    dump_options(f, r->options);
     if (fclose(f) != 0)
         return -errno;
     if (*r->dest_xml) {

@@ -22,7 +22,8 @@ CASES="help usage-no-args usage-one-arg usage-extra-arg usage-unknown-option
 usage-missing-value usage-bad-timeout usage-timeout-without-live
 usage-live-offline usage-bad-proxy usage-bad-peer usage-bad-wait
 usage-bad-connect xml-missing xml-unusable map-defaults map-options
-map-xml map-connect-env ok verbose verbose-tty rolled-back failed remoting
+map-xml map-connect-env map-virsh-options map-named usage-virsh-options
+postcopy-refused ok verbose verbose-tty rolled-back failed remoting
 lost
 no-daemon hang-wait partial-wait close garbage empty huge unknown-result
 interrupt valgrind"
@@ -224,6 +225,109 @@ case_map_options() {
     field domain -vm
     field live 0
     field proxy unix:/run/crane/px.sock
+}
+
+case_map_virsh_options() {
+    fake ok
+    migf --live --p2p --tls --copy-storage-all --migrate-disks vda,sdb \
+        --auto-converge --bandwidth 64 --abort-on-error --parallel \
+        --parallel-connections 4 --listen-address 10.0.0.2 --dname vm1-b \
+        --compressed --disks-uri tcp://10.0.0.2:49153 --disks-port 49153 \
+        --unsafe --change-protection --tunnelled --zerocopy \
+        --tls-destination host-b.example --copy-storage-synchronous-writes \
+        --timeout-suspend vm1 qemu+tls://host-b/system
+    expect_rc 0
+    finish
+    for f in tls copy_storage_all auto_converge abort_on_error parallel \
+             compressed unsafe change_protection tunnelled zerocopy \
+             copy_storage_synchronous_writes; do
+        field options.$f 1
+    done
+    field options.copy_storage_inc 0
+    field options.bandwidth_mib 64
+    field options.parallel_connections 4
+    field options.disks_port 49153
+    field options.listen_address 10.0.0.2
+    field options.dname vm1-b
+    field options.disks_uri tcp://10.0.0.2:49153
+    field options.tls_destination host-b.example
+    grep -qxF 'options.migrate_disks = vda sdb' "$T/dump" ||
+        die "migrate_disks not 'vda sdb'"
+    # None of them: no options message at all.
+    fake ok
+    migf vm1 qemu:///b
+    expect_rc 0
+    finish
+    field options none
+    fake ok
+    migf --copy-storage-inc vm1 qemu:///b
+    expect_rc 0
+    finish
+    field options.copy_storage_inc 1
+    field options.copy_storage_all 0
+    field options.tls 0
+}
+
+case_map_named() {
+    fake ok
+    migf --domain vm-n --desturi qemu+ssh://host-b/system \
+        --migrateuri tcp://10.0.0.2:49152
+    expect_rc 0
+    finish
+    field domain vm-n
+    field dest_uri qemu+ssh://host-b/system
+    field migrate_uri tcp://10.0.0.2:49152
+    # Named ones take their place; operands fill the rest in order.
+    fake ok
+    migf --desturi qemu:///b vm-o tcp://10.0.0.3:1
+    expect_rc 0
+    finish
+    field domain vm-o
+    field dest_uri qemu:///b
+    field migrate_uri tcp://10.0.0.3:1
+    usage --domain vm1
+    grep -q 'DESTURI is needed' "$T/err" || die "missing DESTURI not said"
+    usage --domain vm1 --desturi qemu:///b --migrateuri tcp://x:1 extra
+    grep -q "'extra'" "$T/err" || die "extra operand not named"
+}
+
+case_usage_virsh_options() {
+    usage --copy-storage-all --copy-storage-inc vm1 qemu:///b
+    usage --migrate-disks vda vm1 qemu:///b
+    grep -q 'need --copy-storage-all' "$T/err" || die "reason not said"
+    for d in "" , "$(printf 'a%.0s' $(seq 40))" \
+             "$(seq -s, 1 65 | sed 's/[0-9]*/vd&/g')"; do
+        usage --copy-storage-all --migrate-disks "$d" vm1 qemu:///b
+    done
+    for b in 0 -1 abc 1.5 "" 1099511627777; do
+        usage --bandwidth "$b" vm1 qemu:///b
+    done
+    for n in 0 256 x; do
+        usage --parallel --parallel-connections "$n" vm1 qemu:///b
+    done
+    usage --parallel-connections 2 vm1 qemu:///b
+    usage --zerocopy vm1 qemu:///b
+    usage --tunnelled vm1 qemu:///b
+    usage --copy-storage-all --disks-port 70000 vm1 qemu:///b
+    usage --dname a/b vm1 qemu:///b
+    usage --suspend vm1 qemu:///b
+    grep -q 'must run at the destination' "$T/err" || die "--suspend reason"
+    usage --direct vm1 qemu:///b
+    usage vm1 qemu:///b --bandwidth
+    grep -q "needs a value" "$T/err" || die "missing value not said"
+}
+
+case_postcopy_refused() {
+    for o in --postcopy --postcopy-after-precopy --timeout-postcopy \
+             "--postcopy-bandwidth=10" --postcopy-resume; do
+        usage --live $o vm1 qemu:///b
+        grep -q 'post-copy\|post-copy migration' "$T/err" ||
+            die "$o: no reason"
+    done
+    usage --live --postcopy vm1 qemu:///b
+    grep -q 'loses the VM' "$T/err" || die "the reason lacks the VM's loss"
+    grep -q 'unplugged before the copy' "$T/err" ||
+        die "the reason lacks the GPU's part"
 }
 
 case_map_xml() {
