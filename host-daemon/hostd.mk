@@ -110,9 +110,11 @@ endif
 
 # crane-migrate's own files; the library's; everything else is the daemon.
 MIGRATE_SRCS := host-daemon/crane-migrate.c host-daemon/migrate_args.c \
-                host-daemon/migrate_print.c host-daemon/migrate_virsh.c
+                host-daemon/migrate_print.c host-daemon/migrate_virsh.c \
+                host-daemon/migrate_jobinfo.c host-daemon/migrate_cancel.c
 # crane-hostctl shares crane-migrate's output (migrate_print.c).
-HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/migrate_print.c
+HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/migrate_print.c \
+                host-daemon/migrate_jobinfo.c host-daemon/migrate_cancel.c
 HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) $(HOSTCTL_SRCS) \
                 host-daemon/hv_libxl%.c, \
                 $(sort $(wildcard host-daemon/*.c)))

@@ -47,11 +47,15 @@ struct mig_opts {
     const char *named_migrateuri;
 };
 
-/* The terminal or log that stdout is. */
+/* The terminal or log that stdout is; progress goes to ERR, as virsh
+ * writes it. */
 struct mig_view {
     FILE *out;
+    FILE *err;        /* NULL: stderr */
+    char last_progress[16]; /* the percent text shown last, "" none */
     bool tty;         /* update the progress line in place with \r */
-    bool line_open;   /* a progress line without its newline is shown */
+    bool line_open;   /* a progress line without its newline is shown
+                         (on ERR) */
     int last_percent; /* -1: none shown yet */
     bool quiet;       /* mig_print_done writes no stderr line: the
                          caller says it in its own words (crane-hostctl) */
@@ -83,6 +87,19 @@ extern const struct option mig_virsh_options[];
 int mig_virsh_option(int id, const char *arg, struct mig_opts *o);
 /* The checks between them once all are read: -1 or the exit status. */
 int mig_virsh_check(const struct mig_opts *o);
+
+/* migrate_cancel.c: asks the crane-hostd at CONNECT to cancel DOMAIN's
+ * running migration (ID, or NULL for any).  0: taken, its id in MIG_ID;
+ * -ENOENT: refused (nothing runs, or too late), WHY says so; another
+ * -errno: no usable answer, WHY says so. */
+int mig_cancel(const char *connect, const char *domain, const char *id,
+               char *why, size_t why_len, char *mig_id, size_t id_len);
+
+/* migrate_jobinfo.c: a job's figures as virsh domjobinfo prints them,
+ * and virsh's progress percent of REMAINING of TOTAL bytes (two
+ * decimals, truncated; 100 only when nothing remains). */
+void mig_print_jobinfo(FILE *out, const Crane__Hostd__JobStats *j);
+double mig_job_percent(uint64_t remaining, uint64_t total);
 
 /* migrate_print.c: what crane-migrate shows, every string from the daemon
  * cleaned first. */

@@ -1,6 +1,8 @@
 /* One migration as it happens on this host: its steps, history, progress. */
 #include "run.h"
 
+#include "running.h"
+
 #include "backlog.h"
 #include "log.h"
 #include "proto/auth.h"
@@ -175,6 +177,34 @@ void hd_run_say(struct hd_run *run, const char *phase, int percent,
     r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_PROGRESS;
     r.progress = &p;
     send_reply(run, &r);
+}
+
+void hd_run_job_progress(struct hd_run *run, const struct hv_job *j)
+{
+    Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__Progress p = CRANE__HOSTD__PROGRESS__INIT;
+    Crane__Hostd__JobStats js;
+
+    hd_job_stats(j, &js);
+    p.phase = "migrate";
+    p.text = "";
+    p.elapsed = hd_run_elapsed(run);
+    p.percent = j->data_total ? (int)(100.0 *
+                                      (double)(j->data_total -
+                                               j->data_remaining) /
+                                      (double)j->data_total)
+                              : -1;
+    p.bytes = run->m.bytes_moved;
+    p.job = &js;
+    r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_PROGRESS;
+    r.progress = &p;
+    send_reply(run, &r);
+}
+
+void hd_run_set_job(struct hd_run *run, const struct hv_job *j)
+{
+    run->job = *j;
+    run->has_job = true;
 }
 
 static char *dup_or_empty(const char *s)
@@ -364,7 +394,12 @@ static double send_done(struct hd_run *run, Crane__Hostd__Result result,
     Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
     Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
     Crane__Hostd__Step **ptrs = calloc(run->n_steps + 1, sizeof(*ptrs));
+    Crane__Hostd__JobStats js;
 
+    if (run->has_job) {
+        hd_job_stats(&run->job, &js);
+        done.job = &js;
+    }
     done.result = result;
     done.error = (char *)(error ? error : "");
     done.id = run->m.id;

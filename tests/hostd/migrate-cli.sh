@@ -26,7 +26,7 @@ map-xml map-connect-env map-virsh-options map-named usage-virsh-options
 postcopy-refused ok verbose verbose-tty rolled-back failed remoting
 lost
 no-daemon hang-wait partial-wait close garbage empty huge unknown-result
-interrupt valgrind"
+cancel interrupt valgrind"
 
 case "${1:-}" in
 --list) echo $CASES; exit 0 ;;
@@ -391,19 +391,19 @@ EOF
     diff -u "$T/expect" "$T/out" || die "output differs"
 }
 
+# virsh 11's progress: "\rMigration: [%5.2f %]" on stderr, a new text
+# only when it changes, the line ended before the next thing printed.
 case_verbose() {
     fake ok
     migf --verbose vm1 qemu:///b
     expect_rc 0
     finish
-    # One line per change of the percent (the fake repeats 10 %), in place
-    # between the phase lines that frame it.
-    diff <(grep '^Migration:' "$T/out") \
-         <(for p in 10 20 30 40 50 60 70 80 90 100; do
-               printf 'Migration: [%3d %%]\n' $p; done) ||
-        die "progress lines differ"
-    sed -n '/migrating to host-b/,/migrated: 1.0GiB/p' "$T/out" |
-        grep -c '^Migration:' | grep -qx 10 || die "progress out of place"
+    # From a daemon that sends whole percents only (the fake repeats 10 %).
+    want=$(for p in 10 20 30 40 50 60 70 80 90 100; do
+               printf '~Migration: [%5.2f %%]' $p; done)
+    tr '\r' '~' <"$T/err" | grep -qxF -- "$want" || die "progress differs"
+    [ "$(wc -l <"$T/err")" = 1 ] || die "stderr is not the one progress line"
+    grep -q '^Migration' "$T/out" && die "progress on stdout"
     has_line "result: ok"
 }
 
@@ -416,14 +416,53 @@ case_verbose_tty() {
     RC=$?
     expect_rc 0
     finish
-    # The percent is rewritten in place with \r, and the line is ended
+    # On one terminal: the percent rewritten in place, the line ended
     # before the next phase line.
-    want=$(for p in 10 20 30 40 50 60 70 80 90 100; do
-               printf '~Migration: [%3d %%]' $p; done)
-    tr '\r' '~' <"$T/out" | grep -qxF -- "$want~" ||
+    tr '\r' '~' <"$T/out" |
+        grep -qF -- '~Migration: [90.00 %]~Migration: [100.00 %]' ||
         die "no in-place progress line"
     tr '\r' '~' <"$T/out" | grep -qxF -- '[  4.200s] migrate   migrated: 1.0GiB~' ||
         die "phase line not on its own line"
+}
+
+case_verbose_job() {
+    fake jobinfo
+    migf --verbose vm1 qemu:///b
+    expect_rc 0
+    finish
+    # From the job's bytes: two decimals, truncated (49.50, not 50).
+    want=$(for p in 10.00 20.00 30.00 40.00 49.50 60.00 70.00 80.00 90.00 \
+                    100.00; do
+               printf '~Migration: [%5s %%]' $p; done)
+    tr '\r' '~' <"$T/err" | grep -qxF -- "$want" || die "progress differs"
+}
+
+case_jobinfo() {
+    fake jobinfo
+    migf vm1 qemu:///b
+    expect_rc 0
+    finish
+    sed -n '/^bytes:/,/^result:/p' "$T/out" >"$T/got"
+    cat >"$T/expect" <<'EOF'
+bytes: 1073741824 (1.0GiB)
+Job type:         Completed   
+Operation:        Outgoing migration
+Time elapsed:     4019         ms
+Data processed:   1.000 GiB
+Data remaining:   0.000 B
+Data total:       1.000 GiB
+Memory processed: 1.000 GiB
+Memory remaining: 0.000 B
+Memory total:     1.000 GiB
+Memory bandwidth: 256.000 MiB/s
+Dirty rate:       120          pages/s
+Page size:        4096         bytes
+Iteration:        3           
+Total downtime:   42           ms
+Setup time:       12           ms
+result: ok
+EOF
+    diff -u "$T/expect" "$T/got" || die "domjobinfo figures differ"
 }
 
 case_rolled_back() {
@@ -433,11 +472,15 @@ case_rolled_back() {
     finish
     has_line "[  1.200s] migrate   migration failed: connection reset by peer"
     has_line "[  1.420s] rollback  programs back on the GPU at the source"
-    has_line "Migration: [ 30 %]"
     has_line "step    migrate   -       -                    0.181    1019.0  FAILED: migration job: connection reset by peer"
     has_line "program 4242    cl_worker        pre      45.0 ms post      60.0 ms"
     has_line "stoppage: pre max 45.0 ms, post max 60.0 ms over 1 program(s)"
     has_line "result: rolled-back: migrate: connection reset by peer"
+    # The progress line, ended, then the one line of the result.
+    head -1 "$T/err" | tr '\r' '~' |
+        grep -qxF '~Migration: [10.00 %]~Migration: [30.00 %]' ||
+        die "progress line differs"
+    sed -i 1d "$T/err"
     err_line 'rolled back: it runs on at the source: migrate: connection reset'
 }
 
@@ -570,6 +613,33 @@ case_unknown_result() {
 }
 
 # interrupted SIGNAL STATUS: crane-migrate watching a migration gets SIGNAL.
+# A first signal cancels: HostCancel on a second connection, then the
+# rollback's report and its exit status 1.
+cancelled() {
+    fake cancel
+    $WRAP "$MIGRATE" --connect "unix:$SOCK" vm1 qemu:///b >"$T/out" \
+        2>"$T/err" &
+    local pid=$!
+    wait_until -q 10 -p "$FAKE_PID" -t "$pid" -n "the request" -- \
+        test -s "$T/dump"
+    [ -s "$T/dump" ] || die "no request"
+    kill -"$1" "$pid"
+    wait "$pid"
+    RC=$?
+    expect_rc 1
+    finish
+    field cancel vm1
+    has_line "result: rolled-back: cancelled by the operator while the hypervisor copied"
+    grep -q 'cancelling migration 20240517-101500-vm1 of vm1: it rolls back' \
+        "$T/err" || die "the cancel is not said"
+}
+
+case_cancel() {
+    cancelled INT
+    cancelled TERM
+}
+
+# A second signal stops watching; the cancel goes on in crane-hostd.
 interrupted() {
     fake hang
     $WRAP "$MIGRATE" --connect "unix:$SOCK" vm1 qemu:///b >"$T/out" \
@@ -580,11 +650,17 @@ interrupted() {
         test -s "$T/dump"
     [ -s "$T/dump" ] || die "no request"
     kill -"$1" "$pid"
+    # The fake takes no cancel (it never accepts again): crane-migrate
+    # says it could not cancel within its bound, then the second signal.
+    wait_until -q 20 -t "$pid" -n "the cancel's answer" -- \
+        grep -q 'cannot cancel' "$T/err"
+    kill -"$1" "$pid"
     wait "$pid"
     RC=$?
     expect_rc "$2"
     finish
-    err_line 'interrupted: the migration goes on in crane-hostd \(not cancelled\); follow it'
+    grep -q 'interrupted again: stopped watching; the cancel and its rollback go on in crane-hostd' "$T/err" ||
+        die 'the second interrupt is not said'
 }
 
 case_interrupt() {
