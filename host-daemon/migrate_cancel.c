@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,10 +93,27 @@ int mig_cancel(const char *connect, const char *domain, const char *id,
         rc = -EPROTO;
     } else if (r->done->result != CRANE__HOSTD__RESULT__RESULT_OK) {
         mig_clean(why, why_len, r->done->error, false);
-        rc = -ENOENT;
+        rc = -ESRCH;
     } else {
         mig_clean(mig_id, id_len, r->done->id, true);
     }
     crane__hostd__daemon_reply__free_unpacked(r, NULL);
     return rc;
+}
+
+int mig_cancel_command(const char *connect, const char *domain,
+                       const char *id)
+{
+    char why[600], mig_id[80] = "", dom[280];
+    int rc = mig_cancel(connect, domain, id, why, sizeof(why), mig_id,
+                        sizeof(mig_id));
+
+    mig_clean(dom, sizeof(dom), domain, false);
+    if (rc == 0) {
+        printf("migration: %s\ncancel: asked; %s rolls back and runs on "
+               "here\n", mig_id, dom);
+        return MIG_EXIT_OK;
+    }
+    crn_log(CRN_LOG_ERROR, "cannot cancel a migration of %s: %s", dom, why);
+    return rc == -ESRCH ? MIG_EXIT_ROLLED_BACK : MIG_EXIT_NO_ANSWER;
 }

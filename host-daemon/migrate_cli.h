@@ -90,10 +90,14 @@ int mig_virsh_check(const struct mig_opts *o);
 
 /* migrate_cancel.c: asks the crane-hostd at CONNECT to cancel DOMAIN's
  * running migration (ID, or NULL for any).  0: taken, its id in MIG_ID;
- * -ENOENT: refused (nothing runs, or too late), WHY says so; another
+ * -ESRCH: refused (nothing runs, or too late), WHY says so; another
  * -errno: no usable answer, WHY says so. */
 int mig_cancel(const char *connect, const char *domain, const char *id,
                char *why, size_t why_len, char *mig_id, size_t id_len);
+/* crane-hostctl cancel: says what happened; the exit status (0 taken, 1
+ * refused, 3 no answer). */
+int mig_cancel_command(const char *connect, const char *domain,
+                       const char *id);
 
 /* migrate_jobinfo.c: a job's figures as virsh domjobinfo prints them,
  * and virsh's progress percent of REMAINING of TOTAL bytes (two
