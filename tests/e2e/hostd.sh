@@ -112,7 +112,7 @@ if [ "$CASE" = tls ]; then
     PKI=$E2E_DIR/tls-pki
     if [ ! -s "$PKI/qemu/client-key.pem" ]; then
         rm -rf "$PKI"
-        "$E2E_ROOT/tests/tls/mkpki.sh" "$PKI" crane-e2e-migrate || exit 1
+        MKPKI_KEY_TYPE=rsa "$E2E_ROOT/tests/tls/mkpki.sh" "$PKI" crane-e2e || exit 1
         mkdir -p "$PKI/qemu"
         cp "$PKI/CA/cacert.pem" "$PKI/qemu/ca-cert.pem"
         for who in server client; do
