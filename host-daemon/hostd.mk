@@ -27,7 +27,7 @@ HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/history_schema.c \
                   host-daemon/stats.c host-daemon/metrics.c \
                   host-daemon/json.c host-daemon/json_views.c \
                   host-daemon/buf.c host-daemon/pool_report.c \
-                  host-daemon/backlog.c
+                  host-daemon/backlog.c host-daemon/history_job.c
 HOSTD_LIB_OBJS := $(HOSTD_LIB_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_LIB := $(B)/lib/libcrane-hostd.a
 HOSTD_LIBS := $(HOSTD_LIB) $(PROTO_LIBS) $(SQLITE_LIBS) -lm

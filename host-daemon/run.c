@@ -203,8 +203,26 @@ void hd_run_job_progress(struct hd_run *run, const struct hv_job *j)
 
 void hd_run_set_job(struct hd_run *run, const struct hv_job *j)
 {
+    struct hd_job_stats s = {
+        .elapsed = j->elapsed, .data_total = j->data_total,
+        .data_processed = j->data_processed,
+        .data_remaining = j->data_remaining,
+        .memory_total = j->memory_total,
+        .memory_processed = j->memory_processed,
+        .memory_remaining = j->memory_remaining,
+        .memory_bps = j->memory_bps, .dirty_rate = j->dirty_rate,
+        .page_size = j->page_size, .iterations = j->iterations,
+        .disk_total = j->disk_total, .disk_processed = j->disk_processed,
+        .disk_remaining = j->disk_remaining, .disk_bps = j->disk_bps,
+        .expected_downtime = j->expected_downtime, .downtime = j->downtime,
+        .setup_time = j->setup_time,
+    };
+
     run->job = *j;
     run->has_job = true;
+    /* A history that cannot take it loses only these figures. */
+    if (run->h && !run->unsaved)
+        hd_history_set_job(run->h, run->m.id, &s);
 }
 
 static char *dup_or_empty(const char *s)

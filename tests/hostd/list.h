@@ -17,6 +17,9 @@ TEST_ENTRY(history_concurrent_writer)
 TEST_ENTRY(history_bad_inputs)
 TEST_ENTRY(history_prune)
 
+/* host-daemon/history_job.c: tests/hostd/test_history_job.c */
+TEST_ENTRY(history_job_roundtrip)
+
 /* host-daemon/backlog.c: tests/hostd/test_backlog.c */
 TEST_ENTRY(backlog_history_store)
 TEST_ENTRY(backlog_keep_and_flush)
