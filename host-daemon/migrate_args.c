@@ -51,8 +51,8 @@ static const char usage[] =
     "  --undefinesource    undefine the VM on the source\n"
     "  --timeout S         suspend the VM if live migration takes over S\n"
     "                      seconds (needs --live)\n"
-    "  --verbose           print the migration's progress too\n"
-    "                      (Migration: [ 45 %])\n"
+    "  --verbose           print the migration's progress too, as virsh\n"
+    "                      (Migration: [42.50 %] on stderr)\n"
     "  --xml FILE          the domain's XML for the destination, without its\n"
     "                      GPU (at most 64 KiB)\n"
     "  --domain NAME, --desturi URI, --migrateuri URI\n"
@@ -102,9 +102,17 @@ static const char usage[] =
     "  --help              this text\n"
     "  --version           print \"crane-migrate VERSION\" and exit\n"
     "\n"
-    "crane-hostd owns the migration: Ctrl-C (or SIGTERM) does not cancel\n"
-    "it.  crane-migrate stops watching, says so, and exits 130 (143); the\n"
-    "migration goes on: " MIG_FOLLOW ".\n"
+    "Ctrl-C (or SIGTERM) cancels the migration in whatever phase it is,\n"
+    "with the full rollback: the VM runs on at the source, its GPU back,\n"
+    "its programs back in passthrough (libvirt's job is aborted while it\n"
+    "copies); the report follows and the exit status is 1.  A second\n"
+    "Ctrl-C only stops watching (130, 143): the rollback goes on in\n"
+    "crane-hostd.  `crane-hostctl cancel DOMAIN` cancels the same way.\n"
+    "After the VM left the source a cancel is refused: it resumes there.\n"
+    "\n"
+    "--verbose prints libvirt's progress exactly as virsh does\n"
+    "(\"\\rMigration: [42.50 %]\" on stderr); the end prints the job's\n"
+    "figures as virsh domjobinfo does.\n"
     "\n"
     "Exit status:\n"
     "  0  moved; its programs are back on a GPU\n"
@@ -119,7 +127,8 @@ static const char usage[] =
     "  5  failed and not fully restored: operator attention needed\n"
     "  6  moved, but programs died of a fault during it (steps \"lost\",\n"
     "     each with its reason; the result's error names them)\n"
-    "  130, 143  interrupted by SIGINT, SIGTERM: the migration goes on\n";
+    "  130, 143  interrupted twice by SIGINT, SIGTERM: stopped watching;\n"
+    "     the cancel's rollback goes on in crane-hostd\n";
 
 int mig_usage_error(const char *fmt, const char *arg)
 {

@@ -124,7 +124,15 @@ case_help() {
              '  130, 143'; do
         grep -qF -- "$s" "$T/out" || die "--help lacks exit status '$s'"
     done
-    grep -q 'does not cancel' "$T/out" || die "--help lacks Ctrl-C"
+    grep -q 'cancels the migration' "$T/out" || die "--help lacks Ctrl-C"
+    for o in tls copy-storage-all copy-storage-inc migrate-disks \
+             auto-converge bandwidth abort-on-error parallel \
+             parallel-connections migrateuri listen-address dname domain \
+             desturi postcopy; do
+        grep -q -- "--$o\b" "$T/out" || die "--help lacks --$o"
+    done
+    grep -q 'shared storage\|storage both hosts share' "$T/out" ||
+        die "--help does not say shared storage is needed"
     grep -q 'stop-and-copy' "$T/out" || die "--help lacks stop-and-copy"
     # Anywhere on the line, as virsh takes options.
     mig vm1 --help
