@@ -426,6 +426,11 @@ static int migrate(struct mig *m)
             d->hv_ops->unpause(d->hv, m->dom.name);
     } else if (d->hv_ops->job(d->hv, m->dom.name, &job) == 0) {
         hd_run_set_job(&m->run, &job);
+        /* virsh ends a good migration's progress at 100.00 %: nothing
+         * remains of the completed job. */
+        job.data_remaining = 0;
+        if (m->q->verbose)
+            hd_run_job_progress(&m->run, &job);
         if (job.data_processed)
             hd_run_bytes(&m->run, job.data_processed);
         m->downtime = job.downtime;
