@@ -41,6 +41,8 @@ void hd_config_defaults(struct hd_config *cfg)
     cfg->proxy_timeout_ms = 3000;
     cfg->proxy_start_ms = 120000;
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+    snprintf(cfg->migrate_tls, sizeof(cfg->migrate_tls), "auto");
+    snprintf(cfg->qemu_conf, sizeof(cfg->qemu_conf), "/etc/libvirt/qemu.conf");
 }
 
 /* Whole milliseconds, 1 ms to a day. */
@@ -109,6 +111,28 @@ static int gpu_line(struct hd_config *cfg, const char *v)
     return 0;
 }
 
+/* The migration's own settings: 1 when KEY is none of them, else 0 or
+ * -EINVAL with *HINT set. */
+static int migrate_setting(struct hd_config *cfg, const char *key,
+                           const char *v, const char **hint)
+{
+    if (strcmp(key, "migrate_tls") == 0) {
+        *hint = "auto, on or off";
+        return strcmp(v, "auto") == 0 || strcmp(v, "on") == 0 ||
+                       strcmp(v, "off") == 0
+                   ? crn_conf_text(cfg->migrate_tls,
+                                   sizeof(cfg->migrate_tls), v)
+                   : -EINVAL;
+    }
+    if (strcmp(key, "qemu_conf") == 0) {
+        *hint = "an absolute path";
+        return v[0] == '/'
+                   ? crn_conf_text(cfg->qemu_conf, sizeof(cfg->qemu_conf), v)
+                   : -EINVAL;
+    }
+    return 1;
+}
+
 int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
                   char *why, size_t why_len)
 {
@@ -117,7 +141,9 @@ int hd_config_set(struct hd_config *cfg, const char *key, const char *v,
     unsigned long n;
     int rc;
 
-    if (strcmp(key, "uri") == 0) {
+    if ((rc = migrate_setting(cfg, key, v, &hint)) != 1) {
+        /* migrate_tls or qemu_conf: rc and hint are set */
+    } else if (strcmp(key, "uri") == 0) {
         rc = *v ? crn_conf_text(cfg->uri, sizeof(cfg->uri), v) : -EINVAL;
         hint = "a hypervisor URI, e.g. qemu:///system";
     } else if (strcmp(key, "backend") == 0) {
@@ -291,9 +317,10 @@ void hd_config_print(const struct hd_config *c)
            c->prepare_lease_s);
     printf("proxy_domain = %s\nproxy = %s\nproxy_key = %s\n"
            "proxy_timeout_ms = %u\nproxy_start_ms = %u\nproxy_shm_mb = %u\n"
-           "log_level = %s\n",
+           "log_level = %s\nmigrate_tls = %s\nqemu_conf = %s\n",
            *c->proxy_domain ? c->proxy_domain : "none",
            *c->proxy ? c->proxy : "none",
            *c->proxy_key ? c->proxy_key : "none", c->proxy_timeout_ms,
-           c->proxy_start_ms, c->proxy_shm_mb, c->log_level);
+           c->proxy_start_ms, c->proxy_shm_mb, c->log_level, c->migrate_tls,
+           c->qemu_conf);
 }

@@ -53,6 +53,12 @@ struct hd_config {
     uint32_t proxy_shm_mb;       /* ivshmem area for a VM remoting to the
                                     proxy domain here; 0: none */
     char log_level[16];
+    /* Encrypted VM memory: libvirt's VIR_MIGRATE_TLS for every migration
+     * (on), none unless crane-migrate --tls (off), or on when qemu_conf
+     * sets migrate_tls_force = 1 or libvirt refuses a migration without
+     * TLS (auto). */
+    char migrate_tls[8];         /* auto|on|off */
+    char qemu_conf[HD_TEXT];     /* the qemu.conf auto reads */
 };
 
 void hd_config_defaults(struct hd_config *cfg);

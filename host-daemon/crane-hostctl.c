@@ -59,6 +59,11 @@ static void usage(FILE *f)
     "                   to it (exit 4: none free, they remote until one is)\n"
     "  abort DOMAIN     on the source, when the migration failed: a GPU is\n"
     "                   plugged back in, the programs go back to it\n"
+    "  cancel DOMAIN    cancel DOMAIN's running migration (crane-migrate's\n"
+    "                   or a prepare) in any phase, with the full rollback:\n"
+    "                   the VM runs on here, GPU back, programs back in\n"
+    "                   passthrough (exit 0: taken; 1: none runs, or too\n"
+    "                   late: the VM left)\n"
     "  pool             the GPU pool: free, held (by which VM), waiting VMs,\n"
     "                   VMs prepared here and their lease's seconds left\n"
     "                   (a table; --json or --format for schedulers)\n"
@@ -264,6 +269,7 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
     } else if (strcmp(o->command, "prepare") == 0 ||
                strcmp(o->command, "resume") == 0 ||
                strcmp(o->command, "abort") == 0 ||
+               strcmp(o->command, "cancel") == 0 ||
                strcmp(o->command, "jobinfo") == 0 ||
                strcmp(o->command, "shm") == 0) {
         if (optind >= argc)
@@ -604,6 +610,9 @@ static int run(const struct ctl_opts *o)
     struct mig_view v = {.out = stdout, .last_percent = -1};
     struct crn_endpoint ep;
     int fd, rc, status = MIG_EXIT_NO_ANSWER;
+
+    if (!strcmp(o->command, "cancel"))
+        return mig_cancel_command(o->connect, o->domain, o->id);
 
     build(o, &q, &p, &r, &a, &pq, &s);
     crn_endpoint_parse(o->connect, &ep);

@@ -3,9 +3,10 @@
  * Sends one MigrateRequest to the local crane-hostd (the client hop of
  * proto/hostd.proto), prints every Progress as a line as it comes, then the
  * MigrateDone: the steps, the programs' stoppage and the result, which is
- * also the exit status.  crane-hostd owns the migration: crane-migrate only
- * watches, so losing it (Ctrl-C, a lost connection, --wait) never stops a
- * migration.
+ * also the exit status.  crane-hostd owns the migration: the first Ctrl-C
+ * or SIGTERM asks it to cancel (HostCancel on a connection of its own) and
+ * the rollback's report follows; a second one, a lost connection or --wait
+ * only stop watching.
  *
  * Everything in the replies is untrusted: frames are bounded, a reply
  * without a known message or result is malformed, and every string is
@@ -173,8 +174,9 @@ static int lost(struct mig_view *v, const struct mig_opts *o, int rc,
     mig_view_break(v);
     switch (rc) {
     case -EINTR:
-        crn_log(CRN_LOG_ERROR, "interrupted: the migration goes on in "
-                        "crane-hostd (not cancelled); " MIG_FOLLOW);
+        crn_log(CRN_LOG_ERROR, "interrupted again: stopped watching; the "
+                        "cancel and its rollback go on in crane-hostd; "
+                        MIG_FOLLOW);
         return MIG_EXIT_SIGNAL + mig_signal;
     case -ETIMEDOUT:
         crn_log(CRN_LOG_ERROR, "no message from crane-hostd for %g s "
@@ -207,6 +209,23 @@ static int lost(struct mig_view *v, const struct mig_opts *o, int rc,
     return MIG_EXIT_NO_ANSWER;
 }
 
+/* Ctrl-C or SIGTERM: crane-hostd cancels the migration with the full
+ * rollback (or says why it cannot). */
+static void ask_cancel(struct mig_view *v, const struct mig_opts *o)
+{
+    char why[600], id[80] = "";
+
+    mig_view_break(v);
+    if (mig_cancel(o->connect, o->req.domain, NULL, why, sizeof(why), id,
+                   sizeof(id)) == 0)
+        crn_log(CRN_LOG_WARN, "cancelling migration %s of %s: it rolls "
+                        "back (the VM runs on here); interrupt again to "
+                        "stop watching", id, o->req.domain);
+    else
+        crn_log(CRN_LOG_ERROR, "cannot cancel: %s; interrupt again to stop "
+                        "watching", why);
+}
+
 /* Sends the request, then shows the replies until the MigrateDone. */
 static int run(struct mig_opts *o, struct mig_view *v)
 {
@@ -217,6 +236,7 @@ static int run(struct mig_opts *o, struct mig_view *v)
     sigset_t block, waitmask;
     struct crn_endpoint ep;
     const char *why = NULL;
+    bool cancelling = false;
     int rc, status;
 
     creq.msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_MIGRATE;
@@ -272,6 +292,14 @@ static int run(struct mig_opts *o, struct mig_view *v)
     for (;;) {
         rc = mig_signal ? -EINTR
                         : read_reply(&r, o->wait, &waitmask, &m, &why);
+        if (rc == -EINTR && !cancelling) {
+            /* The first Ctrl-C or SIGTERM cancels; the rollback's report
+             * follows on this connection.  A second one stops watching. */
+            cancelling = true;
+            mig_signal = 0;
+            ask_cancel(v, o);
+            continue;
+        }
         if (rc < 0) {
             status = lost(v, o, rc, why);
             break;
@@ -305,6 +333,6 @@ int main(int argc, char **argv)
         setvbuf(stdout, NULL, _IOLBF, 0);
         status = run(&o, &v);
     }
-    free(o.xml);
+    mig_opts_free(&o);
     return status;
 }

@@ -202,4 +202,22 @@ int hd_history_each_stoppage(struct hd_history *h, hd_stoppage_fn *fn,
 const char *hd_mode_name(enum hd_mode mode);
 const char *hd_result_name(enum hd_result result);
 
+/* The hypervisor's figures of a migration's job (virsh domjobinfo), 0
+ * where it reported nothing; seconds and bytes (history_job.c). */
+struct hd_job_stats {
+    double elapsed;
+    uint64_t data_total, data_processed, data_remaining;
+    uint64_t memory_total, memory_processed, memory_remaining;
+    uint64_t memory_bps, dirty_rate, page_size, iterations;
+    uint64_t disk_total, disk_processed, disk_remaining, disk_bps;
+    double expected_downtime, downtime, setup_time;
+};
+
+/* Records J for migration ID (replacing what it had); reads it back
+ * (-ENOENT: none recorded). */
+int hd_history_set_job(struct hd_history *h, const char *id,
+                       const struct hd_job_stats *j);
+int hd_history_get_job(struct hd_history *h, const char *id,
+                       struct hd_job_stats *out);
+
 #endif /* HD_HISTORY_H */

@@ -94,4 +94,7 @@ void hd__copy_text(char *out, size_t max, sqlite3_stmt *s, int col);
 int hd__read_migration(struct hd_history *h, sqlite3_stmt *s,
                        struct hd_migration *m);
 
+/* Creates table job_stats when missing (history_job.c; at open). */
+int hd__history_job_schema(struct hd_history *h);
+
 #endif /* HD_HISTORY_DB_H */

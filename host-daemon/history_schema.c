@@ -173,6 +173,8 @@ static int open_schema(struct hd_history *h)
         rc = -EPROTO;
     }
     if (rc == 0)
+        rc = hd__history_job_schema(h);
+    if (rc == 0)
         rc = exec_sql(h, "COMMIT", "committing the schema");
     if (rc != 0) {
         if (!sqlite3_get_autocommit(h->db))

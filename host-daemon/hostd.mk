@@ -27,7 +27,8 @@ HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/history_schema.c \
                   host-daemon/stats.c host-daemon/metrics.c \
                   host-daemon/json.c host-daemon/json_views.c \
                   host-daemon/buf.c host-daemon/pool_report.c \
-                  host-daemon/backlog.c host-daemon/history_counters.c
+                  host-daemon/backlog.c host-daemon/history_counters.c \
+                  host-daemon/history_job.c
 HOSTD_LIB_OBJS := $(HOSTD_LIB_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_LIB := $(B)/lib/libcrane-hostd.a
 HOSTD_LIBS := $(HOSTD_LIB) $(PROTO_LIBS) $(SQLITE_LIBS) -lm
@@ -113,10 +114,12 @@ endif
 
 # crane-migrate's own files; the library's; everything else is the daemon.
 MIGRATE_SRCS := host-daemon/crane-migrate.c host-daemon/migrate_args.c \
-                host-daemon/migrate_print.c
+                host-daemon/migrate_print.c host-daemon/migrate_virsh.c \
+                host-daemon/migrate_jobinfo.c host-daemon/migrate_cancel.c
 # crane-hostctl shares crane-migrate's output (migrate_print.c).
 HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/hostctl_table.c \
-                host-daemon/migrate_print.c
+                host-daemon/migrate_print.c host-daemon/migrate_jobinfo.c \
+                host-daemon/migrate_cancel.c
 HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) $(HOSTCTL_SRCS) \
                 host-daemon/hv_libxl%.c, \
                 $(sort $(wildcard host-daemon/*.c)))

@@ -376,8 +376,12 @@ static enum MHD_Result serve_one(struct hd_http *s, struct MHD_Connection *c,
     err = hd_history_get(h, id, &m, &steps, &n);
     if (err == -ENOENT)
         return reply_error(c, MHD_HTTP_NOT_FOUND, "no such migration");
-    if (err == 0)
-        err = hd_json_migration(&out, &m, steps, n);
+    if (err == 0) {
+        struct hd_job_stats job;
+        bool has_job = hd_history_get_job(h, id, &job) == 0;
+        err = hd_json_migration_job(&out, &m, steps, n,
+                                    has_job ? &job : NULL);
+    }
     free(steps);
     return reply_buf(c, err, &out, CT_JSON);
 }

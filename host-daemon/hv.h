@@ -63,7 +63,8 @@ struct hv_event {
 /* Called on the loop thread for every event of every domain. */
 typedef void hv_event_fn(void *arg, const struct hv_event *ev);
 
-/* A migration job as the hypervisor reports it. */
+/* A migration job as the hypervisor reports it (virsh domjobinfo); 0
+ * where it says nothing. */
 struct hv_job {
     bool active;
     double elapsed;          /* seconds */
@@ -71,6 +72,14 @@ struct hv_job {
     uint64_t data_processed;
     uint64_t data_remaining;
     double downtime;         /* seconds, when known (after it finished) */
+    uint64_t memory_total, memory_processed, memory_remaining;
+    uint64_t memory_bps;     /* bytes per second */
+    uint64_t dirty_rate;     /* pages per second */
+    uint64_t page_size;
+    uint64_t iterations;
+    uint64_t disk_total, disk_processed, disk_remaining, disk_bps;
+    double expected_downtime; /* seconds */
+    double setup_time;       /* seconds */
 };
 
 struct hv_migrate_args {
@@ -78,6 +87,20 @@ struct hv_migrate_args {
     const char *migrate_uri; /* the migration stream's URI, or NULL */
     const char *dest_xml;    /* the domain XML for the destination, or NULL */
     bool live, p2p, persistent, undefine_source;
+    /* virsh migrate's further options (proto/hostd.proto MigrateOptions);
+     * a backend refuses with -EOPNOTSUPP what it cannot do. */
+    bool tls;                /* VIR_MIGRATE_TLS */
+    bool tls_if_refused;     /* retry with TLS when libvirt wants it */
+    bool copy_storage_all, copy_storage_inc, copy_storage_sync;
+    const char *const *migrate_disks; /* target names, N_MIGRATE_DISKS */
+    size_t n_migrate_disks;
+    bool auto_converge, abort_on_error, compressed, unsafe;
+    bool change_protection, tunnelled, zerocopy;
+    bool parallel;
+    unsigned parallel_connections; /* 0: libvirt's default */
+    uint64_t bandwidth_mib;  /* MiB/s, 0: no limit */
+    const char *listen_address, *dname, *disks_uri, *tls_destination;
+    unsigned disks_port;     /* 0: libvirt's default */
     /* For a backend that carries the migration stream itself (libxl):
      * opens a connection to the destination's crane-hostd, ready for the
      * stream, and hands back its fd in *FD, which the backend then owns
@@ -124,6 +147,10 @@ struct hv_ops {
     int (*suspend)(struct hv *hv, const char *domain);
     /* Lets a suspended DOMAIN run again (a failed migration's rollback). */
     int (*unpause)(struct hv *hv, const char *domain);
+    /* Cancels DOMAIN's running migration job (virDomainAbortJob): the
+     * blocked migrate call then fails and the VM runs on here.  NULL: the
+     * backend cannot. */
+    int (*abort_job)(struct hv *hv, const char *domain);
     /* Boots the defined, shut-off DOMAIN (the proxy domain); returns once
      * it runs, not once its guest is up.  NULL: the backend cannot. */
     int (*start)(struct hv *hv, const char *domain);

@@ -461,5 +461,6 @@ const struct hv_ops hv_libvirt_ops = {
     .suspend = lv_suspend,
     .unpause = lv_unpause,
     .start = lv_start,
+    .abort_job = hv_libvirt__abort_job,
 };
 

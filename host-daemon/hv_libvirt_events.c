@@ -96,6 +96,7 @@ static void on_job_completed(virConnectPtr conn, virDomainPtr dom,
     snprintf(c->domain, sizeof(c->domain), "%s", name);
     hv_libvirt__job_from_params(params, nparams, &c->job);
     c->job.active = false;
+    c->job.expected_downtime = 0;
     c->seq++;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);

@@ -67,11 +67,19 @@ void hv_libvirt__unwatch(struct hv *hv);
 
 /* --- migrations and their jobs (hv_libvirt_migrate.c) -------------------- */
 
+/* --- typed parameters (hv_libvirt_params.c) ----------------------------- */
+
 /* A job's stats from libvirt's typed parameters. */
 void hv_libvirt__job_from_params(virTypedParameterPtr params, int nparams,
                                  struct hv_job *out);
+/* A migration's typed parameters (freed with virTypedParamsFree) and
+ * flags from its arguments. */
+int hv_libvirt__migrate_params(const struct hv_migrate_args *a,
+                               virTypedParameterPtr *params, int *n);
+unsigned int hv_libvirt__migrate_flags(const struct hv_migrate_args *a);
 int hv_libvirt__migrate(struct hv *hv, const char *domain,
                         const struct hv_migrate_args *args);
 int hv_libvirt__job(struct hv *hv, const char *domain, struct hv_job *out);
+int hv_libvirt__abort_job(struct hv *hv, const char *domain);
 
 #endif

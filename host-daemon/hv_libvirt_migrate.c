@@ -15,23 +15,6 @@
  * wire). */
 #define COMPLETED_WAIT_MS 3000
 
-static int migrate_params(const struct hv_migrate_args *args,
-                          virTypedParameterPtr *params, int *nparams)
-{
-    int max = 0;
-
-    if (args->migrate_uri != NULL &&
-        virTypedParamsAddString(params, nparams, &max, VIR_MIGRATE_PARAM_URI,
-                                args->migrate_uri) < 0)
-        return -ENOMEM;
-    if (args->dest_xml != NULL &&
-        virTypedParamsAddString(params, nparams, &max,
-                                VIR_MIGRATE_PARAM_DEST_XML,
-                                args->dest_xml) < 0)
-        return -ENOMEM;
-    return 0;
-}
-
 /* Without peer-to-peer the client drives both ends: a connection of its
  * own to the destination, for this one migration. */
 static int migrate_direct(virDomainPtr dom, const char *domain,
@@ -57,6 +40,46 @@ static int migrate_direct(virDomainPtr dom, const char *domain,
     return rc;
 }
 
+/* One try, peer to peer or driven from here. */
+static int migrate_once(virDomainPtr dom, const char *domain,
+                        const struct hv_migrate_args *args,
+                        virTypedParameterPtr params, int nparams,
+                        unsigned int flags)
+{
+    HD_INFO("libvirt: migrating domain %s to %s (flags 0x%x%s%s)", domain,
+            args->dest_uri, flags, args->p2p ? ", peer to peer" : "",
+            flags & VIR_MIGRATE_TLS ? ", TLS" : "");
+    if (!args->p2p)
+        return migrate_direct(dom, domain, args, params, nparams, flags);
+    if (virDomainMigrateToURI3(dom, args->dest_uri, params,
+                               (unsigned int)nparams, flags) < 0)
+        return hv_libvirt__failed("migrating domain", domain);
+    return 0;
+}
+
+/* libvirt's refusal of a migration without VIR_MIGRATE_TLS where
+ * migrate_tls_force is set: "this libvirtd instance allows migration only
+ * with VIR_MIGRATE_TLS flag". */
+static bool wants_tls(const virError *e)
+{
+    return e != NULL && e->code == VIR_ERR_OPERATION_INVALID &&
+           e->message != NULL && strstr(e->message, "VIR_MIGRATE_TLS");
+}
+
+int hv_libvirt__abort_job(struct hv *hv, const char *domain)
+{
+    virDomainPtr dom;
+    int rc = hv_libvirt__lookup(hv, domain, &dom);
+
+    if (rc < 0)
+        return rc;
+    HD_INFO("libvirt: aborting the job of domain %s", domain);
+    if (virDomainAbortJob(dom) < 0)
+        rc = hv_libvirt__failed("aborting the job of domain", domain);
+    virDomainFree(dom);
+    return rc;
+}
+
 int hv_libvirt__migrate(struct hv *hv, const char *domain,
                         const struct hv_migrate_args *args)
 {
@@ -76,55 +99,24 @@ int hv_libvirt__migrate(struct hv *hv, const char *domain,
     if (strcmp(hv->completed.domain, domain) == 0)
         hv->completed.domain[0] = '\0';
     pthread_mutex_unlock(&hv->completed.lock);
-    rc = migrate_params(args, &params, &nparams);
+    rc = hv_libvirt__migrate_params(args, &params, &nparams);
     if (rc < 0)
         goto out;
-    flags |= args->live ? VIR_MIGRATE_LIVE : 0;
-    flags |= args->p2p ? VIR_MIGRATE_PEER2PEER : 0;
-    flags |= args->persistent ? VIR_MIGRATE_PERSIST_DEST : 0;
-    flags |= args->undefine_source ? VIR_MIGRATE_UNDEFINE_SOURCE : 0;
-    HD_INFO("libvirt: migrating domain %s to %s%s", domain, args->dest_uri,
-            args->p2p ? " (peer to peer)" : "");
-    if (args->p2p) {
-        if (virDomainMigrateToURI3(dom, args->dest_uri, params,
-                                   (unsigned int)nparams, flags) < 0)
-            rc = hv_libvirt__failed("migrating domain", domain);
-    } else {
-        rc = migrate_direct(dom, domain, args, params, nparams, flags);
+    flags = hv_libvirt__migrate_flags(args);
+    rc = migrate_once(dom, domain, args, params, nparams, flags);
+    if (rc < 0 && !(flags & VIR_MIGRATE_TLS) && args->tls_if_refused &&
+        wants_tls(virGetLastError())) {
+        /* migrate_tls = auto: this libvirtd forces TLS (qemu.conf's
+         * migrate_tls_force), said only by its refusal. */
+        HD_WARN("libvirt: %s: migrating again with TLS",
+                virGetLastErrorMessage());
+        rc = migrate_once(dom, domain, args, params, nparams,
+                          flags | VIR_MIGRATE_TLS);
     }
 out:
     virTypedParamsFree(params, nparams);
     virDomainFree(dom);
     return rc;
-}
-
-/* Reads the unsigned field NAME of a job's stats, if there. */
-static bool job_field(virTypedParameterPtr params, int nparams,
-                      const char *name, uint64_t *out)
-{
-    unsigned long long v;
-
-    if (virTypedParamsGetULLong(params, nparams, name, &v) != 1)
-        return false;
-    *out = v;
-    return true;
-}
-
-void hv_libvirt__job_from_params(virTypedParameterPtr params, int nparams,
-                                 struct hv_job *out)
-{
-    uint64_t ms;
-
-    memset(out, 0, sizeof(*out));
-    if (job_field(params, nparams, VIR_DOMAIN_JOB_TIME_ELAPSED, &ms))
-        out->elapsed = (double)ms / 1000.0;
-    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_TOTAL, &out->data_total);
-    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_PROCESSED,
-              &out->data_processed);
-    job_field(params, nparams, VIR_DOMAIN_JOB_DATA_REMAINING,
-              &out->data_remaining);
-    if (job_field(params, nparams, VIR_DOMAIN_JOB_DOWNTIME, &ms))
-        out->downtime = (double)ms / 1000.0;
 }
 
 /* The stats of DOMAIN's last completed job from its event, waiting up to
@@ -196,6 +188,10 @@ int hv_libvirt__job(struct hv *hv, const char *domain, struct hv_job *out)
     hv_libvirt__job_from_params(params, nparams, out);
     out->active = type == VIR_DOMAIN_JOB_BOUNDED ||
                   type == VIR_DOMAIN_JOB_UNBOUNDED;
+    if (out->active)
+        out->downtime = 0;
+    else
+        out->expected_downtime = 0;
 out:
     virTypedParamsFree(params, nparams);
     virDomainFree(dom);

@@ -150,9 +150,56 @@ static int put_migration(struct hd_buf *out, const struct hd_migration *m,
 int hd_json_migration(struct hd_buf *out, const struct hd_migration *m,
                       const struct hd_step *steps, size_t n_steps)
 {
+    return hd_json_migration_job(out, m, steps, n_steps, NULL);
+}
+
+/* "job":{...}: the hypervisor's figures, bytes and seconds. */
+static void put_job(struct hd_buf *out, const struct hd_job_stats *j)
+{
+    hd_buf_printf(out,
+                  ",\"job\":{\"elapsed\":%.3f,\"data_total\":%llu,"
+                  "\"data_processed\":%llu,\"data_remaining\":%llu,"
+                  "\"memory_total\":%llu,\"memory_processed\":%llu,"
+                  "\"memory_remaining\":%llu,\"memory_bps\":%llu,"
+                  "\"dirty_rate\":%llu,\"page_size\":%llu,"
+                  "\"iterations\":%llu,\"disk_total\":%llu,"
+                  "\"disk_processed\":%llu,\"disk_remaining\":%llu,"
+                  "\"disk_bps\":%llu,\"expected_downtime\":%.3f,"
+                  "\"downtime\":%.3f,\"setup_time\":%.3f}",
+                  j->elapsed, (unsigned long long)j->data_total,
+                  (unsigned long long)j->data_processed,
+                  (unsigned long long)j->data_remaining,
+                  (unsigned long long)j->memory_total,
+                  (unsigned long long)j->memory_processed,
+                  (unsigned long long)j->memory_remaining,
+                  (unsigned long long)j->memory_bps,
+                  (unsigned long long)j->dirty_rate,
+                  (unsigned long long)j->page_size,
+                  (unsigned long long)j->iterations,
+                  (unsigned long long)j->disk_total,
+                  (unsigned long long)j->disk_processed,
+                  (unsigned long long)j->disk_remaining,
+                  (unsigned long long)j->disk_bps, j->expected_downtime,
+                  j->downtime, j->setup_time);
+}
+
+int hd_json_migration_job(struct hd_buf *out, const struct hd_migration *m,
+                          const struct hd_step *steps, size_t n_steps,
+                          const struct hd_job_stats *job)
+{
+    int rc;
+
     if (out == NULL || m == NULL || (steps == NULL && n_steps != 0))
         return -EINVAL;
-    return put_migration(out, m, 1, steps, n_steps);
+    rc = put_migration(out, m, 1, steps, n_steps);
+    if (rc != 0 || job == NULL)
+        return rc;
+    /* Inside the object put_migration closed. */
+    if (out->len == 0 || out->data[out->len - 1] != '}')
+        return -EINVAL;
+    out->len--;
+    put_job(out, job);
+    return hd_buf_puts(out, "}");
 }
 
 int hd_json_migration_list(struct hd_buf *out,

@@ -55,4 +55,10 @@ int hd_json_stats(struct hd_buf *out, const struct hd_stats *st,
                   uint64_t total);
 
 
+/* hd_json_migration with the hypervisor's job figures as "job" (JOB NULL:
+ * none). */
+int hd_json_migration_job(struct hd_buf *out, const struct hd_migration *m,
+                          const struct hd_step *steps, size_t n_steps,
+                          const struct hd_job_stats *job);
+
 #endif /* HD_JSON_H */

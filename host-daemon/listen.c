@@ -2,11 +2,15 @@
  * one, both through proto/listen.c) and who serves each connection. */
 #include "listen.h"
 
+#include "migrate_opts.h"
+
 #include "handoff.h"
 #include "io.h"
 #include "log.h"
+#include "migrate_opts.h"
 #include "migration.h"
 #include "peer.h"
+#include "running.h"
 #include "proto/endpoint.h"
 #include "proto/listen.h"
 #include "proto/frame.h"
@@ -108,7 +112,7 @@ static const char *check_request(const Crane__Hostd__MigrateRequest *q)
     if (*q->peer && (crn_endpoint_parse(q->peer, &ep) < 0 ||
                      ep.kind != CRN_EP_TCP))
         return "bad peer endpoint (tcp:HOST:PORT)";
-    return NULL;
+    return hd_migrate_opts_check(q->options);
 }
 
 static void serve_client(void *arg)
@@ -127,7 +131,14 @@ static void serve_client(void *arg)
         q = crane__hostd__client_request__unpack(NULL, len, buf);
         free(buf);
     }
-    if (q && q->msg_case != CRANE__HOSTD__CLIENT_REQUEST__MSG_MIGRATE) {
+    if (q && (q->msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_CANCEL ||
+              q->msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_JOB)) {
+        /* About a running migration: never claims its domain. */
+        if ((bad = hd_running_check(q)))
+            refuse(c->fd, bad);
+        else
+            hd_running_serve(c->d, c->fd, q);
+    } else if (q && q->msg_case != CRANE__HOSTD__CLIENT_REQUEST__MSG_MIGRATE) {
         /* One step of a migration another tool performs (handoff.c). */
         const char *domain;
 

@@ -51,10 +51,41 @@ static const char usage[] =
     "  --undefinesource    undefine the VM on the source\n"
     "  --timeout S         suspend the VM if live migration takes over S\n"
     "                      seconds (needs --live)\n"
-    "  --verbose           print the migration's progress too\n"
-    "                      (Migration: [ 45 %])\n"
+    "  --verbose           print the migration's progress too, as virsh\n"
+    "                      (Migration: [42.50 %] on stderr)\n"
     "  --xml FILE          the domain's XML for the destination, without its\n"
     "                      GPU (at most 64 KiB)\n"
+    "  --domain NAME, --desturi URI, --migrateuri URI\n"
+    "                      the operands named, in any place\n"
+    "  --tls               encrypt the migration with libvirt's TLS and its\n"
+    "                      PKI (/etc/pki/qemu); crane-hostd's migrate_tls\n"
+    "                      may turn it on for every migration\n"
+    "  --tls-destination HOST  the host name the destination's\n"
+    "                      certificate carries\n"
+    "  --copy-storage-all  copy the disks too (non-shared storage); without\n"
+    "                      --copy-storage-all or --copy-storage-inc the\n"
+    "                      disks must be on storage both hosts share\n"
+    "  --copy-storage-inc  copy the disks' top images only (shared backing\n"
+    "                      files)\n"
+    "  --copy-storage-synchronous-writes  writes wait for both copies\n"
+    "  --migrate-disks LIST  copy only these disk targets (vda,vdb)\n"
+    "  --disks-port PORT, --disks-uri URI  where the disk copy goes\n"
+    "  --auto-converge     slow the vCPUs down until the copy converges\n"
+    "  --bandwidth MIB     limit the copy (memory and disks) to MIB MiB/s\n"
+    "  --abort-on-error    cancel on a disk I/O error during the copy\n"
+    "  --parallel          several connections for the memory\n"
+    "  --parallel-connections N  how many (1 to 255; needs --parallel)\n"
+    "  --zerocopy          send memory pages without copies (needs\n"
+    "                      --parallel)\n"
+    "  --compressed        compress repeatedly sent pages\n"
+    "  --listen-address A  the address the destination listens on\n"
+    "  --dname NAME        the VM's name at the destination\n"
+    "  --tunnelled         the data through the libvirtd connection\n"
+    "                      (needs --p2p)\n"
+    "  --unsafe, --change-protection, --timeout-suspend  as in virsh\n"
+    "  --postcopy and its kin, --suspend, --direct are refused with the\n"
+    "  reason (post-copy: a failure after the switch loses the VM, and\n"
+    "  neither a cancel nor a rollback can bring it back)\n"
     "\n"
     "crane's options:\n"
     "  --proxy ENDPOINT    the proxy programs use while remote (unix:PATH or\n"
@@ -71,9 +102,17 @@ static const char usage[] =
     "  --help              this text\n"
     "  --version           print \"crane-migrate VERSION\" and exit\n"
     "\n"
-    "crane-hostd owns the migration: Ctrl-C (or SIGTERM) does not cancel\n"
-    "it.  crane-migrate stops watching, says so, and exits 130 (143); the\n"
-    "migration goes on: " MIG_FOLLOW ".\n"
+    "Ctrl-C (or SIGTERM) cancels the migration in whatever phase it is,\n"
+    "with the full rollback: the VM runs on at the source, its GPU back,\n"
+    "its programs back in passthrough (libvirt's job is aborted while it\n"
+    "copies); the report follows and the exit status is 1.  A second\n"
+    "Ctrl-C only stops watching (130, 143): the rollback goes on in\n"
+    "crane-hostd.  `crane-hostctl cancel DOMAIN` cancels the same way.\n"
+    "After the VM left the source a cancel is refused: it resumes there.\n"
+    "\n"
+    "--verbose prints libvirt's progress exactly as virsh does\n"
+    "(\"\\rMigration: [42.50 %]\" on stderr); the end prints the job's\n"
+    "figures as virsh domjobinfo does.\n"
     "\n"
     "Exit status:\n"
     "  0  moved; its programs are back on a GPU\n"
@@ -88,9 +127,10 @@ static const char usage[] =
     "  5  failed and not fully restored: operator attention needed\n"
     "  6  moved, but programs died of a fault during it (steps \"lost\",\n"
     "     each with its reason; the result's error names them)\n"
-    "  130, 143  interrupted by SIGINT, SIGTERM: the migration goes on\n";
+    "  130, 143  interrupted twice by SIGINT, SIGTERM: stopped watching;\n"
+    "     the cancel's rollback goes on in crane-hostd\n";
 
-static int usage_error(const char *fmt, const char *arg)
+int mig_usage_error(const char *fmt, const char *arg)
 {
     char what[512];
 
@@ -192,6 +232,43 @@ out:
     return 0;
 }
 
+/*
+ * DOMAIN, DESTURI and MIGRATEURI, named (--domain, --desturi,
+ * --migrateuri) or in this order as operands, as virsh takes them: the
+ * operands fill what was not named.  -1 to go on, else the exit status.
+ */
+static int operands(int argc, char **argv, struct mig_opts *o)
+{
+    const char **slot[3] = {&o->named_domain, &o->named_desturi,
+                            &o->named_migrateuri};
+    Crane__Hostd__MigrateRequest *r = &o->req;
+    int i = optind;
+
+    for (size_t s = 0; s < 3 && i < argc; s++)
+        if (!*slot[s])
+            *slot[s] = argv[i++];
+    if (i < argc)
+        return mig_usage_error("unexpected argument '%s'", argv[i]);
+    if (!o->named_domain || !o->named_desturi)
+        return mig_usage_error("%s", !o->named_domain
+                                         ? "DOMAIN and DESTURI are needed"
+                                         : "DESTURI is needed");
+    if (!*o->named_domain || !*o->named_desturi)
+        return mig_usage_error("%s", "DOMAIN and DESTURI must not be empty");
+    r->domain = (char *)o->named_domain;
+    r->dest_uri = (char *)o->named_desturi;
+    if (o->named_migrateuri)
+        r->migrate_uri = (char *)o->named_migrateuri;
+    return -1;
+}
+
+void mig_opts_free(struct mig_opts *o)
+{
+    free(o->xml);
+    for (size_t i = 0; i < o->vopts.n_migrate_disks; i++)
+        free(o->disks[i]);
+}
+
 /* Fills O from the command line.  Returns -1 to go on, else the exit
  * status (0 after --help, 2 for bad usage, 1 for an unusable --xml). */
 int mig_parse_args(int argc, char **argv, struct mig_opts *o)
@@ -217,9 +294,18 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
         {NULL, 0, NULL, 0},
     };
     Crane__Hostd__MigrateRequest *r = &o->req;
+    struct option all[sizeof(opts) / sizeof(opts[0]) + 40];
     const char *xml_path = NULL;
     struct crn_endpoint ep;
-    int opt, npos;
+    size_t nall = 0;
+    int opt, rc;
+
+    for (size_t i = 0; opts[i].name; i++)
+        all[nall++] = opts[i];
+    for (size_t i = 0; mig_virsh_options[i].name; i++)
+        all[nall++] = mig_virsh_options[i];
+    all[nall] = opts[sizeof(opts) / sizeof(opts[0]) - 1];
+    crane__hostd__migrate_options__init(&o->vopts);
 
     o->connect = getenv(MIG_CONNECT_ENV);
     o->connect_from = "$" MIG_CONNECT_ENV;
@@ -230,7 +316,12 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
     opterr = 0;
     /* ":" reports a missing value apart; options may follow DOMAIN, as in
      * virsh, and "--" ends them. */
-    while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":", all, NULL)) != -1) {
+        if (opt >= MIG_VIRSH_BASE) {
+            if ((rc = mig_virsh_option(opt, optarg, o)) >= 0)
+                return rc;
+            continue;
+        }
         switch (opt) {
         case O_LIVE: r->live = true; break;
         case O_OFFLINE: o->offline = true; break;
@@ -240,7 +331,7 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
         case O_VERBOSE: r->verbose = true; break;
         case O_TIMEOUT:
             if (parse_timeout(optarg, &r->timeout_s) < 0)
-                return usage_error("bad --timeout '%s' (whole seconds, 1 or "
+                return mig_usage_error("bad --timeout '%s' (whole seconds, 1 or "
                                    "more)",
                                    optarg);
             break;
@@ -249,7 +340,7 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
             /* Port 0 is for listeners only: programs connect here. */
             if (crn_endpoint_parse(optarg, &ep) < 0 ||
                 (ep.kind == CRN_EP_TCP && atoi(ep.port) == 0))
-                return usage_error("bad --proxy '%s' (unix:PATH or "
+                return mig_usage_error("bad --proxy '%s' (unix:PATH or "
                                    "tcp:HOST:PORT)",
                                    optarg);
             r->proxy = optarg;
@@ -257,7 +348,7 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
         case O_PEER:
             if (crn_endpoint_parse(optarg, &ep) < 0 ||
                 ep.kind != CRN_EP_TCP || atoi(ep.port) == 0)
-                return usage_error("bad --peer '%s' (tcp:HOST:PORT)", optarg);
+                return mig_usage_error("bad --peer '%s' (tcp:HOST:PORT)", optarg);
             r->peer = optarg;
             break;
         case O_CONNECT:
@@ -266,7 +357,7 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
             break;
         case O_WAIT:
             if (parse_wait(optarg, &o->wait) < 0)
-                return usage_error("bad --wait '%s' (seconds, 0 for no "
+                return mig_usage_error("bad --wait '%s' (seconds, 0 for no "
                                    "limit)",
                                    optarg);
             break;
@@ -275,34 +366,26 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
             crn_print_version("crane-migrate");
             return MIG_EXIT_OK;
         case ':':
-            return usage_error("option '%s' needs a value", argv[optind - 1]);
+            return mig_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
             if (optopt > 0 && optopt < O_LIVE) {
                 char s[3] = {'-', (char)optopt, '\0'};
-                return usage_error("unknown option '%s'", s);
+                return mig_usage_error("unknown option '%s'", s);
             }
             if (optopt >= O_LIVE)
-                return usage_error("option '%s' takes no value",
+                return mig_usage_error("option '%s' takes no value",
                                    argv[optind - 1]);
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+            return mig_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    npos = argc - optind;
-    if (npos < 2)
-        return usage_error("%s", npos == 0 ? "DOMAIN and DESTURI are needed"
-                                           : "DESTURI is needed");
-    if (npos > 3)
-        return usage_error("unexpected argument '%s'", argv[optind + 3]);
-    if (!*argv[optind] || !*argv[optind + 1])
-        return usage_error("%s", "DOMAIN and DESTURI must not be empty");
-    r->domain = argv[optind];
-    r->dest_uri = argv[optind + 1];
-    if (npos == 3)
-        r->migrate_uri = argv[optind + 2];
+    if ((rc = operands(argc, argv, o)) >= 0)
+        return rc;
+    if ((rc = mig_virsh_check(o)) >= 0)
+        return rc;
     if (r->live && o->offline)
-        return usage_error("%s", "--live and --offline exclude each other");
+        return mig_usage_error("%s", "--live and --offline exclude each other");
     if (r->timeout_s && !r->live)
-        return usage_error("%s", "--timeout needs --live");
+        return mig_usage_error("%s", "--timeout needs --live");
     if (crn_endpoint_parse(o->connect, &ep) < 0) {
         crn_log(CRN_LOG_ERROR, "bad endpoint '%s' for crane-hostd "
                         "(from %s): unix:PATH or tcp:HOST:PORT (see "

@@ -4,6 +4,7 @@
 
 #include "proto/hostd.pb-c.h"
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,8 @@
 #define MIG_MAX_REPLY (1u << 20)    /* bytes of one reply from the daemon */
 #define MIG_MAX_REQUEST (64u << 10) /* what crane-hostd reads of a frame */
 #define MIG_MAX_WAIT 1000000.0      /* --wait, seconds (fits poll's int ms) */
+#define MIG_MAX_DISKS 64            /* --migrate-disks targets */
+#define MIG_VIRSH_BASE 512          /* migrate_virsh.c's option ids */
 #define MIG_FOLLOW "follow it on crane-hostd's dashboard or in its history"
 
 /* Exit statuses; --help and docs/host.md list them. */
@@ -37,13 +40,22 @@ struct mig_opts {
     const char *connect_from;         /* "--connect" or the variable */
     double wait;                      /* seconds; 0: forever */
     char *xml;                        /* --xml's text, owned */
+    Crane__Hostd__MigrateOptions vopts; /* req.options once one is set */
+    char *disks[MIG_MAX_DISKS];       /* --migrate-disks, owned */
+    const char *named_domain;         /* --domain, --desturi, --migrateuri */
+    const char *named_desturi;
+    const char *named_migrateuri;
 };
 
-/* The terminal or log that stdout is. */
+/* The terminal or log that stdout is; progress goes to ERR, as virsh
+ * writes it. */
 struct mig_view {
     FILE *out;
+    FILE *err;        /* NULL: stderr */
+    char last_progress[16]; /* the percent text shown last, "" none */
     bool tty;         /* update the progress line in place with \r */
-    bool line_open;   /* a progress line without its newline is shown */
+    bool line_open;   /* a progress line without its newline is shown
+                         (on ERR) */
     int last_percent; /* -1: none shown yet */
     bool quiet;       /* mig_print_done writes no stderr line: the
                          caller says it in its own words (crane-hostctl) */
@@ -61,6 +73,37 @@ struct mig_reader {
 /* migrate_args.c: the command line.  Returns -1 to go on with O filled,
  * else the exit status (--help, --version, bad usage). */
 int mig_parse_args(int argc, char **argv, struct mig_opts *o);
+
+/* One line "crane-migrate: WHAT (see --help)" from FMT with ARG; returns
+ * MIG_EXIT_USAGE. */
+int mig_usage_error(const char *fmt, const char *arg);
+/* Frees what O owns. */
+void mig_opts_free(struct mig_opts *o);
+
+/* migrate_virsh.c: virsh migrate's further options, ids from
+ * MIG_VIRSH_BASE; the table ends with a NULL name. */
+extern const struct option mig_virsh_options[];
+/* Takes option ID with ARG: -1 to go on, else the exit status. */
+int mig_virsh_option(int id, const char *arg, struct mig_opts *o);
+/* The checks between them once all are read: -1 or the exit status. */
+int mig_virsh_check(const struct mig_opts *o);
+
+/* migrate_cancel.c: asks the crane-hostd at CONNECT to cancel DOMAIN's
+ * running migration (ID, or NULL for any).  0: taken, its id in MIG_ID;
+ * -ESRCH: refused (nothing runs, or too late), WHY says so; another
+ * -errno: no usable answer, WHY says so. */
+int mig_cancel(const char *connect, const char *domain, const char *id,
+               char *why, size_t why_len, char *mig_id, size_t id_len);
+/* crane-hostctl cancel: says what happened; the exit status (0 taken, 1
+ * refused, 3 no answer). */
+int mig_cancel_command(const char *connect, const char *domain,
+                       const char *id);
+
+/* migrate_jobinfo.c: a job's figures as virsh domjobinfo prints them,
+ * and virsh's progress percent of REMAINING of TOTAL bytes (two
+ * decimals, truncated; 100 only when nothing remains). */
+void mig_print_jobinfo(FILE *out, const Crane__Hostd__JobStats *j);
+double mig_job_percent(uint64_t remaining, uint64_t total);
 
 /* migrate_print.c: what crane-migrate shows, every string from the daemon
  * cleaned first. */

@@ -90,12 +90,17 @@ const char *mig_clean(char *buf, size_t size, const char *s, bool token)
 
 /* --- output ------------------------------------------------------------ */
 
+static FILE *err_of(const struct mig_view *v)
+{
+    return v->err ? v->err : stderr;
+}
+
 /* Ends a progress line shown in place, before anything else is printed. */
 void mig_view_break(struct mig_view *v)
 {
     if (v->line_open) {
-        fputc('\n', v->out);
-        fflush(v->out);
+        fputc('\n', err_of(v));
+        fflush(err_of(v));
         v->line_open = false;
     }
 }
@@ -111,18 +116,21 @@ void mig_show_progress(struct mig_view *v, const Crane__Hostd__Progress *p,
                 mig_clean(phase, sizeof(phase), p->phase, true),
                 mig_clean(text, sizeof(text), p->text, false));
     }
-    /* Job progress as virsh shows it: in place on a terminal; in a log one
-     * line per change, so that a long migration stays readable. */
-    if (verbose && p->percent >= 0) {
-        int pc = p->percent > 100 ? 100 : p->percent;
-        if (pc != v->last_percent) {
-            v->last_percent = pc;
-            if (v->tty) {
-                fprintf(v->out, "\rMigration: [%3d %%]", pc);
-                v->line_open = true;
-            } else {
-                fprintf(v->out, "Migration: [%3d %%]\n", pc);
-            }
+    /* Job progress exactly as virsh 11 shows it: "\rMigration: [ 5.00 %]"
+     * on stderr, rewritten in place; a new line only when the text
+     * changes. */
+    if (verbose && (p->job || p->percent >= 0)) {
+        char now[16];
+        double pc = p->job ? mig_job_percent(p->job->data_remaining,
+                                             p->job->data_total)
+                           : (p->percent > 100 ? 100 : p->percent);
+        snprintf(now, sizeof(now), "%5.2f", pc);
+        if (strcmp(now, v->last_progress) != 0) {
+            snprintf(v->last_progress, sizeof(v->last_progress), "%s", now);
+            fflush(v->out);
+            fprintf(err_of(v), "\rMigration: [%s %%]", now);
+            fflush(err_of(v));
+            v->line_open = true;
         }
     }
     fflush(v->out);
@@ -266,6 +274,8 @@ int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
                 mig_clean(host, sizeof(host), d->dest_host, true));
     fprintf(out, "total: %.3f s\n", d->seconds);
     fprintf(out, "bytes: %llu (%s)\n", (unsigned long long)d->bytes, moved);
+    if (d->job)
+        mig_print_jobinfo(out, d->job);
     mig_clean(err, sizeof(err), d->error, false);
     fprintf(out, "result: %s%s%s\n", mig_result_name(d->result),
             *err ? ": " : "", err);

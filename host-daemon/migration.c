@@ -2,6 +2,7 @@
 #include "migration.h"
 
 #include "health.h"
+#include "migrate_opts.h"
 
 #include "guest.h"
 #include "handoff.h"
@@ -11,6 +12,7 @@
 #include "pool.h"
 #include "proxy.h"
 #include "run.h"
+#include "running.h"
 #include "shm.h"
 #include "waits.h"
 
@@ -36,6 +38,7 @@ struct mig {
     const char *proxy;           /* live: the endpoint programs go to */
     bool handoff;                /* prepare only: another tool migrates */
     double downtime;             /* the VM's pause, as the hypervisor says */
+    struct hd_running *running;  /* cancel and job queries find it there */
     char why[768];
 };
 
@@ -295,6 +298,7 @@ struct watch {
     pthread_t thread;
     atomic_bool done;
     atomic_bool suspended;       /* by --timeout */
+    atomic_bool cancelled;       /* the job aborted by a cancel */
 };
 
 static void *watch_job(void *arg)
@@ -302,7 +306,7 @@ static void *watch_job(void *arg)
     struct watch *w = arg;
     struct mig *m = w->m;
     double start = hd_now();
-    bool suspended = false;
+    bool suspended = false, aborted = false;
     int last = -1;
 
     while (!atomic_load(&w->done)) {
@@ -321,16 +325,28 @@ static void *watch_job(void *arg)
                        m->q->timeout_s);
             m->d->hv_ops->suspend(m->d->hv, m->dom.name);
         }
+        if (hd_running_cancelled(m->running) && !aborted) {
+            aborted = true;
+            atomic_store(&w->cancelled, true);
+            hd_run_say(&m->run, "cancel", -1, "cancelled: aborting "
+                       "the hypervisor's migration job");
+            if (!m->d->hv_ops->abort_job ||
+                m->d->hv_ops->abort_job(m->d->hv, m->dom.name) < 0)
+                hd_run_say(&m->run, "cancel", -1, "the hypervisor did not "
+                           "abort the job: the copy goes on");
+        }
         if (m->d->hv_ops->job(m->d->hv, m->dom.name, &job) < 0 || !job.active)
             continue;
+        hd_running_set_job(m->running, &job);
         if (job.data_processed)
             hd_run_bytes(&m->run, job.data_processed);
         if (m->q->verbose && job.data_total) {
-            int pct = (int)(100.0 * (double)(job.data_total -
-                                             job.data_remaining) /
+            /* Every change, in virsh's hundredths. */
+            int pct = (int)(10000.0 * (double)(job.data_total -
+                                               job.data_remaining) /
                             (double)job.data_total);
             if (pct != last)
-                hd_run_say(&m->run, "migrate", pct, "%s", "");
+                hd_run_job_progress(&m->run, &job);
             last = pct;
         }
     }
@@ -383,24 +399,41 @@ static int migrate(struct mig *m)
     bool watching;
     int rc;
 
+    hd_migrate_opts_apply(&d->cfg, m->q->options, &a);
     hv_set_last_error(NULL);
-    hd_run_say(&m->run, "migrate", -1, "migrating to %s (%s%s)",
+    hd_run_say(&m->run, "migrate", -1, "migrating to %s (%s%s%s%s)",
                m->q->dest_uri, m->q->live ? "live" : "offline",
-               m->q->p2p ? ", peer-to-peer" : "");
+               m->q->p2p ? ", peer-to-peer" : "", a.tls ? ", TLS" : "",
+               a.copy_storage_all   ? ", copying all storage"
+               : a.copy_storage_inc ? ", copying storage incrementally"
+                                    : "");
     atomic_init(&w.done, false);
     atomic_init(&w.suspended, false);
+    atomic_init(&w.cancelled, false);
     watching = pthread_create(&w.thread, NULL, watch_job, &w) == 0;
     rc = d->hv_ops->migrate(d->hv, m->dom.name, &a);
     atomic_store(&w.done, true);
     if (watching)
         pthread_join(w.thread, NULL);
-    if (rc < 0) {
+    if (rc == 0)
+        hd_running_past_return(m->running);  /* the VM left */
+    if (rc < 0 && atomic_load(&w.cancelled)) {
+        if (atomic_load(&w.suspended))
+            d->hv_ops->unpause(d->hv, m->dom.name);
+        fail(m, "cancelled by the operator while the hypervisor copied");
+    } else if (rc < 0) {
         fail(m, "migration failed: %s", *hv_last_error() ? hv_last_error()
                                                           : strerror(-rc));
         /* --timeout paused it: it runs on here. */
         if (atomic_load(&w.suspended))
             d->hv_ops->unpause(d->hv, m->dom.name);
     } else if (d->hv_ops->job(d->hv, m->dom.name, &job) == 0) {
+        hd_run_set_job(&m->run, &job);
+        /* virsh ends a good migration's progress at 100.00 %: nothing
+         * remains of the completed job. */
+        job.data_remaining = 0;
+        if (m->q->verbose)
+            hd_run_job_progress(&m->run, &job);
         if (job.data_processed)
             hd_run_bytes(&m->run, job.data_processed);
         m->downtime = job.downtime;
@@ -427,7 +460,9 @@ static Crane__Hostd__Result hand_over(struct mig *m)
     hd_run_say(&m->run, "arrive", -1, "%s attaches a GPU and resumes",
                hd_peer_host(m->peer));
     a.migration_id = m->run.m.id;
-    a.domain = m->dom.name;
+    /* --dname: the VM has its new name there. */
+    a.domain = m->q->options && *m->q->options->dname ? m->q->options->dname
+                                                      : m->dom.name;
     a.mode = live(m) ? CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE
                      : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE;
     a.src_host = m->d->cfg.host_name;
@@ -467,6 +502,24 @@ static Crane__Hostd__Result hand_over(struct mig *m)
     return result;
 }
 
+/* Between two steps: true (and the reason in m->why) when a cancel came
+ * after step DONE, so the caller rolls back what was done; else the
+ * registry shows the step NEXT. */
+static bool stop(struct mig *m, const char *done, const char *next)
+{
+    double t = hd_run_elapsed(&m->run);
+
+    if (!hd_running_cancelled(m->running)) {
+        hd_running_set_phase(m->running, next);
+        return false;
+    }
+    fail(m, "cancelled by the operator after %s", done);
+    hd_run_say(&m->run, "cancel", -1, "%s: rolling back", m->why);
+    hd_run_step(&m->run, "cancel", 0, NULL, t, 0, -ECANCELED, m->why);
+    hd_running_set_phase(m->running, "rollback");
+    return true;
+}
+
 void hd_migration_run(struct hd_daemon *d, int client_fd,
                       const Crane__Hostd__MigrateRequest *q)
 {
@@ -491,21 +544,30 @@ void hd_migration_run(struct hd_daemon *d, int client_fd,
     hd_run_say(&m->run, "start", -1, "migration %s of %s to %s",
                m->run.m.id, q->domain, q->dest_uri);
 
+    m->running = hd_running_add(q->domain, m->run.m.id);
     if (check(m) < 0) {
         /* Nothing was touched. */
         result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
         hd_run_step(&m->run, "check", 0, NULL, 0, hd_run_elapsed(&m->run),
                     -EINVAL, m->why);
+    } else if (stop(m, "check", "prepare")) {
+        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
     } else if (prepare(m) < 0) {
         result = rollback_guest(m, false);
+    } else if (stop(m, "prepare", "detach")) {
+        result = rollback_guest(m, true);
     } else if (detach(m) < 0) {
         /* The GPU is still there (or its unplug still pending). */
         result = rollback_guest(m, true);
+    } else if (stop(m, "detach", "migrate")) {
+        result = rollback_attach(m);
     } else if (migrate(m) < 0) {
         result = rollback_attach(m);
     } else {
+        hd_running_set_phase(m->running, "arrive");
         result = hand_over(m);
     }
+    hd_running_remove(m->running);
     hd_run_end(&m->run, result, result == CRANE__HOSTD__RESULT__RESULT_OK
                                     ? NULL
                                     : m->why);

@@ -1,6 +1,8 @@
 /* One migration as it happens on this host: its steps, history, progress. */
 #include "run.h"
 
+#include "running.h"
+
 #include "backlog.h"
 #include "log.h"
 #include "proto/auth.h"
@@ -175,6 +177,52 @@ void hd_run_say(struct hd_run *run, const char *phase, int percent,
     r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_PROGRESS;
     r.progress = &p;
     send_reply(run, &r);
+}
+
+void hd_run_job_progress(struct hd_run *run, const struct hv_job *j)
+{
+    Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__Progress p = CRANE__HOSTD__PROGRESS__INIT;
+    Crane__Hostd__JobStats js;
+
+    hd_job_stats(j, &js);
+    p.phase = "migrate";
+    p.text = "";
+    p.elapsed = hd_run_elapsed(run);
+    p.percent = j->data_total ? (int)(100.0 *
+                                      (double)(j->data_total -
+                                               j->data_remaining) /
+                                      (double)j->data_total)
+                              : -1;
+    p.bytes = run->m.bytes_moved;
+    p.job = &js;
+    r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_PROGRESS;
+    r.progress = &p;
+    send_reply(run, &r);
+}
+
+void hd_run_set_job(struct hd_run *run, const struct hv_job *j)
+{
+    struct hd_job_stats s = {
+        .elapsed = j->elapsed, .data_total = j->data_total,
+        .data_processed = j->data_processed,
+        .data_remaining = j->data_remaining,
+        .memory_total = j->memory_total,
+        .memory_processed = j->memory_processed,
+        .memory_remaining = j->memory_remaining,
+        .memory_bps = j->memory_bps, .dirty_rate = j->dirty_rate,
+        .page_size = j->page_size, .iterations = j->iterations,
+        .disk_total = j->disk_total, .disk_processed = j->disk_processed,
+        .disk_remaining = j->disk_remaining, .disk_bps = j->disk_bps,
+        .expected_downtime = j->expected_downtime, .downtime = j->downtime,
+        .setup_time = j->setup_time,
+    };
+
+    run->job = *j;
+    run->has_job = true;
+    /* A history that cannot take it loses only these figures. */
+    if (run->h && !run->unsaved)
+        hd_history_set_job(run->h, run->m.id, &s);
 }
 
 static char *dup_or_empty(const char *s)
@@ -364,7 +412,12 @@ static double send_done(struct hd_run *run, Crane__Hostd__Result result,
     Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
     Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
     Crane__Hostd__Step **ptrs = calloc(run->n_steps + 1, sizeof(*ptrs));
+    Crane__Hostd__JobStats js;
 
+    if (run->has_job) {
+        hd_job_stats(&run->job, &js);
+        done.job = &js;
+    }
     done.result = result;
     done.error = (char *)(error ? error : "");
     done.id = run->m.id;

@@ -4,6 +4,7 @@
 
 #include "daemon.h"
 #include "history.h"
+#include "hv.h"
 #include "proto/control.pb-c.h"
 #include "proto/hostd.pb-c.h"
 
@@ -29,6 +30,9 @@ struct hd_run {
      * in the end's error when nothing else failed. */
     unsigned n_lost;
     char lost[512];
+    /* The hypervisor's completed job, for the MigrateDone. */
+    bool has_job;
+    struct hv_job job;
 };
 
 /* Starts a run: a fresh id (or ID when not NULL), a history row in state
@@ -66,6 +70,10 @@ void hd_run_guest_steps(struct hd_run *run, const Crane__Control__Ack *ack,
 void hd_run_set_destination(struct hd_run *run, const char *host);
 /* Memory the hypervisor moved so far. */
 void hd_run_bytes(struct hd_run *run, uint64_t bytes);
+/* Progress of the hypervisor's job J (crane-migrate --verbose). */
+void hd_run_job_progress(struct hd_run *run, const struct hv_job *j);
+/* Keeps the completed job J for the MigrateDone. */
+void hd_run_set_job(struct hd_run *run, const struct hv_job *j);
 /* Ends the run: history finished, MigrateDone to the client, memory
  * freed.  ERROR may be NULL (then the programs lost, if any, are the
  * error). */

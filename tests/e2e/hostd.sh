@@ -28,6 +28,19 @@
 #                  GPU held again, a warning naming the id, rolled-back
 #                  with a lease-expired step); a third (--lease 3) resumed
 #                  on the same host instead: rolled-back, no expiry after
+#   copy-storage   the guest's disk on non-shared storage (a qcow2 image in
+#                  a folder of each host's own): --copy-storage-all; ok,
+#                  the pattern written on the source read back from the
+#                  destination's image, domjobinfo's figures printed
+#   cancel-copy    the same copy at --bandwidth 1, cancelled in its middle
+#                  by crane-hostctl cancel (virDomainAbortJob): exit 1,
+#                  the VM on at the source with its GPU, guest idle,
+#                  nothing on dst, history rolled-back naming the cancel
+#   tls            libvirtd instances of its own (tsrc, tdst) whose
+#                  qemu.conf has a private PKI and migrate_tls_force = 1:
+#                  virsh without --tls refused; crane-migrate --tls there
+#                  (src's migrate_tls = off) and back without it (dst's
+#                  migrate_tls = auto reads its qemu.conf)
 #   cleanup        stops the libvirtd instances the cases share
 # HOSTD names the crane-hostd binary (default build/bin/crane-hostd).
 # Each case starts its own pair of crane-hostd (src, dst) on loopback and
@@ -36,7 +49,8 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-CASES="migrate detach-timeout migrate-fails no-free-gpu hostctl"
+CASES="migrate detach-timeout migrate-fails no-free-gpu hostctl copy-storage
+cancel-copy tls"
 TIMEOUT=${CRANE_E2E_TIMEOUT:-60}
 SRC=hsrc
 DST=hdst
@@ -49,8 +63,9 @@ FAILED=0
 case "${1:-}" in
 --list) echo $CASES; exit 0 ;;
 cleanup)
-    "$E2E_ROOT/tests/e2e/libvirtd.sh" stop "$SRC"
-    "$E2E_ROOT/tests/e2e/libvirtd.sh" stop "$DST"
+    for h in "$SRC" "$DST" tsrc tdst; do
+        "$E2E_ROOT/tests/e2e/libvirtd.sh" stop "$h"
+    done
     exit 0 ;;
 "" | -*) echo "usage: $0 --list | CASE | cleanup" >&2; exit 2 ;;
 esac
@@ -89,6 +104,25 @@ HOSTD=${HOSTD:-$B/bin/crane-hostd}
 for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/crane-hostctl" "$B/bin/cranectl" "$B/bin/crane-proxy"; do
     [ -x "$bin" ] || { echo "skip: $bin not built"; exit 77; }
 done
+# The TLS case: libvirtd instances of its own whose qemu.conf has a
+# private PKI for QEMU's migration TLS and forces it (migrate_tls_force).
+if [ "$CASE" = tls ]; then
+    SRC=tsrc
+    DST=tdst
+    PKI=$E2E_DIR/tls-pki
+    if [ ! -s "$PKI/qemu/client-key.pem" ]; then
+        rm -rf "$PKI"
+        MKPKI_KEY_TYPE=rsa "$E2E_ROOT/tests/tls/mkpki.sh" "$PKI" crane-e2e || exit 1
+        mkdir -p "$PKI/qemu"
+        cp "$PKI/CA/cacert.pem" "$PKI/qemu/ca-cert.pem"
+        for who in server client; do
+            cp "$PKI/libvirt/${who}cert.pem" "$PKI/qemu/$who-cert.pem"
+            cp "$PKI/libvirt/private/${who}key.pem" "$PKI/qemu/$who-key.pem"
+        done
+    fi
+    export CRANE_LIBVIRTD_QEMU_CONF="migrate_tls_x509_cert_dir = \"$PKI/qemu\"
+migrate_tls_force = 1"
+fi
 e2e_guestd_image || exit 1
 SURI=$("$E2E_ROOT/tests/e2e/libvirtd.sh" start "$SRC") || exit 1
 DURI=$("$E2E_ROOT/tests/e2e/libvirtd.sh" start "$DST") || exit 1
@@ -105,8 +139,13 @@ PORT0=$(e2e_free_ports 10) || { echo "no free ports"; exit 1; }
 E2E_WORK=$WORK
 HOSTD_CONF="prepare_deadline_ms = 20000
 resume_deadline_ms = 30000"
-e2e_hostd src "$SURI" $PORT0 $((PORT0 + 1)) "$HOSTD_CONF"
-e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$HOSTD_CONF"
+# Each host's own qemu.conf for migrate_tls = auto; src's TLS in the tls
+# case comes from --tls alone.
+SRC_CONF="qemu_conf = $E2E_DIR/$SRC/etc/qemu.conf"
+[ "$CASE" = tls ] && SRC_CONF="migrate_tls = off"
+e2e_hostd src "$SURI" $PORT0 $((PORT0 + 1)) "$HOSTD_CONF" "$SRC_CONF"
+e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$HOSTD_CONF" \
+    "qemu_conf = $E2E_DIR/$DST/etc/qemu.conf"
 T0=$(e2e_now)
 step "crane-hostd src up" "$WORK/hostd-src.log" 'crane-hostd on src'
 step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
@@ -125,12 +164,28 @@ e2e_domain_xml "$DOM" "$WORK" "$E2E_GUESTD_VM" "$KARGS" > "$WORK/domain.xml"
 if [ "$CASE" = hostctl ]; then
     sed -i '/<rng[ >]/,/<\/rng>/d' "$WORK/domain.xml"
 fi
+# Non-shared storage: a small qcow2 disk in a folder of each host's own,
+# its first MiBs written with a pattern on the source; the destination's
+# an empty image of the same size (libvirt needs one there to copy into).
+if [ "$CASE" = copy-storage ] || [ "$CASE" = cancel-copy ]; then
+    DISK_MB=4
+    [ "$CASE" = cancel-copy ] && DISK_MB=24
+    mkdir -p "$WORK/src-disk" "$WORK/dst-disk"
+    qemu-img create -q -f qcow2 "$WORK/src-disk/vda.qcow2" 64M &&
+        qemu-io -f qcow2 -c "write -q -P 0xab 0 ${DISK_MB}M" \
+            "$WORK/src-disk/vda.qcow2" &&
+        qemu-img create -q -f qcow2 "$WORK/dst-disk/vda.qcow2" 64M ||
+        { fail "disk images"; finish; }
+    sed -i "s|^    <memballoon|    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='$WORK/src-disk/vda.qcow2'/><target dev='vda' bus='virtio'/></disk>\n&|" \
+        "$WORK/domain.xml"
+fi
 e2e_forget_domains "$SURI" "$DOM" "$DOM-blocker"
 e2e_forget_domains "$DURI" "$DOM" "$DOM-blocker"
 $VS define "$WORK/domain.xml" > /dev/null || { fail "define"; finish; }
 # The destination XML: libvirt's (with the uuid it gave), without the GPU,
 # with new paths for what the source QEMU holds open.
-$VS dumpxml --migratable "$DOM" | e2e_dest_xml "$WORK" > "$WORK/dest.xml"
+$VS dumpxml --migratable "$DOM" | e2e_dest_xml "$WORK" |
+    sed "s|$WORK/src-disk/|$WORK/dst-disk/|" > "$WORK/dest.xml"
 virsh -c "$SURI" event --all --loop --timestamp > "$WORK/events-src.log" 2>&1 &
 EVPIDS="$EVPIDS $!"
 virsh -c "$DURI" event --all --loop --timestamp > "$WORK/events-dst.log" 2>&1 &
@@ -352,6 +407,98 @@ PY
     grep -q "hr-$$.*lease.*ran out" "$WORK/hostd-src.log" && fail "hr-$$: lease ran out after the resume"
     [ "$(grep -c 'device-added.*ua-gpu0' "$WORK/events-src.log")" = 4 ] ||
         fail "the GPU was plugged again after the resume"
+    ;;
+copy-storage)
+    # Non-shared storage: --copy-storage-all moves the disk too.
+    migrate --live --p2p --persistent --undefinesource --copy-storage-all \
+        --xml "$WORK/dest.xml" "$DOM" "$DURI" tcp://127.0.0.1
+    [ $RC = 0 ] || { fail "crane-migrate exit $RC, expected 0"; finish; }
+    grep -q '^result: ok' "$WORK/migrate.out" || fail "no 'result: ok'"
+    grep -q 'migrating to .*copying all storage' "$WORK/migrate.out" ||
+        fail "the storage copy not said"
+    grep -q '^Data total: ' "$WORK/migrate.out" || fail "no domjobinfo figures"
+    grep -q 'Migration: \[100.00 %\]' "$WORK/migrate.out" || fail "no progress"
+    step "device-added on dst" "$WORK/events-dst.log" 'device-added.*ua-gpu0'
+    [ "$($VD domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on dst"
+    [ "$(guest_phase "$WORK/guest0-dst.sock")" = idle ] || fail "guest not idle on dst"
+    $VD domblklist "$DOM" | grep -q "vda .*$WORK/dst-disk/vda.qcow2" ||
+        fail "dst's disk is not its own image"
+    # The pattern arrived in the destination's own image.
+    qemu-io -U -r -f qcow2 -c "read -P 0xab 0 ${DISK_MB}M" \
+        "$WORK/dst-disk/vda.qcow2" > "$WORK/qemu-io.out" 2>&1
+    grep -q "^read $((DISK_MB << 20))/$((DISK_MB << 20)) bytes" "$WORK/qemu-io.out" &&
+        ! grep -q 'Pattern verification failed' "$WORK/qemu-io.out" ||
+        fail "dst's disk lacks the pattern: $(head -3 "$WORK/qemu-io.out")"
+    [ "$(e2e_newest_result $((PORT0 + 1)))" = ok ] || fail "src history: not ok"
+    ;;
+cancel-copy)
+    # The copy is slowed down (1 MiB/s), then cancelled in its middle.
+    "$B/bin/crane-migrate" --connect "unix:$WORK/src-hostd.sock" \
+        --peer "tcp:127.0.0.1:$((PORT0 + 2))" --proxy "$PROXY_EP" \
+        --verbose --live --p2p --copy-storage-all --bandwidth 1 \
+        --xml "$WORK/dest.xml" "$DOM" "$DURI" tcp://127.0.0.1 \
+        > "$WORK/migrate.out" 2>&1 &
+    MPID=$!
+    step "copy started" "$WORK/migrate.out" 'migrating to .*copying all storage'
+    wait_until -q 60 -n "libvirt's job copies" -- \
+        sh -c "$VS domjobinfo '$DOM' 2>/dev/null | grep -q 'Unbounded'" ||
+        fail "no migration job on src"
+    $VS domjobinfo "$DOM" | grep -E 'Data (processed|remaining)' | sed 's/^/    /'
+    T0=$(e2e_now)
+    "$B/bin/crane-hostctl" --connect "unix:$WORK/src-hostd.sock" cancel \
+        "$DOM" > "$WORK/cancel.out" 2>&1 || fail "cancel: exit $?"
+    sed 's/^/    /' "$WORK/cancel.out"
+    wait_until -q 120 -n "crane-migrate ends" -- pid_ended "$MPID"
+    wait "$MPID"
+    RC=$?
+    e2e_log "crane-migrate exit $RC after the cancel: $(e2e_since "$T0") s"
+    sed 's/^/    /' "$WORK/migrate.out"
+    [ $RC = 1 ] || fail "crane-migrate exit $RC, expected 1 (rolled back)"
+    grep -q '^result: rolled-back: cancelled by the operator while the hypervisor copied' \
+        "$WORK/migrate.out" || fail "no cancelled result"
+    step "device-added again on src" "$WORK/events-src.log" 'device-added.*ua-gpu0'
+    step "guest sees its GPU again" "$WORK/console.log" '^CRANE-RNG present' 2
+    [ "$($VS domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on src"
+    $VD dominfo "$DOM" > /dev/null 2>&1 && fail "the VM is on dst too"
+    [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle on src"
+    [ "$(e2e_newest_result $((PORT0 + 1)))" = rolled-back ] || fail "src history: not rolled-back"
+    curl -sf "http://127.0.0.1:$((PORT0 + 1))/api/migrations" |
+        grep -q 'cancelled by the operator' || fail "history: the cancel not said"
+    ;;
+tls)
+    # This libvirtd forces TLS: plain virsh without --tls is refused...
+    virsh -c "$SURI" migrate --live --p2p --xml "$WORK/dest.xml" "$DOM" \
+        "$DURI" tcp://127.0.0.1 > "$WORK/virsh.out" 2>&1 &&
+        { fail "libvirt migrated without TLS: migrate_tls_force not in force"; finish; }
+    grep -q 'VIR_MIGRATE_TLS' "$WORK/virsh.out" ||
+        fail "virsh refused for another reason: $(cat "$WORK/virsh.out")"
+    # ... crane-migrate --tls goes (src's migrate_tls = off: the option
+    # alone turns TLS on) ...
+    migrate --live --p2p --persistent --undefinesource --tls \
+        --xml "$WORK/dest.xml" "$DOM" "$DURI" tcp://127.0.0.1
+    [ $RC = 0 ] || { fail "crane-migrate --tls exit $RC, expected 0"; finish; }
+    grep -q 'migrating to .*TLS' "$WORK/migrate.out" || fail "TLS not said"
+    step "device-added on dst" "$WORK/events-dst.log" 'device-added.*ua-gpu0'
+    [ "$(guest_phase "$WORK/guest0-dst.sock")" = idle ] || fail "guest not idle on dst"
+    # ... and back without --tls: dst's migrate_tls = auto reads qemu.conf.
+    $VD dumpxml --migratable "$DOM" |
+        sed -e "s|$WORK/guest0-dst.sock|$WORK/guest0.sock|g" \
+            -e "s|$WORK/console-dst.log|$WORK/console-back.log|g" \
+            -e "/<rng[ >]/,/<\/rng>/d" > "$WORK/back.xml"
+    T0=$(e2e_now)
+    "$B/bin/crane-migrate" --connect "unix:$WORK/dst-hostd.sock" \
+        --peer "tcp:127.0.0.1:$PORT0" --proxy "$PROXY_EP" --live --p2p \
+        --persistent --undefinesource --xml "$WORK/back.xml" "$DOM" "$SURI" \
+        tcp://127.0.0.1 > "$WORK/back.out" 2>&1
+    RC=$?
+    e2e_log "crane-migrate back exit $RC after $(e2e_since "$T0") s"
+    sed 's/^/    /' "$WORK/back.out"
+    [ $RC = 0 ] || fail "crane-migrate back exit $RC, expected 0"
+    grep -q 'sets migrate_tls_force: migrating with TLS' "$WORK/hostd-dst.log" ||
+        fail "dst's crane-hostd did not take TLS from qemu.conf"
+    step "device-added back on src" "$WORK/events-src.log" 'device-added.*ua-gpu0'
+    [ "$($VS domstate "$DOM" 2>/dev/null)" = running ] || fail "not running on src"
+    [ "$(guest_phase "$WORK/guest0.sock")" = idle ] || fail "guest not idle on src"
     ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac

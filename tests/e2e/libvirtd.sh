@@ -11,6 +11,8 @@
 # driver, no cgroups and no per-domain namespaces (what works here without
 # systemd; see ../shared/VM.md). `start` prints the URI to use, e.g.
 #   qemu+unix:///system?socket=/tmp/crane-e2e/src/run/libvirt-sock
+# CRANE_LIBVIRTD_QEMU_CONF holds more qemu.conf lines for an instance
+# that `start` creates (one already running keeps its own).
 # `stop` destroys the instance's domains, ends libvirtd, and kills any QEMU
 # it left behind (all by the pids recorded in the state folder).
 set -eu
@@ -59,6 +61,9 @@ stdio_handler = "file"
 cgroup_controllers = [ ]
 namespaces = [ ]
 CONF
+    # More settings for this instance (the TLS cases' migrate_tls_*).
+    [ -n "${CRANE_LIBVIRTD_QEMU_CONF:-}" ] &&
+        printf '%s\n' "$CRANE_LIBVIRTD_QEMU_CONF" >> "$BASE/etc/qemu.conf"
     : > "$BASE/etc/libvirt.conf"
     : > "$BASE/log/libvirtd.log"
     setsid unshare -m --propagation private -- sh -c '

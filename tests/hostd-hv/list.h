@@ -61,6 +61,11 @@ TEST_TIMED(peer_arrive_validated, 30)
 TEST_TIMED(peer_tls_psk, 30)
 TEST_TIMED(peer_tls_x509, 60)
 
+/* virsh migrate's options in crane-hostd (test_migrate_opts.c). */
+TEST_TIMED(migrate_tls_setting, 10)
+TEST_TIMED(migrate_opts_checked, 10)
+TEST_TIMED(migrate_libvirt_args, 10)
+
 /* libxl migration streams over the peer protocol (XenStream), without
  * Xen: refusals, the handshake first, the client's fd against a stand-in
  * destination, and the libxl server's accept path (skipped without

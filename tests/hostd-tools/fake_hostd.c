@@ -20,6 +20,8 @@
  *                error naming it (what crane-hostd's run.c makes of a
  *                guest's answer that names a program lost)
  *   hang         never answers (until the client leaves)
+ *   cancel       waits for the client's HostCancel on a second connection,
+ *                takes it, then ends the migration rolled back
  *   close        two Progress, then closes without MigrateDone
  *   garbage      a frame that does not decode
  *   empty        a DaemonReply with neither Progress nor MigrateDone
@@ -76,6 +78,7 @@ struct fake_script {
     size_t n_steps;
     double seconds;
     unsigned long long bytes;
+    bool job_progress;  /* JobStats on progress and at the end */
 };
 
 #define N(a) (sizeof(a) / sizeof(*(a)))
@@ -198,30 +201,34 @@ static const struct fake_event close_events[] = {
 
 static const struct fake_script scripts[] = {
     {"ok", ok_events, N(ok_events), CRANE__HOSTD__RESULT__RESULT_OK, "",
-     ok_steps, N(ok_steps), 4.420, GIB},
+     ok_steps, N(ok_steps), 4.420, GIB, false},
+    {"jobinfo", ok_events, N(ok_events), CRANE__HOSTD__RESULT__RESULT_OK, "",
+     ok_steps, N(ok_steps), 4.420, GIB, true},
     {"rolled-back", rolled_back_events, N(rolled_back_events),
      CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
      "migrate: connection reset by peer", rolled_back_steps,
-     N(rolled_back_steps), 1.420, 3 * GIB / 10},
+     N(rolled_back_steps), 1.420, 3 * GIB / 10, false},
     {"failed", failed_events, N(failed_events),
      CRANE__HOSTD__RESULT__RESULT_FAILED,
      "rollback incomplete: gpu0 not attached again: Device or resource busy",
-     failed_steps, N(failed_steps), 1.350, 0},
+     failed_steps, N(failed_steps), 1.350, 0, false},
     {"remoting", remoting_events, N(remoting_events),
      CRANE__HOSTD__RESULT__RESULT_REMOTING,
      "host-b has no usable GPU: programs remote until one is attached",
-     remoting_steps, N(remoting_steps), 4.310, GIB},
+     remoting_steps, N(remoting_steps), 4.310, GIB, false},
     {"lost", ok_events, N(ok_events), CRANE__HOSTD__RESULT__RESULT_OK,
      "1 program(s) lost to a fault: render farm[4243]: the connection to "
      "the proxy tcp:px:7000 was lost",
-     lost_steps, N(lost_steps), 4.420, GIB},
-    {"close", close_events, N(close_events), 0, "", NULL, 0, 0, 0},
-    {"partial", close_events, 1, 0, "", NULL, 0, 0, 0},
-    {"unknown", close_events, 1, (Crane__Hostd__Result)9, "", NULL, 0, 1, 0},
-    {"hang", NULL, 0, 0, "", NULL, 0, 0, 0},
-    {"garbage", NULL, 0, 0, "", NULL, 0, 0, 0},
-    {"empty", NULL, 0, 0, "", NULL, 0, 0, 0},
-    {"huge", NULL, 0, 0, "", NULL, 0, 0, 0},
+     lost_steps, N(lost_steps), 4.420, GIB, false},
+    {"close", close_events, N(close_events), 0, "", NULL, 0, 0, 0, false},
+    {"partial", close_events, 1, 0, "", NULL, 0, 0, 0, false},
+    {"unknown", close_events, 1, (Crane__Hostd__Result)9, "", NULL, 0, 1, 0,
+     false},
+    {"hang", NULL, 0, 0, "", NULL, 0, 0, 0, false},
+    {"cancel", NULL, 0, 0, "", NULL, 0, 0, 0, false},
+    {"garbage", NULL, 0, 0, "", NULL, 0, 0, 0, false},
+    {"empty", NULL, 0, 0, "", NULL, 0, 0, 0, false},
+    {"huge", NULL, 0, 0, "", NULL, 0, 0, 0, false},
 };
 
 /* Writes S to F as a C string literal's inside. */
@@ -238,6 +245,46 @@ static void put_escaped(FILE *f, const char *s)
         else
             fputc(c, f);
     }
+}
+
+/* The MigrateOptions, one "options.NAME = VALUE" line each, or
+ * "options = none". */
+static void dump_options(FILE *f, const Crane__Hostd__MigrateOptions *o)
+{
+    if (!o) {
+        fputs("options = none\n", f);
+        return;
+    }
+    fprintf(f, "options.tls = %d\noptions.copy_storage_all = %d\n"
+               "options.copy_storage_inc = %d\n"
+               "options.copy_storage_synchronous_writes = %d\n"
+               "options.auto_converge = %d\noptions.abort_on_error = %d\n"
+               "options.parallel = %d\noptions.compressed = %d\n"
+               "options.unsafe = %d\noptions.change_protection = %d\n"
+               "options.tunnelled = %d\noptions.zerocopy = %d\n"
+               "options.bandwidth_mib = %llu\n"
+               "options.parallel_connections = %u\n"
+               "options.disks_port = %u\n",
+            o->tls, o->copy_storage_all, o->copy_storage_inc,
+            o->copy_storage_synchronous_writes, o->auto_converge,
+            o->abort_on_error, o->parallel, o->compressed, o->unsafe,
+            o->change_protection, o->tunnelled, o->zerocopy,
+            (unsigned long long)o->bandwidth_mib, o->parallel_connections,
+            o->disks_port);
+    fputs("options.listen_address = ", f);
+    put_escaped(f, o->listen_address);
+    fputs("\noptions.dname = ", f);
+    put_escaped(f, o->dname);
+    fputs("\noptions.disks_uri = ", f);
+    put_escaped(f, o->disks_uri);
+    fputs("\noptions.tls_destination = ", f);
+    put_escaped(f, o->tls_destination);
+    fputs("\noptions.migrate_disks =", f);
+    for (size_t i = 0; i < o->n_migrate_disks; i++) {
+        fputc(' ', f);
+        put_escaped(f, o->migrate_disks[i]);
+    }
+    fputc('\n', f);
 }
 
 static int dump(const char *path, const Crane__Hostd__MigrateRequest *r)
@@ -264,6 +311,7 @@ static int dump(const char *path, const Crane__Hostd__MigrateRequest *r)
                "dest_xml = %zu bytes\n",
             r->live, r->p2p, r->persistent, r->undefine_source, r->timeout_s,
             r->verbose, strlen(r->dest_xml));
+    dump_options(f, r->options);
     if (fclose(f) != 0)
         return -errno;
     if (*r->dest_xml) {
@@ -286,16 +334,64 @@ static int send_reply(int fd, Crane__Hostd__DaemonReply *m)
     return rc;
 }
 
+/* "cancel": the client's HostCancel on a second connection, answered as
+ * taken (its domain appended to DUMP as "cancel = DOMAIN"), then the
+ * migration's MigrateDone rolled back on the first. */
+static int serve_cancel(int lfd, int fd, const char *dump_path,
+                        const char *domain)
+{
+    Crane__Hostd__DaemonReply m = CRANE__HOSTD__DAEMON_REPLY__INIT;
+    Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
+    Crane__Hostd__ClientRequest *q = NULL;
+    uint8_t *buf = NULL;
+    size_t len;
+    FILE *f;
+    int cfd, rc;
+
+    if ((cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+        return -errno;
+    rc = crn_frame_read(cfd, &buf, &len, FAKE_MAX_REQUEST);
+    if (rc == 0 && !(q = crane__hostd__client_request__unpack(NULL, len, buf)))
+        rc = -EPROTO;
+    free(buf);
+    if (rc == 0 && (q->msg_case != CRANE__HOSTD__CLIENT_REQUEST__MSG_CANCEL ||
+                    strcmp(q->cancel->domain, domain) != 0))
+        rc = -EPROTO;
+    if (rc == 0 && (f = fopen(dump_path, "a"))) {
+        fprintf(f, "cancel = %s\n", q->cancel->domain);
+        fclose(f);
+    }
+    if (q)
+        crane__hostd__client_request__free_unpacked(q, NULL);
+    done.result = rc == 0 ? CRANE__HOSTD__RESULT__RESULT_OK
+                          : CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
+    done.id = "20240517-101500-vm1";
+    m.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
+    m.done = &done;
+    send_reply(cfd, &m);
+    close(cfd);
+    if (rc < 0) {
+        fprintf(stderr, "hostd-fake: no HostCancel of %s\n", domain);
+        return rc;
+    }
+    done.result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
+    done.error = "cancelled by the operator while the hypervisor copied";
+    done.seconds = 2.5;
+    return send_reply(fd, &m);
+}
+
 static int play(int fd, const struct fake_script *s, bool verbose)
 {
     Crane__Hostd__DaemonReply m = CRANE__HOSTD__DAEMON_REPLY__INIT;
     Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
+    Crane__Hostd__JobStats job = CRANE__HOSTD__JOB_STATS__INIT;
     Crane__Hostd__Step steps[16], *sp[16];
     int rc;
 
     for (size_t i = 0; i < s->n_events; i++) {
         const struct fake_event *e = &s->events[i];
         Crane__Hostd__Progress p = CRANE__HOSTD__PROGRESS__INIT;
+        Crane__Hostd__JobStats j = CRANE__HOSTD__JOB_STATS__INIT;
 
         if (e->percent >= 0 && !verbose)
             continue;
@@ -304,6 +400,14 @@ static int play(int fd, const struct fake_script *s, bool verbose)
         p.elapsed = e->elapsed;
         p.percent = e->percent;
         p.bytes = e->bytes;
+        if (e->percent >= 0 && s->job_progress) {
+            /* 1000 bytes in all; at 50 % 5 more remain: virsh's 49.50. */
+            j.active = true;
+            j.data_total = 1000;
+            j.data_remaining = 1000 - 10 * (uint64_t)e->percent +
+                               (e->percent == 50 ? 5 : 0);
+            p.job = &j;
+        }
         m.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_PROGRESS;
         m.progress = &p;
         if ((rc = send_reply(fd, &m)) < 0)
@@ -332,6 +436,19 @@ static int play(int fd, const struct fake_script *s, bool verbose)
     done.seconds = s->seconds;
     done.bytes = s->bytes;
     done.dest_host = "host-b";
+    if (s->job_progress) {
+        /* domjobinfo --completed of a 1 GiB VM. */
+        job.data_total = job.data_processed = job.memory_total = GIB;
+        job.memory_processed = GIB;
+        job.elapsed = 4.019;
+        job.memory_bps = 256ull << 20;
+        job.dirty_rate = 120;
+        job.page_size = 4096;
+        job.iterations = 3;
+        job.downtime = 0.042;
+        job.setup_time = 0.012;
+        done.job = &job;
+    }
     m.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
     m.done = &done;
     return send_reply(fd, &m);
@@ -423,6 +540,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(s->name, "hang")) {
         until_closed(fd);
+    } else if (!strcmp(s->name, "cancel")) {
+        if (serve_cancel(lfd, fd, argv[3], req->migrate->domain) < 0)
+            goto out;
     } else if (!strcmp(s->name, "garbage")) {
         /* Field 1 with wire type 7, which does not exist. */
         static const uint8_t g[] = {0, 0, 0, 3, 0x0f, 0x0f, 0x0f};

@@ -179,6 +179,14 @@ grep -q 'still holds its GPU: nothing to undo' "$T/out" || die "abort holder: $(
 ctl 1 shm holder
 grep -q '^result: rolled-back: no shared memory to give' "$T/out" || die "shm holder: $(cat "$T/out")"
 ctl 0 shm --release holder
+# A cancel with no migration running: refused, exit 1, nothing changes.
+ctl 1 cancel holder
+grep -qx 'crane-hostctl: cannot cancel a migration of holder: no migration of holder runs here' "$T/err" ||
+    die "cancel holder: stderr $(cat "$T/err")"
+[ -s "$T/out" ] && die "a refused cancel printed: $(cat "$T/out")"
+ctl 1 cancel --id m1 holder
+grep -q 'runs here with id m1' "$T/err" || die "cancel --id: $(cat "$T/err")"
+ctl 2 cancel
 # The pool is as it was.
 ctl 0 pool --format json
 grep -q '"free":1,"held":1,"reserved":0' "$T/out" || die "pool changed: $(cat "$T/out")"

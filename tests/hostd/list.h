@@ -21,6 +21,8 @@ TEST_ENTRY(history_prune)
 TEST_ENTRY(counters_survive_prune_and_restart)
 TEST_ENTRY(counters_seeded_from_older_file)
 TEST_ENTRY(counters_store_counts_once)
+/* host-daemon/history_job.c: tests/hostd/test_history_job.c */
+TEST_ENTRY(history_job_roundtrip)
 
 /* host-daemon/backlog.c: tests/hostd/test_backlog.c */
 TEST_ENTRY(backlog_history_store)

@@ -22,10 +22,11 @@ CASES="help usage-no-args usage-one-arg usage-extra-arg usage-unknown-option
 usage-missing-value usage-bad-timeout usage-timeout-without-live
 usage-live-offline usage-bad-proxy usage-bad-peer usage-bad-wait
 usage-bad-connect xml-missing xml-unusable map-defaults map-options
-map-xml map-connect-env ok verbose verbose-tty rolled-back failed remoting
+map-xml map-connect-env map-virsh-options map-named usage-virsh-options
+postcopy-refused ok verbose verbose-tty rolled-back failed remoting
 lost
 no-daemon hang-wait partial-wait close garbage empty huge unknown-result
-interrupt valgrind"
+cancel interrupt valgrind"
 
 case "${1:-}" in
 --list) echo $CASES; exit 0 ;;
@@ -123,7 +124,15 @@ case_help() {
              '  130, 143'; do
         grep -qF -- "$s" "$T/out" || die "--help lacks exit status '$s'"
     done
-    grep -q 'does not cancel' "$T/out" || die "--help lacks Ctrl-C"
+    grep -q 'cancels the migration' "$T/out" || die "--help lacks Ctrl-C"
+    for o in tls copy-storage-all copy-storage-inc migrate-disks \
+             auto-converge bandwidth abort-on-error parallel \
+             parallel-connections migrateuri listen-address dname domain \
+             desturi postcopy; do
+        grep -q -- "--$o\b" "$T/out" || die "--help lacks --$o"
+    done
+    grep -q 'shared storage\|storage both hosts share' "$T/out" ||
+        die "--help does not say shared storage is needed"
     grep -q 'stop-and-copy' "$T/out" || die "--help lacks stop-and-copy"
     # Anywhere on the line, as virsh takes options.
     mig vm1 --help
@@ -226,6 +235,109 @@ case_map_options() {
     field proxy unix:/run/crane/px.sock
 }
 
+case_map_virsh_options() {
+    fake ok
+    migf --live --p2p --tls --copy-storage-all --migrate-disks vda,sdb \
+        --auto-converge --bandwidth 64 --abort-on-error --parallel \
+        --parallel-connections 4 --listen-address 10.0.0.2 --dname vm1-b \
+        --compressed --disks-uri tcp://10.0.0.2:49153 --disks-port 49153 \
+        --unsafe --change-protection --tunnelled --zerocopy \
+        --tls-destination host-b.example --copy-storage-synchronous-writes \
+        --timeout-suspend vm1 qemu+tls://host-b/system
+    expect_rc 0
+    finish
+    for f in tls copy_storage_all auto_converge abort_on_error parallel \
+             compressed unsafe change_protection tunnelled zerocopy \
+             copy_storage_synchronous_writes; do
+        field options.$f 1
+    done
+    field options.copy_storage_inc 0
+    field options.bandwidth_mib 64
+    field options.parallel_connections 4
+    field options.disks_port 49153
+    field options.listen_address 10.0.0.2
+    field options.dname vm1-b
+    field options.disks_uri tcp://10.0.0.2:49153
+    field options.tls_destination host-b.example
+    grep -qxF 'options.migrate_disks = vda sdb' "$T/dump" ||
+        die "migrate_disks not 'vda sdb'"
+    # None of them: no options message at all.
+    fake ok
+    migf vm1 qemu:///b
+    expect_rc 0
+    finish
+    field options none
+    fake ok
+    migf --copy-storage-inc vm1 qemu:///b
+    expect_rc 0
+    finish
+    field options.copy_storage_inc 1
+    field options.copy_storage_all 0
+    field options.tls 0
+}
+
+case_map_named() {
+    fake ok
+    migf --domain vm-n --desturi qemu+ssh://host-b/system \
+        --migrateuri tcp://10.0.0.2:49152
+    expect_rc 0
+    finish
+    field domain vm-n
+    field dest_uri qemu+ssh://host-b/system
+    field migrate_uri tcp://10.0.0.2:49152
+    # Named ones take their place; operands fill the rest in order.
+    fake ok
+    migf --desturi qemu:///b vm-o tcp://10.0.0.3:1
+    expect_rc 0
+    finish
+    field domain vm-o
+    field dest_uri qemu:///b
+    field migrate_uri tcp://10.0.0.3:1
+    usage --domain vm1
+    grep -q 'DESTURI is needed' "$T/err" || die "missing DESTURI not said"
+    usage --domain vm1 --desturi qemu:///b --migrateuri tcp://x:1 extra
+    grep -q "'extra'" "$T/err" || die "extra operand not named"
+}
+
+case_usage_virsh_options() {
+    usage --copy-storage-all --copy-storage-inc vm1 qemu:///b
+    usage --migrate-disks vda vm1 qemu:///b
+    grep -q 'need --copy-storage-all' "$T/err" || die "reason not said"
+    for d in "" , "$(printf 'a%.0s' $(seq 40))" \
+             "$(seq -s, 1 65 | sed 's/[0-9]*/vd&/g')"; do
+        usage --copy-storage-all --migrate-disks "$d" vm1 qemu:///b
+    done
+    for b in 0 -1 abc 1.5 "" 1099511627777; do
+        usage --bandwidth "$b" vm1 qemu:///b
+    done
+    for n in 0 256 x; do
+        usage --parallel --parallel-connections "$n" vm1 qemu:///b
+    done
+    usage --parallel-connections 2 vm1 qemu:///b
+    usage --zerocopy vm1 qemu:///b
+    usage --tunnelled vm1 qemu:///b
+    usage --copy-storage-all --disks-port 70000 vm1 qemu:///b
+    usage --dname a/b vm1 qemu:///b
+    usage --suspend vm1 qemu:///b
+    grep -q 'must run at the destination' "$T/err" || die "--suspend reason"
+    usage --direct vm1 qemu:///b
+    usage vm1 qemu:///b --bandwidth
+    grep -q "needs a value" "$T/err" || die "missing value not said"
+}
+
+case_postcopy_refused() {
+    for o in --postcopy --postcopy-after-precopy --timeout-postcopy \
+             "--postcopy-bandwidth=10" --postcopy-resume; do
+        usage --live $o vm1 qemu:///b
+        grep -q 'post-copy\|post-copy migration' "$T/err" ||
+            die "$o: no reason"
+    done
+    usage --live --postcopy vm1 qemu:///b
+    grep -q 'loses the VM' "$T/err" || die "the reason lacks the VM's loss"
+    grep -q 'unplugged before the copy' "$T/err" ||
+        die "the reason lacks the GPU's part"
+}
+
 case_map_xml() {
     fake ok
     printf '<domain type="kvm">\n  <name>vm1</name>\n  <!-- é -->\n</domain>\n' \
@@ -287,19 +399,19 @@ EOF
     diff -u "$T/expect" "$T/out" || die "output differs"
 }
 
+# virsh 11's progress: "\rMigration: [%5.2f %]" on stderr, a new text
+# only when it changes, the line ended before the next thing printed.
 case_verbose() {
     fake ok
     migf --verbose vm1 qemu:///b
     expect_rc 0
     finish
-    # One line per change of the percent (the fake repeats 10 %), in place
-    # between the phase lines that frame it.
-    diff <(grep '^Migration:' "$T/out") \
-         <(for p in 10 20 30 40 50 60 70 80 90 100; do
-               printf 'Migration: [%3d %%]\n' $p; done) ||
-        die "progress lines differ"
-    sed -n '/migrating to host-b/,/migrated: 1.0GiB/p' "$T/out" |
-        grep -c '^Migration:' | grep -qx 10 || die "progress out of place"
+    # From a daemon that sends whole percents only (the fake repeats 10 %).
+    want=$(for p in 10 20 30 40 50 60 70 80 90 100; do
+               printf '~Migration: [%5.2f %%]' $p; done)
+    tr '\r' '~' <"$T/err" | grep -qxF -- "$want" || die "progress differs"
+    [ "$(wc -l <"$T/err")" = 1 ] || die "stderr is not the one progress line"
+    grep -q '^Migration' "$T/out" && die "progress on stdout"
     has_line "result: ok"
 }
 
@@ -312,14 +424,53 @@ case_verbose_tty() {
     RC=$?
     expect_rc 0
     finish
-    # The percent is rewritten in place with \r, and the line is ended
+    # On one terminal: the percent rewritten in place, the line ended
     # before the next phase line.
-    want=$(for p in 10 20 30 40 50 60 70 80 90 100; do
-               printf '~Migration: [%3d %%]' $p; done)
-    tr '\r' '~' <"$T/out" | grep -qxF -- "$want~" ||
+    tr '\r' '~' <"$T/out" |
+        grep -qF -- '~Migration: [90.00 %]~Migration: [100.00 %]' ||
         die "no in-place progress line"
     tr '\r' '~' <"$T/out" | grep -qxF -- '[  4.200s] migrate   migrated: 1.0GiB~' ||
         die "phase line not on its own line"
+}
+
+case_verbose_job() {
+    fake jobinfo
+    migf --verbose vm1 qemu:///b
+    expect_rc 0
+    finish
+    # From the job's bytes: two decimals, truncated (49.50, not 50).
+    want=$(for p in 10.00 20.00 30.00 40.00 49.50 60.00 70.00 80.00 90.00 \
+                    100.00; do
+               printf '~Migration: [%5s %%]' $p; done)
+    tr '\r' '~' <"$T/err" | grep -qxF -- "$want" || die "progress differs"
+}
+
+case_jobinfo() {
+    fake jobinfo
+    migf vm1 qemu:///b
+    expect_rc 0
+    finish
+    sed -n '/^bytes:/,/^result:/p' "$T/out" >"$T/got"
+    cat >"$T/expect" <<'EOF'
+bytes: 1073741824 (1.0GiB)
+Job type:         Completed   
+Operation:        Outgoing migration
+Time elapsed:     4019         ms
+Data processed:   1.000 GiB
+Data remaining:   0.000 B
+Data total:       1.000 GiB
+Memory processed: 1.000 GiB
+Memory remaining: 0.000 B
+Memory total:     1.000 GiB
+Memory bandwidth: 256.000 MiB/s
+Dirty rate:       120          pages/s
+Page size:        4096         bytes
+Iteration:        3           
+Total downtime:   42           ms
+Setup time:       12           ms
+result: ok
+EOF
+    diff -u "$T/expect" "$T/got" || die "domjobinfo figures differ"
 }
 
 case_rolled_back() {
@@ -329,11 +480,15 @@ case_rolled_back() {
     finish
     has_line "[  1.200s] migrate   migration failed: connection reset by peer"
     has_line "[  1.420s] rollback  programs back on the GPU at the source"
-    has_line "Migration: [ 30 %]"
     has_line "step    migrate   -       -                    0.181    1019.0  FAILED: migration job: connection reset by peer"
     has_line "program 4242    cl_worker        pre      45.0 ms post      60.0 ms"
     has_line "stoppage: pre max 45.0 ms, post max 60.0 ms over 1 program(s)"
     has_line "result: rolled-back: migrate: connection reset by peer"
+    # The progress line, ended, then the one line of the result.
+    head -1 "$T/err" | tr '\r' '~' |
+        grep -qxF '~Migration: [10.00 %]~Migration: [30.00 %]' ||
+        die "progress line differs"
+    sed -i 1d "$T/err"
     err_line 'rolled back: it runs on at the source: migrate: connection reset'
 }
 
@@ -466,6 +621,33 @@ case_unknown_result() {
 }
 
 # interrupted SIGNAL STATUS: crane-migrate watching a migration gets SIGNAL.
+# A first signal cancels: HostCancel on a second connection, then the
+# rollback's report and its exit status 1.
+cancelled() {
+    fake cancel
+    $WRAP "$MIGRATE" --connect "unix:$SOCK" vm1 qemu:///b >"$T/out" \
+        2>"$T/err" &
+    local pid=$!
+    wait_until -q 10 -p "$FAKE_PID" -t "$pid" -n "the request" -- \
+        test -s "$T/dump"
+    [ -s "$T/dump" ] || die "no request"
+    kill -"$1" "$pid"
+    wait "$pid"
+    RC=$?
+    expect_rc 1
+    finish
+    field cancel vm1
+    has_line "result: rolled-back: cancelled by the operator while the hypervisor copied"
+    grep -q 'cancelling migration 20240517-101500-vm1 of vm1: it rolls back' \
+        "$T/err" || die "the cancel is not said"
+}
+
+case_cancel() {
+    cancelled INT
+    cancelled TERM
+}
+
+# A second signal stops watching; the cancel goes on in crane-hostd.
 interrupted() {
     fake hang
     $WRAP "$MIGRATE" --connect "unix:$SOCK" vm1 qemu:///b >"$T/out" \
@@ -476,11 +658,17 @@ interrupted() {
         test -s "$T/dump"
     [ -s "$T/dump" ] || die "no request"
     kill -"$1" "$pid"
+    # The fake takes no cancel (it never accepts again): crane-migrate
+    # says it could not cancel within its bound, then the second signal.
+    wait_until -q 20 -t "$pid" -n "the cancel's answer" -- \
+        grep -q 'cannot cancel' "$T/err"
+    kill -"$1" "$pid"
     wait "$pid"
     RC=$?
     expect_rc "$2"
     finish
-    err_line 'interrupted: the migration goes on in crane-hostd \(not cancelled\); follow it'
+    grep -q 'interrupted again: stopped watching; the cancel and its rollback go on in crane-hostd' "$T/err" ||
+        die 'the second interrupt is not said'
 }
 
 case_interrupt() {

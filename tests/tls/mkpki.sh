@@ -4,7 +4,9 @@
 #   DIR/libvirt/servercert.pem + private/serverkey.pem (localhost,
 #   127.0.0.1, ::1), DIR/libvirt/clientcert.pem + private/clientkey.pem.
 # Each run makes a new CA: two runs give two PKIs that do not trust each
-# other.  Usage: mkpki.sh DIR [CN-PREFIX]
+# other.  Usage: mkpki.sh DIR [CN-PREFIX]; MKPKI_KEY_TYPE=rsa makes RSA
+# keys (QEMU wants key encipherment in a server certificate, which an
+# ECDSA key cannot have).
 set -eu
 dir=$1
 cn=${2:-crane-test}
@@ -22,7 +24,7 @@ ca
 cert_signing_key
 expiration_days = 30
 EOT
-q --generate-privkey --key-type=ecdsa --outfile "$dir/CA/cakey.pem"
+q --generate-privkey --key-type="${MKPKI_KEY_TYPE:-ecdsa}" --outfile "$dir/CA/cakey.pem"
 q --generate-self-signed --load-privkey "$dir/CA/cakey.pem" \
     --template "$t/ca.info" --outfile "$dir/CA/cacert.pem"
 cat >"$t/server.info" <<EOT
@@ -45,7 +47,7 @@ signing_key
 expiration_days = 30
 EOT
 for who in server client; do
-    q --generate-privkey --key-type=ecdsa \
+    q --generate-privkey --key-type="${MKPKI_KEY_TYPE:-ecdsa}" \
         --outfile "$dir/libvirt/private/${who}key.pem"
     q --generate-certificate --load-privkey "$dir/libvirt/private/${who}key.pem" \
         --load-ca-certificate "$dir/CA/cacert.pem" \

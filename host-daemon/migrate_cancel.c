@@ -1,0 +1,119 @@
+/* Asks crane-hostd to cancel DOMAIN's running migration (HostCancel):
+ * crane-hostctl cancel, and crane-migrate on Ctrl-C or SIGTERM. */
+#include "migrate_cli.h"
+
+#include "proto/endpoint.h"
+#include "proto/frame.h"
+#include "proto/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How long crane-hostd has to answer a cancel: it answers at once. */
+#define CANCEL_WAIT_MS 10000
+
+/* Reads one frame of at most MIG_MAX_REPLY from FD into *MSG (freed by
+ * the caller) within CANCEL_WAIT_MS. */
+static int read_one(int fd, Crane__Hostd__DaemonReply **msg)
+{
+    uint8_t *buf = malloc(MIG_MAX_REPLY + CRN_FRAME_HEADER_LEN);
+    size_t len = 0, used, mlen;
+    const uint8_t *m;
+    int rc = -ETIMEDOUT;
+
+    if (!buf)
+        return -ENOMEM;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ssize_t n;
+
+        rc = crn_frame_decode(buf, len, MIG_MAX_REPLY, &m, &mlen, &used);
+        if (rc == 0) {
+            *msg = crane__hostd__daemon_reply__unpack(NULL, mlen, m);
+            rc = *msg ? 0 : -EPROTO;
+            break;
+        }
+        if (rc != -EAGAIN)
+            break;
+        if ((rc = poll(&p, 1, CANCEL_WAIT_MS)) <= 0) {
+            rc = rc == 0 ? -ETIMEDOUT : -errno;
+            if (rc == -EINTR)
+                continue;
+            break;
+        }
+        n = read(fd, buf + len, MIG_MAX_REPLY + CRN_FRAME_HEADER_LEN - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : -ENODATA;
+            break;
+        }
+        len += (size_t)n;
+    }
+    free(buf);
+    return rc;
+}
+
+int mig_cancel(const char *connect, const char *domain, const char *id,
+               char *why, size_t why_len, char *mig_id, size_t id_len)
+{
+    Crane__Hostd__ClientRequest q = CRANE__HOSTD__CLIENT_REQUEST__INIT;
+    Crane__Hostd__HostCancel c = CRANE__HOSTD__HOST_CANCEL__INIT;
+    Crane__Hostd__DaemonReply *r = NULL;
+    struct crn_endpoint ep;
+    int fd, rc;
+
+    snprintf(why, why_len, "%s", "");
+    if (crn_endpoint_parse(connect, &ep) < 0)
+        return -EINVAL;
+    if ((fd = crn_endpoint_connect(&ep)) < 0) {
+        snprintf(why, why_len, "cannot connect to crane-hostd at %s: %s",
+                 connect, strerror(-fd));
+        return fd;
+    }
+    c.domain = (char *)domain;
+    c.migration_id = (char *)(id ? id : "");
+    q.msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_CANCEL;
+    q.cancel = &c;
+    rc = crn_frame_write(fd, &q.base);
+    if (rc == 0)
+        rc = read_one(fd, &r);
+    close(fd);
+    if (rc < 0) {
+        snprintf(why, why_len, "no answer from crane-hostd at %s: %s",
+                 connect, strerror(-rc));
+        return rc;
+    }
+    if (r->msg_case != CRANE__HOSTD__DAEMON_REPLY__MSG_DONE || !r->done) {
+        snprintf(why, why_len, "%s", "malformed reply from crane-hostd");
+        rc = -EPROTO;
+    } else if (r->done->result != CRANE__HOSTD__RESULT__RESULT_OK) {
+        mig_clean(why, why_len, r->done->error, false);
+        rc = -ESRCH;
+    } else {
+        mig_clean(mig_id, id_len, r->done->id, true);
+    }
+    crane__hostd__daemon_reply__free_unpacked(r, NULL);
+    return rc;
+}
+
+int mig_cancel_command(const char *connect, const char *domain,
+                       const char *id)
+{
+    char why[600], mig_id[80] = "", dom[280];
+    int rc = mig_cancel(connect, domain, id, why, sizeof(why), mig_id,
+                        sizeof(mig_id));
+
+    mig_clean(dom, sizeof(dom), domain, false);
+    if (rc == 0) {
+        printf("migration: %s\ncancel: asked; %s rolls back and runs on "
+               "here\n", mig_id, dom);
+        return MIG_EXIT_OK;
+    }
+    crn_log(CRN_LOG_ERROR, "cannot cancel a migration of %s: %s", dom, why);
+    return rc == -ESRCH ? MIG_EXIT_ROLLED_BACK : MIG_EXIT_NO_ANSWER;
+}
