@@ -124,6 +124,19 @@ clean:
 demo: all
 	scripts/demo.sh
 
+# Debian packages (debian/, docs/packaging.md) into DEB_DIR, built by
+# dpkg-buildpackage in a copy of the tree (its clean step would empty
+# build/ here).
+DEB_DIR ?= build/deb
+deb:
+	rm -rf $(DEB_DIR)/src && mkdir -p $(DEB_DIR)/src
+	tar -cf - --exclude=./build --exclude='./build-*' --exclude=./.git . | \
+	    tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b -j2
+	rm -rf $(DEB_DIR)/src
+	@ls $(DEB_DIR)/*.deb
+.PHONY: deb
+
 # The version, for scripts (tests/install/install.sh).
 print-version:
 	@echo $(CRANE_VERSION)
