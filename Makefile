@@ -27,9 +27,16 @@ B := build-$(SAN)
 SAN_FLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer
 endif
 
+# CFLAGS, CPPFLAGS and LDFLAGS come from the environment too (a
+# distribution's hardening: dpkg-buildflags, debian/rules).  WERROR=1 (the
+# default: developer builds and make check) turns warnings into errors;
+# packages build with WERROR=0, so a newer compiler's warning never fails
+# a distribution's build.
 OPT ?= -O2
 CFLAGS ?= $(OPT) -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(SAN_FLAGS)
+WERROR ?= 1
+CFLAGS += $(CPPFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra \
+    $(if $(filter 1,$(WERROR)),-Werror) -pthread $(SAN_FLAGS)
 CFLAGS += -MMD -MP
 LDFLAGS += $(SAN_FLAGS)
 
@@ -56,10 +63,14 @@ $(B)/obj/shim/%.o: shim/%.c | $(PROTO_GEN_H)
 # The proto archive goes inside, its names hidden (--exclude-libs) so they
 # never clash with the program's.  -z initfirst: the shim's constructor
 # (exports.c hands the store its ICD table) runs before any other
-# library's, which might call OpenCL.
+# library's, which might call OpenCL.  -Bsymbolic-functions: the ICD
+# table the shim hands a loader names the shim's own functions even where
+# libOpenCL's come first in the program's scope (libcrane loaded as a
+# vendor from an .icd file, with no crane-run).
 $(SHIM_LIB): $(SHIM_OBJS) $(PROTO_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libcrane.so -Wl,-z,defs -Wl,-z,initfirst \
+	    -Wl,-Bsymbolic-functions \
 	    -Wl,--exclude-libs,ALL -o $@ $(SHIM_OBJS) \
 	    $(PROTO_LIB) $(PROTOBUF_C_LIBS) $(GNUTLS_LIBS) $(LDFLAGS) -ldl -pthread
 
@@ -112,6 +123,19 @@ clean:
 
 demo: all
 	scripts/demo.sh
+
+# Debian packages (debian/, docs/packaging.md) into DEB_DIR, built by
+# dpkg-buildpackage in a copy of the tree (its clean step would empty
+# build/ here).
+DEB_DIR ?= build/deb
+deb:
+	rm -rf $(DEB_DIR)/src && mkdir -p $(DEB_DIR)/src
+	tar -cf - --exclude=./build --exclude='./build-*' --exclude=./.git . | \
+	    tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b -j2
+	rm -rf $(DEB_DIR)/src
+	@ls $(DEB_DIR)/*.deb
+.PHONY: deb
 
 # The version, for scripts (tests/install/install.sh).
 print-version:

@@ -73,8 +73,12 @@ install_conf = test -e $(DESTDIR)$(SYSCONFDIR)/crane/$(2) || \
 install_subst = $(INSTALL_SED) $(1) >$(2).tmp && chmod $(3) $(2).tmp && \
     mv -f $(2).tmp $(2)
 
-install: $(SHIM_LIB) $(CRANE_RUN) $(PROXY_BIN) $(GUESTD_BIN) \
+# What `make install` installs, built (debian/rules' build step: no test
+# programs or benchmarks).
+installables: $(SHIM_LIB) $(CRANE_RUN) $(PROXY_BIN) $(GUESTD_BIN) \
     $(CRANECTL_BIN) $(HOSTD_BIN) $(MIGRATE_BIN) $(HOSTCTL_BIN) man
+
+install: installables
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
 	    $(DESTDIR)$(LIBDIR)/crane $(DESTDIR)$(SYSCONFDIR)/crane \
 	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man1 \
@@ -103,4 +107,4 @@ endif
 	        $(DESTDIR)$(MANDIR)/man$${f##*.}/$${f##*/},644) || exit 1; \
 	done
 
-.PHONY: install man
+.PHONY: install installables man

@@ -41,7 +41,8 @@ $(CRANECTL_BIN): $(CRANECTL_OBJS) $(PROTO_LIB)
 
 # Test helpers: plain builds, no sanitizer.
 GUEST_TEST_BINS := build/tests/guest/fake_shim build/tests/guest/cl_worker \
-                   build/tests/guest/hostd_guest_call
+                   build/tests/guest/hostd_guest_call \
+                   build/tests/guest/cl_worker.so build/tests/guest/dlopen_worker
 
 build/tests/guest/fake_shim: tests/guest/fake_shim.c build/lib/libcrane-proto.a \
                              | $(PROTO_GEN_H)
@@ -65,6 +66,16 @@ build/tests/guest/cl_worker: tests/guest/cl_worker.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -o $@ $< \
 	    -lOpenCL -lm
+
+# cl_worker as a shared object, loaded by dlopen_worker with RTLD_LOCAL
+# (tests/guest/guestd-icd.sh: a program that reaches OpenCL by dlopen).
+build/tests/guest/cl_worker.so: tests/guest/cl_worker.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared \
+	    -Dmain=cl_worker_main -o $@ $< -lOpenCL -lm
+build/tests/guest/dlopen_worker: tests/guest/dlopen_worker.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -o $@ $< -ldl
 
 guest-tests: $(GUESTD_BIN) $(CRANECTL_BIN) $(GUEST_TEST_BINS)
 all: guest-tests

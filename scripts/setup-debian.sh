@@ -14,7 +14,8 @@ opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo python3-pyopencl
 ffmpeg clpeak piglit clblast-tests hashcat python3-pytest python-pyopencl-doc
 libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libmicrohttpd-dev
 libvirt-dev libxml2-dev libxen-dev chromium curl help2man
-libgnutls28-dev gnutls-bin libcrypt-dev openssl prometheus"
+libgnutls28-dev gnutls-bin libcrypt-dev openssl prometheus
+debhelper devscripts lintian fakeroot"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -32,13 +32,21 @@ static long env_long(const char *name, long dflt, long min)
     return n;
 }
 
+/* CRANE_DISABLE=1, read apart from the rest: a disabled shim never
+ * starts (disabled.c), so never loads the other settings' side effects. */
+bool shim_config_disabled(void)
+{
+    const char *v = env_str("CRANE_DISABLE");
+    return v && strcmp(v, "0") != 0;
+}
+
 void shim_config_load(void)
 {
     const char *ns = env_str("CRANE_VENDOR_NAMESPACE");
 
     shim_config.vendors_dir = env_str("CRANE_VENDORS_DIR");
     if (!shim_config.vendors_dir)
-        shim_config.vendors_dir = "/etc/OpenCL/vendors";
+        shim_config.vendors_dir = SHIM_VENDORS_DIRS;
     shim_config.vendor_libs = env_str("CRANE_VENDOR_LIBS");
     /* Fresh namespaces are opt-in: with PoCL, a vendor thread running a
      * program's event callback has corrupted the heap (two C libraries). */

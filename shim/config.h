@@ -15,8 +15,12 @@ enum shim_unload {
     SHIM_UNLOAD_NEVER,           /* kept loaded for the process's life */
 };
 
+/* Where .icd files name the vendors, by default: crane's own folder (the
+ * vendors' files a crane-guest package took over), then the system's. */
+#define SHIM_VENDORS_DIRS "/etc/crane/vendors.d:/etc/OpenCL/vendors"
+
 struct shim_config {
-    const char *vendors_dir;     /* CRANE_VENDORS_DIR */
+    const char *vendors_dir;     /* CRANE_VENDORS_DIR: ':'-separated folders */
     const char *vendor_libs;     /* CRANE_VENDOR_LIBS, ':'-separated */
     bool base_namespace;         /* unless CRANE_VENDOR_NAMESPACE=new */
     enum shim_unload vendor_unload;  /* CRANE_VENDOR_UNLOAD */
@@ -95,6 +99,8 @@ struct shim_config {
 
 extern struct shim_config shim_config;
 void shim_config_load(void);
+/* CRANE_DISABLE set (not "0"): the shim stays out (disabled.c). */
+bool shim_config_disabled(void);
 
 /* Test hook (fault.c): 0, or -EIO where CRANE_TEST_FAIL_AT names STEP;
  * waits where CRANE_TEST_STOP_AT does. */

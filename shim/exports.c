@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "log.h"
+#include "config.h"
 #include "shim.h"
 
 #define SHIM_MANUAL(ret, name, params, remote)
@@ -166,6 +167,11 @@ size_t shim_entry_count(void)
 SHIM_EXPORT CL_API_ENTRY void *CL_API_CALL
 clGetExtensionFunctionAddress(const char *func_name)
 {
+    /* CRANE_DISABLE: the loader's handles are the vendors' (disabled.c). */
+    if (shim_config_disabled())
+        return func_name && strcmp(func_name, "clIcdGetPlatformIDsKHR") == 0
+                   ? shim_lookup_entry(func_name)
+                   : shim_disabled_extension(func_name);
     shim_init();
     /* The ICD loader's own queries take no handles: let them through. */
     if (func_name && strncmp(func_name, "clGetICDLoaderInfo", 18) == 0)

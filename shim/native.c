@@ -1,8 +1,9 @@
 /* The native backend: loads vendor ICD libraries itself and unloads them.
  *
  * The system ICD loader never unloads a vendor, so the shim finds vendors
- * the way the loader does (CRANE_VENDORS_DIR, default /etc/OpenCL/vendors,
- * or the paths in CRANE_VENDOR_LIBS) and dlopens them itself.
+ * the way the loader does (the .icd files of the folders in
+ * CRANE_VENDORS_DIR, default /etc/crane/vendors.d:/etc/OpenCL/vendors, or
+ * the paths in CRANE_VENDOR_LIBS) and dlopens them itself.
  *
  * dlclose() alone does not unload an OpenCL implementation: PoCL pulls in
  * LLVM and libstdc++ (whose unique symbols pin them) and keeps worker
@@ -72,7 +73,8 @@ static struct native {
     bool namespaces_exhausted;
 } nat;
 
-/* A vendor library named by an .icd file or CRANE_VENDOR_LIBS. */
+/* A vendor library named by an .icd file or CRANE_VENDOR_LIBS, once: the
+ * same library in two folders (a diverted .icd and a copy) loads once. */
 static void add_vendor(const char *lib)
 {
     char *self_path = NULL;
@@ -81,37 +83,24 @@ static void add_vendor(const char *lib)
     if (nat.n_vendors == MAX_VENDORS || !*lib)
         return;
     /* Never load the shim as its own vendor (crane-run lists it for the
-     * system ICD loader). */
+     * system ICD loader, crane.icd for every program). */
     if (dladdr((void *)add_vendor, &self) && self.dli_fname)
         self_path = realpath(self.dli_fname, NULL);
     char *lib_path = realpath(lib, NULL);
-    bool is_self = self_path && lib_path && strcmp(self_path, lib_path) == 0;
+    bool skip = (self_path && lib_path && strcmp(self_path, lib_path) == 0) ||
+                strstr(lib, "libcrane");
+    for (unsigned v = 0; !skip && v < nat.n_vendors; v++)
+        skip = strcmp(nat.vendors[v].path, lib) == 0 ||
+               (lib_path && strcmp(nat.vendors[v].path, lib_path) == 0);
     free(self_path);
     free(lib_path);
-    if (is_self || strstr(lib, "libcrane"))
-        return;
-    snprintf(nat.vendors[nat.n_vendors++].path, PATH_MAX, "%s", lib);
+    if (!skip)
+        snprintf(nat.vendors[nat.n_vendors++].path, PATH_MAX, "%s", lib);
 }
 
-static int find_vendors(char *tried, size_t tried_size)
+/* Every DIR/\*.icd in name order: 0, or -errno when DIR cannot be read. */
+static int scan_icd_dir(const char *dir)
 {
-    const char *libs = shim_config.vendor_libs;
-    const char *dir = shim_config.vendors_dir;
-
-    nat.n_vendors = 0;
-    if (libs) {
-        char *copy = strdup(libs), *save = NULL;
-        if (!copy)
-            return -ENOMEM;
-        for (char *t = strtok_r(copy, ":", &save); t;
-             t = strtok_r(NULL, ":", &save))
-            add_vendor(t);
-        free(copy);
-        snprintf(tried, tried_size, "CRANE_VENDOR_LIBS=%s", libs);
-        return 0;
-    }
-    snprintf(tried, tried_size, "%s/*.icd", dir);
-
     struct dirent **names;
     int n = scandir(dir, &names, NULL, alphasort);
     if (n < 0)
@@ -133,6 +122,44 @@ static int find_vendors(char *tried, size_t tried_size)
     }
     free(names);
     return 0;
+}
+
+static int find_vendors(char *tried, size_t tried_size)
+{
+    const char *libs = shim_config.vendor_libs;
+    const char *dirs = shim_config.vendors_dir;
+    int rc = -ENOENT;
+
+    nat.n_vendors = 0;
+    if (libs) {
+        char *copy = strdup(libs), *save = NULL;
+        if (!copy)
+            return -ENOMEM;
+        for (char *t = strtok_r(copy, ":", &save); t;
+             t = strtok_r(NULL, ":", &save))
+            add_vendor(t);
+        free(copy);
+        snprintf(tried, tried_size, "CRANE_VENDOR_LIBS=%s", libs);
+        return 0;
+    }
+    /* CRANE_VENDORS_DIR: ':'-separated folders, each read if it exists
+     * (crane's own /etc/crane/vendors.d holds the vendors' .icd files a
+     * package took over; docs/packaging.md). */
+    char *copy = strdup(dirs), *save = NULL;
+    if (!copy)
+        return -ENOMEM;
+    tried[0] = '\0';
+    for (char *d = strtok_r(copy, ":", &save); d;
+         d = strtok_r(NULL, ":", &save)) {
+        size_t used = strlen(tried);
+        snprintf(tried + used, tried_size - used, "%s%s/*.icd",
+                 used ? ", " : "", d);
+        int r = scan_icd_dir(d);
+        if (rc != 0)
+            rc = r;  /* one folder read is enough */
+    }
+    free(copy);
+    return rc;
 }
 
 static void snapshot_fds(void)

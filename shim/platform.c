@@ -1,6 +1,7 @@
 /* The entry points of platforms and devices; the program's first call,
  * often one of these, starts the shim (start.c).  Their shadows and kind
  * rows: devices.c. */
+#include "config.h"
 #include "shim.h"
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
@@ -26,6 +27,9 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
 clIcdGetPlatformIDsKHR(cl_uint num_entries, cl_platform_id *platforms,
                        cl_uint *num_platforms)
 {
+    /* Only the loader asks this: CRANE_DISABLE hands it the vendors. */
+    if (shim_config_disabled())
+        return shim_disabled_platforms(num_entries, platforms, num_platforms);
     return clGetPlatformIDs(num_entries, platforms, num_platforms);
 }
 

@@ -670,6 +670,12 @@ struct shim_state {
 extern struct shim_state shim;
 extern const struct _cl_icd_dispatch shim_icd_dispatch;
 
+/* CRANE_DISABLE=1 (disabled.c): the vendors' own platforms for the ICD
+ * loader, and their extension functions; the shim never starts. */
+cl_int shim_disabled_platforms(cl_uint num_entries, cl_platform_id *platforms,
+                               cl_uint *num_platforms);
+void *shim_disabled_extension(const char *name);
+
 /* The start, once (start.c): 0, or -errno if the backend did not load. */
 int shim_init(void);
 /* Binds the shadow platforms and devices to the backend's (devices.c). */

@@ -699,6 +699,9 @@ echo "# install: make install, units, man pages, --version, readiness"
 # tests/install/install.sh: make install into a private DESTDIR, every file
 # and path checked, systemd-analyze verify, groff, --version, exit 2.
 case_ "install/make-install" tests/install/install.sh
+# tests/install/deb.sh: make deb, lintian, and dpkg's install, upgrade,
+# remove and purge inside a private mount namespace (docs/packaging.md).
+case_ "install/deb" tests/install/deb.sh
 # tests/install/notify.py: each daemon started as systemd starts a
 # Type=notify unit says READY=1 once it listens, STOPPING=1 on SIGTERM.
 for t in $(tests/install/notify.py --list); do

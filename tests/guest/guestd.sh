@@ -22,7 +22,8 @@ register-timeout program-bound socket-perms host-auth host-tls host-idle module-
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare daemon-restart-full-disk abort-mid-prepare churn
 bad-host-input bad-shim-input port no-daemon cli shm start-live start-offline
-start-wait-bound lost-proxy-killed lost-mid-resume silent-since"
+start-wait-bound lost-proxy-killed lost-mid-resume silent-since
+icd-linked icd-dlopen icd-python icd-disable"
 
 case "${1:-}" in
 --list) echo $CASES; exit 0 ;;
@@ -1230,6 +1231,8 @@ case_shm() {
 
 # Programs that start during a migration, lost programs, the reasons.
 . tests/guest/guestd-start.sh
+# Programs started with no crane-run, through crane.icd.
+. tests/guest/guestd-icd.sh
 
 fn="case_${1//-/_}"
 declare -F "$fn" >/dev/null || { echo "unknown case $1"; exit 2; }
