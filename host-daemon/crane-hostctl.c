@@ -470,21 +470,18 @@ static int step_status(const struct ctl_opts *o, struct mig_view *v,
     return status;
 }
 
-/* Sends Q and reads the one reply of a view into *OUT (to free). */
-static int ask(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
-               Crane__Hostd__DaemonReply **out)
+/* A connection to crane-hostd's control socket, its answers awaited at
+ * most --wait seconds; -1 (logged) when none is to be had. */
+static int connect_hostd(const struct ctl_opts *o)
 {
     struct crn_endpoint ep;
-    uint8_t *buf = NULL;
-    size_t len;
-    int fd, rc;
+    int fd;
 
-    *out = NULL;
     crn_endpoint_parse(o->connect, &ep);
     if ((fd = crn_endpoint_connect(&ep)) < 0) {
         crn_log(CRN_LOG_ERROR, "cannot connect to crane-hostd at %s: %s (is "
                 "crane-hostd running?)", o->connect, strerror(-fd));
-        return MIG_EXIT_NO_ANSWER;
+        return -1;
     }
     if (o->wait > 0) {
         struct timeval tv = {.tv_sec = (time_t)o->wait,
@@ -493,6 +490,20 @@ static int ask(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
                                                       1e6)};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     }
+    return fd;
+}
+
+/* Sends Q and reads the one reply of a view into *OUT (to free). */
+static int ask(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
+               Crane__Hostd__DaemonReply **out)
+{
+    uint8_t *buf = NULL;
+    size_t len;
+    int fd, rc;
+
+    *out = NULL;
+    if ((fd = connect_hostd(o)) < 0)
+        return MIG_EXIT_NO_ANSWER;
     rc = crn_frame_write(fd, &q->base);
     if (rc == 0)
         rc = crn_frame_read(fd, &buf, &len, MIG_MAX_REPLY);
@@ -608,26 +619,14 @@ static int run(const struct ctl_opts *o)
     Crane__Hostd__PoolQuery pq = CRANE__HOSTD__POOL_QUERY__INIT;
     Crane__Hostd__HostShm s = CRANE__HOSTD__HOST_SHM__INIT;
     struct mig_view v = {.out = stdout, .last_percent = -1};
-    struct crn_endpoint ep;
     int fd, rc, status = MIG_EXIT_NO_ANSWER;
 
     if (!strcmp(o->command, "cancel"))
         return mig_cancel_command(o->connect, o->domain, o->id);
 
     build(o, &q, &p, &r, &a, &pq, &s);
-    crn_endpoint_parse(o->connect, &ep);
-    if ((fd = crn_endpoint_connect(&ep)) < 0) {
-        crn_log(CRN_LOG_ERROR, "cannot connect to crane-hostd at %s: %s (is "
-                "crane-hostd running?)", o->connect, strerror(-fd));
+    if ((fd = connect_hostd(o)) < 0)
         return MIG_EXIT_NO_ANSWER;
-    }
-    if (o->wait > 0) {
-        struct timeval tv = {.tv_sec = (time_t)o->wait,
-                             .tv_usec = (suseconds_t)((o->wait -
-                                                       floor(o->wait)) *
-                                                      1e6)};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    }
     if ((rc = crn_frame_write(fd, &q.base)) < 0) {
         crn_log(CRN_LOG_ERROR, "sending the request to %s: %s", o->connect,
                 strerror(-rc));
