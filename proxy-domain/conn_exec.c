@@ -4,6 +4,8 @@
 
 #include "log.h"
 
+#include "proto/remote_calls.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,8 +142,7 @@ static bool light(const struct px_conn *c, const struct px_req *r)
     for (; r; r = r->next) {
         if (!r->msg || r->bulk_len || r->close_after)
             return false;
-        if (r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_GET_INFO &&
-            r->msg->msg_case != CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS &&
+        if (!crn_remote_call_is((int)r->msg->msg_case, CRN_CALL_LIGHT) &&
             !user_event_set(c, r->msg) && !device_wait(c, r->msg))
             return false;
     }

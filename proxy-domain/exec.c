@@ -14,6 +14,7 @@
 #include "watchdog.h"
 
 #include "proto/pcopy.h"
+#include "proto/remote_calls.h"
 #include "proto/shm.h"
 
 #include <errno.h>
@@ -299,47 +300,6 @@ cl_int px_event_keep(struct px_call *c, uint64_t id, cl_event ev)
     return px_tenant_add(c->t, id, PX_EVENT, ev, 0, false);
 }
 
-/* The area was mapped as the frame arrived (conn.c); from here on read
- * bytes may use it. */
-static cl_int exec_shm_attach(struct px_call *c)
-{
-    cl_context spare;
-
-    c->t->shm = c->t->shm_offered;
-    if (!c->t->shm)
-        return px_fail(c, CL_INVALID_OPERATION, "no shared area");
-    if ((spare = px_ctxpool_peek())) {
-        px_ring_prepin(c->t->shm, spare);
-        clReleaseContext(spare);
-    }
-    return CL_SUCCESS;
-}
-
-/* The area given up (conn_input.c claimed no more of ring 0 after its
- * frame, and the calls before it, which copied their pieces out, have
- * executed): replies from here on carry their bytes on the stream, and
- * the mapping goes, so that the device behind it can be unplugged.
- * Replies that named ring 1 left before this one's, in order. */
-static cl_int exec_shm_detach(struct px_call *c)
-{
-    struct px_tenant *t = c->t;
-
-    if (!t->shm)
-        return px_fail(c, CL_INVALID_OPERATION, "no shared area");
-    px_shm_close(t->shm);
-    t->shm = t->shm_offered = NULL;
-    atomic_store(&t->shm_given_up, true);
-    PX_INFO("tenant %llu (%s pid %u): shared memory given up, bulk bytes "
-            "on the stream", (unsigned long long)t->num, t->program, t->pid);
-    return CL_SUCCESS;
-}
-
-static cl_int not_now(struct px_call *c)
-{
-    return px_fail(c, CL_INVALID_OPERATION,
-                   "handshake message after the handshake");
-}
-
 typedef cl_int exec_fn(struct px_call *c);
 
 static double mono_s(void)
@@ -350,37 +310,14 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The executor of each call, by the oneof case of ClientMessage. */
+/* The executor of each call, by the oneof case of ClientMessage: one per
+ * row of proto/remote_calls.def. */
+#define CRN_REMOTE_CALL(CASE, field, Type, exec, shape, call, bulk, flags) \
+    [CRANE__CLIENT_MESSAGE__MSG_##CASE] = px_exec_##exec,
 static exec_fn *const executors[] = {
-    [CRANE__CLIENT_MESSAGE__MSG_HELLO] = not_now,
-    [CRANE__CLIENT_MESSAGE__MSG_AUTH] = not_now,
-    [CRANE__CLIENT_MESSAGE__MSG_GET_INFO] = px_exec_get_info,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_SUB_DEVICES] = px_exec_sub_devices,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_CONTEXT] = px_exec_context,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_QUEUE] = px_exec_queue,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_BUFFER] = px_exec_buffer,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_SUB_BUFFER] = px_exec_sub_buffer,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_IMAGE] = px_exec_image,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_SAMPLER] = px_exec_sampler,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_PROGRAM] = px_exec_program,
-    [CRANE__CLIENT_MESSAGE__MSG_BUILD_PROGRAM] = px_exec_build,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_KERNEL] = px_exec_kernel,
-    [CRANE__CLIENT_MESSAGE__MSG_CREATE_USER_EVENT] = px_exec_user_event,
-    [CRANE__CLIENT_MESSAGE__MSG_RELEASE] = px_exec_release,
-    [CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS] = px_exec_kernel_args,
-    [CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL] = px_exec_launch,
-    [CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND] = px_exec_mem,
-    [CRANE__CLIENT_MESSAGE__MSG_SYNC] = px_exec_sync,
-    [CRANE__CLIENT_MESSAGE__MSG_SET_USER_EVENT_STATUS] =
-        px_exec_user_event_status,
-    [CRANE__CLIENT_MESSAGE__MSG_WATCH_EVENT] = px_exec_watch,
-    [CRANE__CLIENT_MESSAGE__MSG_DEVICE_TIMER] = px_exec_device_timer,
-    [CRANE__CLIENT_MESSAGE__MSG_SET_SPEC_CONSTANT] = px_exec_spec_constant,
-    [CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC] = px_exec_svm_alloc,
-    [CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH] = exec_shm_attach,
-    [CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH] = exec_shm_detach,
-    [CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH] = px_exec_host_attach,
+#include "proto/remote_calls.def"
 };
+#undef CRN_REMOTE_CALL
 
 /* Answers a frame that cannot be executed at all. */
 static void answer_bad_frame(struct px_tenant *t, struct px_req *r)
@@ -560,9 +497,10 @@ static bool exec_call(struct px_tenant *t, struct px_req *r)
             if (beats)
                 atomic_store(&t->running_since, 0);
             if (t0 > 0 && mono_s() - t0 > 1e-3)
-                PX_DEBUG("tenant %llu: seq %llu (call %d) took %.3f ms",
+                PX_DEBUG("tenant %llu: seq %llu (%s) took %.3f ms",
                          (unsigned long long)t->num,
-                         (unsigned long long)m->seq, (int)m->msg_case,
+                         (unsigned long long)m->seq,
+                         crn_remote_call_name((int)m->msg_case),
                          (mono_s() - t0) * 1e3);
         }
     }
@@ -572,9 +510,9 @@ static bool exec_call(struct px_tenant *t, struct px_req *r)
         CRANE__CLIENT_MESSAGE__MSG__NOT_SET)
         fail_event(t, m, err);
     if (err != CL_SUCCESS)
-        PX_DEBUG("tenant %llu: seq %llu (call %d) failed: %d%s%s",
+        PX_DEBUG("tenant %llu: seq %llu (%s) failed: %d%s%s",
                  (unsigned long long)t->num, (unsigned long long)m->seq,
-                 (int)m->msg_case, err, c.error[0] ? ": " : "", c.error);
+                 crn_remote_call_name((int)m->msg_case), err, c.error[0] ? ": " : "", c.error);
     if (!c.done && (m->want_reply || malformed)) {
         c.reply.err = err;
         if (c.error[0])

@@ -151,29 +151,13 @@ cl_int px_event_slot(struct px_call *c, uint64_t id, cl_event *slot,
 /* After the enqueue succeeded: records the event under ID (if not 0). */
 cl_int px_event_keep(struct px_call *c, uint64_t id, cl_event ev);
 
-/* The executors, one per message family. */
-cl_int px_exec_get_info(struct px_call *c);
-cl_int px_exec_sub_devices(struct px_call *c);
-cl_int px_exec_context(struct px_call *c);
-cl_int px_exec_queue(struct px_call *c);
-cl_int px_exec_sampler(struct px_call *c);
-cl_int px_exec_user_event(struct px_call *c);
-cl_int px_exec_release(struct px_call *c);
-cl_int px_exec_buffer(struct px_call *c);
-cl_int px_exec_sub_buffer(struct px_call *c);
-cl_int px_exec_image(struct px_call *c);
-cl_int px_exec_mem(struct px_call *c);
-cl_int px_exec_program(struct px_call *c);
-cl_int px_exec_build(struct px_call *c);
-cl_int px_exec_kernel(struct px_call *c);
-cl_int px_exec_kernel_args(struct px_call *c);
-cl_int px_exec_launch(struct px_call *c);
-cl_int px_exec_sync(struct px_call *c);
-cl_int px_exec_user_event_status(struct px_call *c);
-cl_int px_exec_watch(struct px_call *c);
-cl_int px_exec_device_timer(struct px_call *c);
-cl_int px_exec_spec_constant(struct px_call *c);
-cl_int px_exec_svm_alloc(struct px_call *c);
+/* The executors, one per row of proto/remote_calls.def (exec_*.c;
+ * not_now, shm_attach and shm_detach in exec_shm.c, host_attach in
+ * hostmem.c). */
+#define CRN_REMOTE_CALL(CASE, field, Type, exec, shape, call, bulk, flags) \
+    cl_int px_exec_##exec(struct px_call *c);
+#include "proto/remote_calls.def"
+#undef CRN_REMOTE_CALL
 
 /* Sets kernel argument A (is_svm) to its SVM allocation's address plus its
  * offset (exec_svm.c). */

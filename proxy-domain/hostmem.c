@@ -87,6 +87,8 @@ static void region_close(struct px_tenant *t)
     }
 }
 
+/* HostAttach's executor: the offered region becomes the tenant's (an
+ * older one goes once its commands completed). */
 cl_int px_exec_host_attach(struct px_call *c)
 {
     struct px_tenant *t = c->t;

@@ -26,10 +26,6 @@ struct crn_shm;
 int px_host_offer(struct px_tenant *t, int fd, uint64_t size, char *why,
                   size_t why_len);
 
-/* HostAttach's executor: the offered region becomes the tenant's (an
- * older one goes once its commands completed). */
-cl_int px_exec_host_attach(struct px_call *c);
-
 /* A MemCommand MEM_READ or MEM_WRITE (or their _RECT forms) with
  * host_mem of MEM on Q: the device reads or writes the region in place;
  * *EV (EV non-NULL) the command's event. */

@@ -34,18 +34,19 @@ int px_mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
 
 uint64_t px_bulk_len(const Crane__ClientMessage *m)
 {
+#define BULK_BULK(field) return m->field->bulk_len;
+#define BULK_NONE(field) return 0;
+#define CRN_REMOTE_CALL(CASE, field, Type, exec, shape, call, bulk, flags) \
+    case CRANE__CLIENT_MESSAGE__MSG_##CASE:                             \
+        BULK_##bulk(field)
     switch (m->msg_case) {
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_BUFFER:
-        return m->create_buffer->bulk_len;
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_IMAGE:
-        return m->create_image->bulk_len;
-    case CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND:
-        return m->mem_command->bulk_len;
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_PROGRAM:
-        return m->create_program->bulk_len;
+#include "proto/remote_calls.def"
     default:
         return 0;
     }
+#undef CRN_REMOTE_CALL
+#undef BULK_BULK
+#undef BULK_NONE
 }
 
 int px_check_props(size_t n, bool pairs, const char *what, char *why,
@@ -132,7 +133,7 @@ static int check_args(Crane__KernelArg **args, size_t n, char *why,
     return rc;
 }
 
-static int check_launch(const Crane__LaunchKernel *l, char *why,
+int px_check_launch_kernel(const Crane__LaunchKernel *l, char *why,
                         size_t why_len)
 {
     if (l->work_dim < 1 || l->work_dim > 3)
@@ -199,7 +200,7 @@ static int mem_uses(Crane__MemOp op)
     }
 }
 
-static int check_mem(const Crane__MemCommand *c, char *why, size_t why_len)
+int px_check_mem_command(const Crane__MemCommand *c, char *why, size_t why_len)
 {
     int uses = mem_uses(c->op);
 
@@ -283,7 +284,7 @@ static int check_mem(const Crane__MemCommand *c, char *why, size_t why_len)
     return 0;
 }
 
-static int check_info(const Crane__GetInfo *g, char *why, size_t why_len)
+int px_check_get_info(const Crane__GetInfo *g, char *why, size_t why_len)
 {
     if (g->fn < CRANE__INFO_FN__INFO_PLATFORM ||
         g->fn > CRANE__INFO_FN__INFO_IMAGE_FORMATS)
@@ -337,7 +338,7 @@ static int check_program_bulk(const Crane__CreateProgram *p, char *why,
 }
 
 /* A specialization constant's value: 1 to PX_MAX_ARG bytes. */
-static int check_spec_constant(const Crane__SetSpecConstant *c, char *why,
+int px_check_set_spec_constant(const Crane__SetSpecConstant *c, char *why,
                                size_t why_len)
 {
     if (c->value.len == 0 || c->value.len > PX_MAX_ARG)
@@ -349,7 +350,7 @@ static int check_spec_constant(const Crane__SetSpecConstant *c, char *why,
 /* Coarse-grained SVM only (the client keeps the program's copy, so
  * fine-grained sharing cannot hold), of a size and alignment OpenCL
  * accepts. */
-static int check_svm_alloc(const Crane__SvmAlloc *a, char *why,
+int px_check_svm_alloc(const Crane__SvmAlloc *a, char *why,
                            size_t why_len)
 {
     const uint64_t access =
@@ -370,7 +371,7 @@ static int check_svm_alloc(const Crane__SvmAlloc *a, char *why,
     return 0;
 }
 
-static int check_program(const Crane__CreateProgram *p, char *why,
+int px_check_create_program(const Crane__CreateProgram *p, char *why,
                          size_t why_len)
 {
     if (p->origin < CRANE__PROGRAM_ORIGIN__PROGRAM_SOURCE ||
@@ -389,7 +390,7 @@ static int check_program(const Crane__CreateProgram *p, char *why,
     return 0;
 }
 
-static int check_build(const Crane__BuildProgram *b, char *why,
+int px_check_build_program(const Crane__BuildProgram *b, char *why,
                        size_t why_len)
 {
     if (b->op < CRANE__BUILD_OP__BUILD || b->op > CRANE__BUILD_OP__LINK)
@@ -411,126 +412,135 @@ static int check_build(const Crane__BuildProgram *b, char *why,
     return 0;
 }
 
+int px_check_hello(const Crane__Hello *h, char *why, size_t why_len)
+{
+    if (strlen(h->program) > PX_MAX_NAME)
+        return BAD("program name too long");
+    if (h->resume_token.len > PX_MAX_TOKEN)
+        return BAD("resume token of %zu bytes", h->resume_token.len);
+    return 0;
+}
+
+int px_check_auth(const Crane__Auth *a, char *why, size_t why_len)
+{
+    if (a->mac.len > PX_MAX_TOKEN)
+        return BAD("MAC of %zu bytes", a->mac.len);
+    return 0;
+}
+
+int px_check_create_buffer(const Crane__CreateBuffer *b, char *why,
+                           size_t why_len)
+{
+    int rc;
+
+    if (b->bulk_len > PX_MAX_BULK)
+        return BAD("bulk of %llu bytes (at most %u)",
+                   (unsigned long long)b->bulk_len, PX_MAX_BULK);
+    if (b->bulk_len && b->bulk_len != b->size)
+        return BAD("buffer of %llu bytes with %llu bytes of contents",
+                   (unsigned long long)b->size,
+                   (unsigned long long)b->bulk_len);
+    if (b->size == 0)
+        return REFUSE(CL_INVALID_BUFFER_SIZE, "buffer of 0 bytes");
+    if ((rc = px_check_mem_flags(b->flags, "buffer", why, why_len)))
+        return rc;
+    return px_check_mem_props(b->n_properties, b->properties, "buffer", why,
+                              why_len);
+}
+
+int px_check_create_sub_buffer(const Crane__CreateSubBuffer *sb, char *why,
+                               size_t why_len)
+{
+    uint64_t end;
+
+    if (sb->size == 0)
+        return REFUSE(CL_INVALID_BUFFER_SIZE, "sub-buffer of 0 bytes");
+    if (__builtin_add_overflow(sb->origin, sb->size, &end))
+        return BAD("sub-buffer origin %llu + size %llu overflows",
+                   (unsigned long long)sb->origin,
+                   (unsigned long long)sb->size);
+    return px_check_mem_flags(sb->flags, "sub-buffer", why, why_len);
+}
+
+int px_check_create_kernel(const Crane__CreateKernel *k, char *why,
+                           size_t why_len)
+{
+    if (strlen(k->name) > PX_MAX_NAME)
+        return BAD("kernel name of %zu bytes", strlen(k->name));
+    return px_check_list(k->n_all_ids, PX_MAX_LIST, "kernel ids", why,
+                         why_len);
+}
+
+int px_check_release(const Crane__Release *r, char *why, size_t why_len)
+{
+    if (r->kind < CRANE__OBJ_KIND__OBJ_PLATFORM ||
+        r->kind > CRANE__OBJ_KIND__OBJ_EVENT)
+        return BAD("release of unknown kind %d", (int)r->kind);
+    return 0;
+}
+
+int px_check_set_kernel_args(const Crane__SetKernelArgs *a, char *why,
+                             size_t why_len)
+{
+    return check_args(a->args, a->n_args, why, why_len);
+}
+
+int px_check_sync(const Crane__Sync *s, char *why, size_t why_len)
+{
+    if (s->op < CRANE__SYNC_OP__SYNC_FINISH ||
+        s->op > CRANE__SYNC_OP__SYNC_HEARTBEAT)
+        return BAD("unknown sync op %d", (int)s->op);
+    if (s->op == CRANE__SYNC_OP__SYNC_HEARTBEAT && s->beat_ms &&
+        (s->beat_ms < PX_MIN_BEAT_MS || s->beat_ms > PX_MAX_BEAT_MS))
+        return BAD("heartbeat every %u ms (0, or %u to %u)", s->beat_ms,
+                   PX_MIN_BEAT_MS, PX_MAX_BEAT_MS);
+    return px_check_list(s->n_events, PX_MAX_LIST, "events", why, why_len);
+}
+
+int px_check_set_user_event_status(const Crane__SetUserEventStatus *s,
+                                   char *why, size_t why_len)
+{
+    if (s->status > CL_COMPLETE)
+        return BAD("user event status %d (CL_COMPLETE or an error)",
+                   s->status);
+    return 0;
+}
+
+int px_check_watch_event(const Crane__WatchEvent *w, char *why,
+                         size_t why_len)
+{
+    if (w->status < 0 || w->status > 2)
+        return BAD("watched status %d (CL_COMPLETE, CL_RUNNING or "
+                   "CL_SUBMITTED)",
+                   w->status);
+    return 0;
+}
+
+/* The token only: the area is checked where it is mapped (conn_input.c),
+ * as are HostAttach's region and ShmDetach. */
+int px_check_shm_attach(const Crane__ShmAttach *a, char *why, size_t why_len)
+{
+    if (a->token.len > 64)
+        return BAD("shared area token of %zu bytes", a->token.len);
+    return 0;
+}
+
+/* Each row's check (proto/remote_calls.def): px_check_FIELD for SHAPE. */
 int px_validate(const Crane__ClientMessage *m, char *why, size_t why_len)
 {
+#define SHAPE_SHAPE(field) return px_check_##field(m->field, why, why_len);
+#define SHAPE_NONE(field) return 0;
+#define CRN_REMOTE_CALL(CASE, field, Type, exec, shape, call, bulk, flags) \
+    case CRANE__CLIENT_MESSAGE__MSG_##CASE:                             \
+        SHAPE_##shape(field)
     switch (m->msg_case) {
-    case CRANE__CLIENT_MESSAGE__MSG_HELLO:
-        if (strlen(m->hello->program) > PX_MAX_NAME)
-            return BAD("program name too long");
-        if (m->hello->resume_token.len > PX_MAX_TOKEN)
-            return BAD("resume token of %zu bytes",
-                       m->hello->resume_token.len);
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_AUTH:
-        if (m->auth->mac.len > PX_MAX_TOKEN)
-            return BAD("MAC of %zu bytes", m->auth->mac.len);
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_GET_INFO:
-        return check_info(m->get_info, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_SUB_DEVICES:
-        return px_check_sub_devices(m->create_sub_devices, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_CONTEXT:
-        return px_check_context(m->create_context, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_QUEUE:
-        return px_check_queue(m->create_queue, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_BUFFER: {
-        const Crane__CreateBuffer *b = m->create_buffer;
-        int rc;
-        if (b->bulk_len > PX_MAX_BULK)
-            return BAD("bulk of %llu bytes (at most %u)",
-                       (unsigned long long)b->bulk_len, PX_MAX_BULK);
-        if (b->bulk_len && b->bulk_len != b->size)
-            return BAD("buffer of %llu bytes with %llu bytes of contents",
-                       (unsigned long long)b->size,
-                       (unsigned long long)b->bulk_len);
-        if (b->size == 0)
-            return REFUSE(CL_INVALID_BUFFER_SIZE, "buffer of 0 bytes");
-        if ((rc = px_check_mem_flags(b->flags, "buffer", why, why_len)))
-            return rc;
-        return px_check_mem_props(b->n_properties, b->properties, "buffer", why,
-                                  why_len);
-    }
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_SUB_BUFFER: {
-        const Crane__CreateSubBuffer *sb = m->create_sub_buffer;
-        uint64_t end;
-        if (sb->size == 0)
-            return REFUSE(CL_INVALID_BUFFER_SIZE, "sub-buffer of 0 bytes");
-        if (__builtin_add_overflow(sb->origin, sb->size, &end))
-            return BAD("sub-buffer origin %llu + size %llu overflows",
-                       (unsigned long long)sb->origin,
-                       (unsigned long long)sb->size);
-        return px_check_mem_flags(sb->flags, "sub-buffer", why, why_len);
-    }
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_IMAGE:
-        return px_check_image(m->create_image, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_SAMPLER:
-        return px_check_sampler(m->create_sampler, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_PROGRAM:
-        return check_program(m->create_program, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_BUILD_PROGRAM:
-        return check_build(m->build_program, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_KERNEL:
-        if (strlen(m->create_kernel->name) > PX_MAX_NAME)
-            return BAD("kernel name of %zu bytes",
-                       strlen(m->create_kernel->name));
-        return px_check_list(m->create_kernel->n_all_ids, PX_MAX_LIST,
-                             "kernel ids", why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_USER_EVENT:
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_RELEASE:
-        if (m->release->kind < CRANE__OBJ_KIND__OBJ_PLATFORM ||
-            m->release->kind > CRANE__OBJ_KIND__OBJ_EVENT)
-            return BAD("release of unknown kind %d", (int)m->release->kind);
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS:
-        return check_args(m->set_kernel_args->args,
-                          m->set_kernel_args->n_args, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL:
-        return check_launch(m->launch_kernel, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_MEM_COMMAND:
-        return check_mem(m->mem_command, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_SYNC:
-        if (m->sync->op < CRANE__SYNC_OP__SYNC_FINISH ||
-            m->sync->op > CRANE__SYNC_OP__SYNC_HEARTBEAT)
-            return BAD("unknown sync op %d", (int)m->sync->op);
-        if (m->sync->op == CRANE__SYNC_OP__SYNC_HEARTBEAT &&
-            m->sync->beat_ms &&
-            (m->sync->beat_ms < PX_MIN_BEAT_MS ||
-             m->sync->beat_ms > PX_MAX_BEAT_MS))
-            return BAD("heartbeat every %u ms (0, or %u to %u)",
-                       m->sync->beat_ms, PX_MIN_BEAT_MS, PX_MAX_BEAT_MS);
-        return px_check_list(m->sync->n_events, PX_MAX_LIST, "events", why,
-                             why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_SET_USER_EVENT_STATUS:
-        if (m->set_user_event_status->status > CL_COMPLETE)
-            return BAD("user event status %d (CL_COMPLETE or an error)",
-                       m->set_user_event_status->status);
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_WATCH_EVENT:
-        if (m->watch_event->status < 0 || m->watch_event->status > 2)
-            return BAD("watched status %d (CL_COMPLETE, CL_RUNNING or "
-                       "CL_SUBMITTED)",
-                       m->watch_event->status);
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_DEVICE_TIMER:
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_SET_SPEC_CONSTANT:
-        return check_spec_constant(m->set_spec_constant, why, why_len);
-    case CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH:
-        /* Checked where the area is mapped (conn_input.c). */
-        if (m->shm_attach->token.len > 64)
-            return BAD("shared area token of %zu bytes",
-                       m->shm_attach->token.len);
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH:
-    case CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH:
-        /* Checked where the region is mapped (conn_input.c). */
-        return 0;
-    case CRANE__CLIENT_MESSAGE__MSG_SVM_ALLOC:
-        return check_svm_alloc(m->svm_alloc, why, why_len);
+#include "proto/remote_calls.def"
     case CRANE__CLIENT_MESSAGE__MSG__NOT_SET:
         return BAD("message without a call");
     default:
         return BAD("unknown call %d", (int)m->msg_case);
     }
+#undef CRN_REMOTE_CALL
+#undef SHAPE_SHAPE
+#undef SHAPE_NONE
 }

@@ -135,7 +135,7 @@ mismatch:
  * process on either.  Pitches only describe a buffer the image is made
  * from: host contents arrive packed.
  */
-int px_check_image(const Crane__CreateImage *im, char *why,
+int px_check_create_image(const Crane__CreateImage *im, char *why,
                    size_t why_len)
 {
     bool from_mem = im->buffer != 0;
@@ -222,7 +222,7 @@ static int check_queue_bits(uint64_t bits, char *why, size_t why_len)
 /* clCreateCommandQueue(WithProperties): names the specification defines,
  * each once, values in range.  Whether the device can have such a queue is
  * checked against it in validate_dev.c. */
-int px_check_queue(const Crane__CreateQueue *q, char *why,
+int px_check_create_queue(const Crane__CreateQueue *q, char *why,
                    size_t why_len)
 {
     bool seen_props = false, seen_size = false;
@@ -265,7 +265,7 @@ int px_check_queue(const Crane__CreateQueue *q, char *why,
 
 /* clCreateSamplerWithProperties: the three core names, each once, with
  * values the specification lists. */
-int px_check_sampler(const Crane__CreateSampler *s, char *why,
+int px_check_create_sampler(const Crane__CreateSampler *s, char *why,
                      size_t why_len)
 {
     unsigned seen = 0;
@@ -310,7 +310,7 @@ int px_check_sampler(const Crane__CreateSampler *s, char *why,
 /* clCreateContext: CL_CONTEXT_PLATFORM and CL_CONTEXT_INTEROP_USER_SYNC,
  * each once.  Every other name (GL, D3D, ... sharing) would hand the vendor
  * a pointer that means nothing on this machine. */
-int px_check_context(const Crane__CreateContext *cc, char *why,
+int px_check_create_context(const Crane__CreateContext *cc, char *why,
                      size_t why_len)
 {
     bool platform = false, sync = false;
@@ -350,7 +350,7 @@ int px_check_context(const Crane__CreateContext *cc, char *why,
 /* clCreateSubDevices: one partition scheme, whole.  EQUALLY n (n >= 1);
  * BY_COUNTS c1 ... ck LIST_END (the list end sent as a 0, k >= 1, some
  * count not 0); BY_AFFINITY_DOMAIN one domain. */
-int px_check_sub_devices(const Crane__CreateSubDevices *s, char *why,
+int px_check_create_sub_devices(const Crane__CreateSubDevices *s, char *why,
                          size_t why_len)
 {
     const int64_t *p = s->properties;

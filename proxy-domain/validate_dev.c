@@ -17,6 +17,16 @@
  * file cannot resolve is left to the executor, which names it.
  */
 
+/* Each CALL row's check of proto/remote_calls.def. */
+#define CALL_CALL(field) static cl_int px_check_call_##field(struct px_call *c);
+#define CALL_NONE(field)
+#define CRN_REMOTE_CALL(CASE, field, Type, exec, shape, call, bulk, flags) \
+    CALL_##call(field)
+#include "proto/remote_calls.def"
+#undef CRN_REMOTE_CALL
+#undef CALL_CALL
+#undef CALL_NONE
+
 /* The devices of context CTX, malloc()ed into *OUT; their count, or 0. */
 static size_t context_devices(cl_context ctx, cl_device_id **out)
 {
@@ -77,7 +87,7 @@ static bool dev_has_extension(cl_device_id d, const char *name)
 
 /* --- queues ------------------------------------------------------------- */
 
-static cl_int check_queue(struct px_call *c)
+static cl_int px_check_call_create_queue(struct px_call *c)
 {
     const Crane__CreateQueue *q = c->m->create_queue;
     cl_queue_properties bits = q->legacy ? q->legacy_properties : 0;
@@ -225,7 +235,7 @@ static cl_int check_image_source(struct px_call *c, cl_mem mem)
     return CL_SUCCESS;
 }
 
-static cl_int check_image(struct px_call *c)
+static cl_int px_check_call_create_image(struct px_call *c)
 {
     const Crane__CreateImage *im = c->m->create_image;
     cl_image_format fmt = {im->channel_order, im->channel_type};
@@ -274,7 +284,7 @@ static cl_int check_image(struct px_call *c)
     return CL_SUCCESS;
 }
 
-static cl_int check_sampler(struct px_call *c)
+static cl_int px_check_call_create_sampler(struct px_call *c)
 {
     cl_device_id *devs = NULL;
     size_t ndev;
@@ -553,27 +563,36 @@ static cl_int check_args(struct px_call *c, uint64_t kernel_id,
     return CL_SUCCESS;
 }
 
+static cl_int px_check_call_set_kernel_args(struct px_call *c)
+{
+    const Crane__SetKernelArgs *a = c->m->set_kernel_args;
+
+    return check_args(c, a->kernel, a->args, a->n_args);
+}
+
+static cl_int px_check_call_launch_kernel(struct px_call *c)
+{
+    const Crane__LaunchKernel *l = c->m->launch_kernel;
+
+    return check_args(c, l->kernel, l->args, l->n_args);
+}
+
+/* Each CALL row's check of proto/remote_calls.def, px_check_call_FIELD. */
 cl_int px_validate_call(struct px_call *c)
 {
-    const Crane__ClientMessage *m = c->m;
-
-    switch (m->msg_case) {
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_QUEUE:
-        return check_queue(c);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_IMAGE:
-        return check_image(c);
-    case CRANE__CLIENT_MESSAGE__MSG_CREATE_SAMPLER:
-        return check_sampler(c);
-    case CRANE__CLIENT_MESSAGE__MSG_SET_KERNEL_ARGS:
-        return check_args(c, m->set_kernel_args->kernel,
-                          m->set_kernel_args->args,
-                          m->set_kernel_args->n_args);
-    case CRANE__CLIENT_MESSAGE__MSG_LAUNCH_KERNEL:
-        return check_args(c, m->launch_kernel->kernel,
-                          m->launch_kernel->args, m->launch_kernel->n_args);
+#define CALL_CALL(field) return px_check_call_##field(c);
+#define CALL_NONE(field) return CL_SUCCESS;
+#define CRN_REMOTE_CALL(CASE, field, Type, exec, shape, call, bulk, flags) \
+    case CRANE__CLIENT_MESSAGE__MSG_##CASE:                             \
+        CALL_##call(field)
+    switch (c->m->msg_case) {
+#include "proto/remote_calls.def"
     default:
         return CL_SUCCESS;
     }
+#undef CRN_REMOTE_CALL
+#undef CALL_CALL
+#undef CALL_NONE
 }
 
 /* The alignment the vendor may give each __local argument (PoCL: 128

@@ -30,13 +30,18 @@ int px_check_mem_flags(uint64_t flags, const char *what, char *why,
                        size_t why_len);
 int px_check_mem_props(size_t n, const uint64_t *props, const char *what,
                        char *why, size_t why_len);
-int px_check_image(const Crane__CreateImage *im, char *why, size_t why_len);
-int px_check_queue(const Crane__CreateQueue *q, char *why, size_t why_len);
-int px_check_sampler(const Crane__CreateSampler *s, char *why,
-                     size_t why_len);
-int px_check_context(const Crane__CreateContext *cc, char *why,
-                     size_t why_len);
-int px_check_sub_devices(const Crane__CreateSubDevices *s, char *why,
-                         size_t why_len);
+
+/* Each SHAPE row's check of proto/remote_calls.def, px_check_FIELD: in
+ * validate_create.c for creations of objects with properties (sub-devices,
+ * contexts, queues, images, samplers), else in validate.c. */
+#define PX_SHAPE_SHAPE(field, Type) \
+    int px_check_##field(const Crane__##Type *x, char *why, size_t why_len);
+#define PX_SHAPE_NONE(field, Type)
+#define CRN_REMOTE_CALL(CASE, field, Type, exec, shape, call, bulk, flags) \
+    PX_SHAPE_##shape(field, Type)
+#include "proto/remote_calls.def"
+#undef CRN_REMOTE_CALL
+#undef PX_SHAPE_SHAPE
+#undef PX_SHAPE_NONE
 
 #endif /* PX_VALIDATE_INT_H */

@@ -4,7 +4,7 @@
 
 #include "log.h"
 
-#include "proto/remote.pb-c.h"
+#include "proto/remote_calls.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -47,8 +47,7 @@ static uint64_t now_ms(void)
 
 void px_watch_call_begin(int msg_case)
 {
-    if (!wd.max_call_ms || msg_case == CRANE__CLIENT_MESSAGE__MSG_BUILD_PROGRAM ||
-        msg_case == CRANE__CLIENT_MESSAGE__MSG_CREATE_PROGRAM)
+    if (!wd.max_call_ms || crn_remote_call_is(msg_case, CRN_CALL_UNTIMED))
         return;
     atomic_store(&wd.call_case, msg_case);
     atomic_store(&wd.call_since_ms, now_ms());
@@ -88,14 +87,6 @@ void px_watch_forget(int fd)
     poke();
 }
 
-static const char *call_name(int msg_case)
-{
-    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
-        &crane__client_message__descriptor, (unsigned)msg_case);
-
-    return f ? f->name : "?";
-}
-
 /* A call past the bound: the tenant ends at once. */
 static void check_call(void)
 {
@@ -112,7 +103,7 @@ static void check_call(void)
              "tenant %llu (%s pid %u): its call %s has run %llu ms, past "
              "--max-kernel-seconds (%llu s)",
              (unsigned long long)wd.num, wd.program, wd.pid,
-             call_name(atomic_load(&wd.call_case)), (unsigned long long)ran,
+             crn_remote_call_name(atomic_load(&wd.call_case)), (unsigned long long)ran,
              (unsigned long long)(wd.max_call_ms / 1000));
     pthread_mutex_unlock(&wd.lock);
     PX_ERROR("%s: ending the tenant", why);

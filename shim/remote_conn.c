@@ -23,6 +23,7 @@
 #include "proto/fastpack.h"
 #include "proto/frame.h"
 #include "proto/pcopy.h"
+#include "proto/remote_calls.h"
 #include "hostmem.h"
 #include "remote_conn_int.h"
 
@@ -163,12 +164,9 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
         len = crn_fastpack_size(m);
     }
     if (len > MAX_FRAME) {
-        const ProtobufCFieldDescriptor *f =
-            protobuf_c_message_descriptor_get_field(
-                &crane__client_message__descriptor, (unsigned)m->msg_case);
         LOG_ERROR("remote: a %s message of %zu bytes exceeds the %u-byte "
                   "frame limit: not sent",
-                  f ? f->name : "?", len, MAX_FRAME);
+                  crn_remote_call_name((int)m->msg_case), len, MAX_FRAME);
         return -EMSGSIZE;
     }
     atomic_fetch_add(&shim_conn.stream_bytes, bulk_len);

@@ -11,6 +11,7 @@
 
 #include "proto/frame.h"
 #include "proto/pcopy.h"
+#include "proto/remote_calls.h"
 #include "proto/spin.h"
 #include "remote_conn_int.h"
 
@@ -25,13 +26,11 @@ void shim_conn_alive(void)
 /* The call a heartbeat names, as its message's field in ClientMessage. */
 const char *shim_conn_call_name(unsigned call)
 {
-    const ProtobufCFieldDescriptor *f;
+    const struct crn_remote_call *row = crn_remote_call((int)call);
 
     if (call == 0)
         return "read";
-    f = protobuf_c_message_descriptor_get_field(
-        &crane__client_message__descriptor, call);
-    return f ? f->name : "call";
+    return row ? row->name : "call";
 }
 
 void shim_conn_beat(const Crane__Reply *r)

@@ -91,6 +91,7 @@ TEST_ENTRY(px_validate_other)
 TEST_ENTRY(px_validate_spec)
 TEST_ENTRY(px_validate_program_bulk)
 TEST_ENTRY(px_validate_svm)
+TEST_ENTRY(px_remote_calls_rows)
 
 /* shim/objects.c, dirty.c, kernel.c: tests/unit/test_shadow.c */
 TEST_ENTRY(shadow_refcounts)

@@ -2,6 +2,7 @@
 #include "runner.h"
 
 #include "proxy-domain/validate.h"
+#include "proto/remote_calls.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -290,4 +291,42 @@ TEST(px_validate_spec)
     ASSERT_EQ(check(&m), 0);
     sd.n_properties = 3;                 /* no LIST_END */
     ASSERT_EQ(check(&m), CL_INVALID_VALUE);
+}
+
+/* proto/remote_calls.def has a row for every case of ClientMessage's oneof,
+ * named as the schema names it, and none more; an unset or unknown case
+ * has no row and fails the checks. */
+TEST(px_remote_calls_rows)
+{
+    const ProtobufCMessageDescriptor *d = &crane__client_message__descriptor;
+    size_t oneof = 0;
+    char why[160];
+
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (!(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) {
+            ASSERT(crn_remote_call((int)f->id) == NULL);
+            continue;
+        }
+        oneof++;
+        ASSERT(crn_remote_call((int)f->id) != NULL);
+        ASSERT_STR_EQ(crn_remote_call_name((int)f->id), f->name);
+    }
+    ASSERT(oneof > 20);
+    ASSERT_EQ(crn_remote_call_count(), oneof);
+    ASSERT_STR_EQ(crn_remote_call_name(CRANE__CLIENT_MESSAGE__MSG__NOT_SET),
+                  "?");
+    ASSERT(crn_remote_call(100000) == NULL);
+    ASSERT(crn_remote_call(-1) == NULL);
+    ASSERT(crn_remote_call_is(CRANE__CLIENT_MESSAGE__MSG_GET_INFO,
+                              CRN_CALL_LIGHT));
+    ASSERT(!crn_remote_call_is(CRANE__CLIENT_MESSAGE__MSG_SYNC,
+                               CRN_CALL_LIGHT));
+    ASSERT(crn_remote_call_is(CRANE__CLIENT_MESSAGE__MSG_BUILD_PROGRAM,
+                              CRN_CALL_UNTIMED));
+
+    Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
+    m.msg_case = (Crane__ClientMessage__MsgCase)99;
+    ASSERT_EQ(px_validate(&m, why, sizeof(why)), CL_INVALID_VALUE);
+    ASSERT_EQ(px_bulk_len(&m), 0u);
 }
