@@ -2,7 +2,7 @@
 #ifndef PX_CONN_H
 #define PX_CONN_H
 
-#include "exec.h"
+#include "dispatch.h"
 #include "outq.h"
 #include "preauth.h"
 #include "server.h"

@@ -1,11 +1,10 @@
-/* Executing a tenant's requests in order: dispatch, replies, pending reads. */
+/* What every executor calls (exec.c), and the executors (exec_*.c). */
 #ifndef PX_EXEC_H
 #define PX_EXEC_H
 
 #include "cl.h"
 #include "tenant.h"
 
-#include "proto/lane.h"
 #include "proto/remote.pb-c.h"
 
 #include <stdatomic.h>
@@ -18,40 +17,6 @@
 /* How long a worker waits for room in a client's shared area before read
  * bytes take the stream. */
 #define PX_SHM_WAIT_MS 500
-
-/*
- * One message from the stream, decoded, with its bulk bytes.  MSG NULL
- * means the frame could not be used: ERROR says why, and the executor
- * answers Reply{seq, CL_INVALID_VALUE, error}.  CLOSE_AFTER: the stream is
- * out of step; close it once the answer is written.
- */
-struct px_req {
-    struct px_req *next;
-    Crane__ClientMessage *msg;
-    struct px_arena *arena;      /* MSG was decoded into it (arena.h) */
-    uint64_t seq;
-    uint8_t *bulk;
-    size_t bulk_len;
-    char error[128];
-    bool close_after;
-    bool deferred;               /* MSG NULL: its sender wants no reply, so
-                                    the error is the tenant's deferred one */
-    /* Bulk bytes still in ring 0 of RING (the client's shared area) at
-     * RING_POS, BULK_LEN of them, BULK NULL: claimed in the stream's order
-     * by the loop thread, their room freed in the same order once the call
-     * is executed (px_exec_one), or once copied out of the ring. */
-    struct crn_shm *ring;
-    uint64_t ring_pos;
-    /* Or BULK is filled by the tenant's lanes, transfer LANE_X
-     * (lanes.c): the call waits for every piece before it executes. */
-    struct crn_lanes *lanes;
-    struct crn_lane_xfer *lane_x;
-    bool lane_refused;           /* its transfer could not be taken */
-};
-
-void px_req_free(struct px_req *r);
-/* Frees a list linked through next. */
-void px_req_free_list(struct px_req *r);
 
 /* A non-blocking read waiting for its event; its data goes out with the
  * next Reply after the event completes. */
@@ -82,34 +47,15 @@ struct px_call {
     bool done;                   /* the executor answered itself, or will */
 };
 
-/*
- * Executes REQS in order for T, freeing them, or with DONE not NULL
- * putting each executed one (its bulk bytes freed) on *DONE for the
- * caller to free: memory the loop thread allocated is best freed there
- * (malloc's per-thread caches; a free from another thread takes the
- * arena's lock each time).  Before anything else and before every Reply
- * it sends the data of completed pending reads.  Stops executing (and
- * only frees) once *STOP is set.  Runs on a worker thread.
- */
-void px_exec_batch(struct px_tenant *t, struct px_req *reqs,
-                   const atomic_bool *stop, struct px_req **done);
-
 /* C's bytes in the ring: copied to the heap (C->bulk, as bytes from the
  * stream) and their room freed; -ENOMEM (the room freed all the same). */
 int px_call_ring_copy(struct px_call *c);
 /* Frees the room of C's bytes in the ring, if they are there. */
 void px_call_ring_release(struct px_call *c);
 
-/* Executes one request and frees it.  Used by px_exec_batch and fuzzing. */
-void px_exec_one(struct px_tenant *t, struct px_req *r);
-
 /* Sends the data of every pending read whose event has completed; with
  * WAIT, waits for all of them first. */
 void px_exec_flush_reads(struct px_tenant *t, bool wait);
-
-/* Ends a tenant: aborts user events never set, waits for pending reads,
- * releases every object.  Returns how many objects were released. */
-size_t px_exec_teardown(struct px_tenant *t);
 
 /* --- for the executors (exec_*.c) ----------------------------------------- */
 

@@ -1,5 +1,6 @@
 /* The handshake: Hello, Challenge/Auth, Welcome or Refused, and resuming. */
 #include "conn.h"
+#include "exec.h"
 
 #include "lanes.h"
 #include "log.h"

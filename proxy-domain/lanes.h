@@ -3,7 +3,9 @@
 #ifndef PX_LANES_H
 #define PX_LANES_H
 
-#include "exec.h"
+#include "cl.h"
+#include "req.h"
+#include "tenant.h"
 
 #include "proto/lane.h"
 

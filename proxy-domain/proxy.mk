@@ -7,7 +7,8 @@
 #                    tests/run-tests.sh (plain build, no sanitizer)
 #   proxy-asan       build-address/bin/crane-proxy, for the ASan test runs
 #   fuzz-remote      build/fuzz/fuzz_remote (clang, libFuzzer + ASan/UBSan)
-#   UNIT_SRCS += ... tests/unit/test_px.c with validate.c, validate_create.c
+#   UNIT_SRCS += ... tests/unit/test_px.c with validate.c, validate_create.c,
+#                    validate_common.c
 # `make check` builds the three first.
 
 UV_CFLAGS := $(shell pkg-config --cflags libuv 2>/dev/null)
@@ -39,7 +40,7 @@ $(PROXY_BIN): $(PROXY_OBJS) $(PROTO_LIB)
 
 # The proxy's pure parts in the unit-test binary (tests/unit/test_px.c).
 UNIT_SRCS += tests/unit/test_px.c proxy-domain/validate.c \
-    proxy-domain/validate_create.c
+    proxy-domain/validate_create.c proxy-domain/validate_common.c
 
 # Integration clients: each tests/proxy/*.c with the shared client code.
 PROXY_TEST_COMMON := tests/proxy/client.c

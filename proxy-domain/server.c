@@ -2,7 +2,7 @@
 #include "server.h"
 
 #include "conn.h"
-#include "exec.h"
+#include "dispatch.h"
 #include "log.h"
 #include "supervisor.h"
 

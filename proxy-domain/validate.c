@@ -1,7 +1,8 @@
 /* Checking a client's message against the limits (validate.h) and the
  * shapes its call needs: commands, kernel arguments, launches, queries and
  * programs; the fields of a creation in validate_create.c. */
-#include "validate_int.h"
+#include "validate.h"
+#include "validate_common.h"
 
 #include "proto/clrules.h"
 
@@ -11,16 +12,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-int px_bad(cl_int err, char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return err;
-}
 
 int px_mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
 {
@@ -47,25 +38,6 @@ uint64_t px_bulk_len(const Crane__ClientMessage *m)
 #undef CRN_REMOTE_CALL
 #undef BULK_BULK
 #undef BULK_NONE
-}
-
-int px_check_props(size_t n, bool pairs, const char *what, char *why,
-                   size_t why_len)
-{
-    if (n > PX_MAX_PROPS)
-        return BAD("%s: %zu property words (at most %d)", what, n,
-                   PX_MAX_PROPS);
-    if (pairs && n % 2)
-        return BAD("%s: properties must be name/value pairs", what);
-    return 0;
-}
-
-int px_check_list(size_t n, size_t max, const char *what, char *why,
-                  size_t why_len)
-{
-    if (n > max)
-        return BAD("%s: %zu entries (at most %zu)", what, n, max);
-    return 0;
 }
 
 static int check_image_type(uint32_t type, char *why, size_t why_len)

@@ -1,7 +1,7 @@
 /* The fields of an object's creation that the vendor gets (memory flags
  * and properties, image formats and descriptors, queue, sampler and context
  * properties, partitions), checked as the OpenCL specification says. */
-#include "validate_int.h"
+#include "validate_common.h"
 
 #include <string.h>
 

@@ -1,5 +1,6 @@
 /* libFuzzer target: bytes as a client's stream into crane-proxy's executor. */
 #include "arena.h"
+#include "dispatch.h"
 #include "exec.h"
 #include "log.h"
 #include "tenant.h"

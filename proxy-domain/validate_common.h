@@ -1,10 +1,15 @@
 /* The checks of crane-proxy's messages shared by validate*.c, for them only. */
-#ifndef PX_VALIDATE_INT_H
-#define PX_VALIDATE_INT_H
+#ifndef PX_VALIDATE_COMMON_H
+#define PX_VALIDATE_COMMON_H
 
-#include "validate.h"
+#include "bounds.h"
+#include "cl.h"
+
+#include "proto/remote.pb-c.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* Records why into WHY and returns ERR, the OpenCL error the
  * specification names for the fault. */
@@ -18,7 +23,7 @@ int px_bad(cl_int err, char *why, size_t len, const char *fmt, ...)
 /* Each check returns 0, or the error with WHY (WHY_LEN bytes) saying what
  * is wrong. */
 
-/* validate.c: N property words of WHAT, at most PX_MAX_PROPS, in
+/* validate_common.c: N property words of WHAT, at most PX_MAX_PROPS, in
  * name/value PAIRS if asked; a list of N entries, at most MAX. */
 int px_check_props(size_t n, bool pairs, const char *what, char *why,
                    size_t why_len);
@@ -44,4 +49,4 @@ int px_check_mem_props(size_t n, const uint64_t *props, const char *what,
 #undef PX_SHAPE_SHAPE
 #undef PX_SHAPE_NONE
 
-#endif /* PX_VALIDATE_INT_H */
+#endif /* PX_VALIDATE_COMMON_H */
