@@ -48,13 +48,18 @@ PROXY_TEST_PROGS := $(filter-out $(PROXY_TEST_COMMON), \
                       $(wildcard tests/proxy/*.c))
 PROXY_TEST_BINS := $(PROXY_TEST_PROGS:tests/proxy/%.c=build/tests/proxy/%)
 
+# A program whose cases are many keeps them in a folder of its name
+# (tests/proxy/proxy_test/*.c), linked in with it.
 build/tests/proxy/%: tests/proxy/%.c $(PROXY_TEST_COMMON) \
                      tests/proxy/client.h build/lib/libcrane-proto.a \
                      | $(PROTO_GEN_H)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread \
-	    $(PROTO_CFLAGS) -o $@ $< $(PROXY_TEST_COMMON) \
+	    $(PROTO_CFLAGS) -o $@ $< $(wildcard tests/proxy/$(@F)/*.c) \
+	    $(PROXY_TEST_COMMON) \
 	    build/lib/libcrane-proto.a $(PROTOBUF_C_LIBS) $(GNUTLS_LIBS)
+build/tests/proxy/proxy_test: $(wildcard tests/proxy/proxy_test/*.c \
+                                tests/proxy/proxy_test/*.h)
 
 proxy-tests: build/bin/crane-proxy $(PROXY_TEST_BINS)
 # The ASan proxy runs every integration case a second time.
