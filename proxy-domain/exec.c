@@ -23,6 +23,47 @@ cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
     return err;
 }
 
+cl_int px_new_in_context(struct px_call *c, uint64_t id, enum px_kind kind,
+                         const char *what, uint64_t ctx_id, cl_context *ctx)
+{
+    cl_int err = px_tenant_check_new(c->t, id, kind);
+
+    if (err != CL_SUCCESS)
+        return px_fail(c, err, "bad or used %s", what);
+    *ctx = px_tenant_handle(c->t, ctx_id, PX_CONTEXT, &err);
+    if (!*ctx)
+        return px_fail(c, err, "unknown context");
+    return CL_SUCCESS;
+}
+
+void px_props(cl_ulong *dst, const uint64_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i];
+    dst[n] = 0;
+}
+
+/* Checks that every id of IDS (N of them) may name a new object of KIND
+ * and that none appears twice. */
+cl_int px_check_new_ids(struct px_call *c, const uint64_t *ids, size_t n,
+                        enum px_kind kind)
+{
+    for (size_t i = 0; i < n; i++) {
+        cl_int err = px_tenant_check_new(c->t, ids[i], kind);
+        if (err != CL_SUCCESS)
+            return px_fail(c, err, "%s id %llu is %s", px_kind_name(kind),
+                           (unsigned long long)ids[i],
+                           err == CL_INVALID_VALUE ? "not a client id"
+                                                   : "in use");
+        for (size_t j = 0; j < i; j++)
+            if (ids[j] == ids[i])
+                return px_fail(c, px_kind_error(kind),
+                               "%s id %llu given twice", px_kind_name(kind),
+                               (unsigned long long)ids[i]);
+    }
+    return CL_SUCCESS;
+}
+
 cl_int px_device_handles(struct px_call *c, const uint64_t *ids, size_t n,
                          cl_device_id *v)
 {

@@ -63,6 +63,18 @@ void px_exec_flush_reads(struct px_tenant *t, bool wait);
 cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Before a creation in a context: ID is free for KIND (else the call fails
+ * with "bad or used WHAT") and CTX_ID names a context, into *CTX. */
+cl_int px_new_in_context(struct px_call *c, uint64_t id, enum px_kind kind,
+                         const char *what, uint64_t ctx_id, cl_context *ctx);
+/* N property words from the client into DST (room for N + 1), ended by 0. */
+void px_props(cl_ulong *dst, const uint64_t *src, size_t n);
+
+/* Every id of IDS (N of them) may name a new object of KIND, none twice;
+ * else the call fails. */
+cl_int px_check_new_ids(struct px_call *c, const uint64_t *ids, size_t n,
+                        enum px_kind kind);
+
 /* The tenant's real devices for the N client ids at IDS, into V (room for
  * PX_MAX_DEVICES); an unknown id fails the call. */
 cl_int px_device_handles(struct px_call *c, const uint64_t *ids, size_t n,

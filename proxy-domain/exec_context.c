@@ -7,27 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Checks that every id of IDS (N of them) may name a new object of KIND
- * and that none appears twice. */
-static cl_int check_new_ids(struct px_call *c, const uint64_t *ids, size_t n,
-                            enum px_kind kind)
-{
-    for (size_t i = 0; i < n; i++) {
-        cl_int err = px_tenant_check_new(c->t, ids[i], kind);
-        if (err != CL_SUCCESS)
-            return px_fail(c, err, "%s id %llu is %s", px_kind_name(kind),
-                           (unsigned long long)ids[i],
-                           err == CL_INVALID_VALUE ? "not a client id"
-                                                   : "in use");
-        for (size_t j = 0; j < i; j++)
-            if (ids[j] == ids[i])
-                return px_fail(c, px_kind_error(kind),
-                               "%s id %llu given twice", px_kind_name(kind),
-                               (unsigned long long)ids[i]);
-    }
-    return CL_SUCCESS;
-}
-
 cl_int px_exec_sub_devices(struct px_call *c)
 {
     const Crane__CreateSubDevices *s = c->m->create_sub_devices;
@@ -40,7 +19,7 @@ cl_int px_exec_sub_devices(struct px_call *c)
     if (!dev)
         return px_fail(c, err, "unknown device %llu",
                        (unsigned long long)s->device);
-    err = check_new_ids(c, s->ids, s->n_ids, PX_DEVICE);
+    err = px_check_new_ids(c, s->ids, s->n_ids, PX_DEVICE);
     if (err != CL_SUCCESS)
         return err;
     for (size_t i = 0; i < s->n_properties; i++)
@@ -115,21 +94,16 @@ cl_int px_exec_queue(struct px_call *c)
     cl_device_id dev;
     cl_int err;
 
-    err = px_tenant_check_new(c->t, q->id, PX_QUEUE);
+    err = px_new_in_context(c, q->id, PX_QUEUE, "queue id", q->context, &ctx);
     if (err != CL_SUCCESS)
-        return px_fail(c, err, "bad or used queue id");
-    ctx = px_tenant_handle(c->t, q->context, PX_CONTEXT, &err);
-    if (!ctx)
-        return px_fail(c, err, "unknown context");
+        return err;
     dev = px_tenant_handle(c->t, q->device, PX_DEVICE, &err);
     if (!dev)
         return px_fail(c, err, "unknown device");
     if (q->legacy) {
         queue = clCreateCommandQueue(ctx, dev, q->legacy_properties, &err);
     } else {
-        for (size_t i = 0; i < q->n_properties; i++)
-            props[i] = q->properties[i];
-        props[q->n_properties] = 0;
+        px_props(props, q->properties, q->n_properties);
         queue = clCreateCommandQueueWithProperties(
             ctx, dev, q->n_properties ? props : NULL, &err);
     }
@@ -146,15 +120,11 @@ cl_int px_exec_sampler(struct px_call *c)
     cl_context ctx;
     cl_int err;
 
-    err = px_tenant_check_new(c->t, s->id, PX_SAMPLER);
+    err = px_new_in_context(c, s->id, PX_SAMPLER,
+                            "sampler id", s->context, &ctx);
     if (err != CL_SUCCESS)
-        return px_fail(c, err, "bad or used sampler id");
-    ctx = px_tenant_handle(c->t, s->context, PX_CONTEXT, &err);
-    if (!ctx)
-        return px_fail(c, err, "unknown context");
-    for (size_t i = 0; i < s->n_properties; i++)
-        props[i] = s->properties[i];
-    props[s->n_properties] = 0;
+        return err;
+    px_props(props, s->properties, s->n_properties);
     sampler = clCreateSamplerWithProperties(ctx, props, &err);
     if (!sampler)
         return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;
@@ -168,12 +138,9 @@ cl_int px_exec_user_event(struct px_call *c)
     cl_event ev;
     cl_int err;
 
-    err = px_tenant_check_new(c->t, u->id, PX_EVENT);
+    err = px_new_in_context(c, u->id, PX_EVENT, "event id", u->context, &ctx);
     if (err != CL_SUCCESS)
-        return px_fail(c, err, "bad or used event id");
-    ctx = px_tenant_handle(c->t, u->context, PX_CONTEXT, &err);
-    if (!ctx)
-        return px_fail(c, err, "unknown context");
+        return err;
     ev = clCreateUserEvent(ctx, &err);
     if (!ev)
         return err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES;

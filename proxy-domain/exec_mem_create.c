@@ -21,12 +21,10 @@ cl_int px_exec_buffer(struct px_call *c)
     cl_mem mem;
     cl_int err;
 
-    err = px_tenant_check_new(c->t, b->id, PX_MEM);
+    err = px_new_in_context(c, b->id, PX_MEM,
+                            "memory object id", b->context, &ctx);
     if (err != CL_SUCCESS)
-        return px_fail(c, err, "bad or used memory object id");
-    ctx = px_tenant_handle(c->t, b->context, PX_CONTEXT, &err);
-    if (!ctx)
-        return px_fail(c, err, "unknown context");
+        return err;
     err = px_tenant_charge(c->t, b->size);
     if (err != CL_SUCCESS)
         return px_fail(c, err, "buffer of %llu bytes is over the quota",
@@ -34,9 +32,7 @@ cl_int px_exec_buffer(struct px_call *c)
     if (c->bulk_len)
         flags |= CL_MEM_COPY_HOST_PTR;
     if (b->n_properties) {
-        for (size_t i = 0; i < b->n_properties; i++)
-            props[i] = b->properties[i];
-        props[b->n_properties] = 0;
+        px_props(props, b->properties, b->n_properties);
         mem = clCreateBufferWithProperties(ctx, props, flags, b->size,
                                            c->bulk_len ? c->bulk : NULL,
                                            &err);
@@ -179,12 +175,10 @@ cl_int px_exec_image(struct px_call *c)
     cl_mem mem;
     cl_int err;
 
-    err = px_tenant_check_new(c->t, im->id, PX_MEM);
+    err = px_new_in_context(c, im->id, PX_MEM,
+                            "memory object id", im->context, &ctx);
     if (err != CL_SUCCESS)
-        return px_fail(c, err, "bad or used memory object id");
-    ctx = px_tenant_handle(c->t, im->context, PX_CONTEXT, &err);
-    if (!ctx)
-        return px_fail(c, err, "unknown context");
+        return err;
     memset(&desc, 0, sizeof(desc));
     desc.image_type = im->image_type;
     desc.image_width = im->width;
@@ -217,9 +211,7 @@ cl_int px_exec_image(struct px_call *c)
     }
     if (c->bulk_len)
         flags |= CL_MEM_COPY_HOST_PTR;
-    for (size_t i = 0; i < im->n_properties; i++)
-        props[i] = im->properties[i];
-    props[im->n_properties] = 0;
+    px_props(props, im->properties, im->n_properties);
     mem = clCreateImageWithProperties(ctx, im->n_properties ? props : NULL,
                                       flags, &fmt, &desc,
                                       c->bulk_len ? c->bulk : NULL, &err);

@@ -55,12 +55,10 @@ cl_int px_exec_program(struct px_call *c)
     cl_context ctx;
     cl_int err;
 
-    err = px_tenant_check_new(c->t, p->id, PX_PROGRAM);
+    err = px_new_in_context(c, p->id, PX_PROGRAM,
+                            "program id", p->context, &ctx);
     if (err != CL_SUCCESS)
-        return px_fail(c, err, "bad or used program id");
-    ctx = px_tenant_handle(c->t, p->context, PX_CONTEXT, &err);
-    if (!ctx)
-        return px_fail(c, err, "unknown context");
+        return err;
     err = px_device_handles(c, p->devices, p->n_devices, devs);
     if (err != CL_SUCCESS)
         return err;
@@ -139,12 +137,10 @@ static cl_int link_programs(struct px_call *c, const cl_device_id *devs,
     cl_context ctx;
     cl_int err;
 
-    err = px_tenant_check_new(c->t, b->link_id, PX_PROGRAM);
+    err = px_new_in_context(c, b->link_id, PX_PROGRAM,
+                            "program id for the link", b->context, &ctx);
     if (err != CL_SUCCESS)
-        return px_fail(c, err, "bad or used program id for the link");
-    ctx = px_tenant_handle(c->t, b->context, PX_CONTEXT, &err);
-    if (!ctx)
-        return px_fail(c, err, "unknown context");
+        return err;
     prog = clLinkProgram(ctx, (cl_uint)b->n_devices,
                          b->n_devices ? devs : NULL, b->options,
                          (cl_uint)b->n_inputs, inputs, NULL, NULL, &err);
@@ -222,15 +218,9 @@ static cl_int all_kernels(struct px_call *c, cl_program prog)
     cl_uint n = 0;
     cl_int err;
 
-    for (size_t i = 0; i < k->n_all_ids; i++) {
-        err = px_tenant_check_new(c->t, k->all_ids[i], PX_KERNEL);
-        for (size_t j = 0; err == CL_SUCCESS && j < i; j++)
-            if (k->all_ids[j] == k->all_ids[i])
-                err = CL_INVALID_KERNEL;
-        if (err != CL_SUCCESS)
-            return px_fail(c, err, "bad or used kernel id %llu",
-                           (unsigned long long)k->all_ids[i]);
-    }
+    err = px_check_new_ids(c, k->all_ids, k->n_all_ids, PX_KERNEL);
+    if (err != CL_SUCCESS)
+        return err;
     err = clCreateKernelsInProgram(prog, 0, NULL, &n);
     if (err != CL_SUCCESS)
         return err;

@@ -34,12 +34,10 @@ cl_int px_exec_svm_alloc(struct px_call *c)
     cl_int err;
     void *p;
 
-    err = px_tenant_check_new(c->t, a->id, PX_MEM);
+    err = px_new_in_context(c, a->id, PX_MEM,
+                            "memory object id", a->context, &ctx);
     if (err != CL_SUCCESS)
-        return px_fail(c, err, "bad or used memory object id");
-    ctx = px_tenant_handle(c->t, a->context, PX_CONTEXT, &err);
-    if (!ctx)
-        return px_fail(c, err, "unknown context");
+        return err;
     err = px_tenant_charge(c->t, a->size);
     if (err != CL_SUCCESS)
         return px_fail(c, err, "SVM of %llu bytes is over the quota",
