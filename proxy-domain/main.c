@@ -13,6 +13,7 @@
 #include "proto/version.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <math.h>
 #include <malloc.h>
@@ -206,40 +207,215 @@ static int bad_usage(const char *fmt, const char *arg)
     return 2;
 }
 
+/* How an option's value is read: into the field at its row's offset of
+ * struct px_options (a string, bytes, seconds as ms, a count), or by
+ * special_option. */
+enum opt_kind { OPT_STRING, OPT_BYTES, OPT_SECONDS, OPT_COUNT, OPT_SPECIAL };
+
+/* The options: one row each (--help's text is `usage` above). */
+static const struct opt_row {
+    const char *name;
+    enum opt_kind kind;
+    size_t off;                  /* in struct px_options, but OPT_SPECIAL */
+    int has_arg;
+    const char *hint;            /* the values it takes, for its error */
+} opt_rows[] = {
+#define FIELD(f) offsetof(struct px_options, f)
+    {"listen", OPT_STRING, FIELD(listen), 1, ""},
+    {"device", OPT_STRING, FIELD(device), 1, ""},
+    {"auth-key", OPT_STRING, FIELD(auth_key), 1, ""},
+    {"tls", OPT_SPECIAL, 0, 1, "(x509, psk, none or auto)"},
+    {"pki-dir", OPT_STRING, FIELD(pki_dir), 1, ""},
+    {"quota", OPT_BYTES, FIELD(quota), 1, "(bytes, K, M or G)"},
+    {"grace", OPT_SECONDS, FIELD(grace_ms), 1, "(seconds)"},
+    {"log-level", OPT_SPECIAL, 0, 1, "(error, warn, info, debug)"},
+    {"handshake-timeout", OPT_SECONDS, FIELD(limits.handshake_ms), 1,
+     "(seconds)"},
+    {"max-unauthenticated", OPT_COUNT, FIELD(limits.max_unauth), 1,
+     "(a count)"},
+    {"max-unauthenticated-per-peer", OPT_COUNT,
+     FIELD(limits.max_unauth_peer), 1, "(a count)"},
+    {"max-peer-connections", OPT_COUNT, FIELD(limits.max_peer_conns), 1,
+     "(a count)"},
+    {"max-objects", OPT_COUNT, FIELD(limits.max_objects), 1, "(a count)"},
+    {"max-queued", OPT_BYTES, FIELD(limits.max_queued), 1,
+     "(bytes, K, M or G)"},
+    {"idle-timeout", OPT_SECONDS, FIELD(limits.idle_ms), 1, "(seconds)"},
+    {"release-timeout", OPT_SECONDS, FIELD(limits.release_ms), 1,
+     "(seconds)"},
+    {"max-kernel-seconds", OPT_SPECIAL, 0, 1, "(seconds)"},
+    {"isolation", OPT_SPECIAL, 0, 1, "(tenant or none)"},
+    {"spares", OPT_SPECIAL, 0, 1, "(1 to 64)"},
+    {"no-shm", OPT_SPECIAL, 0, 0, ""},
+    {"shm-dir", OPT_STRING, FIELD(shm_dir), 1, ""},
+    {"shm-pci", OPT_STRING, FIELD(shm_pci), 1, ""},
+    {"max-lanes", OPT_SPECIAL, 0, 1, "(0 to 16)"},
+    /* Internal: a worker started by the supervisor (supervisor.c). */
+    {"worker", OPT_SPECIAL, 0, 0, ""},
+    {"help", OPT_SPECIAL, 0, 0, ""},
+    {"version", OPT_SPECIAL, 0, 0, ""},
+#undef FIELD
+};
+#define N_OPTS (sizeof(opt_rows) / sizeof(opt_rows[0]))
+
+/* What parsing leaves besides struct px_options. */
+struct parsed {
+    bool worker;
+    const char *max_kernel;      /* --max-kernel-seconds, or the env's */
+};
+
+/* An option of kind OPT_SPECIAL: 0, 1 when it needs main to exit 0
+ * (--help, --version), or -1 for a bad value. */
+static int special_option(const char *name, const char *arg,
+                          struct px_options *o, struct parsed *p)
+{
+    uint64_t n;
+
+    if (strcmp(name, "tls") == 0)
+        return crn_tls_mode_parse(arg, &o->tls_mode) < 0 ? -1 : 0;
+    if (strcmp(name, "log-level") == 0)
+        return crn_log_set_level(arg) < 0 ? -1 : 0;
+    if (strcmp(name, "max-kernel-seconds") == 0) {
+        p->max_kernel = arg;
+        return 0;
+    }
+    if (strcmp(name, "isolation") == 0) {
+        if (strcmp(arg, "tenant") && strcmp(arg, "none"))
+            return -1;
+        o->role = strcmp(arg, "none") ? PX_ROLE_SUPERVISOR : PX_ROLE_SINGLE;
+        return 0;
+    }
+    if (strcmp(name, "spares") == 0) {
+        if (parse_count(arg, &n) < 0 || n < 1 || n > 64)
+            return -1;
+        o->spares = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(name, "max-lanes") == 0) {
+        if (parse_count(arg, &n) < 0 || n > CRN_LANES_MAX)
+            return -1;
+        o->max_lanes = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(name, "no-shm") == 0)
+        o->no_shm = true;
+    else if (strcmp(name, "worker") == 0)
+        p->worker = true;
+    else if (strcmp(name, "help") == 0)
+        fputs(usage, stdout);
+    else
+        crn_print_version("crane-proxy");
+    return strcmp(name, "help") && strcmp(name, "version") ? 0 : 1;
+}
+
+/* Option ROW's value ARG into O (or P): 0, 1 to exit 0, -1 bad. */
+static int take_option(const struct opt_row *row, const char *arg,
+                       struct px_options *o, struct parsed *p)
+{
+    char *field = (char *)o + row->off;
+
+    switch (row->kind) {
+    case OPT_STRING:
+        *(const char **)(void *)field = arg;
+        return 0;
+    case OPT_BYTES:
+        return parse_bytes(arg, (uint64_t *)(void *)field) < 0 ? -1 : 0;
+    case OPT_SECONDS:
+        return parse_seconds(arg, (uint64_t *)(void *)field) < 0 ? -1 : 0;
+    case OPT_COUNT:
+        return parse_count(arg, (uint64_t *)(void *)field) < 0 ? -1 : 0;
+    case OPT_SPECIAL:
+        break;
+    }
+    return special_option(row->name, arg, o, p);
+}
+
+/* What the options say together, once all are read: 0, or exits 2. */
+static int check_options(int argc, char **argv, struct px_options *o,
+                         struct parsed *p, struct crn_endpoint *ep)
+{
+    if (optind < argc)
+        return bad_usage("unexpected argument '%s' (see --help)",
+                         argv[optind]);
+    if (!o->listen)
+        return bad_usage("%s", "--listen ENDPOINT is required (see --help)");
+    if (p->max_kernel && p->max_kernel[0] &&
+        parse_seconds(p->max_kernel, &o->limits.max_call_ms) < 0)
+        return bad_usage("bad --max-kernel-seconds or "
+                         "CRANE_PROXY_MAX_KERNEL_SECONDS '%s' (seconds)",
+                         p->max_kernel);
+    if (o->limits.max_call_ms && o->role == PX_ROLE_SINGLE)
+        return bad_usage("%s", "--max-kernel-seconds needs --isolation "
+                               "tenant (only a worker can be ended)");
+    if (crn_endpoint_parse(o->listen, ep) < 0)
+        return bad_usage("bad endpoint '%s' (unix:PATH, tcp:HOST:PORT or "
+                         "vsock:CID:PORT)", o->listen);
+    if (p->worker)
+        o->role = PX_ROLE_WORKER;
+    o->argv = argv;
+    return 0;
+}
+
+/* The command line into O and EP: -1 to go on, else main's exit status. */
+static int parse_options(int argc, char **argv, struct px_options *o,
+                         struct crn_endpoint *ep)
+{
+    struct option longopts[N_OPTS + 1];
+    struct parsed p = {.max_kernel = getenv("CRANE_PROXY_MAX_KERNEL_SECONDS")};
+    char why[256];
+    int opt, idx, rc;
+
+    for (size_t i = 0; i < N_OPTS; i++)
+        longopts[i] = (struct option){opt_rows[i].name,
+                                      opt_rows[i].has_arg ? required_argument
+                                                          : no_argument,
+                                      NULL, 1000 + (int)i};
+    longopts[N_OPTS] = (struct option){NULL, 0, NULL, 0};
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", longopts, &idx)) != -1) {
+        if (opt == ':')
+            return bad_usage("option '%s' needs a value (see --help)",
+                             argv[optind - 1]);
+        if (opt < 1000 || opt >= 1000 + (int)N_OPTS)
+            return bad_usage("unknown option '%s' (see --help)",
+                             argv[optind - 1]);
+        const struct opt_row *row = &opt_rows[opt - 1000];
+        rc = take_option(row, optarg, o, &p);
+        if (rc == 1)
+            return 0;
+        if (rc < 0) {
+            snprintf(why, sizeof(why), "bad --%s '%s' %s", row->name, optarg,
+                     row->hint);
+            return bad_usage("%s", why);
+        }
+    }
+    rc = check_options(argc, argv, o, &p, ep);
+    return rc ? rc : -1;
+}
+
+/* The process's tuning for bulk bytes, before any thread starts. */
+static void tune_process(void)
+{
+    /* Before the first work item starts libuv's pool: each tenant's calls
+     * may block one thread while the device works. */
+    setenv("UV_THREADPOOL_SIZE", "64", 0);
+    signal(SIGPIPE, SIG_IGN);
+    /* Chunks of up to 4 MiB come and go all the time: keep them in the
+     * heap instead of a fresh mmap each, which costs a page fault per 4 KiB
+     * touched (measured: a third of the proxy's time in bulk transfers). */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    /* Bulk copies between the shared area and the pinned staging are
+     * spread over a quarter of the CPUs (proto/pcopy.h), or as many
+     * threads as CRANE_COPY_THREADS says (the shim's knob, for
+     * measurements of both sides at once). */
+    const char *ct = getenv("CRANE_COPY_THREADS");
+    crn_pcopy_set_threads(ct && atoi(ct) > 0 ? (unsigned)atoi(ct)
+                                             : crn_pcopy_default_threads());
+}
+
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"device", required_argument, NULL, 'd'},
-        {"auth-key", required_argument, NULL, 'k'},
-        {"tls", required_argument, NULL, 't'},
-        {"pki-dir", required_argument, NULL, 'p'},
-        {"quota", required_argument, NULL, 'q'},
-        {"grace", required_argument, NULL, 'g'},
-        {"log-level", required_argument, NULL, 'L'},
-        {"handshake-timeout", required_argument, NULL, 'H'},
-        {"max-unauthenticated", required_argument, NULL, 'U'},
-        {"max-unauthenticated-per-peer", required_argument, NULL, 'u'},
-        {"max-peer-connections", required_argument, NULL, 'P'},
-        {"max-objects", required_argument, NULL, 'O'},
-        {"max-queued", required_argument, NULL, 'Q'},
-        {"idle-timeout", required_argument, NULL, 'I'},
-        {"release-timeout", required_argument, NULL, 'R'},
-        {"max-kernel-seconds", required_argument, NULL, 'K'},
-        {"isolation", required_argument, NULL, 'i'},
-        {"spares", required_argument, NULL, 'W'},
-        {"no-shm", no_argument, NULL, 'N'},
-        {"shm-dir", required_argument, NULL, 'S'},
-        {"shm-pci", required_argument, NULL, 'X'},
-        {"max-lanes", required_argument, NULL, 'M'},
-        /* Internal: a worker started by the supervisor (supervisor.c). */
-        {"worker", no_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
-    bool worker = false;
-    const char *max_kernel = getenv("CRANE_PROXY_MAX_KERNEL_SECONDS");
     struct px_options opts = {
         .role = PX_ROLE_SUPERVISOR,
         .device = "all",
@@ -260,167 +436,13 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     char why[512];
     bool vendor;
-    int opt, rc, status;
+    int rc, status;
 
     crn_notify_init();
-    opterr = 0;
     crn_log_init("crane-proxy");
-    while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'l': opts.listen = optarg; break;
-        case 'd': opts.device = optarg; break;
-        case 'k': opts.auth_key = optarg; break;
-        case 't':
-            if (crn_tls_mode_parse(optarg, &opts.tls_mode) < 0)
-                return bad_usage("bad --tls '%s' (x509, psk, none or auto)",
-                                 optarg);
-            break;
-        case 'p': opts.pki_dir = optarg; break;
-        case 'q':
-            if (parse_bytes(optarg, &opts.quota) < 0)
-                return bad_usage("bad --quota '%s' (bytes, K, M or G)",
-                                 optarg);
-            break;
-        case 'g':
-            if (parse_seconds(optarg, &opts.grace_ms) < 0)
-                return bad_usage("bad --grace '%s' (seconds)", optarg);
-            break;
-        case 'H':
-            if (parse_seconds(optarg, &opts.limits.handshake_ms) < 0)
-                return bad_usage("bad --handshake-timeout '%s' (seconds)",
-                                 optarg);
-            break;
-        case 'R':
-            if (parse_seconds(optarg, &opts.limits.release_ms) < 0)
-                return bad_usage("bad --release-timeout '%s' (seconds)",
-                                 optarg);
-            break;
-        case 'K':
-            max_kernel = optarg;
-            break;
-        case 'I':
-            if (parse_seconds(optarg, &opts.limits.idle_ms) < 0)
-                return bad_usage("bad --idle-timeout '%s' (seconds)",
-                                 optarg);
-            break;
-        case 'U':
-            if (parse_count(optarg, &opts.limits.max_unauth) < 0)
-                return bad_usage("bad --max-unauthenticated '%s' (a count)",
-                                 optarg);
-            break;
-        case 'u':
-            if (parse_count(optarg, &opts.limits.max_unauth_peer) < 0)
-                return bad_usage("bad --max-unauthenticated-per-peer '%s' "
-                                 "(a count)",
-                                 optarg);
-            break;
-        case 'P':
-            if (parse_count(optarg, &opts.limits.max_peer_conns) < 0)
-                return bad_usage("bad --max-peer-connections '%s' (a count)",
-                                 optarg);
-            break;
-        case 'O':
-            if (parse_count(optarg, &opts.limits.max_objects) < 0)
-                return bad_usage("bad --max-objects '%s' (a count)",
-                                 optarg);
-            break;
-        case 'Q':
-            if (parse_bytes(optarg, &opts.limits.max_queued) < 0)
-                return bad_usage("bad --max-queued '%s' (bytes, K, M or G)",
-                                 optarg);
-            break;
-        case 'L':
-            if (crn_log_set_level(optarg) < 0)
-                return bad_usage("bad --log-level '%s' (error, warn, info, "
-                                 "debug)",
-                                 optarg);
-            break;
-        case 'i':
-            if (strcmp(optarg, "tenant") == 0)
-                opts.role = PX_ROLE_SUPERVISOR;
-            else if (strcmp(optarg, "none") == 0)
-                opts.role = PX_ROLE_SINGLE;
-            else
-                return bad_usage("bad --isolation '%s' (tenant or none)",
-                                 optarg);
-            break;
-        case 'W': {
-            uint64_t n;
-            if (parse_count(optarg, &n) < 0 || n < 1 || n > 64)
-                return bad_usage("bad --spares '%s' (1 to 64)", optarg);
-            opts.spares = (unsigned)n;
-            break;
-        }
-        case 'M': {
-            uint64_t n;
-            if (parse_count(optarg, &n) < 0 || n > CRN_LANES_MAX)
-                return bad_usage("bad --max-lanes '%s' (0 to 16)", optarg);
-            opts.max_lanes = (unsigned)n;
-            break;
-        }
-        case 'w':
-            worker = true;
-            break;
-        case 'N':
-            opts.no_shm = true;
-            break;
-        case 'S':
-            opts.shm_dir = optarg;
-            break;
-        case 'X':
-            opts.shm_pci = optarg;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        case 'V':
-            crn_print_version("crane-proxy");
-            return 0;
-        case ':':
-            return bad_usage("option '%s' needs a value (see --help)",
-                             argv[optind - 1]);
-        default:
-            return bad_usage("unknown option '%s' (see --help)",
-                             argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return bad_usage("unexpected argument '%s' (see --help)",
-                         argv[optind]);
-    if (!opts.listen)
-        return bad_usage("%s", "--listen ENDPOINT is required (see --help)");
-    if (max_kernel && max_kernel[0] &&
-        parse_seconds(max_kernel, &opts.limits.max_call_ms) < 0)
-        return bad_usage("bad --max-kernel-seconds or "
-                         "CRANE_PROXY_MAX_KERNEL_SECONDS '%s' (seconds)",
-                         max_kernel);
-    if (opts.limits.max_call_ms && opts.role == PX_ROLE_SINGLE)
-        return bad_usage("%s", "--max-kernel-seconds needs --isolation "
-                               "tenant (only a worker can be ended)");
-    if (crn_endpoint_parse(opts.listen, &ep) < 0)
-        return bad_usage("bad endpoint '%s' (unix:PATH, tcp:HOST:PORT or "
-                         "vsock:CID:PORT)", opts.listen);
-
-    /* Before the first work item starts libuv's pool: each tenant's calls
-     * may block one thread while the device works. */
-    setenv("UV_THREADPOOL_SIZE", "64", 0);
-    signal(SIGPIPE, SIG_IGN);
-    /* Chunks of up to 4 MiB come and go all the time: keep them in the
-     * heap instead of a fresh mmap each, which costs a page fault per 4 KiB
-     * touched (measured: a third of the proxy's time in bulk transfers). */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    /* Bulk copies between the shared area and the pinned staging are
-     * spread over a quarter of the CPUs (proto/pcopy.h), or as many
-     * threads as CRANE_COPY_THREADS says (the shim's knob, for
-     * measurements of both sides at once). */
-    const char *ct = getenv("CRANE_COPY_THREADS");
-    crn_pcopy_set_threads(ct && atoi(ct) > 0 ? (unsigned)atoi(ct)
-                                             : crn_pcopy_default_threads());
-
-    if (worker)
-        opts.role = PX_ROLE_WORKER;
-    opts.argv = argv;
+    if ((rc = parse_options(argc, argv, &opts, &ep)) >= 0)
+        return rc;
+    tune_process();
     /* The supervisor never loads the vendor: its workers do, after their
      * own start (never a fork of a process with the vendor's threads). */
     vendor = opts.role != PX_ROLE_SUPERVISOR;
