@@ -445,48 +445,82 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
  * Once a chunk has left, the rest leave too, even after a failure, so that
  * the buffer always has an owner; the final Reply then carries the error.
  */
-static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
+/* Sends the N chunks of a read as each completes (their staging freed
+ * once written); after a failure, none but those sent already. */
+static cl_int send_chunks(struct mem_op *op, size_t len, size_t chunk,
+                          size_t n, cl_event *evs, uint8_t **chunks,
+                          const uint64_t *pos)
+{
+    struct px_call *c = op->c;
+    cl_int err = CL_SUCCESS, status;
+    bool sent = false;
+
+    for (size_t i = 0; i < n; i++) {
+        Crane__Reply r = CRANE__REPLY__INIT;
+        size_t off = i * chunk;
+        size_t k = len - off > chunk ? chunk : len - off;
+        bool in_ring = pos && pos[i] != UINT64_MAX;
+
+        status = CL_COMPLETE;
+        clWaitForEvents(1, &evs[i]);
+        clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                       sizeof(status), &status, NULL);
+        clReleaseEvent(evs[i]);
+        if (status < 0 && err == CL_SUCCESS)
+            err = status;
+        if ((err != CL_SUCCESS && !sent) || (!chunks[i] && !in_ring)) {
+            /* A ring chunk skipped leaves a gap the ring's order allows. */
+            px_chunk_free(chunks[i]);
+            chunks[i] = NULL;
+            continue;
+        }
+        r.seq = c->m->seq;
+        r.more = 1;
+        r.bulk_offset = off;
+        if (in_ring) {
+            r.shm_bulk = true;
+            r.shm_pos = pos[i];
+            r.bulk_len = k;
+        }
+        /* Chunks leave without the pending reads' data first: that would
+         * take ring room behind this read's, out of the ring's order (the
+         * final Reply, after them, sends it). */
+        if (px_send_more(c->t, &r, chunks[i], in_ring ? 0 : k, chunks[i]) <
+            0) {
+            PX_ERROR("tenant %llu: out of memory sending read %llu",
+                     (unsigned long long)c->t->num,
+                     (unsigned long long)c->m->seq);
+            err = CL_OUT_OF_HOST_MEMORY;
+            /* This chunk was not queued; the later ones never will be. */
+            px_chunk_free(chunks[i]);
+            for (size_t j = i + 1; j < n; j++) {
+                clWaitForEvents(1, &evs[j]);
+                clReleaseEvent(evs[j]);
+                px_chunk_free(chunks[j]);
+            }
+            sent = true;
+            break;
+        }
+        sent = true;
+    }
+    return err;
+}
+
+/* The read as chunks of CHUNK bytes, each its own command: into the ring
+ * where room is free, else into the heap; each sent as it completes. */
+static cl_int read_chunks(struct mem_op *op, cl_mem src, size_t len,
+                          size_t chunk)
 {
     const Crane__MemCommand *mc = op->mc;
     struct px_call *c = op->c;
     struct crn_shm *shm = c->t->shm;
-    /* With a shared area, chunks of a quarter of its ring at most, read
-     * by the device straight into the ring where room is free. */
-    size_t chunk = shm && shm->ring_len / 4 < PX_READ_CHUNK
-                       ? shm->ring_len / 4
-                       : PX_READ_CHUNK;
-    size_t len = mc->size, n;
+    size_t n;
     cl_event *evs;
     uint8_t **chunks;
     uint64_t *pos = NULL;        /* ring position of chunk i, or ~0 */
     size_t done = 0;
-    bool sent = false;
-    /* Over TCP the client may have asked for the bytes on its lanes:
-     * each chunk's pieces leave on them in parallel (lanes.c). */
-    bool lanes = !shm && px_lanes_for_read(c->t, c->m);
-    cl_int err = CL_SUCCESS, status;
+    cl_int err = CL_SUCCESS;
 
-    if (len == 0)
-        return px_fail(c, CL_INVALID_VALUE, "read of 0 bytes");
-    err = read_len(op, src, &len);
-    if (err != CL_SUCCESS)
-        return err;
-    if (lanes && len > SMALL_READ)
-        return read_on_lanes(op, src, len);
-    if (len <= SMALL_READ) {
-        if (c->t->pend_head)
-            px_exec_flush_reads(c->t, false);
-        if (!c->t->pend_head)
-            return read_small(op, src, len);
-    }
-    if (shm && len >= STAGED_MIN && px_ring_pinned(shm, op->q))
-        return read_into_ring(op, src, len, chunk);
-    if (shm && len >= STAGED_MIN) {
-        void *host[2] = {px_staging_get(c->t, op->q, chunk, 0),
-                         px_staging_get(c->t, op->q, chunk, 1)};
-        if (host[0] && host[1])
-            return read_staged(op, src, len, chunk, host);
-    }
     n = (len + chunk - 1) / chunk;
     if (shm && !(pos = calloc(n, sizeof(*pos))))
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
@@ -550,58 +584,53 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
         free(pos);
         return err;
     }
-    for (size_t i = 0; i < n; i++) {
-        Crane__Reply r = CRANE__REPLY__INIT;
-        size_t off = i * chunk;
-        size_t k = len - off > chunk ? chunk : len - off;
-        bool in_ring = pos && pos[i] != UINT64_MAX;
-
-        status = CL_COMPLETE;
-        clWaitForEvents(1, &evs[i]);
-        clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
-                       sizeof(status), &status, NULL);
-        clReleaseEvent(evs[i]);
-        if (status < 0 && err == CL_SUCCESS)
-            err = status;
-        if ((err != CL_SUCCESS && !sent) || (!chunks[i] && !in_ring)) {
-            /* A ring chunk skipped leaves a gap the ring's order allows. */
-            px_chunk_free(chunks[i]);
-            chunks[i] = NULL;
-            continue;
-        }
-        r.seq = c->m->seq;
-        r.more = 1;
-        r.bulk_offset = off;
-        if (in_ring) {
-            r.shm_bulk = true;
-            r.shm_pos = pos[i];
-            r.bulk_len = k;
-        }
-        /* Chunks leave without the pending reads' data first: that would
-         * take ring room behind this read's, out of the ring's order (the
-         * final Reply, after them, sends it). */
-        if (px_send_more(c->t, &r, chunks[i], in_ring ? 0 : k, chunks[i]) <
-            0) {
-            PX_ERROR("tenant %llu: out of memory sending read %llu",
-                     (unsigned long long)c->t->num,
-                     (unsigned long long)c->m->seq);
-            err = CL_OUT_OF_HOST_MEMORY;
-            /* This chunk was not queued; the later ones never will be. */
-            px_chunk_free(chunks[i]);
-            for (size_t j = i + 1; j < n; j++) {
-                clWaitForEvents(1, &evs[j]);
-                clReleaseEvent(evs[j]);
-                px_chunk_free(chunks[j]);
-            }
-            sent = true;
-            break;
-        }
-        sent = true;
-    }
+    err = send_chunks(op, len, chunk, n, evs, chunks, pos);
     free(evs);
     free(chunks);
     free(pos);
     return err;
+}
+
+/* A blocking read of a buffer: the path its size and the client's area
+ * choose. */
+static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
+{
+    const Crane__MemCommand *mc = op->mc;
+    struct px_call *c = op->c;
+    struct crn_shm *shm = c->t->shm;
+    /* With a shared area, chunks of a quarter of its ring at most, read
+     * by the device straight into the ring where room is free. */
+    size_t chunk = shm && shm->ring_len / 4 < PX_READ_CHUNK
+                       ? shm->ring_len / 4
+                       : PX_READ_CHUNK;
+    size_t len = mc->size;
+    /* Over TCP the client may have asked for the bytes on its lanes:
+     * each chunk's pieces leave on them in parallel (lanes.c). */
+    bool lanes = !shm && px_lanes_for_read(c->t, c->m);
+    cl_int err;
+
+    if (len == 0)
+        return px_fail(c, CL_INVALID_VALUE, "read of 0 bytes");
+    err = read_len(op, src, &len);
+    if (err != CL_SUCCESS)
+        return err;
+    if (lanes && len > SMALL_READ)
+        return read_on_lanes(op, src, len);
+    if (len <= SMALL_READ) {
+        if (c->t->pend_head)
+            px_exec_flush_reads(c->t, false);
+        if (!c->t->pend_head)
+            return read_small(op, src, len);
+    }
+    if (shm && len >= STAGED_MIN && px_ring_pinned(shm, op->q))
+        return read_into_ring(op, src, len, chunk);
+    if (shm && len >= STAGED_MIN) {
+        void *host[2] = {px_staging_get(c->t, op->q, chunk, 0),
+                         px_staging_get(c->t, op->q, chunk, 1)};
+        if (host[0] && host[1])
+            return read_staged(op, src, len, chunk, host);
+    }
+    return read_chunks(op, src, len, chunk);
 }
 
 /*
