@@ -671,6 +671,9 @@ done
 # crane-hostctl (the steps of a migration another tool performs, the pool
 # for schedulers) against crane-hostd on libvirt's test driver: about 1 s.
 case_ "hostd/hostctl" bash tests/hostd/hostctl.sh
+# A prepare held by a program's long kernel (a stand-in crane-guestd):
+# the wait in crane-migrate's lines, the refusal's reason, the step in /api.
+case_ "hostd/kernel-wait" bash tests/hostd/kernel-wait.sh
 # HTTPS with client certificates, a token, basic auth, plain only on loopback.
 case_ "hostd/https" bash tests/hostd/https.sh
 # contrib/: the Prometheus rules (promtool) and the Grafana dashboard.
