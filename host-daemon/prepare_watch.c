@@ -33,12 +33,15 @@ struct waiter {
     double said_at;         /* run seconds; < 0: never said */
 };
 
+/* Shared by the prepare's thread and the watch's (detached) thread, freed
+ * by the last of the two; LOCK guards STOP, the waiters and every use of
+ * RUN, which the watch touches only while STOP is false. */
 struct hd_prepare_watch {
     struct hd_run *run;
     char path[300];
-    pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    unsigned refs;
     bool stop;
     double t0;              /* run seconds: when the prepare began */
     struct waiter w[WATCH_MAX_PROGRAMS];
@@ -72,7 +75,8 @@ static struct waiter *find(struct hd_prepare_watch *pw, uint32_t pid,
     return w;
 }
 
-/* One status: each waiting program said (when due) and followed. */
+/* One status: each waiting program said (when due) and followed.
+ * -ECANCELED: the prepare ended while the guest answered. */
 static int look(struct hd_prepare_watch *pw)
 {
     struct hd_guest_reply r;
@@ -80,6 +84,12 @@ static int look(struct hd_prepare_watch *pw)
 
     if (rc < 0)
         return rc;
+    pthread_mutex_lock(&pw->lock);
+    if (pw->stop) {
+        pthread_mutex_unlock(&pw->lock);
+        hd_guest_reply_free(&r);
+        return -ECANCELED;
+    }
     double now = hd_run_elapsed(pw->run);
     for (size_t i = 0; i < r.ack->n_programs; i++) {
         const Crane__Control__ProgramReport *p = r.ack->programs[i];
@@ -97,8 +107,22 @@ static int look(struct hd_prepare_watch *pw)
                 w->said_at = now;
         }
     }
+    pthread_mutex_unlock(&pw->lock);
     hd_guest_reply_free(&r);
     return 0;
+}
+
+/* Drops one of PW's two references; the last frees it. */
+static void watch_drop(struct hd_prepare_watch *pw)
+{
+    pthread_mutex_lock(&pw->lock);
+    bool last = --pw->refs == 0;
+    pthread_mutex_unlock(&pw->lock);
+    if (!last)
+        return;
+    pthread_cond_destroy(&pw->cond);
+    pthread_mutex_destroy(&pw->lock);
+    free(pw);
 }
 
 /* Waits one period or until stopped; true when stopped. */
@@ -132,13 +156,16 @@ static void *watch(void *arg)
     while (!pause_or_stop(pw)) {
         if ((rc = look(pw)) == 0) {
             failures = 0;
+        } else if (rc == -ECANCELED) {
+            break;
         } else if (++failures == WATCH_MAX_FAILURES) {
-            HD_INFO("migration %s: the guest's status gets no answer while "
-                    "its prepare runs (%s): waits for long kernels are not "
-                    "shown", pw->run->m.id, strerror(-rc));
+            HD_INFO("guest %s: its status gets no answer while its prepare "
+                    "runs (%s): waits for long kernels are not shown",
+                    pw->path, strerror(-rc));
             break;
         }
     }
+    watch_drop(pw);
     return NULL;
 }
 
@@ -147,6 +174,8 @@ struct hd_prepare_watch *hd_prepare_watch_start(struct hd_run *run,
 {
     struct hd_prepare_watch *pw = calloc(1, sizeof(*pw));
     pthread_condattr_t ca;
+    pthread_attr_t a;
+    pthread_t thread;
     int rc;
 
     if (!pw) {
@@ -155,13 +184,20 @@ struct hd_prepare_watch *hd_prepare_watch_start(struct hd_run *run,
     }
     pw->run = run;
     pw->t0 = hd_run_elapsed(run);
+    pw->refs = 2;
     snprintf(pw->path, sizeof(pw->path), "%s", path);
     pthread_mutex_init(&pw->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&pw->cond, &ca);
     pthread_condattr_destroy(&ca);
-    if ((rc = pthread_create(&pw->thread, NULL, watch, pw)) != 0) {
+    /* Detached: a status still waiting for its answer when the prepare
+     * ends must not hold the migration up; it finds STOP and leaves. */
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&thread, &a, watch, pw);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
         HD_WARN("migration %s: cannot watch the prepare: %s", run->m.id,
                 strerror(rc));
         pthread_cond_destroy(&pw->cond);
@@ -174,19 +210,21 @@ struct hd_prepare_watch *hd_prepare_watch_start(struct hd_run *run,
 
 void hd_prepare_watch_stop(struct hd_prepare_watch *pw)
 {
+    struct waiter w[WATCH_MAX_PROGRAMS];
+    size_t n;
+
     if (!pw)
         return;
     pthread_mutex_lock(&pw->lock);
     pw->stop = true;
     pthread_cond_signal(&pw->cond);
+    n = pw->n;
+    memcpy(w, pw->w, n * sizeof(w[0]));
     pthread_mutex_unlock(&pw->lock);
-    pthread_join(pw->thread, NULL);
-    for (size_t i = 0; i < pw->n; i++) {
-        const struct waiter *w = &pw->w[i];
-        hd_run_step(pw->run, "kernel-wait", w->pid, w->program,
-                    w->kernel_start, w->last_seen - w->kernel_start, 0, NULL);
-    }
-    pthread_cond_destroy(&pw->cond);
-    pthread_mutex_destroy(&pw->lock);
-    free(pw);
+    struct hd_run *run = pw->run;
+    watch_drop(pw);
+    for (size_t i = 0; i < n; i++)
+        hd_run_step(run, "kernel-wait", w[i].pid, w[i].program,
+                    w[i].kernel_start, w[i].last_seen - w[i].kernel_start, 0,
+                    NULL);
 }
