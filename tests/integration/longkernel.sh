@@ -233,8 +233,11 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
         --gpu "gpu0 xml:$T/gpu0.xml" >"$T/hostd.log" 2>&1 &
     PIDS="$PIDS $!"
     waitfor 20 test -S "$T/c.sock" || die "crane-hostd did not start"
+    # 5 s: crane-hostd asks every second, the shim says the wait after
+    # one; a kernel of 16 s outlasts it.
+    KERNEL_S=16
     start_prog finish CRANE_SOCKET="$T/guest.sock" \
-        CRANE_SWITCH_KERNEL_WAIT_MS=3000
+        CRANE_SWITCH_KERNEL_WAIT_MS=5000
     waitfor 60 registered || die "the program never registered"
     waitfor 60 kernel_runs || die "the long kernel never started"
     timeout -s KILL 90 "$MIGRATE" --verbose --connect "unix:$T/c.sock" \
