@@ -140,6 +140,7 @@ HOSTCTL_BIN := $(B)/bin/crane-hostctl
 HOSTD_SERVE_BIN := $(B)/tests/hostd-serve
 HOSTD_SEED_BIN := $(B)/tests/hostd-seed
 HOSTD_FAKE_BIN := $(B)/tests/hostd-fake
+HOSTD_FAKE_GUEST_BIN := $(B)/tests/hostd-fake-guest
 # The daemon's objects without main(), for tests that drive its parts.
 HOSTD_CORE_OBJS := $(filter-out $(B)/obj/host-daemon/main.o,$(HOSTD_OBJS))
 HOSTD_HV_TEST_SRCS := $(sort $(wildcard tests/hostd-hv/*.c))
@@ -149,7 +150,7 @@ HOSTD_HV_TEST_BIN := $(B)/tests/hostd-hv-tests
 
 all: $(HOSTD_BIN) $(MIGRATE_BIN) $(HOSTCTL_BIN) $(HOSTD_SERVE_BIN) \
      $(HOSTD_SEED_BIN) \
-     $(HOSTD_FAKE_BIN) \
+     $(HOSTD_FAKE_BIN) $(HOSTD_FAKE_GUEST_BIN) \
      $(if $(HOSTD_HV_TEST_SRCS),$(HOSTD_HV_TEST_BIN))
 
 $(HOSTD_OBJS) $(MIGRATE_OBJS) $(HOSTCTL_OBJS): | $(PROTO_GEN_H)
@@ -190,6 +191,14 @@ $(B)/obj/tests/hostd-tools/fake_hostd.o: CFLAGS += $(PROTO_CFLAGS)
 $(HOSTD_FAKE_BIN): $(B)/obj/tests/hostd-tools/fake_hostd.o $(PROTO_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(PROTO_LIBS) $(LDFLAGS) -lm
+
+# A stand-in crane-guestd whose program waits for a long kernel
+# (tests/hostd/kernel-wait.sh).
+$(B)/obj/tests/hostd-tools/fake_guest.o: | $(PROTO_GEN_H)
+$(B)/obj/tests/hostd-tools/fake_guest.o: CFLAGS += $(PROTO_CFLAGS)
+$(HOSTD_FAKE_GUEST_BIN): $(B)/obj/tests/hostd-tools/fake_guest.o $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(PROTO_LIBS) $(LDFLAGS) -pthread
 
 # Tests of the daemon's parts against real libvirt (test:///default and
 # the e2e instances): tests/hostd-hv/*.c with the daemon's objects.

@@ -42,16 +42,9 @@ static void hold_switches_at_exit(void)
         LOG_WARN("exit: a switch still runs after 10 s; exiting under it");
 }
 
-/*
- * Handlers cannot cover a load already under way when exit() begins: the
- * vendor's libraries register theirs while they load (LLVM's, newer than
- * any of the shim's), and exit() runs those first, under the constructors
- * still running (the same crash, 1 churn run in 10).  So where the shim is
- * preloaded (crane-run) it takes exit() itself: the hold comes before any
- * handler.  A return from main() reaches libc's exit() without it (libc
- * calls its own); the handlers above still cover that.
- */
-SHIM_EXPORT void exit(int status)
+/* The hold, then libc's exit(). */
+static void exit_held(int status) __attribute__((noreturn));
+static void exit_held(int status)
 {
     void (*libc_exit)(int) = (void (*)(int))dlsym(RTLD_NEXT, "exit");
 
@@ -60,6 +53,58 @@ SHIM_EXPORT void exit(int status)
         _Exit(status);
     libc_exit(status);
     __builtin_unreachable();
+}
+
+/*
+ * Handlers cannot cover a load already under way when exit() begins: the
+ * vendor's libraries register theirs while they load (LLVM's, newer than
+ * any of the shim's), and exit() runs those first, under the constructors
+ * still running (the same crash, 1 churn run in 10).  So where the shim is
+ * preloaded (crane-run) it takes exit() itself: the hold comes before any
+ * handler.
+ */
+SHIM_EXPORT void exit(int status)
+{
+    exit_held(status);
+}
+
+/*
+ * A return from main() reaches libc's exit() from inside libc, past the
+ * exit() above.  So where the shim is preloaded it also takes
+ * __libc_start_main (glibc's, which every program's _start calls) and
+ * hands it a main that calls the real one and then goes out through the
+ * same hold: a return from main is as safe as exit().  Where the shim is
+ * only loaded as an ICD (dlopen'ed by a loader after the program started)
+ * neither is taken and the handlers above are what applies.
+ */
+typedef int (*shim_main_fn)(int, char **, char **);
+typedef int (*shim_start_main_fn)(shim_main_fn, int, char **, void (*)(void),
+                                  void (*)(void), void (*)(void), void *);
+
+static shim_main_fn program_main;
+
+static int main_then_hold(int argc, char **argv, char **envp)
+{
+    int rc = program_main(argc, argv, envp);
+
+    LOG_DEBUG("exit: main returned %d: out through the switches' hold", rc);
+    exit_held(rc);
+}
+
+SHIM_EXPORT int __libc_start_main(shim_main_fn main, int argc, char **argv,
+                                  void (*init)(void), void (*fini)(void),
+                                  void (*rtld_fini)(void), void *stack_end)
+{
+    shim_start_main_fn real =
+        (shim_start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+
+    if (!real) {
+        LOG_ERROR("exit: no __libc_start_main after the shim's");
+        abort();
+    }
+    program_main = main;
+    return real(main_then_hold, argc, argv, init, fini, rtld_fini,
+                stack_end);
 }
 
 void shim_exit_hold_enable(void)

@@ -21,10 +21,14 @@ struct rc_obj {
     bool user_event;             /* a struct rc_user_event */
 };
 
-/* A user event, which remembers whether this client set it yet. */
+/* A user event, which remembers whether this client set it yet (SET, also
+ * once released), and the status it was set to (STATUS, valid once
+ * COMPLETED): a wait on it alone ends here (remote_event.c). */
 struct rc_user_event {
     struct rc_obj obj;
     atomic_bool set;
+    atomic_bool completed;
+    atomic_int status;
 };
 
 /* A device's type comes with the Welcome: clGetDeviceIDs is answered here. */

@@ -47,20 +47,77 @@ static void user_event_done(struct rc_user_event *u)
         atomic_fetch_sub(&unset_user_events, 1);
 }
 
+/*
+ * A wait on user events alone needs no notice from the proxy: a user event
+ * is complete when this client set it, and the set is on the stream ahead
+ * of anything the woken thread sends next (the proxy runs a program's
+ * messages in order).  Such waiters sleep on this condition, which every
+ * set wakes: as soon as native, without the set's trip to the proxy, the
+ * vendor's callback there and the Notify back (issue 21: 2.6x native on
+ * PoCL with them).
+ */
+static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t set_cond = PTHREAD_COND_INITIALIZER;
+
 cl_int CL_API_CALL rc_clSetUserEventStatus(cl_event e, cl_int status)
 {
     Crane__SetUserEventStatus us = CRANE__SET_USER_EVENT_STATUS__INIT;
+    struct rc_user_event *u = (struct rc_user_event *)e;
 
     us.event = RC_ID(e);
     us.status = status;
     RC_MSG(m, set_user_event_status, SET_USER_EVENT_STATUS, &us);
     cl_int err = shim_remote_send(&m, NULL, 0);
+    if (err != CL_SUCCESS)
+        return err;
+    user_event_done(u);
+    /* Queued: whatever a woken thread sends comes after it. */
+    atomic_store(&u->status, status);
+    pthread_mutex_lock(&set_lock);
+    atomic_store(&u->completed, true);
+    pthread_cond_broadcast(&set_cond);
+    pthread_mutex_unlock(&set_lock);
     /* Work waiting on it should start now, not at the next flush. */
-    if (err == CL_SUCCESS)
-        err = shim_remote_flush();
-    if (err == CL_SUCCESS)
-        user_event_done((struct rc_user_event *)e);
-    return err;
+    return shim_remote_flush();
+}
+
+/* True when every one of the N events at EV is a user event of ours. */
+static bool all_user_events(cl_uint n, const cl_event *ev)
+{
+    for (cl_uint i = 0; i < n; i++)
+        if (!ev[i] || !((struct rc_obj *)ev[i])->user_event)
+            return false;
+    return true;
+}
+
+/* Waits until this client set each of the N user events at EV (or the
+ * connection is gone). */
+static cl_int wait_user_events(cl_uint n, const cl_event *ev)
+{
+    bool failed = false;
+
+    pthread_mutex_lock(&set_lock);
+    for (cl_uint i = 0; i < n; i++) {
+        struct rc_user_event *u = (struct rc_user_event *)ev[i];
+        while (!atomic_load(&u->completed) && shim_remote_alive()) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 100 * 1000 * 1000;
+            if (until.tv_nsec >= 1000000000) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&set_cond, &set_lock, &until);
+        }
+        if (!atomic_load(&u->completed)) {
+            pthread_mutex_unlock(&set_lock);
+            return CL_DEVICE_NOT_AVAILABLE;
+        }
+        failed |= atomic_load(&u->status) < 0;
+    }
+    pthread_mutex_unlock(&set_lock);
+    return failed ? CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST
+                  : CL_SUCCESS;
 }
 
 /* Completion notices awaited by one thread: shared with the callback
@@ -314,6 +371,8 @@ cl_int CL_API_CALL rc_clWaitForEvents(cl_uint n, const cl_event *ev)
 {
     if (!n || !ev)
         return CL_INVALID_VALUE;
+    if (all_user_events(n, ev))
+        return wait_user_events(n, ev);
     if (atomic_load(&unset_user_events) > 0) {
         struct rc_ids w;
         cl_int err = rc_ids_of(&w, n, ev);

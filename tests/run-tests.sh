@@ -460,9 +460,11 @@ case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
 # Kernels longer than every timeout (CRANE_PROXY_TIMEOUT_MS=2000, 8 s):
 # remoted, switched out and back while they run, the proxy frozen under
 # one; a prepare that meets one refused with its reason past
-# CRANE_SWITCH_KERNEL_WAIT_MS; a proxy that never answers named as such.
+# CRANE_SWITCH_KERNEL_WAIT_MS, also through crane-hostd and crane-migrate
+# (hostd-refused: the wait in its lines, the reason in its exit message);
+# a proxy that never answers named as such.
 for t in remote switch-out switch-back frozen prepare-refused \
-    never-answers; do
+    hostd-refused never-answers; do
     case_ "longkernel/$t" tests/integration/longkernel.sh "$t"
 done
 # Conformance in every mode: every answer of tests/programs/conformance
@@ -700,6 +702,9 @@ done
 # crane-hostctl (the steps of a migration another tool performs, the pool
 # for schedulers) against crane-hostd on libvirt's test driver: about 1 s.
 case_ "hostd/hostctl" bash tests/hostd/hostctl.sh
+# A prepare held by a program's long kernel (a stand-in crane-guestd):
+# the wait in crane-migrate's lines, the refusal's reason, the step in /api.
+case_ "hostd/kernel-wait" bash tests/hostd/kernel-wait.sh
 # HTTPS with client certificates, a token, basic auth, plain only on loopback.
 case_ "hostd/https" bash tests/hostd/https.sh
 # contrib/: the Prometheus rules (promtool) and the Grafana dashboard.

@@ -20,7 +20,7 @@ CASES="several-live offline exit-mid-prepare never-answers
 never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
 register-timeout program-bound socket-perms host-auth host-tls host-idle module-busy
 module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
-daemon-restart-mid-prepare daemon-restart-full-disk abort-mid-prepare churn
+daemon-restart-mid-prepare daemon-restart-full-disk abort-mid-prepare churn churn-return
 bad-host-input bad-shim-input port no-daemon cli shm start-live start-offline
 start-wait-bound lost-proxy-killed lost-mid-resume silent-since
 icd-linked icd-dlopen icd-python icd-disable"
@@ -912,13 +912,20 @@ case_abort_mid_prepare() {
 
 # Programs start and exit all the time, some in the middle of a switch,
 # while prepares and resumes follow each other: every program still
-# verifies every byte and exits 0, and the daemon serves on.
+# verifies every byte and exits 0, and the daemon serves on.  With
+# "return" (churn-return) each program returns from main instead of
+# calling exit(), and each must have left through the shim's exit hold
+# (shim/exit_hold.c, its debug line).
 case_churn() {
+    local how=${1:-} level=${CRANE_LOG_LEVEL:-}
+    [ -n "$how" ] && level=debug
     start_proxy
     start_daemon
     (
         for i in $(seq 10); do
-            CRANE_SOCKET=$T/guest.sock "$RUN" "$B/tests/programs/longrun" 150 \
+            CRANE_SOCKET=$T/guest.sock \
+                CRANE_LOG_LEVEL=$level \
+                "$RUN" "$B/tests/programs/longrun" 150 $how \
                 >"$T/churn.$i" 2>&1
             echo "exit $?" >>"$T/churn.$i"
         done
@@ -935,6 +942,11 @@ case_churn() {
         die "a program failed"
     [ "$(cat "$T"/churn.* | grep -c '^exit 0')" -eq 10 ] ||
         die "a program exited non-zero"
+    if [ -n "$how" ]; then
+        [ "$(cat "$T"/churn.* |
+             grep -c 'exit: main returned 0: out through the switches')" \
+            -eq 10 ] || die "a return from main missed the exit hold"
+    fi
     local switched
     # Onto the proxy by a prepare, or from the first call by a start
     # during one (docs/guest.md, "Programs that start during a migration").
@@ -1227,6 +1239,10 @@ case_shm() {
     expect_ok resume
     all_in passthrough || die "not every program is back in passthrough"
     finish_workers 1 2
+}
+
+case_churn_return() {
+    case_churn return
 }
 
 # Programs that start during a migration, lost programs, the reasons.

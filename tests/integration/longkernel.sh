@@ -15,6 +15,11 @@
 #       kernel: cranectl status shows "waiting for a kernel running for N
 #       s"; past CRANE_SWITCH_KERNEL_WAIT_MS=3000 the prepare is refused
 #       with that reason, the program stays in passthrough and passes
+#   longkernel.sh hostd-refused  the same through crane-hostd (libvirt's
+#       test driver, the VM's channel this crane-guestd's host socket) and
+#       crane-migrate: its lines show "pid N (longkernel): waiting for a
+#       kernel running for N s", a kernel-wait step, and its exit message
+#       the refusal's reason
 #   longkernel.sh never-answers a "proxy" that accepts connections and
 #       never answers: the prepare is refused naming it as such
 set -u
@@ -202,6 +207,55 @@ prepare-refused)
     prepare_during_kernel \
         'waited [0-9]+ s for a kernel running for [0-9]+ s \(CRANE_SWITCH_KERNEL_WAIT_MS'
     ;;
+hostd-refused)
+    # The same through crane-hostd and crane-migrate: a VM of libvirt's
+    # test driver whose guest channel is this crane-guestd's host socket.
+    HOSTD=$B/bin/crane-hostd
+    MIGRATE=$B/bin/crane-migrate
+    [ -x "$HOSTD" ] && [ -x "$MIGRATE" ] ||
+        { echo "skip: crane-hostd not built"; exit 77; }
+    start_proxy
+    start_guestd "unix:$T/proxy.sock"
+    rng="<rng model='virtio'><backend model='random'>/dev/urandom</backend><alias name='ua-gpu0'/></rng>"
+    echo "$rng" >"$T/gpu0.xml"
+    cat >"$T/node.xml" <<XML
+<node><domain type='test'><name>vm</name><memory>65536</memory>
+<os><type>hvm</type></os><devices>$rng
+<channel type='unix'><source mode='bind' path='$T/host.sock'/><target type='virtio' name='org.crane.guest.0'/></channel>
+</devices></domain></node>
+XML
+    head -c 32 /dev/urandom >"$T/peer.key"
+    port=$(python3 -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "$HOSTD" --uri "test://$T/node.xml" --control "unix:$T/c.sock" \
+        --peer-listen "tcp:127.0.0.1:$port" --peer-key "$T/peer.key" \
+        --tls none --http none --history "$T/h.db" --host-name host-a \
+        --gpu "gpu0 xml:$T/gpu0.xml" >"$T/hostd.log" 2>&1 &
+    PIDS="$PIDS $!"
+    waitfor 20 test -S "$T/c.sock" || die "crane-hostd did not start"
+    # 5 s: crane-hostd asks every second, the shim says the wait after
+    # one; a kernel of 16 s outlasts it.
+    KERNEL_S=16
+    start_prog finish CRANE_SOCKET="$T/guest.sock" \
+        CRANE_SWITCH_KERNEL_WAIT_MS=5000
+    waitfor 60 registered || die "the program never registered"
+    waitfor 60 kernel_runs || die "the long kernel never started"
+    timeout -s KILL 90 "$MIGRATE" --verbose --connect "unix:$T/c.sock" \
+        --peer "tcp:127.0.0.1:$port" vm test:///default \
+        >"$T/migrate.out" 2>"$T/migrate.err"
+    rc=$?
+    cat "$T/migrate.out" "$T/migrate.err"
+    [ $rc -eq 1 ] || die "crane-migrate exit $rc, expected 1 (rolled back)"
+    grep -Eq 'pid [0-9]+ \(longkernel\): waiting for a kernel running for [0-9]+ s' \
+        "$T/migrate.out" || die "crane-migrate showed no wait"
+    grep -Eq 'waited [0-9]+ s for a kernel running for [0-9]+ s \(CRANE_SWITCH_KERNEL_WAIT_MS' \
+        "$T/migrate.err" || die "crane-migrate's exit message has no reason"
+    grep -q '^step    kernel-wait' "$T/migrate.out" ||
+        die "no kernel-wait step"
+    [ "$(mode)" = passthrough ] || die "status says $(mode), not passthrough"
+    finish_prog
+    expect_pass
+    ;;
 never-answers)
     # Accepts, reads, never writes a byte.
     python3 -c '
@@ -225,6 +279,6 @@ while True:
     finish_prog
     expect_pass
     ;;
-*) sed -n '2,22p' "$0"; exit 2 ;;
+*) sed -n '2,24p' "$0"; exit 2 ;;
 esac
 echo "PASS $1"

@@ -1,8 +1,9 @@
 /* User events set from another thread while threads wait on them, and on
  * work that waits on them (clWaitForEvents, clFinish, a blocking read and
  * a blocking write behind the work, a marker behind a non-blocking read
- * behind it), as pyopencl's test_user_event does: every wait must return
- * once the event is set, and not before; the work's results are checked,
+ * behind it), as pyopencl's test_user_event does, and on two user events at
+ * once and one set to an error: every wait must return once the event is
+ * set, and not before, with the error where one was set; the work's results are checked,
  * the non-blocking read's bytes in place once the marker's wait returned
  * (remoted, a wait ends on the proxy's notice unless such a read's bytes
  * are still on their way).  Remoted, the set reaches the proxy after the read: a proxy
@@ -79,6 +80,17 @@ static void *wait_main(void *arg)
     }
     else
         w->err = clWaitForEvents(1, &w->event);
+    atomic_store(&w->returned, true);
+    return NULL;
+}
+
+/* Waits on the two events at W->src (a cl_event[2]). */
+static void *wait_two(void *arg)
+{
+    struct waiter *w = arg;
+
+    atomic_store(&w->started, true);
+    w->err = clWaitForEvents(2, (const cl_event *)w->src);
     atomic_store(&w->returned, true);
     return NULL;
 }
@@ -210,6 +222,56 @@ int main(void)
                        round, i, got[i], mirror[i]);
                 return 1;
             }
+    }
+    /* One thread waits on two user events at once (remoted, a wait on
+     * user events alone ends in the shim, at the set): not before both
+     * are set; then on one set to an error, which the wait reports. */
+    {
+        cl_event two[2];
+        struct waiter both = {.what = WAIT_USER};
+        struct waiter bad = {.what = WAIT_USER};
+        for (int i = 0; i < 2; i++) {
+            two[i] = clCreateUserEvent(ctx, &err);
+            CHECK(err);
+        }
+        both.src = two;
+        if (pthread_create(&both.thread, NULL, wait_two, &both)) {
+            printf("FAIL user_events: pthread_create\n");
+            return 1;
+        }
+        while (!atomic_load(&both.started))
+            sched_yield();
+        CHECK(clSetUserEventStatus(two[1], CL_COMPLETE));
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+        if (atomic_load(&both.returned)) {
+            printf("FAIL user_events: a wait on two user events returned "
+                   "(%d) with one still unset\n", both.err);
+            return 1;
+        }
+        CHECK(clSetUserEventStatus(two[0], CL_COMPLETE));
+        pthread_join(both.thread, NULL);
+        CHECK(both.err);
+        /* Set already: the wait returns at once. */
+        CHECK(clWaitForEvents(2, two));
+        bad.event = clCreateUserEvent(ctx, &err);
+        CHECK(err);
+        if (pthread_create(&bad.thread, NULL, wait_main, &bad)) {
+            printf("FAIL user_events: pthread_create\n");
+            return 1;
+        }
+        while (!atomic_load(&bad.started))
+            sched_yield();
+        CHECK(clSetUserEventStatus(bad.event, -1));
+        pthread_join(bad.thread, NULL);
+        if (bad.err != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) {
+            printf("FAIL user_events: a wait on a user event set to -1 "
+                   "returned %d, want %d\n", bad.err,
+                   CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+            return 1;
+        }
+        for (int i = 0; i < 2; i++)
+            CHECK(clReleaseEvent(two[i]));
+        CHECK(clReleaseEvent(bad.event));
     }
     CHECK(clReleaseMemObject(big_buf));
     CHECK(clReleaseMemObject(buf));
