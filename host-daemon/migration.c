@@ -415,8 +415,7 @@ static int migrate(struct mig *m)
     atomic_store(&w.done, true);
     if (watching)
         pthread_join(w.thread, NULL);
-    if (rc == 0)
-        hd_running_past_return(m->running);  /* the VM left */
+    hd_running_copied(m->running, rc == 0);  /* rc 0: the VM left */
     if (rc < 0 && atomic_load(&w.cancelled)) {
         if (atomic_load(&w.suspended))
             d->hv_ops->unpause(d->hv, m->dom.name);
@@ -596,14 +595,23 @@ void hd_migration_prepare(struct hd_daemon *d, int client_fd,
                  p->live ? HD_MODE_LIVE : HD_MODE_OFFLINE, client_fd);
     hd_run_say(&m->run, "start", -1, "migration %s of %s: prepare for a "
                "migration another tool performs", m->run.m.id, p->domain);
+    /* crane-hostctl cancel finds it while it prepares (once prepared, a
+     * cancel is its abort: listen.c). */
+    m->running = hd_running_add(p->domain, m->run.m.id);
     if (check(m) < 0) {
         result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
         hd_run_step(&m->run, "check", 0, NULL, 0, hd_run_elapsed(&m->run),
                     -EINVAL, m->why);
+    } else if (stop(m, "check", "prepare")) {
+        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
     } else if (prepare(m) < 0) {
         result = rollback_guest(m, false);
+    } else if (stop(m, "prepare", "detach")) {
+        result = rollback_guest(m, true);
     } else if (detach(m) < 0) {
         result = rollback_guest(m, true);
+    } else if (stop(m, "detach", "ready")) {
+        result = rollback_attach(m);
     } else {
         /* Ready to move.  The history keeps the migration running until
          * the VM leaves this host (ok) or crane-hostctl abort. */
@@ -620,11 +628,13 @@ void hd_migration_prepare(struct hd_daemon *d, int client_fd,
             hd_run_say(&m->run, "lease", -1, "%s stays prepared for at most "
                        "%u s: then crane-hostd aborts it unless a migration, "
                        "resume or abort came first", m->dom.name, lease_s);
+        hd_running_remove(m->running);
         hd_run_reply(&m->run, CRANE__HOSTD__RESULT__RESULT_OK, NULL);
         hd_run_leave(&m->run);
         free(m);
         return;
     }
+    hd_running_remove(m->running);
     hd_run_end(&m->run, result, m->why);
     free(m);
 }
