@@ -2,6 +2,7 @@
  * full or read-only disk loses no migration that crane-hostd ran. */
 #include "backlog.h"
 
+#include "history_counters.h"
 #include "log.h"
 
 #include <errno.h>
@@ -30,8 +31,10 @@ struct kept {
 struct hd_backlog {
     pthread_mutex_t lock;
     struct kept *head, **tail;    /* oldest first */
-    size_t count;
-    unsigned long long dropped;
+    size_t count, max;
+    unsigned long long dropped;   /* since start */
+    unsigned long long saved;     /* of them, counted in the history */
+    unsigned long long base;      /* the history's count at start */
     bool read_only;
     bool flushing;
     unsigned generation;
@@ -47,6 +50,7 @@ int hd_backlog_new(struct hd_backlog **out)
         return -ENOMEM;
     pthread_mutex_init(&b->lock, NULL);
     b->tail = &b->head;
+    b->max = HD_BACKLOG_MAX;
     *out = b;
     return 0;
 }
@@ -114,8 +118,8 @@ static void drop_oldest(struct hd_backlog *b)
 
         if (k->m.result == HD_RESULT_RUNNING)
             continue;
-        HD_ERROR("history: migration %s dropped: %d kept in memory "
-                 "already", k->m.id, HD_BACKLOG_MAX);
+        HD_ERROR("history: migration %s dropped: %zu kept in memory "
+                 "already", k->m.id, b->max);
         *p = k->next;
         if (b->tail == &k->next)
             b->tail = p;
@@ -136,7 +140,7 @@ int hd_backlog_keep(struct hd_backlog *b, const struct hd_migration *m,
     for (k = b->head; k && strcmp(k->m.id, m->id) != 0; k = k->next)
         ;
     if (!k) {
-        if (b->count >= HD_BACKLOG_MAX)
+        if (b->count >= b->max)
             drop_oldest(b);
         if (!(k = calloc(1, sizeof(*k)))) {
             pthread_mutex_unlock(&b->lock);
@@ -210,6 +214,23 @@ static void forget_written(struct hd_backlog *b, const struct kept *c)
     pthread_mutex_unlock(&b->lock);
 }
 
+/* Everything kept is written: the drops not yet in H's counter go there
+ * (the flusher is the only writer of SAVED). */
+static void save_dropped(struct hd_backlog *b, struct hd_history *h)
+{
+    unsigned long long n;
+
+    pthread_mutex_lock(&b->lock);
+    n = b->dropped - b->saved;
+    pthread_mutex_unlock(&b->lock);
+    if (n && hd_history_count_dropped(h, n) == 0) {
+        pthread_mutex_lock(&b->lock);
+        b->saved += n;
+        pthread_mutex_unlock(&b->lock);
+        HD_INFO("history: %llu dropped migration(s) counted in the file", n);
+    }
+}
+
 int hd_backlog_flush(struct hd_backlog *b, const char *path)
 {
     struct hd_history *h = NULL;
@@ -218,7 +239,8 @@ int hd_backlog_flush(struct hd_backlog *b, const char *path)
     int rc;
 
     pthread_mutex_lock(&b->lock);
-    if (b->flushing || (!b->count && !b->read_only)) {
+    if (b->flushing ||
+        (!b->count && !b->read_only && b->saved == b->dropped)) {
         rc = b->flushing ? -EBUSY : 0;
         pthread_mutex_unlock(&b->lock);
         return rc;
@@ -240,6 +262,8 @@ int hd_backlog_flush(struct hd_backlog *b, const char *path)
         }
         free(c.steps);
     }
+    if (rc == -ENOENT)
+        save_dropped(b, h);
     hd_history_close(h);
     pthread_mutex_lock(&b->lock);
     b->flushing = false;
@@ -265,6 +289,20 @@ int hd_backlog_flush(struct hd_backlog *b, const char *path)
     return rc == 0 || rc == -ENOENT ? (int)left : rc;
 }
 
+void hd_backlog_set_max(struct hd_backlog *b, size_t max)
+{
+    pthread_mutex_lock(&b->lock);
+    b->max = max ? max : 1;
+    pthread_mutex_unlock(&b->lock);
+}
+
+void hd_backlog_set_dropped_base(struct hd_backlog *b, uint64_t n)
+{
+    pthread_mutex_lock(&b->lock);
+    b->base = n;
+    pthread_mutex_unlock(&b->lock);
+}
+
 void hd_backlog_set_read_only(struct hd_backlog *b, bool read_only,
                               const char *why)
 {
@@ -287,6 +325,7 @@ void hd_backlog_health(struct hd_backlog *b, struct hd_history_health *out)
     out->read_only = b->read_only;
     out->unsaved = b->count;
     out->dropped = b->dropped;
+    out->dropped_total = b->base + b->dropped;
     out->since = b->since;
     out->generation = b->generation;
     out->degraded = b->read_only || b->count || b->dropped;

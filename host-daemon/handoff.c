@@ -15,6 +15,7 @@
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "run.h"
+#include "running.h"
 #include "shm.h"
 
 #include <errno.h>
@@ -352,14 +353,16 @@ static void end_attached(struct hd_daemon *d, struct hd_run *run,
         hd_run_end(run, r, *why ? why : NULL);
 }
 
+/* Undoes a prepare: crane-hostctl abort, or cancel (BY) of a VM that
+ * waits prepared. */
 static void serve_abort(struct hd_daemon *d, int fd,
-                        const Crane__Hostd__HostAbort *q)
+                        const Crane__Hostd__HostAbort *q, const char *by)
 {
     const struct hv_gpu *gpu;
     struct hv_domain dom;
     struct hd_prepared p;
     struct hd_run run;
-    char why[512] = "";
+    char why[512] = "", ok[160];
     Crane__Hostd__Result r;
     int rc;
 
@@ -392,9 +395,28 @@ static void serve_abort(struct hd_daemon *d, int fd,
                "plugging a GPU back in", run.m.id, q->domain);
     r = hd_arrive_attach(d, &run, q->domain, HD_BRING_ABORT, why,
                          sizeof(why));
-    end_attached(d, &run, r, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
-                 "the migration did not happen (crane-hostctl abort): the "
-                 "VM runs on here with a GPU", why);
+    snprintf(ok, sizeof(ok), "the migration did not happen (crane-hostctl "
+             "%s): the VM runs on here with a GPU", by);
+    end_attached(d, &run, r, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK, ok,
+                 why);
+}
+
+bool hd_handoff_cancels(const Crane__Hostd__HostCancel *c)
+{
+    return !hd_running_busy(c->domain) &&
+           hd_prepared_has(c->domain, c->migration_id);
+}
+
+void hd_handoff_cancel(struct hd_daemon *d, int fd,
+                       const Crane__Hostd__HostCancel *c)
+{
+    Crane__Hostd__HostAbort a = CRANE__HOSTD__HOST_ABORT__INIT;
+
+    HD_INFO("cancel of %s: it waits prepared for a migration another tool "
+            "performs; undoing the prepare", c->domain);
+    a.domain = c->domain;
+    a.migration_id = c->migration_id;
+    serve_abort(d, fd, &a, "cancel");
 }
 
 static void serve_resume(struct hd_daemon *d, int fd,
@@ -555,7 +577,7 @@ void hd_handoff_serve(struct hd_daemon *d, int fd,
         hd_migration_prepare(d, fd, q->prepare);
         break;
     case CRANE__HOSTD__CLIENT_REQUEST__MSG_ABORT:
-        serve_abort(d, fd, q->abort);
+        serve_abort(d, fd, q->abort, "abort");
         break;
     case CRANE__HOSTD__CLIENT_REQUEST__MSG_RESUME:
         serve_resume(d, fd, q->resume);

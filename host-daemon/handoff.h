@@ -8,6 +8,8 @@
 #include "hv.h"
 #include "proto/hostd.pb-c.h"
 
+#include <stdbool.h>
+
 /* Why request Q (not a MigrateRequest) is refused before anything starts,
  * or NULL when it may run.  Its domain, if it names one, in *DOMAIN. */
 const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
@@ -17,6 +19,13 @@ const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
  * prepare (migration.c), abort, resume, pool. */
 void hd_handoff_serve(struct hd_daemon *d, int client_fd,
                       const Crane__Hostd__ClientRequest *q);
+
+/* Whether cancel C names a VM that waits prepared here (the prepare
+ * ended "ready", no migration step of it runs): then the cancel is its
+ * abort, hd_handoff_cancel (which a caller runs as a step of C's domain). */
+bool hd_handoff_cancels(const Crane__Hostd__HostCancel *c);
+void hd_handoff_cancel(struct hd_daemon *d, int client_fd,
+                       const Crane__Hostd__HostCancel *c);
 
 /* Loop thread, about once a second: each prepared VM whose lease ran out
  * is aborted on a job thread (step "lease-expired"), unless the

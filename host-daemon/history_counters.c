@@ -295,3 +295,45 @@ int hd_history_each_running_stoppage(struct hd_history *h,
     sqlite3_finalize(s);
     return rc;
 }
+
+/* hd_counter_fn: the "dropped" counter into *(uint64_t *)ARG. */
+static int dropped_cb(void *arg, const char *metric, const char *label,
+                      int bucket, double value)
+{
+    (void)label;
+    if (strcmp(metric, "dropped") == 0 && bucket == HD_COUNTER_COUNT &&
+        isfinite(value) && value >= 0)
+        *(uint64_t *)arg = (uint64_t)value;
+    return 0;
+}
+
+int hd_history_dropped(struct hd_history *h, uint64_t *n)
+{
+    int rc;
+
+    if (h == NULL || n == NULL)
+        return -EINVAL;
+    *n = 0;
+    rc = hd_history_each_counter(h, dropped_cb, n);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int hd_history_count_dropped(struct hd_history *h, uint64_t n)
+{
+    sqlite3_stmt *b;
+    int rc;
+
+    if (h == NULL)
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    if ((rc = prepare(h, BUMP_SQL, &b)) != 0)
+        return rc;
+    /* One statement: SQLite commits it on its own. */
+    rc = bump(h, b, "dropped", "", HD_COUNTER_COUNT, (double)n);
+    sqlite3_finalize(b);
+    if (rc != 0)
+        HD_ERROR("history %s: cannot count %llu dropped migration(s) (%s)",
+                 h->path, (unsigned long long)n, strerror(-rc));
+    return rc;
+}

@@ -16,7 +16,8 @@
  * finished migrations moved), "stoppage" (LABEL "pre" or "post"),
  * "downtime" and "duration" (LABEL "live" or "offline"), the last three
  * with a BUCKET per bound of metrics_le.h, HD_COUNTER_COUNT and
- * HD_COUNTER_SUM.  FN's first error ends the walk and is returned.
+ * HD_COUNTER_SUM; "dropped" (LABEL "", HD_COUNTER_COUNT: the migrations
+ * the backlog dropped, hd_history_count_dropped).  FN's first error ends the walk and is returned.
  * -ENOENT: the file has no counters (an older file opened read-only).
  */
 typedef int hd_counter_fn(void *arg, const char *metric, const char *label,
@@ -31,6 +32,12 @@ int hd_history_running_bytes(struct hd_history *h, uint64_t *bytes);
  * migrations only (not yet counted). */
 int hd_history_each_running_stoppage(struct hd_history *h,
                                      hd_stoppage_fn *fn, void *arg);
+
+/* The migrations crane-hostd's memory had to drop (backlog.h), as the
+ * file counts them across restarts: *N (0 in a file without counters). */
+int hd_history_dropped(struct hd_history *h, uint64_t *n);
+/* Adds N to them, in a transaction of its own. */
+int hd_history_count_dropped(struct hd_history *h, uint64_t n);
 
 /* --- internal to history*.c ---------------------------------------------- */
 

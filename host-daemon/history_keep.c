@@ -2,11 +2,21 @@
  * does not stop the daemon, and what the disk refused is written later. */
 #include "history_keep.h"
 
+#include "history_counters.h"
 #include "log.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The dropped migrations' count goes on from the file's (never down). */
+static void dropped_base(struct hd_daemon *d, struct hd_history *h)
+{
+    uint64_t n = 0;
+
+    if (hd_history_dropped(h, &n) == 0)
+        hd_backlog_set_dropped_base(d->backlog, n);
+}
 
 int hd_history_start(struct hd_daemon *d, struct hd_history **http_history)
 {
@@ -17,6 +27,8 @@ int hd_history_start(struct hd_daemon *d, struct hd_history **http_history)
     if ((rc = hd_backlog_new(&d->backlog)) < 0)
         return rc;
     rc = hd_history_open(d->cfg.history, http_history);
+    if (rc == 0)
+        dropped_base(d, *http_history);
     if (rc == 0 || rc == -EPROTO || rc == -ENOMEM)
         return rc;
     snprintf(why, sizeof(why), "%s cannot be written: %s", d->cfg.history,
@@ -32,6 +44,8 @@ int hd_history_start(struct hd_daemon *d, struct hd_history **http_history)
              HD_HISTORY_RETRY_S);
     if (rc < 0)
         *http_history = NULL;
+    else
+        dropped_base(d, *http_history);
     return 0;
 }
 
@@ -47,7 +61,8 @@ void hd_history_retry(struct hd_daemon *d)
     struct hd_history_health h;
 
     hd_backlog_health(d->backlog, &h);
-    if ((h.unsaved || h.read_only) && hd_job_start(d, flush_job, d) < 0)
+    /* Degraded with nothing kept: drops not yet counted in the file. */
+    if ((h.unsaved || h.read_only || h.degraded) && hd_job_start(d, flush_job, d) < 0)
         HD_WARN("history: cannot start a retry now");
 }
 

@@ -131,8 +131,19 @@ static void serve_client(void *arg)
         q = crane__hostd__client_request__unpack(NULL, len, buf);
         free(buf);
     }
-    if (q && (q->msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_CANCEL ||
-              q->msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_JOB)) {
+    if (q && q->msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_CANCEL &&
+        !hd_running_check(q) && hd_handoff_cancels(q->cancel)) {
+        /* A VM waiting prepared (crane-hostctl prepare): the cancel is
+         * its abort, a step of its domain. */
+        if (!claim(q->cancel->domain)) {
+            refuse(c->fd, "a migration step of this domain is already "
+                          "running");
+        } else {
+            hd_handoff_cancel(c->d, c->fd, q->cancel);
+            unclaim(q->cancel->domain);
+        }
+    } else if (q && (q->msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_CANCEL ||
+                     q->msg_case == CRANE__HOSTD__CLIENT_REQUEST__MSG_JOB)) {
         /* About a running migration: never claims its domain. */
         if ((bad = hd_running_check(q)))
             refuse(c->fd, bad);

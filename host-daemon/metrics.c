@@ -354,7 +354,7 @@ static void render_history(const struct hd_metrics *m, struct hd_buf *out)
                   "lost: more were kept in memory than it holds.\n"
                   "# TYPE crane_history_dropped_migrations_total counter\n"
                   "crane_history_dropped_migrations_total %llu\n",
-                  h->degraded, h->read_only, h->unsaved, h->dropped);
+                  h->degraded, h->read_only, h->unsaved, h->dropped_total);
 }
 
 /* What the history counts: histograms, totals, bytes. */

@@ -90,12 +90,16 @@ int mig_virsh_check(const struct mig_opts *o);
 
 /* migrate_cancel.c: asks the crane-hostd at CONNECT to cancel DOMAIN's
  * running migration (ID, or NULL for any).  0: taken, its id in MIG_ID;
- * -ESRCH: refused (nothing runs, or too late), WHY says so; another
- * -errno: no usable answer, WHY says so. */
+ * -ESRCH: refused (nothing runs, or it already completed), WHY says so;
+ * another -errno: no usable answer, WHY says so.  A VM that waited
+ * prepared (crane-hostctl prepare) has its prepare undone: then
+ * MIG_CANCEL_UNDONE, or MIG_EXIT_REMOTING / MIG_EXIT_FAILED as abort's. */
+#define MIG_CANCEL_UNDONE 1
 int mig_cancel(const char *connect, const char *domain, const char *id,
                char *why, size_t why_len, char *mig_id, size_t id_len);
-/* crane-hostctl cancel: says what happened; the exit status (0 taken, 1
- * refused, 3 no answer). */
+/* crane-hostctl cancel: says what happened; the exit status (0 taken or
+ * the prepare undone, 1 refused or already completed as virsh domjobabort
+ * exits, 3 no answer, 4 and 5 as abort's). */
 int mig_cancel_command(const char *connect, const char *domain,
                        const char *id);
 

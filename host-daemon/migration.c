@@ -419,8 +419,7 @@ static int migrate(struct mig *m)
     atomic_store(&w.done, true);
     if (watching)
         pthread_join(w.thread, NULL);
-    if (rc == 0)
-        hd_running_past_return(m->running);  /* the VM left */
+    hd_running_copied(m->running, rc == 0);  /* rc 0: the VM left */
     if (rc < 0 && atomic_load(&w.cancelled)) {
         if (atomic_load(&w.suspended))
             d->hv_ops->unpause(d->hv, m->dom.name);
@@ -579,6 +578,41 @@ void hd_migration_run(struct hd_daemon *d, int client_fd,
     free(m);
 }
 
+/* The prepare of M (request P) is done: the VM is listed as prepared,
+ * with its lease, and the client told; true, M freed.  false when a cancel
+ * came before the list had it (the caller rolls back). */
+static bool prepared(struct mig *m, const Crane__Hostd__HostPrepare *p)
+{
+    struct hd_daemon *d = m->d;
+    uint32_t lease_s = p->lease_s > 0    ? (uint32_t)p->lease_s
+                       : p->lease_s == 0 ? d->cfg.prepare_lease_s
+                                         : 0;
+    struct hd_prepared taken;
+
+    /* Ready to move.  The history keeps the migration running until the
+     * VM leaves this host (ok) or crane-hostctl abort (or cancel: from
+     * "ready" on, a cancel is the abort, listen.c). */
+    hd_prepared_add(m->run.m.id, m->dom.name, m->run.m.start_time, lease_s);
+    hd_running_set_phase(m->running, "ready");
+    if (hd_running_cancelled(m->running)) {
+        hd_prepared_take(m->dom.name, m->run.m.id, &taken);
+        fail(m, "cancelled by the operator after detach");
+        hd_run_say(&m->run, "cancel", -1, "%s: rolling back", m->why);
+        return false;
+    }
+    hd_run_say(&m->run, "ready", -1, "%s may move now: its programs are "
+               "off the GPU and %s is unplugged", m->dom.name, m->gpu->name);
+    if (lease_s)
+        hd_run_say(&m->run, "lease", -1, "%s stays prepared for at most %u "
+                   "s: then crane-hostd aborts it unless a migration, resume "
+                   "or abort came first", m->dom.name, lease_s);
+    hd_running_remove(m->running);
+    hd_run_reply(&m->run, CRANE__HOSTD__RESULT__RESULT_OK, NULL);
+    hd_run_leave(&m->run);
+    free(m);
+    return true;
+}
+
 void hd_migration_prepare(struct hd_daemon *d, int client_fd,
                           const Crane__Hostd__HostPrepare *p)
 {
@@ -600,35 +634,31 @@ void hd_migration_prepare(struct hd_daemon *d, int client_fd,
                  p->live ? HD_MODE_LIVE : HD_MODE_OFFLINE, client_fd);
     hd_run_say(&m->run, "start", -1, "migration %s of %s: prepare for a "
                "migration another tool performs", m->run.m.id, p->domain);
+    /* crane-hostctl cancel finds it while it prepares (once prepared, a
+     * cancel is its abort: listen.c). */
+    m->running = hd_running_add(p->domain, m->run.m.id);
     if (check(m) < 0) {
         result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
         hd_run_step(&m->run, "check", 0, NULL, 0, hd_run_elapsed(&m->run),
                     -EINVAL, m->why);
+    } else if (stop(m, "check", "prepare")) {
+        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
     } else if (prepare(m) < 0) {
         result = rollback_guest(m, false);
+    } else if (stop(m, "prepare", "detach")) {
+        result = rollback_guest(m, true);
     } else if (detach(m) < 0) {
         result = rollback_guest(m, true);
-    } else {
-        /* Ready to move.  The history keeps the migration running until
-         * the VM leaves this host (ok) or crane-hostctl abort. */
-        hd_run_say(&m->run, "ready", -1, "%s may move now: its programs "
-                   "are off the GPU and %s is unplugged", m->dom.name,
-                   m->gpu->name);
-        uint32_t lease_s = p->lease_s > 0   ? (uint32_t)p->lease_s
-                           : p->lease_s == 0 ? d->cfg.prepare_lease_s
-                                             : 0;
-
-        hd_prepared_add(m->run.m.id, m->dom.name, m->run.m.start_time,
-                        lease_s);
-        if (lease_s)
-            hd_run_say(&m->run, "lease", -1, "%s stays prepared for at most "
-                       "%u s: then crane-hostd aborts it unless a migration, "
-                       "resume or abort came first", m->dom.name, lease_s);
-        hd_run_reply(&m->run, CRANE__HOSTD__RESULT__RESULT_OK, NULL);
-        hd_run_leave(&m->run);
-        free(m);
+    } else if (stop(m, "detach", "lease")) {
+        result = rollback_attach(m);
+    } else if (prepared(m, p)) {
         return;
+    } else {
+        result = rollback_attach(m);
     }
+    hd_running_remove(m->running);
     hd_run_end(&m->run, result, m->why);
     free(m);
 }
+
+

@@ -55,6 +55,18 @@ bool hd_prepared_take(const char *domain, const char *id,
     return found;
 }
 
+bool hd_prepared_has(const char *domain, const char *id)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&prepared_lock);
+    for (size_t i = 0; i < n_prepared && !found; i++)
+        found = strcmp(prepared[i].domain, domain) == 0 &&
+                (!*id || strcmp(prepared[i].id, id) == 0);
+    pthread_mutex_unlock(&prepared_lock);
+    return found;
+}
+
 size_t hd_prepared_due(struct hd_prepared *out, size_t max)
 {
     double now = hd_now();

@@ -45,6 +45,9 @@ void hd_prepared_add(const char *id, const char *domain, double start_wall,
 bool hd_prepared_take(const char *domain, const char *id,
                       struct hd_prepared *out);
 
+/* Whether DOMAIN (and, with ID not "", that migration) is prepared. */
+bool hd_prepared_has(const char *domain, const char *id);
+
 /* Copies up to MAX entries whose lease ran out and that are not being
  * handled yet into OUT, marking them handled (expiring); how many. */
 size_t hd_prepared_due(struct hd_prepared *out, size_t max);

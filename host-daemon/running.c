@@ -11,31 +11,56 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define RUNNING_MAX 64
 
+/* How long a cancel in the hypervisor's copy waits to learn whether the
+ * copy stopped or finished first (crane-hostctl waits 10 s in all). */
+#define SETTLE_MS 5000
+/* How long an ended migration that moved its VM still answers a cancel
+ * with "already completed" rather than "none runs". */
+#define ENDED_KEEP_S 600
+
 struct hd_running {
     bool used;
+    bool ended;                  /* kept only to answer a late cancel */
+    double ended_at;             /* hd_now() */
     char domain[HV_NAME_MAX + 1];
     char id[80];
     char phase[32];
     atomic_bool cancel;
     bool past_return;            /* the VM left: too late to cancel */
+    bool stayed;                 /* the copy ended and the VM is here */
     bool has_job;
     struct hv_job job;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t settled = PTHREAD_COND_INITIALIZER;
 static struct hd_running table[RUNNING_MAX];
+
+/* Under the lock: a free slot, else the one that ended longest ago. */
+static struct hd_running *free_slot(void)
+{
+    struct hd_running *oldest = NULL;
+
+    for (size_t i = 0; i < RUNNING_MAX; i++) {
+        if (!table[i].used)
+            return &table[i];
+        if (table[i].ended &&
+            (!oldest || table[i].ended_at < oldest->ended_at))
+            oldest = &table[i];
+    }
+    return oldest;
+}
 
 struct hd_running *hd_running_add(const char *domain, const char *id)
 {
     struct hd_running *r = NULL;
 
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < RUNNING_MAX && !r; i++)
-        if (!table[i].used)
-            r = &table[i];
+    r = free_slot();
     if (r) {
         memset(r, 0, sizeof(*r));
         r->used = true;
@@ -56,8 +81,26 @@ void hd_running_remove(struct hd_running *r)
     if (!r)
         return;
     pthread_mutex_lock(&lock);
-    r->used = false;
+    /* One that moved its VM stays to tell a late cancel so. */
+    r->ended = true;
+    r->ended_at = hd_now();
+    r->used = r->past_return;
+    r->has_job = false;
+    pthread_cond_broadcast(&settled);
     pthread_mutex_unlock(&lock);
+}
+
+bool hd_running_busy(const char *domain)
+{
+    bool busy = false;
+
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < RUNNING_MAX && !busy; i++)
+        busy = table[i].used && !table[i].ended &&
+               strcmp(table[i].domain, domain) == 0 &&
+               strcmp(table[i].phase, "ready") != 0;
+    pthread_mutex_unlock(&lock);
+    return busy;
 }
 
 bool hd_running_cancelled(const struct hd_running *r)
@@ -65,13 +108,15 @@ bool hd_running_cancelled(const struct hd_running *r)
     return r && atomic_load(&r->cancel);
 }
 
-void hd_running_past_return(struct hd_running *r)
+void hd_running_copied(struct hd_running *r, bool moved)
 {
     if (!r)
         return;
     pthread_mutex_lock(&lock);
-    r->past_return = true;
+    r->past_return = moved;
+    r->stayed = !moved;
     r->has_job = false;
+    pthread_cond_broadcast(&settled);
     pthread_mutex_unlock(&lock);
 }
 
@@ -119,14 +164,45 @@ void hd_job_stats(const struct hv_job *j, Crane__Hostd__JobStats *out)
     out->setup_time = j->setup_time;
 }
 
-/* The running entry of DOMAIN (and ID unless ""), under the lock. */
-static struct hd_running *find(const char *domain, const char *id)
+/* The running entry of DOMAIN (and ID unless ""), under the lock; with
+ * ENDED, else the newest that moved the VM in the last ENDED_KEEP_S. */
+static struct hd_running *find(const char *domain, const char *id,
+                               bool ended)
 {
-    for (size_t i = 0; i < RUNNING_MAX; i++)
-        if (table[i].used && strcmp(table[i].domain, domain) == 0 &&
-            (!*id || strcmp(table[i].id, id) == 0))
-            return &table[i];
-    return NULL;
+    struct hd_running *newest = NULL;
+
+    for (size_t i = 0; i < RUNNING_MAX; i++) {
+        struct hd_running *r = &table[i];
+
+        if (!r->used || strcmp(r->domain, domain) != 0 ||
+            (*id && strcmp(r->id, id) != 0))
+            continue;
+        if (!r->ended)
+            return r;
+        if (ended && hd_now() - r->ended_at < ENDED_KEEP_S &&
+            (!newest || r->ended_at > newest->ended_at))
+            newest = r;
+    }
+    return newest;
+}
+
+/* Under the lock, a cancel having been asked of R in the hypervisor's
+ * copy: waits at most SETTLE_MS for the copy to stop (the VM stays) or
+ * finish (it left), so that a cancel the copy outran is not taken. */
+static void settle(struct hd_running *r)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += SETTLE_MS / 1000;
+    until.tv_nsec += (SETTLE_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (!r->past_return && !r->stayed && !r->ended &&
+           pthread_cond_timedwait(&settled, &lock, &until) == 0)
+        ;
 }
 
 static void cancel(int fd, const Crane__Hostd__HostCancel *c)
@@ -137,17 +213,21 @@ static void cancel(int fd, const Crane__Hostd__HostCancel *c)
     struct hd_running *r;
 
     pthread_mutex_lock(&lock);
-    r = find(c->domain, c->migration_id);
+    r = find(c->domain, c->migration_id, true);
+    if (r && !r->past_return && !r->ended) {
+        atomic_store(&r->cancel, true);
+        if (strcmp(r->phase, "migrate") == 0)
+            settle(r);
+    }
     if (!r)
         snprintf(why, sizeof(why), "no migration of %s runs here%s%s",
                  c->domain, *c->migration_id ? " with id " : "",
                  c->migration_id);
     else if (r->past_return)
-        snprintf(why, sizeof(why), "too late to cancel migration %.64s: %.255s "
-                 "left this host; the destination resumes it", r->id,
-                 r->domain);
-    else
-        atomic_store(&r->cancel, true);
+        /* virsh domjobabort's case too: no job is active any more. */
+        snprintf(why, sizeof(why), "migration %.64s of %.255s already "
+                 "completed: it left this host (the destination resumes "
+                 "its programs); nothing to cancel", r->id, r->domain);
     if (r)
         snprintf(id, sizeof(id), "%s", r->id);
     pthread_mutex_unlock(&lock);
@@ -157,6 +237,7 @@ static void cancel(int fd, const Crane__Hostd__HostCancel *c)
         HD_INFO("migration %s of %s: cancel asked for", id, c->domain);
     done.result = *why ? CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK
                        : CRANE__HOSTD__RESULT__RESULT_OK;
+    done.refused = *why != '\0';
     done.error = why;
     done.id = id;
     rep.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
@@ -175,7 +256,7 @@ static void job_query(int fd, const Crane__Hostd__JobQuery *q)
     bool has_job = false;
 
     pthread_mutex_lock(&lock);
-    if ((r = find(q->domain, ""))) {
+    if ((r = find(q->domain, "", false))) {
         snprintf(id, sizeof(id), "%s", r->id);
         snprintf(phase, sizeof(phase), "%s", r->phase);
         has_job = r->has_job;

@@ -14,12 +14,18 @@ struct hd_running;
 /* Registers the migration ID of DOMAIN (NULL when the table is full:
  * it then cannot be cancelled, and says so in the log). */
 struct hd_running *hd_running_add(const char *domain, const char *id);
-/* Takes it off the table; R may be NULL. */
+/* Takes it off the table (one that moved its VM is kept a while to answer
+ * a late cancel: "already completed"); R may be NULL. */
 void hd_running_remove(struct hd_running *r);
+/* Whether a migration of DOMAIN runs here short of its last step (a
+ * prepare that reached "ready" no longer counts: a cancel is its abort). */
+bool hd_running_busy(const char *domain);
 /* Whether a cancel was asked for (R NULL: no). */
 bool hd_running_cancelled(const struct hd_running *r);
-/* From here on a cancel is refused: the VM left (the destination has it). */
-void hd_running_past_return(struct hd_running *r);
+/* The hypervisor's copy ended: MOVED, the VM left (from here on a cancel
+ * is refused: the destination has it), else it runs on here.  A cancel
+ * asked during the copy waits for this to answer. */
+void hd_running_copied(struct hd_running *r, bool moved);
 /* The current step and, while the hypervisor copies, its job. */
 void hd_running_set_phase(struct hd_running *r, const char *phase);
 void hd_running_set_job(struct hd_running *r, const struct hv_job *job);

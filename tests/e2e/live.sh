@@ -22,6 +22,9 @@
 #   migrate-fails  the migration URI cannot be listened on: the programs
 #                  went remote, the GPU is plugged back on lsrc, both are
 #                  in passthrough again and go on computing
+#   (every link between the hosts encrypted: peers and proxy link with
+#   TLS-PSK, the VM's memory with libvirt's TLS, forced by qemu.conf on a
+#   PKI of this run; phase live sniffs them: tests/e2e/sniff.py)
 #   live           `crane-migrate --live --p2p` to ldst: both programs
 #                  make progress between the GPU's unplug and its return
 #                  (through the proxy domain, while the VM moves), are back
@@ -34,7 +37,8 @@
 #                  orchestrator's own virDomainMigrate would), crane-hostctl
 #                  around it: prepare on the source, a migration that fails
 #                  then abort (the GPU back, the program in passthrough),
-#                  then prepare, virsh migrate --live ldst -> lsrc, resume
+#                  then prepare and crane-hostctl cancel (undone as abort
+#                  would), then prepare, virsh migrate --live ldst -> lsrc, resume
 #                  on lsrc, and the same back to ldst; the victim program
 #                  (below) computes through the proxy domain while the VM
 #                  moves and passes its self-checks after each hop; both
@@ -320,6 +324,52 @@ nic() {
     printf "    </interface>\n"
 }
 
+# sniff_start: tests/e2e/sniff.py watches the links between the hosts
+# while the VM moves: libvirt's migration ports (QEMU to QEMU), the two
+# crane-hostd peers, the proxy link; the markers are what each carries in
+# clear (guest RAM: the kernel's banner; the peers: the domain's name; the
+# proxy link: the programs' kernel sources, sent as they go remote).
+sniff_start() {
+    rm -f "$WORK/sniff.json" "$WORK/sniff.json.ready"
+    python3 "$E2E_ROOT/tests/e2e/sniff.py" "$WORK/sniff.json" \
+        "memory=49152-49215:Linux version,CRANE-GUESTD" \
+        "peers=$PORT0,$((PORT0 + 2)):$DOM" \
+        "proxy=7420:__kernel,stencil" > "$WORK/sniff.out" 2>&1 &
+    SNIFF_PID=$!
+    wait_until -q 30 -e "$SNIFF_PID" -n "the sniffer listens" -- \
+        test -f "$WORK/sniff.json.ready" || fail "the sniffer did not start: $(cat "$WORK/sniff.out")"
+}
+# sniff_check: each link carried bytes, none of its markers in clear, and
+# each end said it used TLS.
+sniff_check() {
+    kill -TERM "$SNIFF_PID" 2> /dev/null
+    wait "$SNIFF_PID"
+    python3 - "$WORK/sniff.json" <<'PY' || fail "a link between the hosts was not encrypted"
+import json, sys
+s = json.load(open(sys.argv[1]))
+least = {"memory": 16 << 20, "peers": 64, "proxy": 1024}
+bad = 0
+for name, n in least.items():
+    l = s[name]
+    print("    %s: %d bytes in %d packets, in clear: %s" % (name, l["bytes"], l["packets"], l["seen"] or "nothing"))
+    if l["bytes"] < n:
+        print("    %s: fewer than %d bytes: the link was not watched" % (name, n))
+        bad = 1
+    bad |= bool(l["seen"])
+sys.exit(bad)
+PY
+    for h in src dst; do
+        grep -q 'peer links: TLS psk' "$WORK/hostd-$h.log" || fail "$h's peer links not TLS"
+    done
+    grep -q 'sets migrate_tls_force: migrating with TLS' "$WORK/hostd-src.log" ||
+        fail "src's crane-hostd did not take TLS from qemu.conf"
+    grep -q 'migrating to .*TLS' "$WORK/migrate-$PHASE.out" || fail "the migration did not say TLS"
+    grep -q 'listening on tcp:0.0.0.0:7420 .*TLS psk' "$WORK/proxy/console.log" ||
+        fail "crane-proxy not on TLS"
+    [ "$(grep -c 'remote: TLS (psk) to '"$PROXY_EP" "$C")" -ge 2 ] ||
+        fail "the programs did not reach the proxy over TLS"
+}
+
 # --- setup ------------------------------------------------------------------
 TALL=$(e2e_now)
 T0=$TALL
@@ -343,6 +393,25 @@ mkdir -p "$WORK/proxy"
 ip link add "$BR" type bridge && ip addr add "$NET.1/24" dev "$BR" &&
     ip link set "$BR" up || { echo "setup FAIL" >> "$RESULTS"; e2e_log "FAIL: bridge $BR"; exit 1; }
 
+# Every byte between the two "hosts" encrypted: the proxy link and the
+# crane-hostd peers with TLS-PSK (their keys, tls = auto), the VM's memory
+# with libvirt's migration TLS on a PKI made for this run and forced
+# (migrate_tls_force: libvirt refuses any migration in clear, virsh's own
+# in phase orchestrated included).  An instance left by an earlier run
+# would keep its own qemu.conf: stopped first.
+PKI=$WORK/pki
+MKPKI_KEY_TYPE=rsa "$E2E_ROOT/tests/tls/mkpki.sh" "$PKI" crane-live > "$WORK/pki.out" 2>&1 ||
+    { cat "$WORK/pki.out"; echo "setup FAIL" >> "$RESULTS"; exit 1; }
+mkdir -p "$PKI/qemu"
+cp "$PKI/CA/cacert.pem" "$PKI/qemu/ca-cert.pem"
+for who in server client; do
+    cp "$PKI/libvirt/${who}cert.pem" "$PKI/qemu/$who-cert.pem"
+    cp "$PKI/libvirt/private/${who}key.pem" "$PKI/qemu/$who-key.pem"
+done
+export CRANE_LIBVIRTD_QEMU_CONF="migrate_tls_x509_cert_dir = \"$PKI/qemu\"
+migrate_tls_force = 1"
+"$LIBVIRTD" stop "$SRC" > /dev/null 2>&1
+"$LIBVIRTD" stop "$DST" > /dev/null 2>&1
 T0=$(e2e_now)
 SURI=$("$LIBVIRTD" start "$SRC") || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
 DURI=$("$LIBVIRTD" start "$DST") || { echo "setup FAIL" >> "$RESULTS"; exit 1; }
@@ -409,9 +478,11 @@ proxy_key = $WORK/proxy.key
 proxy_start_ms = 180000
 proxy_timeout_ms = 15000"
 T0=$(e2e_now)
-e2e_hostd src "$SURI" $PORT0 $((PORT0 + 1)) "$CONF"
+# migrate_tls = auto (the default) reads each host's qemu.conf: TLS forced.
+e2e_hostd src "$SURI" $PORT0 $((PORT0 + 1)) "$CONF" \
+    "qemu_conf = $E2E_DIR/$SRC/etc/qemu.conf"
 e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$CONF" "proxy_domain = $PDOM" \
-    "proxy_shm_mb = $SHM_MB"
+    "proxy_shm_mb = $SHM_MB" "qemu_conf = $E2E_DIR/$DST/etc/qemu.conf"
 step "crane-hostd src up" "$WORK/hostd-src.log" 'crane-hostd on src'
 step "crane-hostd dst up" "$WORK/hostd-dst.log" 'crane-hostd on dst'
 $VS start "$DOM" > /dev/null || fail "start $DOM"
@@ -487,8 +558,10 @@ verdict
 phase_live() {
 begin live
 dest_xml "$SURI" 1
+sniff_start
 migrate src dst "$WORK/dest-1.xml" tcp://127.0.0.1
 [ $RC = 0 ] || fail "crane-migrate exit $RC, expected 0"
+sniff_check
 grep -q '^result: ok' "$WORK/migrate-$PHASE.out" || fail "no 'result: ok'"
 for p in cl_worker python3; do
     grep -qE "^program +[0-9]+ +$p +pre +[0-9.]+ ms post +[0-9.]+ ms" \
@@ -610,7 +683,7 @@ orch_abort() {
         fail "the victim did not go remote (no pre step)"
     step "GPU unplugged by the prepare" "$_ev" "device-removed.*ua-gpu0" $((_rm + 1))
     # 192.0.2.1 (TEST-NET-1): the destination's QEMU cannot listen there.
-    virsh -q -c "$_uri" migrate --live --p2p --persistent --undefinesource \
+    virsh -q -c "$_uri" migrate --live --p2p --persistent --undefinesource --tls \
         --xml "$WORK/dest-4.xml" "$DOM" "$_turi" tcp://192.0.2.1 \
         > "$WORK/virsh-abort.out" 2>&1 && fail "virsh migrate to 192.0.2.1 succeeded"
     e2e_log "virsh migrate failed as it must: $(head -n 1 "$WORK/virsh-abort.out")"
@@ -619,6 +692,32 @@ orch_abort() {
     step "the victim sees its GPU back" "$CON" '^CRANE-VC-GPU back' $((_back + 1))
     status_ok "$CHAN" "$WORK/status-$PHASE-abort.out"
     wait_id "$_port" "$_id" rolled-back
+}
+# orch_cancel HOST: prepare on HOST, then crane-hostctl cancel: the VM
+# waited prepared, so the cancel undoes the prepare as abort does; a second
+# cancel finds nothing.
+orch_cancel() {
+    _from=$1 _port=$((PORT0 + 3)) _ev=$WORK/events-dst.log
+    [ "$_from" = src ] && _port=$((PORT0 + 1)) _ev=$WORK/events-src.log
+    _id=orch-cancel-$$
+    _rm=$(grep -c "device-removed.*ua-gpu0" "$_ev")
+    _back=$(grep -c '^CRANE-VC-GPU back' "$CON")
+    hostctl "$_from" "orch-prepare-cancel.out" prepare --live --id "$_id" "$DOM"
+    [ $RC = 0 ] || fail "prepare exit $RC, expected 0"
+    step "GPU unplugged by the prepare" "$_ev" "device-removed.*ua-gpu0" $((_rm + 1))
+    hostctl "$_from" "orch-cancel.out" cancel "$DOM"
+    [ $RC = 0 ] || fail "cancel of the prepared VM: exit $RC, expected 0"
+    grep -q "^cancel: done; $DOM was prepared" "$WORK/orch-cancel.out" ||
+        fail "cancel of the prepared VM: not undone"
+    step "the victim sees its GPU back" "$CON" '^CRANE-VC-GPU back' $((_back + 1))
+    status_ok "$CHAN" "$WORK/status-$PHASE-cancel.out"
+    wait_id "$_port" "$_id" rolled-back
+    grep -q 'crane-hostctl cancel' "$WORK/api-$_id-$_port.json" ||
+        fail "history: the cancel not said"
+    hostctl "$_from" "orch-cancel-again.out" cancel "$DOM"
+    [ $RC = 1 ] || fail "a second cancel: exit $RC, expected 1"
+    grep -q "no migration of $DOM runs here" "$WORK/orch-cancel-again.out" ||
+        fail "a second cancel: not refused as none runs"
 }
 # orch_hop FROM TO N: prepare on FROM, virsh migrate --live FROM -> TO,
 # resume on TO; the victim computes through the proxy domain meanwhile.
@@ -635,7 +734,7 @@ orch_hop() {
     grep -qE '^step +pre +[0-9]+ +cl_worker .* ok' "$WORK/orch-prepare-$_n.out" ||
         fail "the victim did not go remote (no pre step)"
     _t=$(e2e_now)
-    virsh -q -c "$_furi" migrate --live --p2p --persistent --undefinesource \
+    virsh -q -c "$_furi" migrate --live --p2p --persistent --undefinesource --tls \
         --xml "$WORK/dest-$_n.xml" "$DOM" "$_turi" tcp://127.0.0.1 \
         > "$WORK/virsh-$_n.out" 2>&1 || fail "virsh migrate $_from -> $_to: $(cat "$WORK/virsh-$_n.out")"
     e2e_log "virsh migrate --live $_from -> $_to: $(e2e_since "$_t") s"
@@ -690,6 +789,7 @@ step "the victim program registered" "$C1" '^CRANE-VC-REGISTERED' 1 "$CL_TIMEOUT
 wait_progress "$CON" VC 100
 CHAN=$WORK/guest-1.sock
 orch_abort dst
+orch_cancel dst
 orch_hop dst src 5
 orch_hop src dst 6
 verdict

@@ -27,6 +27,7 @@ TEST_ENTRY(history_job_roundtrip)
 /* host-daemon/backlog.c: tests/hostd/test_backlog.c */
 TEST_ENTRY(backlog_history_store)
 TEST_ENTRY(backlog_keep_and_flush)
+TEST_ENTRY(backlog_dropped_survive_restart)
 
 /* host-daemon/history_query.c, history_stats.c:
  * tests/hostd/test_history_query.c */

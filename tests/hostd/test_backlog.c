@@ -4,6 +4,7 @@
 
 #include "fixture.h"
 #include "host-daemon/backlog.h"
+#include "host-daemon/history_counters.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -103,6 +104,55 @@ TEST(backlog_keep_and_flush)
     ASSERT_EQ(hd_backlog_flush(b, db.path), 0);
     hd_backlog_health(b, &hh);
     ASSERT(!hh.degraded && !hh.read_only && hh.generation == 1);
+    hd_backlog_free(b);
+    fixture_db_remove(&db);
+}
+
+/* Past the bound (HD_BACKLOG_MAX, 5 here) the oldest finished migrations are dropped; the
+ * flush that writes the rest counts the drops in the file, so the total
+ * a restarted daemon starts from (hd_history_dropped) never goes down. */
+TEST(backlog_dropped_survive_restart)
+{
+    struct fixture_db db;
+    struct hd_backlog *b;
+    struct hd_history *h;
+    struct hd_history_health hh;
+    uint64_t n = 99;
+
+    fixture_db_make(&db);
+    ASSERT_EQ(hd_backlog_new(&b), 0);
+    hd_backlog_set_max(b, 5);
+    for (int i = 0; i < 5 + 3; i++) {
+        char id[32];
+        struct hd_migration m;
+
+        snprintf(id, sizeof(id), "d-%d", i);
+        m = fixture_migration(id, "vm", 3000 + i);
+        ASSERT_EQ(hd_backlog_keep(b, &m, NULL, 0, "disk full"), 0);
+    }
+    hd_backlog_health(b, &hh);
+    ASSERT(hh.degraded && hh.unsaved == 5);
+    ASSERT_EQ(hh.dropped, 3);
+    ASSERT_EQ(hh.dropped_total, 3);
+    ASSERT_EQ(hd_history_open(db.path, &h), 0);
+    ASSERT_EQ(hd_history_dropped(h, &n), 0);
+    ASSERT_EQ(n, 0);
+    hd_history_close(h);
+    ASSERT_EQ(hd_backlog_flush(b, db.path), 0);
+    hd_backlog_health(b, &hh);
+    ASSERT(hh.unsaved == 0 && hh.dropped_total == 3);
+    /* A second flush with nothing kept counts nothing twice. */
+    ASSERT_EQ(hd_backlog_flush(b, db.path), 0);
+    hd_backlog_free(b);
+    ASSERT_EQ(hd_history_open(db.path, &h), 0);
+    ASSERT_EQ(hd_history_dropped(h, &n), 0);
+    ASSERT_EQ(n, 3);
+    hd_history_close(h);
+    /* The restarted daemon's backlog starts from the file's count. */
+    ASSERT_EQ(hd_backlog_new(&b), 0);
+    hd_backlog_set_dropped_base(b, n);
+    hd_backlog_health(b, &hh);
+    ASSERT(!hh.degraded && hh.dropped == 0 && hh.dropped_total == 3);
     hd_backlog_free(b);
     fixture_db_remove(&db);
 }

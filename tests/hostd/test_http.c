@@ -681,8 +681,8 @@ TEST(http_history_unreadable)
     world_make(&w);
     snprintf(missing, sizeof(missing), "%s.none/hostd.db", w.db.path);
     fake_health_now = (struct hd_history_health){
-        .degraded = true, .read_only = true, .unsaved = 1,
-        .reason = "read-only file system"};
+        .degraded = true, .read_only = true, .unsaved = 1, .dropped = 2,
+        .dropped_total = 7, .reason = "read-only file system"};
     ASSERT_EQ(hd_http_start_with(&http, "127.0.0.1", 0, NULL, &src), 0);
     port = hd_http_port(http);
     expect(port, "GET", "/api/migrations", 503, CT_JSON,
@@ -694,6 +694,8 @@ TEST(http_history_unreadable)
     ASSERT_EQ(series(a.body, "crane_history_degraded "), 1);
     ASSERT_EQ(series(a.body, "crane_history_read_only "), 1);
     ASSERT_EQ(series(a.body, "crane_history_unsaved_migrations "), 1);
+    /* The drops of earlier runs too (the file's count): never down. */
+    ASSERT_EQ(series(a.body, "crane_history_dropped_migrations_total "), 7);
     ASSERT(strstr(a.body, "crane_migrations_total") == NULL);
     answer_free(&a);
     /* The file is readable now (the fixture's), and writable again. */
