@@ -307,7 +307,7 @@ static int detach(struct mig *m)
                              sizeof(why))) < 0)
         fail(m, "%s", why);
     hd_run_step(&m->run, "detach", 0, NULL, t, hd_run_elapsed(&m->run) - t,
-                rc, rc < 0 ? m->why : NULL);
+                rc, rc < 0 ? m->why : m->gpu_names);
     return rc < 0 ? -1 : 0;
 }
 

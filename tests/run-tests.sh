@@ -438,8 +438,9 @@ case_ "switch-5/longrun" tests/integration/remote.sh switch 5 20 \
 case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
 # The two-device program remoted to a proxy with two devices, switched to
 # it and back (each device onto its twin, both ways), and switched to a
-# proxy with one device (both land on it, and the shim says so).
-for t in remote "switch 97" "switch 13" "proxy-one 37"; do
+# proxy with one device (both land on it, and the shim says so); on one
+# device, two queues and two contexts on it re-homed and switched.
+for t in remote "switch 97" "switch 13" "proxy-one 37" "one 37"; do
     case_ "multidev/${t// /-}" tests/integration/multidev.sh $t
 done
 # Kernels longer than every timeout (CRANE_PROXY_TIMEOUT_MS=2000, 8 s):
@@ -658,6 +659,8 @@ done
 # No circles between guest-daemon's files: neither in calls (symbols one
 # object uses that another defines) nor in includes.
 case_ "guest/acyclic" scripts/calls-graph.sh guest-daemon $B/obj/guest-daemon
+# A VM with several GPUs: the probe counts every one of them (`gpus`).
+case_ "guest/probe-gpus" bash tests/guest/probe-gpus.sh
 
 echo "# host daemon: history, metrics and HTTP"
 # SQLite history, Prometheus metrics, JSON and the HTTP server on loopback

@@ -15,6 +15,10 @@
 #   multidev.sh proxy-one EVERY      the proxy has one device: both of the
 #       program's land on it, and the shim says so (a warning naming the
 #       shared device); the program still passes
+#   multidev.sh one EVERY            one device (POCL_DEVICES=pthread): two
+#       queues of one context and two contexts on it (multidev
+#       --one-device), re-homed and switched to a proxy with one device
+#       and back; what bench/multigpu/run.sh does on one GPU
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -23,6 +27,7 @@ B=${B:-build}
 RUN=$B/bin/crane-run
 PROXY=$B/bin/crane-proxy
 PROG=$B/tests/programs/multidev
+PARGS=()
 TMP=$(mktemp -d)
 PROXY_PID=
 export POCL_DEVICES="pthread pthread"
@@ -62,7 +67,7 @@ twins() {
 # and the re-home report in report.
 under() {
     env CRANE_LOG_LEVEL=debug CRANE_LOG_FILE="$TMP/shim.log" \
-        CRANE_REHOME_REPORT="$TMP/report" "$@" "$RUN" "$PROG"
+        CRANE_REHOME_REPORT="$TMP/report" "$@" "$RUN" "$PROG" "${PARGS[@]}"
 }
 
 # switched: how many switches worked (the report's rc=0 lines); fails on
@@ -109,8 +114,20 @@ proxy-one)
         { echo "no warning that two devices share the proxy's one";
           tail -5 "$TMP/shim.log"; exit 1; }
     ;;
+one)
+    export POCL_DEVICES=pthread
+    PARGS=(--one-device)
+    under CRANE_REHOME_EVERY="$2" || exit 1
+    switched && twins 2 || exit 1
+    rm -f "$TMP/report" "$TMP/shim.log"
+    start_proxy pthread || exit 1
+    under CRANE_PROXY="unix:$SOCK" CRANE_REHOME_TO=alternate \
+        CRANE_REHOME_EVERY="$2" || exit 1
+    switched && twins 2 &&
+        grep -q 'rc=0 from=remote to=native' "$TMP/report"
+    ;;
 *)
-    sed -n '2,20p' "$0"
+    sed -n '2,24p' "$0"
     exit 2
     ;;
 esac

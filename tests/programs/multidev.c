@@ -1,6 +1,8 @@
 /* Two devices at once: one context over both with a queue on each and
  * copies between them, and a context per device with bytes carried from
- * one to the other; every word checked, round after round. */
+ * one to the other; every word checked, round after round.  With
+ * --one-device, the same on the first device alone: one context with two
+ * queues on it, and two contexts of their own on it (a one-GPU machine). */
 #define TEST_NAME "multidev"
 #include "clcheck.h"
 
@@ -58,8 +60,9 @@ static cl_uint pattern(cl_uint i, cl_uint salt)
     return i * 2654435761u ^ salt;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int one = argc > 1 && strcmp(argv[1], "--one-device") == 0;
     cl_platform_id platform;
     cl_device_id dev[2];
     cl_uint n_dev = 0;
@@ -68,12 +71,15 @@ int main(void)
 
     CHECK(clGetPlatformIDs(1, &platform, NULL));
     CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 2, dev, &n_dev));
-    if (n_dev < 2)
+    if (one)
+        dev[1] = dev[0];
+    else if (n_dev < 2)
         skip("needs two devices on the first platform (PoCL: "
-             "POCL_DEVICES=\"pthread pthread\")");
+             "POCL_DEVICES=\"pthread pthread\"), or --one-device");
+    cl_uint n_ctx = one ? 1 : 2;
 
     /* One context over both devices, a queue on each. */
-    cl_context both = clCreateContext(NULL, 2, dev, NULL, NULL, &err);
+    cl_context both = clCreateContext(NULL, n_ctx, dev, NULL, NULL, &err);
     CHECK(err);
     cl_command_queue bq[2];
     for (int i = 0; i < 2; i++) {
@@ -83,7 +89,7 @@ int main(void)
     cl_program bprog = clCreateProgramWithSource(both, 1, &source, NULL,
                                                  &err);
     CHECK(err);
-    CHECK(clBuildProgram(bprog, 2, dev, NULL, NULL, NULL));
+    CHECK(clBuildProgram(bprog, n_ctx, dev, NULL, NULL, NULL));
     cl_kernel bk[2] = { make_kernel(bprog, "advance"),
                         make_kernel(bprog, "advance") };
     for (cl_uint i = 0; i < N; i++)
@@ -150,7 +156,7 @@ int main(void)
                                   0, NULL, NULL));
         expect_uints(got, mb[1], N, "device 1's own context");
         if (r % 10 == 0) {
-            check_handles(both, dev, 2, bq);
+            check_handles(both, dev, n_ctx, bq);
             check_handles(own[0], &dev[0], 1, &oq[0]);
             check_handles(own[1], &dev[1], 1, &oq[1]);
         }
