@@ -80,6 +80,11 @@
 #               keeping its CL_MEM_ALLOC_HOST_PTR staging buffer mapped (as
 #               x264 does) against one with nothing mapped, switched every
 #               37 calls, each against native
+#   multigpu    bench/multigpu/run.sh on NVIDIA alone: two programs of one
+#               VM at once on the one GPU (longrun 3000 each) and two
+#               contexts of one program on it (multidev --one-device),
+#               re-homed and switched to a proxy here every 37 calls; a
+#               RESULT line each (PASS: every word checked), issue 26
 # Which platform each part used is in its log (the DEVICE lines, or the
 # vendor set named at its top).
 set -u
@@ -247,6 +252,11 @@ part_rehome() {
                 --unload $u
         done
     done
+}
+
+part_multigpu() {
+    echo "# vendor set: NVIDIA alone, proxy on this machine"
+    nv bench/multigpu/run.sh --every 37 --rounds 3000
 }
 
 [ $# -gt 0 ] || set -- info shimcost programs remote cross

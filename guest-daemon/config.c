@@ -41,6 +41,7 @@ void gd_config_defaults(struct gd_config *cfg)
     cfg->resume_deadline_ms = 30000;
     cfg->abort_deadline_ms = 30000;
     cfg->gpu_wait_ms = 60000;
+    cfg->gpus = 1;
     cfg->gpu_poll_ms = 100;
     cfg->probe_timeout_ms = 20000;
     cfg->modprobe_timeout_ms = 30000;
@@ -198,6 +199,14 @@ int gd_config_set(struct gd_config *cfg, const char *key, const char *v,
         rc = v[0] == '/' ? crn_conf_text(cfg->pci_root, sizeof(cfg->pci_root), v)
                          : -EINVAL;
         hint = "an absolute path";
+    } else if (strcmp(key, "gpus") == 0) {
+        char *end;
+        unsigned long n = strtoul(v, &end, 10);
+
+        rc = *v >= '1' && *v <= '9' && !*end && n <= 16 ? 0 : -EINVAL;
+        if (rc == 0)
+            cfg->gpus = (unsigned)n;
+        hint = "1 to 16";
     } else if (strcmp(key, "gpu_type") == 0) {
         rc = strcmp(v, "gpu") == 0 || strcmp(v, "cpu") == 0 ||
                      strcmp(v, "accelerator") == 0 ||

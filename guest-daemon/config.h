@@ -38,6 +38,7 @@ struct gd_config {
     char vendor_lib[GD_TEXT];    /* probed library; "": every .icd's */
     char vendors_dir[GD_TEXT];   /* where .icd files are */
     char pci_root[GD_TEXT];      /* PCI devices (ivshmem for shared areas) */
+    unsigned gpus;               /* GPUs the probe must count (1..16) */
     char gpu_type[16];           /* gpu, cpu, accelerator, all; none:
                                     the device nodes alone, no probe */
     char proxy[GD_TEXT];         /* default proxy for live prepares */

@@ -195,7 +195,7 @@ static void probe_done(void *arg, int status, const char *output)
 static void poll_gpu(struct gd_daemon *d)
 {
     struct gd_driver_run *o;
-    char *argv[9];
+    char *argv[10], gpus[16];
     int rc;
 
     o = d->drv;
@@ -221,7 +221,10 @@ static void poll_gpu(struct gd_daemon *d)
     argv[4] = d->cfg.gpu_type;
     argv[5] = (char *)"--vendors-dir";
     argv[6] = d->cfg.vendors_dir;
-    argv[7] = NULL;
+    snprintf(gpus, sizeof(gpus), "%u", d->cfg.gpus);
+    argv[7] = (char *)"--gpus";
+    argv[8] = gpus;
+    argv[9] = NULL;
     rc = gd_child_run(d->loop, argv, d->cfg.probe_timeout_ms, probe_done, d);
     if (rc < 0) {
         snprintf(o->probe_why, sizeof(o->probe_why),

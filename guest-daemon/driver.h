@@ -59,6 +59,7 @@ void gd_driver_wait_gpu(struct gd_daemon *d,
 /* The probe child's work: loads LIB (or, if empty, every library named by
  * DIR's .icd files) and counts devices of TYPE.  Returns the exit status:
  * 0 with at least one device, 1 otherwise (why on stderr). */
-int gd_probe_gpu(const char *lib, const char *type, const char *dir);
+int gd_probe_gpu(const char *lib, const char *type, const char *dir,
+                 long want);
 
 #endif /* GD_DRIVER_H */

@@ -94,6 +94,7 @@ static void print_config(const struct gd_config *c)
     printf("\ngpu_device =");
     for (size_t i = 0; i < c->n_gpu_devices; i++)
         printf(" %s", c->gpu_devices[i]);
+    printf("\ngpus = %u", c->gpus);
     printf("\nvendor_lib = %s\nvendors_dir = %s\ngpu_type = %s\nproxy = %s\n"
            "mode = %s\nprepare_deadline_ms = %u\nresume_deadline_ms = %u\n"
            "abort_deadline_ms = %u\ngpu_wait_ms = %u\ngpu_poll_ms = %u\n"
@@ -247,11 +248,13 @@ int main(int argc, char **argv)
 
     crn_notify_init();
     /* The probe child (driver.c): crane-guestd --probe-gpu LIB
-     * --gpu-type TYPE --vendors-dir DIR. */
-    if (argc == 7 && strcmp(argv[1], "--probe-gpu") == 0 &&
+     * --gpu-type TYPE --vendors-dir DIR [--gpus N]. */
+    if ((argc == 7 || (argc == 9 && strcmp(argv[7], "--gpus") == 0)) &&
+        strcmp(argv[1], "--probe-gpu") == 0 &&
         strcmp(argv[3], "--gpu-type") == 0 &&
         strcmp(argv[5], "--vendors-dir") == 0)
-        return gd_probe_gpu(argv[2], argv[4], argv[6]);
+        return gd_probe_gpu(argv[2], argv[4], argv[6],
+                            argc == 9 ? atol(argv[8]) : 1);
 
     crn_log_init("crane-guestd");
     if ((rc = configure(&d, argc, argv)) >= 0)

@@ -71,7 +71,8 @@ static long count_devices(const char *lib, cl_device_type type)
     return total;
 }
 
-int gd_probe_gpu(const char *lib, const char *type, const char *dir)
+int gd_probe_gpu(const char *lib, const char *type, const char *dir,
+                 long want)
 {
     cl_device_type t = device_type(type);
     long total = 0;
@@ -106,6 +107,12 @@ int gd_probe_gpu(const char *lib, const char *type, const char *dir)
     }
     if (total <= 0) {
         fprintf(stderr, "the vendor library finds no %s device\n", type);
+        return 1;
+    }
+    /* Every GPU of the VM must be up, not the first one alone. */
+    if (total < want) {
+        fprintf(stderr, "the vendor library finds %ld of the %ld %s "
+                "devices\n", total, want, type);
         return 1;
     }
     fprintf(stderr, "%ld %s device(s)\n", total, type);

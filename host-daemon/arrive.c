@@ -4,6 +4,7 @@
 
 #include "backlog.h"
 
+#include "gpus.h"
 #include "guest.h"
 #include "log.h"
 #include "proto/frame.h"
@@ -27,6 +28,7 @@ struct waiter {
     char id[HD_ID_MAX + 1];
     char domain[HV_NAME_MAX + 1];
     double start_wall;            /* the migration's start */
+    struct hd_gpu_want want;      /* the GPUs it waits for */
     unsigned proxy_seen;          /* proxy losses already noted in it */
     bool proxy_lost;              /* the proxy died while it waited */
 };
@@ -70,7 +72,8 @@ void hd_waiting_free(struct hd_waiting *w)
 
 static void waiting_add(struct hd_waiting *w, const char *id,
                         const char *domain, double start_wall,
-                        unsigned proxy_seen, bool proxy_lost)
+                        const struct hd_gpu_want *want, unsigned proxy_seen,
+                        bool proxy_lost)
 {
     pthread_mutex_lock(&w->lock);
     for (size_t i = 0; i < w->n; i++)
@@ -81,6 +84,7 @@ static void waiting_add(struct hd_waiting *w, const char *id,
         snprintf(e->id, sizeof(e->id), "%s", id);
         snprintf(e->domain, sizeof(e->domain), "%s", domain);
         e->start_wall = start_wall;
+        e->want = *want;
         e->proxy_seen = proxy_seen;
         e->proxy_lost = proxy_lost;
     } else {
@@ -91,47 +95,62 @@ static void waiting_add(struct hd_waiting *w, const char *id,
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Reserves and plugs the GPUs of WANT into DOMAIN, all or none: 0, or
+ * -errno with the step and WHY in RUN. */
+static int attach_set(struct hd_daemon *d, struct hd_run *run,
+                      const char *domain, const struct hd_gpu_want *want,
+                      char *why, size_t why_len)
+{
+    struct hd_gpu_set set;
+    size_t n = want->n ? want->n : 1;
+    char names[512], err[600];
+    double t = hd_run_elapsed(run);
+    unsigned fit = 0;
+    int rc;
+
+    if ((rc = hd_pool_reserve_set(d->pool, d->hv_ops, d->hv, domain, want,
+                                  &set)) < 0) {
+        hd_pool_free_matching(d->pool, d->hv_ops, d->hv, want, &fit);
+        if (n == 1)
+            snprintf(why, why_len, "no free GPU on %s%s%s",
+                     d->cfg.host_name, rc == -EBUSY ? "" : ": ",
+                     rc == -EBUSY ? "" : strerror(-rc));
+        else
+            snprintf(why, why_len, "no %zu free GPUs on %s (%u of them "
+                     "free)%s%s", n, d->cfg.host_name, fit,
+                     rc == -EBUSY ? "" : ": ",
+                     rc == -EBUSY ? "" : strerror(-rc));
+        hd_run_step(run, "wait-gpu", 0, NULL, t, 0, rc, why);
+        return rc;
+    }
+    hd_gpus_names(&set, names, sizeof(names));
+    hd_run_say(run, "attach", -1, "attaching %s", names);
+    rc = hd_gpus_attach(d, domain, &set, err, sizeof(err));
+    hd_pool_unreserve_set(d->pool, &set);
+    if (rc < 0)
+        snprintf(why, why_len, "%.500s", err);
+    hd_run_step(run, "attach", 0, NULL, t, hd_run_elapsed(run) - t, rc,
+                rc < 0 ? why : names);
+    return rc;
+}
+
 Crane__Hostd__Result hd_arrive_attach(struct hd_daemon *d, struct hd_run *run,
-                                      const char *domain, enum hd_bring how,
-                                      char *why, size_t why_len)
+                                      const char *domain,
+                                      const struct hd_gpu_want *want,
+                                      enum hd_bring how, char *why,
+                                      size_t why_len)
 {
     const char *step = how == HD_BRING_ABORT ? "abort" : "resume";
     struct hd_guest_reply gr;
     struct hv_domain dom;
-    const struct hv_gpu *gpu;
-    struct hd_wait wait;
     double t;
     int rc;
 
     pthread_mutex_lock(&d->waiting->attach_lock);
-    t = hd_run_elapsed(run);
-    if ((rc = hd_pool_reserve(d->pool, d->hv_ops, d->hv, domain, &gpu)) < 0) {
-        snprintf(why, why_len, "no free GPU on %s%s%s", d->cfg.host_name,
-                 rc == -EBUSY ? "" : ": ", rc == -EBUSY ? "" : strerror(-rc));
-        hd_run_step(run, "wait-gpu", 0, NULL, t, 0, rc, why);
-        pthread_mutex_unlock(&d->waiting->attach_lock);
-        return CRANE__HOSTD__RESULT__RESULT_REMOTING;
-    }
-    hd_run_say(run, "attach", -1, "attaching %s", gpu->name);
-    hd_wait_arm(d->waits, &wait, HV_EV_DEVICE_ADDED, domain, gpu->alias);
-    rc = d->hv_ops->attach(d->hv, domain, gpu);
-    if (rc == 0 && hd_wait_for(d->waits, &wait, d->cfg.attach_timeout_ms) < 0 &&
-        d->hv_ops->has_gpu(d->hv, domain, gpu) != 1)
-        rc = -ETIMEDOUT;
-    else if (rc < 0)
-        hd_wait_disarm(d->waits, &wait);
-    hd_pool_unreserve(d->pool, gpu);
-    if (rc < 0) {
-        snprintf(why, why_len, "%s would not attach: %s", gpu->name,
-                 strerror(-rc));
-        hd_run_step(run, "attach", 0, NULL, t, hd_run_elapsed(run) - t, rc,
-                    why);
-        pthread_mutex_unlock(&d->waiting->attach_lock);
-        return CRANE__HOSTD__RESULT__RESULT_REMOTING;
-    }
-    hd_run_step(run, "attach", 0, NULL, t, hd_run_elapsed(run) - t, 0,
-                gpu->name);
+    rc = attach_set(d, run, domain, want, why, why_len);
     pthread_mutex_unlock(&d->waiting->attach_lock);
+    if (rc < 0)
+        return CRANE__HOSTD__RESULT__RESULT_REMOTING;
     /* The programs leave the proxy: the shared memory goes first (a guest
      * that cannot give it up keeps it, and its programs still resume). */
     {
@@ -177,6 +196,27 @@ static bool valid_id(const char *s)
                      "0123456789._-") == n;
 }
 
+/* The GPUs the Arrive A asks for: at most HD_MAX_GPUS models, each a
+ * name's characters.  -EINVAL for anything else. */
+static int want_from(const Crane__Hostd__Arrive *a, struct hd_gpu_want *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (a->n_gpu_models > HD_MAX_GPUS)
+        return -EINVAL;
+    for (size_t i = 0; i < a->n_gpu_models; i++) {
+        size_t n = strlen(a->gpu_models[i]);
+
+        if (n >= sizeof(out->model[0]) ||
+            strspn(a->gpu_models[i], "abcdefghijklmnopqrstuvwxyz"
+                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789_.-") != n)
+            return -EINVAL;
+        memcpy(out->model[i], a->gpu_models[i], n + 1);
+    }
+    out->n = a->n_gpu_models;
+    return 0;
+}
+
 int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
                     const Crane__Hostd__Arrive *a, const char *src_host)
 {
@@ -184,6 +224,7 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
     Crane__Hostd__ArriveReply ar = CRANE__HOSTD__ARRIVE_REPLY__INIT;
     Crane__Hostd__Step **ptrs = NULL;
     Crane__Hostd__Result result;
+    struct hd_gpu_want want = { .n = 0 };
     struct hv_domain dom;
     struct hd_run run;
     char why[512] = "";
@@ -193,9 +234,9 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
     r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_ARRIVE;
     r.arrive = &ar;
     if (!valid_id(a->migration_id) || !*a->domain ||
-        strlen(a->domain) > HV_NAME_MAX) {
+        strlen(a->domain) > HV_NAME_MAX || want_from(a, &want) < 0) {
         ar.result = CRANE__HOSTD__RESULT__RESULT_FAILED;
-        ar.error = "bad arrive: migration id or domain name";
+        ar.error = "bad arrive: migration id, domain name or GPU models";
         return crn_frame_write(fd, &r.base);
     }
     hd_run_begin(&run, d, a->migration_id, a->domain, src_host,
@@ -215,8 +256,8 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
                  d->cfg.host_name);
         result = CRANE__HOSTD__RESULT__RESULT_FAILED;
     } else {
-        result = hd_arrive_attach(d, &run, a->domain, HD_BRING_RESUME, why,
-                                  sizeof(why));
+        result = hd_arrive_attach(d, &run, a->domain, &want,
+                                  HD_BRING_RESUME, why, sizeof(why));
     }
     ar.result = result;
     ar.error = why;
@@ -230,7 +271,7 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
     free(ptrs);
     if (result == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
         HD_WARN("%s: %s; it remotes until a GPU is free", a->domain, why);
-        hd_waiting_add_run(d, &run);
+        hd_waiting_add_run(d, &run, &want);
     } else {
         hd_run_end(&run, result, *why ? why : NULL);
     }
@@ -239,7 +280,8 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
 
 /* --- VMs waiting for a GPU ----------------------------------------------- */
 
-void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run)
+void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run,
+                        const struct hd_gpu_want *want)
 {
     char why[512] = "";
     unsigned seen;
@@ -252,8 +294,8 @@ void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run)
     /* Its programs remote: through shared memory when the proxy domain
      * runs on this host (none refused: they stay on TCP). */
     hd_shm_attach(d, run, run->m.domain, why, sizeof(why));
-    waiting_add(d->waiting, run->m.id, run->m.domain, run->m.start_time, seen,
-                false);
+    waiting_add(d->waiting, run->m.id, run->m.domain, run->m.start_time,
+                want, seen, false);
     hd_run_leave(run);
 }
 
@@ -344,13 +386,14 @@ static void retry_job(void *arg)
                        "a GPU");
             continue;
         }
-        r = hd_arrive_attach(d, &run, e.domain, HD_BRING_RESUME, why,
-                             sizeof(why));
+        r = hd_arrive_attach(d, &run, e.domain, &e.want, HD_BRING_RESUME,
+                             why, sizeof(why));
         if (r == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
             hd_run_leave(&run);
             again[n_again++] = e;
-            /* No GPU for this one: none for the others either. */
-            break;
+            /* Too few GPUs for this one: a VM that needs fewer may
+             * still find them. */
+            continue;
         }
         if (e.proxy_lost && !*why)
             snprintf(why, sizeof(why), "%s", PROXY_LOST_WHY);
@@ -361,7 +404,7 @@ static void retry_job(void *arg)
     pthread_mutex_unlock(&d->waiting->lock);
     for (size_t i = 0; i < n_again; i++)
         waiting_add(d->waiting, again[i].id, again[i].domain,
-                    again[i].start_wall, again[i].proxy_seen,
+                    again[i].start_wall, &again[i].want, again[i].proxy_seen,
                     again[i].proxy_lost);
     pthread_mutex_lock(&d->waiting->lock);
     d->waiting->retrying = false;
@@ -408,6 +451,7 @@ int hd_waiting_recover(struct hd_daemon *d)
     rc = hd_history_query(h, &running, 0, HD_LIST_MAX, &list, &n, NULL);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct hd_migration *m = &list[i];
+        const struct hd_gpu_want one = { .n = 0 };
         const struct hv_gpu *gpu;
         struct hv_domain dom;
 
@@ -420,7 +464,8 @@ int hd_waiting_recover(struct hd_daemon *d)
                 -ENOENT) {
             HD_INFO("%s (migration %s) still waits for a GPU", m->domain,
                     m->id);
-            waiting_add(d->waiting, m->id, m->domain, m->start_time,
+            /* How many it held is not in the history: one. */
+            waiting_add(d->waiting, m->id, m->domain, m->start_time, &one,
                         d->waiting->proxy_losses, false);
             continue;
         }

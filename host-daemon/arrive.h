@@ -4,6 +4,7 @@
 #define HD_ARRIVE_H
 
 #include "daemon.h"
+#include "pool.h"
 #include "pool_report.h"
 #include "history.h"
 #include "proto/hostd.pb-c.h"
@@ -33,17 +34,21 @@ void hd_waiting_free(struct hd_waiting *w);
 int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
                     const Crane__Hostd__Arrive *a, const char *src_host);
 
-/* Gives DOMAIN a free GPU of the pool and brings its programs back (HOW):
- * OK; REMOTING when no GPU is free or it would not attach (the VM goes on
- * remoting); FAILED when the guest did not come back.  WHY says why.
- * Steps go into RUN. */
+/* Gives DOMAIN free GPUs of the pool for every GPU of WANT (all or none,
+ * matched by model) and brings its programs back (HOW): OK; REMOTING when
+ * fewer are free or one would not attach (none stays attached: the VM
+ * goes on remoting); FAILED when the guest did not come back.  WHY says
+ * why.  Steps go into RUN. */
 Crane__Hostd__Result hd_arrive_attach(struct hd_daemon *d, struct hd_run *run,
-                                      const char *domain, enum hd_bring how,
-                                      char *why, size_t why_len);
+                                      const char *domain,
+                                      const struct hd_gpu_want *want,
+                                      enum hd_bring how, char *why,
+                                      size_t why_len);
 
-/* RUN's VM waits here for a GPU (retried by hd_waiting_kick); the run is
- * left running in the history (hd_run_leave). */
-void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run);
+/* RUN's VM waits here for the GPUs of WANT (retried by hd_waiting_kick);
+ * the run is left running in the history (hd_run_leave). */
+void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run,
+                        const struct hd_gpu_want *want);
 
 /* Copies up to MAX of the VMs waiting for a GPU; returns how many. */
 size_t hd_waiting_list(struct hd_daemon *d, struct hd_waiting_entry *out,

@@ -72,26 +72,48 @@ static int http_address(const char *v)
     return crn_endpoint_parse(ep, &e);
 }
 
-/* NAME pci:DDDD:BB:SS.F  or  NAME xml:FILE */
+/* The ` model:MODEL` ending V (cut off in the copy WHAT) into G. */
+static int gpu_model(struct hd_gpu_conf *g, char *what)
+{
+    char *m = strstr(what, " model:");
+    size_t n;
+
+    if (!m)
+        return 0;
+    n = strlen(m + 7);
+    if (n == 0 || n >= sizeof(g->model) ||
+        strspn(m + 7, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "0123456789_.-") != n)
+        return -EINVAL;
+    memcpy(g->model, m + 7, n + 1);
+    while (m > what && m[-1] == ' ')
+        m--;
+    *m = '\0';
+    return 0;
+}
+
+/* NAME pci:DDDD:BB:SS.F  or  NAME xml:FILE, then maybe model:MODEL */
 static int gpu_line(struct hd_config *cfg, const char *v)
 {
     struct hd_gpu_conf *g;
     const char *sp = strchr(v, ' ');
-    const char *what;
+    char what[HD_TEXT + 80];
     size_t name_len;
     unsigned d, b, s, f;
     char tail;
 
-    if (cfg->n_gpus >= HD_MAX_GPUS || !sp)
+    if (cfg->n_gpus >= HD_MAX_GPUS || !sp || strlen(sp) >= sizeof(what))
         return -EINVAL;
     name_len = (size_t)(sp - v);
     if (name_len == 0 || name_len >= sizeof(g->name) ||
         strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                   "0123456789_-") != name_len)
         return -EINVAL;
-    what = sp + strspn(sp, " ");
     g = &cfg->gpus[cfg->n_gpus];
     memset(g, 0, sizeof(*g));
+    snprintf(what, sizeof(what), "%s", sp + strspn(sp, " "));
+    if (gpu_model(g, what) < 0)
+        return -EINVAL;
     memcpy(g->name, v, name_len);
     for (size_t i = 0; i < cfg->n_gpus; i++)
         if (strcmp(cfg->gpus[i].name, g->name) == 0)
@@ -306,9 +328,10 @@ void hd_config_print(const struct hd_config *c)
            *c->web_config ? c->web_config : "none",
            c->http_allow_plain ? "yes" : "no", c->history, c->history_keep_days, c->channel);
     for (size_t i = 0; i < c->n_gpus; i++)
-        printf("gpu = %s %s%s\n", c->gpus[i].name,
+        printf("gpu = %s %s%s%s%s\n", c->gpus[i].name,
                *c->gpus[i].pci ? "pci:" : "xml:",
-               *c->gpus[i].pci ? c->gpus[i].pci : c->gpus[i].xml_file);
+               *c->gpus[i].pci ? c->gpus[i].pci : c->gpus[i].xml_file,
+               *c->gpus[i].model ? " model:" : "", c->gpus[i].model);
     printf("detach_timeout_ms = %u\nattach_timeout_ms = %u\n"
            "prepare_deadline_ms = %u\nresume_deadline_ms = %u\n"
            "gpu_retry_ms = %u\nprepare_lease_s = %u\n",

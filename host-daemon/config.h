@@ -11,11 +11,13 @@
 #define HD_PEER_PORT 7410
 #define HD_LEASE_MAX_S 604800   /* prepare_lease_s and --lease: a week */
 
-/* One `gpu = NAME pci:ADDRESS` or `gpu = NAME xml:FILE` line. */
+/* One `gpu = NAME pci:ADDRESS` or `gpu = NAME xml:FILE` line, either
+ * with ` model:MODEL` after it. */
 struct hd_gpu_conf {
     char name[64];
     char pci[16];                /* 0000:65:00.0, or "" */
     char xml_file[HD_TEXT];      /* device XML file, or "" */
+    char model[64];              /* what a VM's GPUs are matched by, "" */
 };
 
 struct hd_config {

@@ -33,6 +33,7 @@
 #define LEASE_GONE_CHECKS 12
 
 static void end_attached(struct hd_daemon *d, struct hd_run *run,
+                         const struct hd_gpu_want *want,
                          Crane__Hostd__Result r, Crane__Hostd__Result ok,
                          const char *ok_why, const char *why);
 
@@ -172,7 +173,7 @@ static void lease_expire(void *arg)
     }
     hd_run_say(&run, "abort", -1, "lease of migration %s of %s ran out: "
                "plugging a GPU back in", p.id, p.domain);
-    r = hd_arrive_attach(d, &run, p.domain, HD_BRING_ABORT, why,
+    r = hd_arrive_attach(d, &run, p.domain, &p.want, HD_BRING_ABORT, why,
                          sizeof(why));
     snprintf(ended, sizeof(ended), "lease expired%s%s", *why ? ": " : "",
              why);
@@ -181,7 +182,7 @@ static void lease_expire(void *arg)
                    "lease expired: the migration did not happen; the VM "
                    "runs on here with a GPU");
     else if (r == CRANE__HOSTD__RESULT__RESULT_REMOTING)
-        end_attached(d, &run, r, r, NULL, ended);
+        end_attached(d, &run, &p.want, r, r, NULL, ended);
     else
         hd_run_end(&run, r, ended);
     free(e);
@@ -338,13 +339,14 @@ static void refuse_domain(int fd, int rc)
 /* Ends RUN as hd_arrive_attach left it: a VM still without a GPU waits
  * for one here (REMOTING, the history row running). */
 static void end_attached(struct hd_daemon *d, struct hd_run *run,
+                         const struct hd_gpu_want *want,
                          Crane__Hostd__Result r, Crane__Hostd__Result ok,
                          const char *ok_why, const char *why)
 {
     if (r == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
         HD_WARN("%s: %s; it remotes until a GPU is free", run->m.domain, why);
         hd_run_reply(run, r, why);
-        hd_waiting_add_run(d, run);
+        hd_waiting_add_run(d, run, want);
         return;
     }
     if (r == CRANE__HOSTD__RESULT__RESULT_OK)
@@ -381,6 +383,7 @@ static void serve_abort(struct hd_daemon *d, int fd,
                "the VM has no guest channel here");
         return;
     }
+    memset(&p.want, 0, sizeof(p.want));  /* unknown: one GPU */
     if (!hd_prepared_take(q->domain, q->migration_id, &p) &&
         find_running(d, q->domain, q->migration_id, &p) < 0) {
         /* A prepare this host does not know of (cranectl by hand, a lost
@@ -393,12 +396,12 @@ static void serve_abort(struct hd_daemon *d, int fd,
     }
     hd_run_say(&run, "abort", -1, "migration %s of %s did not happen: "
                "plugging a GPU back in", run.m.id, q->domain);
-    r = hd_arrive_attach(d, &run, q->domain, HD_BRING_ABORT, why,
+    r = hd_arrive_attach(d, &run, q->domain, &p.want, HD_BRING_ABORT, why,
                          sizeof(why));
     snprintf(ok, sizeof(ok), "the migration did not happen (crane-hostctl "
              "%s): the VM runs on here with a GPU", by);
-    end_attached(d, &run, r, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK, ok,
-                 why);
+    end_attached(d, &run, &p.want, r,
+                 CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK, ok, why);
 }
 
 bool hd_handoff_cancels(const Crane__Hostd__HostCancel *c)
@@ -422,6 +425,8 @@ void hd_handoff_cancel(struct hd_daemon *d, int fd,
 static void serve_resume(struct hd_daemon *d, int fd,
                          const Crane__Hostd__HostResume *q)
 {
+    /* How many GPUs it held elsewhere is not said: one. */
+    const struct hd_gpu_want want = { .n = 0 };
     const struct hv_gpu *gpu;
     struct hd_prepared p;
     struct hv_domain dom;
@@ -459,9 +464,10 @@ static void serve_resume(struct hd_daemon *d, int fd,
                  q->live ? HD_MODE_LIVE : HD_MODE_OFFLINE, fd);
     hd_run_say(&run, "arrive", -1, "%s arrived from %s: attaching a GPU",
                q->domain, *q->src_host ? q->src_host : "another host");
-    r = hd_arrive_attach(d, &run, q->domain, HD_BRING_RESUME, why,
+    r = hd_arrive_attach(d, &run, q->domain, &want, HD_BRING_RESUME, why,
                          sizeof(why));
-    end_attached(d, &run, r, CRANE__HOSTD__RESULT__RESULT_OK, NULL, why);
+    end_attached(d, &run, &want, r, CRANE__HOSTD__RESULT__RESULT_OK, NULL,
+                 why);
 }
 
 static void serve_pool(struct hd_daemon *d, int fd)

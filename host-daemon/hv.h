@@ -17,12 +17,14 @@
  * (a <hostdev> for a PCI address, or any device for a stand-in) and carries
  * <alias name='ALIAS'/>, by which the device is found in a domain and
  * detached.  PCI is the address (0000:65:00.0) for a PCI GPU, "" for a
- * stand-in; the libxl backend needs it.
+ * stand-in; the libxl backend needs it.  MODEL is what a VM's GPUs are
+ * matched by on another host (config `model:`).
  */
 struct hv_gpu {
     char name[64];
     char alias[HV_ALIAS_MAX + 1];
     char pci[16];
+    char model[64];          /* the pool's `model:` for it, "" none */
     char *xml;               /* owned by the pool */
 };
 

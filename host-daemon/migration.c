@@ -4,6 +4,7 @@
 #include "health.h"
 #include "migrate_opts.h"
 
+#include "gpus.h"
 #include "guest.h"
 #include "handoff.h"
 #include "prepare_watch.h"
@@ -34,12 +35,15 @@ struct mig {
     const Crane__Hostd__MigrateRequest *q;
     struct hd_run run;
     struct hv_domain dom;
-    const struct hv_gpu *gpu;
+    struct hd_gpu_set gpus;      /* every pool GPU the VM holds */
+    char gpu_names[512];         /* their names, for the logs */
     struct hd_peer *peer;
     const char *proxy;           /* live: the endpoint programs go to */
     bool handoff;                /* prepare only: another tool migrates */
     double downtime;             /* the VM's pause, as the hypervisor says */
     struct hd_running *running;  /* cancel and job queries find it there */
+    struct hd_gpu_want want;     /* the GPUs' models, as peers are told */
+    char *want_models[HD_MAX_GPUS]; /* pointers into want, for the wire */
     char why[768];
 };
 
@@ -66,6 +70,14 @@ int hd_peer_endpoint_for(const char *uri, unsigned port, char *out,
 static bool live(const struct mig *m)
 {
     return m->q->live;
+}
+
+/* The models of the VM's GPUs into m->want, and the wire's view of them. */
+static void want_set(struct mig *m)
+{
+    hd_pool_want_of(&m->gpus, &m->want);
+    for (size_t i = 0; i < m->want.n; i++)
+        m->want_models[i] = m->want.model[i];
 }
 
 /* Brings the programs back to passthrough on the GPU the VM still has. */
@@ -98,28 +110,22 @@ static Crane__Hostd__Result rollback_guest(struct mig *m, bool prepared)
     return CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
 }
 
-/* Plugs the GPU back in on the source, then the programs. */
+/* Plugs the GPUs back in on the source (all or none), then the
+ * programs. */
 static Crane__Hostd__Result rollback_attach(struct mig *m)
 {
-    struct hd_wait w;
     double t = hd_run_elapsed(&m->run);
+    char why[600];
     int rc;
 
-    hd_run_say(&m->run, "rollback", -1, "re-attaching %s", m->gpu->name);
-    hd_wait_arm(m->d->waits, &w, HV_EV_DEVICE_ADDED, m->dom.name,
-                m->gpu->alias);
-    if ((rc = m->d->hv_ops->attach(m->d->hv, m->dom.name, m->gpu)) < 0)
-        hd_wait_disarm(m->d->waits, &w);
-    else if (hd_wait_for(m->d->waits, &w, m->d->cfg.attach_timeout_ms) < 0 &&
-             m->d->hv_ops->has_gpu(m->d->hv, m->dom.name, m->gpu) != 1)
-        rc = -ETIMEDOUT;
+    hd_run_say(&m->run, "rollback", -1, "re-attaching %s", m->gpu_names);
+    rc = hd_gpus_attach(m->d, m->dom.name, &m->gpus, why, sizeof(why));
     hd_run_step(&m->run, "rollback: attach", 0, NULL, t,
-                hd_run_elapsed(&m->run) - t, rc, NULL);
+                hd_run_elapsed(&m->run) - t, rc, rc < 0 ? why : NULL);
     if (rc < 0) {
         size_t l = strlen(m->why);
         snprintf(m->why + l, sizeof(m->why) - l,
-                 "; rollback: %s would not re-attach (%s): programs stay "
-                 "remoting", m->gpu->name, strerror(-rc));
+                 "; rollback: %.400s: programs stay remoting", why);
         return CRANE__HOSTD__RESULT__RESULT_FAILED;
     }
     return rollback_guest(m, true);
@@ -161,7 +167,32 @@ static int check_proxy(struct mig *m)
     return rc < 0 ? -1 : 0;
 }
 
-/* The domain, its GPU, its channel, the destination: nothing changes. */
+/* Whether the destination that answered C can take the VM's GPUs:
+ * fewer free ones of their models than it holds refuses an offline
+ * migration before anything changes; live, the programs remote there
+ * until enough are free. */
+static int check_room(struct mig *m, const Crane__Hostd__CheckReply *c)
+{
+    size_t n = m->gpus.n;
+    unsigned fit = c->gpus_matching;
+
+    hd_run_say(&m->run, "check", -1,
+               "%s holds %s; destination %s has %u of %u GPUs free, %u of "
+               "the %zu it needs%s", m->dom.name, m->gpu_names,
+               hd_peer_host(m->peer), c->gpus_free, c->gpus_total, fit, n,
+               fit >= n ? ""
+               : live(m) ? ": programs will remote there until enough are "
+                           "free"
+                         : "");
+    if (fit < n && !live(m))
+        return fail(m, "destination %s has %u free GPUs of the models of "
+                    "the %zu %s holds (%s): an offline migration needs them "
+                    "all; nothing was changed", hd_peer_host(m->peer), fit,
+                    n, m->dom.name, m->gpu_names);
+    return 0;
+}
+
+/* The domain, its GPUs, its channel, the destination: nothing changes. */
 static int check(struct mig *m)
 {
     struct hd_daemon *d = m->d;
@@ -180,17 +211,18 @@ static int check(struct mig *m)
         return fail(m, "%s has no guest channel %s (a <channel type='unix'> "
                     "with target name %s)", m->dom.name, d->cfg.channel,
                     d->cfg.channel);
-    if ((rc = hd_pool_held_by(d->pool, d->hv_ops, d->hv, m->dom.name,
-                              &m->gpu)) < 0)
+    if ((rc = hd_pool_held_set(d->pool, d->hv_ops, d->hv, m->dom.name,
+                               &m->gpus)) < 0)
         return fail(m, rc == -ENOENT ? "%s holds none of this host's GPUs "
                                        "(use virsh migrate)"
                                      : "%s: cannot read its devices",
                     m->dom.name);
+    hd_gpus_names(&m->gpus, m->gpu_names, sizeof(m->gpu_names));
     if (m->handoff) {
         /* The tool that migrates chose the destination and checked it;
          * crane-hostctl resume there finds a GPU (or waits for one). */
         hd_run_say(&m->run, "check", -1, "%s holds %s", m->dom.name,
-                   m->gpu->name);
+                   m->gpu_names);
         hd_run_step(&m->run, "check", 0, NULL, t,
                     hd_run_elapsed(&m->run) - t, 0, NULL);
         return live(m) ? check_proxy(m) : 0;
@@ -208,6 +240,9 @@ static int check(struct mig *m)
         return fail(m, "destination crane-hostd: %s", why);
     req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_CHECK;
     req.check = &c;
+    want_set(m);
+    c.gpu_models = m->want_models;
+    c.n_gpu_models = m->want.n;
     if ((rc = hd_peer_call(m->peer, &req, 10000, &r)) < 0 ||
         r->msg_case != CRANE__HOSTD__PEER_REPLY__MSG_CHECK) {
         if (r)
@@ -216,14 +251,10 @@ static int check(struct mig *m)
     }
     /* From here on the destination is known by the name it gave. */
     hd_run_set_destination(&m->run, hd_peer_host(m->peer));
-    hd_run_say(&m->run, "check", -1,
-               "%s holds %s; destination %s has %u of %u GPUs free%s",
-               m->dom.name, m->gpu->name, hd_peer_host(m->peer),
-               r->check->gpus_free, r->check->gpus_total,
-               r->check->gpus_free ? ""
-                                   : ": programs will remote there until "
-                                     "one is free");
+    rc = check_room(m, r->check);
     crane__hostd__peer_reply__free_unpacked(r, NULL);
+    if (rc < 0)
+        return -1;
     hd_run_step(&m->run, "check", 0, NULL, t, hd_run_elapsed(&m->run) - t, 0,
                 NULL);
     return live(m) ? check_proxy(m) : 0;
@@ -271,27 +302,16 @@ static int prepare(struct mig *m)
 
 static int detach(struct mig *m)
 {
-    struct hd_daemon *d = m->d;
-    struct hd_wait w;
     double t = hd_run_elapsed(&m->run);
+    char why[600];
     int rc;
 
-    hd_run_say(&m->run, "detach", -1, "unplugging %s", m->gpu->name);
-    hd_wait_arm(d->waits, &w, HV_EV_DEVICE_REMOVED, m->dom.name,
-                m->gpu->alias);
-    if ((rc = d->hv_ops->detach(d->hv, m->dom.name, m->gpu)) < 0) {
-        hd_wait_disarm(d->waits, &w);
-        fail(m, "cannot unplug %s: %s", m->gpu->name, strerror(-rc));
-    } else if ((rc = hd_wait_for(d->waits, &w, d->cfg.detach_timeout_ms)) <
-                   0 &&
-               d->hv_ops->has_gpu(d->hv, m->dom.name, m->gpu) == 0) {
-        rc = 0;                        /* gone, the event was missed */
-    } else if (rc < 0) {
-        fail(m, "the guest did not let %s go within %.1f s", m->gpu->name,
-             d->cfg.detach_timeout_ms / 1000.0);
-    }
+    hd_run_say(&m->run, "detach", -1, "unplugging %s", m->gpu_names);
+    if ((rc = hd_gpus_detach(m->d, m->dom.name, &m->gpus, why,
+                             sizeof(why))) < 0)
+        fail(m, "%s", why);
     hd_run_step(&m->run, "detach", 0, NULL, t, hd_run_elapsed(&m->run) - t,
-                rc, rc < 0 ? m->why : NULL);
+                rc, rc < 0 ? m->why : m->gpu_names);
     return rc < 0 ? -1 : 0;
 }
 
@@ -472,6 +492,9 @@ static Crane__Hostd__Result hand_over(struct mig *m)
     a.deadline_ms = m->d->cfg.resume_deadline_ms;
     a.bytes_moved = m->run.m.bytes_moved;
     a.downtime_s = m->downtime;
+    want_set(m);
+    a.gpu_models = m->want_models;
+    a.n_gpu_models = m->want.n;
     req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_ARRIVE;
     req.arrive = &a;
     rc = hd_peer_call(m->peer, &req,
@@ -592,7 +615,9 @@ static bool prepared(struct mig *m, const Crane__Hostd__HostPrepare *p)
     /* Ready to move.  The history keeps the migration running until the
      * VM leaves this host (ok) or crane-hostctl abort (or cancel: from
      * "ready" on, a cancel is the abort, listen.c). */
-    hd_prepared_add(m->run.m.id, m->dom.name, m->run.m.start_time, lease_s);
+    want_set(m);
+    hd_prepared_add(m->run.m.id, m->dom.name, m->run.m.start_time, lease_s,
+                    &m->want);
     hd_running_set_phase(m->running, "ready");
     if (hd_running_cancelled(m->running)) {
         hd_prepared_take(m->dom.name, m->run.m.id, &taken);
@@ -601,7 +626,7 @@ static bool prepared(struct mig *m, const Crane__Hostd__HostPrepare *p)
         return false;
     }
     hd_run_say(&m->run, "ready", -1, "%s may move now: its programs are "
-               "off the GPU and %s is unplugged", m->dom.name, m->gpu->name);
+               "off the GPU and %s unplugged", m->dom.name, m->gpu_names);
     if (lease_s)
         hd_run_say(&m->run, "lease", -1, "%s stays prepared for at most %u "
                    "s: then crane-hostd aborts it unless a migration, resume "

@@ -436,15 +436,25 @@ static int serve_handshake(struct hd_daemon *d, int fd, char *who,
     return reply(fd, &r);
 }
 
-static int serve_check(struct hd_daemon *d, int fd, uint64_t id)
+static int serve_check(struct hd_daemon *d, int fd, uint64_t id,
+                       const Crane__Hostd__Check *q)
 {
     Crane__Hostd__PeerReply r = CRANE__HOSTD__PEER_REPLY__INIT;
     Crane__Hostd__CheckReply c = CRANE__HOSTD__CHECK_REPLY__INIT;
-    unsigned free_count = 0;
+    struct hd_gpu_want want = { .n = 0 };
+    unsigned free_count = 0, matching = 0;
     int rc;
 
-    if ((rc = hd_pool_free_count(d->pool, d->hv_ops, d->hv, &free_count)) < 0)
+    if (q->n_gpu_models > HD_MAX_GPUS)
+        return refuse(fd, id, -EINVAL, "check: more GPUs than a pool holds");
+    for (size_t i = 0; i < q->n_gpu_models; i++)
+        snprintf(want.model[want.n++], sizeof(want.model[0]), "%s",
+                 q->gpu_models[i]);
+    if ((rc = hd_pool_free_count(d->pool, d->hv_ops, d->hv, &free_count)) < 0 ||
+        (rc = hd_pool_free_matching(d->pool, d->hv_ops, d->hv, &want,
+                                    &matching)) < 0)
         return refuse(fd, id, rc, "cannot read the GPU pool");
+    c.gpus_matching = matching;
     c.gpus_total = (uint32_t)hd_pool_size(d->pool);
     c.gpus_free = free_count;
     c.host = d->cfg.host_name;
@@ -575,7 +585,7 @@ void hd_peer_serve(struct hd_daemon *d, int fd)
             break;
         switch (q->msg_case) {
         case CRANE__HOSTD__PEER_REQUEST__MSG_CHECK:
-            rc = serve_check(d, fd, q->id);
+            rc = serve_check(d, fd, q->id, q->check);
             break;
         case CRANE__HOSTD__PEER_REQUEST__MSG_ARRIVE:
             rc = hd_arrive_serve(d, fd, q->id, q->arrive, who);

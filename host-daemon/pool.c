@@ -74,6 +74,7 @@ int hd_pool_new(const struct hd_config *cfg, struct hd_pool **out,
         struct hv_gpu *g = &p->gpus[i];
 
         snprintf(g->name, sizeof(g->name), "%s", c->name);
+        snprintf(g->model, sizeof(g->model), "%s", c->model);
         if (*c->pci) {
             rc = pci_gpu(g, c);
         } else if ((rc = read_small_file(c->xml_file, &g->xml)) < 0) {
@@ -153,35 +154,109 @@ static int scan_free(struct hd_pool *p, const struct hv_ops *ops,
     return rc < 0 ? rc : n;
 }
 
-int hd_pool_reserve(struct hd_pool *p, const struct hv_ops *ops,
-                    struct hv *hv, const char *domain,
-                    const struct hv_gpu **out)
+int hd_pool_held_set(struct hd_pool *p, const struct hv_ops *ops,
+                     struct hv *hv, const char *domain,
+                     struct hd_gpu_set *out)
+{
+    out->n = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        int rc = ops->has_gpu(hv, domain, &p->gpus[i]);
+
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            out->gpu[out->n++] = &p->gpus[i];
+    }
+    return out->n ? 0 : -ENOENT;
+}
+
+void hd_pool_want_of(const struct hd_gpu_set *set, struct hd_gpu_want *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < set->n && i < HD_MAX_GPUS; i++)
+        snprintf(out->model[out->n++], sizeof(out->model[0]), "%s",
+                 set->gpu[i]->model);
+}
+
+static bool model_fits(const struct hv_gpu *g, const char *want)
+{
+    return !*want || !*g->model || strcmp(g->model, want) == 0;
+}
+
+/* Picks for each GPU of WANT a GPU marked in FREE_GPU (unmarking it):
+ * the wants naming a model first, so that a want of any model does not
+ * take the only GPU of a model another needs.  PICK[k] is the pool index
+ * for want k; how many wants found one. */
+static size_t match(const struct hd_pool *p, const struct hd_gpu_want *want,
+                    bool *free_gpu, size_t *pick)
+{
+    size_t n = want->n ? want->n : 1, found = 0;
+
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < n; k++) {
+            const char *m = want->n ? want->model[k] : "";
+
+            if ((pass == 0) != (*m != '\0'))
+                continue;
+            for (size_t i = 0; i < p->n; i++)
+                if (free_gpu[i] && model_fits(&p->gpus[i], m)) {
+                    free_gpu[i] = false;
+                    pick[k] = i;
+                    found++;
+                    break;
+                }
+        }
+    return found;
+}
+
+int hd_pool_reserve_set(struct hd_pool *p, const struct hv_ops *ops,
+                        struct hv *hv, const char *domain,
+                        const struct hd_gpu_want *want,
+                        struct hd_gpu_set *out)
 {
     bool free_gpu[HD_MAX_GPUS] = { 0 };
+    size_t pick[HD_MAX_GPUS], n = want->n ? want->n : 1;
     int rc;
 
+    out->n = 0;
     pthread_mutex_lock(&p->lock);
     rc = scan_free(p, ops, hv, free_gpu);
-    if (rc == 0)
-        rc = -EBUSY;
-    for (size_t i = 0; rc > 0 && i < p->n; i++)
-        if (free_gpu[i]) {
-            p->reserved[i] = true;
-            *out = &p->gpus[i];
-            HD_INFO("pool: %s reserved for %s", p->gpus[i].name, domain);
-            rc = 0;
-        }
+    if (rc >= 0)
+        rc = match(p, want, free_gpu, pick) == n ? 0 : -EBUSY;
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        p->reserved[pick[k]] = true;
+        out->gpu[out->n++] = &p->gpus[pick[k]];
+        HD_INFO("pool: %s reserved for %s", p->gpus[pick[k]].name, domain);
+    }
     pthread_mutex_unlock(&p->lock);
     return rc;
 }
 
-void hd_pool_unreserve(struct hd_pool *p, const struct hv_gpu *gpu)
+void hd_pool_unreserve_set(struct hd_pool *p, const struct hd_gpu_set *s)
 {
     pthread_mutex_lock(&p->lock);
-    for (size_t i = 0; i < p->n; i++)
-        if (&p->gpus[i] == gpu)
-            p->reserved[i] = false;
+    for (size_t k = 0; k < s->n; k++)
+        for (size_t i = 0; i < p->n; i++)
+            if (&p->gpus[i] == s->gpu[k])
+                p->reserved[i] = false;
     pthread_mutex_unlock(&p->lock);
+}
+
+int hd_pool_free_matching(struct hd_pool *p, const struct hv_ops *ops,
+                          struct hv *hv, const struct hd_gpu_want *want,
+                          unsigned *matching)
+{
+    bool free_gpu[HD_MAX_GPUS] = { 0 };
+    size_t pick[HD_MAX_GPUS];
+    int rc;
+
+    pthread_mutex_lock(&p->lock);
+    rc = scan_free(p, ops, hv, free_gpu);
+    pthread_mutex_unlock(&p->lock);
+    if (rc < 0)
+        return rc;
+    *matching = (unsigned)match(p, want, free_gpu, pick);
+    return 0;
 }
 
 int hd_pool_free_count(struct hd_pool *p, const struct hv_ops *ops,

@@ -19,17 +19,46 @@ void hd_pool_free(struct hd_pool *pool);
 
 size_t hd_pool_size(const struct hd_pool *pool);
 
+/* The GPUs a VM holds, or the ones it needs: one model per GPU ("" for
+ * any; a pool GPU without a model matches any), at most HD_MAX_GPUS.  A
+ * want with N 0 stands for one GPU of any model (a peer that says none). */
+struct hd_gpu_want {
+    char model[HD_MAX_GPUS][64];
+    size_t n;
+};
+
+/* A set of pool GPUs: a VM's, or the ones reserved for it. */
+struct hd_gpu_set {
+    const struct hv_gpu *gpu[HD_MAX_GPUS];
+    size_t n;
+};
+
+/* Every pool GPU DOMAIN holds now, in pool order; -ENOENT when none. */
+int hd_pool_held_set(struct hd_pool *pool, const struct hv_ops *ops,
+                     struct hv *hv, const char *domain,
+                     struct hd_gpu_set *out);
+
+/* The want of a VM holding SET: each GPU's model. */
+void hd_pool_want_of(const struct hd_gpu_set *set, struct hd_gpu_want *out);
+
+/* Reserves one free GPU for each GPU of WANT, all or none, for DOMAIN
+ * until hd_pool_unreserve_set.  -EBUSY: fewer free GPUs of those models
+ * than WANT has (nothing reserved). */
+int hd_pool_reserve_set(struct hd_pool *pool, const struct hv_ops *ops,
+                        struct hv *hv, const char *domain,
+                        const struct hd_gpu_want *want,
+                        struct hd_gpu_set *out);
+void hd_pool_unreserve_set(struct hd_pool *pool, const struct hd_gpu_set *s);
+
+/* How many of WANT's GPUs the free ones could take now (at most its N). */
+int hd_pool_free_matching(struct hd_pool *pool, const struct hv_ops *ops,
+                          struct hv *hv, const struct hd_gpu_want *want,
+                          unsigned *matching);
+
 /* The pool GPU DOMAIN holds now into *OUT; -ENOENT when none. */
 int hd_pool_held_by(struct hd_pool *pool, const struct hv_ops *ops,
                     struct hv *hv, const char *domain,
                     const struct hv_gpu **out);
-
-/* Picks a GPU no running domain holds and no one has reserved, and
- * reserves it for DOMAIN until hd_pool_unreserve.  -EBUSY: none free. */
-int hd_pool_reserve(struct hd_pool *pool, const struct hv_ops *ops,
-                    struct hv *hv, const char *domain,
-                    const struct hv_gpu **out);
-void hd_pool_unreserve(struct hd_pool *pool, const struct hv_gpu *gpu);
 
 /* How many GPUs are free now (not held, not reserved). */
 int hd_pool_free_count(struct hd_pool *pool, const struct hv_ops *ops,

@@ -14,7 +14,7 @@ static struct hd_prepared prepared[HD_PREPARED_MAX];
 static size_t n_prepared;
 
 void hd_prepared_add(const char *id, const char *domain, double start_wall,
-                     uint32_t lease_s)
+                     uint32_t lease_s, const struct hd_gpu_want *want)
 {
     pthread_mutex_lock(&prepared_lock);
     for (size_t i = 0; i < n_prepared; i++)
@@ -30,6 +30,7 @@ void hd_prepared_add(const char *id, const char *domain, double start_wall,
         p->lease_end = lease_s ? hd_now() + lease_s : 0;
         p->expiring = false;
         p->gone_checks = 0;
+        p->want = *want;
     } else {
         HD_WARN("%s: more than %d VMs prepared at once: migration %s is "
                 "not followed (it stays running in the history, without a "

@@ -5,6 +5,7 @@
 
 #include "history.h"
 #include "hv.h"
+#include "pool.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,6 +24,8 @@ struct hd_prepared {
     bool expiring;                /* handed to hd_prepared_due's caller */
     unsigned gone_checks;         /* lease checks in a row that did not
                                      find the VM */
+    struct hd_gpu_want want;      /* the GPUs it held: an abort plugs as
+                                     many back */
 };
 
 /* A prepared VM as hd_prepared_list shows it. */
@@ -35,9 +38,10 @@ struct hd_prepared_entry {
 };
 
 /* DOMAIN was prepared for migration ID (begun at START_WALL) with a lease
- * of LEASE_S seconds from now (0: none); an older entry of DOMAIN goes. */
+ * of LEASE_S seconds from now (0: none), its GPUs WANT unplugged; an older
+ * entry of DOMAIN goes. */
 void hd_prepared_add(const char *id, const char *domain, double start_wall,
-                     uint32_t lease_s);
+                     uint32_t lease_s, const struct hd_gpu_want *want);
 
 /* Takes DOMAIN's entry (and, with ID not "", only that migration's) out
  * of the list into *OUT.  false when there is none.  Taking it is what

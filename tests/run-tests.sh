@@ -230,12 +230,19 @@ case_ "shim/acyclic" scripts/calls-graph.sh shim $B/obj/shim
 echo "# programs: native, under the shim, re-homed while they run"
 for p in $PROGS/*; do
     n=$(basename "$p")
+    [ "$n" = multidev ] && continue    # two devices: its own cases below
     case_ "native/$n" "$p"
     case_ "shim/$n" "$RUN" "$p"
     case_ "rehome-97/$n" rehome_case 97 1 "$RUN" "$p"
     case_ "rehome-13/$n" rehome_case 13 1 "$RUN" "$p"
 done
 case_ "rehome-5/longrun" rehome_case 5 20 "$RUN" $PROGS/longrun 300
+# A program on two PoCL devices (POCL_DEVICES="pthread pthread"): one
+# context over both, a context per device, copies between them; each
+# re-home binds each device to its own twin.
+for t in native shim "rehome 97" "rehome 13"; do
+    case_ "multidev/${t// /-}" tests/integration/multidev.sh $t
+done
 # Fresh link-map namespace per load: 15 fresh copies, then the main one.
 case_ "new-namespace/longrun" bash -c \
     'CRANE_VENDOR_NAMESPACE=new rehome_case 31 20 "$RUN" "$PROGS/longrun" 800'
@@ -450,6 +457,7 @@ echo "# remoting: the programs through a real crane-proxy"
 # the programs; then a proxy killed under a remoting program.
 for p in $PROGS/*; do
     n=$(basename "$p")
+    [ "$n" = multidev ] && continue    # two devices: its own cases below
     case_ "remote/$n" tests/integration/remote.sh remote "$p"
     case_ "switch-97/$n" tests/integration/remote.sh switch 97 2 "$p"
     case_ "switch-13/$n" tests/integration/remote.sh switch 13 2 "$p"
@@ -457,6 +465,13 @@ done
 case_ "switch-5/longrun" tests/integration/remote.sh switch 5 20 \
     $PROGS/longrun 300
 case_ "remote/proxy-killed" tests/integration/remote.sh proxy-killed
+# The two-device program remoted to a proxy with two devices, switched to
+# it and back (each device onto its twin, both ways), and switched to a
+# proxy with one device (both land on it, and the shim says so); on one
+# device, two queues and two contexts on it re-homed and switched.
+for t in remote "switch 97" "switch 13" "proxy-one 37" "one 37"; do
+    case_ "multidev/${t// /-}" tests/integration/multidev.sh $t
+done
 # Kernels longer than every timeout (CRANE_PROXY_TIMEOUT_MS=2000, 8 s):
 # remoted, switched out and back while they run, the proxy frozen under
 # one; a prepare that meets one refused with its reason past
@@ -675,6 +690,8 @@ done
 # No circles between guest-daemon's files: neither in calls (symbols one
 # object uses that another defines) nor in includes.
 case_ "guest/acyclic" scripts/calls-graph.sh guest-daemon $B/obj/guest-daemon
+# A VM with several GPUs: the probe counts every one of them (`gpus`).
+case_ "guest/probe-gpus" bash tests/guest/probe-gpus.sh
 
 echo "# host daemon: history, metrics and HTTP"
 # SQLite history, Prometheus metrics, JSON and the HTTP server on loopback

@@ -126,6 +126,8 @@ void test_peer_endpoint_for(void)
 
 /* --- prepared VMs and their leases --------------------------------------- */
 
+static const struct hd_gpu_want one_gpu = { .n = 0 };
+
 /* The list the lease timer works from (prepared.c): what falls due, what
  * taking an entry cancels, what a recheck does, what the pool sees. */
 void test_prepared_leases(void)
@@ -135,8 +137,8 @@ void test_prepared_leases(void)
     size_t n;
 
     /* vm1 with a 60 s lease, vm2 without one: nothing due yet. */
-    hd_prepared_add("m1", "vm1", 1000.5, 60);
-    hd_prepared_add("m2", "vm2", 1001, 0);
+    hd_prepared_add("m1", "vm1", 1000.5, 60, &one_gpu);
+    hd_prepared_add("m2", "vm2", 1001, 0, &one_gpu);
     CHECK_INT(hd_prepared_due(due, HD_PREPARED_MAX), ==, 0);
     CHECK_INT(hd_prepared_list(e, HD_PREPARED_MAX), ==, 2);
     for (size_t i = 0; i < 2; i++) {
@@ -168,7 +170,7 @@ void test_prepared_leases(void)
     CHECK_INT(due[0].gone_checks, ==, 2);
     /* A newer prepare of vm1 replaces the entry: the old one's recheck
      * does nothing to it. */
-    hd_prepared_add("m3", "vm1", 1002, 60);
+    hd_prepared_add("m3", "vm1", 1002, 60, &one_gpu);
     hd_prepared_rearm(&p, 0, false);
     CHECK_INT(hd_prepared_due(due, HD_PREPARED_MAX), ==, 0);
     CHECK_INT(hd_prepared_list(e, HD_PREPARED_MAX), ==, 2);

@@ -173,7 +173,9 @@ void test_running_cancel_prepared(void)
     hd_running_set_phase(r, "ready");
     CHECK(!hd_running_busy("vm-prep"));
     CHECK(!hd_handoff_cancels(&c));   /* not prepared (yet) */
-    hd_prepared_add("m-prep", "vm-prep", 1000, 0);
+    struct hd_gpu_want none = { .n = 0 };
+
+    hd_prepared_add("m-prep", "vm-prep", 1000, 0, &none);
     CHECK(hd_handoff_cancels(&c));
     hd_running_remove(r);
     CHECK(hd_handoff_cancels(&c));
