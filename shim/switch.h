@@ -56,52 +56,6 @@ struct shim_staging_stats {
     size_t bytes;
 };
 void shim_staging_stats_take(struct shim_staging_stats *out);
-/* The proxy side's bulk bytes as this process moved them, cumulative
- * seconds (remote_conn.c): copying out (into ring 0 or the socket),
- * waiting for ring 0's room, copying in (ring 1 or the socket). */
-struct shim_remote_bulk {
-    double out_copy_s, out_wait_s, in_copy_s;
-};
-void shim_remote_bulk_stats(struct shim_remote_bulk *out);
-/* How bulk bytes reach the proxy now: "shm", "stream" or "none". */
-const char *shim_remote_transport(void);
-
-/* The shared area's rings lent to a switch's device copies
- * (remote_ring.c).  The area as this process maps it, when it is a memfd
- * of ours in use both ways (a proxy on this host; never a file or a BAR,
- * which a native device may not reach), and which one it is (a new
- * connection's area may be mapped where an old one was). */
-bool shim_remote_ring_area(void **base, size_t *size, unsigned long *gen);
-/* The most a piece holds: a quarter of a ring, at most SHIM_RING_PIECE. */
-#define SHIM_RING_PIECE (8u << 20)
-size_t shim_remote_ring_piece(void);
-/* Room for LEN bytes in ring 0, held for the caller (*AT: where the bytes
- * go), waiting up to WAIT_MS for it: 0, -EAGAIN, -ENOTCONN, -EMSGSIZE.
- * Held pieces must be named (ring_write) in the order they were taken;
- * meanwhile other bulk bytes take the stream. */
-int shim_remote_ring_hold(size_t len, long wait_ms, uint64_t *pos,
-                          void **at);
-/* Names the held piece at POS to the proxy as the bytes of a write of
- * [OFF, OFF+LEN) of its buffer B on its queue Q: batched, flushed at once,
- * errors at the queue's next clFinish. */
-cl_int shim_remote_ring_write(cl_command_queue q, cl_mem b, size_t off,
-                              size_t len, uint64_t pos);
-/* Held pieces given up unnamed (after a failure). */
-void shim_remote_ring_unhold(void);
-/* A piece of a read handed on where it lies: BYTES stay valid until the
- * sink frees ring 1 up to RING_END (shim_remote_ring_release, in ring
- * order, before it returns a failure); RING_END 0: bytes that came on the
- * stream, valid only during the call.  0, or -errno (the read fails). */
-typedef int (*shim_remote_sink)(void *arg, size_t off, const void *bytes,
-                                size_t len, uint64_t ring_end);
-void shim_remote_ring_release(uint64_t ring_end);
-/* A blocking read of [OFF, OFF+LEN) of the proxy's buffer B on its queue
- * Q, every piece handed to SINK (on the thread that reads the answer).
- * CL_SUCCESS only when the proxy read it all and SINK took every piece. */
-cl_int shim_remote_read_to_sink(cl_command_queue q, cl_mem b, size_t off,
-                                size_t len, shim_remote_sink sink,
-                                void *arg);
-
 /* A switch's streamed buffers moved between the native device and a proxy
  * on this host through the shared area, pinned for the native vendor too:
  * no CPU copy (ringstream.c).  The area wrapped for the vendor context CTX
@@ -211,9 +165,4 @@ bool shim_program_cache_answer(struct shim_program *p, cl_program_info param,
 
 void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err);
 int shim_kernel_reset_args(struct shim_kernel *k);
-/* A kernel argument a switch sets again on the remote backend: batched,
- * its shape taken as valid (remote_kernel.c). */
-cl_int shim_remote_restore_arg(void *kernel, cl_uint index, size_t size,
-                               const void *value);
-
 #endif /* CRANE_SHIM_SWITCH_H */

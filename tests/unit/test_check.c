@@ -15,7 +15,11 @@ static struct rc_obj remote_real = {&shim_remote_dispatch, 2, SHIM_QUEUE,
  * handles are the proxy's (shim_real_on_remote). */
 static void remote_loaded(void)
 {
-    shim_remote_table = &shim_remote_dispatch;
+    shim_proxy_table = &shim_remote_dispatch;
+    /* Its row, as libcrane's constructors register it (an archive's
+     * member is linked only when named). */
+    if (!shim_proxy_backend())
+        shim_backend_add(&shim_remote_ops);
 }
 
 struct world {
