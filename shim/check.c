@@ -4,7 +4,7 @@
 
 #include "proto/clrules.h"
 #include "check.h"
-#include "remote.h"
+#include "remote/remote.h"
 
 /*
  * A command the remote backend batches answers CL_SUCCESS at once; the

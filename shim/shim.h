@@ -371,7 +371,7 @@ struct shim_obj *shim_store_last(void);
 size_t shim_store_count(enum shim_kind kind);
 
 /* What a switch uses to move the program's state (switch.h). */
-#include "switch.h"
+#include "switch/switch.h"
 
 /* Thread-locals read on every call: initial-exec, so that each read is one
  * %fs-relative load instead of a call to __tls_get_addr.  The shim is

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "shim/check.h"
-#include "shim/remote.h"
+#include "shim/remote/remote.h"
 #include "tests/unit/runner.h"
 
 /* A queue's real handle on the remote backend: only its dispatch table is
