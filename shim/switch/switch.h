@@ -1,4 +1,5 @@
-/* What a switch uses to move the program's state besides the store:
+/* A switch: its entry points and times, and what it uses to move the
+ * program's state besides the store:
  * prewarm, pinned staging, host copies, pre-copy, kept binaries and the
  * rebuild of memory objects and kernel arguments.  Part of shim.h (include
  * that): it needs the shadows' types declared before it there. */
@@ -165,4 +166,52 @@ bool shim_program_cache_answer(struct shim_program *p, cl_program_info param,
 
 void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err);
 int shim_kernel_reset_args(struct shim_kernel *k);
+/* --- re-home (rehome.c) -------------------------------------------------- */
+
+struct shim_rehome_times {
+    double block, finish, extract, release, unload, load, rebuild, reinject,
+        total;
+    size_t bytes_extracted, bytes_reinjected;
+    size_t bytes_streamed;       /* of those, device -> proxy directly */
+    unsigned objects;
+    /* Inside extract and reinject: the vendor side's staged copies
+     * (device waits, CPU copies between pinned chunks and RAM), and the
+     * proxy side's bulk bytes as the shim moved them (ring or stream). */
+    struct shim_staging_stats extract_staged, reinject_staged;
+    struct shim_bulk extract_ship, reinject_ship;
+    /* Of the streamed bytes, those moved between the vendor's device and
+     * the shared area with no CPU copy, and the device's time for them
+     * (ringstream.c). */
+    struct shim_ring_stats ring;
+    const char *transport;       /* the proxy's bulk path, if it was one */
+    /* Objects the rebuild took from twins on the proxy (rehome_in.c);
+     * of them, made ahead by this switch before the gate closed, and the
+     * time that took (prebuild.c, not stoppage). */
+    unsigned twins, prebuilt;
+    double prebuild;
+    /* Programs the rebuild made from binaries (kept, or the program's
+     * own) and those it compiled or linked again (rehome_in.c). */
+    unsigned programs_kept, programs_compiled;
+};
+
+int shim_rehome(struct shim_rehome_times *t);
+/* A re-home onto another backend: passthrough <-> remoting. */
+int shim_switch(const struct shim_backend_ops *to,
+                struct shim_rehome_times *t);
+/* The same, for a migration: the GPU leaves after it (shim.gpu_leaves). */
+int shim_switch_gpu_leaves(const struct shim_backend_ops *to,
+                           struct shim_rehome_times *t);
+/* Stop-and-copy: state to RAM, vendor unloaded, the program's calls held
+ * until shim_unpark() brings everything back.  0 or -errno. */
+int shim_park(struct shim_rehome_times *t);
+/* Why the last switch failed, in words ("" if it did not or none said). */
+const char *shim_rehome_reason(void);
+/* A switch refused before anything changed (rehome_common.c): every
+ * refusal in the shim comes here, so that each is one "SWITCH_REFUSE"
+ * line in the log with its reason, kept as the switch's reason for its
+ * report line and cranectl.  Returns RC. */
+int shim_switch_refuse(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int shim_unpark(struct shim_rehome_times *t);
+
 #endif /* CRANE_SHIM_SWITCH_H */
