@@ -40,7 +40,10 @@ CFLAGS += $(CPPFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra \
 CFLAGS += -MMD -MP
 LDFLAGS += $(SAN_FLAGS)
 
-SHIM_SRCS := $(sort $(wildcard shim/*.c))
+# The shim's core in shim/, its remote backend in shim/remote/, the switch
+# in shim/switch/; their files include each other's headers by name.
+SHIM_SRCS := $(sort $(wildcard shim/*.c shim/remote/*.c shim/switch/*.c))
+SHIM_CPPFLAGS := -iquote shim
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 SHIM_LIB := $(B)/lib/libcrane.so
 CRANE_RUN := $(B)/bin/crane-run
@@ -58,7 +61,8 @@ all: $(SHIM_LIB) $(CRANE_RUN) $(PROTO_LIB) programs bench
 
 $(B)/obj/shim/%.o: shim/%.c | $(PROTO_GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PROTO_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+	$(CC) $(CFLAGS) $(PROTO_CFLAGS) $(SHIM_CPPFLAGS) -fPIC \
+	    -fvisibility=hidden -c $< -o $@
 
 # The proto archive goes inside, its names hidden (--exclude-libs) so they
 # never clash with the program's.  -z initfirst: the shim's constructor

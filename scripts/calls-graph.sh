@@ -14,7 +14,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/defs"
 : >"$tmp/uses"
-for o in "$obj"/*.o; do
+# Subfolders too (shim/remote/, shim/switch/): a module is named by its
+# file's name alone.
+for o in $(find "$obj" -name '*.o' | sort); do
     f=$(basename "$o" .o)
     nm -g --defined-only "$o" | awk -v f="$f" '{ print $3, f }' >>"$tmp/defs"
     nm -u "$o" | awk -v f="$f" '{ print f, $2 }' >>"$tmp/uses"
@@ -22,10 +24,17 @@ done
 awk 'NR == FNR { def[$1] = $2; next }
      ($2 in def) && def[$2] != $1 { print $1, def[$2] }' \
     "$tmp/defs" "$tmp/uses" | sort -u >"$tmp/calls"
-for f in "$src"/*.c "$src"/*.h; do
+for f in $(find "$src" -name '*.[ch]' | sort); do
     a=$(basename "$f"); a=${a%.*}
-    sed -n 's/^#include "\([a-z_0-9]*\)\.h".*/\1/p' "$f" |
-        awk -v a="$a" '$1 != a { print a, $1 }'
+    d=$(dirname "$f")
+    # "x.h", or "sub/x.h" / "../x.h" where that file is the folder's own.
+    sed -n 's/^#include "\([a-z_0-9/.]*\)\.h".*/\1/p' "$f" |
+        while read -r h; do
+            case $h in
+            */*) [ -f "$d/$h.h" ] || [ -f "$src/$h.h" ] || continue ;;
+            esac
+            echo "${h##*/}"
+        done | awk -v a="$a" '$1 != a { print a, $1 }'
 done | sort -u >"$tmp/includes"
 rc=0
 for g in calls includes; do

@@ -4,7 +4,7 @@
 
 #include "proto/clrules.h"
 #include "check.h"
-#include "remote.h"
+#include "remote/remote.h"
 
 /*
  * A command the remote backend batches answers CL_SUCCESS at once; the
@@ -316,7 +316,8 @@ cl_int shim_check_buffer_size(const struct shim_context *c, size_t size)
     if (!shim_on_remote(c))
         return CL_SUCCESS;
     for (cl_uint i = 0; i < c->n_devices; i++) {
-        cl_ulong max = shim_remote_device_max_alloc(c->devices[i]->obj.real);
+        cl_ulong max = shim_backend_device_max_alloc(shim_proxy_backend(),
+                                                     c->devices[i]->obj.real);
         /* Unknown (the query failed): the proxy's vendor judges. */
         if (max == 0 || size <= max)
             return CL_SUCCESS;

@@ -43,7 +43,7 @@ cl_int shim_check_fill_image(cl_command_queue queue, cl_mem image,
                              const cl_event *events);
 /* A new buffer of SIZE bytes in C: CL_INVALID_BUFFER_SIZE above every
  * device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (the remote backend's devices:
- * asked once, shim_remote_device_max_alloc in remote_context.c). */
+ * asked once, the proxy backend's device_max_alloc hook). */
 cl_int shim_check_buffer_size(const struct shim_context *c, size_t size);
 cl_int shim_check_copy_buffer_rect(
     cl_command_queue queue, cl_mem src_buffer, cl_mem dst_buffer,

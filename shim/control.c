@@ -26,7 +26,6 @@
 #include "control.h"
 #include "ctl_link.h"
 #include "log.h"
-#include "remote_shm.h"
 #include "shim.h"
 
 #include "proto/auth.h"
@@ -77,10 +76,8 @@ static Crane__Control__ProgramMode current_mode(void)
     pthread_mutex_lock(&shim.rehome_lock);
     if (shim.parked)
         mode = MODE_PARKED;
-    else if (shim.backend == &shim_remote_ops)
-        mode = shim_config.start_remote
-                   ? MODE_REMOTE_ONLY
-                   : MODE_REMOTING;
+    else if (shim_is_proxy(shim.backend))
+        mode = shim_config.start_remote ? MODE_REMOTE_ONLY : MODE_REMOTING;
     pthread_mutex_unlock(&shim.rehome_lock);
     return mode;
 }
@@ -128,12 +125,12 @@ static double deadline_of(uint32_t ms)
 /* A prepare: the GPU leaves once every program is off it. */
 static int to_remote(struct shim_rehome_times *t)
 {
-    return shim_switch_gpu_leaves(&shim_remote_ops, t);
+    return shim_switch_gpu_leaves(shim_proxy_backend(), t);
 }
 
 static int to_native(struct shim_rehome_times *t)
 {
-    return shim_switch(&shim_native_ops, t);
+    return shim_switch(shim_vendor_backend(), t);
 }
 
 /* Runs STEP until it is no longer refused with -EBUSY, the deadline has
@@ -302,6 +299,14 @@ static int cmd_query(const Crane__Control__DaemonMessage *m, int fd,
     return 0;
 }
 
+/* The shared area's hooks of the proxy side's backend, or NULL. */
+static const struct shim_shm_ops *shm_ops(void)
+{
+    const struct shim_backend_ops *b = shim_proxy_backend();
+
+    return b ? b->shm : NULL;
+}
+
 /* A shared area to use, or to give up (docs/remoting.md, "Shared
  * memory"): only a program that remotes takes one; any program gives its
  * up, even one back in passthrough that kept its connection. */
@@ -309,20 +314,23 @@ static int cmd_shm(const Crane__Control__DaemonMessage *m, int fd,
                    struct outcome *out)
 {
     const Crane__Control__Shm *s = m->shm;
+    const struct shim_shm_ops *ops = shm_ops();
     int rc;
 
     (void)fd;
     if (s->release)
-        return shim_remote_shm_release(out->error, sizeof(out->error));
+        return ops ? ops->release(out->error, sizeof(out->error)) : 0;
     if (current_mode() == MODE_PASSTHROUGH || current_mode() == MODE_PARKED)
         return 0;        /* on its GPU: nothing to carry */
     /* Half the command's deadline for the proxy domain to see the device
      * too (the answer must come before the deadline). */
-    rc = shim_remote_shm_use(s->path, NULL, s->offset, s->limit,
-                             (long)(s->deadline_ms ? s->deadline_ms
-                                                   : CONTROL_DEFAULT_DEADLINE_MS) /
-                                 2,
-                             out->error, sizeof(out->error));
+    if (!ops)
+        return -ENOTCONN;
+    rc = ops->use(
+        s->path, NULL, s->offset, s->limit,
+        (long)(s->deadline_ms ? s->deadline_ms : CONTROL_DEFAULT_DEADLINE_MS) /
+            2,
+        out->error, sizeof(out->error));
     if (rc == -EBUSY)
         return 0;        /* one attached already: kept */
     return rc;
@@ -433,12 +441,14 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
     times.bytes_reinjected = out.t.bytes_reinjected;
     times.objects = out.t.objects;
     ack.times = &times;
-    struct shim_remote_shm_counts counts;
-    shim_remote_shm_counts(&counts);
+    struct shim_shm_counts counts = {0};
+    const struct shim_shm_ops *shm = shm_ops();
+    if (shm)
+        shm->counts(&counts);
     ack.shm_bytes = counts.shm_bytes;
     ack.stream_bytes = counts.stream_bytes;
     ack.host_bytes = counts.host_bytes;
-    ack.shm_attached = shim_remote_shm_attached();
+    ack.shm_attached = shm && shm->attached();
     reply.id = m->id;
     reply.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_ACK;
     reply.ack = &ack;

@@ -88,12 +88,12 @@ static const struct shim_backend_ops *start_remote(
         LOG_WARN("control: the VM is prepared for a live migration but "
                  "its proxy cannot be used (%s): starting on the GPU",
                  why);
-        return &shim_native_ops;
+        return shim_vendor_backend();
     }
     LOG_INFO("control: the VM is prepared for a live migration: the "
              "first call goes to the proxy %s",
              shim_config.remote);
-    return &shim_remote_ops;
+    return shim_proxy_backend();
 }
 
 /* Waits for the GPU (a Start without `wait`) until the bound. */
@@ -124,7 +124,7 @@ static void wait_for_gpu(int fd)
 
 const struct shim_backend_ops *shim_control_begin(int *fd)
 {
-    const struct shim_backend_ops *b = &shim_native_ops;
+    const struct shim_backend_ops *b = shim_vendor_backend();
     Crane__Control__DaemonMessage *m;
     int rc;
 

@@ -115,8 +115,10 @@ static void *dead_extension(cl_platform_id real, const char *name)
 
 const struct shim_backend_ops shim_dead_ops = {
     .name = "none",
+    .side = SHIM_SIDE_NONE,
     .load = dead_load,
     .unload = dead_unload,
     .platforms = dead_platforms,
     .extension = dead_extension,
 };
+SHIM_BACKEND_REGISTER(shim_dead_ops);

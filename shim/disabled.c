@@ -19,7 +19,7 @@ static void disabled_load(void)
 {
     crn_log_init_env("crane-shim");
     shim_config_load();
-    disabled_err = shim_native_ops.load();
+    disabled_err = shim_vendor_backend()->load();
     if (disabled_err == 0)
         LOG_INFO("CRANE_DISABLE: the program runs on its vendors directly, "
                  "not under crane (no migration covers it)");
@@ -37,7 +37,7 @@ cl_int shim_disabled_platforms(cl_uint num_entries, cl_platform_id *platforms,
     if ((num_entries == 0 && platforms) || (!platforms && !num_platforms))
         return CL_INVALID_VALUE;
     pthread_once(&disabled_once, disabled_load);
-    if (disabled_err || shim_native_ops.platforms(&real, &n) < 0) {
+    if (disabled_err || shim_vendor_backend()->platforms(&real, &n) < 0) {
         if (num_platforms)
             *num_platforms = 0;
         return CL_PLATFORM_NOT_FOUND_KHR;
@@ -54,5 +54,5 @@ void *shim_disabled_extension(const char *name)
     pthread_once(&disabled_once, disabled_load);
     if (disabled_err || !name)
         return NULL;
-    return shim_native_ops.extension(NULL, name);
+    return shim_vendor_backend()->extension(NULL, name);
 }

@@ -50,10 +50,6 @@ void shim_hostmem_free(void *p);
  * it in *OFF. */
 bool shim_hostmem_find(const void *p, size_t len, uint64_t *off);
 
-/* Whether the proxy of the remote connection took the region
- * (remote_conn.c): reads and writes of pointers in it name offsets. */
-bool shim_remote_host_on(void);
-
 /* Bytes of the region in use (allocated). */
 size_t shim_hostmem_used(void);
 

@@ -116,8 +116,10 @@ static cl_int arg_apply(struct shim_kernel *k, cl_uint i)
     }
     /* The program set it once already: the proxy need not be asked
      * whether the shape is valid (remote_kernel.c). */
-    if (shim_on_remote(k))
-        return shim_remote_restore_arg(k->obj.real, i, a->size, value);
+    const struct shim_backend_ops *b =
+        shim_on_remote(k) ? shim_proxy_backend() : NULL;
+    if (b && b->restore_arg)
+        return b->restore_arg(k->obj.real, i, a->size, value);
     return VENDOR(k->obj.real)->clSetKernelArg(k->obj.real, i, a->size,
                                                value);
 }
@@ -484,7 +486,7 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelArgInfo(
     bool asked = atomic_load(&p->arg_info);
     int seen = asked ? 1 : atomic_load(&p->arg_info_seen);
     shim_enter();
-    bool native = shim.backend == &shim_native_ops;
+    bool native = shim_is_vendor(shim.backend);
     if (seen < 0 || (seen == 0 && !native)) {
         atomic_store(&p->arg_info_seen, -1);
         err = CL_KERNEL_ARG_INFO_NOT_AVAILABLE;

@@ -149,7 +149,8 @@ static void *map_own(struct shim_queue *q, struct shim_mem *m,
 
     /* Remoted, a buffer's bytes move in place from and to the host-memory
      * region while it has room. */
-    if (!mp->image && shim_real_on_remote(rq) && shim_remote_host_on())
+    if (!mp->image && shim_real_on_remote(rq) &&
+        shim_backend_host_on(shim_proxy_backend()))
         p = shim_hostmem_alloc(len);
     if (!p)
         p = aligned_alloc(4096, ((len ? len : 1) + 4095) & ~(size_t)4095);

@@ -49,7 +49,8 @@ int shim_mem_own_host_make(struct shim_mem *m, const void *copy_from)
      * the proxy moves the bytes of transfers from and to it in place, as
      * it does for remoted maps (hostmem.h); page-aligned, valid for the
      * process's life.  Else anonymous pages: aligned, zero. */
-    if (shim_real_on_remote(m->context->obj.real) && shim_remote_host_on() &&
+    if (shim_real_on_remote(m->context->obj.real) &&
+        shim_backend_host_on(shim_proxy_backend()) &&
         (p = shim_hostmem_alloc(own_len(m)))) {
         if (copy_from)
             memcpy(p, copy_from, m->size);

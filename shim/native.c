@@ -477,9 +477,11 @@ static void *native_extension(cl_platform_id real, const char *name)
 
 const struct shim_backend_ops shim_native_ops = {
     .name = "native",
+    .side = SHIM_SIDE_VENDOR,
     .load = native_load,
     .unload = native_unload,
     .platforms = native_platforms,
     .extension = native_extension,
     .prewarm = shim_prewarm_native,
 };
+SHIM_BACKEND_REGISTER(shim_native_ops);

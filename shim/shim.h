@@ -2,20 +2,15 @@
 #ifndef CRANE_SHIM_H
 #define CRANE_SHIM_H
 
-#define CL_TARGET_OPENCL_VERSION 300
-#define CL_USE_DEPRECATED_OPENCL_1_0_APIS
-#define CL_USE_DEPRECATED_OPENCL_1_1_APIS
-#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
-#define CL_USE_DEPRECATED_OPENCL_2_0_APIS
-#define CL_USE_DEPRECATED_OPENCL_2_1_APIS
-#define CL_USE_DEPRECATED_OPENCL_2_2_APIS
-#include <CL/cl.h>
+#include "opencl.h"
 #include <CL/cl_icd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "backend.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -376,7 +371,7 @@ struct shim_obj *shim_store_last(void);
 size_t shim_store_count(enum shim_kind kind);
 
 /* What a switch uses to move the program's state (switch.h). */
-#include "switch.h"
+#include "switch/switch.h"
 
 /* Thread-locals read on every call: initial-exec, so that each read is one
  * %fs-relative load instead of a call to __tls_get_addr.  The shim is
@@ -488,13 +483,13 @@ SHIM_REAL_FN(SHIM_EVENT, cl_event, shim_real_event)
  * (state.c), so that the files which make such handles (remote_obj.c,
  * remote_conn_setup.c) or ask whose a handle is need not name the table,
  * which itself names every rc_ row. */
-extern const struct _cl_icd_dispatch *shim_remote_table;
+extern const struct _cl_icd_dispatch *shim_proxy_table;
 
 /* Whether a real handle is the remote backend's (an object of the
  * proxy), and whether a live shadow's real handle is. */
 static inline bool shim_real_on_remote(const void *real)
 {
-    return real && shim_remote_table && VENDOR(real) == shim_remote_table;
+    return real && shim_proxy_table && VENDOR(real) == shim_proxy_table;
 }
 
 static inline bool shim_on_remote(const void *handle)
@@ -612,32 +607,12 @@ static inline void shim_leave(void)
 int shim_gate_close(long timeout_ms);
 void shim_gate_open(void);
 
-/* --- backends (native.c) ------------------------------------------------- */
+/* --- backends (backend.h) ---------------------------------------------- */
 
-/* A backend provides real platforms; every call on their objects then goes
- * through the real handles' own dispatch tables. */
-struct shim_backend_ops {
-    const char *name;
-    /* Loads the implementation and fills the real platform list. */
-    int (*load)(void);
-    /* Unloads it completely; every real object must be released first. */
-    int (*unload)(void);
-    /* The real platforms found by load(). */
-    int (*platforms)(cl_platform_id **out, cl_uint *n);
-    /* An extension function of the implementation, or NULL. */
-    void *(*extension)(cl_platform_id real, const char *name);
-    /* Optional: work a switch onto this backend (SELF) from another one
-     * can do before the gate closes, while the program still runs
-     * elsewhere. */
-    void (*prewarm)(const struct shim_backend_ops *self);
-};
-
-extern const struct shim_backend_ops shim_native_ops;
-extern const struct shim_backend_ops shim_remote_ops;
 /* Where a program goes when a re-home lost its old side and could bring up
- * no other (dead.c): its one real handle, whose table answers every row
- * with CL_DEVICE_NOT_AVAILABLE (retains and releases: CL_SUCCESS). */
-extern const struct shim_backend_ops shim_dead_ops;
+ * no other (dead.c, the row on SHIM_SIDE_NONE): its one real handle, whose
+ * table answers every row with CL_DEVICE_NOT_AVAILABLE (retains and
+ * releases: CL_SUCCESS). */
 extern void *const shim_dead_handle;
 /* Before a switch's gate closes: staging for its vendor contexts. */
 void shim_staging_prepare_switch(const struct shim_backend_ops *from,
@@ -807,54 +782,6 @@ cl_int shim_event_wrap(cl_event *out, cl_event real, struct shim_queue *q);
 
 /* Releases events whose last reference went with a vendor callback. */
 void shim_event_drain_deferred(void);
-
-/* --- re-home (rehome.c) -------------------------------------------------- */
-
-struct shim_rehome_times {
-    double block, finish, extract, release, unload, load, rebuild, reinject,
-        total;
-    size_t bytes_extracted, bytes_reinjected;
-    size_t bytes_streamed;       /* of those, device -> proxy directly */
-    unsigned objects;
-    /* Inside extract and reinject: the vendor side's staged copies
-     * (device waits, CPU copies between pinned chunks and RAM), and the
-     * proxy side's bulk bytes as the shim moved them (ring or stream). */
-    struct shim_staging_stats extract_staged, reinject_staged;
-    struct shim_remote_bulk extract_ship, reinject_ship;
-    /* Of the streamed bytes, those moved between the vendor's device and
-     * the shared area with no CPU copy, and the device's time for them
-     * (ringstream.c). */
-    struct shim_ring_stats ring;
-    const char *transport;       /* the proxy's bulk path, if it was one */
-    /* Objects the rebuild took from twins on the proxy (rehome_in.c);
-     * of them, made ahead by this switch before the gate closed, and the
-     * time that took (prebuild.c, not stoppage). */
-    unsigned twins, prebuilt;
-    double prebuild;
-    /* Programs the rebuild made from binaries (kept, or the program's
-     * own) and those it compiled or linked again (rehome_in.c). */
-    unsigned programs_kept, programs_compiled;
-};
-
-int shim_rehome(struct shim_rehome_times *t);
-/* A re-home onto another backend: passthrough <-> remoting. */
-int shim_switch(const struct shim_backend_ops *to,
-                struct shim_rehome_times *t);
-/* The same, for a migration: the GPU leaves after it (shim.gpu_leaves). */
-int shim_switch_gpu_leaves(const struct shim_backend_ops *to,
-                           struct shim_rehome_times *t);
-/* Stop-and-copy: state to RAM, vendor unloaded, the program's calls held
- * until shim_unpark() brings everything back.  0 or -errno. */
-int shim_park(struct shim_rehome_times *t);
-/* Why the last switch failed, in words ("" if it did not or none said). */
-const char *shim_rehome_reason(void);
-/* A switch refused before anything changed (rehome_common.c): every
- * refusal in the shim comes here, so that each is one "SWITCH_REFUSE"
- * line in the log with its reason, kept as the switch's reason for its
- * report line and cranectl.  Returns RC. */
-int shim_switch_refuse(int rc, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-int shim_unpark(struct shim_rehome_times *t);
 
 /* --- helpers (util.c) ---------------------------------------------------- */
 

@@ -22,15 +22,15 @@ static void init_once(void)
     shim_store_set_twin_release(shim_twin_release);
     /* Not told to remote: crane-guestd says where the first call goes (the
      * proxy while the VM is prepared for a live migration). */
-    shim.backend = shim_config.start_remote ? &shim_remote_ops
+    shim.backend = shim_config.start_remote ? shim_proxy_backend()
                                             : shim_control_begin(&fd);
     shim.init_err = shim.backend->load();
     if (shim.init_err && !shim_config.start_remote &&
-        shim.backend == &shim_remote_ops) {
+        shim_is_proxy(shim.backend)) {
         LOG_WARN("control: the proxy %s refused the program's start (%d): "
                  "starting on the GPU",
                  shim_config.remote, shim.init_err);
-        shim.backend = &shim_native_ops;
+        shim.backend = shim_vendor_backend();
         shim.init_err = shim.backend->load();
     }
     if (shim.init_err == 0)

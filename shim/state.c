@@ -13,7 +13,7 @@ struct shim_state shim = {
 SHIM_TLS bool shim_own_calls;
 SHIM_TLS bool shim_create_no_bytes;
 
-const struct _cl_icd_dispatch *shim_remote_table;
+const struct _cl_icd_dispatch *shim_proxy_table;
 
 void (*shim_wait_shown)(const char *text);
 _Atomic double shim_cmd_deadline;

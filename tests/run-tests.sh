@@ -226,6 +226,10 @@ case_ "unit/store-calls-no-kind" store_calls_no_kind
 # No circles between the shim's files, in calls or includes: each layer
 # calls only those below it (shim/README.md, "Layers").
 case_ "shim/acyclic" scripts/calls-graph.sh shim $B/obj/shim
+# The backend boundary: only shim/remote/ names the remote backend's
+# functions and row; the rest asks shim/backend.h (shim/README.md,
+# "Backends").  A planted call in a copy must be caught first.
+case_ "shim/acyclic-backend-boundary" scripts/shim-boundary.sh --self-test shim
 
 echo "# programs: native, under the shim, re-homed while they run"
 for p in $PROGS/*; do

@@ -15,7 +15,7 @@ $(SHIM_ARCHIVE): $(SHIM_OBJS)
 
 $(B)/obj/tests/unit/%.o: tests/unit/%.c | $(PROTO_GEN_H)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(PROTO_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(PROTO_CFLAGS) $(SHIM_CPPFLAGS) -c -o $@ $<
 
 $(UNIT_BIN): $(UNIT_OBJS) $(SHIM_ARCHIVE) $(PROTO_LIB)
 	@mkdir -p $(@D)

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "shim/check.h"
-#include "shim/remote.h"
+#include "shim/remote/remote.h"
 #include "tests/unit/runner.h"
 
 /* A queue's real handle on the remote backend: only its dispatch table is
@@ -15,7 +15,11 @@ static struct rc_obj remote_real = {&shim_remote_dispatch, 2, SHIM_QUEUE,
  * handles are the proxy's (shim_real_on_remote). */
 static void remote_loaded(void)
 {
-    shim_remote_table = &shim_remote_dispatch;
+    shim_proxy_table = &shim_remote_dispatch;
+    /* Its row, as libcrane's constructors register it (an archive's
+     * member is linked only when named). */
+    if (!shim_proxy_backend())
+        shim_backend_add(&shim_remote_ops);
 }
 
 struct world {

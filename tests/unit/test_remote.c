@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/remote.h"
+#include "shim/remote/remote.h"
 #include "tests/unit/runner.h"
 
 void shim_remote_maps_clear(void);

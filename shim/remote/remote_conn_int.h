@@ -25,7 +25,7 @@ struct slot {
     atomic_bool done;
     bool detached;
     /* Or the bytes are handed on where they lie (remote_ring.c). */
-    shim_remote_sink sink;
+    shim_ring_sink sink;
     void *sink_arg;
     int sink_err;                /* the first failure of SINK */
     bool in_sink;                /* its reply is being handled (under
@@ -149,11 +149,11 @@ int shim_conn_auth_mac(const Crane__Challenge *ch, uint8_t mac[32]);
 int shim_conn_flush_locked(void);
 int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
                            size_t bulk_len, bool flush);
-struct slot *shim_conn_send_with_slot(Crane__ClientMessage *m,
-                                      const void *bulk, size_t bulk_len,
-                                      void *dst, size_t dst_len,
-                                      bool detached, shim_remote_sink sink,
-                                      void *sink_arg, int *rc);
+struct slot *shim_conn_send_with_slot(Crane__ClientMessage *m, const void *bulk,
+                                      size_t bulk_len, void *dst,
+                                      size_t dst_len, bool detached,
+                                      shim_ring_sink sink, void *sink_arg,
+                                      int *rc);
 
 /* remote_conn_reader.c: a sign of life from the proxy; a notification run;
  * the reader and callbacks threads. */

@@ -114,7 +114,7 @@ void shim_remote_ring_release(uint64_t end)
 }
 
 cl_int shim_remote_read_to_sink(cl_command_queue q, cl_mem b, size_t off,
-                                size_t len, shim_remote_sink sink, void *arg)
+                                size_t len, shim_ring_sink sink, void *arg)
 {
     Crane__MemCommand c = CRANE__MEM_COMMAND__INIT;
     int rc;
@@ -128,8 +128,8 @@ cl_int shim_remote_read_to_sink(cl_command_queue q, cl_mem b, size_t off,
     rc_touch(q);
     RC_MSG(m, mem_command, MEM_COMMAND, &c);
     /* DST only bounds the offsets: every byte goes to SINK. */
-    struct slot *s = shim_conn_send_with_slot(&m, NULL, 0, NULL, len, false,
-                                              sink, arg, &rc);
+    struct slot *s =
+        shim_conn_send_with_slot(&m, NULL, 0, NULL, len, false, sink, arg, &rc);
     if (!s)
         return CL_OUT_OF_HOST_MEMORY;
     if (rc == 0)

@@ -16,7 +16,7 @@ static void go_dead(void)
             continue;
         o->real = shim_dead_handle;
     }
-    shim.backend = &shim_dead_ops;
+    shim.backend = shim_backend_for(SHIM_SIDE_NONE);
 }
 
 int shim_rehome_fallback(const struct shim_backend_ops *to, struct pass *ps,
@@ -24,19 +24,20 @@ int shim_rehome_fallback(const struct shim_backend_ops *to, struct pass *ps,
 {
     /* What the failed bring_back made on TO goes, and TO with it. */
     shim_rehome_undo_bring_back(to, ps);
-    if (to != &shim_remote_ops && shim_config.remote) {
+    if (!shim_is_proxy(to) && shim_config.remote) {
         LOG_WARN("re-home: %s did not come back (%d); bringing the program "
                  "up on the proxy %s from its state in RAM",
                  to->name, rc, shim_config.remote);
-        int prc = shim_rehome_bring_back(&shim_remote_ops, ps, t);
+        int prc = shim_rehome_bring_back(shim_proxy_backend(), ps, t);
         if (prc == 0) {
             LOG_WARN("re-home: the program goes on remoted (a later "
-                     "re-home may bring it back to %s)", to->name);
+                     "re-home may bring it back to %s)",
+                     to->name);
             shim_rehome_note_add("; the program goes on remoted on the "
                                  "proxy");
             return 0;
         }
-        shim_rehome_undo_bring_back(&shim_remote_ops, ps);
+        shim_rehome_undo_bring_back(shim_proxy_backend(), ps);
     }
     go_dead();
     LOG_ERROR("re-home: %s did not come back (%d)%s; every OpenCL call "

@@ -16,9 +16,8 @@ void shim_rehome_report_line(const char *line)
 }
 
 /* The bulk time between two snapshots A and B. */
-void shim_rehome_bulk_since(struct shim_remote_bulk *out,
-                            const struct shim_remote_bulk *a,
-                            const struct shim_remote_bulk *b)
+void shim_rehome_bulk_since(struct shim_bulk *out, const struct shim_bulk *a,
+                            const struct shim_bulk *b)
 {
     out->out_copy_s = b->out_copy_s - a->out_copy_s;
     out->out_wait_s = b->out_wait_s - a->out_wait_s;

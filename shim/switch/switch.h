@@ -1,4 +1,5 @@
-/* What a switch uses to move the program's state besides the store:
+/* A switch: its entry points and times, and what it uses to move the
+ * program's state besides the store:
  * prewarm, pinned staging, host copies, pre-copy, kept binaries and the
  * rebuild of memory objects and kernel arguments.  Part of shim.h (include
  * that): it needs the shadows' types declared before it there. */
@@ -56,52 +57,6 @@ struct shim_staging_stats {
     size_t bytes;
 };
 void shim_staging_stats_take(struct shim_staging_stats *out);
-/* The proxy side's bulk bytes as this process moved them, cumulative
- * seconds (remote_conn.c): copying out (into ring 0 or the socket),
- * waiting for ring 0's room, copying in (ring 1 or the socket). */
-struct shim_remote_bulk {
-    double out_copy_s, out_wait_s, in_copy_s;
-};
-void shim_remote_bulk_stats(struct shim_remote_bulk *out);
-/* How bulk bytes reach the proxy now: "shm", "stream" or "none". */
-const char *shim_remote_transport(void);
-
-/* The shared area's rings lent to a switch's device copies
- * (remote_ring.c).  The area as this process maps it, when it is a memfd
- * of ours in use both ways (a proxy on this host; never a file or a BAR,
- * which a native device may not reach), and which one it is (a new
- * connection's area may be mapped where an old one was). */
-bool shim_remote_ring_area(void **base, size_t *size, unsigned long *gen);
-/* The most a piece holds: a quarter of a ring, at most SHIM_RING_PIECE. */
-#define SHIM_RING_PIECE (8u << 20)
-size_t shim_remote_ring_piece(void);
-/* Room for LEN bytes in ring 0, held for the caller (*AT: where the bytes
- * go), waiting up to WAIT_MS for it: 0, -EAGAIN, -ENOTCONN, -EMSGSIZE.
- * Held pieces must be named (ring_write) in the order they were taken;
- * meanwhile other bulk bytes take the stream. */
-int shim_remote_ring_hold(size_t len, long wait_ms, uint64_t *pos,
-                          void **at);
-/* Names the held piece at POS to the proxy as the bytes of a write of
- * [OFF, OFF+LEN) of its buffer B on its queue Q: batched, flushed at once,
- * errors at the queue's next clFinish. */
-cl_int shim_remote_ring_write(cl_command_queue q, cl_mem b, size_t off,
-                              size_t len, uint64_t pos);
-/* Held pieces given up unnamed (after a failure). */
-void shim_remote_ring_unhold(void);
-/* A piece of a read handed on where it lies: BYTES stay valid until the
- * sink frees ring 1 up to RING_END (shim_remote_ring_release, in ring
- * order, before it returns a failure); RING_END 0: bytes that came on the
- * stream, valid only during the call.  0, or -errno (the read fails). */
-typedef int (*shim_remote_sink)(void *arg, size_t off, const void *bytes,
-                                size_t len, uint64_t ring_end);
-void shim_remote_ring_release(uint64_t ring_end);
-/* A blocking read of [OFF, OFF+LEN) of the proxy's buffer B on its queue
- * Q, every piece handed to SINK (on the thread that reads the answer).
- * CL_SUCCESS only when the proxy read it all and SINK took every piece. */
-cl_int shim_remote_read_to_sink(cl_command_queue q, cl_mem b, size_t off,
-                                size_t len, shim_remote_sink sink,
-                                void *arg);
-
 /* A switch's streamed buffers moved between the native device and a proxy
  * on this host through the shared area, pinned for the native vendor too:
  * no CPU copy (ringstream.c).  The area wrapped for the vendor context CTX
@@ -211,9 +166,52 @@ bool shim_program_cache_answer(struct shim_program *p, cl_program_info param,
 
 void *shim_mem_make_in(struct shim_mem *m, void *ctx, cl_int *err);
 int shim_kernel_reset_args(struct shim_kernel *k);
-/* A kernel argument a switch sets again on the remote backend: batched,
- * its shape taken as valid (remote_kernel.c). */
-cl_int shim_remote_restore_arg(void *kernel, cl_uint index, size_t size,
-                               const void *value);
+/* --- re-home (rehome.c) -------------------------------------------------- */
+
+struct shim_rehome_times {
+    double block, finish, extract, release, unload, load, rebuild, reinject,
+        total;
+    size_t bytes_extracted, bytes_reinjected;
+    size_t bytes_streamed;       /* of those, device -> proxy directly */
+    unsigned objects;
+    /* Inside extract and reinject: the vendor side's staged copies
+     * (device waits, CPU copies between pinned chunks and RAM), and the
+     * proxy side's bulk bytes as the shim moved them (ring or stream). */
+    struct shim_staging_stats extract_staged, reinject_staged;
+    struct shim_bulk extract_ship, reinject_ship;
+    /* Of the streamed bytes, those moved between the vendor's device and
+     * the shared area with no CPU copy, and the device's time for them
+     * (ringstream.c). */
+    struct shim_ring_stats ring;
+    const char *transport;       /* the proxy's bulk path, if it was one */
+    /* Objects the rebuild took from twins on the proxy (rehome_in.c);
+     * of them, made ahead by this switch before the gate closed, and the
+     * time that took (prebuild.c, not stoppage). */
+    unsigned twins, prebuilt;
+    double prebuild;
+    /* Programs the rebuild made from binaries (kept, or the program's
+     * own) and those it compiled or linked again (rehome_in.c). */
+    unsigned programs_kept, programs_compiled;
+};
+
+int shim_rehome(struct shim_rehome_times *t);
+/* A re-home onto another backend: passthrough <-> remoting. */
+int shim_switch(const struct shim_backend_ops *to,
+                struct shim_rehome_times *t);
+/* The same, for a migration: the GPU leaves after it (shim.gpu_leaves). */
+int shim_switch_gpu_leaves(const struct shim_backend_ops *to,
+                           struct shim_rehome_times *t);
+/* Stop-and-copy: state to RAM, vendor unloaded, the program's calls held
+ * until shim_unpark() brings everything back.  0 or -errno. */
+int shim_park(struct shim_rehome_times *t);
+/* Why the last switch failed, in words ("" if it did not or none said). */
+const char *shim_rehome_reason(void);
+/* A switch refused before anything changed (rehome_common.c): every
+ * refusal in the shim comes here, so that each is one "SWITCH_REFUSE"
+ * line in the log with its reason, kept as the switch's reason for its
+ * report line and cranectl.  Returns RC. */
+int shim_switch_refuse(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int shim_unpark(struct shim_rehome_times *t);
 
 #endif /* CRANE_SHIM_SWITCH_H */

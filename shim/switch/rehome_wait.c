@@ -66,7 +66,7 @@ static bool still_running(const struct shim_backend_ops *from,
 {
     /* The proxy executes one of our calls (a clFinish behind the kernel,
      * say): a query would only wait behind it. */
-    if (from == &shim_remote_ops && shim_remote_running(NULL, 0, ran))
+    if (shim_backend_running(from, NULL, 0, ran))
         return true;
     if (!mk->n)
         mark_all(mk);

@@ -87,8 +87,8 @@ static int take_welcome(const Crane__Welcome *w)
         if (!p)
             return -ENOMEM;
         shim_conn.platforms[shim_conn.n_platforms++] = p;
-        p->obj = (struct rc_obj){shim_remote_table, pd->id,
-                                 SHIM_PLATFORM, false};
+        p->obj =
+            (struct rc_obj){shim_proxy_table, pd->id, SHIM_PLATFORM, false};
         shim_conn.platform_handles[i] = (cl_platform_id)p;
         p->devices = calloc(pd->n_devices ? pd->n_devices : 1,
                             sizeof(*p->devices));
@@ -98,8 +98,8 @@ static int take_welcome(const Crane__Welcome *w)
             struct rc_device *dev = calloc(1, sizeof(*dev));
             if (!dev)
                 return -ENOMEM;
-            dev->obj = (struct rc_obj){shim_remote_table,
-                                       pd->devices[d]->id, SHIM_DEVICE, false};
+            dev->obj = (struct rc_obj){shim_proxy_table, pd->devices[d]->id,
+                                       SHIM_DEVICE, false};
             dev->type = pd->devices[d]->type;
             p->devices[p->n_devices++] = dev;
             shim_remote_track(&dev->obj);

@@ -7,13 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bulk bytes the connection carried so far, each way together. */
-struct shim_remote_shm_counts {
-    uint64_t shm_bytes;          /* through a shared area */
-    uint64_t stream_bytes;       /* on the stream */
-    uint64_t host_bytes;         /* in place in the host-memory region
-                                    (hostmem.h): copied by nobody */
-};
+#include "backend.h"
 
 /*
  * Lays a shared area out over PATH (an ivshmem BAR's resource2), from
@@ -47,6 +41,6 @@ int shim_remote_shm_attached(void);
 void shim_remote_shm_hold(void);
 void shim_remote_shm_unhold(void);
 
-void shim_remote_shm_counts(struct shim_remote_shm_counts *out);
+void shim_remote_shm_counts(struct shim_shm_counts *out);
 
 #endif /* SHIM_REMOTE_SHM_H */

@@ -54,8 +54,6 @@ static void premake(struct shim_context *c, const struct shim_plan *plan)
         c->premade = make_context(c, plan);
 }
 
-unsigned long shim_remote_generation(void);
-
 /* Before a switch to the proxy (prebuild.c, precopy.c): every context
  * that has no twin there gets one, made now on the proxy the switch goes
  * to (connection CONN, matched by PLAN), so that pre-copy rounds can write
@@ -93,10 +91,10 @@ void shim_prewarm_remote_contexts(void)
 {
     struct shim_plan plan;
     char why[400];
-    unsigned long conn = shim_remote_generation();
+    unsigned long conn = shim_twin_generation();
 
-    if (!conn || shim_plan_make(&shim_remote_ops, &plan, why,
-                                sizeof(why)) < 0)
+    if (!conn ||
+        shim_plan_make(shim_proxy_backend(), &plan, why, sizeof(why)) < 0)
         return;
     shim_prewarm_remote_contexts_on(&plan, conn);
     shim_plan_free(&plan);

@@ -7,11 +7,6 @@
 #include "shim.h"
 
 extern atomic_long shim_svm_live;
-bool shim_remote_alive(void);
-unsigned long shim_remote_generation(void);
-bool shim_remote_running(char *what, size_t len, double *for_s);
-size_t shim_remote_reads_outstanding(void);
-cl_int shim_remote_hand_over_deferred(void);
 extern atomic_long shim_event_callbacks_pending;
 void shim_event_retire(struct shim_event *e);
 void shim_event_drain_deferred(void);
@@ -127,9 +122,8 @@ void shim_twins_drop(void);
 /* rehome_report.c: a line appended to CRANE_REPORT_FILE; the bulk time
  * between two snapshots; the report of a switch. */
 void shim_rehome_report_line(const char *line);
-void shim_rehome_bulk_since(struct shim_remote_bulk *out,
-                            const struct shim_remote_bulk *a,
-                            const struct shim_remote_bulk *b);
+void shim_rehome_bulk_since(struct shim_bulk *out, const struct shim_bulk *a,
+                            const struct shim_bulk *b);
 void shim_rehome_report(const struct shim_rehome_times *t, int rc,
                         const char *from, const char *to);
 

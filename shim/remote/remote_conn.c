@@ -249,7 +249,7 @@ size_t shim_remote_reads_outstanding(void)
     return n;
 }
 
-void shim_remote_bulk_stats(struct shim_remote_bulk *out)
+void shim_remote_bulk_stats(struct shim_bulk *out)
 {
     out->out_copy_s = atomic_load(&shim_conn.out_copy_ns) / 1e9;
     out->out_wait_s = atomic_load(&shim_conn.out_wait_ns) / 1e9;
@@ -285,11 +285,11 @@ cl_int shim_remote_flush(void)
 }
 
 /* Registers a slot, then sends: the reader may answer at once. */
-struct slot *shim_conn_send_with_slot(Crane__ClientMessage *m,
-                                      const void *bulk, size_t bulk_len,
-                                      void *dst, size_t dst_len,
-                                      bool detached, shim_remote_sink sink,
-                                      void *sink_arg, int *rc)
+struct slot *shim_conn_send_with_slot(Crane__ClientMessage *m, const void *bulk,
+                                      size_t bulk_len, void *dst,
+                                      size_t dst_len, bool detached,
+                                      shim_ring_sink sink, void *sink_arg,
+                                      int *rc)
 {
     struct slot *s = calloc(1, sizeof(*s));
 

@@ -16,7 +16,7 @@ void *rc_obj_new(enum shim_kind kind, size_t size)
 
     if (!o)
         return NULL;
-    o->dispatch = shim_remote_table;
+    o->dispatch = shim_proxy_table;
     o->id = shim_remote_new_id();
     o->kind = kind;
     if (shim_remote_track(o) < 0) {

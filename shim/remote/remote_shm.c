@@ -181,7 +181,7 @@ int shim_remote_shm_attached(void)
     return atomic_load(&shim_conn.shm_in);
 }
 
-void shim_remote_shm_counts(struct shim_remote_shm_counts *out)
+void shim_remote_shm_counts(struct shim_shm_counts *out)
 {
     out->shm_bytes = atomic_load(&shim_conn.shm_bytes);
     out->stream_bytes = atomic_load(&shim_conn.stream_bytes);

@@ -55,7 +55,7 @@ void shim_twin_release(struct shim_obj *o)
     void *t = atomic_exchange(&o->twin, NULL);
 
     /* A twin of a connection that is gone went with it. */
-    if (t && o->twin_conn == shim_remote_generation())
+    if (t && o->twin_conn == shim_twin_generation())
         shim_real_release_handle(o, t);
 }
 
@@ -64,7 +64,7 @@ void *shim_twin_take(struct shim_obj *o)
 {
     void *t = atomic_exchange(&o->twin, NULL);
 
-    if (!t || o->twin_conn != shim_remote_generation())
+    if (!t || o->twin_conn != shim_twin_generation())
         return NULL;
     /* Of an older build of the program (a kernel: of its program), made
      * before the program was built again. */
@@ -85,7 +85,7 @@ void *shim_twin_take(struct shim_obj *o)
 void shim_twins_drop(void)
 {
     /* On the proxy, the connection is the backend's own again. */
-    if (!bg.twins_held || shim.backend == &shim_remote_ops) {
+    if (!bg.twins_held || shim_is_proxy(shim.backend)) {
         bg.twins_held = false;
         return;
     }
@@ -93,7 +93,7 @@ void shim_twins_drop(void)
     for (struct shim_obj *o = shim_store_last(); o; o = o->prev)
         shim_twin_release(o);
     shim_store_unlock();
-    shim_remote_ops.unload();
+    shim_proxy_backend()->unload();
     bg.twins_held = false;
 }
 
@@ -192,8 +192,8 @@ int shim_rehome_bg_collect(const struct shim_backend_ops *from)
     bg.n = n;
     bg.backend = from;
     bg.twins = 0;
-    bool keep = from == &shim_remote_ops && shim_config.remote_linger_ms > 0;
-    unsigned long conn = shim_remote_generation();
+    bool keep = shim_is_proxy(from) && shim_config.remote_linger_ms > 0;
+    unsigned long conn = shim_twin_generation();
     for (size_t i = 0; i < n; i++) {
         struct shim_obj *o = bg.list[i].obj;
         bg.list[i].twin = false;

@@ -180,15 +180,15 @@ void shim_staging_prepare_switch(const struct shim_backend_ops *from,
             continue;
         /* Between the vendor and a proxy on this host: the shared area
          * itself, pinned (ringstream.c); the chunks stay the fallback. */
-        if (from == &shim_native_ops && to == &shim_remote_ops && o->real)
+        if (shim_is_vendor(from) && shim_is_proxy(to) && o->real)
             shim_ringstream_prepare(o->real);
-        if (from == &shim_remote_ops && to == &shim_native_ops && c->premade)
+        if (shim_is_proxy(from) && shim_is_vendor(to) && c->premade)
             shim_ringstream_prepare(c->premade);
         if (shim_config.staging_mb == 0)
             continue;
-        if (from == &shim_native_ops && o->real)
+        if (shim_is_vendor(from) && o->real)
             shim_staging_prepare(o->real);
-        if (to == &shim_native_ops && to != from && c->premade)
+        if (shim_is_vendor(to) && to != from && c->premade)
             shim_staging_prepare(c->premade);
     }
     shim_store_unlock();

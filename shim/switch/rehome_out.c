@@ -145,10 +145,10 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
          * where a non-blocking read is first gathered whole in its heap
          * (proxy-domain/exec_mem.c).  Small ones stay non-blocking, so
          * that many of them cost no round trip each. */
-        cl_bool blocking = shim.backend == &shim_remote_ops &&
-                                   hi - lo >= STREAMED_READ_MIN
-                               ? CL_TRUE
-                               : CL_FALSE;
+        cl_bool blocking =
+            shim_is_proxy(shim.backend) && hi - lo >= STREAMED_READ_MIN
+                ? CL_TRUE
+                : CL_FALSE;
         err = VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, blocking, lo,
                                              hi - lo, (char *)base + lo, 0,
                                              NULL, NULL);
@@ -180,11 +180,11 @@ static bool streams_kind(const struct shim_backend_ops *from,
         shim_mem_over_host(m) || atomic_load(&m->maps) != 0 ||
         !m->obj.real)
         return false;
-    if (from == &shim_native_ops && to == &shim_remote_ops)
+    if (shim_is_vendor(from) && shim_is_proxy(to))
         return (shim_ringstream_has(m->context->obj.real) ||
                 shim_staging_has(m->context->obj.real)) &&
                !shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ);
-    return from == &shim_remote_ops && to == &shim_native_ops &&
+    return shim_is_proxy(from) && shim_is_vendor(to) &&
            shim_ringstream_has(m->context->premade) &&
            !(m->flags & (CL_MEM_HOST_NO_ACCESS | CL_MEM_HOST_READ_ONLY |
                          CL_MEM_HOST_WRITE_ONLY));
@@ -211,8 +211,8 @@ static bool streams_range(const struct shim_backend_ops *from,
                           const struct shim_backend_ops *to,
                           const struct shim_mem *m)
 {
-    void *native = from == &shim_native_ops ? m->context->obj.real
-                                            : m->context->premade;
+    void *native =
+        shim_is_vendor(from) ? m->context->obj.real : m->context->premade;
 
     return m->premade && m->shadow && m->shadow_valid &&
            streams_kind(from, to, m) && shim_ringstream_has(native);
@@ -325,9 +325,9 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
 
     /* 1. Finish every queue and let every pending callback run. */
     ts = shim_now();
-    if (from == &shim_remote_ops && !shim_remote_alive()) {
+    if (!shim_backend_alive(from)) {
         SWITCH_FAIL("the connection to the proxy is lost; the "
-                  "program's data there cannot be brought back");
+                    "program's data there cannot be brought back");
         return -ENOTCONN;
     }
     bool pending_user = false;
@@ -373,12 +373,11 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
     /* 2. Extract: every byte the device changed goes to RAM.  Nothing is
      * marked clean until every read has completed without error. */
     ts = shim_now();
-    struct shim_remote_bulk ship0, ship1;
+    struct shim_bulk ship0, ship1;
     shim_staging_stats_take(&t->extract_staged);  /* pre-copy's: dropped */
-    shim_remote_bulk_stats(&ship0);
-    size_t owed_before = from == &shim_remote_ops
-                             ? shim_remote_reads_outstanding()
-                             : 0;
+    shim_backend_bulk_stats(shim_proxy_backend(), &ship0);
+    size_t owed_before =
+        shim_is_proxy(from) ? shim_backend_reads_outstanding(from) : 0;
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (shim_mem_holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
@@ -409,18 +408,18 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
         rc = frc;
     /* Other answers may be owed (a watch on a user event): only this
      * extract's reads must all have arrived. */
-    if (rc == 0 && from == &shim_remote_ops &&
-        shim_remote_reads_outstanding() > owed_before) {
+    if (rc == 0 && shim_is_proxy(from) &&
+        shim_backend_reads_outstanding(from) > owed_before) {
         SWITCH_FAIL("%zu read(s) from the proxy never arrived",
-                    shim_remote_reads_outstanding() - owed_before);
+                    shim_backend_reads_outstanding(from) - owed_before);
         rc = -EIO;
     }
     t->extract = shim_now() - ts;
     shim_staging_stats_take(&t->extract_staged);
-    shim_remote_bulk_stats(&ship1);
+    shim_backend_bulk_stats(shim_proxy_backend(), &ship1);
     shim_rehome_bulk_since(&t->extract_ship, &ship0, &ship1);
-    if (from == &shim_remote_ops)
-        t->transport = shim_remote_transport();
+    if (shim_is_proxy(from))
+        t->transport = shim_backend_transport(from);
     if (rc < 0) {
         SWITCH_FAIL("extracting from %s failed (%d); the program "
                   "stays there", from->name, rc);

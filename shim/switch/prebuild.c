@@ -23,8 +23,6 @@
 #include "log.h"
 #include "shim.h"
 
-unsigned long shim_remote_generation(void);
-
 #define MAX_DEVS 64
 
 /* One twin to make: its shadow, its parent's twin (context or program),
@@ -261,10 +259,10 @@ static unsigned make_all(struct batch *b, bool give_up)
     for (size_t i = 0; i < b->n; i++) {
         struct order *r = &b->v[i];
         /* A connection made again meanwhile: the parents are gone. */
-        void *made = give_up || shim_remote_generation() != b->conn
+        void *made = give_up || shim_twin_generation() != b->conn
                          ? NULL
                          : make(r, b->plan);
-        if (made && shim_remote_generation() == b->conn) {
+        if (made && shim_twin_generation() == b->conn) {
             shim_store_lock();
             r->o->twin_conn = b->conn;
             r->o->twin_build = r->gen;
@@ -290,10 +288,10 @@ void shim_prebuild_remote(struct shim_rehome_times *t)
     struct shim_plan plan;
     char why[400];
     double t0 = shim_now();
-    struct batch b = {.conn = shim_remote_generation(), .plan = &plan};
+    struct batch b = {.conn = shim_twin_generation(), .plan = &plan};
 
     if (!shim_config.prebuild || !b.conn ||
-        shim_plan_make(&shim_remote_ops, &plan, why, sizeof(why)) < 0)
+        shim_plan_make(shim_proxy_backend(), &plan, why, sizeof(why)) < 0)
         return;
     /* Parents first: contexts, then what is made in them, then kernels
      * from the programs' twins. */

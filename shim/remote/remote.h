@@ -15,10 +15,10 @@
  * batched and leave at the next call that needs an answer.
  */
 struct rc_obj {
-    const struct _cl_icd_dispatch *dispatch;  /* shim_remote_table */
+    const struct _cl_icd_dispatch *dispatch; /* shim_proxy_table */
     uint64_t id;
     enum shim_kind kind;
-    bool user_event;             /* a struct rc_user_event */
+    bool user_event; /* a struct rc_user_event */
 };
 
 /* A user event, which remembers whether this client set it yet (SET, also
@@ -328,6 +328,30 @@ extern const struct _cl_icd_dispatch shim_remote_dispatch;
  * shim_check_buffer_size, check.c). */
 cl_ulong shim_remote_device_max_alloc(void *device);
 extern const struct shim_backend_ops shim_remote_ops;
+
+/* The remote backend's hooks (backend.h says what each answers), for its
+ * row in remote_backend.c: the connection (remote_conn.c,
+ * remote_conn_reader.c), the kernel arguments a switch sets again
+ * (remote_kernel.c), the shared area's rings (remote_ring.c). */
+bool shim_remote_alive(void);
+unsigned long shim_remote_generation(void);
+bool shim_remote_running(char *what, size_t len, double *for_s);
+size_t shim_remote_reads_outstanding(void);
+cl_int shim_remote_hand_over_deferred(void);
+void shim_remote_bulk_stats(struct shim_bulk *out);
+const char *shim_remote_transport(void);
+bool shim_remote_host_on(void);
+cl_int shim_remote_restore_arg(void *kernel, cl_uint index, size_t size,
+                               const void *value);
+bool shim_remote_ring_area(void **base, size_t *size, unsigned long *gen);
+size_t shim_remote_ring_piece(void);
+int shim_remote_ring_hold(size_t len, long wait_ms, uint64_t *pos, void **at);
+cl_int shim_remote_ring_write(cl_command_queue q, cl_mem b, size_t off,
+                              size_t len, uint64_t pos);
+void shim_remote_ring_unhold(void);
+void shim_remote_ring_release(uint64_t ring_end);
+cl_int shim_remote_read_to_sink(cl_command_queue q, cl_mem b, size_t off,
+                                size_t len, shim_ring_sink sink, void *arg);
 
 /* A message of type CASE with its payload in FIELD. */
 #define RC_MSG(var, field, CASE, payload)                          \

@@ -97,8 +97,6 @@ static struct {
     char end[24];
 } last;
 
-unsigned long shim_remote_generation(void);
-
 /* Buffers whose dirty bytes a round copies (4). */
 static bool precopyable(const struct shim_obj *o)
 {
@@ -264,11 +262,11 @@ static void *target_ctx(const struct shim_backend_ops *to,
 {
     if (!to || to == shim.backend)
         return NULL;
-    if (to == &shim_native_ops)
+    if (shim_is_vendor(to))
         return c->premade;
-    if (to == &shim_remote_ops) {
+    if (shim_is_proxy(to)) {
         void *t = atomic_load(&c->obj.twin);
-        return t && c->obj.twin_conn == shim_remote_generation() ? t : NULL;
+        return t && c->obj.twin_conn == shim_twin_generation() ? t : NULL;
     }
     return NULL;
 }
@@ -336,8 +334,7 @@ static int mirror(struct round *r)
                 break;
             }
             m->premade_ctx = ctx;
-            m->premade_conn =
-                r->to == &shim_remote_ops ? shim_remote_generation() : 0;
+            m->premade_conn = shim_is_proxy(r->to) ? shim_twin_generation() : 0;
             lo = 0;
             hi = m->size;
         }
@@ -366,7 +363,7 @@ void *shim_precopy_take_target(struct shim_mem *m)
     m->premade = NULL;
     /* A handle of a connection that is gone may name something else on
      * the one that replaced it: never used, never released. */
-    if (pre && m->premade_conn && m->premade_conn != shim_remote_generation())
+    if (pre && m->premade_conn && m->premade_conn != shim_twin_generation())
         return NULL;
     return pre;
 }
@@ -403,7 +400,7 @@ void shim_precopy(const struct shim_backend_ops *to)
     r->to = to;
     bool targets = true;
     /* The proxy gets the program's contexts now if it has none kept. */
-    if (to == &shim_remote_ops && to != shim.backend)
+    if (shim_is_proxy(to) && to != shim.backend)
         shim_prewarm_remote_contexts();
     /* A queue that waits on a user event would hold every marker. */
     shim_store_lock();

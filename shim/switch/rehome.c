@@ -60,8 +60,8 @@ static int begin(const struct shim_backend_ops *to, bool gpu_leaves,
      * is this switch's. */
     shim_fault_switch(shim.rehomes + 1);
     /* Its objects on no backend (dead.c): its state is all in RAM. */
-    bool dead = shim.backend == &shim_dead_ops;
-    if (to != &shim_remote_ops)
+    bool dead = shim_backend_on(shim.backend, SHIM_SIDE_NONE);
+    if (!shim_is_proxy(to))
         shim_twins_drop();
     /* Binaries of programs built since the last switch, for a fast
      * rebuild: fetched while the program still runs. */
@@ -77,7 +77,7 @@ static int begin(const struct shim_backend_ops *to, bool gpu_leaves,
         pthread_mutex_unlock(&shim.rehome_lock);
         return ok;
     }
-    shim_rehome_checked_conn = shim_remote_generation();
+    shim_rehome_checked_conn = shim_twin_generation();
     /* A long kernel is waited for (up to a bound) with the program
      * running, not behind the closed gate. */
     if (shim.backend && (ok = shim_rehome_wait_kernels(shim.backend)) < 0) {
@@ -90,7 +90,7 @@ static int begin(const struct shim_backend_ops *to, bool gpu_leaves,
     shim_staging_prepare_shadows(shim_rehome_shadow_needed, (void *)to);
     /* Onto the proxy: every object it has no twin of made there now,
      * for the rebuild to take (prebuild.c). */
-    if (to == &shim_remote_ops && shim.backend != to && !dead)
+    if (shim_is_proxy(to) && shim.backend != to && !dead)
         shim_prebuild_remote(t);
     /* What the program's devices hold, copied while it still runs:
      * the stop reads only what it changed since (precopy.c). */
@@ -135,8 +135,9 @@ static int switch_to(const struct shim_backend_ops *to, bool gpu_leaves,
     from = shim.backend;
     /* From the dead side there is nothing to take out: the last switch
      * left every byte in RAM (rehome_fallback.c). */
-    rc = from == &shim_dead_ops ? shim_rehome_dead_leave()
-                                : shim_rehome_take_out(from, to, &ps, t);
+    rc = shim_backend_on(from, SHIM_SIDE_NONE)
+             ? shim_rehome_dead_leave()
+             : shim_rehome_take_out(from, to, &ps, t);
     if (rc < 0) {
         /* Nothing was released: the program runs on as it was. */
         LOG_ERROR("re-home: cannot switch from %s to %s (%d); staying on %s",
@@ -151,13 +152,14 @@ static int switch_to(const struct shim_backend_ops *to, bool gpu_leaves,
         shim_rehome_fallback(to, &ps, t, rc);
     }
     const char *why = shim_rehome_reason();
-    if (rc < 0 && (from == &shim_remote_ops || to == &shim_remote_ops) &&
-        !shim_remote_alive() && why[0] && !strstr(why, "proxy"))
+    if (rc < 0 && (shim_is_proxy(from) || shim_is_proxy(to)) &&
+        !shim_backend_alive(shim_proxy_backend()) && why[0] &&
+        !strstr(why, "proxy"))
         shim_rehome_note_add("; the proxy connection is gone (closed, or "
                              "silent past CRANE_PROXY_TIMEOUT_MS)");
     /* The program's errors left on the proxy go with it. */
-    if (rc == 0 && from == &shim_remote_ops && to != from)
-        shim_owe(shim_remote_hand_over_deferred());
+    if (rc == 0 && shim_is_proxy(from) && to != from)
+        shim_owe(shim_backend_hand_over_deferred(from));
     /* Objects made ahead that this switch did not adopt. */
     shim_precopy_drop_targets();
     reopen(&ps, t, t0);
@@ -176,7 +178,7 @@ static int park(struct shim_rehome_times *t)
     if (rc < 0)
         return rc;
     const struct shim_backend_ops *from = shim.backend;
-    if (from == &shim_dead_ops) {
+    if (shim_backend_on(from, SHIM_SIDE_NONE)) {
         /* Nothing to park from: a resume could not say where to go. */
         reopen(&ps, t, t0);
         return end(t, -ENODEV, from->name, "parked");
@@ -188,8 +190,8 @@ static int park(struct shim_rehome_times *t)
         reopen(&ps, t, t0);
         return end(t, rc, from->name, "parked");
     }
-    if (from == &shim_remote_ops)
-        shim_owe(shim_remote_hand_over_deferred());
+    if (shim_is_proxy(from))
+        shim_owe(shim_backend_hand_over_deferred(from));
     shim.parked = true;
     shim.parked_from = from;
     shim.parked_at = t0;
@@ -281,13 +283,13 @@ int shim_rehome(struct shim_rehome_times *t)
     const struct shim_backend_ops *target = shim.backend;
 
     if (strcmp(to, "remote") == 0)
-        target = &shim_remote_ops;
+        target = shim_proxy_backend();
     else if (strcmp(to, "alternate") == 0)
-        target = shim.backend == &shim_native_ops ? &shim_remote_ops
-                                                  : &shim_native_ops;
+        target = shim_is_vendor(shim.backend) ? shim_proxy_backend()
+                                              : shim_vendor_backend();
     else if (strcmp(to, "native") == 0)
-        target = &shim_native_ops;
-    if (target == &shim_dead_ops)
-        target = &shim_native_ops;
+        target = shim_vendor_backend();
+    if (shim_backend_on(target, SHIM_SIDE_NONE))
+        target = shim_vendor_backend();
     return shim_switch(target, t);
 }

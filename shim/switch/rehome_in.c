@@ -116,8 +116,8 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
     /* The proxy's connection was made again since the devices were
      * matched (it died meanwhile): the plan names handles that are gone,
      * so the binding matches afresh. */
-    if (rc == 0 && to == &shim_remote_ops &&
-        shim_remote_generation() != shim_rehome_checked_conn) {
+    if (rc == 0 && shim_is_proxy(to) &&
+        shim_twin_generation() != shim_rehome_checked_conn) {
         struct shim_plan stale_plan;
         if (shim_plan_take(to, &stale_plan))
             shim_plan_free(&stale_plan);
@@ -148,7 +148,7 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
                 rc = shim_fault_at("rebuild-context");
             if (rc == 0 && o->kind == SHIM_QUEUE)
                 rc = shim_fault_at("rebuild-queue");
-            if (rc == 0 && to == &shim_remote_ops && o->ops->twins &&
+            if (rc == 0 && shim_is_proxy(to) && o->ops->twins &&
                 (o->real = shim_twin_take(o))) {
                 t->twins++;
                 continue;
@@ -179,10 +179,10 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
     /* 6. Put every byte back; the switch is done only once every write
      * has completed without error. */
     ts = shim_now();
-    struct shim_remote_bulk ship0, ship1;
+    struct shim_bulk ship0, ship1;
     shim_staging_stats_take(&t->reinject_staged);
     shim_ring_stats_take(&t->ring);
-    shim_remote_bulk_stats(&ship0);
+    shim_backend_bulk_stats(shim_proxy_backend(), &ship0);
     size_t next_streamed = 0;    /* the extract noted them in this order */
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (shim_mem_holds_bytes(o)) {
@@ -218,11 +218,12 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
             t->bytes_streamed += d->len;
             /* Back from the proxy: proxy -> ring 1 -> this device, done
              * when it returns (ringstream.c). */
-            if (to == &shim_native_ops) {
+            if (shim_is_vendor(to)) {
                 if (shim_ringstream_back(d->q, d->mem, d->off, d->len, q,
                                          m->obj.real) < 0) {
                     SWITCH_FAIL("streaming %zu bytes of a buffer back from "
-                                "the proxy failed", d->len);
+                                "the proxy failed",
+                                d->len);
                     rc = -EIO;
                 }
                 continue;
@@ -272,10 +273,10 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
     t->reinject = shim_now() - ts;
     shim_staging_stats_take(&t->reinject_staged);
     shim_ring_stats_take(&t->ring);
-    shim_remote_bulk_stats(&ship1);
+    shim_backend_bulk_stats(shim_proxy_backend(), &ship1);
     shim_rehome_bulk_since(&t->reinject_ship, &ship0, &ship1);
-    if (to == &shim_remote_ops)
-        t->transport = shim_remote_transport();
+    if (shim_is_proxy(to))
+        t->transport = shim_backend_transport(to);
     if (rc < 0)
         SWITCH_FAIL("putting the bytes back on %s failed (%d)",
                   to->name, rc);

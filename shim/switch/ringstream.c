@@ -30,11 +30,10 @@
 
 #include "config.h"
 #include "log.h"
-#include "remote_shm.h"
 #include "shim.h"
 
 #define WRAP_CONTEXTS 16
-/* Pieces in flight: ring 0 holds at least four (shim_remote_ring_piece);
+/* Pieces in flight: ring 0 holds at least four (its ring's piece);
  * on the way back the proxy's own pieces are a quarter of ring 1, and two
  * held leave it room for the next two. */
 #define OUT_DEPTH 3
@@ -50,6 +49,19 @@ struct wrap {
 static struct wrap wraps[WRAP_CONTEXTS];
 static size_t n_wraps;
 static struct shim_ring_stats stats;
+
+/* The rings of the proxy side's backend, or NULL (backend.h). */
+static const struct shim_ring_ops *ring(void)
+{
+    const struct shim_backend_ops *b = shim_proxy_backend();
+
+    return b ? b->ring : NULL;
+}
+
+static bool ring_area(void **base, size_t *size, unsigned long *gen)
+{
+    return ring() && ring()->area(base, size, gen);
+}
 
 static struct wrap *find(void *ctx)
 {
@@ -72,7 +84,7 @@ int shim_ringstream_prepare(void *ctx)
         return -ENOTSUP;
     if (find(ctx))
         return 0;
-    if (!shim_remote_ring_area(&base, &size, &gen))
+    if (!ring_area(&base, &size, &gen))
         return -ENOENT;
     if (n_wraps == WRAP_CONTEXTS)
         return -E2BIG;
@@ -103,8 +115,8 @@ bool shim_ringstream_has(void *ctx)
     /* The area it wraps is still the connection's: a connection made
      * since has its own, maybe at the same address, and the vendor would
      * copy to the old one's pages. */
-    return w && w->mem && shim_remote_ring_area(&base, &size, &gen) &&
-           base == w->base && gen == w->gen;
+    return w && w->mem && ring_area(&base, &size, &gen) && base == w->base &&
+           gen == w->gen;
 }
 
 void shim_ringstream_drop_all(void)
@@ -166,8 +178,8 @@ static int out_retire(struct out *o)
 
     o->head = (o->head + 1) % OUT_DEPTH;
     o->n--;
-    if (rc == 0 && shim_remote_ring_write(o->rq, o->rmem, p->off, p->len,
-                                          p->pos) != CL_SUCCESS) {
+    if (rc == 0 &&
+        ring()->write(o->rq, o->rmem, p->off, p->len, p->pos) != CL_SUCCESS) {
         LOG_ERROR("ringstream: naming a %zu-byte piece to the proxy failed",
                   p->len);
         rc = -EIO;
@@ -187,9 +199,11 @@ int shim_ringstream_out(cl_command_queue nq, void *nctx, cl_mem nmem,
 
     /* The area stays mapped until every copy into it is done; one given
      * up or made anew since the wrap: the caller's chunks instead. */
-    shim_remote_shm_hold();
-    if (!shim_ringstream_has(nctx) || !(piece = shim_remote_ring_piece())) {
-        shim_remote_shm_unhold();
+    if (!ring())
+        return -EAGAIN;
+    ring()->area_hold();
+    if (!shim_ringstream_has(nctx) || !(piece = ring()->piece())) {
+        ring()->area_unhold();
         return -EAGAIN;
     }
     while (off < size && rc == 0) {
@@ -203,13 +217,11 @@ int shim_ringstream_out(cl_command_queue nq, void *nctx, cl_mem nmem,
         /* No room: the pieces in flight go first, which frees it once the
          * proxy copied them; with none left, wait as long as the proxy
          * may be silent. */
-        while ((rc = shim_remote_ring_hold(n, 0, &pos, &at)) == -EAGAIN &&
-               o.n > 0)
+        while ((rc = ring()->hold(n, 0, &pos, &at)) == -EAGAIN && o.n > 0)
             if ((rc = out_retire(&o)) < 0)
                 break;
         if (rc == -EAGAIN)
-            rc = shim_remote_ring_hold(n, shim_config.proxy_timeout_ms, &pos,
-                                       &at);
+            rc = ring()->hold(n, shim_config.proxy_timeout_ms, &pos, &at);
         if (rc < 0) {
             LOG_ERROR("ringstream: no room for %zu bytes in the shared area "
                       "(%d)", n, rc);
@@ -241,8 +253,8 @@ int shim_ringstream_out(cl_command_queue nq, void *nctx, cl_mem nmem,
         o.n--;
     }
     if (rc < 0)
-        shim_remote_ring_unhold();
-    shim_remote_shm_unhold();
+        ring()->unhold();
+    ring()->area_unhold();
     return rc;
 }
 
@@ -264,7 +276,7 @@ static int back_retire(struct back *b)
     struct piece *p = &b->fifo[b->head];
     int rc = wait_copy(p);
 
-    shim_remote_ring_release(p->pos);
+    ring()->release(p->pos);
     b->head = (b->head + 1) % BACK_DEPTH;
     b->n--;
     if (rc == 0)
@@ -324,7 +336,7 @@ static int back_sink(void *arg, size_t off, const void *bytes, size_t len,
         /* The sink owns this piece's room: freed with the rest, in order,
          * once no copy reads any of it. */
         back_drain(b);
-        shim_remote_ring_release(ring_end);
+        ring()->release(ring_end);
         return b->err = rc;
     }
     VENDOR(b->nq)->clFlush(b->nq);
@@ -339,13 +351,14 @@ int shim_ringstream_back(cl_command_queue rq, cl_mem rmem, size_t off,
 
     /* The area stays mapped until every copy out of it is done (without
      * one, the pieces come on the stream, each through a bounce). */
-    shim_remote_shm_hold();
-    cl_int err = shim_remote_read_to_sink(rq, rmem, off, size, back_sink,
-                                          &b);
+    if (!ring())
+        return -ENOTCONN;
+    ring()->area_hold();
+    cl_int err = ring()->read_to_sink(rq, rmem, off, size, back_sink, &b);
     /* Pieces still in flight (the read ended, or failed) are waited for
      * and their room freed, in order. */
     int rc = back_drain(&b);
-    shim_remote_shm_unhold();
+    ring()->area_unhold();
 
     if (err != CL_SUCCESS) {
         LOG_ERROR("ringstream: reading %zu bytes from the proxy failed: %d",
