@@ -4,8 +4,8 @@
 #define HD_ARRIVE_H
 
 #include "daemon.h"
-#include "pool_report.h"
-#include "history.h"
+#include "host-daemon/web/pool_report.h"
+#include "host-daemon/history/history.h"
 #include "proto/hostd.pb-c.h"
 #include "run.h"
 

@@ -5,7 +5,7 @@
 #define HD_HANDOFF_H
 
 #include "daemon.h"
-#include "hv.h"
+#include "host-daemon/hv/hv.h"
 #include "proto/hostd.pb-c.h"
 
 /* Why request Q (not a MigrateRequest) is refused before anything starts,

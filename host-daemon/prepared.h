@@ -3,8 +3,8 @@
 #ifndef HD_PREPARED_H
 #define HD_PREPARED_H
 
-#include "history.h"
-#include "hv.h"
+#include "host-daemon/history/history.h"
+#include "host-daemon/hv/hv.h"
 
 #include <stdbool.h>
 #include <stddef.h>

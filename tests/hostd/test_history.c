@@ -1,4 +1,4 @@
-/* Unit tests of host-daemon/history.c: the SQLite migration history. */
+/* Unit tests of host-daemon/history/history.c: the SQLite migration history. */
 #include "runner.h"
 
 #include "fixture.h"
