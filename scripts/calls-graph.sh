@@ -2,6 +2,9 @@
 # Which file of one folder uses which other: calls (from the objects'
 # symbol tables: X.c uses a function or variable defined in Y.c) and
 # includes (X.c or X.h includes Y.h; X and Y are modules, a .c with its .h).
+# Subfolders count as part of the folder: their files are named by their
+# path below it (hv/hv_libvirt), a header by its name from its own folder or
+# by its path from the root (host-daemon/hv/hv.h).
 # Prints both graphs, then for each its size and its knots: the groups of
 # files that all reach each other (strongly connected components), which
 # no order of layers can separate.  Exits 1 when either graph has a knot.
@@ -14,18 +17,23 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/defs"
 : >"$tmp/uses"
-for o in "$obj"/*.o; do
-    f=$(basename "$o" .o)
+for o in $(find "$obj" -name '*.o' | sort); do
+    f=${o#"$obj"/}; f=${f%.o}
     nm -g --defined-only "$o" | awk -v f="$f" '{ print $3, f }' >>"$tmp/defs"
     nm -u "$o" | awk -v f="$f" '{ print f, $2 }' >>"$tmp/uses"
 done
 awk 'NR == FNR { def[$1] = $2; next }
      ($2 in def) && def[$2] != $1 { print $1, def[$2] }' \
     "$tmp/defs" "$tmp/uses" | sort -u >"$tmp/calls"
-for f in "$src"/*.c "$src"/*.h; do
-    a=$(basename "$f"); a=${a%.*}
-    sed -n 's/^#include "\([a-z_0-9]*\)\.h".*/\1/p' "$f" |
-        awk -v a="$a" '$1 != a { print a, $1 }'
+for f in $(find "$src" -name '*.[ch]' | sort); do
+    a=${f#"$src"/}; a=${a%.*}
+    d=${a%/*}; [ "$d" != "$a" ] || d=
+    sed -n 's/^#include "\([a-z_0-9/-]*\)\.h".*/\1/p' "$f" |
+        awk -v a="$a" -v d="$d" -v root="$src/" '
+            index($1, root) == 1 { print a, substr($1, length(root) + 1); next }
+            index($1, "/") { next }  # another folder (proto/...)
+            d != "" { $1 = d "/" $1 }
+            $1 != a { print a, $1 }'
 done | sort -u >"$tmp/includes"
 rc=0
 for g in calls includes; do
