@@ -23,8 +23,9 @@ SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3)
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3)
 
 # The history (host-daemon/history/) and what renders it (host-daemon/web/).
-HOSTD_LIB_SRCS := $(addprefix host-daemon/history/,history.c \
-                      history_schema.c history_query.c history_stats.c \
+HOSTD_LIB_SRCS := $(addprefix host-daemon/history/,history_write.c \
+                      history_db.c history_schema.c history_query.c \
+                      history_stats.c \
                       backlog.c history_counters.c history_job.c) \
                   $(addprefix host-daemon/web/,stats.c metrics.c json.c \
                       json_views.c buf.c pool_report.c)

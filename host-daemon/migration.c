@@ -5,7 +5,6 @@
 #include "migrate_opts.h"
 
 #include "guest.h"
-#include "handoff.h"
 #include "prepared.h"
 #include "log.h"
 #include "peer.h"

@@ -694,6 +694,9 @@ if [ -x "$HV_TESTS" ]; then
 else
     case_ "hostd-hv/tests" "$HV_TESTS"  # fails: the binary is missing
 fi
+# No circles between host-daemon's files, those of hv/, history/, web/ and
+# cli/ included: neither in calls nor in includes.
+case_ "hostd/acyclic" scripts/calls-graph.sh host-daemon $B/obj/host-daemon
 
 echo "# install: make install, units, man pages, --version, readiness"
 # tests/install/install.sh: make install into a private DESTDIR, every file

@@ -130,15 +130,6 @@ static const char usage[] =
     "  130, 143  interrupted twice by SIGINT, SIGTERM: stopped watching;\n"
     "     the cancel's rollback goes on in crane-hostd\n";
 
-int mig_usage_error(const char *fmt, const char *arg)
-{
-    char what[512];
-
-    snprintf(what, sizeof(what), fmt, arg);
-    crn_log(CRN_LOG_ERROR, "%s (see --help)", what);
-    return MIG_EXIT_USAGE;
-}
-
 
 /* --- the command line -------------------------------------------------- */
 
@@ -248,13 +239,13 @@ static int operands(int argc, char **argv, struct mig_opts *o)
         if (!*slot[s])
             *slot[s] = argv[i++];
     if (i < argc)
-        return mig_usage_error("unexpected argument '%s'", argv[i]);
+        return crn_usage_error("unexpected argument '%s'", argv[i]);
     if (!o->named_domain || !o->named_desturi)
-        return mig_usage_error("%s", !o->named_domain
+        return crn_usage_error("%s", !o->named_domain
                                          ? "DOMAIN and DESTURI are needed"
                                          : "DESTURI is needed");
     if (!*o->named_domain || !*o->named_desturi)
-        return mig_usage_error("%s", "DOMAIN and DESTURI must not be empty");
+        return crn_usage_error("%s", "DOMAIN and DESTURI must not be empty");
     r->domain = (char *)o->named_domain;
     r->dest_uri = (char *)o->named_desturi;
     if (o->named_migrateuri)
@@ -331,16 +322,15 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
         case O_VERBOSE: r->verbose = true; break;
         case O_TIMEOUT:
             if (parse_timeout(optarg, &r->timeout_s) < 0)
-                return mig_usage_error("bad --timeout '%s' (whole seconds, 1 or "
-                                   "more)",
-                                   optarg);
+                return crn_usage_error(
+                    "bad --timeout '%s' (whole seconds, 1 or more)", optarg);
             break;
         case O_XML: xml_path = optarg; break;
         case O_PROXY:
             /* Port 0 is for listeners only: programs connect here. */
             if (crn_endpoint_parse(optarg, &ep) < 0 ||
                 (ep.kind == CRN_EP_TCP && atoi(ep.port) == 0))
-                return mig_usage_error("bad --proxy '%s' (unix:PATH or "
+                return crn_usage_error("bad --proxy '%s' (unix:PATH or "
                                    "tcp:HOST:PORT)",
                                    optarg);
             r->proxy = optarg;
@@ -348,7 +338,8 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
         case O_PEER:
             if (crn_endpoint_parse(optarg, &ep) < 0 ||
                 ep.kind != CRN_EP_TCP || atoi(ep.port) == 0)
-                return mig_usage_error("bad --peer '%s' (tcp:HOST:PORT)", optarg);
+                return crn_usage_error("bad --peer '%s' (tcp:HOST:PORT)",
+                                       optarg);
             r->peer = optarg;
             break;
         case O_CONNECT:
@@ -357,7 +348,7 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
             break;
         case O_WAIT:
             if (parse_wait(optarg, &o->wait) < 0)
-                return mig_usage_error("bad --wait '%s' (seconds, 0 for no "
+                return crn_usage_error("bad --wait '%s' (seconds, 0 for no "
                                    "limit)",
                                    optarg);
             break;
@@ -366,16 +357,17 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
             crn_print_version("crane-migrate");
             return MIG_EXIT_OK;
         case ':':
-            return mig_usage_error("option '%s' needs a value", argv[optind - 1]);
+            return crn_usage_error("option '%s' needs a value",
+                                   argv[optind - 1]);
         default:
             if (optopt > 0 && optopt < O_LIVE) {
                 char s[3] = {'-', (char)optopt, '\0'};
-                return mig_usage_error("unknown option '%s'", s);
+                return crn_usage_error("unknown option '%s'", s);
             }
             if (optopt >= O_LIVE)
-                return mig_usage_error("option '%s' takes no value",
+                return crn_usage_error("option '%s' takes no value",
                                    argv[optind - 1]);
-            return mig_usage_error("unknown option '%s'", argv[optind - 1]);
+            return crn_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
     if ((rc = operands(argc, argv, o)) >= 0)
@@ -383,9 +375,9 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
     if ((rc = mig_virsh_check(o)) >= 0)
         return rc;
     if (r->live && o->offline)
-        return mig_usage_error("%s", "--live and --offline exclude each other");
+        return crn_usage_error("%s", "--live and --offline exclude each other");
     if (r->timeout_s && !r->live)
-        return mig_usage_error("%s", "--timeout needs --live");
+        return crn_usage_error("%s", "--timeout needs --live");
     if (crn_endpoint_parse(o->connect, &ep) < 0) {
         crn_log(CRN_LOG_ERROR, "bad endpoint '%s' for crane-hostd "
                         "(from %s): unix:PATH or tcp:HOST:PORT (see "

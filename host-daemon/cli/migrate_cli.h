@@ -74,9 +74,6 @@ struct mig_reader {
  * else the exit status (--help, --version, bad usage). */
 int mig_parse_args(int argc, char **argv, struct mig_opts *o);
 
-/* One line "crane-migrate: WHAT (see --help)" from FMT with ARG; returns
- * MIG_EXIT_USAGE. */
-int mig_usage_error(const char *fmt, const char *arg);
 /* Frees what O owns. */
 void mig_opts_free(struct mig_opts *o);
 

@@ -134,7 +134,7 @@ int mig_virsh_option(int id, const char *arg, struct mig_opts *o)
     unsigned long long n;
 
     if (id >= V_REFUSED && id < V_END)
-        return mig_usage_error("%s", refusal(id));
+        return crn_usage_error("%s", refusal(id));
     o->req.options = v;
     switch (id) {
     case V_TLS: v->tls = true; break;
@@ -152,24 +152,24 @@ int mig_virsh_option(int id, const char *arg, struct mig_opts *o)
     case V_TIMEOUT_SUSPEND: break;  /* what --timeout does anyway */
     case V_DISKS:
         if (disks(arg, o) < 0)
-            return mig_usage_error("bad --migrate-disks '%s' (targets such "
+            return crn_usage_error("bad --migrate-disks '%s' (targets such "
                                    "as vda,vdb; at most 64)", arg);
         break;
     case V_BANDWIDTH:
         if (whole(arg, 1, 1ull << 40, &n) < 0)
-            return mig_usage_error("bad --bandwidth '%s' (MiB/s, a whole "
+            return crn_usage_error("bad --bandwidth '%s' (MiB/s, a whole "
                                    "number, 1 or more)", arg);
         v->bandwidth_mib = n;
         break;
     case V_PARALLEL_CONNS:
         if (whole(arg, 1, 255, &n) < 0)
-            return mig_usage_error("bad --parallel-connections '%s' (1 to "
+            return crn_usage_error("bad --parallel-connections '%s' (1 to "
                                    "255)", arg);
         v->parallel_connections = (uint32_t)n;
         break;
     case V_DISKS_PORT:
         if (whole(arg, 1, 65535, &n) < 0)
-            return mig_usage_error("bad --disks-port '%s' (1 to 65535)",
+            return crn_usage_error("bad --disks-port '%s' (1 to 65535)",
                                    arg);
         v->disks_port = (uint32_t)n;
         break;
@@ -180,7 +180,7 @@ int mig_virsh_option(int id, const char *arg, struct mig_opts *o)
     case V_DNAME: v->dname = (char *)arg; break;
     case V_DISKS_URI: v->disks_uri = (char *)arg; break;
     case V_TLS_DEST: v->tls_destination = (char *)arg; break;
-    default: return mig_usage_error("%s", "unknown option");
+    default: return crn_usage_error("%s", "unknown option");
     }
     return -1;
 }
@@ -190,23 +190,23 @@ int mig_virsh_check(const struct mig_opts *o)
     const Crane__Hostd__MigrateOptions *v = &o->vopts;
 
     if (v->copy_storage_all && v->copy_storage_inc)
-        return mig_usage_error("%s", "--copy-storage-all and "
+        return crn_usage_error("%s", "--copy-storage-all and "
                                      "--copy-storage-inc exclude each other");
     if ((v->n_migrate_disks || v->disks_port || *v->disks_uri ||
          v->copy_storage_synchronous_writes) &&
         !v->copy_storage_all && !v->copy_storage_inc)
-        return mig_usage_error("%s", "--migrate-disks, --disks-port, "
+        return crn_usage_error("%s", "--migrate-disks, --disks-port, "
                                "--disks-uri and "
                                "--copy-storage-synchronous-writes need "
                                "--copy-storage-all or --copy-storage-inc");
     if (v->parallel_connections && !v->parallel)
-        return mig_usage_error("%s", "--parallel-connections needs "
+        return crn_usage_error("%s", "--parallel-connections needs "
                                      "--parallel");
     if (v->zerocopy && !v->parallel)
-        return mig_usage_error("%s", "--zerocopy needs --parallel");
+        return crn_usage_error("%s", "--zerocopy needs --parallel");
     if (v->tunnelled && !o->req.p2p)
-        return mig_usage_error("%s", "--tunnelled needs --p2p");
+        return crn_usage_error("%s", "--tunnelled needs --p2p");
     if (*v->dname && strchr(v->dname, '/'))
-        return mig_usage_error("bad --dname '%s'", v->dname);
+        return crn_usage_error("bad --dname '%s'", v->dname);
     return -1;
 }

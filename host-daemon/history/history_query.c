@@ -10,14 +10,6 @@
 
 /* --- reading: the file may have been edited by hand, so rows are checked -- */
 
-/* Copies column COL of S, at most MAX bytes, into OUT[MAX + 1]. */
-void hd__copy_text(char *out, size_t max, sqlite3_stmt *s, int col)
-{
-    const char *t = (const char *)sqlite3_column_text(s, col);
-
-    snprintf(out, max + 1, "%s", t != NULL ? t : "");
-}
-
 int hd__read_migration(struct hd_history *h, sqlite3_stmt *s,
                           struct hd_migration *m)
 {

@@ -7,7 +7,7 @@
  * test_history.c).
  */
 
-/* host-daemon/history/history.c: tests/hostd/test_history.c */
+/* host-daemon/history/history_write.c: tests/hostd/test_history.c */
 TEST_ENTRY(history_roundtrip)
 TEST_ENTRY(history_live_progress)
 TEST_ENTRY(history_record_is_atomic)
