@@ -75,15 +75,6 @@ static const char usage[] =
     "missing or malformed value); 3 no answer from the daemon; 4 done,\n"
     "but programs were lost to a fault (listed as `lost`, with why).\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    char what[256];
-
-    snprintf(what, sizeof(what), fmt, arg);
-    crn_log(CRN_LOG_ERROR, "%s (see --help)", what);
-    return 2;
-}
-
 static int parse_u32(const char *s, uint32_t *out)
 {
     char *end;
@@ -260,22 +251,23 @@ int main(int argc, char **argv)
         case 'k': key_path = optarg; break;
         case 'T':
             if (crn_tls_mode_parse(optarg, &tls_mode) < 0)
-                return usage_error("bad --tls '%s' (x509, psk, none or auto)",
-                                   optarg);
+                return crn_usage_error(
+                    "bad --tls '%s' (x509, psk, none or auto)", optarg);
             break;
         case 'P': pki_dir = optarg; break;
         case 't':
             timeout = strtod(optarg, &end);
             if (*end || end == optarg || !(timeout > 0) || timeout > 86400)
-                return usage_error("bad --timeout '%s' (seconds)", optarg);
+                return crn_usage_error("bad --timeout '%s' (seconds)", optarg);
             break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': crn_print_version("cranectl"); return 0;
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        default: return crn_usage_error("unknown option '%s'",
+                                        argv[optind - 1]);
         }
     }
     if (optind >= argc)
-        return usage_error("%s", "a command is needed");
+        return crn_usage_error("%s", "a command is needed");
     cmd = argv[optind];
     argc -= optind;
     argv += optind;
@@ -296,8 +288,8 @@ int main(int argc, char **argv)
             break;
         case 'd':
             if (parse_u32(optarg, &deadline) < 0)
-                return usage_error("bad --deadline '%s' (milliseconds)",
-                                   optarg);
+                return crn_usage_error("bad --deadline '%s' (milliseconds)",
+                                       optarg);
             break;
         case 'a':
             shm.pci = optarg;
@@ -308,7 +300,7 @@ int main(int argc, char **argv)
             errno = 0;
             shm.size = strtoull(optarg, &end, 10);
             if (errno || end == optarg || *end || *optarg == '-')
-                return usage_error("bad --size '%s' (bytes)", optarg);
+                return crn_usage_error("bad --size '%s' (bytes)", optarg);
             shm_opts = true;
             break;
         }
@@ -316,19 +308,20 @@ int main(int argc, char **argv)
             shm.release = true;
             shm_opts = true;
             break;
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        default: return crn_usage_error("unknown option '%s'",
+                                        argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error("unexpected argument '%s'", argv[optind]);
+        return crn_usage_error("unexpected argument '%s'", argv[optind]);
     if (strcmp(cmd, "prepare") != 0 && prepare_opts)
-        return usage_error("--proxy, --live and --offline go with %s",
-                           "prepare");
+        return crn_usage_error("--proxy, --live and --offline go with %s",
+                               "prepare");
     if (strcmp(cmd, "shm") != 0 && shm_opts)
-        return usage_error("--pci, --size and --release go with %s", "shm");
+        return crn_usage_error("--pci, --size and --release go with %s", "shm");
     if (strcmp(cmd, "status") == 0) {
         if (deadline)
-            return usage_error("%s takes no --deadline", cmd);
+            return crn_usage_error("%s takes no --deadline", cmd);
         msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS;
         msg.status = &status;
     } else if (strcmp(cmd, "prepare") == 0) {
@@ -345,17 +338,17 @@ int main(int argc, char **argv)
         msg.abort = &abort_;
     } else if (strcmp(cmd, "shm") == 0) {
         if (shm.release && ((shm.pci && *shm.pci) || shm.size))
-            return usage_error("%s takes neither --pci nor --size",
-                               "shm --release");
+            return crn_usage_error("%s takes neither --pci nor --size",
+                                   "shm --release");
         shm.deadline_ms = deadline;
         msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_SHM;
         msg.shm = &shm;
     } else {
-        return usage_error("unknown command '%s'", cmd);
+        return crn_usage_error("unknown command '%s'", cmd);
     }
     if (crn_endpoint_parse(endpoint, &ep) < 0)
-        return usage_error("bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
-                           endpoint);
+        return crn_usage_error("bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
+                               endpoint);
     if (ep.kind == CRN_EP_TCP && key_path && *key_path &&
         (rc = crn_auth_key_load(key_path, &key, &key_len)) < 0) {
         crn_log(CRN_LOG_ERROR, "key %s: %s", key_path,

@@ -68,12 +68,6 @@ static int fail(const char *fmt, const char *arg)
     return 1;
 }
 
-static int bad_usage(const char *fmt, const char *arg)
-{
-    fail(fmt, arg);
-    return 2;
-}
-
 static void print_config(const struct gd_config *c)
 {
     printf("listen = %s\nlisten_mode = %04o\nprogram_group = %s\n"
@@ -207,11 +201,10 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
         case 'h': fputs(usage, stdout); return 0;
         case 'V': crn_print_version("crane-guestd"); return 0;
         case ':':
-            return bad_usage("option '%s' needs a value (see --help)",
-                             argv[optind - 1]);
+            return crn_usage_error("option '%s' needs a value",
+                                   argv[optind - 1]);
         default:
-            return bad_usage("unknown option '%s' (see --help)",
-                             argv[optind - 1]);
+            return crn_usage_error("unknown option '%s'", argv[optind - 1]);
         }
         if (key && n_set < 8) {
             set_keys[n_set] = key;
@@ -219,8 +212,7 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
         }
     }
     if (optind < argc)
-        return bad_usage("unexpected argument '%s' (see --help)",
-                         argv[optind]);
+        return crn_usage_error("unexpected argument '%s'", argv[optind]);
     gd_config_defaults(&d->cfg);
     if (gd_config_load(&d->cfg, config ? config : GD_CONFIG_DEFAULT,
                        config != NULL, why, sizeof(why)) < 0)
@@ -228,7 +220,7 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
     for (size_t i = 0; i < n_set; i++)
         if (gd_config_set(&d->cfg, set_keys[i], set_values[i], why,
                           sizeof(why)) < 0)
-            return bad_usage("%s (see --help)", why);
+            return crn_usage_error("%s", why);
     crn_log_set_level(d->cfg.log_level);
     if (check) {
         print_config(&d->cfg);

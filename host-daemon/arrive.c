@@ -2,7 +2,7 @@
  * VMs that found no free GPU wait for one. */
 #include "arrive.h"
 
-#include "backlog.h"
+#include "host-daemon/history/backlog.h"
 
 #include "gpus.h"
 #include "guest.h"

@@ -5,8 +5,8 @@
 
 #include "daemon.h"
 #include "pool.h"
-#include "pool_report.h"
-#include "history.h"
+#include "host-daemon/web/pool_report.h"
+#include "host-daemon/history/history.h"
 #include "proto/hostd.pb-c.h"
 #include "run.h"
 

@@ -8,7 +8,7 @@
  */
 #include "ctl_serve.h"
 
-#include "history.h"
+#include "host-daemon/history/history.h"
 #include "log.h"
 
 #include "proto/frame.h"

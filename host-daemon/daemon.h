@@ -3,7 +3,7 @@
 #define HD_DAEMON_H
 
 #include "config.h"
-#include "hv.h"
+#include "host-daemon/hv/hv.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -3,11 +3,11 @@
  * the lease that bounds how long a VM stays prepared. */
 #include "handoff.h"
 
-#include "backlog.h"
+#include "host-daemon/history/backlog.h"
 
 #include "arrive.h"
 #include "ctl_serve.h"
-#include "history.h"
+#include "host-daemon/history/history.h"
 #include "log.h"
 #include "migration.h"
 #include "pool.h"

@@ -3,7 +3,7 @@
 #ifndef HD_HEALTH_H
 #define HD_HEALTH_H
 
-#include "metrics.h"
+#include "host-daemon/web/metrics.h"
 
 #include <stdbool.h>
 

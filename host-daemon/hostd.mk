@@ -22,13 +22,13 @@ ifeq ($(shell pkg-config --exists sqlite3 && echo yes),yes)
 SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3)
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3)
 
-HOSTD_LIB_SRCS := host-daemon/history.c host-daemon/history_schema.c \
-                  host-daemon/history_query.c host-daemon/history_stats.c \
-                  host-daemon/stats.c host-daemon/metrics.c \
-                  host-daemon/json.c host-daemon/json_views.c \
-                  host-daemon/buf.c host-daemon/pool_report.c \
-                  host-daemon/backlog.c host-daemon/history_counters.c \
-                  host-daemon/history_job.c
+# The history (host-daemon/history/) and what renders it (host-daemon/web/).
+HOSTD_LIB_SRCS := $(addprefix host-daemon/history/,history_write.c \
+                      history_db.c history_schema.c history_query.c \
+                      history_stats.c \
+                      backlog.c history_counters.c history_job.c) \
+                  $(addprefix host-daemon/web/,stats.c metrics.c json.c \
+                      json_views.c buf.c pool_report.c)
 HOSTD_LIB_OBJS := $(HOSTD_LIB_SRCS:%.c=$(B)/obj/%.o)
 HOSTD_LIB := $(B)/lib/libcrane-hostd.a
 HOSTD_LIBS := $(HOSTD_LIB) $(PROTO_LIBS) $(SQLITE_LIBS) -lm
@@ -37,12 +37,10 @@ HOSTD_DEFS :=
 # The HTTP server; HD_HAVE_HTTP turns on its tests (tests/hostd/list.h).
 ifeq ($(shell pkg-config --exists libmicrohttpd && echo yes),yes)
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
-HOSTD_LIB_SRCS += host-daemon/http.c host-daemon/http_query.c \
-                  host-daemon/http_tls.c host-daemon/http_webconf.c
-HOSTD_LIB_OBJS += $(B)/obj/host-daemon/http.o \
-                  $(B)/obj/host-daemon/http_query.o \
-                  $(B)/obj/host-daemon/http_tls.o \
-                  $(B)/obj/host-daemon/http_webconf.o $(B)/obj/gen/dashboard.o
+HOSTD_HTTP_SRCS := $(addprefix host-daemon/web/,http.c http_query.c \
+                       http_tls.c http_webconf.c)
+HOSTD_LIB_SRCS += $(HOSTD_HTTP_SRCS)
+HOSTD_LIB_OBJS += $(HOSTD_HTTP_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/gen/dashboard.o
 HOSTD_LIBS += $(shell pkg-config --libs libmicrohttpd) -lcrypt
 HOSTD_DEFS += -DHD_HAVE_HTTP
 endif
@@ -89,9 +87,9 @@ $(HOSTD_TEST_BIN): $(HOSTD_TEST_OBJS) $(HOSTD_LIB) $(PROTO_LIB)
 # The dashboard page, embedded in the library as bytes
 # (hd_dashboard_html[], hd_dashboard_html_len): one file to edit, nothing
 # to install.
-$(B)/gen/dashboard.c: host-daemon/dashboard.html
+$(B)/gen/dashboard.c: host-daemon/web/dashboard.html
 	@mkdir -p $(@D)
-	{ echo '/* Generated from host-daemon/dashboard.html; do not edit. */'; \
+	{ echo '/* Generated from host-daemon/web/dashboard.html; do not edit. */'; \
 	  echo 'const unsigned char hd_dashboard_html[] = {'; \
 	  od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; \
@@ -113,20 +111,20 @@ UV_LIBS := $(or $(shell pkg-config --libs libuv 2>/dev/null),-luv)
 endif
 
 # crane-migrate's own files; the library's; everything else is the daemon.
-MIGRATE_SRCS := host-daemon/crane-migrate.c host-daemon/migrate_args.c \
-                host-daemon/migrate_print.c host-daemon/migrate_virsh.c \
-                host-daemon/migrate_jobinfo.c host-daemon/migrate_cancel.c
+# The two CLIs live in host-daemon/cli/.
+MIGRATE_SRCS := $(addprefix host-daemon/cli/,crane-migrate.c migrate_args.c \
+                    migrate_print.c migrate_virsh.c migrate_jobinfo.c \
+                    migrate_cancel.c)
 # crane-hostctl shares crane-migrate's output (migrate_print.c).
-HOSTCTL_SRCS := host-daemon/crane-hostctl.c host-daemon/hostctl_table.c \
-                host-daemon/migrate_print.c host-daemon/migrate_jobinfo.c \
-                host-daemon/migrate_cancel.c
+HOSTCTL_SRCS := $(addprefix host-daemon/cli/,crane-hostctl.c hostctl_table.c \
+                    migrate_print.c migrate_jobinfo.c migrate_cancel.c)
 HOSTD_SRCS := $(filter-out $(HOSTD_LIB_SRCS) $(MIGRATE_SRCS) $(HOSTCTL_SRCS) \
-                host-daemon/hv_libxl%.c, \
-                $(sort $(wildcard host-daemon/*.c)))
+                host-daemon/hv/hv_libxl%.c, \
+                $(sort $(wildcard host-daemon/*.c host-daemon/*/*.c)))
 HOSTD_DAEMON_DEFS :=
 XL_LIBS :=
 ifeq ($(shell pkg-config --exists xenlight && echo yes),yes)
-HOSTD_SRCS += $(sort $(wildcard host-daemon/hv_libxl*.c))
+HOSTD_SRCS += $(sort $(wildcard host-daemon/hv/hv_libxl*.c))
 HOSTD_DAEMON_DEFS += -DHD_HAVE_LIBXL
 VIRT_CFLAGS += $(shell pkg-config --cflags xenlight)
 XL_LIBS := $(shell pkg-config --libs xenlight xentoollog)

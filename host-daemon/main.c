@@ -5,9 +5,9 @@
 #include "guest.h"
 #include "handoff.h"
 #include "health.h"
-#include "history.h"
-#include "history_keep.h"
-#include "http.h"
+#include "host-daemon/history/history.h"
+#include "host-daemon/history/history_keep.h"
+#include "host-daemon/web/http.h"
 #include "listen.h"
 #include "log.h"
 #include "pool.h"
@@ -242,16 +242,6 @@ static void stop(struct hd_daemon *d)
     uv_timer_start(&stop_timer, on_stop_poll, 0, 100);
 }
 
-/* FMT names ARG (one %s). */
-static int bad_usage(const char *fmt, const char *arg)
-{
-    char what[512];
-
-    snprintf(what, sizeof(what), fmt, arg);
-    crn_log_say(CRN_LOG_ERROR, "%s (see --help)", what);
-    return 2;
-}
-
 static void close_walk(uv_handle_t *h, void *arg)
 {
     (void)arg;
@@ -317,18 +307,19 @@ int main(int argc, char **argv)
             crn_print_version("crane-hostd");
             return 0;
         case ':':
-            return bad_usage("option '%s' needs a value", argv[optind - 1]);
+            return crn_usage_error("option '%s' needs a value",
+                                   argv[optind - 1]);
         case '?':
-            return bad_usage("unknown option '%s'", argv[optind - 1]);
+            return crn_usage_error("unknown option '%s'", argv[optind - 1]);
         default:
             if (n_over == 64)
-                return bad_usage("%s", "too many options");
+                return crn_usage_error("%s", "too many options");
             over[n_over].key = o;
             over[n_over++].value = optarg;
         }
     }
     if (optind < argc)
-        return bad_usage("unexpected argument '%s'", argv[optind]);
+        return crn_usage_error("unexpected argument '%s'", argv[optind]);
 
     hd_config_defaults(&d->cfg);
     if (hd_config_load(&d->cfg, config, must_exist, why, sizeof(why)) < 0) {

@@ -4,7 +4,7 @@
 #define HD_MIGRATE_OPTS_H
 
 #include "config.h"
-#include "hv.h"
+#include "host-daemon/hv/hv.h"
 #include "proto/hostd.pb-c.h"
 
 #include <stdbool.h>

@@ -6,7 +6,6 @@
 
 #include "gpus.h"
 #include "guest.h"
-#include "handoff.h"
 #include "prepare_watch.h"
 #include "prepared.h"
 #include "log.h"

@@ -2,7 +2,7 @@
 #include "peer.h"
 
 #include "arrive.h"
-#include "history.h"
+#include "host-daemon/history/history.h"
 #include "io.h"
 #include "log.h"
 #include "pool.h"
@@ -11,7 +11,7 @@
 #include "proto/frame.h"
 
 #ifdef HD_HAVE_LIBXL
-#include "hv_libxl.h"
+#include "host-daemon/hv/hv_libxl.h"
 #endif
 
 #include <arpa/inet.h>

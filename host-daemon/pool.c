@@ -1,7 +1,7 @@
 /* This host's GPU pool: which GPU each domain holds, which are free. */
 #include "pool.h"
 
-#include "hv_xml.h"
+#include "host-daemon/hv/hv_xml.h"
 #include "log.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
 #define HD_POOL_H
 
 #include "config.h"
-#include "hv.h"
+#include "host-daemon/hv/hv.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,9 +3,9 @@
 #ifndef HD_PREPARED_H
 #define HD_PREPARED_H
 
-#include "history.h"
-#include "hv.h"
 #include "pool.h"
+#include "host-daemon/history/history.h"
+#include "host-daemon/hv/hv.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,7 +2,7 @@
 #include "proxy.h"
 
 #include "arrive.h"
-#include "hv.h"
+#include "host-daemon/hv/hv.h"
 #include "io.h"
 #include "log.h"
 #include "proto/auth.h"

@@ -3,7 +3,7 @@
 
 #include "running.h"
 
-#include "backlog.h"
+#include "host-daemon/history/backlog.h"
 #include "log.h"
 #include "proto/auth.h"
 #include "proto/frame.h"

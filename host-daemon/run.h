@@ -3,8 +3,8 @@
 #define HD_RUN_H
 
 #include "daemon.h"
-#include "history.h"
-#include "hv.h"
+#include "host-daemon/history/history.h"
+#include "host-daemon/hv/hv.h"
 #include "proto/control.pb-c.h"
 #include "proto/hostd.pb-c.h"
 

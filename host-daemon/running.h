@@ -4,7 +4,7 @@
 #define HD_RUNNING_H
 
 #include "daemon.h"
-#include "hv.h"
+#include "host-daemon/hv/hv.h"
 #include "proto/hostd.pb-c.h"
 
 #include <stdbool.h>

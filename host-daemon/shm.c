@@ -8,7 +8,7 @@
 #include "shm.h"
 
 #include "guest.h"
-#include "hv.h"
+#include "host-daemon/hv/hv.h"
 #include "log.h"
 #include "run.h"
 #include "waits.h"

@@ -2,7 +2,7 @@
 #ifndef HD_WAITS_H
 #define HD_WAITS_H
 
-#include "hv.h"
+#include "host-daemon/hv/hv.h"
 
 #include <stdbool.h>
 #include <stdint.h>

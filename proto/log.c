@@ -164,3 +164,12 @@ void crn_log_say(enum crn_log_level level, const char *fmt, ...)
              level, fmt, ap);
     va_end(ap);
 }
+
+int crn_usage_error(const char *fmt, const char *arg)
+{
+    char what[512];
+
+    snprintf(what, sizeof(what), fmt, arg);
+    crn_log_say(CRN_LOG_ERROR, "%s (see --help)", what);
+    return 2;
+}

@@ -41,6 +41,10 @@ void crn_log(enum crn_log_level level, const char *fmt, ...)
  * with its priority when stderr is the journal. */
 void crn_log_say(enum crn_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A bad command line: FMT (one %s, for ARG) said as an error with " (see
+ * --help)" after it.  Returns 2, the exit status of bad usage in every
+ * crane program. */
+int crn_usage_error(const char *fmt, const char *arg);
 
 /* JOURNAL when JOURNAL_STREAM (systemd's "DEVICE:INODE" of the stream it
  * gave the service, NULL when unset) names the file FD is, else TEXT. */

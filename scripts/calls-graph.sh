@@ -2,6 +2,10 @@
 # Which file of one folder uses which other: calls (from the objects'
 # symbol tables: X.c uses a function or variable defined in Y.c) and
 # includes (X.c or X.h includes Y.h; X and Y are modules, a .c with its .h).
+# Subfolders count as part of the folder: their files are named by their
+# path below it (hv/hv_libvirt), a header found as the compiler finds it:
+# beside the file, by its path from the root (host-daemon/hv/hv.h) or from
+# the folder (shim/'s -iquote: remote/remote.h).
 # Prints both graphs, then for each its size and its knots: the groups of
 # files that all reach each other (strongly connected components), which
 # no order of layers can separate.  Exits 1 when either graph has a knot.
@@ -14,10 +18,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/defs"
 : >"$tmp/uses"
-# Subfolders too (shim/remote/, shim/switch/): a module is named by its
-# file's name alone.
 for o in $(find "$obj" -name '*.o' | sort); do
-    f=$(basename "$o" .o)
+    f=${o#"$obj"/}; f=${f%.o}
     nm -g --defined-only "$o" | awk -v f="$f" '{ print $3, f }' >>"$tmp/defs"
     nm -u "$o" | awk -v f="$f" '{ print f, $2 }' >>"$tmp/uses"
 done
@@ -25,16 +27,21 @@ awk 'NR == FNR { def[$1] = $2; next }
      ($2 in def) && def[$2] != $1 { print $1, def[$2] }' \
     "$tmp/defs" "$tmp/uses" | sort -u >"$tmp/calls"
 for f in $(find "$src" -name '*.[ch]' | sort); do
-    a=$(basename "$f"); a=${a%.*}
-    d=$(dirname "$f")
-    # "x.h", or "sub/x.h" / "../x.h" where that file is the folder's own.
-    sed -n 's/^#include "\([a-z_0-9/.]*\)\.h".*/\1/p' "$f" |
+    a=${f#"$src"/}; a=${a%.*}
+    d=${a%/*}; [ "$d" != "$a" ] || d=
+    # As the compiler finds it: beside the file, spelled from the root
+    # (host-daemon/hv/hv.h), or from the folder (-iquote shim: remote/x.h);
+    # a header of another folder (proto/...) is no edge.
+    sed -n 's/^#include "\([a-z_0-9/-]*\)\.h".*/\1/p' "$f" |
         while read -r h; do
-            case $h in
-            */*) [ -f "$d/$h.h" ] || [ -f "$src/$h.h" ] || continue ;;
-            esac
-            echo "${h##*/}"
-        done | awk -v a="$a" '$1 != a { print a, $1 }'
+            if [ -n "$d" ] && [ -f "$src/$d/$h.h" ]; then
+                echo "$a $d/$h"
+            elif [ -f "$h.h" ] && [ "${h#"$src"/}" != "$h" ]; then
+                echo "$a ${h#"$src"/}"
+            elif [ -f "$src/$h.h" ]; then
+                echo "$a $h"
+            fi
+        done | awk '$1 != $2'
 done | sort -u >"$tmp/includes"
 rc=0
 for g in calls includes; do

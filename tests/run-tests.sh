@@ -216,7 +216,7 @@ store_calls_no_kind() {
     local graph calls users
     graph=$(scripts/calls-graph.sh shim "$B/obj/shim" | sed '/^includes:/,$d')
     calls=$(echo "$graph" | sed -n 's/^  objects:\(.*\)/\1/p')
-    users=$(echo "$graph" | grep -c '^  [a-z_]*:.* objects\( \|$\)')
+    users=$(echo "$graph" | grep -c '^  [a-z_/]*:.* objects\( \|$\)')
     echo "objects.c calls:${calls:- nothing}; $users files call it"
     [ "$users" -gt 10 ] && ! echo " $calls " | grep -Eq \
         ' (platform|devices|context|queue|mem|sampler|program|kernel|event) '
@@ -749,6 +749,9 @@ if [ -x "$HV_TESTS" ]; then
 else
     case_ "hostd-hv/tests" "$HV_TESTS"  # fails: the binary is missing
 fi
+# No circles between host-daemon's files, those of hv/, history/, web/ and
+# cli/ included: neither in calls nor in includes.
+case_ "hostd/acyclic" scripts/calls-graph.sh host-daemon $B/obj/host-daemon
 
 echo "# install: make install, units, man pages, --version, readiness"
 # tests/install/install.sh: make install into a private DESTDIR, every file

@@ -3,7 +3,7 @@
 # `promtool check rules` (package prometheus; that part skipped with its
 # reason without it), contrib/grafana/crane.json is valid JSON, and every
 # crane_* metric either uses is one crane-hostd exports (the names in
-# host-daemon/metrics.c, a histogram's with _bucket, _sum and _count); the
+# host-daemon/web/metrics.c, a histogram's with _bucket, _sum and _count); the
 # dashboard's downtime tiles keep live and offline apart.
 #
 #   monitoring.sh     exit 0 pass, 1 fail
@@ -24,12 +24,12 @@ else
 fi
 
 # What crane-hostd exports: the names in the exposition's source.
-exported=$(grep -o 'crane_[a-z_]*' host-daemon/metrics.c | sort -u)
-[ -n "$exported" ] || die "no metric names found in host-daemon/metrics.c"
+exported=$(grep -o 'crane_[a-z_]*' host-daemon/web/metrics.c | sort -u)
+[ -n "$exported" ] || die "no metric names found in host-daemon/web/metrics.c"
 # The histograms, as metrics.h's list of the exposition says them.
-histograms=$(grep -oE 'crane_[a-z_]+(\{[a-z]+\})? +histogram' host-daemon/metrics.h |
+histograms=$(grep -oE 'crane_[a-z_]+(\{[a-z]+\})? +histogram' host-daemon/web/metrics.h |
     grep -oE '^crane_[a-z_]+')
-[ -n "$histograms" ] || die "no histogram named in host-daemon/metrics.h"
+[ -n "$histograms" ] || die "no histogram named in host-daemon/web/metrics.h"
 known() {
     local m=$1 base
     grep -qx "$m" <<< "$exported" && return 0

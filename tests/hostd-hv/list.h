@@ -8,7 +8,7 @@
  * test_e2e.c.  Rows run in this order.
  */
 
-/* host-daemon/hv_xml.c */
+/* host-daemon/hv/hv_xml.c */
 TEST_TIMED(xml_channel_path, 10)
 TEST_TIMED(xml_name_uuid, 10)
 TEST_TIMED(xml_alias, 10)
@@ -17,7 +17,7 @@ TEST_TIMED(xml_device_alias, 10)
 TEST_TIMED(xml_malformed, 10)
 TEST_TIMED(xml_limits, 30)
 
-/* host-daemon/hv_event.c */
+/* host-daemon/hv/hv_event.c */
 TEST_TIMED(event_handle_readable, 30)
 TEST_TIMED(event_handle_hangup_error, 30)
 TEST_TIMED(event_handle_disable, 30)
@@ -27,7 +27,7 @@ TEST_TIMED(event_off_thread, 60)
 TEST_TIMED(event_threads_stress, 120)
 TEST_TIMED(event_shutdown_reattach, 30)
 
-/* host-daemon/hv_libvirt.c against test:///default */
+/* host-daemon/hv/hv_libvirt.c against test:///default */
 TEST_TIMED(libvirt_lifecycle, 60)
 TEST_TIMED(libvirt_threads, 120)
 TEST_TIMED(libvirt_pci_holders, 60)

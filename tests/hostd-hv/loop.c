@@ -1,7 +1,7 @@
 /* The hostd-hv tests' loop fixture: a uv loop with a deadline and a poke. */
 #include "harness.h"
 
-#include "host-daemon/hv_event.h"
+#include "host-daemon/hv/hv_event.h"
 
 static void on_deadline(uv_timer_t *timer)
 {

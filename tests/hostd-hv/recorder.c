@@ -1,7 +1,7 @@
 /* Records the hv_event_fn calls of a backend, for tests to wait on. */
 #include "recorder.h"
 
-#include "host-daemon/hv_event.h"
+#include "host-daemon/hv/hv_event.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #define HVT_RECORDER_H
 
 #include "harness.h"
-#include "host-daemon/hv.h"
+#include "host-daemon/hv/hv.h"
 
 #define HVT_EVENTS_MAX 512
 

@@ -2,7 +2,7 @@
 #include "harness.h"
 #include "recorder.h"
 
-#include "host-daemon/hv.h"
+#include "host-daemon/hv/hv.h"
 
 #include <errno.h>
 #include <pthread.h>

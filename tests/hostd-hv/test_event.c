@@ -1,7 +1,7 @@
-/* Tests of host-daemon/hv_event.c: libvirt's event hooks on a uv loop. */
+/* Tests of host-daemon/hv/hv_event.c: libvirt's event hooks on a uv loop. */
 #include "harness.h"
 
-#include "host-daemon/hv_event.h"
+#include "host-daemon/hv/hv_event.h"
 
 #include <errno.h>
 #include <fcntl.h>

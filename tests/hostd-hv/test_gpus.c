@@ -7,7 +7,7 @@
 #include "host-daemon/config.h"
 #include "host-daemon/daemon.h"
 #include "host-daemon/gpus.h"
-#include "host-daemon/history.h"
+#include "host-daemon/history/history.h"
 #include "host-daemon/migration.h"
 #include "host-daemon/peer.h"
 #include "host-daemon/pool.h"

@@ -1,9 +1,9 @@
-/* Tests of host-daemon/hv_libvirt.c against libvirt's test driver. */
+/* Tests of host-daemon/hv/hv_libvirt.c against libvirt's test driver. */
 #include "harness.h"
 #include "recorder.h"
 
-#include "host-daemon/hv.h"
-#include "host-daemon/hv_event.h"
+#include "host-daemon/hv/hv.h"
+#include "host-daemon/hv/hv_event.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -3,7 +3,7 @@
 #include "harness.h"
 
 #include "host-daemon/config.h"
-#include "host-daemon/hv_libvirt_int.h"
+#include "host-daemon/hv/hv_libvirt_int.h"
 #include "host-daemon/migrate_opts.h"
 
 #include <stdio.h>

@@ -1,8 +1,8 @@
-/* Tests of host-daemon/hv_xml.c: reading domain and device XML. */
+/* Tests of host-daemon/hv/hv_xml.c: reading domain and device XML. */
 #include "harness.h"
 
-#include "host-daemon/hv.h"
-#include "host-daemon/hv_xml.h"
+#include "host-daemon/hv/hv.h"
+#include "host-daemon/hv/hv_xml.h"
 
 #include <errno.h>
 #include <stdio.h>

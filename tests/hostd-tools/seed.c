@@ -1,5 +1,5 @@
 /* Writes a realistic migration history for one host (dashboard tests). */
-#include "host-daemon/history.h"
+#include "host-daemon/history/history.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* Serves a migration history file over HTTP until stdin closes (tests). */
-#include "host-daemon/history.h"
-#include "host-daemon/http.h"
+#include "host-daemon/history/history.h"
+#include "host-daemon/web/http.h"
 
 #include <errno.h>
 #include <stdio.h>

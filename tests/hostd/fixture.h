@@ -2,7 +2,7 @@
 #ifndef HD_TEST_FIXTURE_H
 #define HD_TEST_FIXTURE_H
 
-#include "host-daemon/history.h"
+#include "host-daemon/history/history.h"
 
 /* A database path in a fresh temporary folder; fixture_db_remove deletes
  * the file, its WAL and shared-memory files, and the folder. */

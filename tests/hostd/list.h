@@ -7,7 +7,7 @@
  * test_history.c).
  */
 
-/* host-daemon/history.c: tests/hostd/test_history.c */
+/* host-daemon/history/history_write.c: tests/hostd/test_history.c */
 TEST_ENTRY(history_roundtrip)
 TEST_ENTRY(history_live_progress)
 TEST_ENTRY(history_record_is_atomic)
@@ -17,45 +17,45 @@ TEST_ENTRY(history_concurrent_writer)
 TEST_ENTRY(history_bad_inputs)
 TEST_ENTRY(history_prune)
 
-/* host-daemon/history_counters.c: tests/hostd/test_counters.c */
+/* host-daemon/history/history_counters.c: tests/hostd/test_counters.c */
 TEST_ENTRY(counters_survive_prune_and_restart)
 TEST_ENTRY(counters_seeded_from_older_file)
 TEST_ENTRY(counters_store_counts_once)
-/* host-daemon/history_job.c: tests/hostd/test_history_job.c */
+/* host-daemon/history/history_job.c: tests/hostd/test_history_job.c */
 TEST_ENTRY(history_job_roundtrip)
 
-/* host-daemon/backlog.c: tests/hostd/test_backlog.c */
+/* host-daemon/history/backlog.c: tests/hostd/test_backlog.c */
 TEST_ENTRY(backlog_history_store)
 TEST_ENTRY(backlog_keep_and_flush)
 TEST_ENTRY(backlog_dropped_survive_restart)
 
-/* host-daemon/history_query.c, history_stats.c:
+/* host-daemon/history/history_query.c, history_stats.c:
  * tests/hostd/test_history_query.c */
 TEST_ENTRY(history_query_filters)
 TEST_ENTRY(history_query_paging)
 TEST_ENTRY(history_query_summaries)
 TEST_ENTRY(history_query_destination_named)
 
-/* host-daemon/stats.c: tests/hostd/test_stats.c */
+/* host-daemon/web/stats.c: tests/hostd/test_stats.c */
 TEST_ENTRY(stats_percentile)
 TEST_ENTRY(stats_dist_skips_missing)
 TEST_ENTRY(stats_groups_and_trend)
 TEST_ENTRY(stats_groups_bounded)
 
-/* host-daemon/metrics.c: tests/hostd/test_metrics.c */
+/* host-daemon/web/metrics.c: tests/hostd/test_metrics.c */
 TEST_ENTRY(metrics_golden)
 TEST_ENTRY(metrics_empty_history)
 TEST_ENTRY(metrics_bucket_bounds)
 TEST_ENTRY(metrics_label_escaping)
 
-/* host-daemon/json.c: tests/hostd/test_json.c */
+/* host-daemon/web/json.c: tests/hostd/test_json.c */
 TEST_ENTRY(json_string_escaping)
 TEST_ENTRY(json_invalid_utf8)
 TEST_ENTRY(json_migration_with_steps)
 TEST_ENTRY(json_migration_list)
 TEST_ENTRY(json_bad_inputs)
 
-/* host-daemon/pool_report.c: tests/hostd/test_pool_report.c */
+/* host-daemon/web/pool_report.c: tests/hostd/test_pool_report.c */
 TEST_ENTRY(pool_report_json)
 TEST_ENTRY(pool_report_placement)
 TEST_ENTRY(pool_report_kubernetes)
@@ -63,7 +63,7 @@ TEST_ENTRY(pool_report_unknown_holders)
 TEST_ENTRY(pool_report_empty)
 TEST_ENTRY(pool_report_bad_inputs)
 
-/* host-daemon/http.c: tests/hostd/test_http.c (built with libmicrohttpd) */
+/* host-daemon/web/http.c: tests/hostd/test_http.c (built with libmicrohttpd) */
 #ifdef HD_HAVE_HTTP
 TEST_ENTRY(http_routes)
 TEST_ENTRY(http_errors)

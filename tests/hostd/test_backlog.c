@@ -1,10 +1,10 @@
-/* Unit tests of host-daemon/backlog.c and hd_history_store: migrations the
+/* Unit tests of host-daemon/history/backlog.c and hd_history_store: migrations the
  * history could not take, kept and written later. */
 #include "runner.h"
 
 #include "fixture.h"
-#include "host-daemon/backlog.h"
-#include "host-daemon/history_counters.h"
+#include "host-daemon/history/backlog.h"
+#include "host-daemon/history/history_counters.h"
 
 #include <errno.h>
 #include <stdio.h>

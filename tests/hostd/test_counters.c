@@ -1,10 +1,10 @@
-/* Unit tests of host-daemon/history_counters.c: counters that never go
+/* Unit tests of host-daemon/history/history_counters.c: counters that never go
  * down, whatever is pruned, reopened or stored twice. */
 #include "runner.h"
 
 #include "fixture.h"
-#include "host-daemon/history_counters.h"
-#include "host-daemon/metrics.h"
+#include "host-daemon/history/history_counters.h"
+#include "host-daemon/web/metrics.h"
 
 #include <errno.h>
 #include <sqlite3.h>

@@ -1,4 +1,4 @@
-/* Unit tests of host-daemon/history.c: the SQLite migration history. */
+/* Unit tests of host-daemon/history/history_write.c: the SQLite migration history. */
 #include "runner.h"
 
 #include "fixture.h"
@@ -202,7 +202,7 @@ static char *raw_text(sqlite3 *db, const char *sql)
 
 /*
  * A file exactly as the crane-hostd of schema version 1 wrote it: the
- * version table open_schema() created, then history.c's schema_v1, in WAL
+ * version table open_schema() created, then history_schema.c's schema_v1, in WAL
  * mode; then rows as that code stored them.
  */
 static const char v1_schema[] =

@@ -1,11 +1,11 @@
-/* Tests of host-daemon/history_job.c: a migration's job figures kept. */
+/* Tests of host-daemon/history/history_job.c: a migration's job figures kept. */
 #include "runner.h"
 
 #include "fixture.h"
 
-#include "host-daemon/history.h"
-#include "host-daemon/buf.h"
-#include "host-daemon/json.h"
+#include "host-daemon/history/history.h"
+#include "host-daemon/web/buf.h"
+#include "host-daemon/web/json.h"
 
 #include <errno.h>
 #include <stdlib.h>

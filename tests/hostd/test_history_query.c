@@ -1,9 +1,9 @@
-/* Unit tests of host-daemon/history_query.c and history_stats.c: filters,
+/* Unit tests of host-daemon/history/history_query.c and history_stats.c: filters,
  * pages, summaries, the destination's name. */
 #include "runner.h"
 
 #include "fixture.h"
-#include "host-daemon/history.h"
+#include "host-daemon/history/history.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,12 +1,12 @@
-/* Tests of host-daemon/http.c: each route over a real socket, bad input. */
+/* Tests of host-daemon/web/http.c: each route over a real socket, bad input. */
 #ifdef HD_HAVE_HTTP
 
 #include "runner.h"
 
 #include "fixture.h"
-#include "host-daemon/http.h"
-#include "host-daemon/json.h"
-#include "host-daemon/metrics.h"
+#include "host-daemon/web/http.h"
+#include "host-daemon/web/json.h"
+#include "host-daemon/web/metrics.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,7 +28,7 @@
     "form-action 'none'; frame-ancestors 'none'; "                           \
     "require-trusted-types-for 'script'; trusted-types 'none'"
 
-/* The page the library embeds (host-daemon/dashboard.html). */
+/* The page the library embeds (host-daemon/web/dashboard.html). */
 extern const unsigned char hd_dashboard_html[];
 extern const unsigned long hd_dashboard_html_len;
 

@@ -1,8 +1,8 @@
-/* Unit tests of host-daemon/json.c: JSON rendering of the history. */
+/* Unit tests of host-daemon/web/json.c: JSON rendering of the history. */
 #include "runner.h"
 
 #include "fixture.h"
-#include "host-daemon/json.h"
+#include "host-daemon/web/json.h"
 
 #include <errno.h>
 #include <stdio.h>

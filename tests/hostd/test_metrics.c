@@ -1,8 +1,8 @@
-/* Unit tests of host-daemon/metrics.c: the Prometheus exposition. */
+/* Unit tests of host-daemon/web/metrics.c: the Prometheus exposition. */
 #include "runner.h"
 
 #include "fixture.h"
-#include "host-daemon/metrics.h"
+#include "host-daemon/web/metrics.h"
 #include "proto/version.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
-/* Unit tests of host-daemon/pool_report.c: the GPU pool as schedulers
+/* Unit tests of host-daemon/web/pool_report.c: the GPU pool as schedulers
  * read it (crane's JSON, Placement providers, a Kubernetes Node patch). */
 #include "runner.h"
 
-#include "host-daemon/pool_report.h"
+#include "host-daemon/web/pool_report.h"
 
 #include <errno.h>
 #include <stdio.h>

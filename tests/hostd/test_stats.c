@@ -1,7 +1,7 @@
-/* Unit tests of host-daemon/stats.c: percentiles, trend, groups, pool. */
+/* Unit tests of host-daemon/web/stats.c: percentiles, trend, groups, pool. */
 #include "runner.h"
 
-#include "host-daemon/stats.h"
+#include "host-daemon/web/stats.h"
 
 #include <errno.h>
 #include <math.h>
