@@ -218,6 +218,9 @@ hostd-refused)
     start_guestd "unix:$T/proxy.sock"
     rng="<rng model='virtio'><backend model='random'>/dev/urandom</backend><alias name='ua-gpu0'/></rng>"
     echo "$rng" >"$T/gpu0.xml"
+    # A second, free GPU: the destination (this same crane-hostd) must
+    # have one for the VM's, or the check refuses before the prepare.
+    echo "${rng/ua-gpu0/ua-gpu1}" >"$T/gpu1.xml"
     cat >"$T/node.xml" <<XML
 <node><domain type='test'><name>vm</name><memory>65536</memory>
 <os><type>hvm</type></os><devices>$rng
@@ -230,7 +233,8 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     "$HOSTD" --uri "test://$T/node.xml" --control "unix:$T/c.sock" \
         --peer-listen "tcp:127.0.0.1:$port" --peer-key "$T/peer.key" \
         --tls none --http none --history "$T/h.db" --host-name host-a \
-        --gpu "gpu0 xml:$T/gpu0.xml" >"$T/hostd.log" 2>&1 &
+        --gpu "gpu0 xml:$T/gpu0.xml" --gpu "gpu1 xml:$T/gpu1.xml" \
+        >"$T/hostd.log" 2>&1 &
     PIDS="$PIDS $!"
     waitfor 20 test -S "$T/c.sock" || die "crane-hostd did not start"
     # 5 s: crane-hostd asks every second, the shim says the wait after
