@@ -186,17 +186,19 @@ $(HOSTD_SEED_BIN): $(B)/obj/tests/hostd-tools/seed.o $(HOSTD_LIB) \
 # A stand-in crane-hostd for crane-migrate's tests (the client hop only).
 $(B)/obj/tests/hostd-tools/fake_hostd.o: | $(PROTO_GEN_H)
 $(B)/obj/tests/hostd-tools/fake_hostd.o: CFLAGS += $(PROTO_CFLAGS)
-$(HOSTD_FAKE_BIN): $(B)/obj/tests/hostd-tools/fake_hostd.o $(PROTO_LIB)
+$(HOSTD_FAKE_BIN): $(B)/obj/tests/hostd-tools/fake_hostd.o \
+                  $(B)/obj/tests/hostd-tools/listen_once.o $(PROTO_LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(PROTO_LIBS) $(LDFLAGS) -lm
+	$(CC) -o $@ $(filter %.o,$^) $(PROTO_LIBS) $(LDFLAGS) -lm
 
 # A stand-in crane-guestd whose program waits for a long kernel
 # (tests/hostd/kernel-wait.sh).
 $(B)/obj/tests/hostd-tools/fake_guest.o: | $(PROTO_GEN_H)
 $(B)/obj/tests/hostd-tools/fake_guest.o: CFLAGS += $(PROTO_CFLAGS)
-$(HOSTD_FAKE_GUEST_BIN): $(B)/obj/tests/hostd-tools/fake_guest.o $(PROTO_LIB)
+$(HOSTD_FAKE_GUEST_BIN): $(B)/obj/tests/hostd-tools/fake_guest.o \
+                        $(B)/obj/tests/hostd-tools/listen_once.o $(PROTO_LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(PROTO_LIBS) $(LDFLAGS) -pthread
+	$(CC) -o $@ $(filter %.o,$^) $(PROTO_LIBS) $(LDFLAGS) -pthread
 
 # Tests of the daemon's parts against real libvirt (test:///default and
 # the e2e instances): tests/hostd-hv/*.c with the daemon's objects.

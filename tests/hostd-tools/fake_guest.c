@@ -24,6 +24,7 @@
  */
 #include "proto/control.pb-c.h"
 #include "proto/frame.h"
+#include "tests/hostd-tools/listen_once.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -179,29 +180,6 @@ static void *serve(void *arg)
     return NULL;
 }
 
-static int listen_on(const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    char tmp[sizeof(sa.sun_path)];
-    int fd;
-
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-        return -ENAMETOOLONG;
-    memcpy(sa.sun_path, tmp, strlen(tmp) + 1);
-    unlink(tmp);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        listen(fd, 16) < 0 || rename(tmp, path) < 0) {
-        int err = -errno;
-        close(fd);
-        unlink(tmp);
-        return err;
-    }
-    return fd;
-}
-
 int main(int argc, char **argv)
 {
     int lfd;
@@ -217,7 +195,7 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     alarm(FAKE_LIFETIME_S);
-    if ((lfd = listen_on(argv[1])) < 0) {
+    if ((lfd = tool_listen_unix(argv[1], 16)) < 0) {
         fprintf(stderr, "hostd-fake-guest: cannot listen on %s: %s\n",
                 argv[1], strerror(-lfd));
         return 1;

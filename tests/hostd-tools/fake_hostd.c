@@ -34,6 +34,7 @@
  * the output is the same on every run.  alarm() ends a forgotten fake.
  */
 #include "proto/frame.h"
+#include "tests/hostd-tools/listen_once.h"
 #include "proto/hostd.pb-c.h"
 
 #include <errno.h>
@@ -469,29 +470,6 @@ static void until_closed(int fd)
         ;
 }
 
-static int listen_on(const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    char tmp[sizeof(sa.sun_path)];
-    int fd;
-
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-        return -ENAMETOOLONG;
-    memcpy(sa.sun_path, tmp, strlen(tmp) + 1);
-    unlink(tmp);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        listen(fd, 4) < 0 || rename(tmp, path) < 0) {
-        int err = -errno;
-        close(fd);
-        unlink(tmp);
-        return err;
-    }
-    return fd;
-}
-
 int main(int argc, char **argv)
 {
     const struct fake_script *s = NULL;
@@ -513,7 +491,7 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     alarm(FAKE_LIFETIME_S);
-    if ((lfd = listen_on(argv[1])) < 0) {
+    if ((lfd = tool_listen_unix(argv[1], 4)) < 0) {
         fprintf(stderr, "hostd-fake: cannot listen on %s: %s\n", argv[1],
                 strerror(-lfd));
         return 1;
