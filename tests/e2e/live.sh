@@ -4,7 +4,8 @@
 # Usage: tests/e2e/live.sh [run [PHASE...]] | result PHASE | --list | cleanup
 #
 # `run` (the default) boots, once, on this machine:
-#   - a bridge crane-e2e-br (10.77.0.1/24) that both libvirtd "hosts"
+#   - a bridge crane-e2e-br (10.77.0.1/24; another name and subnet for
+#     another CRANE_E2E_DIR) that both libvirtd "hosts"
 #     attach their VMs to, as a data-centre L2 network spans real hosts;
 #   - libvirtd "lsrc" and "ldst", each with a crane-hostd (peers on
 #     loopback with a fresh key, one GPU each: the ua-gpu0 rng stand-in);
@@ -92,8 +93,15 @@ SRC=lsrc
 DST=ldst
 DOM=crane-live
 PDOM=crane-proxydom
-BR=crane-e2e-br
-NET=10.77.0
+# The bridge and its subnet are private to $CRANE_E2E_DIR, so two live runs
+# on one machine (each with its own CRANE_E2E_DIR) do not collide: the
+# default directory keeps crane-e2e-br and 10.77.0.0/24.
+if [ "$E2E_DIR" = /tmp/crane-e2e ]; then
+    BR=crane-e2e-br NET=10.77.0
+else
+    E2E_NET_N=$(( $(printf '%s' "$E2E_DIR" | cksum | cut -d' ' -f1) % 200 + 20 ))
+    BR=crane-br$E2E_NET_N NET=10.77.$E2E_NET_N
+fi
 PROXY_EP=tcp:$NET.2:7420
 # crane-proxy's own default: a worker process per tenant.  With one spare
 # worker two programs connecting at once waited 60 s under TCG for the
