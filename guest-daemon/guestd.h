@@ -41,9 +41,11 @@ struct gd_program_events {
 };
 
 /* Whoever sent a host command: a socket connection or the virtio port.
- * Answers go back through `send`. */
+ * Answers go back through `send`; `push` sends what answers nothing (a
+ * command's progress, progress.c). */
 struct gd_peer {
     int (*send)(struct gd_peer *p, const ProtobufCMessage *msg);
+    int (*push)(struct gd_peer *p, const ProtobufCMessage *msg);
     char name[64];
 };
 
@@ -117,6 +119,7 @@ struct gd_waiter {
     struct gd_peer *peer;        /* NULL once the peer went away */
     uint64_t id;
     Crane__Control__Op op;
+    bool progress;               /* asked for progress (Prepare.progress) */
 };
 
 #define GD_MAX_WAITERS 8
@@ -158,6 +161,7 @@ struct gd_daemon {
     size_t modules_unloaded;     /* cfg.modules[0..n) are out */
     struct gd_op *op;            /* the operation in flight, or NULL */
     uv_timer_t fan_timer;        /* the current fan-out's deadline */
+    uv_timer_t progress_timer;   /* the operation's progress (progress.c) */
     uv_timer_t drv_timer;        /* GPU polling */
     struct gd_driver_run *drv;   /* the driver's run (driver.h), main's */
     /* Programs lost to a fault since the last prepare began (answers to

@@ -141,6 +141,16 @@ static int conn_send(struct gd_peer *peer, const ProtobufCMessage *msg)
     return gd_conn_send(&hc->conn, msg);
 }
 
+/* What answers nothing (a prepare's progress): traffic, no answer owed. */
+static int conn_push(struct gd_peer *peer, const ProtobufCMessage *msg)
+{
+    struct host_conn *hc =
+        (struct host_conn *)((char *)peer - offsetof(struct host_conn, peer));
+
+    hc->last_active = gd_now();
+    return gd_conn_send(&hc->conn, msg);
+}
+
 /* A bare Ack for the handshake: its result, nothing else (OP: the command
  * refused, if one was). */
 static void handshake_ack(struct host_conn *hc, uint64_t id,
@@ -386,6 +396,7 @@ static void add_conn(struct gd_listen_slot *slot, uv_stream_t *s, int fd)
     hc->need_auth = slot->keyed;
     hc->accepted_at = hc->last_active = gd_now();
     hc->peer.send = conn_send;
+    hc->peer.push = conn_push;
     snprintf(hc->peer.name, sizeof(hc->peer.name), "%s#%u", slot->what,
              ++h->next_conn);
     hc->next = h->conns;

@@ -29,6 +29,7 @@
 #include "driver.h"
 #include "log.h"
 #include "programs.h"
+#include "progress.h"
 #include "shm.h"
 #include "start.h"
 #include "status.h"
@@ -485,6 +486,8 @@ void gd_migrate_prepare(struct gd_daemon *d, struct gd_peer *peer,
         return;
     }
     add_waiter(o, peer, id, GD_OP(PREPARE));
+    /* The host watches the prepare on this connection (progress.c). */
+    o->waiters[0].progress = peer && p->progress;
     /* A new migration: the last one's losses were told. */
     d->n_lost = 0;
     o->mode = d->mode = mode;
@@ -496,6 +499,7 @@ void gd_migrate_prepare(struct gd_daemon *d, struct gd_peer *peer,
             *proxy ? " via " : "", proxy,
             p->auth_key.len ? " (with the proxy's key)" : "", deadline);
     gd_set_phase(d, GD_PHASE(PREPARING));
+    gd_progress_arm(d);
     fan_out(d, GD_OP(PREPARE), deadline, prepare_fanned);
 }
 

@@ -211,6 +211,7 @@ int gd_port_open(uv_loop_t *loop, const char *path, gd_port_frame_fn fn,
         return -ENOMEM;
     }
     p->peer.send = port_send;
+    p->peer.push = port_send;
     snprintf(p->peer.name, sizeof(p->peer.name), "host");
     p->loop = loop;
     snprintf(p->path, sizeof(p->path), "%s", path);

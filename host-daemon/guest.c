@@ -19,6 +19,13 @@
 /* Beyond a command's own deadline: the daemon's own steps and the wire. */
 #define GUEST_MARGIN_MS 15000
 
+/* After progress was seen, past the command's wait: a guest daemon silent
+ * this long is gone (it sends one every second). */
+#define GUEST_SILENT_MS 10000
+/* However long progress keeps coming: the guest's own bound (an hour)
+ * and the margin. */
+#define GUEST_MAX_WAIT_S (3600.0 + GUEST_MARGIN_MS / 1000.0)
+
 /* Handshake on a tcp: channel: at most this, within the call's wait. */
 #define GUEST_AUTH_MS 10000
 
@@ -87,10 +94,44 @@ static uint64_t next_id(void)
     return __atomic_add_fetch(&id, 1, __ATOMIC_RELAXED) + (uint64_t)getpid() * 1000000;
 }
 
-static int call(const char *path, Crane__Control__HostMessage *m,
-                uint32_t wait_ms, struct hd_guest_reply *r)
+/* A frame read on a command's connection: its answer (0, *G set), one to
+ * skip (an older command's answer; 1), or -errno.  Progress for this
+ * command goes to WATCH and moves *DEADLINE on. */
+static int take(const char *path, uint8_t *buf, size_t len, uint64_t id,
+                const struct hd_guest_watch *watch, double started,
+                double *deadline, Crane__Control__GuestMessage **g)
 {
-    double deadline = hd_now() + wait_ms / 1000.0;
+    Crane__Control__GuestMessage *m =
+        crane__control__guest_message__unpack(NULL, len, buf);
+
+    if (m && m->id == id && watch &&
+        m->msg_case == CRANE__CONTROL__GUEST_MESSAGE__MSG_PROGRESS) {
+        double until = hd_now() + GUEST_SILENT_MS / 1000.0;
+        if (until > *deadline && until < started + GUEST_MAX_WAIT_S)
+            *deadline = until;
+        watch->fn(watch->arg, m->progress);
+        crane__control__guest_message__free_unpacked(m, NULL);
+        return 1;
+    }
+    if (!m || m->msg_case != CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK) {
+        HD_WARN("guest %s: malformed answer", path);
+        if (m)
+            crane__control__guest_message__free_unpacked(m, NULL);
+        return -EPROTO;
+    }
+    if (m->id != id) {
+        crane__control__guest_message__free_unpacked(m, NULL);
+        return 1;
+    }
+    *g = m;
+    return 0;
+}
+
+static int call(const char *path, Crane__Control__HostMessage *m,
+                uint32_t wait_ms, const struct hd_guest_watch *watch,
+                struct hd_guest_reply *r)
+{
+    double started = hd_now(), deadline = started + wait_ms / 1000.0;
     int fd, rc;
 
     memset(r, 0, sizeof(*r));
@@ -107,41 +148,31 @@ static int call(const char *path, Crane__Control__HostMessage *m,
     }
     /* Answers to earlier commands that timed out may still come first:
      * skip them by id. */
-    for (;;) {
+    do {
         uint8_t *buf;
         size_t len;
-        Crane__Control__GuestMessage *g;
+        Crane__Control__GuestMessage *g = NULL;
 
         if ((rc = hd_frame_read_by(fd, GUEST_MAX_FRAME, deadline, &buf,
                                    &len)) < 0) {
             HD_WARN("guest %s: no answer: %s", path, strerror(-rc));
             break;
         }
-        g = crane__control__guest_message__unpack(NULL, len, buf);
+        rc = take(path, buf, len, m->id, watch, started, &deadline, &g);
         free(buf);
-        if (!g || g->msg_case != CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK) {
-            HD_WARN("guest %s: malformed answer", path);
-            if (g)
-                crane__control__guest_message__free_unpacked(g, NULL);
-            rc = -EPROTO;
-            break;
+        if (rc == 0) {
+            r->msg = g;
+            r->ack = g->ack;
         }
-        if (g->id != m->id) {
-            crane__control__guest_message__free_unpacked(g, NULL);
-            continue;
-        }
-        r->msg = g;
-        r->ack = g->ack;
-        rc = 0;
-        break;
-    }
+    } while (rc == 1);
     close(fd);
     return rc;
 }
 
 int hd_guest_prepare(const char *path, int mode, const char *proxy,
-                     const uint8_t *key, size_t key_len,
-                     uint32_t deadline_ms, struct hd_guest_reply *r)
+                     const uint8_t *key, size_t key_len, uint32_t deadline_ms,
+                     const struct hd_guest_watch *watch,
+                     struct hd_guest_reply *r)
 {
     Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
     Crane__Control__Prepare p = CRANE__CONTROL__PREPARE__INIT;
@@ -151,9 +182,11 @@ int hd_guest_prepare(const char *path, int mode, const char *proxy,
     p.auth_key.data = (uint8_t *)key;
     p.auth_key.len = key ? key_len : 0;
     p.deadline_ms = deadline_ms;
+    p.progress = watch && watch->fn;
     m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE;
     m.prepare = &p;
-    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
+    return call(path, &m, deadline_ms + GUEST_MARGIN_MS,
+                p.progress ? watch : NULL, r);
 }
 
 int hd_guest_resume(const char *path, uint32_t deadline_ms,
@@ -165,7 +198,7 @@ int hd_guest_resume(const char *path, uint32_t deadline_ms,
     c.deadline_ms = deadline_ms;
     m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME;
     m.resume = &c;
-    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
+    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, NULL, r);
 }
 
 int hd_guest_abort(const char *path, uint32_t deadline_ms,
@@ -177,7 +210,7 @@ int hd_guest_abort(const char *path, uint32_t deadline_ms,
     c.deadline_ms = deadline_ms;
     m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT;
     m.abort = &c;
-    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
+    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, NULL, r);
 }
 
 int hd_guest_shm(const char *path, bool release, uint64_t size,
@@ -191,7 +224,7 @@ int hd_guest_shm(const char *path, bool release, uint64_t size,
     c.deadline_ms = deadline_ms;
     m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_SHM;
     m.shm = &c;
-    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, r);
+    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, NULL, r);
 }
 
 int hd_guest_status(const char *path, uint32_t timeout_ms,
@@ -202,7 +235,7 @@ int hd_guest_status(const char *path, uint32_t timeout_ms,
 
     m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS;
     m.status = &c;
-    return call(path, &m, timeout_ms, r);
+    return call(path, &m, timeout_ms, NULL, r);
 }
 
 void hd_guest_reply_free(struct hd_guest_reply *r)

@@ -33,11 +33,24 @@ void hd_guest_set_tls(struct crn_tls_config *tls);
  * (look at R->ack->err for its result); -ETIMEDOUT, -ECONNREFUSED, ... when
  * it did not (logged, with WHY).  MODE: CRANE__CONTROL__MIGRATION_MODE__*.
  * Prepare's KEY (KEY_LEN bytes, or NULL) is the proxy's key, passed on to
- * the programs so that they can authenticate to it.
+ * the programs so that they can authenticate to it.  With WATCH (or NULL)
+ * it asks crane-guestd for its progress on the prepare's own connection
+ * (the only one a virtio-serial port takes at a time): WATCH->fn(arg, p)
+ * for each OpProgress before the answer, on the caller's thread.  Each one
+ * shows the guest alive: past the deadline the wait goes on while they
+ * keep coming (at most 10 s apart, an hour in all).  A guest daemon that
+ * sends none is waited for as without WATCH.
  */
+typedef void hd_guest_progress_fn(void *arg,
+                                  const Crane__Control__OpProgress *p);
+struct hd_guest_watch {
+    hd_guest_progress_fn *fn;
+    void *arg;
+};
 int hd_guest_prepare(const char *path, int mode, const char *proxy,
-                     const uint8_t *key, size_t key_len,
-                     uint32_t deadline_ms, struct hd_guest_reply *r);
+                     const uint8_t *key, size_t key_len, uint32_t deadline_ms,
+                     const struct hd_guest_watch *watch,
+                     struct hd_guest_reply *r);
 int hd_guest_resume(const char *path, uint32_t deadline_ms,
                     struct hd_guest_reply *r);
 int hd_guest_abort(const char *path, uint32_t deadline_ms,

@@ -273,15 +273,15 @@ static int prepare(struct mig *m)
     t = hd_run_elapsed(&m->run);
     hd_run_say(&m->run, "prepare", -1, "taking programs off the GPU (%s)",
                live(m) ? "live: onto the proxy" : "offline: parked in RAM");
-    struct hd_prepare_watch *pw = hd_prepare_watch_start(&m->run,
-                                                         m->dom.channel);
+    struct hd_prepare_watch *pw = hd_prepare_watch_start(&m->run);
+    struct hd_guest_watch gw = {pw ? hd_prepare_watch_feed : NULL, pw};
     rc = hd_guest_prepare(m->dom.channel,
                           live(m) ? CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE
                                   : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE,
                           m->proxy ? m->proxy : m->q->proxy,
                           m->proxy ? m->d->proxy_key : NULL,
                           m->d->proxy_key_len, m->d->cfg.prepare_deadline_ms,
-                          &gr);
+                          &gw, &gr);
     hd_prepare_watch_stop(pw);
     if (rc < 0) {
         hd_run_step(&m->run, "prepare", 0, NULL, t,

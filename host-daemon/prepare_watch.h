@@ -2,31 +2,28 @@
 #ifndef HD_PREPARE_WATCH_H
 #define HD_PREPARE_WATCH_H
 
+#include "proto/control.pb-c.h"
+
 struct hd_run;
 struct hd_prepare_watch;
 
 /*
- * Starts a thread that asks the guest daemon on channel PATH for its
- * status every second while the prepare of RUN waits for its answer, and
- * says each program that reports waiting (a switch behind a long kernel,
- * control.proto ProgramReport.waiting) in the run: "pid N (NAME): waiting
- * for a kernel running for 37 s (at most 12 s more)", at first sight and
- * every 5 s.  Three status requests in a row that get no answer within
- * a second (a channel that takes one connection at a time, as QEMU's
- * socket behind a virtio-serial port) end the polling, logged once.
- * NULL when the thread could not start (logged; the prepare goes on
- * without).  The run must not be used by its own thread until
- * hd_prepare_watch_stop, after which the watch never touches it again.
+ * A watch over the prepare of RUN, fed the progress crane-guestd sends on
+ * the prepare's own connection (hd_guest_prepare's watch, control.proto
+ * OpProgress): each program it lists as waiting (a switch behind a long
+ * kernel) is said in the run, "pid N (NAME): waiting for a kernel running
+ * for 37 s (at most 12 s more)", at first sight and every 5 s.  NULL when
+ * there is no memory for it (logged; the prepare goes on without).
  */
-struct hd_prepare_watch *hd_prepare_watch_start(struct hd_run *run,
-                                                const char *path);
+struct hd_prepare_watch *hd_prepare_watch_start(struct hd_run *run);
 
-/* Stops the watch at once (a status it still waits for is dropped when
- * it comes), then records one step "kernel-wait" per program seen waiting
- * (how long the prepare waited for it: from when its kernel began, as the
- * program said, or the prepare's start if later, to when it was last
- * seen waiting).  W is freed by the last of the two threads.  NULL:
- * nothing. */
+/* One OpProgress (an hd_guest_progress_fn: ARG is the watch). */
+void hd_prepare_watch_feed(void *arg, const Crane__Control__OpProgress *p);
+
+/* Records one step "kernel-wait" per program seen waiting (how long the
+ * prepare waited for it: from when its kernel began, as the guest said,
+ * or the prepare's start if later, to when it was last seen waiting),
+ * then frees W.  NULL: nothing. */
 void hd_prepare_watch_stop(struct hd_prepare_watch *w);
 
 #endif /* HD_PREPARE_WATCH_H */

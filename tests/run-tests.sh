@@ -480,10 +480,12 @@ done
 # remoted, switched out and back while they run, the proxy frozen under
 # one; a prepare that meets one refused with its reason past
 # CRANE_SWITCH_KERNEL_WAIT_MS, also through crane-hostd and crane-migrate
-# (hostd-refused: the wait in its lines, the reason in its exit message);
-# a proxy that never answers named as such.
+# (hostd-refused: the wait in its lines, the reason in its exit message;
+# hostd-serial: the same through a channel that takes one client at a
+# time, as QEMU's virtio-serial socket); a proxy that never answers named
+# as such.
 for t in remote switch-out switch-back frozen prepare-refused \
-    hostd-refused never-answers; do
+    hostd-refused hostd-serial never-answers; do
     case_ "longkernel/$t" tests/integration/longkernel.sh "$t"
 done
 # Conformance in every mode: every answer of tests/programs/conformance

@@ -4,32 +4,29 @@
  *
  * Listens on the unix socket SOCKET (bound under a temporary name and
  * renamed into place once listening) for crane-hostd's guest channel and
- * answers each connection's commands (a thread each, as crane-guestd takes
- * several connections):
+ * serves one connection at a time, as QEMU's socket behind a virtio-serial
+ * port does (others wait in the backlog until it closes):
  *
- *   Prepare  holds its answer until two Status requests were answered
- *            while it waited (at most 120 s), then refuses as crane-guestd
- *            does when a program's switch passed the kernel wait's bound:
- *            err -ETIME, "pid 4242 (longkernel): waited N s for a kernel
- *            running for M s (...): nothing changed";
- *   Status   while a Prepare waits: program 4242 "longkernel" waiting
- *            ("waiting for a kernel running for M s (at most K s more)",
- *            M counting from 30 s before the prepare came); otherwise
- *            the program with nothing to wait for;
+ *   Prepare  with `progress`: an OpProgress every second, three in all,
+ *            each listing program 4242 "longkernel" waiting ("waiting for a
+ *            kernel running for M s (at most K s more)", M counting from
+ *            30 s before the prepare came); then, with or without, refused
+ *            as crane-guestd does when a program's switch passed the kernel
+ *            wait's bound: err -ETIME, "pid 4242 (longkernel): waited N s
+ *            for a kernel running for M s (...): nothing changed";
+ *   Status   the program with nothing to wait for;
  *   others   ok.
  *
- * Each command is appended to LOG as one line ("status waiting", "prepare
- * refused", "abort"), so a test sees what the host asked.  alarm() ends a
- * forgotten stand-in.
+ * Each command is appended to LOG as one line ("prepare progress 3",
+ * "prepare refused", "abort", "status"), so a test sees what the host
+ * asked.  alarm() ends a forgotten stand-in.
  */
 #include "proto/control.pb-c.h"
 #include "proto/frame.h"
 #include "tests/hostd-tools/listen_once.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,15 +41,10 @@
 #define FAKE_PROGRAM "longkernel"
 /* The kernel had run this long when the prepare came. */
 #define FAKE_RAN_BEFORE_S 30
-/* Status answers a prepare waits for, and its bound. */
-#define FAKE_STATUS_WANTED 2
+/* Progress frames a prepare sends, a second apart, and the bound said. */
+#define FAKE_PROGRESS_SENT 3
 #define FAKE_PREPARE_MAX_S 120
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static bool preparing;
-static double prepare_t0;
-static unsigned status_seen;
 static FILE *log_file;
 
 static double now_s(void)
@@ -65,58 +57,65 @@ static double now_s(void)
 
 static void note(const char *what)
 {
-    pthread_mutex_lock(&lock);
     fprintf(log_file, "%s\n", what);
     fflush(log_file);
-    pthread_mutex_unlock(&lock);
 }
 
-/* The Status answer: the program, waiting while a prepare waits. */
-static void status(Crane__Control__Ack *a, Crane__Control__ProgramReport *p,
-                   char *text, size_t len)
+/* The Status answer: the program, waiting for nothing. */
+static void status(Crane__Control__Ack *a, Crane__Control__ProgramReport *p)
 {
-    bool waiting;
-    long ran;
-
-    pthread_mutex_lock(&lock);
-    waiting = preparing;
-    ran = (long)(now_s() - prepare_t0) + FAKE_RAN_BEFORE_S;
-    if (waiting) {
-        status_seen++;
-        pthread_cond_broadcast(&cond);
-    }
-    pthread_mutex_unlock(&lock);
     p->pid = FAKE_PID;
     p->program = FAKE_PROGRAM;
     p->waiting = "";
-    if (waiting) {
-        snprintf(text, len, "waiting for a kernel running for %ld s (at "
-                 "most %ld s more)", ran, FAKE_PREPARE_MAX_S - ran > 0
-                                          ? FAKE_PREPARE_MAX_S - ran : 0);
-        p->waiting = text;
-    }
     a->n_programs = 1;
-    note(waiting ? "status waiting" : "status idle");
+    note("status");
 }
 
-/* The Prepare: held until the host asked for the status twice. */
-static void prepare(Crane__Control__Ack *a, char *text, size_t len)
+/* One OpProgress for the prepare ID, T0 its start: the program waits. */
+static int progress(int fd, uint64_t id, double t0)
 {
-    struct timespec until;
-    double waited;
+    Crane__Control__GuestMessage g = CRANE__CONTROL__GUEST_MESSAGE__INIT;
+    Crane__Control__OpProgress pr = CRANE__CONTROL__OP_PROGRESS__INIT;
+    Crane__Control__KernelWait k = CRANE__CONTROL__KERNEL_WAIT__INIT;
+    Crane__Control__KernelWait *ks[1] = {&k};
+    double ran = now_s() - t0 + FAKE_RAN_BEFORE_S;
+    double left = FAKE_PREPARE_MAX_S - ran > 0 ? FAKE_PREPARE_MAX_S - ran : 0;
+    char text[160];
 
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += FAKE_PREPARE_MAX_S;
-    pthread_mutex_lock(&lock);
-    preparing = true;
-    prepare_t0 = now_s();
-    status_seen = 0;
-    while (status_seen < FAKE_STATUS_WANTED &&
-           pthread_cond_timedwait(&cond, &lock, &until) != ETIMEDOUT)
-        ;
-    preparing = false;
-    waited = now_s() - prepare_t0;
-    pthread_mutex_unlock(&lock);
+    snprintf(text, sizeof(text), "waiting for a kernel running for %.0f s "
+             "(at most %.0f s more)", ran, left);
+    k.pid = FAKE_PID;
+    k.program = FAKE_PROGRAM;
+    k.running_s = ran;
+    k.left_s = left;
+    k.waiting = text;
+    pr.op = CRANE__CONTROL__OP__OP_PREPARE;
+    pr.seconds = now_s() - t0;
+    pr.kernels = ks;
+    pr.n_kernels = 1;
+    g.id = id;
+    g.msg_case = CRANE__CONTROL__GUEST_MESSAGE__MSG_PROGRESS;
+    g.progress = &pr;
+    return crn_frame_write(fd, &g.base);
+}
+
+/* The Prepare: its progress when asked, then refused. */
+static void prepare(int fd, const Crane__Control__HostMessage *m,
+                    Crane__Control__Ack *a, char *text, size_t len)
+{
+    double t0 = now_s(), waited;
+    unsigned sent = 0;
+
+    while (m->prepare->progress && sent < FAKE_PROGRESS_SENT) {
+        struct timespec second = {1, 0};
+        nanosleep(&second, NULL);
+        if (progress(fd, m->id, t0) < 0)
+            break;
+        sent++;
+    }
+    snprintf(text, len, "prepare progress %u", sent);
+    note(text);
+    waited = now_s() - t0;
     a->err = -ETIME;
     snprintf(text, len, "1 program(s) refused: pid %d (%s): waited %.0f s "
              "for a kernel running for %.0f s "
@@ -142,11 +141,11 @@ static int answer(int fd, const Crane__Control__HostMessage *m)
     switch (m->msg_case) {
     case CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS:
         a.op = CRANE__CONTROL__OP__OP_STATUS;
-        status(&a, &p, text, sizeof(text));
+        status(&a, &p);
         break;
     case CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE:
         a.op = CRANE__CONTROL__OP__OP_PREPARE;
-        prepare(&a, text, sizeof(text));
+        prepare(fd, m, &a, text, sizeof(text));
         break;
     case CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT:
         a.op = CRANE__CONTROL__OP__OP_ABORT;
@@ -159,9 +158,9 @@ static int answer(int fd, const Crane__Control__HostMessage *m)
     return crn_frame_write(fd, &g.base);
 }
 
-static void *serve(void *arg)
+/* One connection, until it closes. */
+static void serve(int fd)
 {
-    int fd = (int)(intptr_t)arg;
     uint8_t *buf;
     size_t len;
 
@@ -177,7 +176,6 @@ static void *serve(void *arg)
         crane__control__host_message__free_unpacked(m, NULL);
     }
     close(fd);
-    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -201,7 +199,6 @@ int main(int argc, char **argv)
         return 1;
     }
     for (;;) {
-        pthread_t t;
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
         if (fd < 0) {
@@ -211,10 +208,6 @@ int main(int argc, char **argv)
                     strerror(errno));
             return 1;
         }
-        if (pthread_create(&t, NULL, serve, (void *)(intptr_t)fd) != 0) {
-            close(fd);
-            continue;
-        }
-        pthread_detach(t);
+        serve(fd);
     }
 }

@@ -2,9 +2,11 @@
 # A prepare that meets a long kernel, seen from crane-hostd: a real
 # crane-hostd on libvirt's test driver whose VM's guest channel is a
 # stand-in crane-guestd (build/tests/hostd-fake-guest) with a program that
-# waits for a kernel.  While the prepare waits, crane-hostd's status polls
-# (host-daemon/prepare_watch.c) must show "pid 4242 (longkernel): waiting
-# for a kernel running for N s" in crane-migrate --verbose's lines; the
+# waits for a kernel.  The stand-in serves one connection at a time, as
+# QEMU's socket behind a virtio-serial port does: the progress it sends on
+# the prepare's own connection (host-daemon/prepare_watch.c) must show
+# "pid 4242 (longkernel): waiting for a kernel running for N s" in
+# crane-migrate --verbose's lines; the
 # refusal's reason must reach crane-migrate's result and exit message; the
 # history (/api/migrations/ID) must hold the program's "kernel-wait" step.
 #
@@ -87,10 +89,11 @@ run_bounded -q 180 -p "$PID" -n crane-migrate -- \
 rc=$?
 [ "$rc" = 1 ] || die "crane-migrate exit $rc, expected 1 (rolled back)"
 
-# Said while the prepare waited, from the guest's status.
+# Said while the prepare waited, from the progress on its own connection.
 grep -qE 'pid 4242 \(longkernel\): waiting for a kernel running for [0-9]+ s' \
     "$T/out" || die "no waiting line in crane-migrate's output"
-grep -q '^status waiting$' "$T/guest.log" || die "no status asked while the prepare waited"
+grep -q '^prepare progress 3$' "$T/guest.log" ||
+    die "the prepare asked for no progress, or it was not sent"
 grep -q '^prepare refused$' "$T/guest.log" || die "the guest saw no prepare"
 grep -q '^abort$' "$T/guest.log" || die "the refused prepare was not undone"
 # The refusal's reason, in the result and in the one stderr line.
@@ -111,7 +114,7 @@ assert len(steps) == 1, m["steps"]
 s = steps[0]
 assert s["pid"] == 4242 and s["program"] == "longkernel", s
 # How long the prepare waited for it: within the prepare, a second or more
-# (the guest answered two status polls a second apart while it waited).
+# (the guest sent three progress frames a second apart while it waited).
 p = [x for x in m["steps"] if x["phase"] == "prepare"][0]
 assert s["start_offset"] >= p["start_offset"] - 0.001, (s, p)
 assert 0.9 <= s["duration"] <= p["duration"] + 0.001, (s, p)

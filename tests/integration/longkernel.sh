@@ -20,6 +20,10 @@
 #       crane-migrate: its lines show "pid N (longkernel): waiting for a
 #       kernel running for N s", a kernel-wait step, and its exit message
 #       the refusal's reason
+#   longkernel.sh hostd-serial   the same with the VM's channel a relay that
+#       takes one client at a time, as QEMU's socket behind a virtio-serial
+#       port: the wait is seen all the same (crane-guestd's progress on the
+#       prepare's own connection)
 #   longkernel.sh never-answers a "proxy" that accepts connections and
 #       never answers: the prepare is refused naming it as such
 set -u
@@ -160,6 +164,61 @@ prepare_during_kernel() {  # prepare_during_kernel REASON_REGEX
     expect_pass
 }
 
+# The same through crane-hostd and crane-migrate: a VM of libvirt's test
+# driver whose guest channel is CHANNEL (crane-guestd's host socket, or a
+# relay in front of it).
+hostd_prepare() {  # hostd_prepare CHANNEL
+    HOSTD=$B/bin/crane-hostd
+    MIGRATE=$B/bin/crane-migrate
+    [ -x "$HOSTD" ] && [ -x "$MIGRATE" ] ||
+        { echo "skip: crane-hostd not built"; exit 77; }
+    start_proxy
+    start_guestd "unix:$T/proxy.sock"
+    rng="<rng model='virtio'><backend model='random'>/dev/urandom</backend><alias name='ua-gpu0'/></rng>"
+    echo "$rng" >"$T/gpu0.xml"
+    # A second, free GPU: the destination (this same crane-hostd) must
+    # have one for the VM's, or the check refuses before the prepare.
+    echo "${rng/ua-gpu0/ua-gpu1}" >"$T/gpu1.xml"
+    cat >"$T/node.xml" <<XML
+<node><domain type='test'><name>vm</name><memory>65536</memory>
+<os><type>hvm</type></os><devices>$rng
+<channel type='unix'><source mode='bind' path='$1'/><target type='virtio' name='org.crane.guest.0'/></channel>
+</devices></domain></node>
+XML
+    head -c 32 /dev/urandom >"$T/peer.key"
+    port=$(python3 -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "$HOSTD" --uri "test://$T/node.xml" --control "unix:$T/c.sock" \
+        --peer-listen "tcp:127.0.0.1:$port" --peer-key "$T/peer.key" \
+        --tls none --http none --history "$T/h.db" --host-name host-a \
+        --gpu "gpu0 xml:$T/gpu0.xml" --gpu "gpu1 xml:$T/gpu1.xml" \
+        >"$T/hostd.log" 2>&1 &
+    PIDS="$PIDS $!"
+    waitfor 20 test -S "$T/c.sock" || die "crane-hostd did not start"
+    # 5 s: the shim says the wait after one, crane-guestd passes it on
+    # every second; a kernel of 16 s outlasts it.
+    KERNEL_S=16
+    start_prog finish CRANE_SOCKET="$T/guest.sock" \
+        CRANE_SWITCH_KERNEL_WAIT_MS=5000
+    waitfor 60 registered || die "the program never registered"
+    waitfor 60 kernel_runs || die "the long kernel never started"
+    timeout -s KILL 90 "$MIGRATE" --verbose --connect "unix:$T/c.sock" \
+        --peer "tcp:127.0.0.1:$port" vm test:///default \
+        >"$T/migrate.out" 2>"$T/migrate.err"
+    rc=$?
+    cat "$T/migrate.out" "$T/migrate.err"
+    [ $rc -eq 1 ] || die "crane-migrate exit $rc, expected 1 (rolled back)"
+    grep -Eq 'pid [0-9]+ \(longkernel\): waiting for a kernel running for [0-9]+ s' \
+        "$T/migrate.out" || die "crane-migrate showed no wait"
+    grep -Eq 'waited [0-9]+ s for a kernel running for [0-9]+ s \(CRANE_SWITCH_KERNEL_WAIT_MS' \
+        "$T/migrate.err" || die "crane-migrate's exit message has no reason"
+    grep -q '^step    kernel-wait' "$T/migrate.out" ||
+        die "no kernel-wait step"
+    [ "$(mode)" = passthrough ] || die "status says $(mode), not passthrough"
+    finish_prog
+    expect_pass
+}
+
 case "${1:-}" in
 remote)
     start_proxy
@@ -207,58 +266,40 @@ prepare-refused)
     prepare_during_kernel \
         'waited [0-9]+ s for a kernel running for [0-9]+ s \(CRANE_SWITCH_KERNEL_WAIT_MS'
     ;;
-hostd-refused)
-    # The same through crane-hostd and crane-migrate: a VM of libvirt's
-    # test driver whose guest channel is this crane-guestd's host socket.
-    HOSTD=$B/bin/crane-hostd
-    MIGRATE=$B/bin/crane-migrate
-    [ -x "$HOSTD" ] && [ -x "$MIGRATE" ] ||
-        { echo "skip: crane-hostd not built"; exit 77; }
-    start_proxy
-    start_guestd "unix:$T/proxy.sock"
-    rng="<rng model='virtio'><backend model='random'>/dev/urandom</backend><alias name='ua-gpu0'/></rng>"
-    echo "$rng" >"$T/gpu0.xml"
-    # A second, free GPU: the destination (this same crane-hostd) must
-    # have one for the VM's, or the check refuses before the prepare.
-    echo "${rng/ua-gpu0/ua-gpu1}" >"$T/gpu1.xml"
-    cat >"$T/node.xml" <<XML
-<node><domain type='test'><name>vm</name><memory>65536</memory>
-<os><type>hvm</type></os><devices>$rng
-<channel type='unix'><source mode='bind' path='$T/host.sock'/><target type='virtio' name='org.crane.guest.0'/></channel>
-</devices></domain></node>
-XML
-    head -c 32 /dev/urandom >"$T/peer.key"
-    port=$(python3 -c 'import socket; s = socket.socket()
-s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    "$HOSTD" --uri "test://$T/node.xml" --control "unix:$T/c.sock" \
-        --peer-listen "tcp:127.0.0.1:$port" --peer-key "$T/peer.key" \
-        --tls none --http none --history "$T/h.db" --host-name host-a \
-        --gpu "gpu0 xml:$T/gpu0.xml" --gpu "gpu1 xml:$T/gpu1.xml" \
-        >"$T/hostd.log" 2>&1 &
+hostd-refused) hostd_prepare "$T/host.sock" ;;
+hostd-serial)
+    # One client at a time, the next accepted once it hung up (QEMU's
+    # chardev socket): each accept logged.
+    python3 -c '
+import os, select, socket, sys
+lis = socket.socket(socket.AF_UNIX)
+lis.bind(sys.argv[1] + ".tmp"); lis.listen(16)
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+log = open(sys.argv[3], "a", buffering=1)
+n = 0
+while True:
+    c, _ = lis.accept(); n += 1
+    g = socket.socket(socket.AF_UNIX)
+    try:
+        g.connect(sys.argv[2])
+    except OSError:
+        c.close(); continue
+    log.write("client %d\n" % n)
+    up = True
+    while up:
+        for s in select.select([c, g], [], [])[0]:
+            data = s.recv(65536)
+            if not data:
+                up = False
+                break
+            (g if s is c else c).sendall(data)
+    c.close(); g.close()
+    log.write("gone %d\n" % n)
+' "$T/chan.sock" "$T/host.sock" "$T/relay.log" &
     PIDS="$PIDS $!"
-    waitfor 20 test -S "$T/c.sock" || die "crane-hostd did not start"
-    # 5 s: crane-hostd asks every second, the shim says the wait after
-    # one; a kernel of 16 s outlasts it.
-    KERNEL_S=16
-    start_prog finish CRANE_SOCKET="$T/guest.sock" \
-        CRANE_SWITCH_KERNEL_WAIT_MS=5000
-    waitfor 60 registered || die "the program never registered"
-    waitfor 60 kernel_runs || die "the long kernel never started"
-    timeout -s KILL 90 "$MIGRATE" --verbose --connect "unix:$T/c.sock" \
-        --peer "tcp:127.0.0.1:$port" vm test:///default \
-        >"$T/migrate.out" 2>"$T/migrate.err"
-    rc=$?
-    cat "$T/migrate.out" "$T/migrate.err"
-    [ $rc -eq 1 ] || die "crane-migrate exit $rc, expected 1 (rolled back)"
-    grep -Eq 'pid [0-9]+ \(longkernel\): waiting for a kernel running for [0-9]+ s' \
-        "$T/migrate.out" || die "crane-migrate showed no wait"
-    grep -Eq 'waited [0-9]+ s for a kernel running for [0-9]+ s \(CRANE_SWITCH_KERNEL_WAIT_MS' \
-        "$T/migrate.err" || die "crane-migrate's exit message has no reason"
-    grep -q '^step    kernel-wait' "$T/migrate.out" ||
-        die "no kernel-wait step"
-    [ "$(mode)" = passthrough ] || die "status says $(mode), not passthrough"
-    finish_prog
-    expect_pass
+    waitfor 20 test -S "$T/chan.sock" || die "the relay did not start"
+    hostd_prepare "$T/chan.sock"
+    grep -q '^client 1$' "$T/relay.log" || die "nothing came through the relay"
     ;;
 never-answers)
     # Accepts, reads, never writes a byte.
@@ -283,6 +324,6 @@ while True:
     finish_prog
     expect_pass
     ;;
-*) sed -n '2,24p' "$0"; exit 2 ;;
+*) sed -n '2,28p' "$0"; exit 2 ;;
 esac
 echo "PASS $1"
