@@ -108,6 +108,7 @@ void gd_ack_send_op(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
     ack.last_op = d->last_op;
     ack.last_err = d->last_err;
     ack.last_error = d->last_error;
+    ack.gpus = d->cfg.gpus;
     m.id = id;
     m.msg_case = CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK;
     m.ack = &ack;

@@ -13,6 +13,7 @@
 #include "run.h"
 #include "shm.h"
 #include "waits.h"
+#include "want.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -196,27 +197,6 @@ static bool valid_id(const char *s)
                      "0123456789._-") == n;
 }
 
-/* The GPUs the Arrive A asks for: at most HD_MAX_GPUS models, each a
- * name's characters.  -EINVAL for anything else. */
-static int want_from(const Crane__Hostd__Arrive *a, struct hd_gpu_want *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (a->n_gpu_models > HD_MAX_GPUS)
-        return -EINVAL;
-    for (size_t i = 0; i < a->n_gpu_models; i++) {
-        size_t n = strlen(a->gpu_models[i]);
-
-        if (n >= sizeof(out->model[0]) ||
-            strspn(a->gpu_models[i], "abcdefghijklmnopqrstuvwxyz"
-                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                     "0123456789_.-") != n)
-            return -EINVAL;
-        memcpy(out->model[i], a->gpu_models[i], n + 1);
-    }
-    out->n = a->n_gpu_models;
-    return 0;
-}
-
 int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
                     const Crane__Hostd__Arrive *a, const char *src_host)
 {
@@ -234,7 +214,9 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
     r.msg_case = CRANE__HOSTD__PEER_REPLY__MSG_ARRIVE;
     r.arrive = &ar;
     if (!valid_id(a->migration_id) || !*a->domain ||
-        strlen(a->domain) > HV_NAME_MAX || want_from(a, &want) < 0) {
+        strlen(a->domain) > HV_NAME_MAX ||
+        hd_want_parse(0, a->gpu_models, a->n_gpu_models, &want) < 0 ||
+        hd_want_set_mem(&want, a->gpu_mem_gib, a->n_gpu_mem_gib) < 0) {
         ar.result = CRANE__HOSTD__RESULT__RESULT_FAILED;
         ar.error = "bad arrive: migration id, domain name or GPU models";
         return crn_frame_write(fd, &r.base);
@@ -294,6 +276,13 @@ void hd_waiting_add_run(struct hd_daemon *d, struct hd_run *run,
     /* Its programs remote: through shared memory when the proxy domain
      * runs on this host (none refused: they stay on TCP). */
     hd_shm_attach(d, run, run->m.domain, why, sizeof(why));
+    /* What it waits for, kept in the history for a restart. */
+    for (size_t k = 0; k < hd_want_count(want); k++) {
+        char phase[HD_PHASE_MAX + 1];
+
+        hd_want_step(want, k, phase, sizeof(phase));
+        hd_run_step(run, phase, 0, NULL, hd_run_elapsed(run), 0, 0, NULL);
+    }
     waiting_add(d->waiting, run->m.id, run->m.domain, run->m.start_time,
                 want, seen, false);
     hd_run_leave(run);
@@ -316,6 +305,7 @@ size_t hd_waiting_list(struct hd_daemon *d, struct hd_waiting_entry *out,
         snprintf(out[n].domain, sizeof(out[n].domain), "%s", e->domain);
         snprintf(out[n].id, sizeof(out[n].id), "%s", e->id);
         out[n].start_wall = e->start_wall;
+        out[n].want = e->want;
     }
     pthread_mutex_unlock(&d->waiting->lock);
     return n;
@@ -434,6 +424,22 @@ void hd_waiting_proxy_lost(struct hd_daemon *d)
     pthread_mutex_unlock(&d->waiting->lock);
 }
 
+/* The GPUs migration ID's VM waits for, as its gpu-want steps keep them
+ * (one of any model in a history written before they were). */
+static void want_recorded(struct hd_history *h, const char *id,
+                          struct hd_gpu_want *out)
+{
+    struct hd_migration m;
+    struct hd_step *steps = NULL;
+    size_t n = 0;
+
+    if (hd_history_get(h, id, &m, &steps, &n) < 0)
+        HD_WARN("migration %s: its steps could not be read: waiting for "
+                "one GPU", id);
+    hd_want_from_steps(steps, n, out);
+    free(steps);
+}
+
 int hd_waiting_recover(struct hd_daemon *d)
 {
     struct hd_history *h;
@@ -451,7 +457,7 @@ int hd_waiting_recover(struct hd_daemon *d)
     rc = hd_history_query(h, &running, 0, HD_LIST_MAX, &list, &n, NULL);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct hd_migration *m = &list[i];
-        const struct hd_gpu_want one = { .n = 0 };
+        struct hd_gpu_want want;
         const struct hv_gpu *gpu;
         struct hv_domain dom;
 
@@ -462,10 +468,11 @@ int hd_waiting_recover(struct hd_daemon *d)
             d->hv_ops->domain(d->hv, m->domain, &dom) == 0 && dom.running &&
             hd_pool_held_by(d->pool, d->hv_ops, d->hv, m->domain, &gpu) ==
                 -ENOENT) {
-            HD_INFO("%s (migration %s) still waits for a GPU", m->domain,
-                    m->id);
-            /* How many it held is not in the history: one. */
-            waiting_add(d->waiting, m->id, m->domain, m->start_time, &one,
+            want_recorded(h, m->id, &want);
+            HD_INFO("%s (migration %s) still waits for %zu GPU%s",
+                    m->domain, m->id, hd_want_count(&want),
+                    hd_want_count(&want) == 1 ? "" : "s");
+            waiting_add(d->waiting, m->id, m->domain, m->start_time, &want,
                         d->waiting->proxy_losses, false);
             continue;
         }

@@ -24,6 +24,7 @@ struct hd_waiting_entry {
     char domain[HV_NAME_MAX + 1];
     char id[HD_ID_MAX + 1];
     double start_wall;            /* the migration's start */
+    struct hd_gpu_want want;      /* the GPUs it waits for */
 };
 
 int hd_waiting_new(struct hd_waiting **out);

@@ -92,7 +92,26 @@ static int gpu_model(struct hd_gpu_conf *g, char *what)
     return 0;
 }
 
-/* NAME pci:DDDD:BB:SS.F  or  NAME xml:FILE, then maybe model:MODEL */
+/* The ` mem:GIB` tag of WHAT (1 to 65536, cut out of it) into G. */
+static int gpu_mem(struct hd_gpu_conf *g, char *what)
+{
+    char *m = strstr(what, " mem:"), *end;
+    unsigned long v;
+
+    if (!m)
+        return 0;
+    errno = 0;
+    v = strtoul(m + 5, &end, 10);
+    if (errno || end == m + 5 || (*end && *end != ' ') || v < 1 ||
+        v > 65536 || m[5] < '0' || m[5] > '9')
+        return -EINVAL;
+    g->mem_gib = (uint32_t)v;
+    memmove(m, end, strlen(end) + 1);
+    return 0;
+}
+
+/* NAME pci:DDDD:BB:SS.F  or  NAME xml:FILE, then maybe model:MODEL and
+ * mem:GIB */
 static int gpu_line(struct hd_config *cfg, const char *v)
 {
     struct hd_gpu_conf *g;
@@ -112,7 +131,7 @@ static int gpu_line(struct hd_config *cfg, const char *v)
     g = &cfg->gpus[cfg->n_gpus];
     memset(g, 0, sizeof(*g));
     snprintf(what, sizeof(what), "%s", sp + strspn(sp, " "));
-    if (gpu_model(g, what) < 0)
+    if (gpu_mem(g, what) < 0 || gpu_model(g, what) < 0)
         return -EINVAL;
     memcpy(g->name, v, name_len);
     for (size_t i = 0; i < cfg->n_gpus; i++)
@@ -327,11 +346,15 @@ void hd_config_print(const struct hd_config *c)
            *c->http ? c->http : "none",
            *c->web_config ? c->web_config : "none",
            c->http_allow_plain ? "yes" : "no", c->history, c->history_keep_days, c->channel);
-    for (size_t i = 0; i < c->n_gpus; i++)
-        printf("gpu = %s %s%s%s%s\n", c->gpus[i].name,
+    for (size_t i = 0; i < c->n_gpus; i++) {
+        printf("gpu = %s %s%s%s%s", c->gpus[i].name,
                *c->gpus[i].pci ? "pci:" : "xml:",
                *c->gpus[i].pci ? c->gpus[i].pci : c->gpus[i].xml_file,
                *c->gpus[i].model ? " model:" : "", c->gpus[i].model);
+        if (c->gpus[i].mem_gib)
+            printf(" mem:%u", c->gpus[i].mem_gib);
+        putchar('\n');
+    }
     printf("detach_timeout_ms = %u\nattach_timeout_ms = %u\n"
            "prepare_deadline_ms = %u\nresume_deadline_ms = %u\n"
            "gpu_retry_ms = %u\nprepare_lease_s = %u\n",

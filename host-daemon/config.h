@@ -12,12 +12,13 @@
 #define HD_LEASE_MAX_S 604800   /* prepare_lease_s and --lease: a week */
 
 /* One `gpu = NAME pci:ADDRESS` or `gpu = NAME xml:FILE` line, either
- * with ` model:MODEL` after it. */
+ * with ` model:MODEL` and ` mem:GIB` after it. */
 struct hd_gpu_conf {
     char name[64];
     char pci[16];                /* 0000:65:00.0, or "" */
     char xml_file[HD_TEXT];      /* device XML file, or "" */
     char model[64];              /* what a VM's GPUs are matched by, "" */
+    uint32_t mem_gib;            /* its memory (`mem:`), 0 not said */
 };
 
 struct hd_config {

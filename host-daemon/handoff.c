@@ -7,6 +7,7 @@
 
 #include "arrive.h"
 #include "ctl_serve.h"
+#include "guest.h"
 #include "host-daemon/history/history.h"
 #include "log.h"
 #include "migration.h"
@@ -17,6 +18,7 @@
 #include "run.h"
 #include "running.h"
 #include "shm.h"
+#include "want.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -231,6 +233,7 @@ static bool valid_name(const char *s, bool may_be_empty)
 const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
                              const char **domain)
 {
+    struct hd_gpu_want want;
     struct crn_endpoint ep;
 
     *domain = NULL;
@@ -256,6 +259,10 @@ const char *hd_handoff_check(const Crane__Hostd__ClientRequest *q,
             return "bad source host name";
         if (!valid_id(q->resume->migration_id))
             return "bad migration id ([A-Za-z0-9._-], at most 64)";
+        if (hd_want_parse(q->resume->gpus, q->resume->gpu_models,
+                          q->resume->n_gpu_models, &want) < 0)
+            return "bad GPUs: at most 16, no more models than GPUs, each "
+                   "model [A-Za-z0-9_.-], at most 63";
         break;
     case CRANE__HOSTD__CLIENT_REQUEST__MSG_POOL:
         return NULL;
@@ -422,11 +429,48 @@ void hd_handoff_cancel(struct hd_daemon *d, int fd,
     serve_abort(d, fd, &a, "cancel");
 }
 
+/* How long the guest's status may take when a resume asks it how many
+ * GPUs the VM holds. */
+#define RESUME_STATUS_MS 2000
+
+/* The GPUs a resume plugs (into *WANT, naming where the count came from
+ * in *FROM): as the request says; else as many as a prepare here took (in
+ * P, when TOOK); else as many as the guest says it holds (its status'
+ * gpus); else one. */
+static void resume_want(const Crane__Hostd__HostResume *q, const char *channel,
+                        const struct hd_prepared *p, bool took,
+                        struct hd_gpu_want *want, const char **from)
+{
+    struct hd_guest_reply gr;
+
+    if (q->gpus || q->n_gpu_models) {
+        /* hd_handoff_check refused anything it would not parse. */
+        hd_want_parse(q->gpus, q->gpu_models, q->n_gpu_models, want);
+        *from = "as asked";
+        return;
+    }
+    if (took) {
+        *want = p->want;
+        *from = "as many as it held here";
+        return;
+    }
+    hd_want_any(want, 0);
+    *from = "one: the guest did not say how many";
+    if (hd_guest_status(channel, RESUME_STATUS_MS, &gr) < 0)
+        return;
+    if (gr.ack->gpus > 0 && gr.ack->gpus <= HD_MAX_GPUS) {
+        hd_want_any(want, gr.ack->gpus);
+        *from = "as many as the guest holds when whole";
+    }
+    hd_guest_reply_free(&gr);
+}
+
 static void serve_resume(struct hd_daemon *d, int fd,
                          const Crane__Hostd__HostResume *q)
 {
-    /* How many GPUs it held elsewhere is not said: one. */
-    const struct hd_gpu_want want = { .n = 0 };
+    struct hd_gpu_want want;
+    const char *from;
+    bool took;
     const struct hv_gpu *gpu;
     struct hd_prepared p;
     struct hv_domain dom;
@@ -452,7 +496,9 @@ static void serve_resume(struct hd_daemon *d, int fd,
     }
     /* A VM prepared here and resumed here instead of aborted: its prepare
      * ends (and its lease with it), the resume is a run of its own. */
-    if (hd_prepared_take(q->domain, "", &p)) {
+    took = hd_prepared_take(q->domain, "", &p);
+    resume_want(q, dom.channel, &p, took, &want, &from);
+    if (took) {
         hd_run_continue(&run, d, p.id, p.domain, p.start_wall);
         hd_run_end(&run, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
                    "the VM did not move: resumed on this host instead "
@@ -462,8 +508,11 @@ static void serve_resume(struct hd_daemon *d, int fd,
                  q->domain, *q->src_host ? q->src_host : "-",
                  d->cfg.host_name,
                  q->live ? HD_MODE_LIVE : HD_MODE_OFFLINE, fd);
-    hd_run_say(&run, "arrive", -1, "%s arrived from %s: attaching a GPU",
-               q->domain, *q->src_host ? q->src_host : "another host");
+    hd_run_say(&run, "arrive", -1, "%s arrived from %s: attaching %zu "
+               "GPU%s (%s)", q->domain,
+               *q->src_host ? q->src_host : "another host",
+               hd_want_count(&want), hd_want_count(&want) == 1 ? "" : "s",
+               from);
     r = hd_arrive_attach(d, &run, q->domain, &want, HD_BRING_RESUME, why,
                          sizeof(why));
     end_attached(d, &run, &want, r, CRANE__HOSTD__RESULT__RESULT_OK, NULL,

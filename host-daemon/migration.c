@@ -242,6 +242,8 @@ static int check(struct mig *m)
     want_set(m);
     c.gpu_models = m->want_models;
     c.n_gpu_models = m->want.n;
+    c.gpu_mem_gib = m->want.mem_gib;
+    c.n_gpu_mem_gib = m->want.n;
     if ((rc = hd_peer_call(m->peer, &req, 10000, &r)) < 0 ||
         r->msg_case != CRANE__HOSTD__PEER_REPLY__MSG_CHECK) {
         if (r)
@@ -494,6 +496,8 @@ static Crane__Hostd__Result hand_over(struct mig *m)
     want_set(m);
     a.gpu_models = m->want_models;
     a.n_gpu_models = m->want.n;
+    a.gpu_mem_gib = m->want.mem_gib;
+    a.n_gpu_mem_gib = m->want.n;
     req.msg_case = CRANE__HOSTD__PEER_REQUEST__MSG_ARRIVE;
     req.arrive = &a;
     rc = hd_peer_call(m->peer, &req,

@@ -6,6 +6,7 @@
 #include "io.h"
 #include "log.h"
 #include "pool.h"
+#include "want.h"
 #include "proto/auth.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
@@ -445,11 +446,10 @@ static int serve_check(struct hd_daemon *d, int fd, uint64_t id,
     unsigned free_count = 0, matching = 0;
     int rc;
 
-    if (q->n_gpu_models > HD_MAX_GPUS)
-        return refuse(fd, id, -EINVAL, "check: more GPUs than a pool holds");
-    for (size_t i = 0; i < q->n_gpu_models; i++)
-        snprintf(want.model[want.n++], sizeof(want.model[0]), "%s",
-                 q->gpu_models[i]);
+    if (hd_want_parse(0, q->gpu_models, q->n_gpu_models, &want) < 0 ||
+        hd_want_set_mem(&want, q->gpu_mem_gib, q->n_gpu_mem_gib) < 0)
+        return refuse(fd, id, -EINVAL, "check: more GPUs than a pool "
+                      "holds, or a bad model or memory size");
     if ((rc = hd_pool_free_count(d->pool, d->hv_ops, d->hv, &free_count)) < 0 ||
         (rc = hd_pool_free_matching(d->pool, d->hv_ops, d->hv, &want,
                                     &matching)) < 0)

@@ -75,6 +75,7 @@ int hd_pool_new(const struct hd_config *cfg, struct hd_pool **out,
 
         snprintf(g->name, sizeof(g->name), "%s", c->name);
         snprintf(g->model, sizeof(g->model), "%s", c->model);
+        g->mem_gib = c->mem_gib;
         if (*c->pci) {
             rc = pci_gpu(g, c);
         } else if ((rc = read_small_file(c->xml_file, &g->xml)) < 0) {
@@ -173,38 +174,60 @@ int hd_pool_held_set(struct hd_pool *p, const struct hv_ops *ops,
 void hd_pool_want_of(const struct hd_gpu_set *set, struct hd_gpu_want *out)
 {
     memset(out, 0, sizeof(*out));
-    for (size_t i = 0; i < set->n && i < HD_MAX_GPUS; i++)
+    for (size_t i = 0; i < set->n && i < HD_MAX_GPUS; i++) {
+        out->mem_gib[out->n] = set->gpu[i]->mem_gib;
         snprintf(out->model[out->n++], sizeof(out->model[0]), "%s",
                  set->gpu[i]->model);
+    }
 }
 
-static bool model_fits(const struct hv_gpu *g, const char *want)
+static bool gpu_fits(const struct hv_gpu *g, const char *model, uint32_t mem)
 {
-    return !*want || !*g->model || strcmp(g->model, want) == 0;
+    return (!*model || !*g->model || strcmp(g->model, model) == 0) &&
+           (!mem || !g->mem_gib || g->mem_gib >= mem);
+}
+
+/* The free GPU of P (in FREE_GPU) that fits MODEL and MEM best: the one
+ * with the least memory that is enough (an untagged one last), so that a
+ * larger one stays for a want that needs it; -1 when none fits. */
+static int best_fit(const struct hd_pool *p, const bool *free_gpu,
+                    const char *model, uint32_t mem)
+{
+    int best = -1;
+
+    for (size_t i = 0; i < p->n; i++) {
+        const struct hv_gpu *g = &p->gpus[i];
+        uint32_t b;
+
+        if (!free_gpu[i] || !gpu_fits(g, model, mem))
+            continue;
+        b = best < 0 ? 0 : p->gpus[best].mem_gib;
+        if (best < 0 || (g->mem_gib && (!b || g->mem_gib < b)))
+            best = (int)i;
+    }
+    return best;
 }
 
 /* Picks for each GPU of WANT a GPU marked in FREE_GPU (unmarking it):
- * the wants naming a model first, so that a want of any model does not
- * take the only GPU of a model another needs.  PICK[k] is the pool index
- * for want k; how many wants found one. */
+ * the wants naming a model first, then those naming memory, then the
+ * others, so that a want of any kind does not take the only GPU another
+ * needs.  PICK[k] is the pool index for want k; how many found one. */
 static size_t match(const struct hd_pool *p, const struct hd_gpu_want *want,
                     bool *free_gpu, size_t *pick)
 {
     size_t n = want->n ? want->n : 1, found = 0;
 
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 3; pass++)
         for (size_t k = 0; k < n; k++) {
             const char *m = want->n ? want->model[k] : "";
+            uint32_t mem = want->n ? want->mem_gib[k] : 0;
+            int kind = *m ? 0 : mem ? 1 : 2, i;
 
-            if ((pass == 0) != (*m != '\0'))
+            if (kind != pass || (i = best_fit(p, free_gpu, m, mem)) < 0)
                 continue;
-            for (size_t i = 0; i < p->n; i++)
-                if (free_gpu[i] && model_fits(&p->gpus[i], m)) {
-                    free_gpu[i] = false;
-                    pick[k] = i;
-                    found++;
-                    break;
-                }
+            free_gpu[i] = false;
+            pick[k] = (size_t)i;
+            found++;
         }
     return found;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct hd_pool;
 
@@ -20,10 +21,13 @@ void hd_pool_free(struct hd_pool *pool);
 size_t hd_pool_size(const struct hd_pool *pool);
 
 /* The GPUs a VM holds, or the ones it needs: one model per GPU ("" for
- * any; a pool GPU without a model matches any), at most HD_MAX_GPUS.  A
- * want with N 0 stands for one GPU of any model (a peer that says none). */
+ * any; a pool GPU without a model matches any) and the memory it had (a
+ * pool GPU fits with as much or more; 0 on either side: any), at most
+ * HD_MAX_GPUS.  A want with N 0 stands for one GPU of any model (a peer
+ * that says none). */
 struct hd_gpu_want {
     char model[HD_MAX_GPUS][64];
+    uint32_t mem_gib[HD_MAX_GPUS];
     size_t n;
 };
 

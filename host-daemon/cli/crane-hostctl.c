@@ -54,9 +54,12 @@ static void usage(FILE *f)
     "                   VM may move (its `migration:` line names the id);\n"
     "                   if no migration, resume or abort follows within\n"
     "                   the lease, crane-hostd aborts it by itself\n"
-    "  resume DOMAIN    on the destination, once the VM runs there: a free\n"
-    "                   GPU of the pool is plugged in, the programs go back\n"
-    "                   to it (exit 4: none free, they remote until one is)\n"
+    "  resume DOMAIN    on the destination, once the VM runs there: free\n"
+    "                   GPUs of the pool are plugged in, as many as the VM\n"
+    "                   held (--gpus; else as a prepare here took, else as\n"
+    "                   the guest's crane-guestd says, else one), all or\n"
+    "                   none, the programs go back to them (exit 4: too few\n"
+    "                   free, they remote until enough are)\n"
     "  abort DOMAIN     on the source, when the migration failed: a GPU is\n"
     "                   plugged back in, the programs go back to it\n"
     "  cancel DOMAIN    cancel DOMAIN's running migration (crane-migrate's\n"
@@ -99,6 +102,10 @@ static void usage(FILE *f)
     "                      600 unless set; 0: no lease, it waits for ever);\n"
     "                      cover the whole migration with it\n"
     "  --from HOST         resume: the source, for the history\n"
+    "  --gpus N            resume: plug N GPUs (1 to 16)\n"
+    "  --gpu-model MODEL   resume: one of them of MODEL (a gpu line's\n"
+    "                      model:); once per GPU, the rest any model;\n"
+    "                      without --gpus, as many GPUs as models\n"
     "  --format FORMAT     pool: json (crane's own), placement (an OpenStack\n"
     "                      Placement provider per GPU) or kubernetes (a\n"
     "                      merge patch of the Node); default: a table\n"
@@ -133,7 +140,10 @@ static int bad_usage(const char *what, const char *arg)
 
 struct ctl_opts {
     const char *command, *domain, *proxy, *id, *to, *from, *format;
-    const char *connect, *lease, *limit, *of_domain;
+    const char *connect, *lease, *limit, *of_domain, *gpus;
+    char *models[HD_MAX_GPUS];
+    size_t n_models;
+    unsigned long gpus_n;
     bool live, offline, release, json;
     unsigned long limit_n;
     double wait;
@@ -176,6 +186,12 @@ static int check_options(struct ctl_opts *o)
         return bad_usage("--to is for prepare", NULL);
     if (o->from && strcmp(o->command, "resume"))
         return bad_usage("--from is for resume", NULL);
+    if ((o->gpus || o->n_models) && strcmp(o->command, "resume"))
+        return bad_usage("--gpus and --gpu-model are for resume", NULL);
+    if (o->gpus && crn_conf_uint(o->gpus, 10, 1, HD_MAX_GPUS, &o->gpus_n) < 0)
+        return bad_usage("bad --gpus (1 to 16)", o->gpus);
+    if (o->gpus && o->n_models > o->gpus_n)
+        return bad_usage("more --gpu-model than --gpus", o->gpus);
     if (o->id && (!strcmp(o->command, "pool") || !strcmp(o->command, "list") ||
                   !strcmp(o->command, "history") ||
                   !strcmp(o->command, "jobinfo")))
@@ -199,7 +215,7 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
 {
     enum { O_LIVE = 1, O_OFFLINE, O_PROXY, O_ID, O_TO, O_FROM, O_FORMAT,
            O_CONNECT, O_WAIT, O_HELP, O_VERSION, O_RELEASE, O_LEASE,
-           O_JSON, O_LIMIT, O_DOMAIN };
+           O_JSON, O_LIMIT, O_DOMAIN, O_GPUS, O_MODEL };
     static const struct option opts[] = {
         {"live", no_argument, NULL, O_LIVE},
         {"offline", no_argument, NULL, O_OFFLINE},
@@ -215,6 +231,8 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         {"json", no_argument, NULL, O_JSON},
         {"limit", required_argument, NULL, O_LIMIT},
         {"domain", required_argument, NULL, O_DOMAIN},
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"gpu-model", required_argument, NULL, O_MODEL},
         {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -239,6 +257,14 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         case O_JSON: o->json = true; break;
         case O_LIMIT: o->limit = optarg; break;
         case O_DOMAIN: o->of_domain = optarg; break;
+        case O_GPUS: o->gpus = optarg; break;
+        case O_MODEL:
+            if (o->n_models == HD_MAX_GPUS || !*optarg ||
+                strlen(optarg) > 63)
+                return bad_usage("bad --gpu-model (at most 16, each 1 to "
+                                 "63 characters)", optarg);
+            o->models[o->n_models++] = optarg;
+            break;
         case O_WAIT:
             errno = 0;
             o->wait = strtod(optarg, &end);
@@ -396,6 +422,9 @@ static void build(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
         r->migration_id = str(o->id);
         r->src_host = str(o->from);
         r->live = !o->offline;
+        r->gpus = (uint32_t)o->gpus_n;
+        r->gpu_models = (char **)o->models;
+        r->n_gpu_models = o->n_models;
         q->msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_RESUME;
         q->resume = r;
     } else if (!strcmp(o->command, "abort")) {

@@ -25,6 +25,7 @@ struct hv_gpu {
     char alias[HV_ALIAS_MAX + 1];
     char pci[16];
     char model[64];          /* the pool's `model:` for it, "" none */
+    uint32_t mem_gib;        /* the pool's `mem:` for it, 0 none */
     char *xml;               /* owned by the pool */
 };
 

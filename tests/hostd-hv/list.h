@@ -82,10 +82,15 @@ TEST_TIMED(peer_xen_stream_libxl_receiver, 30)
 /* A VM's several GPUs against a stand-in hypervisor (test_gpus.c): the
  * pool's models, reservations all or none, unplug and plug as one set,
  * one plug of three failing, a GPU the guest never lets go, an offline
- * migration to a host with too few free refused before anything changes. */
+ * migration to a host with too few free refused before anything changes;
+ * crane-hostctl resume's count, the count kept over a restart, memory. */
 TEST_TIMED(gpus_config_model, 10)
 TEST_TIMED(gpus_reserve_all_or_none, 10)
 TEST_TIMED(gpus_detach_attach_set, 10)
 TEST_TIMED(gpus_one_plug_fails, 10)
 TEST_TIMED(gpus_never_released, 20)
 TEST_TIMED(gpus_too_few_refused, 30)
+TEST_TIMED(gpus_want_steps, 10)
+TEST_TIMED(gpus_resume_count, 30)
+TEST_TIMED(gpus_restart_waits_all, 30)
+TEST_TIMED(gpus_mem_capability, 10)

@@ -7,11 +7,14 @@
 #include "host-daemon/config.h"
 #include "host-daemon/daemon.h"
 #include "host-daemon/gpus.h"
+#include "host-daemon/handoff.h"
 #include "host-daemon/history/history.h"
 #include "host-daemon/migration.h"
 #include "host-daemon/peer.h"
 #include "host-daemon/pool.h"
 #include "host-daemon/waits.h"
+#include "host-daemon/want.h"
+#include "proto/frame.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -446,4 +449,259 @@ void test_gpus_too_few_refused(void)
     hd_history_close(hist);
     host_stop(&src);
     host_stop(&dst);
+}
+
+/* --- a resume of a VM another tool moved, a restart while it waits ------- */
+
+/* The wire's GPU counts and models, and the history steps that keep them
+ * (an old history without them: one GPU). */
+void test_gpus_want_steps(void)
+{
+    char *models[] = { "A100", "", "H100" }, *bad[] = { "a/b" };
+    struct hd_gpu_want w, back;
+    struct hd_step steps[8];
+    size_t n = 0;
+
+    CHECK_INT(hd_want_parse(3, models, 2, &w), ==, 0);
+    CHECK_INT(w.n, ==, 3);
+    CHECK_STR(w.model[0], "A100");
+    CHECK_STR(w.model[2], "");
+    CHECK_INT(hd_want_parse(0, models, 3, &w), ==, 0);
+    CHECK_INT(w.n, ==, 3);
+    CHECK_INT(hd_want_parse(1, models, 2, &w), ==, -EINVAL);
+    CHECK_INT(hd_want_parse(17, NULL, 0, &w), ==, -EINVAL);
+    CHECK_INT(hd_want_parse(1, bad, 1, &w), ==, -EINVAL);
+    CHECK_INT(hd_want_parse(0, NULL, 0, &w), ==, 0);
+    CHECK_INT(hd_want_count(&w), ==, 1);
+    /* Round trip through steps, among others, the newest set winning. */
+    memset(steps, 0, sizeof(steps));
+    snprintf(steps[n++].phase, sizeof(steps[0].phase), "gpu-want:X1");
+    snprintf(steps[n++].phase, sizeof(steps[0].phase), "wait-gpu");
+    hd_want_parse(0, models, 3, &w);
+    for (size_t k = 0; k < 3; k++)
+        hd_want_step(&w, k, steps[n++].phase, sizeof(steps[0].phase));
+    CHECK_STR(steps[3].phase, "gpu-want");
+    snprintf(steps[n++].phase, sizeof(steps[0].phase), "resume");
+    hd_want_from_steps(steps, n, &back);
+    CHECK_INT(back.n, ==, 3);
+    CHECK_STR(back.model[0], "A100");
+    CHECK_STR(back.model[1], "");
+    CHECK_STR(back.model[2], "H100");
+    hd_want_from_steps(steps + 1, 1, &back);
+    CHECK_INT(hd_want_count(&back), ==, 1);
+    CHECK_STR(back.model[0], "");
+}
+
+/* HostResume (crane-hostctl resume) of VM on H with GPUS GPUs and MODELS;
+ * its result. */
+static Crane__Hostd__Result resume(struct host *h, uint32_t gpus,
+                                   char **models, size_t n_models)
+{
+    Crane__Hostd__ClientRequest q = CRANE__HOSTD__CLIENT_REQUEST__INIT;
+    Crane__Hostd__HostResume r = CRANE__HOSTD__HOST_RESUME__INIT;
+    Crane__Hostd__Result result = CRANE__HOSTD__RESULT__RESULT_UNKNOWN;
+    Crane__Hostd__DaemonReply *rep;
+    const char *domain;
+    uint8_t *buf;
+    size_t len;
+    int sv[2];
+
+    r.domain = "vm";
+    r.src_host = "elsewhere";
+    r.gpus = gpus;
+    r.gpu_models = models;
+    r.n_gpu_models = n_models;
+    q.msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_RESUME;
+    q.resume = &r;
+    CHECK(hd_handoff_check(&q, &domain) == NULL);
+    CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    hd_handoff_serve(&h->d, sv[0], &q);
+    close(sv[0]);
+    /* Progress lines, then the MigrateDone. */
+    while (crn_frame_read(sv[1], &buf, &len, 1 << 20) == 0) {
+        rep = crane__hostd__daemon_reply__unpack(NULL, len, buf);
+        free(buf);
+        CHECK(rep != NULL);
+        if (rep->msg_case == CRANE__HOSTD__DAEMON_REPLY__MSG_DONE)
+            result = rep->done->result;
+        crane__hostd__daemon_reply__free_unpacked(rep, NULL);
+    }
+    close(sv[1]);
+    return result;
+}
+
+/* A resume of a VM moved by another tool plugs as many GPUs as it says,
+ * of their models, all or none; one asked of nothing more plugs one. */
+void test_gpus_resume_count(void)
+{
+    char *h100[] = { "H100" }, *a100s[] = { "A100", "A100" };
+    const char *domain;
+    struct host h;
+
+    host_start(&h, "dst", four);
+    /* Two GPUs, one an H100: g2 and another (the guest channel answers
+     * nothing, so the programs' return fails; the GPUs are in). */
+    CHECK_INT(resume(&h, 2, h100, 1), ==, CRANE__HOSTD__RESULT__RESULT_FAILED);
+    CHECK_INT(held(&h, "vm"), ==, 2);
+    CHECK_STR(h.hv.holder[slot(&h.hv, "ua-crane-g2")], "vm");
+    /* Already holding: refused, nothing plugged. */
+    CHECK_INT(resume(&h, 2, NULL, 0), ==, CRANE__HOSTD__RESULT__RESULT_FAILED);
+    CHECK_INT(h.hv.attaches, ==, 2);
+    for (size_t i = 0; i < h.hv.n; i++)
+        h.hv.holder[i][0] = '\0';
+    /* Nothing said and no guest to ask: one. */
+    CHECK_INT(resume(&h, 0, NULL, 0), ==, CRANE__HOSTD__RESULT__RESULT_FAILED);
+    CHECK_INT(held(&h, "vm"), ==, 1);
+    for (size_t i = 0; i < h.hv.n; i++)
+        h.hv.holder[i][0] = '\0';
+    /* Three GPUs, two of them A100s, where only g0 and g1 are free: none
+     * plugged, the VM remotes. */
+    give(&h, "other", "ua-crane-g2");
+    give(&h, "other", "ua-crane-g3");
+    CHECK_INT(resume(&h, 3, a100s, 2), ==,
+              CRANE__HOSTD__RESULT__RESULT_REMOTING);
+    CHECK_INT(held(&h, "vm"), ==, 0);
+    CHECK_INT(h.hv.attaches, ==, 3);
+    /* Bad requests are refused before anything. */
+    {
+        Crane__Hostd__ClientRequest q = CRANE__HOSTD__CLIENT_REQUEST__INIT;
+        Crane__Hostd__HostResume r = CRANE__HOSTD__HOST_RESUME__INIT;
+
+        r.domain = "vm";
+        r.gpus = 1;
+        r.gpu_models = a100s;
+        r.n_gpu_models = 2;
+        q.msg_case = CRANE__HOSTD__CLIENT_REQUEST__MSG_RESUME;
+        q.resume = &r;
+        CHECK(hd_handoff_check(&q, &domain) != NULL);
+        r.gpus = 17;
+        r.n_gpu_models = 0;
+        CHECK(hd_handoff_check(&q, &domain) != NULL);
+    }
+    host_stop(&h);
+}
+
+/* A VM waiting for three GPUs when crane-hostd restarts waits for three
+ * again (the history's gpu-want steps), not one. */
+void test_gpus_restart_waits_all(void)
+{
+    char *models[] = { "A100", "A100", "H100" };
+    struct hd_waiting_entry w[4];
+    struct host h;
+    size_t n;
+
+    host_start(&h, "dst", four);
+    give(&h, "other", "ua-crane-g0");
+    give(&h, "other", "ua-crane-g3");
+    CHECK_INT(resume(&h, 3, models, 3), ==,
+              CRANE__HOSTD__RESULT__RESULT_REMOTING);
+    CHECK_INT(hd_waiting_list(&h.d, w, 4), ==, 1);
+    CHECK_INT(w[0].want.n, ==, 3);
+    /* The restart: a fresh waiting list read back from the history. */
+    hd_waiting_free(h.d.waiting);
+    CHECK_INT(hd_waiting_new(&h.d.waiting), ==, 0);
+    CHECK_INT(hd_waiting_list(&h.d, w, 4), ==, 0);
+    CHECK_INT(hd_waiting_recover(&h.d), ==, 0);
+    n = hd_waiting_list(&h.d, w, 4);
+    CHECK_INT(n, ==, 1);
+    CHECK_STR(w[0].domain, "vm");
+    CHECK_INT(w[0].want.n, ==, 3);
+    CHECK_STR(w[0].want.model[0], "A100");
+    CHECK_STR(w[0].want.model[2], "H100");
+    CHECK_INT(h.hv.attaches, ==, 0);
+    /* Still too few (g1 an A100, g2 the H100); once g3 is free too, the
+     * three fit. */
+    {
+        unsigned fit = 0;
+
+        CHECK_INT(hd_pool_free_matching(h.d.pool, h.d.hv_ops, h.d.hv,
+                                        &w[0].want, &fit), ==, 0);
+        CHECK_INT(fit, ==, 2);
+        h.hv.holder[slot(&h.hv, "ua-crane-g3")][0] = '\0';
+        CHECK_INT(hd_pool_free_matching(h.d.pool, h.d.hv_ops, h.d.hv,
+                                        &w[0].want, &fit), ==, 0);
+        CHECK_INT(fit, ==, 3);
+    }
+    host_stop(&h);
+}
+
+/* Capability: a gpu line's mem: tag.  A GPU fits a want with as much
+ * memory or more; the smallest that is enough is taken, so that the
+ * larger stays for a want that needs it; the want's memory survives the
+ * history's steps. */
+void test_gpus_mem_capability(void)
+{
+    static const char *const mixed[] = {
+        "m0 pci:0000:01:00.0 model:A100 mem:80",
+        "m1 pci:0000:02:00.0 mem:40 model:A100",
+        "m2 pci:0000:03:00.0 mem:24", NULL,
+    };
+    struct hd_gpu_want want, back;
+    struct hd_gpu_set s;
+    struct hd_step steps[4];
+    struct hd_config c;
+    struct host h;
+    uint32_t mem[] = { 40, 80 }, big[] = { 70000 };
+    char *a100s[] = { "A100", "A100" }, why[300];
+    unsigned fit = 0;
+
+    hd_config_defaults(&c);
+    CHECK_INT(hd_config_set(&c, "gpu", mixed[1], why, sizeof(why)), ==, 0);
+    CHECK_INT(c.gpus[0].mem_gib, ==, 40);
+    CHECK_STR(c.gpus[0].model, "A100");
+    CHECK_STR(c.gpus[0].pci, "0000:02:00.0");
+    CHECK_INT(hd_config_set(&c, "gpu", "x pci:0000:05:00.0 mem:0", why,
+                            sizeof(why)), ==, -EINVAL);
+    CHECK_INT(hd_config_set(&c, "gpu", "x pci:0000:05:00.0 mem:4G", why,
+                            sizeof(why)), ==, -EINVAL);
+    host_start(&h, "dst", mixed);
+    /* 40 and 80 GiB A100s: m1 for the first, m0 for the second. */
+    CHECK_INT(hd_want_parse(0, a100s, 2, &want), ==, 0);
+    CHECK_INT(hd_want_set_mem(&want, mem, 2), ==, 0);
+    CHECK_INT(hd_want_set_mem(&want, big, 1), ==, -EINVAL);
+    CHECK_INT(hd_pool_reserve_set(h.d.pool, h.d.hv_ops, h.d.hv, "vm", &want,
+                                  &s), ==, 0);
+    CHECK_INT(s.n, ==, 2);
+    CHECK_STR(s.gpu[0]->name, "m1");
+    CHECK_STR(s.gpu[1]->name, "m0");
+    hd_pool_unreserve_set(h.d.pool, &s);
+    /* Any model with 30 GiB, then 80: the 40 GiB one for the first (the
+     * 24 is too small), the 80 for the second. */
+    hd_want_any(&want, 2);
+    mem[0] = 30;
+    CHECK_INT(hd_want_set_mem(&want, mem, 2), ==, 0);
+    CHECK_INT(hd_pool_reserve_set(h.d.pool, h.d.hv_ops, h.d.hv, "vm", &want,
+                                  &s), ==, 0);
+    CHECK_STR(s.gpu[0]->name, "m1");
+    CHECK_STR(s.gpu[1]->name, "m0");
+    hd_pool_unreserve_set(h.d.pool, &s);
+    /* Two of 80: only one that big, nothing reserved. */
+    mem[0] = 80;
+    hd_want_set_mem(&want, mem, 2);
+    CHECK_INT(hd_pool_free_matching(h.d.pool, h.d.hv_ops, h.d.hv, &want,
+                                    &fit), ==, 0);
+    CHECK_INT(fit, ==, 1);
+    CHECK_INT(hd_pool_reserve_set(h.d.pool, h.d.hv_ops, h.d.hv, "vm", &want,
+                                  &s), ==, -EBUSY);
+    /* The want of a VM holding m0 and m2 carries their memory, and the
+     * history's steps keep it. */
+    give(&h, "vm", "ua-crane-m0");
+    give(&h, "vm", "ua-crane-m2");
+    CHECK_INT(hd_pool_held_set(h.d.pool, h.d.hv_ops, h.d.hv, "vm", &s), ==,
+              0);
+    hd_pool_want_of(&s, &want);
+    CHECK_INT(want.mem_gib[0], ==, 80);
+    CHECK_INT(want.mem_gib[1], ==, 24);
+    memset(steps, 0, sizeof(steps));
+    hd_want_step(&want, 0, steps[0].phase, sizeof(steps[0].phase));
+    hd_want_step(&want, 1, steps[1].phase, sizeof(steps[0].phase));
+    CHECK_STR(steps[0].phase, "gpu-want:A100@80");
+    CHECK_STR(steps[1].phase, "gpu-want@24");
+    hd_want_from_steps(steps, 2, &back);
+    CHECK_INT(back.n, ==, 2);
+    CHECK_STR(back.model[0], "A100");
+    CHECK_INT(back.mem_gib[0], ==, 80);
+    CHECK_STR(back.model[1], "");
+    CHECK_INT(back.mem_gib[1], ==, 24);
+    host_stop(&h);
 }

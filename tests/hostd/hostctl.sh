@@ -80,7 +80,10 @@ for args in "" "frob vm" "prepare" "prepare a b" "pool vm" \
     "list vm" "history vm" "jobinfo" "jobinfo a b" "history --limit 0" \
     "history --limit 1001" "list --limit 5" "prepare vm --json" \
     "jobinfo vm --domain x" "list --format json" "pool --json --format placement" \
-    "history --id x"; do
+    "history --id x" "resume vm --gpus 0" "resume vm --gpus 17" \
+    "resume vm --gpus x" "abort vm --gpus 2" "prepare vm --gpu-model A" \
+    "resume vm --gpus 1 --gpu-model A --gpu-model B" "resume vm --gpu-model" \
+    "resume vm --gpu-model a-model-name-of-sixty-four-characters-is-one-too-many-0123456789"; do
     ctl 2 $args
     [ "$(wc -l < "$T/err")" = 1 ] || die "'$args': not one line on stderr"
     grep -q '^crane-hostctl: .*(see --help)$' "$T/err" || die "'$args': $(cat "$T/err")"
@@ -91,6 +94,10 @@ grep -q 'cannot connect to crane-hostd' "$T/err" || die "no daemon: $(cat "$T/er
 for l in 0 1 604800; do
     ctl 3 prepare vm --lease $l
 done
+# So do a resume's GPUs: a count, models up to it, models alone.
+ctl 3 resume vm --gpus 16
+ctl 3 resume vm --gpus 2 --gpu-model A100
+ctl 3 resume vm --gpu-model A100 --gpu-model H100
 
 # --- a daemon on the test driver ---------------------------------------------
 "$HOSTD" --uri "test://$T/node.xml" --control "unix:$T/c.sock" \
