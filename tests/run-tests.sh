@@ -696,6 +696,9 @@ done
 case_ "guest/acyclic" scripts/calls-graph.sh guest-daemon $B/obj/guest-daemon
 # A VM with several GPUs: the probe counts every one of them (`gpus`).
 case_ "guest/probe-gpus" bash tests/guest/probe-gpus.sh
+# docs/guest.md names every key of crane-guestd's settings table.
+case_ "guest/config-docs" scripts/conf-keys-documented.sh --self-test \
+    $B/bin/crane-guestd docs/guest.md
 
 echo "# host daemon: history, metrics and HTTP"
 # SQLite history, Prometheus metrics, JSON and the HTTP server on loopback
@@ -752,6 +755,9 @@ fi
 # No circles between host-daemon's files, those of hv/, history/, web/ and
 # cli/ included: neither in calls nor in includes.
 case_ "hostd/acyclic" scripts/calls-graph.sh host-daemon $B/obj/host-daemon
+# docs/host.md names every key of crane-hostd's settings table.
+case_ "hostd/config-docs" scripts/conf-keys-documented.sh --self-test \
+    $B/bin/crane-hostd docs/host.md "gpu = g0 pci:0000:01:00.0"
 
 echo "# install: make install, units, man pages, --version, readiness"
 # tests/install/install.sh: make install into a private DESTDIR, every file
