@@ -726,6 +726,8 @@ done
 # crane-hostctl (the steps of a migration another tool performs, the pool
 # for schedulers) against crane-hostd on libvirt's test driver: about 1 s.
 case_ "hostd/hostctl" bash tests/hostd/hostctl.sh
+# crane-hostd's --help, bad options, values and config lines.
+case_ "hostd/hostd-cli" bash tests/hostd/hostd-cli.sh
 # A prepare held by a program's long kernel (a stand-in crane-guestd):
 # the wait in crane-migrate's lines, the refusal's reason, the step in /api.
 case_ "hostd/kernel-wait" bash tests/hostd/kernel-wait.sh
