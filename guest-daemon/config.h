@@ -54,6 +54,10 @@ struct gd_config {
     char log_level[16];
 };
 
+/* Every key: its type, default, range and one-line doc (config.c). */
+struct crn_conf_table;
+extern const struct crn_conf_table gd_config_table;
+
 /* Fills CFG with the defaults. */
 void gd_config_defaults(struct gd_config *cfg);
 /*
@@ -66,5 +70,7 @@ int gd_config_load(struct gd_config *cfg, const char *path, int must_exist,
 /* Sets one key from text, as a config line would.  0 or -EINVAL. */
 int gd_config_set(struct gd_config *cfg, const char *key, const char *value,
                   char *why, size_t why_len);
+/* Prints every setting as the config file would hold it. */
+void gd_config_print(const struct gd_config *cfg);
 
 #endif /* GD_CONFIG_H */

@@ -194,7 +194,24 @@ static int exchange(const char *endpoint, const struct crn_endpoint *ep,
     return rc;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks: the connection and the message to send. */
+struct ctl_args {
+    const char *endpoint, *key_path, *pki_dir, *cmd;
+    enum crn_tls_mode tls_mode;
+    double timeout;
+    uint32_t deadline;
+    bool prepare_opts, shm_opts;
+    Crane__Control__Shm shm;
+    Crane__Control__StatusRequest status;
+    Crane__Control__Prepare prepare;
+    Crane__Control__Resume resume;
+    Crane__Control__Abort abort_;
+    Crane__Control__HostMessage msg;
+};
+
+/* The options before the command word.  -1 to go on, else the exit
+ * status (0 after --help or --version, 2 on bad usage). */
+static int parse_globals(struct ctl_args *a, int argc, char **argv)
 {
     static const struct option global_opts[] = {
         {"connect", required_argument, NULL, 'c'},
@@ -206,58 +223,25 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    static const struct option cmd_opts[] = {
-        {"proxy", required_argument, NULL, 'p'},
-        {"live", no_argument, NULL, 'l'},
-        {"offline", no_argument, NULL, 'o'},
-        {"deadline", required_argument, NULL, 'd'},
-        {"pci", required_argument, NULL, 'a'},
-        {"size", required_argument, NULL, 's'},
-        {"release", no_argument, NULL, 'r'},
-        {NULL, 0, NULL, 0},
-    };
-    Crane__Control__Shm shm = CRANE__CONTROL__SHM__INIT;
-    Crane__Control__HostMessage msg = CRANE__CONTROL__HOST_MESSAGE__INIT;
-    Crane__Control__StatusRequest status = CRANE__CONTROL__STATUS_REQUEST__INIT;
-    Crane__Control__Prepare prepare = CRANE__CONTROL__PREPARE__INIT;
-    Crane__Control__Resume resume = CRANE__CONTROL__RESUME__INIT;
-    Crane__Control__Abort abort_ = CRANE__CONTROL__ABORT__INIT;
-    Crane__Control__GuestMessage *answer = NULL;
-    const char *endpoint = getenv("CRANECTL_CONNECT");
-    const char *key_path = getenv("CRANECTL_KEY");
-    const char *pki_dir = NULL;
-    enum crn_tls_mode tls_mode = CRN_TLS_AUTO;
-    struct crn_tls_config *tls = NULL;
-    char why[512];
-    const char *cmd;
-    struct crn_endpoint ep;
-    uint8_t *key = NULL;
-    size_t key_len = 0;
-    double timeout = 300;
-    uint32_t deadline = 0;
-    bool prepare_opts = false, shm_opts = false;
-    int opt, rc;
-    size_t lost = 0;
+    int opt;
 
-    crn_log_init_cli("cranectl");
-    if (!endpoint || !*endpoint)
-        endpoint = CTL_DEFAULT_CONNECT;
     opterr = 0;
     /* Global options stop at the command word. */
     while ((opt = getopt_long(argc, argv, "+", global_opts, NULL)) != -1) {
         char *end;
         switch (opt) {
-        case 'c': endpoint = optarg; break;
-        case 'k': key_path = optarg; break;
+        case 'c': a->endpoint = optarg; break;
+        case 'k': a->key_path = optarg; break;
         case 'T':
-            if (crn_tls_mode_parse(optarg, &tls_mode) < 0)
+            if (crn_tls_mode_parse(optarg, &a->tls_mode) < 0)
                 return crn_usage_error(
                     "bad --tls '%s' (x509, psk, none or auto)", optarg);
             break;
-        case 'P': pki_dir = optarg; break;
+        case 'P': a->pki_dir = optarg; break;
         case 't':
-            timeout = strtod(optarg, &end);
-            if (*end || end == optarg || !(timeout > 0) || timeout > 86400)
+            a->timeout = strtod(optarg, &end);
+            if (*end || end == optarg || !(a->timeout > 0) ||
+                a->timeout > 86400)
                 return crn_usage_error("bad --timeout '%s' (seconds)", optarg);
             break;
         case 'h': fputs(usage, stdout); return 0;
@@ -268,45 +252,61 @@ int main(int argc, char **argv)
     }
     if (optind >= argc)
         return crn_usage_error("%s", "a command is needed");
-    cmd = argv[optind];
-    argc -= optind;
-    argv += optind;
+    return -1;
+}
+
+/* The command's options (ARGV[0] is the command).  -1 or 2 as above. */
+static int parse_command_opts(struct ctl_args *a, int argc, char **argv)
+{
+    static const struct option cmd_opts[] = {
+        {"proxy", required_argument, NULL, 'p'},
+        {"live", no_argument, NULL, 'l'},
+        {"offline", no_argument, NULL, 'o'},
+        {"deadline", required_argument, NULL, 'd'},
+        {"pci", required_argument, NULL, 'a'},
+        {"size", required_argument, NULL, 's'},
+        {"release", no_argument, NULL, 'r'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+
     optind = 1;
     while ((opt = getopt_long(argc, argv, "+", cmd_opts, NULL)) != -1) {
         switch (opt) {
         case 'p':
-            prepare.proxy = optarg;
-            prepare_opts = true;
+            a->prepare.proxy = optarg;
+            a->prepare_opts = true;
             break;
         case 'l':
-            prepare.mode = CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE;
-            prepare_opts = true;
+            a->prepare.mode = CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE;
+            a->prepare_opts = true;
             break;
         case 'o':
-            prepare.mode = CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE;
-            prepare_opts = true;
+            a->prepare.mode =
+                CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE;
+            a->prepare_opts = true;
             break;
         case 'd':
-            if (parse_u32(optarg, &deadline) < 0)
+            if (parse_u32(optarg, &a->deadline) < 0)
                 return crn_usage_error("bad --deadline '%s' (milliseconds)",
                                        optarg);
             break;
         case 'a':
-            shm.pci = optarg;
-            shm_opts = true;
+            a->shm.pci = optarg;
+            a->shm_opts = true;
             break;
         case 's': {
             char *end;
             errno = 0;
-            shm.size = strtoull(optarg, &end, 10);
+            a->shm.size = strtoull(optarg, &end, 10);
             if (errno || end == optarg || *end || *optarg == '-')
                 return crn_usage_error("bad --size '%s' (bytes)", optarg);
-            shm_opts = true;
+            a->shm_opts = true;
             break;
         }
         case 'r':
-            shm.release = true;
-            shm_opts = true;
+            a->shm.release = true;
+            a->shm_opts = true;
             break;
         default: return crn_usage_error("unknown option '%s'",
                                         argv[optind - 1]);
@@ -314,41 +314,65 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return crn_usage_error("unexpected argument '%s'", argv[optind]);
-    if (strcmp(cmd, "prepare") != 0 && prepare_opts)
+    return -1;
+}
+
+/* The message of the command.  -1, or 2 on bad usage. */
+static int build_message(struct ctl_args *a)
+{
+    const char *cmd = a->cmd;
+    Crane__Control__HostMessage *msg = &a->msg;
+
+    if (strcmp(cmd, "prepare") != 0 && a->prepare_opts)
         return crn_usage_error("--proxy, --live and --offline go with %s",
                                "prepare");
-    if (strcmp(cmd, "shm") != 0 && shm_opts)
+    if (strcmp(cmd, "shm") != 0 && a->shm_opts)
         return crn_usage_error("--pci, --size and --release go with %s", "shm");
     if (strcmp(cmd, "status") == 0) {
-        if (deadline)
+        if (a->deadline)
             return crn_usage_error("%s takes no --deadline", cmd);
-        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS;
-        msg.status = &status;
+        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS;
+        msg->status = &a->status;
     } else if (strcmp(cmd, "prepare") == 0) {
-        prepare.deadline_ms = deadline;
-        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE;
-        msg.prepare = &prepare;
+        a->prepare.deadline_ms = a->deadline;
+        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE;
+        msg->prepare = &a->prepare;
     } else if (strcmp(cmd, "resume") == 0) {
-        resume.deadline_ms = deadline;
-        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME;
-        msg.resume = &resume;
+        a->resume.deadline_ms = a->deadline;
+        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME;
+        msg->resume = &a->resume;
     } else if (strcmp(cmd, "abort") == 0) {
-        abort_.deadline_ms = deadline;
-        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT;
-        msg.abort = &abort_;
+        a->abort_.deadline_ms = a->deadline;
+        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT;
+        msg->abort = &a->abort_;
     } else if (strcmp(cmd, "shm") == 0) {
-        if (shm.release && ((shm.pci && *shm.pci) || shm.size))
+        if (a->shm.release && ((a->shm.pci && *a->shm.pci) || a->shm.size))
             return crn_usage_error("%s takes neither --pci nor --size",
                                    "shm --release");
-        shm.deadline_ms = deadline;
-        msg.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_SHM;
-        msg.shm = &shm;
+        a->shm.deadline_ms = a->deadline;
+        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_SHM;
+        msg->shm = &a->shm;
     } else {
         return crn_usage_error("unknown command '%s'", cmd);
     }
-    if (crn_endpoint_parse(endpoint, &ep) < 0)
+    return -1;
+}
+
+/* Sends the message, prints the answer: the exit status. */
+static int send_message(struct ctl_args *a)
+{
+    Crane__Control__GuestMessage *answer = NULL;
+    struct crn_tls_config *tls = NULL;
+    struct crn_endpoint ep;
+    const char *key_path = a->key_path;
+    uint8_t *key = NULL;
+    size_t key_len = 0, lost = 0;
+    char why[512];
+    int rc;
+
+    if (crn_endpoint_parse(a->endpoint, &ep) < 0)
         return crn_usage_error("bad endpoint '%s' (unix:PATH or tcp:HOST:PORT)",
-                               endpoint);
+                               a->endpoint);
     if (ep.kind == CRN_EP_TCP && key_path && *key_path &&
         (rc = crn_auth_key_load(key_path, &key, &key_len)) < 0) {
         crn_log(CRN_LOG_ERROR, "key %s: %s", key_path,
@@ -356,7 +380,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (ep.kind == CRN_EP_TCP &&
-        crn_tls_config_new(tls_mode, CRN_TLS_CLIENT, pki_dir,
+        crn_tls_config_new(a->tls_mode, CRN_TLS_CLIENT, a->pki_dir,
                            key_path && *key_path ? key_path : NULL, &tls, why,
                            sizeof(why)) < 0) {
         crn_log(CRN_LOG_ERROR, "TLS: %s", why);
@@ -364,7 +388,8 @@ int main(int argc, char **argv)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    rc = exchange(endpoint, &ep, tls, key, key_len, &msg, timeout, &answer);
+    rc = exchange(a->endpoint, &ep, tls, key, key_len, &a->msg, a->timeout,
+                  &answer);
     crn_tls_config_free(tls);
     if (key) {
         explicit_bzero(key, key_len);
@@ -375,4 +400,34 @@ int main(int argc, char **argv)
     rc = ctl_print_ack(stdout, answer->ack, &lost);
     crane__control__guest_message__free_unpacked(answer, NULL);
     return rc != 0 ? 1 : lost ? 4 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    static struct ctl_args a = {
+        .tls_mode = CRN_TLS_AUTO,
+        .timeout = 300,
+        .shm = CRANE__CONTROL__SHM__INIT,
+        .status = CRANE__CONTROL__STATUS_REQUEST__INIT,
+        .prepare = CRANE__CONTROL__PREPARE__INIT,
+        .resume = CRANE__CONTROL__RESUME__INIT,
+        .abort_ = CRANE__CONTROL__ABORT__INIT,
+        .msg = CRANE__CONTROL__HOST_MESSAGE__INIT,
+    };
+    int rc;
+
+    crn_log_init_cli("cranectl");
+    a.endpoint = getenv("CRANECTL_CONNECT");
+    a.key_path = getenv("CRANECTL_KEY");
+    if (!a.endpoint || !*a.endpoint)
+        a.endpoint = CTL_DEFAULT_CONNECT;
+    if ((rc = parse_globals(&a, argc, argv)) >= 0)
+        return rc;
+    a.cmd = argv[optind];
+    argc -= optind;
+    argv += optind;
+    if ((rc = parse_command_opts(&a, argc, argv)) >= 0 ||
+        (rc = build_message(&a)) >= 0)
+        return rc;
+    return send_message(&a);
 }

@@ -68,40 +68,6 @@ static int fail(const char *fmt, const char *arg)
     return 1;
 }
 
-static void print_config(const struct gd_config *c)
-{
-    printf("listen = %s\nlisten_mode = %04o\nprogram_group = %s\n"
-           "register_timeout_ms = %u\nmax_programs = %u\nhost = %s\n"
-           "host_key = %s\ntls = %s\npki_dir = %s\n"
-           "host_handshake_ms = %u\nhost_idle_ms = %u\n"
-           "host_keepalive_s = %u\ncontrol = %s\n"
-           "control_mode = %04o\nstate_file = %s\nmodprobe = %s\nmodules =",
-           c->listen, c->listen_mode, c->program_group,
-           c->register_timeout_ms, c->max_programs, c->host,
-           c->host_key[0] ? c->host_key : "none", c->tls, c->pki_dir,
-           c->host_handshake_ms,
-           c->host_idle_ms, c->host_keepalive_s,
-           c->control[0] ? c->control : "none", c->control_mode,
-           c->state_file, c->modprobe);
-    for (size_t i = 0; i < c->n_modules; i++)
-        printf(" %s", c->modules[i]);
-    printf("\ngpu_device =");
-    for (size_t i = 0; i < c->n_gpu_devices; i++)
-        printf(" %s", c->gpu_devices[i]);
-    printf("\ngpus = %u", c->gpus);
-    printf("\nvendor_lib = %s\nvendors_dir = %s\ngpu_type = %s\nproxy = %s\n"
-           "mode = %s\nprepare_deadline_ms = %u\nresume_deadline_ms = %u\n"
-           "abort_deadline_ms = %u\ngpu_wait_ms = %u\ngpu_poll_ms = %u\n"
-           "probe_timeout_ms = %u\nmodprobe_timeout_ms = %u\n"
-           "reconnect_grace_ms = %u\nlog_level = %s\n",
-           c->vendor_lib, c->vendors_dir, c->gpu_type, c->proxy,
-           c->mode == GD_MODE_OFFLINE ? "offline" : "live",
-           c->prepare_deadline_ms, c->resume_deadline_ms,
-           c->abort_deadline_ms, c->gpu_wait_ms, c->gpu_poll_ms,
-           c->probe_timeout_ms, c->modprobe_timeout_ms,
-           c->reconnect_grace_ms, c->log_level);
-}
-
 /* Room for max_programs connections plus the daemon's own descriptors:
  * raises the soft limit on open files up to the hard one, and lowers
  * max_programs (with a warning) when even that is too little. */
@@ -223,7 +189,7 @@ static int configure(struct gd_daemon *d, int argc, char **argv)
             return crn_usage_error("%s", why);
     crn_log_set_level(d->cfg.log_level);
     if (check) {
-        print_config(&d->cfg);
+        gd_config_print(&d->cfg);
         return 0;
     }
     return -1;

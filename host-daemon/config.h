@@ -64,6 +64,10 @@ struct hd_config {
     char qemu_conf[HD_TEXT];     /* the qemu.conf auto reads */
 };
 
+/* Every key: its type, default, range and one-line doc (config.c). */
+struct crn_conf_table;
+extern const struct crn_conf_table hd_config_table;
+
 void hd_config_defaults(struct hd_config *cfg);
 /* Reads PATH over CFG (MUST_EXIST false: a missing file is fine).  0, or a
  * negative errno with WHY holding "FILE:LINE: reason". */

@@ -249,7 +249,10 @@ static void close_walk(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
-int main(int argc, char **argv)
+/* Options, then the settings file, then the options' settings over it.
+ * Returns -1 to go on, else the status to exit with (--help, --version,
+ * --check-config, bad usage or settings). */
+static int configure(struct hd_daemon *d, int argc, char **argv)
 {
     static const struct option opts[] = {
         { "config", required_argument, NULL, 'c' },
@@ -278,18 +281,11 @@ int main(int argc, char **argv)
         ['l'] = "log_level", ['t'] = "tls", ['P'] = "pki_dir",
         ['W'] = "web_config",
     };
-    struct hd_daemon *d = &daemon_state;
     struct { int key; const char *value; } over[64];
     const char *config = HD_CONFIG_DEFAULT;
-    int n_over = 0, must_exist = 0, check_only = 0, gpus_given = 0, o, rc;
-    struct hd_history *http_history = NULL;
-    struct hd_http *http = NULL;
-    struct hd_web_config *web = NULL;
+    int n_over = 0, must_exist = 0, check_only = 0, gpus_given = 0, o;
     char why[600] = "";
-    uv_loop_t loop;
 
-    crn_notify_init();
-    crn_log_init("crane-hostd");
     opterr = 0;
     while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (o) {
@@ -339,32 +335,38 @@ int main(int argc, char **argv)
         hd_config_print(&d->cfg);
         return 0;
     }
-    crn_log_set_level(d->cfg.log_level);
-    signal(SIGPIPE, SIG_IGN);
+    return -1;
+}
+
+/* The backend and the keys the settings name (peers, TLS, guests, the
+ * proxy).  Returns 0, or -1 once said why. */
+static int load_keys(struct hd_daemon *d)
+{
+    int rc;
 
     if (!(d->hv_ops = hv_backend(d->cfg.backend))) {
         crn_log_say(CRN_LOG_ERROR, "backend %s is not built in",
                 d->cfg.backend);
-        return 1;
+        return -1;
     }
     if (*d->cfg.peer_key &&
         (rc = crn_auth_key_load(d->cfg.peer_key, &d->key, &d->key_len)) < 0) {
         crn_log_say(CRN_LOG_ERROR, "peer key %s: %s (peer_key = none "
                 "turns authentication off)", d->cfg.peer_key,
                 strerror(-rc));
-        return 1;
+        return -1;
     }
     if (!*d->cfg.peer_key)
         HD_WARN("peer_key = none: other hosts are not authenticated");
     if (start_tls(d) < 0)
-        return 1;
+        return -1;
     if (*d->cfg.guest_key) {
         uint8_t *gkey;
         size_t gkey_len;
         if ((rc = crn_auth_key_load(d->cfg.guest_key, &gkey, &gkey_len)) < 0) {
             crn_log_say(CRN_LOG_ERROR, "guest key %s: %s",
                     d->cfg.guest_key, strerror(-rc));
-            return 1;
+            return -1;
         }
         hd_guest_set_key(gkey, gkey_len);
     }
@@ -374,96 +376,58 @@ int main(int argc, char **argv)
         crn_log_say(CRN_LOG_ERROR, "proxy key %s: %s (proxy_key = none "
                     "if the proxy does not authenticate its clients)",
                     d->cfg.proxy_key, strerror(-rc));
-        return 1;
+        return -1;
     }
     if (*d->cfg.proxy && !*d->cfg.proxy_key)
         HD_WARN("proxy_key = none: programs reach the proxy %s without "
                 "authenticating", d->cfg.proxy);
-    pthread_mutex_init(&d->jobs_lock, NULL);
-    pthread_cond_init(&d->jobs_done, NULL);
-    uv_loop_init(&loop);
-    d->loop = &loop;
+    return 0;
+}
 
-    rc = hd_pool_new(&d->cfg, &d->pool, why, sizeof(why));
-    if (rc == 0)
-        rc = hd_waits_new(&d->waits);
-    if (rc == 0)
-        rc = hd_waiting_new(&d->waiting);
-    if (rc < 0) {
-        crn_log_say(CRN_LOG_ERROR, "%s", *why ? why : strerror(-rc));
-        goto out;
+/* The HTTP server of the dashboard, the API and the metrics on the
+ * address of the http setting, reading HISTORY.  Returns 0 or -errno. */
+static int start_http(struct hd_daemon *d, struct hd_history *history,
+                      struct hd_http **http, struct hd_web_config **web)
+{
+    char addr[HD_TEXT], why[600] = "";
+    char *colon;
+    int rc;
+
+    snprintf(addr, sizeof(addr), "%.*s", (int)sizeof(addr) - 1, d->cfg.http);
+    colon = strrchr(addr, ':');
+    *colon = '\0';
+    if (addr[0] == '[') {
+        memmove(addr, addr + 1, strlen(addr));
+        addr[strlen(addr) - 1] = '\0';
     }
-    {
-        /* The history's folder, as a package would create it. */
-        char dir[HD_TEXT];
-        char *slash;
-        snprintf(dir, sizeof(dir), "%.*s", (int)sizeof(dir) - 1, d->cfg.history);
-        if ((slash = strrchr(dir, '/')) && slash != dir) {
-            *slash = '\0';
-            mkdir(dir, 0755);
-        }
+    struct hd_http_sources src = {
+        .pool = hd_daemon_pool_read,
+        .arg = d,
+        .health = hd_daemon_history_health,
+        .history_path = d->cfg.history,
+        .allow_plain = d->cfg.http_allow_plain,
+        .gauges = hd_daemon_gauges,
+    };
+    if (*d->cfg.web_config &&
+        (rc = hd_web_config_load(d->cfg.web_config, web, why,
+                                 sizeof(why))) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "web_config: %s", why);
+        return rc;
     }
-    if ((rc = hd_history_start(d, &http_history)) < 0) {
-        crn_log_say(CRN_LOG_ERROR, "history %s: %s", d->cfg.history,
-                strerror(-rc));
-        goto out;
+    src.web = *web;
+    if ((rc = hd_http_start_with(http, addr, (uint16_t)atoi(colon + 1),
+                                 history, &src)) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "cannot serve HTTP on %s",
+                d->cfg.http);
+        return rc;
     }
-    uv_async_init(d->loop, &lost_async, on_lost);
-    lost_async.data = d;
-    if ((rc = d->hv_ops->open(d->cfg.uri, d->cfg.channel, d->loop,
-                              on_hv_event, d, &d->hv)) < 0) {
-        crn_log_say(CRN_LOG_ERROR, "cannot connect to %s: %s",
-                d->cfg.uri, strerror(-rc));
-        goto out;
-    }
-    hd_waiting_recover(d);
-    {
-        /* The proxy domain runs from the start, so that the first live
-         * migration does not wait for its boot. */
-        bool started;
-        if (hd_proxy_ensure_running(d, &started, why, sizeof(why)) < 0)
-            HD_WARN("%s", why);
-        else if (started)
-            HD_INFO("proxy domain %s started", d->cfg.proxy_domain);
-    }
-    if ((rc = hd_health_new(&d->health)) < 0)
-        goto out;
-    if (*d->cfg.http) {
-        char addr[HD_TEXT];
-        char *colon;
-        snprintf(addr, sizeof(addr), "%.*s", (int)sizeof(addr) - 1, d->cfg.http);
-        colon = strrchr(addr, ':');
-        *colon = '\0';
-        if (addr[0] == '[') {
-            memmove(addr, addr + 1, strlen(addr));
-            addr[strlen(addr) - 1] = '\0';
-        }
-        struct hd_http_sources src = {
-            .pool = hd_daemon_pool_read,
-            .arg = d,
-            .health = hd_daemon_history_health,
-            .history_path = d->cfg.history,
-            .allow_plain = d->cfg.http_allow_plain,
-            .gauges = hd_daemon_gauges,
-        };
-        if (*d->cfg.web_config &&
-            (rc = hd_web_config_load(d->cfg.web_config, &web, why,
-                                     sizeof(why))) < 0) {
-            crn_log_say(CRN_LOG_ERROR, "web_config: %s", why);
-            goto out;
-        }
-        src.web = web;
-        if ((rc = hd_http_start_with(&http, addr, (uint16_t)atoi(colon + 1),
-                                     http_history, &src)) < 0) {
-            crn_log_say(CRN_LOG_ERROR, "cannot serve HTTP on %s",
-                    d->cfg.http);
-            goto out;
-        }
-    }
-    if ((rc = hd_listen_start(d, &listeners, why, sizeof(why))) < 0) {
-        crn_log_say(CRN_LOG_ERROR, "%s", why);
-        goto out;
-    }
+    return 0;
+}
+
+/* SIGINT and SIGTERM, and the daemon's timers (retries, leases, the
+ * history's backlog, health probes, the daily prune). */
+static void start_timers(struct hd_daemon *d)
+{
     uv_signal_init(d->loop, &sig_int);
     uv_signal_init(d->loop, &sig_term);
     sig_int.data = sig_term.data = d;
@@ -484,6 +448,93 @@ int main(int argc, char **argv)
     uv_timer_start(&prune_timer, on_prune, 0, 86400 * 1000);
     uv_timer_start(&retry_timer, on_retry, d->cfg.gpu_retry_ms,
                    d->cfg.gpu_retry_ms);
+}
+
+/* The history's folder, as a package would create it. */
+static void make_history_dir(const char *history)
+{
+    char dir[HD_TEXT];
+    char *slash;
+
+    snprintf(dir, sizeof(dir), "%.*s", (int)sizeof(dir) - 1, history);
+    if ((slash = strrchr(dir, '/')) && slash != dir) {
+        *slash = '\0';
+        mkdir(dir, 0755);
+    }
+}
+
+/* The proxy domain runs from the start, so that the first live migration
+ * does not wait for its boot. */
+static void start_proxy_domain(struct hd_daemon *d)
+{
+    char why[600] = "";
+    bool started;
+
+    if (hd_proxy_ensure_running(d, &started, why, sizeof(why)) < 0)
+        HD_WARN("%s", why);
+    else if (started)
+        HD_INFO("proxy domain %s started", d->cfg.proxy_domain);
+}
+
+int main(int argc, char **argv)
+{
+    struct hd_daemon *d = &daemon_state;
+    int rc;
+    struct hd_history *http_history = NULL;
+    struct hd_http *http = NULL;
+    struct hd_web_config *web = NULL;
+    char why[600] = "";
+    uv_loop_t loop;
+
+    crn_notify_init();
+    crn_log_init("crane-hostd");
+    if ((rc = configure(d, argc, argv)) >= 0)
+        return rc;
+    crn_log_set_level(d->cfg.log_level);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (load_keys(d) < 0)
+        return 1;
+    pthread_mutex_init(&d->jobs_lock, NULL);
+    pthread_cond_init(&d->jobs_done, NULL);
+    uv_loop_init(&loop);
+    d->loop = &loop;
+
+    rc = hd_pool_new(&d->cfg, &d->pool, why, sizeof(why));
+    if (rc == 0)
+        rc = hd_waits_new(&d->waits);
+    if (rc == 0)
+        rc = hd_waiting_new(&d->waiting);
+    if (rc < 0) {
+        crn_log_say(CRN_LOG_ERROR, "%s", *why ? why : strerror(-rc));
+        goto out;
+    }
+    make_history_dir(d->cfg.history);
+    if ((rc = hd_history_start(d, &http_history)) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "history %s: %s", d->cfg.history,
+                strerror(-rc));
+        goto out;
+    }
+    uv_async_init(d->loop, &lost_async, on_lost);
+    lost_async.data = d;
+    if ((rc = d->hv_ops->open(d->cfg.uri, d->cfg.channel, d->loop,
+                              on_hv_event, d, &d->hv)) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "cannot connect to %s: %s",
+                d->cfg.uri, strerror(-rc));
+        goto out;
+    }
+    hd_waiting_recover(d);
+    start_proxy_domain(d);
+    if ((rc = hd_health_new(&d->health)) < 0)
+        goto out;
+    if (*d->cfg.http &&
+        (rc = start_http(d, http_history, &http, &web)) < 0)
+        goto out;
+    if ((rc = hd_listen_start(d, &listeners, why, sizeof(why))) < 0) {
+        crn_log_say(CRN_LOG_ERROR, "%s", why);
+        goto out;
+    }
+    start_timers(d);
     HD_INFO("crane-hostd on %s: %s (%s), %zu GPU(s), control %s, peers %s, "
             "http %s", d->cfg.host_name, d->cfg.uri, d->hv_ops->name,
             hd_pool_size(d->pool), d->cfg.control,

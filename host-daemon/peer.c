@@ -538,23 +538,6 @@ static int serve_xen_stream(struct hd_daemon *d, int fd, uint64_t id,
     return rc;
 }
 
-/* The address of FD's peer, for a refusal's log line. */
-static void peer_address(int fd, char *out, size_t len)
-{
-    struct sockaddr_storage sa;
-    socklen_t sl = sizeof(sa);
-
-    snprintf(out, len, "?");
-    if (getpeername(fd, (struct sockaddr *)&sa, &sl) < 0)
-        return;
-    if (sa.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, out,
-                  (socklen_t)len);
-    else if (sa.ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, out,
-                  (socklen_t)len);
-}
-
 void hd_peer_serve(struct hd_daemon *d, int fd)
 {
     char who[256] = "?";
@@ -563,7 +546,7 @@ void hd_peer_serve(struct hd_daemon *d, int fd)
 
     if (d->tls) {
         char addr[64], why[400];
-        peer_address(fd, addr, sizeof(addr));
+        crn_endpoint_peer_name(fd, addr, sizeof(addr));
         fd = crn_tls_wrap_server(d->tls, fd, PEER_HANDSHAKE_MS, why,
                                  sizeof(why));
         if (fd < 0) {

@@ -2,6 +2,7 @@
  * and connecting. */
 #include "proto/endpoint.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -205,4 +206,20 @@ void crn_endpoint_format(const struct crn_endpoint *ep, char *buf,
         snprintf(buf, len, "tcp:[%s]:%s", ep->host, ep->port);
     else
         snprintf(buf, len, "tcp:%s:%s", ep->host, ep->port);
+}
+
+void crn_endpoint_peer_name(int fd, char *out, size_t len)
+{
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof(sa);
+
+    snprintf(out, len, "?");
+    if (getpeername(fd, (struct sockaddr *)&sa, &sl) < 0)
+        return;
+    if (sa.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, out,
+                  (socklen_t)len);
+    else if (sa.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, out,
+                  (socklen_t)len);
 }

@@ -39,4 +39,9 @@ int crn_endpoint_connect_within(const struct crn_endpoint *ep,
 void crn_endpoint_format(const struct crn_endpoint *ep, char *buf,
                          size_t len);
 
+/* The numeric IPv4 or IPv6 address of the peer of socket FD into OUT (LEN
+ * bytes), for logs; "?" when it has none (a unix socket) or getpeername
+ * fails. */
+void crn_endpoint_peer_name(int fd, char *out, size_t len);
+
 #endif /* CRANE_PROTO_ENDPOINT_H */

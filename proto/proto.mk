@@ -42,7 +42,8 @@ PROTO_OBJS := $(PROTO_GEN_C:build/gen/proto/%.c=$(PROTO_B)/obj/gen/proto/%.o) \
 
 UNIT_RUNNER_SRCS := tests/unit/runner.c
 UNIT_SRCS += tests/unit/test_frame.c tests/unit/test_auth.c tests/unit/test_tls.c \
-             tests/unit/test_conffile.c tests/unit/test_log.c \
+             tests/unit/test_conffile.c tests/unit/test_conftable.c \
+             tests/unit/test_log.c \
              tests/unit/test_shm.c tests/unit/test_pcopy.c \
              tests/unit/test_fastpack.c \
              tests/unit/test_map.c tests/unit/test_deadline.c \

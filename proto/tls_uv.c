@@ -1,6 +1,8 @@
 /* TLS for libuv servers: a TCP connection's handshake off the loop. */
 #include "proto/tls_uv.h"
 
+#include "proto/endpoint.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -83,22 +85,6 @@ static void *handshake_main(void *arg)
     return NULL;
 }
 
-static void address(int fd, char *out, size_t len)
-{
-    struct sockaddr_storage sa;
-    socklen_t sl = sizeof(sa);
-
-    snprintf(out, len, "?");
-    if (getpeername(fd, (struct sockaddr *)&sa, &sl) < 0)
-        return;
-    if (sa.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, out,
-                  (socklen_t)len);
-    else if (sa.ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, out,
-                  (socklen_t)len);
-}
-
 int crn_tls_uv_accept(uv_stream_t *listener, const struct crn_tls_config *cfg,
                       unsigned timeout_ms, crn_tls_accepted_fn done,
                       void *arg)
@@ -160,7 +146,7 @@ int crn_tls_uv_accept_handle(uv_stream_t *listener,
     fcntl(ta->fd, F_SETFL, fcntl(ta->fd, F_GETFL) & ~O_NONBLOCK);
     setsockopt(ta->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     setsockopt(ta->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-    address(ta->fd, ta->peer, sizeof(ta->peer));
+    crn_endpoint_peer_name(ta->fd, ta->peer, sizeof(ta->peer));
     if ((rc = uv_async_init(listener->loop, &ta->done, handshake_done)) < 0) {
         close(ta->fd);
         return rc;

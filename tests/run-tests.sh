@@ -698,6 +698,9 @@ done
 case_ "guest/acyclic" scripts/calls-graph.sh guest-daemon $B/obj/guest-daemon
 # A VM with several GPUs: the probe counts every one of them (`gpus`).
 case_ "guest/probe-gpus" bash tests/guest/probe-gpus.sh
+# docs/guest.md names every key of crane-guestd's settings table.
+case_ "guest/config-docs" scripts/conf-keys-documented.sh --self-test \
+    $B/bin/crane-guestd docs/guest.md
 
 echo "# host daemon: history, metrics and HTTP"
 # SQLite history, Prometheus metrics, JSON and the HTTP server on loopback
@@ -725,6 +728,8 @@ done
 # crane-hostctl (the steps of a migration another tool performs, the pool
 # for schedulers) against crane-hostd on libvirt's test driver: about 1 s.
 case_ "hostd/hostctl" bash tests/hostd/hostctl.sh
+# crane-hostd's --help, bad options, values and config lines.
+case_ "hostd/hostd-cli" bash tests/hostd/hostd-cli.sh
 # A prepare held by a program's long kernel (a stand-in crane-guestd):
 # the wait in crane-migrate's lines, the refusal's reason, the step in /api.
 case_ "hostd/kernel-wait" bash tests/hostd/kernel-wait.sh
@@ -754,6 +759,9 @@ fi
 # No circles between host-daemon's files, those of hv/, history/, web/ and
 # cli/ included: neither in calls nor in includes.
 case_ "hostd/acyclic" scripts/calls-graph.sh host-daemon $B/obj/host-daemon
+# docs/host.md names every key of crane-hostd's settings table.
+case_ "hostd/config-docs" scripts/conf-keys-documented.sh --self-test \
+    $B/bin/crane-hostd docs/host.md "gpu = g0 pci:0000:01:00.0"
 
 echo "# install: make install, units, man pages, --version, readiness"
 # tests/install/install.sh: make install into a private DESTDIR, every file

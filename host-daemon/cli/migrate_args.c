@@ -262,11 +262,112 @@ void mig_opts_free(struct mig_opts *o)
 
 /* Fills O from the command line.  Returns -1 to go on, else the exit
  * status (0 after --help, 2 for bad usage, 1 for an unusable --xml). */
+enum { O_LIVE = 256, O_OFFLINE, O_P2P, O_PERSISTENT, O_UNDEFINE,
+       O_TIMEOUT, O_VERBOSE, O_XML, O_PROXY, O_PEER, O_CONNECT, O_WAIT,
+       O_HELP, O_VERSION };
+
+/* An option getopt could not take: its message, exit status 2. */
+static int bad_option(int opt, char **argv)
+{
+    if (opt == ':')
+        return crn_usage_error("option '%s' needs a value", argv[optind - 1]);
+    if (optopt > 0 && optopt < O_LIVE) {
+        char s[3] = {'-', (char)optopt, '\0'};
+        return crn_usage_error("unknown option '%s'", s);
+    }
+    if (optopt >= O_LIVE)
+        return crn_usage_error("option '%s' takes no value",
+                               argv[optind - 1]);
+    return crn_usage_error("unknown option '%s'", argv[optind - 1]);
+}
+
+/* One of crane-migrate's own options (OPT, its VALUE) into O.  -1 to go
+ * on, else the exit status. */
+static int own_option(int opt, char *value, struct mig_opts *o,
+                      const char **xml_path, char **argv)
+{
+    Crane__Hostd__MigrateRequest *r = &o->req;
+    struct crn_endpoint ep;
+
+    switch (opt) {
+    case O_LIVE: r->live = true; break;
+    case O_OFFLINE: o->offline = true; break;
+    case O_P2P: r->p2p = true; break;
+    case O_PERSISTENT: r->persistent = true; break;
+    case O_UNDEFINE: r->undefine_source = true; break;
+    case O_VERBOSE: r->verbose = true; break;
+    case O_TIMEOUT:
+        if (parse_timeout(value, &r->timeout_s) < 0)
+            return crn_usage_error(
+                "bad --timeout '%s' (whole seconds, 1 or more)", value);
+        break;
+    case O_XML: *xml_path = value; break;
+    case O_PROXY:
+        /* Port 0 is for listeners only: programs connect here. */
+        if (crn_endpoint_parse(value, &ep) < 0 ||
+            (ep.kind == CRN_EP_TCP && atoi(ep.port) == 0))
+            return crn_usage_error("bad --proxy '%s' (unix:PATH or "
+                                   "tcp:HOST:PORT)",
+                                   value);
+        r->proxy = value;
+        break;
+    case O_PEER:
+        if (crn_endpoint_parse(value, &ep) < 0 || ep.kind != CRN_EP_TCP ||
+            atoi(ep.port) == 0)
+            return crn_usage_error("bad --peer '%s' (tcp:HOST:PORT)", value);
+        r->peer = value;
+        break;
+    case O_CONNECT:
+        o->connect = value;
+        o->connect_from = "--connect";
+        break;
+    case O_WAIT:
+        if (parse_wait(value, &o->wait) < 0)
+            return crn_usage_error("bad --wait '%s' (seconds, 0 for no "
+                                   "limit)",
+                                   value);
+        break;
+    case O_HELP: fputs(usage, stdout); return MIG_EXIT_OK;
+    case O_VERSION:
+        crn_print_version("crane-migrate");
+        return MIG_EXIT_OK;
+    default:
+        return bad_option(opt, argv);
+    }
+    return -1;
+}
+
+/* What the options say together, and the XML file read.  -1 or the exit
+ * status. */
+static int check_opts(struct mig_opts *o, const char *xml_path)
+{
+    Crane__Hostd__MigrateRequest *r = &o->req;
+    struct crn_endpoint ep;
+    int rc;
+
+    if ((rc = mig_virsh_check(o)) >= 0)
+        return rc;
+    if (r->live && o->offline)
+        return crn_usage_error("%s", "--live and --offline exclude each other");
+    if (r->timeout_s && !r->live)
+        return crn_usage_error("%s", "--timeout needs --live");
+    if (crn_endpoint_parse(o->connect, &ep) < 0) {
+        crn_log(CRN_LOG_ERROR, "bad endpoint '%s' for crane-hostd "
+                        "(from %s): unix:PATH or tcp:HOST:PORT (see "
+                        "--help)",
+                o->connect, o->connect_from);
+        return MIG_EXIT_USAGE;
+    }
+    if (xml_path) {
+        if (read_xml(xml_path, &o->xml) < 0)
+            return MIG_EXIT_FAILURE;
+        r->dest_xml = o->xml;
+    }
+    return -1;
+}
+
 int mig_parse_args(int argc, char **argv, struct mig_opts *o)
 {
-    enum { O_LIVE = 256, O_OFFLINE, O_P2P, O_PERSISTENT, O_UNDEFINE,
-           O_TIMEOUT, O_VERBOSE, O_XML, O_PROXY, O_PEER, O_CONNECT, O_WAIT,
-           O_HELP, O_VERSION };
     static const struct option opts[] = {
         {"live", no_argument, NULL, O_LIVE},
         {"offline", no_argument, NULL, O_OFFLINE},
@@ -284,10 +385,8 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
     };
-    Crane__Hostd__MigrateRequest *r = &o->req;
     struct option all[sizeof(opts) / sizeof(opts[0]) + 40];
     const char *xml_path = NULL;
-    struct crn_endpoint ep;
     size_t nall = 0;
     int opt, rc;
 
@@ -308,88 +407,15 @@ int mig_parse_args(int argc, char **argv, struct mig_opts *o)
     /* ":" reports a missing value apart; options may follow DOMAIN, as in
      * virsh, and "--" ends them. */
     while ((opt = getopt_long(argc, argv, ":", all, NULL)) != -1) {
-        if (opt >= MIG_VIRSH_BASE) {
-            if ((rc = mig_virsh_option(opt, optarg, o)) >= 0)
-                return rc;
-            continue;
-        }
-        switch (opt) {
-        case O_LIVE: r->live = true; break;
-        case O_OFFLINE: o->offline = true; break;
-        case O_P2P: r->p2p = true; break;
-        case O_PERSISTENT: r->persistent = true; break;
-        case O_UNDEFINE: r->undefine_source = true; break;
-        case O_VERBOSE: r->verbose = true; break;
-        case O_TIMEOUT:
-            if (parse_timeout(optarg, &r->timeout_s) < 0)
-                return crn_usage_error(
-                    "bad --timeout '%s' (whole seconds, 1 or more)", optarg);
-            break;
-        case O_XML: xml_path = optarg; break;
-        case O_PROXY:
-            /* Port 0 is for listeners only: programs connect here. */
-            if (crn_endpoint_parse(optarg, &ep) < 0 ||
-                (ep.kind == CRN_EP_TCP && atoi(ep.port) == 0))
-                return crn_usage_error("bad --proxy '%s' (unix:PATH or "
-                                   "tcp:HOST:PORT)",
-                                   optarg);
-            r->proxy = optarg;
-            break;
-        case O_PEER:
-            if (crn_endpoint_parse(optarg, &ep) < 0 ||
-                ep.kind != CRN_EP_TCP || atoi(ep.port) == 0)
-                return crn_usage_error("bad --peer '%s' (tcp:HOST:PORT)",
-                                       optarg);
-            r->peer = optarg;
-            break;
-        case O_CONNECT:
-            o->connect = optarg;
-            o->connect_from = "--connect";
-            break;
-        case O_WAIT:
-            if (parse_wait(optarg, &o->wait) < 0)
-                return crn_usage_error("bad --wait '%s' (seconds, 0 for no "
-                                   "limit)",
-                                   optarg);
-            break;
-        case O_HELP: fputs(usage, stdout); return MIG_EXIT_OK;
-        case O_VERSION:
-            crn_print_version("crane-migrate");
-            return MIG_EXIT_OK;
-        case ':':
-            return crn_usage_error("option '%s' needs a value",
-                                   argv[optind - 1]);
-        default:
-            if (optopt > 0 && optopt < O_LIVE) {
-                char s[3] = {'-', (char)optopt, '\0'};
-                return crn_usage_error("unknown option '%s'", s);
-            }
-            if (optopt >= O_LIVE)
-                return crn_usage_error("option '%s' takes no value",
-                                   argv[optind - 1]);
-            return crn_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
+        if (opt >= MIG_VIRSH_BASE)
+            rc = mig_virsh_option(opt, optarg, o);
+        else
+            rc = own_option(opt, optarg, o, &xml_path, argv);
+        if (rc >= 0)
+            return rc;
     }
     if ((rc = operands(argc, argv, o)) >= 0)
         return rc;
-    if ((rc = mig_virsh_check(o)) >= 0)
-        return rc;
-    if (r->live && o->offline)
-        return crn_usage_error("%s", "--live and --offline exclude each other");
-    if (r->timeout_s && !r->live)
-        return crn_usage_error("%s", "--timeout needs --live");
-    if (crn_endpoint_parse(o->connect, &ep) < 0) {
-        crn_log(CRN_LOG_ERROR, "bad endpoint '%s' for crane-hostd "
-                        "(from %s): unix:PATH or tcp:HOST:PORT (see "
-                        "--help)",
-                o->connect, o->connect_from);
-        return MIG_EXIT_USAGE;
-    }
-    if (xml_path) {
-        if (read_xml(xml_path, &o->xml) < 0)
-            return MIG_EXIT_FAILURE;
-        r->dest_xml = o->xml;
-    }
-    return -1;
+    return check_opts(o, xml_path);
 }
 

@@ -12,6 +12,7 @@
 #include "host-daemon/prepared.h"
 #include "host-daemon/waits.h"
 #include "proto/auth.h"
+#include "proto/conftable.h"
 #include "proto/frame.h"
 #include "proto/tls.h"
 
@@ -33,6 +34,9 @@ void test_config_keys(void)
     struct hd_config c;
     char why[400];
 
+    /* Every row's default passes its own row. */
+    CHECK_INT(crn_conf_defaults(&hd_config_table, &c, sizeof(c), why,
+                                sizeof(why)), ==, 0);
     hd_config_defaults(&c);
     CHECK_INT(hd_config_set(&c, "gpu", "g0 pci:0000:65:00.0", why,
                             sizeof(why)), ==, 0);

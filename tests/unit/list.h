@@ -59,6 +59,11 @@ TEST_ENTRY(tls_modes)
 /* proto/conffile.c: tests/unit/test_conffile.c */
 TEST_ENTRY(conffile_read)
 TEST_ENTRY(conffile_values)
+/* proto/conftable.c: tests/unit/test_conftable.c */
+TEST_ENTRY(conftable_defaults_and_values)
+TEST_ENTRY(conftable_errors)
+TEST_ENTRY(conftable_load)
+TEST_ENTRY(conftable_bad_default)
 
 /* proto/log.c: tests/unit/test_log.c */
 TEST_ENTRY(log_format_journal_stream)
