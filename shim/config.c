@@ -40,7 +40,8 @@ bool shim_config_disabled(void)
     return v && strcmp(v, "0") != 0;
 }
 
-void shim_config_load(void)
+/* The vendor libraries, their namespace and unloading (native.c). */
+static void load_vendor(void)
 {
     const char *ns = env_str("CRANE_VENDOR_NAMESPACE");
 
@@ -63,6 +64,11 @@ void shim_config_load(void)
     else if (unload && strcmp(unload, "auto") != 0)
         LOG_WARN("ignoring CRANE_VENDOR_UNLOAD=%s (auto|always|never)",
                  unload);
+}
+
+/* Re-homes: how often, how long they may take, their report. */
+static void load_switch(void)
+{
     shim_config.rehome_every =
         (unsigned long)env_long("CRANE_REHOME_EVERY", 0, 0);
     shim_config.rehome_timeout_ms =
@@ -72,8 +78,14 @@ void shim_config_load(void)
     shim_config.report_file = env_str("CRANE_REHOME_REPORT");
     shim_config.arg_info = env_long("CRANE_ARG_INFO", 0, 0) != 0;
     shim_config.binary_cache = env_long("CRANE_BINARY_CACHE", 1, 0) != 0;
+}
 
+/* The remote backend: its endpoint, security, chunks, lanes, shared
+ * memory. */
+static void load_remote(void)
+{
     const char *backend = env_str("CRANE_BACKEND");
+
     shim_config.remote = env_str("CRANE_PROXY");
     if (backend && strncmp(backend, "remote:", 7) == 0) {
         shim_config.start_remote = true;
@@ -111,6 +123,11 @@ void shim_config_load(void)
     shim_config.shm_host_mb = env_long("CRANE_SHM_HOST_MB", 256, 0);
     if (shim_config.shm_host_mb > 4096)
         shim_config.shm_host_mb = 4096;  /* CRN_SHM_MAX_HOST */
+}
+
+/* The control socket and the waits and timeouts of calls and links. */
+static void load_control(void)
+{
     shim_config.rehome_to = env_str("CRANE_REHOME_TO");
     shim_config.device = env_str("CRANE_DEVICE");
     if (!shim_config.rehome_to)
@@ -135,6 +152,12 @@ void shim_config_load(void)
         env_long("CRANE_PROXY_KEEPALIVE_MS", 2000, 0);
     shim_config.remote_linger_ms =
         env_long("CRANE_REMOTE_LINGER_MS", 5000, 0);
+}
+
+/* How a switch moves bytes: maps, staging, streams, pre-copy, and the
+ * test hooks. */
+static void load_copies(void)
+{
     shim_config.portable_maps = env_long("CRANE_PORTABLE_MAPS", 0, 0) != 0;
     /* CL_MEM_ALLOC_HOST_PTR buffers over the shim's own memory (mem_own.c);
      * 0: the vendor's allocation. */
@@ -165,4 +188,13 @@ void shim_config_load(void)
     shim_config.test_fail_at = env_str("CRANE_TEST_FAIL_AT");
     shim_config.test_stop_at = env_str("CRANE_TEST_STOP_AT");
     shim_config.test_stop_file = env_str("CRANE_TEST_STOP_FILE");
+}
+
+void shim_config_load(void)
+{
+    load_vendor();
+    load_switch();
+    load_remote();
+    load_control();
+    load_copies();
 }

@@ -431,6 +431,79 @@ void shim_plan_free(struct shim_plan *plan)
     memset(plan, 0, sizeof(*plan));
 }
 
+/* Device D of platform I (its needs N) bound to one of the NC candidates
+ * V into PLAN: 0, or -ENODEV with the reason in WHY. */
+static int bind_device(const struct shim_backend_ops *be,
+                       struct shim_plan *plan, struct candidate *v,
+                       unsigned nc, cl_uint i, cl_uint d, struct needs *n,
+                       char *why, size_t len)
+{
+    struct shim_platform *p = shim.platforms[i];
+    int c = pick(v, nc, &p->devices[d]->ident, n, why, len);
+
+    if (c < 0 && n->used)
+        return -ENODEV;
+    /* A device the program only holds follows the first one offered when
+     * nothing fits it. */
+    if (c < 0)
+        c = nc ? 0 : -1;
+    if (c < 0)
+        return -ENODEV;
+    /* Two devices the program uses on one of the target's: it offers
+     * fewer such devices (said, not refused). */
+    if (n->used && v[c].taken)
+        LOG_WARN("devices: device %u:%u (%s) shares %s (%u:%u) on %s with "
+                 "another of the program's: the target has fewer such "
+                 "devices", i, d, p->devices[d]->ident.name, v[c].id.name,
+                 v[c].platform_index, v[c].device_index, be->name);
+    v[c].taken = true;
+    plan->devices[i][d] = v[c].device;
+    if (n->used)
+        LOG_DEBUG("devices: device %u:%u bound to %u:%u on %s", i, d,
+                  v[c].platform_index, v[c].device_index, be->name);
+    if (n->used && !same_device(&v[c].id, &p->devices[d]->ident))
+        LOG_INFO("devices: %s %s (%s) lands on %s %s (%s) on %s",
+                 p->devices[d]->ident.vendor, p->devices[d]->ident.name,
+                 p->devices[d]->ident.driver, v[c].id.vendor, v[c].id.name,
+                 v[c].id.driver, be->name);
+    if (!plan->platforms[i] || n->used) {
+        if (n->used && plan->platforms[i] &&
+            plan->platforms[i] != v[c].platform) {
+            snprintf(why, len, "the devices of platform %u would land on "
+                     "different platforms", i);
+            return -ENODEV;
+        }
+        plan->platforms[i] = v[c].platform;
+    }
+    return 0;
+}
+
+/* Every device bound into PLAN, used devices first, so that the unused
+ * ones cannot take theirs: 0, -ENOMEM or -ENODEV (WHY says). */
+static int bind_devices(const struct shim_backend_ops *be,
+                        struct shim_plan *plan, struct candidate *v,
+                        unsigned nc, struct needs *needs, char *why,
+                        size_t len)
+{
+    int rc = 0;
+
+    for (int used = 1; used >= 0 && rc == 0; used--) {
+        unsigned at = 0;
+        for (cl_uint i = 0; i < shim.n_platforms && rc == 0; i++) {
+            struct shim_platform *p = shim.platforms[i];
+            if (!plan->devices[i] &&
+                !(plan->devices[i] = calloc(p->n_devices ? p->n_devices : 1,
+                                            sizeof(cl_device_id))))
+                return -ENOMEM;
+            for (cl_uint d = 0; d < p->n_devices && rc == 0; d++, at++)
+                if (needs[at].used == (used == 1))
+                    rc = bind_device(be, plan, v, nc, i, d, &needs[at], why,
+                                     len);
+        }
+    }
+    return rc;
+}
+
 int shim_plan_make(const struct shim_backend_ops *be, struct shim_plan *plan,
                    char *why, size_t len)
 {
@@ -461,72 +534,7 @@ int shim_plan_make(const struct shim_backend_ops *be, struct shim_plan *plan,
     for (unsigned i = 0; i < total; i++)
         needs[i].max_wg = atomic_load_explicit(&shim_local_size_max,
                                                memory_order_relaxed);
-
-    /* Used devices first, so that the unused ones cannot take theirs. */
-    unsigned at = 0;
-    for (int used = 1; used >= 0 && rc == 0; used--) {
-        at = 0;
-        for (cl_uint i = 0; i < shim.n_platforms && rc == 0; i++) {
-            struct shim_platform *p = shim.platforms[i];
-            if (!plan->devices[i] &&
-                !(plan->devices[i] = calloc(p->n_devices ? p->n_devices : 1,
-                                            sizeof(cl_device_id)))) {
-                rc = -ENOMEM;
-                break;
-            }
-            for (cl_uint d = 0; d < p->n_devices; d++, at++) {
-                struct needs *n = &needs[at];
-                if (n->used != (used == 1))
-                    continue;
-                int c = pick(v, nc, &p->devices[d]->ident, n, why, len);
-                if (c < 0 && n->used) {
-                    rc = -ENODEV;
-                    break;
-                }
-                /* A device the program only holds follows the first
-                 * one offered when nothing fits it. */
-                if (c < 0)
-                    c = nc ? 0 : -1;
-                if (c < 0) {
-                    rc = -ENODEV;
-                    break;
-                }
-                /* Two devices the program uses on one of the target's:
-                 * it offers fewer such devices (said, not refused). */
-                if (n->used && v[c].taken)
-                    LOG_WARN("devices: device %u:%u (%s) shares %s (%u:%u) "
-                             "on %s with another of the program's: the "
-                             "target has fewer such devices", i, d,
-                             p->devices[d]->ident.name, v[c].id.name,
-                             v[c].platform_index, v[c].device_index,
-                             be->name);
-                v[c].taken = true;
-                plan->devices[i][d] = v[c].device;
-                if (n->used)
-                    LOG_DEBUG("devices: device %u:%u bound to %u:%u on %s",
-                              i, d, v[c].platform_index, v[c].device_index,
-                              be->name);
-                if (n->used && !same_device(&v[c].id, &p->devices[d]->ident))
-                    LOG_INFO("devices: %s %s (%s) lands on %s %s (%s) on %s",
-                             p->devices[d]->ident.vendor,
-                             p->devices[d]->ident.name,
-                             p->devices[d]->ident.driver, v[c].id.vendor,
-                             v[c].id.name, v[c].id.driver, be->name);
-                if (!plan->platforms[i] || n->used) {
-                    if (n->used && plan->platforms[i] &&
-                        plan->platforms[i] != v[c].platform) {
-                        snprintf(why, len,
-                                 "the devices of platform %u would land on "
-                                 "different platforms",
-                                 i);
-                        rc = -ENODEV;
-                        break;
-                    }
-                    plan->platforms[i] = v[c].platform;
-                }
-            }
-        }
-    }
+    rc = bind_devices(be, plan, v, nc, needs, why, len);
     for (cl_uint i = 0; i < shim.n_platforms && rc == 0; i++)
         if (!plan->platforms[i])  /* a platform without devices */
             plan->platforms[i] = nc ? v[0].platform : NULL;

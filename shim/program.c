@@ -422,6 +422,108 @@ static void source_again(struct shim_program *p)
 }
 
 /* Records one build or compile step and runs it on the vendor. */
+/* The header programs and their names a compile was given, retained by
+ * the caller once the vendor accepted it; CL_SUCCESS or the error. */
+static cl_int build_inputs(cl_uint n_headers, const cl_program *headers,
+                           const char **header_names,
+                           struct shim_program ***inputs, char ***names)
+{
+    if (!n_headers)
+        return CL_SUCCESS;
+    *inputs = calloc(n_headers, sizeof(**inputs));
+    *names = calloc(n_headers, sizeof(**names));
+    if (!*inputs || !*names)
+        return CL_OUT_OF_HOST_MEMORY;
+    for (cl_uint i = 0; i < n_headers; i++) {
+        if (!shim_obj_is(headers[i], SHIM_PROGRAM))
+            return CL_INVALID_VALUE;
+        (*inputs)[i] = (struct shim_program *)headers[i];
+        (*names)[i] = shim_strdup(header_names[i]);
+    }
+    return CL_SUCCESS;
+}
+
+/* The vendor's verdict on a build or compile (STEP) of P: only a build
+ * it accepted is recorded (and replayed by a re-home); one it refused left
+ * the program as it was, and one that failed to compile left it without
+ * an executable, which a re-home reproduces by not building it. */
+static cl_int vendor_build(struct shim_program *p, cl_uint num_devices,
+                           struct shim_device **devs, const char *options,
+                           enum shim_build_step step, cl_uint n_headers,
+                           struct shim_program **inputs,
+                           const cl_program *headers,
+                           const char **header_names)
+{
+    cl_device_id real_devs[64];
+    cl_program real_heads[64];
+    char *full = shim_program_build_options(options);
+    cl_int err;
+
+    if (!full)
+        return CL_OUT_OF_HOST_MEMORY;
+    real_devices(devs, devs ? num_devices : 0, real_devs);
+    for (cl_uint i = 0; i < n_headers && i < 64; i++)
+        real_heads[i] = inputs[i]->obj.real;
+    source_again(p);
+    if (step == SHIM_BUILT)
+        err = VENDOR(p->obj.real)->clBuildProgram(
+            p->obj.real, num_devices, num_devices ? real_devs : NULL, full,
+            NULL, NULL);
+    else
+        err = VENDOR(p->obj.real)->clCompileProgram(
+            p->obj.real, num_devices, num_devices ? real_devs : NULL, full,
+            n_headers, headers ? real_heads : NULL, header_names, NULL,
+            NULL);
+    free(full);
+    if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_COMPILE_PROGRAM_FAILURE) {
+        /* Under the store lock, with build_gen: a switch making twins
+         * ahead (prebuild.c) reads them there. */
+        shim_store_lock();
+        p->step = SHIM_NOT_BUILT;
+        p->build_gen++;
+        shim_store_unlock();
+        shim_program_cache_free(p);
+    }
+    return err;
+}
+
+/* What a build accepted replaces what an earlier one recorded: swapped
+ * under the store lock (prebuild.c reads them there), the old ones let go
+ * after.  P takes DEVS, INPUTS, NAMES and OPTS. */
+static void record_build(struct shim_program *p, struct shim_device **devs,
+                         cl_uint n_devs, struct shim_program **inputs,
+                         char **names, cl_uint n_inputs, char *opts,
+                         enum shim_build_step step)
+{
+    for (cl_uint i = 0; i < n_inputs; i++)
+        shim_obj_retain_child(&inputs[i]->obj);
+    struct shim_device **old_devs = p->build_devices;
+    cl_uint n_old_devs = p->n_build_devices;
+    struct shim_program **old_inputs = p->inputs;
+    char **old_names = p->input_names, *old_opts = p->options;
+    cl_uint n_old_inputs = p->n_inputs;
+    shim_store_lock();
+    p->build_devices = devs;
+    p->n_build_devices = n_devs;
+    p->inputs = inputs;
+    p->input_names = names;
+    p->n_inputs = n_inputs;
+    p->options = opts;
+    p->step = step;
+    p->build_gen++;
+    shim_store_unlock();
+    for (cl_uint i = 0; i < n_old_devs; i++)
+        shim_obj_release_child(&old_devs[i]->obj);
+    free(old_devs);
+    for (cl_uint i = 0; i < n_old_inputs; i++) {
+        shim_obj_release_child(&old_inputs[i]->obj);
+        free(old_names ? old_names[i] : NULL);
+    }
+    free(old_inputs);
+    free(old_names);
+    free(old_opts);
+}
+
 static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
                                const cl_device_id *device_list,
                                const char *options,
@@ -442,94 +544,17 @@ static cl_int build_or_compile(struct shim_program *p, cl_uint num_devices,
     devs = copy_devices(device_list, num_devices, &err);
     if (err != CL_SUCCESS)
         return err;
-    if (n_headers) {
-        inputs = calloc(n_headers, sizeof(*inputs));
-        names = calloc(n_headers, sizeof(*names));
-        if (!inputs || !names)
-            err = CL_OUT_OF_HOST_MEMORY;
-        for (cl_uint i = 0; err == CL_SUCCESS && i < n_headers; i++) {
-            if (!shim_obj_is(headers[i], SHIM_PROGRAM)) {
-                err = CL_INVALID_VALUE;
-                break;
-            }
-            inputs[i] = (struct shim_program *)headers[i];
-            names[i] = shim_strdup(header_names[i]);
-        }
-    }
+    err = build_inputs(n_headers, headers, header_names, &inputs, &names);
     opts = shim_strdup(options);
     if (err == CL_SUCCESS && options && !opts)
         err = CL_OUT_OF_HOST_MEMORY;
+    if (err == CL_SUCCESS)
+        err = vendor_build(p, num_devices, devs, options, step, n_headers,
+                           inputs, headers, header_names);
     if (err != CL_SUCCESS)
         goto drop;
-
-    /* The vendor's verdict first: only a build it accepted is recorded
-     * (and replayed by a re-home); one it refused left the program as it
-     * was, and one that failed to compile left it without an executable,
-     * which a re-home reproduces by not building it. */
-    cl_device_id real_devs[64];
-    cl_program real_heads[64];
-    char *full = shim_program_build_options(options);
-    if (!full) {
-        err = CL_OUT_OF_HOST_MEMORY;
-        goto drop;
-    }
-    real_devices(devs, devs ? num_devices : 0, real_devs);
-    for (cl_uint i = 0; i < n_headers && i < 64; i++)
-        real_heads[i] = inputs[i]->obj.real;
-    source_again(p);
-    if (step == SHIM_BUILT)
-        err = VENDOR(p->obj.real)->clBuildProgram(
-            p->obj.real, num_devices, num_devices ? real_devs : NULL, full,
-            NULL, NULL);
-    else
-        err = VENDOR(p->obj.real)->clCompileProgram(
-            p->obj.real, num_devices, num_devices ? real_devs : NULL, full,
-            n_headers, headers ? real_heads : NULL, header_names, NULL,
-            NULL);
-    free(full);
-    if (err != CL_SUCCESS) {
-        if (err == CL_BUILD_PROGRAM_FAILURE ||
-            err == CL_COMPILE_PROGRAM_FAILURE) {
-            /* Under the store lock, with build_gen: a switch making
-             * twins ahead (prebuild.c) reads them there. */
-            shim_store_lock();
-            p->step = SHIM_NOT_BUILT;
-            p->build_gen++;
-            shim_store_unlock();
-            shim_program_cache_free(p);
-        }
-        goto drop;
-    }
-
-    /* Replace what an earlier build recorded: swapped under the store
-     * lock (prebuild.c reads them there), the old ones let go after. */
-    for (cl_uint i = 0; i < n_headers; i++)
-        shim_obj_retain_child(&inputs[i]->obj);
-    struct shim_device **old_devs = p->build_devices;
-    cl_uint n_old_devs = p->n_build_devices;
-    struct shim_program **old_inputs = p->inputs;
-    char **old_names = p->input_names, *old_opts = p->options;
-    cl_uint n_old_inputs = p->n_inputs;
-    shim_store_lock();
-    p->build_devices = devs;
-    p->n_build_devices = devs ? num_devices : 0;
-    p->inputs = inputs;
-    p->input_names = names;
-    p->n_inputs = n_headers;
-    p->options = opts;
-    p->step = step;
-    p->build_gen++;
-    shim_store_unlock();
-    for (cl_uint i = 0; i < n_old_devs; i++)
-        shim_obj_release_child(&old_devs[i]->obj);
-    free(old_devs);
-    for (cl_uint i = 0; i < n_old_inputs; i++) {
-        shim_obj_release_child(&old_inputs[i]->obj);
-        free(old_names ? old_names[i] : NULL);
-    }
-    free(old_inputs);
-    free(old_names);
-    free(old_opts);
+    record_build(p, devs, devs ? num_devices : 0, inputs, names, n_headers,
+                 opts, step);
     shim_program_cache_mark(p);
     program_note_arg_info(p, options);
     return CL_SUCCESS;

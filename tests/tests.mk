@@ -3,7 +3,8 @@
 UNIT_SRCS += tests/unit/test_shadow.c tests/unit/test_remote.c \
     tests/unit/test_check.c \
     tests/unit/test_timebase.c \
-    tests/unit/test_kernel_sig.c tests/unit/test_hostmem.c
+    tests/unit/test_kernel_sig.c tests/unit/test_hostmem.c \
+    tests/unit/test_bytepath.c
 UNIT_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(UNIT_RUNNER_SRCS) $(UNIT_SRCS))
 UNIT_BIN := $(B)/tests/unit-tests
 SHIM_ARCHIVE := $(B)/lib/libcrane-shim.a

@@ -142,6 +142,16 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
     return 0;
 }
 
+/* How LEN bulk bytes leave on the main connection (bytepath.c): the
+ * shared area where SHM, else inline in the batch or after it. */
+static enum shim_path send_path(size_t len, bool shm)
+{
+    struct shim_path_ask a = {.move = SHIM_MOVE_SEND, .len = len,
+                              .shm = shm};
+
+    return shim_path_choose(&a);
+}
+
 /* Appends M's frame (and its bulk) to the batch; big bulk is written
  * straight from the caller's memory after the batch.  Caller holds
  * send_lock. */
@@ -153,7 +163,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
 
     if (atomic_load(&shim_conn.dead))
         return -EPIPE;
-    if (bulk_len && shim_conn.shm_on &&
+    if (send_path(bulk_len, shim_conn.shm_on) == SHIM_PATH_SHM &&
         (rc = shm_put_locked(m, bulk, bulk_len)) == 0) {
         /* The bytes are in the area; a big piece's frame leaves at once,
          * so that the proxy copies it out (freeing its room) while the
@@ -170,7 +180,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
         return -EMSGSIZE;
     }
     atomic_fetch_add(&shim_conn.stream_bytes, bulk_len);
-    bool inline_bulk = bulk_len <= BULK_INLINE;
+    bool inline_bulk = send_path(bulk_len, false) == SHIM_PATH_INLINE;
     if ((rc = batch_reserve(4 + len + (inline_bulk ? bulk_len : 0))) < 0)
         return rc;
     unsigned char *p = shim_conn.batch + shim_conn.batch_len;

@@ -13,7 +13,7 @@
 #define MAX_FRAME (1u << 20)        /* what we send */
 #define MAX_REPLY_FRAME (64u << 20) /* what we accept */
 #define BATCH_FLUSH (64u << 10)  /* send a batch once it is this big */
-#define BULK_INLINE (64u << 10)  /* bulk up to this is copied into the batch */
+#define BULK_INLINE SHIM_PATH_INLINE_MAX  /* bulk up to this: in the batch */
 #define SHM_WAIT_MS 200          /* for room in the shared area, then the
                                     stream takes the bytes */
 

@@ -442,6 +442,80 @@ static int open_stream(const struct crn_endpoint *ep, const char *text)
     return fd;
 }
 
+/* A new connection's state, before its watchdog starts (it bounds the
+ * handshake too). */
+static void conn_state_reset(void)
+{
+    atomic_store(&shim_conn.dead, false);
+    atomic_store(&shim_conn.deferred_err, 0);
+    shim_conn.reads_lost = 0;
+    atomic_store(&shim_conn.next_id, 1);
+    shim_conn.seq = 0;
+    shim_conn.chunk = shim_config.remote_chunk;
+    shim_conn.spin_ns = shim_config.remote_spin_us * 1000;
+    shim_conn.reading = READ_FREE;
+    shim_conn_alive();
+    atomic_store(&shim_conn.last_request, shim_now());
+    shim_conn.last_ping = 0;
+    atomic_store(&shim_conn.beat_at, 0);
+    shim_conn.beat_ms = shim_conn_beat_interval();
+    shim_conn.watchdog_stop = false;
+    atomic_store(&shim_conn.sending, 0);
+    atomic_store(&shim_conn.handshaking, true);
+}
+
+/* No shared area yet: the handshake may offer one. */
+static void conn_shm_reset(void)
+{
+    shim_conn.shm_ok = false;
+    shim_conn.shm_on = false;
+    shim_conn.shm_stuck = false;
+    shim_conn.host_on = false;
+    shim_conn.shm_memfd = false;
+    shim_conn.ring_held = 0;
+    atomic_store(&shim_conn.shm_in, false);
+}
+
+/* The handshake with the proxy at EP (TEXT) and its shared area: 0, or
+ * -errno (-ETIMEDOUT, noted for the report, where it never answered). */
+static int conn_handshake(const struct crn_endpoint *ep, const char *text)
+{
+    int rc = handshake();
+
+    if (rc == 0) {
+        shm_attach(ep);
+        if (atomic_load(&shim_conn.dead))
+            rc = -ECONNRESET;
+    }
+    atomic_store(&shim_conn.handshaking, false);
+    if (rc < 0 && atomic_load(&shim_conn.dead)) {
+        /* The watchdog ended a handshake that got no answer. */
+        rc = -ETIMEDOUT;
+        shim_rehome_note("the proxy at %s accepted the connection but "
+                         "never answered its handshake within %ld ms "
+                         "(CRANE_PROXY_TIMEOUT_MS): frozen, or not a "
+                         "crane-proxy", text, shim_config.proxy_timeout_ms);
+    }
+    return rc;
+}
+
+/* The reader and callback threads of an answered connection. */
+static int conn_threads(void)
+{
+    int rc;
+
+    shim_conn.cb_stop = false;
+    if ((rc = -pthread_create(&shim_conn.reader, NULL, shim_conn_reader_main,
+                              NULL)) < 0)
+        return rc;
+    if ((rc = -pthread_create(&shim_conn.cb_thread, NULL,
+                              shim_conn_callbacks_main, NULL)) < 0) {
+        shutdown(shim_conn.fd, SHUT_RDWR);
+        pthread_join(shim_conn.reader, NULL);
+    }
+    return rc;
+}
+
 int shim_remote_connect(void)
 {
     struct crn_endpoint ep;
@@ -468,62 +542,13 @@ int shim_remote_connect(void)
         shim_conn.fd = -1;
         return rc;
     }
-    atomic_store(&shim_conn.dead, false);
-    atomic_store(&shim_conn.deferred_err, 0);
-    shim_conn.reads_lost = 0;
-    atomic_store(&shim_conn.next_id, 1);
-    shim_conn.seq = 0;
-    shim_conn.chunk = shim_config.remote_chunk;
-    shim_conn.spin_ns = shim_config.remote_spin_us * 1000;
-    shim_conn.reading = READ_FREE;
-    /* The watchdog bounds the handshake too. */
-    shim_conn_alive();
-    atomic_store(&shim_conn.last_request, shim_now());
-    shim_conn.last_ping = 0;
-    atomic_store(&shim_conn.beat_at, 0);
-    shim_conn.beat_ms = shim_conn_beat_interval();
-    shim_conn.watchdog_stop = false;
-    atomic_store(&shim_conn.sending, 0);
-    atomic_store(&shim_conn.handshaking, true);
+    conn_state_reset();
     if ((rc = -pthread_create(&shim_conn.watchdog, NULL,
                               shim_conn_watchdog_main, NULL)) < 0)
         goto fail_early;
-    shim_conn.shm_ok = false;
-    shim_conn.shm_on = false;
-    shim_conn.shm_stuck = false;
-    shim_conn.host_on = false;
-    shim_conn.shm_memfd = false;
-    shim_conn.ring_held = 0;
-    atomic_store(&shim_conn.shm_in, false);
-    rc = handshake();
-    if (rc == 0) {
-        shm_attach(&ep);
-        if (atomic_load(&shim_conn.dead))
-            rc = -ECONNRESET;
-    }
-    atomic_store(&shim_conn.handshaking, false);
-    if (rc < 0) {
-        if (atomic_load(&shim_conn.dead)) {
-            /* The watchdog ended a handshake that got no answer. */
-            rc = -ETIMEDOUT;
-            shim_rehome_note("the proxy at %s accepted the connection but "
-                             "never answered its handshake within %ld ms "
-                             "(CRANE_PROXY_TIMEOUT_MS): frozen, or not a "
-                             "crane-proxy", text,
-                             shim_config.proxy_timeout_ms);
-        }
+    conn_shm_reset();
+    if ((rc = conn_handshake(&ep, text)) < 0 || (rc = conn_threads()) < 0)
         goto fail;
-    }
-    shim_conn.cb_stop = false;
-    if ((rc = -pthread_create(&shim_conn.reader, NULL, shim_conn_reader_main,
-                              NULL)) < 0)
-        goto fail;
-    if ((rc = -pthread_create(&shim_conn.cb_thread, NULL,
-                              shim_conn_callbacks_main, NULL)) < 0) {
-        shutdown(shim_conn.fd, SHUT_RDWR);
-        pthread_join(shim_conn.reader, NULL);
-        goto fail;
-    }
     shim_conn.up = true;
     shim_conn.generation++;
     shim_conn_ask_beats();

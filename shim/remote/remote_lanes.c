@@ -20,8 +20,9 @@
  * nothing; a smaller transfer is cut finer, so that every lane has a
  * piece of it. */
 #define LANE_PIECE (1u << 20)
-/* Transfers from this size take the lanes; smaller ones the stream. */
-#define LANE_MIN (1u << 20)
+/* Transfers from this size take the lanes; smaller ones the stream (the
+ * one path chooser, bytepath.h). */
+#define LANE_MIN SHIM_PATH_LANE_MIN
 /* A write's message on the lanes: its bytes are not in the proxy's way
  * (they go into the heap it allocates), so bigger than CRANE_REMOTE_CHUNK
  * to cut the per-transfer hand-offs. */
@@ -234,7 +235,12 @@ void shim_lanes_disconnect(void)
 
 bool shim_lanes_fit(size_t len)
 {
-    return len >= LANE_MIN && atomic_load(&L.n) && !shim_conn.shm_on;
+    struct shim_path_ask a = {.move = SHIM_MOVE_SEND,
+                              .len = len,
+                              .lanes = atomic_load(&L.n) != 0,
+                              .shm = shim_conn.shm_on};
+
+    return shim_path_choose(&a) == SHIM_PATH_LANES;
 }
 
 size_t shim_lanes_chunk(void)

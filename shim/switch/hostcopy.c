@@ -124,6 +124,15 @@ static cl_int read_chunks(cl_command_queue q, cl_mem bounce, size_t bsize,
     return err;
 }
 
+/* Through the context's pinned chunks, or its bounce buffer. */
+static enum shim_path bounce_path(void *ctx)
+{
+    struct shim_path_ask a = {.move = SHIM_MOVE_BOUNCE,
+                              .staging = shim_staging_has(ctx)};
+
+    return shim_path_choose(&a);
+}
+
 int shim_hostcopy_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
                        size_t len, void *dst)
 {
@@ -132,7 +141,7 @@ int shim_hostcopy_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
 
     if (len == 0)
         return 0;
-    if (shim_staging_has(ctx))
+    if (bounce_path(ctx) == SHIM_PATH_BOUNCE_STAGED)
         return shim_staging_read_via_device(q, ctx, mem, off, len, dst) < 0
                    ? -EIO
                    : 0;
@@ -156,7 +165,7 @@ int shim_hostcopy_write(cl_command_queue q, void *ctx, cl_mem mem,
 
     if (len == 0)
         return 0;
-    if (shim_staging_has(ctx))
+    if (bounce_path(ctx) == SHIM_PATH_BOUNCE_STAGED)
         return shim_staging_write_via_device(q, ctx, mem, off, len, src) < 0
                    ? -EIO
                    : 0;

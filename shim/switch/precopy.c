@@ -225,21 +225,15 @@ static int copy(struct round *r)
         if (n == 0)
             continue;
         cl_command_queue q = round_queue(r, m);
-        void *ctx = m->context->obj.real;
+        cl_int err;
         if (!q)
             rc = -EIO;
         else if ((rc = shim_fault_at("precopy")) < 0)
             break;
-        else if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ))
-            rc = shim_hostcopy_read(q, ctx, m->obj.real, lo, n,
-                                    (char *)m->shadow + lo);
-        else if (shim_staging_has(ctx))
-            rc = shim_staging_read(q, ctx, m->obj.real, lo, n,
-                                   (char *)m->shadow + lo);
-        else if (VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, CL_FALSE, lo,
-                                                n, (char *)m->shadow + lo, 0,
-                                                NULL, NULL) != CL_SUCCESS)
-            rc = -EIO;
+        else
+            rc = shim_bytes_read(q, m->context->obj.real, m, m->obj.real, lo,
+                                 n, (char *)m->shadow + lo, true, false,
+                                 &err);
     }
     if (shim_staging_finish() < 0)
         rc = -EIO;
@@ -295,15 +289,10 @@ static cl_command_queue target_queue(struct round *r, void *ctx)
 static int target_write(cl_command_queue q, void *ctx, struct shim_mem *m,
                         cl_mem mem, size_t off, size_t n, const void *src)
 {
+    cl_int err;
+
     /* Made with the program's host access flags (mem.c). */
-    if (shim_mem_host_forbids(m, mem, CL_MAP_WRITE))
-        return shim_hostcopy_write(q, ctx, mem, off, n, src);
-    if (shim_staging_has(ctx))
-        return shim_staging_write(q, ctx, mem, off, n, src);
-    return VENDOR(q)->clEnqueueWriteBuffer(q, mem, CL_FALSE, off, n, src, 0,
-                                           NULL, NULL) == CL_SUCCESS
-               ? 0
-               : -EIO;
+    return shim_bytes_write(q, ctx, m, mem, off, n, src, &err);
 }
 
 /* After a round's reads: what they brought into the RAM copies, written

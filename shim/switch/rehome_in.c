@@ -6,10 +6,22 @@
 
 #include "rehome_int.h"
 
-static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
+/* N bytes at LO of M's RAM copy written into its real object on Q. */
+static int write_back(struct shim_mem *m, cl_command_queue q, size_t lo,
+                      size_t n)
 {
     cl_int err;
+    int rc = shim_bytes_write(q, m->context->obj.real, m, m->obj.real, lo, n,
+                              (char *)m->shadow + lo, &err);
 
+    if (rc < 0 && err != CL_SUCCESS)
+        SWITCH_FAIL("writing back %zu bytes of a %zu-byte object failed: %d",
+                    n, m->size, err);
+    return rc;
+}
+
+static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
+{
     /* Host-pointer objects were recreated over the program's own memory
      * (or the shim's, mem_own.c). */
     if (shim_mem_over_host(m))
@@ -20,57 +32,31 @@ static int reinject(struct shim_mem *m, cl_command_queue q, size_t *bytes)
     /* Adopted from a pre-copy: only what the stop read is missing there. */
     if (m->premade_used) {
         size_t lo = m->stop_lo, n = m->stop_hi - m->stop_lo;
-        void *ctx = m->context->obj.real;
         m->premade_used = false;
         if (n == 0)
             return 0;
         *bytes += n;
-        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_WRITE))
-            return shim_hostcopy_write(q, ctx, m->obj.real, lo, n,
-                                       (char *)m->shadow + lo);
-        if (shim_staging_has(ctx))
-            return shim_staging_write(q, ctx, m->obj.real, lo, n,
-                                      (char *)m->shadow + lo) < 0 ? -EIO : 0;
-        err = VENDOR(q)->clEnqueueWriteBuffer(q, m->obj.real, CL_FALSE, lo, n,
-                                              (char *)m->shadow + lo, 0, NULL,
-                                              NULL);
-        if (err != CL_SUCCESS) {
-            SWITCH_FAIL("writing back %zu bytes failed: %d", n, err);
-            return -EIO;
-        }
-        return 0;
-    }
-    if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_WRITE)) {
-        /* Its host access flags forbid writing it: through the device. */
-        void *ctx = m->context->obj.real;
-        *bytes += m->size;
-        if (m->type == SHIM_IMAGE)
-            return shim_hostcopy_write_image(q, ctx, m, m->obj.real,
-                                             m->shadow) < 0 ? -EIO : 0;
-        return shim_hostcopy_write(q, ctx, m->obj.real, 0, m->size,
-                                   m->shadow);
-    }
-    if (m->type == SHIM_IMAGE) {
-        size_t origin[3] = {0, 0, 0}, region[3];
-        shim_image_region(m, region);
-        err = VENDOR(q)->clEnqueueWriteImage(q, m->obj.real, CL_FALSE, origin,
-                                             region, 0, 0, m->shadow, 0, NULL,
-                                             NULL);
-    } else if (shim_staging_has(m->context->obj.real)) {
-        *bytes += m->size;
-        return shim_staging_write(q, m->context->obj.real, m->obj.real, 0,
-                                  m->size, m->shadow) < 0 ? -EIO : 0;
-    } else {
-        err = VENDOR(q)->clEnqueueWriteBuffer(q, m->obj.real, CL_FALSE, 0,
-                                              m->size, m->shadow, 0, NULL,
-                                              NULL);
-    }
-    if (err != CL_SUCCESS) {
-        SWITCH_FAIL("writing back a %zu-byte object failed: %d",
-                  m->size, err);
-        return -EIO;
+        return write_back(m, q, lo, n);
     }
     *bytes += m->size;
+    if (m->type != SHIM_IMAGE)
+        return write_back(m, q, 0, m->size);
+    /* Its host access flags forbid writing it: through the device. */
+    void *ctx = m->context->obj.real;
+    if (shim_bytes_path(SHIM_MOVE_WRITE, ctx, m, m->obj.real, m->size, false,
+                        false) == SHIM_PATH_DEVICE)
+        return shim_hostcopy_write_image(q, ctx, m, m->obj.real,
+                                         m->shadow) < 0 ? -EIO : 0;
+    size_t origin[3] = {0, 0, 0}, region[3];
+    shim_image_region(m, region);
+    cl_int err = VENDOR(q)->clEnqueueWriteImage(q, m->obj.real, CL_FALSE,
+                                                origin, region, 0, 0,
+                                                m->shadow, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        SWITCH_FAIL("writing back a %zu-byte object failed: %d", m->size,
+                    err);
+        return -EIO;
+    }
     return 0;
 }
 
@@ -104,9 +90,9 @@ void shim_rehome_streamed_forget(struct pass *ps)
 /* The proxy connection the devices were matched on (begin). */
 unsigned long shim_rehome_checked_conn;
 
-/* Steps 4b-6: load TO, rebuild every object on it, put every byte back. */
-int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
-                           struct shim_rehome_times *t)
+/* Step 4b: TO loaded and its platforms bound. */
+static int load(const struct shim_backend_ops *to,
+                struct shim_rehome_times *t)
 {
     double ts = shim_now();
     int rc;
@@ -131,37 +117,49 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
         SWITCH_FAIL("%s did not come up (%d)", to->name, rc);
         return rc;
     }
+    return shim_fault_at("load");
+}
 
-    if ((rc = shim_fault_at("load")) < 0)
-        return rc;
+/* Step 5 for one object O: made again on TO (or its twin adopted). */
+static int rebuild_one(const struct shim_backend_ops *to, struct shim_obj *o,
+                       struct shim_rehome_times *t)
+{
+    int rc;
 
-    /* 5. Rebuild in creation order, then set kernel arguments. */
-    ts = shim_now();
+    shim_vendor_err = CL_SUCCESS;
+    rc = shim_fault_at("rebuild");
+    /* The first objects a reload makes, by name (tests/fault). */
+    if (rc == 0 && o->kind == SHIM_CONTEXT)
+        rc = shim_fault_at("rebuild-context");
+    if (rc == 0 && o->kind == SHIM_QUEUE)
+        rc = shim_fault_at("rebuild-queue");
+    if (rc == 0 && shim_is_proxy(to) && o->ops->twins &&
+        (o->real = shim_twin_take(o))) {
+        t->twins++;
+        return 0;
+    }
+    double tr = shim_now();
+    if (rc == 0 && (rc = realize(o)) < 0)
+        SWITCH_FAIL("recreating a %s on %s failed (%d, vendor %d)",
+                    o->ops->name, to->name, rc, shim_vendor_err);
+    if (shim_now() - tr > 1e-4)
+        LOG_DEBUG("re-home: recreating a %s on %s took %.3f ms",
+                  o->ops->name, to->name, (shim_now() - tr) * 1e3);
+    return rc;
+}
+
+/* Step 5: rebuild in creation order, then set kernel arguments. */
+static int rebuild(const struct shim_backend_ops *to,
+                   struct shim_rehome_times *t)
+{
+    double ts = shim_now();
     unsigned kept, compiled;   /* programs' counts since: zeroed */
+    int rc = 0;
+
     shim_program_cache_counts_take(&kept, &compiled);
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
-        if (o->kind != SHIM_PLATFORM) {
-            shim_vendor_err = CL_SUCCESS;
-            rc = shim_fault_at("rebuild");
-            /* The first objects a reload makes, by name (tests/fault). */
-            if (rc == 0 && o->kind == SHIM_CONTEXT)
-                rc = shim_fault_at("rebuild-context");
-            if (rc == 0 && o->kind == SHIM_QUEUE)
-                rc = shim_fault_at("rebuild-queue");
-            if (rc == 0 && shim_is_proxy(to) && o->ops->twins &&
-                (o->real = shim_twin_take(o))) {
-                t->twins++;
-                continue;
-            }
-            double tr = shim_now();
-            if (rc == 0 && (rc = realize(o)) < 0)
-                SWITCH_FAIL("recreating a %s on %s failed (%d, "
-                          "vendor %d)", o->ops->name, to->name,
-                          rc, shim_vendor_err);
-            if (shim_now() - tr > 1e-4)
-                LOG_DEBUG("re-home: recreating a %s on %s took %.3f ms",
-                          o->ops->name, to->name, (shim_now() - tr) * 1e3);
-        }
+        if (o->kind != SHIM_PLATFORM)
+            rc = rebuild_one(to, o, t);
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (o->kind == SHIM_KERNEL) {
             rc = shim_fault_at("args");
@@ -170,20 +168,64 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
         }
     t->rebuild = shim_now() - ts;
     shim_program_cache_counts_take(&t->programs_kept, &t->programs_compiled);
-    if (rc < 0) {
-        SWITCH_FAIL("rebuilding objects on %s failed (%d)", to->name,
-                  rc);
-        return rc;
-    }
+    if (rc < 0)
+        SWITCH_FAIL("rebuilding objects on %s failed (%d)", to->name, rc);
+    return rc;
+}
 
-    /* 6. Put every byte back; the switch is done only once every write
-     * has completed without error. */
-    ts = shim_now();
-    struct shim_bulk ship0, ship1;
-    shim_staging_stats_take(&t->reinject_staged);
-    shim_ring_stats_take(&t->ring);
-    shim_backend_bulk_stats(shim_proxy_backend(), &ship0);
-    size_t next_streamed = 0;    /* the extract noted them in this order */
+/* Step 6 for a streamed buffer D (its new object M, TO's queue Q): by the
+ * path the chooser picked when it was noted (rehome_out.c): back from the
+ * proxy through the shared area, out to it through the shared area pinned
+ * for the vendor or, where that has no room, pinned chunks. */
+static int reinject_streamed(const struct shim_backend_ops *to,
+                             struct streamed *d, struct shim_mem *m,
+                             cl_command_queue q, struct shim_rehome_times *t)
+{
+    int rc;
+
+    d->rq = q;
+    /* A pre-copied buffer's range: the rest is in the buffer made ahead,
+     * if the rebuild adopted it (nothing to write), else written whole
+     * from the RAM copy first, the range over it. */
+    if ((d->off != 0 || d->len != m->size) &&
+        (rc = reinject(m, q, &t->bytes_reinjected)) < 0)
+        return rc;
+    t->bytes_reinjected += d->len;
+    t->bytes_streamed += d->len;
+    /* Back from the proxy: proxy -> ring 1 -> this device, done when it
+     * returns (ringstream.c). */
+    if (shim_is_vendor(to)) {
+        if (shim_ringstream_back(d->q, d->mem, d->off, d->len, q,
+                                 m->obj.real) < 0) {
+            SWITCH_FAIL("streaming %zu bytes of a buffer back from the "
+                        "proxy failed", d->len);
+            return -EIO;
+        }
+        return 0;
+    }
+    /* Out through the shared area pinned for the vendor: device -> ring 0
+     * -> the proxy, no CPU copy; else pinned chunks. */
+    int out = shim_ringstream_out(d->q, d->ctx, d->mem, d->off, d->len, q,
+                                  m->obj.real);
+    if (out < 0 && out != -EAGAIN) {
+        SWITCH_FAIL("streaming %zu bytes of a buffer to the proxy through "
+                    "the shared area failed", d->len);
+        return -EIO;
+    }
+    if (out != -EAGAIN)
+        return 0;
+    return shim_staging_stream(d->q, d->ctx, d->mem, d->off, d->len,
+                               stream_sink, d) < 0 ? -EIO : 0;
+}
+
+/* Step 6's writes: every buffer's bytes handed on (streamed ones in the
+ * order the extract noted them). */
+static int reinject_all(const struct shim_backend_ops *to, struct pass *ps,
+                        struct shim_rehome_times *t)
+{
+    size_t next_streamed = 0;
+    int rc = 0;
+
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (shim_mem_holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
@@ -204,50 +246,30 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
                                      : NULL;
             if (!d || d->m != m) {
                 SWITCH_FAIL("the streamed buffers changed under the switch");
-                rc = -EIO;
-                break;
+                return -EIO;
             }
-            d->rq = q;
-            /* A pre-copied buffer's range: the rest is in the buffer made
-             * ahead, if the rebuild adopted it (nothing to write), else
-             * written whole from the RAM copy first, the range over it. */
-            if ((d->off != 0 || d->len != m->size) &&
-                (rc = reinject(m, q, &t->bytes_reinjected)) < 0)
-                break;
-            t->bytes_reinjected += d->len;
-            t->bytes_streamed += d->len;
-            /* Back from the proxy: proxy -> ring 1 -> this device, done
-             * when it returns (ringstream.c). */
-            if (shim_is_vendor(to)) {
-                if (shim_ringstream_back(d->q, d->mem, d->off, d->len, q,
-                                         m->obj.real) < 0) {
-                    SWITCH_FAIL("streaming %zu bytes of a buffer back from "
-                                "the proxy failed",
-                                d->len);
-                    rc = -EIO;
-                }
-                continue;
-            }
-            /* Out through the shared area pinned for the vendor: device
-             * -> ring 0 -> the proxy, no CPU copy; else pinned chunks. */
-            int out = shim_ringstream_out(d->q, d->ctx, d->mem, d->off,
-                                          d->len, q, m->obj.real);
-            if (out < 0 && out != -EAGAIN) {
-                SWITCH_FAIL("streaming %zu bytes of a buffer to the proxy "
-                            "through the shared area failed", d->len);
-                rc = -EIO;
-            }
-            if (out != -EAGAIN)
-                continue;
-            if (shim_staging_stream(d->q, d->ctx, d->mem, d->off, d->len,
-                                    stream_sink, d) < 0)
-                rc = -EIO;
+            rc = reinject_streamed(to, d, m, q, t);
         }
     if (rc == 0 && next_streamed != ps->n_streamed) {
         SWITCH_FAIL("%zu streamed buffer(s) not sent",
                     ps->n_streamed - next_streamed);
         rc = -EIO;
     }
+    return rc;
+}
+
+/* Step 6: put every byte back; the switch is done only once every write
+ * has completed without error. */
+static int put_back(const struct shim_backend_ops *to, struct pass *ps,
+                    struct shim_rehome_times *t)
+{
+    double ts = shim_now();
+    struct shim_bulk ship0, ship1;
+
+    shim_staging_stats_take(&t->reinject_staged);
+    shim_ring_stats_take(&t->ring);
+    shim_backend_bulk_stats(shim_proxy_backend(), &ship0);
+    int rc = reinject_all(to, ps, t);
     if (rc == 0)
         rc = shim_fault_at("reinject-done");
     double tw = shim_now();
@@ -278,8 +300,21 @@ int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
     if (shim_is_proxy(to))
         t->transport = shim_backend_transport(to);
     if (rc < 0)
-        SWITCH_FAIL("putting the bytes back on %s failed (%d)",
-                  to->name, rc);
+        SWITCH_FAIL("putting the bytes back on %s failed (%d)", to->name,
+                    rc);
+    return rc;
+}
+
+/* Steps 4b-6: load TO, rebuild every object on it, put every byte back. */
+int shim_rehome_bring_back(const struct shim_backend_ops *to, struct pass *ps,
+                           struct shim_rehome_times *t)
+{
+    int rc = load(to, t);
+
+    if (rc == 0)
+        rc = rebuild(to, t);
+    if (rc == 0)
+        rc = put_back(to, ps, t);
     return rc;
 }
 

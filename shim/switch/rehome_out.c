@@ -57,11 +57,6 @@ void shim_image_host_steps(const struct shim_mem *m, size_t row,
     *slice_step = slice ? slice : row * region[1];
 }
 
-/* Reads from the proxy at least this big are blocking (extract): a round
- * trip each (~0.1 ms) is then under a tenth of the transfer, and the
- * proxy would gather larger ones in fresh (page-faulting) heap memory. */
-#define STREAMED_READ_MIN (8u << 20)
-
 /* Copies to RAM what the device changed since the last copy. */
 static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
 {
@@ -89,7 +84,9 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
         }
         *bytes += m->size;
         /* Its host access flags forbid reading it: through the device. */
-        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ)) {
+        if (shim_bytes_path(SHIM_MOVE_READ, m->context->obj.real, m,
+                            m->obj.real, m->size, false,
+                            false) == SHIM_PATH_DEVICE) {
             size_t row_step, slice_step;
             shim_image_host_steps(m, row, slice, &row_step, &slice_step);
             return shim_hostcopy_read_image(q, m->context->obj.real, m,
@@ -129,29 +126,22 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
             }
             base = m->shadow;
         }
-        void *ctx = m->context->obj.real;
         *bytes += hi - lo;
-        if (shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ))
-            return shim_hostcopy_read(q, ctx, m->obj.real, lo, hi - lo,
-                                      (char *)base + lo);
-        /* Into the shim's own RAM copy, through pinned chunks where the
-         * vendor's context has them (staging.c). */
-        if (base == m->shadow && shim_staging_has(ctx))
-            return shim_staging_read(q, ctx, m->obj.real, lo, hi - lo,
-                                     (char *)base + lo) < 0 ? -EIO : 0;
-        /* From the proxy a large range is read blocking: the proxy then
-         * streams it chunk by chunk (its pinned pair, the ring or the
-         * socket), its device copies, its copies and ours overlapped,
-         * where a non-blocking read is first gathered whole in its heap
-         * (proxy-domain/exec_mem.c).  Small ones stay non-blocking, so
-         * that many of them cost no round trip each. */
-        cl_bool blocking =
-            shim_is_proxy(shim.backend) && hi - lo >= STREAMED_READ_MIN
-                ? CL_TRUE
-                : CL_FALSE;
-        err = VENDOR(q)->clEnqueueReadBuffer(q, m->obj.real, blocking, lo,
-                                             hi - lo, (char *)base + lo, 0,
-                                             NULL, NULL);
+        /* Through the device where its host access flags forbid reading
+         * it; into the shim's own RAM copy through pinned chunks where the
+         * vendor's context has them (staging.c).  From the proxy a large
+         * range is read blocking: the proxy then streams it chunk by chunk
+         * (its pinned pair, the ring or the socket), its device copies,
+         * its copies and ours overlapped, where a non-blocking read is
+         * first gathered whole in its heap (proxy-domain/exec_mem.c).
+         * Small ones stay non-blocking, so that many of them cost no round
+         * trip each (bytepath.c). */
+        int rc = shim_bytes_read(q, m->context->obj.real, m, m->obj.real, lo,
+                                 hi - lo, (char *)base + lo,
+                                 base == m->shadow,
+                                 shim_is_proxy(shim.backend), &err);
+        if (rc == 0 || err == CL_SUCCESS)
+            return rc;
     }
     if (err != CL_SUCCESS) {
         SWITCH_FAIL("reading a %zu-byte object failed: %d", m->size,
@@ -172,22 +162,39 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
  * through the shared area pinned in the context made ahead for it, so that
  * no byte takes a CPU copy.  CRANE_STREAM_SWITCH=0: never.
  */
+static enum shim_path stream_path(const struct shim_backend_ops *from,
+                                  const struct shim_backend_ops *to,
+                                  const struct shim_mem *m)
+{
+    void *ctx = m->context->obj.real;
+    struct shim_path_ask a = {.len = m->size};
+
+    if (!shim_config.stream_switch || m->type != SHIM_BUFFER ||
+        shim_mem_over_host(m) || atomic_load(&m->maps) != 0 ||
+        !m->obj.real)
+        return SHIM_PATH_NONE;
+    if (shim_is_vendor(from) && shim_is_proxy(to)) {
+        a.move = SHIM_MOVE_STREAM_OUT;
+        a.ring = shim_ringstream_has(ctx);
+        a.staging = shim_staging_has(ctx);
+        a.host_forbids = shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ);
+    } else if (shim_is_proxy(from) && shim_is_vendor(to)) {
+        a.move = SHIM_MOVE_STREAM_BACK;
+        a.ring = shim_ringstream_has(m->context->premade);
+        a.host_forbids = (m->flags & (CL_MEM_HOST_NO_ACCESS |
+                                      CL_MEM_HOST_READ_ONLY |
+                                      CL_MEM_HOST_WRITE_ONLY)) != 0;
+    } else {
+        return SHIM_PATH_NONE;
+    }
+    return shim_path_choose(&a);
+}
+
 static bool streams_kind(const struct shim_backend_ops *from,
                          const struct shim_backend_ops *to,
                          const struct shim_mem *m)
 {
-    if (!shim_config.stream_switch || m->type != SHIM_BUFFER ||
-        shim_mem_over_host(m) || atomic_load(&m->maps) != 0 ||
-        !m->obj.real)
-        return false;
-    if (shim_is_vendor(from) && shim_is_proxy(to))
-        return (shim_ringstream_has(m->context->obj.real) ||
-                shim_staging_has(m->context->obj.real)) &&
-               !shim_mem_host_forbids(m, m->obj.real, CL_MAP_READ);
-    return shim_is_proxy(from) && shim_is_vendor(to) &&
-           shim_ringstream_has(m->context->premade) &&
-           !(m->flags & (CL_MEM_HOST_NO_ACCESS | CL_MEM_HOST_READ_ONLY |
-                         CL_MEM_HOST_WRITE_ONLY));
+    return stream_path(from, to, m) != SHIM_PATH_NONE;
 }
 
 static bool streams(const struct shim_backend_ops *from,
@@ -211,11 +218,8 @@ static bool streams_range(const struct shim_backend_ops *from,
                           const struct shim_backend_ops *to,
                           const struct shim_mem *m)
 {
-    void *native =
-        shim_is_vendor(from) ? m->context->obj.real : m->context->premade;
-
     return m->premade && m->shadow && m->shadow_valid &&
-           streams_kind(from, to, m) && shim_ringstream_has(native);
+           stream_path(from, to, m) == SHIM_PATH_RING;
 }
 
 /* Before the gate closes: whether a switch to TO (ARG) fills M's RAM
@@ -311,20 +315,13 @@ static int queues_drain(void)
     return rc;
 }
 
-/* Steps 1-3, with the gate closed: finish, extract, release (or hand the
- * real handles to the background when leaving the vendor for the proxy). */
-int shim_rehome_take_out(const struct shim_backend_ops *from,
-                         const struct shim_backend_ops *to, struct pass *ps,
-                         struct shim_rehome_times *t)
+/* Step 1: finish every queue and let every pending callback run. */
+static int finish_all(const struct shim_backend_ops *from,
+                      struct shim_rehome_times *t)
 {
-    double ts;
+    double ts = shim_now();
     int rc;
 
-    if ((rc = check_movable()) < 0)
-        return rc;
-
-    /* 1. Finish every queue and let every pending callback run. */
-    ts = shim_now();
     if (!shim_backend_alive(from)) {
         SWITCH_FAIL("the connection to the proxy is lost; the "
                     "program's data there cannot be brought back");
@@ -361,23 +358,16 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
     }
     shim_event_drain_deferred();
     t->finish = shim_now() - ts;
-    if ((rc = shim_fault_at("finish")) < 0)
-        return rc;
-    /* Maps the program keeps across the switch: the vendor's side ends
-     * here, the program's pointer stays (map.c). */
-    if ((rc = shim_maps_carry(pass_queue, ps)) < 0) {
-        shim_helper_queues_release(ps->hq, &ps->n_hq);
-        return rc;
-    }
+    return shim_fault_at("finish");
+}
 
-    /* 2. Extract: every byte the device changed goes to RAM.  Nothing is
-     * marked clean until every read has completed without error. */
-    ts = shim_now();
-    struct shim_bulk ship0, ship1;
-    shim_staging_stats_take(&t->extract_staged);  /* pre-copy's: dropped */
-    shim_backend_bulk_stats(shim_proxy_backend(), &ship0);
-    size_t owed_before =
-        shim_is_proxy(from) ? shim_backend_reads_outstanding(from) : 0;
+/* Step 2's reads: each buffer's changed bytes read, or noted to stream. */
+static int extract_all(const struct shim_backend_ops *from,
+                       const struct shim_backend_ops *to, struct pass *ps,
+                       struct shim_rehome_times *t)
+{
+    int rc = 0;
+
     for (struct shim_obj *o = shim_store_first(); o && rc == 0; o = o->next)
         if (shim_mem_holds_bytes(o)) {
             struct shim_mem *m = (void *)o;
@@ -395,6 +385,22 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
                                            &t->bytes_extracted)
                             : extract(m, q, &t->bytes_extracted);
         }
+    return rc;
+}
+
+/* Step 2: every byte the device changed goes to RAM.  Nothing is marked
+ * clean until every read has completed without error. */
+static int extract_step(const struct shim_backend_ops *from,
+                        const struct shim_backend_ops *to, struct pass *ps,
+                        struct shim_rehome_times *t)
+{
+    double ts = shim_now();
+    struct shim_bulk ship0, ship1;
+    shim_staging_stats_take(&t->extract_staged);  /* pre-copy's: dropped */
+    shim_backend_bulk_stats(shim_proxy_backend(), &ship0);
+    size_t owed_before =
+        shim_is_proxy(from) ? shim_backend_reads_outstanding(from) : 0;
+    int rc = extract_all(from, to, ps, t);
     if (rc == 0)
         rc = shim_fault_at("extract-done");
     int src = shim_staging_finish();
@@ -429,10 +435,19 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
         if (shim_mem_holds_bytes(o) && !((struct shim_mem *)o)->streamed)
             shim_mem_dirty_reset((struct shim_mem *)o);
+    return 0;
+}
 
-    /* 3. Release every vendor object, children first: now, or after the
-     * gate opens when leaving the native backend for the proxy. */
-    ts = shim_now();
+/* Steps 3 and 4a: release every vendor object, children first: now, or
+ * after the gate opens when leaving the native backend for the proxy;
+ * then unload the old backend, unless in the background. */
+static int release_step(const struct shim_backend_ops *from,
+                        const struct shim_backend_ops *to, struct pass *ps,
+                        struct shim_rehome_times *t)
+{
+    double ts = shim_now();
+    int rc;
+
     if ((rc = shim_fault_at("release")) < 0)
         return rc;
     ps->background = to && to != from;
@@ -459,11 +474,30 @@ int shim_rehome_take_out(const struct shim_backend_ops *from,
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
         t->objects++;
     t->release = shim_now() - ts;
-
-    /* 4a. Unload the old backend, unless in the background. */
     ts = shim_now();
     if (!ps->background)
         from->unload();
     t->unload = shim_now() - ts;
     return 0;
+}
+
+/* Steps 1-3, with the gate closed: finish, extract, release (or hand the
+ * real handles to the background when leaving the vendor for the proxy). */
+int shim_rehome_take_out(const struct shim_backend_ops *from,
+                         const struct shim_backend_ops *to, struct pass *ps,
+                         struct shim_rehome_times *t)
+{
+    int rc;
+
+    if ((rc = check_movable()) < 0 || (rc = finish_all(from, t)) < 0)
+        return rc;
+    /* Maps the program keeps across the switch: the vendor's side ends
+     * here, the program's pointer stays (map.c). */
+    if ((rc = shim_maps_carry(pass_queue, ps)) < 0) {
+        shim_helper_queues_release(ps->hq, &ps->n_hq);
+        return rc;
+    }
+    if ((rc = extract_step(from, to, ps, t)) < 0)
+        return rc;
+    return release_step(from, to, ps, t);
 }

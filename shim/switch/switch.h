@@ -6,6 +6,8 @@
 #ifndef CRANE_SHIM_SWITCH_H
 #define CRANE_SHIM_SWITCH_H
 
+#include "bytepath.h"
+
 struct shim_backend_ops;
 /* Before a switch from the proxy back to the vendor: load the vendor
  * (VENDOR: the native backend's row, which names this) and make the
@@ -83,6 +85,23 @@ struct shim_ring_stats {
     double device_s;
 };
 void shim_ring_stats_take(struct shim_ring_stats *out);
+
+/* A buffer's N bytes at OFF of M's real MEM (in the vendor context CTX)
+ * read into DST or written from SRC on Q by the path the one chooser
+ * picks (bytepath.h; bytes.c): a device copy where host access is
+ * forbidden, pinned chunks, or the vendor's call.  0 once queued; -EIO
+ * with the vendor's error in *ERR where its call failed, or hostcopy's
+ * -errno.  INTO_SHADOW: DST is the shim's RAM copy; FROM_PROXY: a large
+ * read is blocking. */
+enum shim_path shim_bytes_path(enum shim_move move, void *ctx,
+                               const struct shim_mem *m, cl_mem mem,
+                               size_t n, bool into_shadow, bool from_proxy);
+int shim_bytes_read(cl_command_queue q, void *ctx, const struct shim_mem *m,
+                    cl_mem mem, size_t off, size_t n, void *dst,
+                    bool into_shadow, bool from_proxy, cl_int *err);
+int shim_bytes_write(cl_command_queue q, void *ctx, const struct shim_mem *m,
+                     cl_mem mem, size_t off, size_t n, const void *src,
+                     cl_int *err);
 
 /* Bytes of memory objects whose host access flags (CL_MEM_HOST_*) forbid
  * the host's reads or writes, moved through the device (hostcopy.c).

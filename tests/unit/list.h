@@ -133,6 +133,11 @@ TEST_ENTRY(check_copies_and_maps)
 TEST_ENTRY(kernel_sig_classes)
 TEST_ENTRY(kernel_sig_says_nothing_when_unsure)
 
+/* shim/bytepath.c: tests/unit/test_bytepath.c */
+TEST_ENTRY(bytepath_device_and_host)
+TEST_ENTRY(bytepath_streams)
+TEST_ENTRY(bytepath_remote_wire)
+
 /* shim/timebase.c: tests/unit/test_timebase.c */
 TEST_ENTRY(timebase_continues_across_devices)
 TEST_ENTRY(timebase_first_reading_is_the_timeline)
