@@ -2,38 +2,57 @@
 # Builds the OpenCL e2e test guest and proxy domain: the crane-guestd initramfs guest plus a read-only ext4 disk with cl_worker, cl_pyworker, crane-proxy, the crane shim and PoCL.
 #
 # One image, two roles, chosen on the kernel command line: a guest
-# (crane-guestd, then cl_worker and, with crane.py=1, cl_pyworker under
-# the shim: vmimages/clguest/70-cl-worker), or with crane.role=proxy the
-# proxy domain (crane-proxy on its own PoCL device, listening on TCP
-# 7420 with the key it reads from its second disk:
-# vmimages/clguest/60-crane-proxy).  crane.ip=ADDR/LEN puts eth0 on the
-# VMs' shared network (vmimages/clguest/20-crane-net).
+# (crane-guestd, then cl_worker and, with crane.py=1, cl_pyworker:
+# vmimages/clguest/70-cl-worker), or with crane.role=proxy the proxy
+# domain (crane-proxy on its own PoCL device, listening on TCP 7420 with
+# the key it reads from its second disk: vmimages/clguest/60-crane-proxy).
+# crane.ip=ADDR/LEN puts eth0 on the VMs' shared network
+# (vmimages/clguest/20-crane-net).
 #
 # Usage: vmimages/build-clguest.sh OUTDIR
 # Writes OUTDIR/vmlinuz, OUTDIR/initramfs.img, OUTDIR/kernel-version
 # (vmimages/build-initramfs.sh; set CRANE_VM_CACHE to share the kernel
-# download) and OUTDIR/cl-root.img, the disk the domain gets read-only as
-# vda. Needs build/bin/crane-guestd, cranectl, crane-run,
-# build/lib/libcrane.so and build/tests/guest/cl_worker (CRANE_BIN names
-# another bin folder), PoCL (pocl-opencl-icd), busybox-static and
-# mkfs.ext4 (e2fsprogs, for `mkfs.ext4 -d`: no loop device).
+# download), OUTDIR/cl-root.img, the disk the domain gets read-only as
+# vda, and OUTDIR/debs/ (the packages installed in it).  Needs
+# build/tests/guest/cl_worker, PoCL (pocl-opencl-icd), busybox-static,
+# mkfs.ext4 (e2fsprogs, for `mkfs.ext4 -d`: no loop device) and what
+# `make deb` needs.
 #
-# The initramfs: crane-guestd and cranectl with the files of
-# vmimages/guestd/ (guestd.conf: mode offline, gpu_type none, virtio_rng as
-# the GPU driver; crane-modprobe; the hook 50-crane-guestd), not its
-# stand-in programs; the ext4 modules; and vmimages/clguest/70-cl-worker,
-# which mounts the disk and runs cl_worker under crane-run in a chroot of it
-# (see that file for its console lines).
+# crane comes from its Debian packages only, nothing of build/: the .debs
+# of vmimages/build-debs.sh (cached in CRANE_DEB_CACHE, default
+# build/e2e-vm/debs, keyed by the source; CRANE_DEB_DIR names a folder of
+# ready ones instead) are installed into the disk's tree by
+# vmimages/install-debs.sh (dpkg-deb -x, dpkg's database, the postinst's
+# crane group and diversion of pocl.icd into /etc/crane/vendors.d),
+# crane-guest and crane-proxy: /usr/sbin/crane-guestd, cranectl,
+# crane-proxy, /usr/lib/crane/libcrane.so registered as the system's ICD
+# (/etc/OpenCL/vendors/crane.icd), their units and /etc/crane.  Then, as
+# an administrator would: /etc/crane/guestd.conf (a conffile) replaced by
+# vmimages/guestd/guestd.conf (mode offline, gpu_type none, virtio_rng as
+# the GPU driver, /dev/hwrng /dev/crane-gpu0 as its nodes) and its
+# /usr/sbin/crane-modprobe.  The programs run plainly, no crane-run: the
+# ICD loader brings libcrane in.
 #
-# cl-root.img holds only what cl_worker needs at run time, found by tracing
-# it on this host (strace -f -e openat,execve):
-#   /opt/crane/bin/{crane-run,cl_worker}, /opt/crane/lib/libcrane.so;
-#   busybox (static) as /usr/bin/sh, env, dirname, basename...: crane-run is
+# The initramfs holds no crane file: its hooks (vmimages/clguest/)
+# mount the disk (30-crane-root) and start the packaged units in a chroot
+# of it (crane-unit-start, vmimages/clguest/unit-start: their ExecStart=,
+# Environment= and folders read from the installed unit files), and
+# crane-pkg-check (vmimages/clguest/pkg-check) prints, for crane-guestd,
+# crane-proxy and each program, the packaged files it runs or maps with
+# their md5 against dpkg's md5sums; plus the ext4 modules.
+#
+# cl-root.img holds the packages and what the programs need at run time,
+# found by tracing them on this host (strace -f -e openat,execve):
+#   crane-guest and crane-proxy as above, with the ldd closure of their
+#       binaries and libcrane; /opt/crane/bin/cl_worker;
+#   busybox (static) as /usr/bin/sh, env, modprobe, rmmod...: the units'
+#       stand-in for systemd runs ExecStart= from sh, crane-modprobe is
 #       a shell script;
-#   /etc/OpenCL/vendors/pocl.icd, the libpocl it names, PoCL's device
-#       plugins (LIBDIR/pocl/), its headers (/usr/share/pocl/include) and
-#       one kernel library, kernel-TRIPLE-$CRANE_CLGUEST_KERNELLIB.bc
-#       (default sse2: the guest sets POCL_KERNELLIB_NAME to match);
+#   the libpocl that pocl.icd names (the .icd itself diverted to
+#       /etc/crane/vendors.d), PoCL's device plugins (LIBDIR/pocl/), its
+#       headers (/usr/share/pocl/include) and one kernel library,
+#       kernel-TRIPLE-$CRANE_CLGUEST_KERNELLIB.bc (default sse2: the guest
+#       sets POCL_KERNELLIB_NAME to match);
 #   the linker PoCL runs to turn each kernel into a shared object
 #       (/usr/bin/ld, binutils' ld.bfd) and its inputs: libc.so and libm.so
 #       (linker scripts) with what they name, and from the newest GCC of
@@ -41,55 +60,64 @@
 #       find the GCC installation and its -L paths), libgcc.a, libgcc_s.so;
 #   /etc/os-release, /etc/debian_version (clang's distribution check);
 #   the ldd closure of every executable and library above, with symlinks
-#   kept (the usr-merged /bin, /lib, /lib64 links too);
-#   empty mount points /proc, /sys, /dev, /tmp, /run/crane.
-#   /opt/crane/bin/crane-proxy and its libraries;
+#       kept (the usr-merged /bin, /lib, /lib64 links too);
+#   empty mount points /proc, /sys, /dev, /tmp, /run, /var/cache,
+#       /lib/modules;
 #   cl_pyworker (tests/guest/cl_pyworker.py) with /usr/bin/python3, numpy
 #       and pyopencl: the files python opens to run it, found with strace
 #       (-e openat,execve) on this host, and their ldd closure; left out
 #       (with a warning) when python3-pyopencl or strace is missing.
 # Then, when run as root, cl_worker and cl_pyworker run once in a chroot
-# of the tree (unshare -m, CRANE_SOCKET=none, 1 s) so a missing file stops
-# the build, not the guest; CRANE_CLGUEST_CHECK=0 skips that.  Their PoCL
-# kernel cache from that run is kept in /opt/crane/pocl-cache: the VMs
-# copy it to their tmpfs cache, so that neither the guest nor the proxy
-# domain compiles these kernels again under TCG (POCL_LLVM_CPU_NAME=x86-64
-# in both, so that the cache's keys match whatever CPU QEMU offers).
+# of the tree (unshare -m, CRANE_SOCKET=none, 1 s), as the guest runs
+# them (libcrane through crane.icd, which must log that it loaded a
+# vendor: "native: N platform(s) from", PoCL from /etc/crane/vendors.d,
+# the only place left with pocl.icd), so a missing file stops the build, not the
+# guest; CRANE_CLGUEST_CHECK=0 skips that.  Their PoCL kernel cache from
+# that run is kept in /opt/crane/pocl-cache: the VMs copy it to their
+# tmpfs cache, so that neither the guest nor the proxy domain compiles
+# these kernels again under TCG (POCL_LLVM_CPU_NAME=x86-64 in both, so
+# that the cache's keys match whatever CPU QEMU offers).
 set -eu
 
 usage() { echo "usage: $0 OUTDIR" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
-BIN=${CRANE_BIN:-$TOP/build/bin}
-LIB=$(cd "$BIN/../lib" 2>/dev/null && pwd || echo "$TOP/build/lib")
 WORKER=$TOP/build/tests/guest/cl_worker
 PYWORKER=$TOP/tests/guest/cl_pyworker.py
 PYTHON=/usr/bin/python3
 KLIB=${CRANE_CLGUEST_KERNELLIB:-sse2}
 GUESTD=$HERE/guestd
+# What libcrane logs once it loaded the vendors (shim/native.c, info).
+CHECK_VENDOR='native: [0-9]* platform(s) from'
 T0=$(date +%s.%N)
 
 die() { echo "build-clguest: $*" >&2; exit 1; }
-for f in "$BIN/crane-guestd" "$BIN/cranectl" "$BIN/crane-run" \
-    "$BIN/crane-proxy" "$WORKER"; do
-    [ -x "$f" ] || die "$f missing (make $f)"
-done
-[ -f "$LIB/libcrane.so" ] || die "$LIB/libcrane.so missing (make build/lib/libcrane.so)"
+[ -x "$WORKER" ] || die "$WORKER missing (make $WORKER)"
 for t in mkfs.ext4 ldd busybox; do
     command -v "$t" > /dev/null || die "$t missing"
 done
 ICD=/etc/OpenCL/vendors/pocl.icd
 [ -f "$ICD" ] || die "$ICD missing (apt-get install pocl-opencl-icd)"
-"$BIN/crane-guestd" --config "$GUESTD/guestd.conf" --check-config > /dev/null
-
 mkdir -p "$1"
 OUT=$(cd "$1" && pwd)
+if [ -n "${CRANE_DEB_DIR:-}" ]; then
+    DEBS=$CRANE_DEB_DIR
+else
+    DEBS=$("$HERE/build-debs.sh" "${CRANE_DEB_CACHE:-$TOP/build/e2e-vm/debs}") ||
+        die "no packages (vmimages/build-debs.sh)"
+fi
+set -- "$DEBS"/crane-guest_*.deb
+[ -f "$1" ] || die "no crane-guest package in $DEBS"
+GUEST_DEB=$1
+set -- "$DEBS"/crane-proxy_*.deb
+[ -f "$1" ] || die "no crane-proxy package in $DEBS"
+PROXY_DEB=$1
 ROOT=$OUT/cl-root
 rm -rf "$ROOT"
 mkdir -p "$ROOT/usr/bin" "$ROOT/usr/sbin" "$ROOT/usr/lib" "$ROOT/usr/lib64" \
     "$ROOT/proc" "$ROOT/sys" "$ROOT/dev" "$ROOT/tmp" "$ROOT/run/crane" \
-    "$ROOT/etc" "$ROOT/opt/crane/bin" "$ROOT/opt/crane/lib"
+    "$ROOT/etc" "$ROOT/opt/crane/bin" "$ROOT/var/cache" "$ROOT/usr/lib/modules"
 for d in bin sbin lib lib64; do ln -s "usr/$d" "$ROOT/$d"; done
 
 # add PATH: copies PATH to the same place under ROOT; a symlink is copied
@@ -130,12 +158,9 @@ add_ldscript() {
     done
 }
 
-# crane, the programs and the proxy.
-cp "$BIN/crane-run" "$WORKER" "$BIN/crane-proxy" "$ROOT/opt/crane/bin/"
-cp "$LIB/libcrane.so" "$ROOT/opt/crane/lib/"
-for f in "$WORKER" "$LIB/libcrane.so" "$BIN/crane-proxy"; do
-    for l in $(ldd "$f" | grep -o '/[^ ]*'); do add "$l"; done
-done
+# The test program (crane itself comes from the packages, below).
+cp "$WORKER" "$ROOT/opt/crane/bin/"
+for l in $(ldd "$WORKER" | grep -o '/[^ ]*'); do add "$l"; done
 
 # cl_pyworker: python3 with numpy and pyopencl, as much of them as running
 # it opens (python's own site .pth files of this machine stay out).
@@ -219,7 +244,30 @@ for f in /etc/os-release /etc/debian_version; do
     [ -e "$f" ] && add "$f"
 done
 
-# busybox for crane-run (sh, dirname, basename) and the hook (env).
+# crane: its packages, installed as dpkg would (pocl.icd, added above,
+# diverted into /etc/crane/vendors.d by crane-guest's postinst steps), and
+# the libraries their binaries need.
+"$HERE/install-debs.sh" "$ROOT" "$GUEST_DEB" "$PROXY_DEB"
+for f in usr/sbin/crane-guestd usr/sbin/cranectl usr/sbin/crane-proxy \
+    usr/lib/crane/libcrane.so; do
+    [ -f "$ROOT/$f" ] || die "/$f not in the packages"
+    for l in $(ldd "$ROOT/$f" | grep -o '/[^ ]*'); do add "$l"; done
+done
+[ -f "$ROOT/etc/crane/vendors.d/pocl.icd" ] && [ ! -e "$ROOT$ICD" ] ||
+    die "pocl.icd was not diverted into /etc/crane/vendors.d"
+mkdir -p "$OUT/debs.tmp"
+cp "$GUEST_DEB" "$PROXY_DEB" "$OUT/debs.tmp/"
+rm -rf "$OUT/debs"
+mv "$OUT/debs.tmp" "$OUT/debs"
+# The administrator's part: the guest daemon's config (the conffile
+# replaced, as an edit would) and the modprobe it names.
+cp "$GUESTD/guestd.conf" "$ROOT/etc/crane/guestd.conf"
+cp "$GUESTD/crane-modprobe" "$ROOT/usr/sbin/crane-modprobe"
+"$ROOT/usr/sbin/crane-guestd" --config "$ROOT/etc/crane/guestd.conf" --check-config > /dev/null ||
+    die "the packaged crane-guestd refuses $GUESTD/guestd.conf"
+
+# busybox for the units' ExecStart (sh), crane-modprobe (modprobe, rmmod)
+# and the hooks (env).
 cp "$(command -v busybox)" "$ROOT/usr/bin/busybox"
 for app in $("$ROOT/usr/bin/busybox" --list); do
     [ -e "$ROOT/usr/bin/$app" ] || [ -L "$ROOT/usr/bin/$app" ] ||
@@ -239,7 +287,7 @@ if [ "${CRANE_CLGUEST_CHECK:-1}" != 0 ] && [ "$(id -u)" = 0 ] &&
             chroot "$R" /usr/bin/env -i PATH=/usr/bin HOME=/tmp \
                 POCL_CACHE_DIR=/opt/crane/pocl-cache POCL_KERNELLIB_NAME=$K \
                 POCL_LLVM_CPU_NAME=x86-64 PYOPENCL_NO_CACHE=1 \
-                CRANE_SOCKET=none /opt/crane/bin/crane-run "$@"
+                CRANE_SOCKET=none CRANE_LOG_LEVEL=info "$@"
         }
         # The sizes the e2e tests run (PoCL caches a kernel per size).
         run /opt/crane/bin/cl_worker --seconds 1 --words 65536 &&
@@ -250,6 +298,8 @@ if [ "${CRANE_CLGUEST_CHECK:-1}" != 0 ] && [ "$(id -u)" = 0 ] &&
         { cat "$OUT/check.out" >&2; die "a program fails in $ROOT"; }
     [ "$(grep -c '^PASS' "$OUT/check.out")" = $((2 + PY)) ] ||
         { cat "$OUT/check.out" >&2; die "a program did not pass in $ROOT"; }
+    [ "$(grep -c "$CHECK_VENDOR" "$OUT/check.out")" -ge $((2 + PY)) ] ||
+        { cat "$OUT/check.out" >&2; die "a program ran without the packaged libcrane (no '$CHECK_VENDOR')"; }
     find "$ROOT/opt/crane/pocl-cache" -maxdepth 1 -name 'tempfile*' -exec rm -rf {} + || true
 fi
 
@@ -263,11 +313,12 @@ mkfs.ext4 -q -F -L crane-cl -O ^has_journal,^metadata_csum -m 0 \
 mv "$OUT/cl-root.img.tmp" "$OUT/cl-root.img"
 rm -rf "$ROOT"
 
-CRANE_INITRAMFS_BINS="$BIN/crane-guestd $BIN/cranectl ${CRANE_INITRAMFS_BINS:-}" \
-CRANE_INITRAMFS_FILES="$GUESTD/guestd.conf:/etc/crane/guestd.conf
-$GUESTD/crane-modprobe:/usr/sbin/crane-modprobe
-$GUESTD/50-crane-guestd:/etc/crane-init.d/50-crane-guestd
+CRANE_INITRAMFS_BINS="${CRANE_INITRAMFS_BINS:-}" \
+CRANE_INITRAMFS_FILES="$HERE/clguest/unit-start:/usr/sbin/crane-unit-start
+$HERE/clguest/pkg-check:/usr/sbin/crane-pkg-check
 $HERE/clguest/20-crane-net:/etc/crane-init.d/20-crane-net
+$HERE/clguest/30-crane-root:/etc/crane-init.d/30-crane-root
+$HERE/clguest/50-crane-guestd:/etc/crane-init.d/50-crane-guestd
 $HERE/clguest/60-crane-proxy:/etc/crane-init.d/60-crane-proxy
 $HERE/clguest/70-cl-worker:/etc/crane-init.d/70-cl-worker ${CRANE_INITRAMFS_FILES:-}" \
 CRANE_INITRAMFS_MODULES="ext4 ${CRANE_INITRAMFS_MODULES:-}" \

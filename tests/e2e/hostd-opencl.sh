@@ -3,8 +3,10 @@
 #
 # Usage: tests/e2e/hostd-opencl.sh [cleanup]
 # Builds the OpenCL guest when stale (vmimages/build-clguest.sh:
-# build/e2e-vm/clguest, a busybox initramfs with crane-guestd plus a
-# read-only ext4 disk with cl_worker, libcrane.so, crane-run and PoCL),
+# build/e2e-vm/clguest, a busybox initramfs plus a read-only ext4 disk
+# with crane-guest and crane-proxy installed from their .debs, cl_worker
+# and PoCL; the running crane-guestd and cl_worker's libcrane.so are
+# checked to be the packaged files),
 # starts two libvirtd ("osrc", "odst") and two crane-hostd (src, dst; peers
 # on loopback with a fresh key, each with one GPU in its pool: the ua-gpu0
 # rng), boots the guest on osrc and waits until cl_worker (run by the
@@ -54,11 +56,12 @@ esac
 skip() { echo "skip: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (libvirtd and QEMU run as root)"
 HOSTD=${HOSTD:-$B/bin/crane-hostd}
-for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/cranectl" "$B/bin/crane-guestd" \
-    "$B/bin/crane-run" "$B/tests/guest/cl_worker"; do
+for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/cranectl" "$B/tests/guest/cl_worker"; do
     [ -x "$bin" ] || skip "$bin not built"
 done
-[ -f "$B/lib/libcrane.so" ] || skip "$B/lib/libcrane.so not built"
+for t in dpkg-buildpackage dh; do
+    command -v $t > /dev/null || skip "$t missing (the image's .debs: scripts/setup-debian.sh)"
+done
 [ -f /etc/OpenCL/vendors/pocl.icd ] ||
     skip "PoCL not installed (pocl-opencl-icd, libpocl2, ocl-icd-libopencl1)"
 command -v mkfs.ext4 > /dev/null || skip "mkfs.ext4 missing (e2fsprogs)"
@@ -152,6 +155,7 @@ step "cl_worker started" "$C" '^CRANE-CL-STARTED'
 step "guest ready on src" "$C" '^CRANE-GUEST-READY'
 step "guest sees its GPU" "$C" '^CRANE-RNG present'
 step "cl_worker registered with crane-guestd" "$C" '^CRANE-CL-REGISTERED' 1 "$CL_TIMEOUT"
+e2e_clguest_packaged "$C" "" CL
 progress "cl_worker computing (first progress)" "$C" 1
 progress "cl_worker passed two self-checks" "$C" 100
 grep -q '^CRANE-CL-RESULT' "$C" && { fail "cl_worker ended on src"; finish; }

@@ -176,26 +176,90 @@ e2e_dest_xml() {
         -e "/<rng[ >]/,/<\/rng>/d"
 }
 
-# The OpenCL guest (vmimages/build-clguest.sh): crane-guestd and cl_worker
-# under the shim on PoCL, from a read-only disk, sharing E2E_VM's kernel.
+# The OpenCL guest (vmimages/build-clguest.sh): crane's packages (built
+# from this tree once per source, vmimages/build-debs.sh) installed on a
+# read-only disk, crane-guestd and cl_worker under them on PoCL, sharing
+# E2E_VM's kernel.
 E2E_CLGUEST_VM=${CRANE_CLGUEST_VM_DIR:-$E2E_VM/clguest}
+E2E_DEB_CACHE=${CRANE_DEB_CACHE:-$E2E_VM/debs}
 
-# e2e_clguest_image: builds E2E_CLGUEST_VM when it is missing or older than
-# its scripts and files, the daemon, cranectl, the shim, crane-run,
-# crane-proxy, cl_worker or cl_pyworker (about 25 s, 320 MB).
+# e2e_clguest_image: builds E2E_CLGUEST_VM when it is missing, older than
+# its scripts and files, cl_worker or cl_pyworker, or holds other
+# packages than the tree's (make deb, cached by the source: a few minutes
+# when the code changed; then about 25 s, 320 MB).
 e2e_clguest_image() {
-    if [ ! -f "$E2E_CLGUEST_VM/vmlinuz" ] || [ ! -f "$E2E_CLGUEST_VM/cl-root.img" ] ||
+    _debs=$("$E2E_ROOT/vmimages/build-debs.sh" "$E2E_DEB_CACHE") || return 1
+    _same=1
+    for _d in "$_debs"/crane-guest_*.deb "$_debs"/crane-proxy_*.deb; do
+        cmp -s "$_d" "$E2E_CLGUEST_VM/debs/${_d##*/}" || _same=0
+    done
+    if [ $_same = 0 ] || [ ! -f "$E2E_CLGUEST_VM/vmlinuz" ] ||
+        [ ! -f "$E2E_CLGUEST_VM/cl-root.img" ] ||
         e2e_stale "$E2E_CLGUEST_VM/initramfs.img" \
-            "$E2E_ROOT/build/bin/crane-guestd" "$E2E_ROOT/build/bin/cranectl" \
-            "$E2E_ROOT/build/bin/crane-run" "$E2E_ROOT/build/lib/libcrane.so" \
             "$E2E_ROOT/build/tests/guest/cl_worker" \
-            "$E2E_ROOT/build/bin/crane-proxy" \
             "$E2E_ROOT/tests/guest/cl_pyworker.py" \
             "$E2E_ROOT"/vmimages/*.sh "$E2E_ROOT"/vmimages/guestd/* \
             "$E2E_ROOT"/vmimages/clguest/*; then
-        CRANE_VM_CACHE=$E2E_VM/cache \
+        CRANE_VM_CACHE=$E2E_VM/cache CRANE_DEB_DIR=$_debs \
             "$E2E_ROOT/vmimages/build-clguest.sh" "$E2E_CLGUEST_VM" >&2 || return 1
     fi
+}
+
+# e2e_clguest_pkg_check CONSOLE TAG PATH: the console's crane-pkg-check
+# line for TAG says PATH is the packaged file (md5 ok) and its md5 is the
+# one in the md5sums of the image's .deb (not only the copy in the VM's
+# dpkg database); prints that line.  Waits for the line (CRANE_E2E_TIMEOUT).  1 (with the reason on stderr) if not.
+e2e_clguest_pkg_check() {
+    e2e_wait_for "$1" "CRANE-PKG $2 pid [0-9]* $3 " "${CRANE_E2E_TIMEOUT:-30}" ||
+        { echo "no CRANE-PKG line for $2 $3" >&2; return 1; }
+    _line=$(tr -d '\r' < "$1" | grep -a "CRANE-PKG $2 pid [0-9]* $3 " | tail -n 1 |
+        sed 's/.*CRANE-PKG /CRANE-PKG /')
+    [ -n "$_line" ] || { echo "no CRANE-PKG line for $2 $3" >&2; return 1; }
+    case $_line in *" ok") ;; *) echo "$_line" >&2; return 1 ;; esac
+    _pkg=$(echo "$_line" | awk '{ print $6 }')
+    _md5=$(echo "$_line" | awk '{ print $8 }')
+    set -- "$E2E_CLGUEST_VM/debs/${_pkg}"_*.deb "$3"
+    _want=$(dpkg-deb --info "$1" md5sums | awk -v p="${2#/}" '$2 == p { print $1 }')
+    [ -n "$_want" ] && [ "$_want" = "$_md5" ] ||
+        { echo "$2: md5 $_md5 in the VM, ${_want:-none} in $1" >&2; return 1; }
+    echo "$_line"
+}
+
+# e2e_clguest_unit_exec UNIT: the ExecStart= of UNIT as the image's .debs
+# ship it (crane-guest's or crane-proxy's unit file, read from the .deb).
+e2e_clguest_unit_exec() {
+    for _d in "$E2E_CLGUEST_VM"/debs/*.deb; do
+        dpkg-deb --fsys-tarfile "$_d" | tar -xOf - "./lib/systemd/system/$1" 2>/dev/null
+    done | sed -n 's/^ExecStart=//p' | tail -n 1
+}
+
+# e2e_clguest_packaged CONSOLE PROXY_CONSOLE TAG...: crane in the OpenCL
+# VMs is the packaged one, installed from the image's .debs: on CONSOLE
+# crane-guestd (started with its unit's ExecStart=, as the .deb has it)
+# and the libcrane.so each program TAG (CL, PY, VC) maps; on PROXY_CONSOLE
+# (none when empty) crane-proxy, started from its unit (ExecStart=
+# `crane-proxy $CRANE_PROXY_OPTS`, expanded).  Each file's md5 in the VM
+# equals dpkg's and the .deb's (e2e_clguest_pkg_check).  Calls fail (lib's
+# step helpers) for each that does not hold.
+e2e_clguest_packaged() {
+    _c=$1 _pc=$2
+    shift 2
+    e2e_clguest_pkg_check "$_c" guestd /usr/sbin/crane-guestd ||
+        fail "the guest's crane-guestd is not the packaged file"
+    _exec=$(e2e_clguest_unit_exec crane-guestd.service)
+    [ -n "$_exec" ] && tr -d '\r' < "$_c" | grep -aqF "CRANE-UNIT crane-guestd.service exec: $_exec" ||
+        fail "crane-guestd not started with its unit's ExecStart=${_exec:-?}"
+    for _t in "$@"; do
+        e2e_clguest_pkg_check "$_c" "$_t" /usr/lib/crane/libcrane.so ||
+            fail "program $_t does not run the packaged libcrane.so"
+    done
+    [ -n "$_pc" ] || return 0
+    e2e_clguest_pkg_check "$_pc" proxy /usr/sbin/crane-proxy ||
+        fail "the proxy domain's crane-proxy is not the packaged file"
+    _exec=$(e2e_clguest_unit_exec crane-proxy.service)
+    [ "${_exec%% *}" = /usr/sbin/crane-proxy ] &&
+        tr -d '\r' < "$_pc" | grep -aq "CRANE-UNIT crane-proxy.service exec: ${_exec%% *} --listen" ||
+        fail "crane-proxy not started with its unit's ExecStart=${_exec:-?}"
 }
 
 # e2e_cl_domain_xml NAME DIR IMAGE_DIR MEM_MIB [KERNEL_ARGS]: e2e_domain_xml's

@@ -15,7 +15,12 @@
 #     PoCL device with HMAC auth (vmimages/clguest/60-crane-proxy);
 #   - the guest crane-live on lsrc (10.77.0.10): crane-guestd,
 #     tests/guest/cl_worker and tests/guest/cl_pyworker.py (pyopencl, numpy:
-#     Debian's packages, unmodified) under crane-run on PoCL.
+#     Debian's packages, unmodified) started plainly on PoCL, under crane
+#     through the crane-guest package's ICD.  crane in both VMs comes from
+#     its .debs (make deb, cached by the source), installed into the image
+#     as dpkg would (vmimages/build-clguest.sh); the setup checks that the
+#     running crane-guestd, crane-proxy and each program's libcrane.so are
+#     the packaged files (md5 as in the .deb) started from their units.
 # Then the phases, in order, each with its own verdict in WORK/results:
 #   proxy-down     the proxy domain is paused: `crane-migrate --live` is
 #                  refused before anything changes (exit 1), both programs
@@ -155,14 +160,14 @@ mkdir -p "$WORK"
 skip() { echo "SKIP $*" > "$RESULTS"; echo "skip: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (libvirtd, QEMU and a bridge)"
 HOSTD=${HOSTD:-$B/bin/crane-hostd}
-for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/crane-hostctl" "$B/bin/cranectl" "$B/bin/crane-guestd" \
-    "$B/bin/crane-run" "$B/bin/crane-proxy" "$B/tests/guest/cl_worker"; do
+for bin in "$HOSTD" "$B/bin/crane-migrate" "$B/bin/crane-hostctl" "$B/bin/cranectl" \
+    "$B/tests/guest/cl_worker"; do
     [ -x "$bin" ] || skip "$bin not built"
 done
 [ -f /etc/OpenCL/vendors/pocl.icd ] || skip "PoCL not installed (pocl-opencl-icd)"
 /usr/bin/python3 -c 'import numpy, pyopencl' 2> /dev/null ||
     skip "python3-pyopencl and python3-numpy not installed"
-for t in mkfs.ext4 strace ip curl; do
+for t in mkfs.ext4 strace ip curl dpkg-buildpackage dh; do
     command -v $t > /dev/null || skip "$t missing (vmimages/setup-vm-host.sh)"
 done
 
@@ -503,6 +508,8 @@ step "guest on the network" "$C" '^CRANE-NET eth0' 1 "$CL_TIMEOUT"
 step "crane-guestd up in the guest" "$C" 'CRANE-GUESTD-UP' 1 "$CL_TIMEOUT"
 step "cl_worker registered" "$C" '^CRANE-CL-REGISTERED' 1 "$CL_TIMEOUT"
 step "cl_pyworker registered" "$C" '^CRANE-PY-REGISTERED' 1 "$CL_TIMEOUT"
+# crane in both VMs is what its .debs installed (vmimages/install-debs.sh).
+e2e_clguest_packaged "$C" "$PC" CL PY
 wait_progress "$C" CL 100
 wait_progress "$C" PY 50
 grep -q 'RESULT' "$C" && fail "a program ended on src: $(grep RESULT "$C")"
