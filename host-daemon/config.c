@@ -241,7 +241,8 @@ static const struct crn_conf_key rows[] = {
          "the guest channel's virtio-serial name"),
     {.key = "gpu", .type = CRN_CONF_SPECIAL, .set = set_gpu,
      .print = print_gpus,
-     .hint = "NAME pci:DDDD:BB:SS.F or NAME xml:/PATH, unique names, "
+     .hint = "NAME pci:DDDD:BB:SS.F or NAME xml:/PATH, then model:MODEL "
+             "and mem:GIB, unique names, "
              "at most 16",
      .doc = "a GPU of this host (a line each)"},
     MS("detach_timeout_ms", detach_timeout_ms, "10000",
