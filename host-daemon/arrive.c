@@ -525,7 +525,8 @@ int hd_daemon_pool_read(void *arg,
     for (size_t i = 0; i < nw; i++)
         ws[i] = (struct hd_pool_waiter_state){
             .domain = w[i].domain, .migration_id = w[i].id,
-            .since = w[i].start_wall};
+            .since = w[i].start_wall,
+            .gpus = (unsigned)hd_want_count(&w[i].want)};
     s.n_waiting = nw;
     s.n_prepared = hd_prepared_list(pe, HD_PREPARED_MAX);
     for (size_t i = 0; i < s.n_prepared; i++)

@@ -558,6 +558,7 @@ static void serve_pool(struct hd_daemon *d, int fd)
             wv[i].domain = w[i].domain;
             wv[i].migration_id = w[i].id;
             wv[i].since = w[i].start_wall;
+            wv[i].gpus = (uint32_t)hd_want_count(&w[i].want);
             wp[i] = &wv[i];
         }
         rep.waiting = wp;

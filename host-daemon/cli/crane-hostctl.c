@@ -345,7 +345,8 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
         w[i] = (struct hd_pool_waiter_state){
             .domain = str(r->waiting[i]->domain),
             .migration_id = str(r->waiting[i]->migration_id),
-            .since = r->waiting[i]->since};
+            .since = r->waiting[i]->since,
+            .gpus = r->waiting[i]->gpus};
     s.n_prepared = r->n_prepared < 64 ? r->n_prepared : 64;
     for (size_t i = 0; i < s.n_prepared; i++)
         p[i] = (struct hd_pool_prepared_state){

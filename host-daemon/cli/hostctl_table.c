@@ -75,11 +75,16 @@ int ctl_print_pool_table(FILE *out, const struct hd_pool_state *s)
     hd_pool_count(s, &held, &reserved, &free_n);
     fprintf(out, "\nhost %s: %zu GPU(s), %zu free, %zu held, %zu reserved\n",
             clean(c, sizeof(c), s->host), s->n_gpus, free_n, held, reserved);
-    for (size_t i = 0; i < s->n_waiting; i++)
-        fprintf(out, "waiting for a GPU: %s (migration %s, since %s)\n",
+    for (size_t i = 0; i < s->n_waiting; i++) {
+        char many[32] = "a GPU";
+
+        if (s->waiting[i].gpus > 1)
+            snprintf(many, sizeof(many), "%u GPUs", s->waiting[i].gpus);
+        fprintf(out, "waiting for %s: %s (migration %s, since %s)\n", many,
                 clean(a, sizeof(a), s->waiting[i].domain),
                 clean(b, sizeof(b), s->waiting[i].migration_id),
                 when(c, sizeof(c), s->waiting[i].since));
+    }
     for (size_t i = 0; i < s->n_prepared; i++) {
         const struct hd_pool_prepared_state *p = &s->prepared[i];
 

@@ -119,7 +119,7 @@ static int render_json(struct hd_buf *out, const struct hd_pool_state *s)
         hd_json_put_string(out, w->migration_id);
         hd_buf_puts(out, ",\"since\":");
         hd_buf_put_double(out, isfinite(w->since) ? w->since : 0);
-        hd_buf_puts(out, "}");
+        hd_buf_printf(out, ",\"gpus\":%u}", w->gpus ? w->gpus : 1);
     }
     hd_buf_puts(out, "],\"prepared\":[");
     for (size_t i = 0; i < s->n_prepared; i++) {

@@ -27,6 +27,7 @@ struct hd_pool_gpu_state {
 struct hd_pool_waiter_state {
     const char *domain, *migration_id;
     double since;                 /* its migration's start, epoch seconds */
+    unsigned gpus;                /* how many it waits for (0: one) */
 };
 
 /* A VM prepared here for a migration another tool performs. */

@@ -514,7 +514,7 @@ static int fake_pool(void *arg, hd_pool_use_fn *use, void *use_arg)
         {"gpu1", "ua-crane-gpu1", "", "", false},
         {"gpu2", "ua-crane-gpu2", "", "", true},
     };
-    static const struct hd_pool_waiter_state w[] = {{"vm-w", "m-9", 1234.5}};
+    static const struct hd_pool_waiter_state w[] = {{"vm-w", "m-9", 1234.5, 1}};
     static const struct hd_pool_prepared_state p[] = {
         {"vm-p", "m-8", 1230.5, 600, 42.5}};
     static const struct hd_history_health h = {
@@ -612,7 +612,8 @@ TEST(http_pool_and_gauges)
                           "\"held\":1,\"reserved\":1,") == a.body);
     ASSERT(strstr(a.body, "\"holder\":\"vm <a>\"") != NULL);
     ASSERT(strstr(a.body, "\"waiting\":[{\"domain\":\"vm-w\","
-                          "\"migration_id\":\"m-9\",\"since\":1234.5}]")
+                          "\"migration_id\":\"m-9\",\"since\":1234.5,"
+                          "\"gpus\":1}]")
            != NULL);
     ASSERT(strstr(a.body, "\"prepared\":[{\"domain\":\"vm-p\","
                           "\"migration_id\":\"m-8\",\"since\":1230.5,"

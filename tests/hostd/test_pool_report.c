@@ -20,7 +20,8 @@ static const struct hd_pool_gpu_state gpus[] = {
      .reserved = false},
 };
 static const struct hd_pool_waiter_state waiting[] = {
-    {.domain = "vm-b", .migration_id = "m-7", .since = 1700000000.5},
+    {.domain = "vm-b", .migration_id = "m-7", .since = 1700000000.5,
+     .gpus = 2},
 };
 /* Two VMs prepared here: one with 12.5 s left of a 60 s lease, one
  * without a lease. */
@@ -70,7 +71,7 @@ TEST(pool_report_json)
         "{\"name\":\"gpu2\",\"alias\":\"ua-gpu2\",\"pci\":null,"
         "\"state\":\"free\",\"holder\":null}],"
         "\"waiting\":[{\"domain\":\"vm-b\",\"migration_id\":\"m-7\","
-        "\"since\":1700000000.5}],\"prepared\":["
+        "\"since\":1700000000.5,\"gpus\":2}],\"prepared\":["
         "{\"domain\":\"vm-p\",\"migration_id\":\"m-8\","
         "\"since\":1700000001.5,\"lease_s\":60,\"lease_left\":12.5},"
         "{\"domain\":\"vm-q\",\"migration_id\":\"m-9\","
