@@ -110,10 +110,11 @@ build/bench/budget: bench/rehome/budget.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ \
 	    -lOpenCL -ldl
-build/bench/clbench: bench/overhead/clbench.c
+CLBENCH_SRCS := $(sort $(wildcard bench/overhead/clbench*.c))
+build/bench/clbench: $(CLBENCH_SRCS) bench/overhead/clbench.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $< -o $@ \
-	    -lOpenCL -lm
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
+	    $(CLBENCH_SRCS) -o $@ -lOpenCL -lm
 
 -include tests/tests.mk
 include install.mk

@@ -6,6 +6,7 @@
 #include "callbacks.h"
 #include "log.h"
 #include "shim.h"
+#include "entry.h"
 
 /* Destructor callbacks hang off a side table keyed by the shadow, to keep
  * struct shim_context what a re-home needs. */
@@ -186,21 +187,7 @@ out:
     return c;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainContext(cl_context context)
-{
-    return shim_obj_retain(context, SHIM_CONTEXT) < 0 ? CL_INVALID_CONTEXT
-                                                      : CL_SUCCESS;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseContext(cl_context context)
-{
-    int rc;
-
-    shim_enter();
-    rc = shim_obj_release(context, SHIM_CONTEXT);
-    shim_leave();
-    return rc < 0 ? CL_INVALID_CONTEXT : CL_SUCCESS;
-}
+SHIM_RETAIN_RELEASE(Context, cl_context, SHIM_CONTEXT, CL_INVALID_CONTEXT)
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetContextInfo(
     cl_context context, cl_context_info param_name, size_t param_value_size,
@@ -211,12 +198,12 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetContextInfo(
 
     if (!c)
         return CL_INVALID_CONTEXT;
+    struct shim_info_own own = {.refs_param = CL_CONTEXT_REFERENCE_COUNT,
+                                .refs = atomic_load(&c->obj.app_refs)};
+    if (shim_info_own(&own, param_name, param_value_size, param_value,
+                      param_value_size_ret, &err))
+        return err;
     switch (param_name) {
-    case CL_CONTEXT_REFERENCE_COUNT: {
-        cl_uint refs = atomic_load(&c->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
     case CL_CONTEXT_NUM_DEVICES:
         return shim_info_return(&c->n_devices, sizeof(c->n_devices),
                                 param_value_size, param_value,

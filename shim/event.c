@@ -6,6 +6,7 @@
 
 #include "log.h"
 #include "shim.h"
+#include "entry.h"
 
 /* Callbacks registered with the vendor and not yet run; a re-home waits for
  * them before it unloads the code they would return into. */
@@ -199,25 +200,12 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(
 
     if (!e)
         return CL_INVALID_EVENT;
-    switch (param_name) {
-    case CL_EVENT_COMMAND_QUEUE: {
-        cl_command_queue q = (cl_command_queue)e->queue;
-        return shim_info_return(&q, sizeof(q), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_EVENT_CONTEXT: {
-        cl_context c = (cl_context)e->context;
-        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_EVENT_REFERENCE_COUNT: {
-        cl_uint refs = atomic_load(&e->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
-    default:
-        break;
-    }
+    struct shim_info_own own = {
+        CL_EVENT_REFERENCE_COUNT, atomic_load(&e->obj.app_refs),
+        {CL_EVENT_COMMAND_QUEUE, CL_EVENT_CONTEXT}, {e->queue, e->context}};
+    if (shim_info_own(&own, param_name, param_value_size, param_value,
+                      param_value_size_ret, &err))
+        return err;
     /* Inside the gate: a re-home may retire the event until then. */
     shim_enter();
     if (e->retired) {

@@ -6,6 +6,7 @@
 
 #include "log.h"
 #include "shim.h"
+#include "entry.h"
 
 /* Classifies every argument once, from clGetKernelArgInfo, so that
  * clSetKernelArg knows without a lookup whether a value is a handle and
@@ -279,21 +280,7 @@ out:
     return (cl_kernel)k;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainKernel(cl_kernel kernel)
-{
-    return shim_obj_retain(kernel, SHIM_KERNEL) < 0 ? CL_INVALID_KERNEL
-                                                    : CL_SUCCESS;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseKernel(cl_kernel kernel)
-{
-    int rc;
-
-    shim_enter();
-    rc = shim_obj_release(kernel, SHIM_KERNEL);
-    shim_leave();
-    return rc < 0 ? CL_INVALID_KERNEL : CL_SUCCESS;
-}
+SHIM_RETAIN_RELEASE(Kernel, cl_kernel, SHIM_KERNEL, CL_INVALID_KERNEL)
 
 /* Drops what an argument held: heap bytes, or a reference on a handle. */
 static void arg_clear(struct shim_arg *a)
@@ -431,22 +418,14 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelInfo(
 
     if (!k)
         return CL_INVALID_KERNEL;
+    struct shim_info_own own = {
+        CL_KERNEL_REFERENCE_COUNT, atomic_load(&k->obj.app_refs),
+        {CL_KERNEL_PROGRAM, CL_KERNEL_CONTEXT},
+        {k->program, k->program->context}};
+    if (shim_info_own(&own, param_name, param_value_size, param_value,
+                      param_value_size_ret, &err))
+        return err;
     switch (param_name) {
-    case CL_KERNEL_PROGRAM: {
-        cl_program p = (cl_program)k->program;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_KERNEL_CONTEXT: {
-        cl_context c = (cl_context)k->program->context;
-        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_KERNEL_REFERENCE_COUNT: {
-        cl_uint refs = atomic_load(&k->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
     case CL_KERNEL_ATTRIBUTES:
         if (k->attributes)
             return shim_info_return(k->attributes, strlen(k->attributes) + 1,

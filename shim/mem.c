@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "mem_int.h"
+#include "entry.h"
 
 /* Creates the vendor's object for `m` with `flags`. */
 static int mem_create_real(struct shim_mem *m, cl_mem_flags flags,
@@ -445,21 +446,7 @@ clCreatePipe(cl_context context, cl_mem_flags flags, cl_uint pipe_packet_size,
     return h;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainMemObject(cl_mem memobj)
-{
-    return shim_obj_retain(memobj, SHIM_MEM) < 0 ? CL_INVALID_MEM_OBJECT
-                                                 : CL_SUCCESS;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseMemObject(cl_mem memobj)
-{
-    int rc;
-
-    shim_enter();
-    rc = shim_obj_release(memobj, SHIM_MEM);
-    shim_leave();
-    return rc < 0 ? CL_INVALID_MEM_OBJECT : CL_SUCCESS;
-}
+SHIM_RETAIN_RELEASE(MemObject, cl_mem, SHIM_MEM, CL_INVALID_MEM_OBJECT)
 
 void shim_mem_mapped(cl_mem handle)
 {

@@ -5,6 +5,7 @@
 
 #include "callbacks.h"
 #include "mem_int.h"
+#include "entry.h"
 
 static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mem_cb {
@@ -22,22 +23,14 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetMemObjectInfo(
 
     if (!m)
         return CL_INVALID_MEM_OBJECT;
+    struct shim_info_own own = {
+        CL_MEM_REFERENCE_COUNT, atomic_load(&m->obj.app_refs),
+        {CL_MEM_CONTEXT, CL_MEM_ASSOCIATED_MEMOBJECT},
+        {m->context, m->parent}};
+    if (shim_info_own(&own, param_name, param_value_size, param_value,
+                      param_value_size_ret, &err))
+        return err;
     switch (param_name) {
-    case CL_MEM_CONTEXT: {
-        cl_context c = (cl_context)m->context;
-        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_MEM_ASSOCIATED_MEMOBJECT: {
-        cl_mem p = (cl_mem)m->parent;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_MEM_REFERENCE_COUNT: {
-        cl_uint refs = atomic_load(&m->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
     case CL_MEM_FLAGS:
         return shim_info_return(&m->reported_flags, sizeof(m->reported_flags),
                                 param_value_size, param_value,

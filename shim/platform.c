@@ -3,6 +3,7 @@
  * rows: devices.c. */
 #include "config.h"
 #include "shim.h"
+#include "entry.h"
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
 clGetPlatformIDs(cl_uint num_entries, cl_platform_id *platforms,
@@ -105,22 +106,15 @@ clGetDeviceInfo(cl_device_id device, cl_device_info param_name,
 
     if (!d)
         return CL_INVALID_DEVICE;
+    struct shim_info_own own = {
+        CL_DEVICE_REFERENCE_COUNT,
+        d->parent ? atomic_load(&d->obj.app_refs) : 1,
+        {CL_DEVICE_PLATFORM, CL_DEVICE_PARENT_DEVICE},
+        {d->platform, d->parent}};
+    if (shim_info_own(&own, param_name, param_value_size, param_value,
+                      param_value_size_ret, &err))
+        return err;
     switch (param_name) {
-    case CL_DEVICE_PLATFORM: {
-        cl_platform_id p = (cl_platform_id)d->platform;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_DEVICE_PARENT_DEVICE: {
-        cl_device_id p = (cl_device_id)d->parent;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_DEVICE_REFERENCE_COUNT: {
-        cl_uint refs = d->parent ? atomic_load(&d->obj.app_refs) : 1;
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
     default:
         break;
     }

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "log.h"
 #include "shim.h"
+#include "entry.h"
 
 /* Whether the vendor has argument info for `p`, and whether the program
  * asked for it (else clGetKernelArgInfo answers as without it). */
@@ -370,21 +371,7 @@ clCreateProgramWithIL(cl_context context, const void *il, size_t length,
     return h;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainProgram(cl_program program)
-{
-    return shim_obj_retain(program, SHIM_PROGRAM) < 0 ? CL_INVALID_PROGRAM
-                                                      : CL_SUCCESS;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseProgram(cl_program program)
-{
-    int rc;
-
-    shim_enter();
-    rc = shim_obj_release(program, SHIM_PROGRAM);
-    shim_leave();
-    return rc < 0 ? CL_INVALID_PROGRAM : CL_SUCCESS;
-}
+SHIM_RETAIN_RELEASE(Program, cl_program, SHIM_PROGRAM, CL_INVALID_PROGRAM)
 
 /* A program a switch made from its kept binaries (program_cache.c) and
  * now built or compiled again: the vendor would build the binary, not the

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "shim.h"
+#include "entry.h"
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(
     cl_program program, cl_program_info param_name, size_t param_value_size,
@@ -14,17 +15,13 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(
 
     if (!p)
         return CL_INVALID_PROGRAM;
+    struct shim_info_own own = {
+        CL_PROGRAM_REFERENCE_COUNT, atomic_load(&p->obj.app_refs),
+        {CL_PROGRAM_CONTEXT}, {p->context}};
+    if (shim_info_own(&own, param_name, param_value_size, param_value,
+                      param_value_size_ret, &err))
+        return err;
     switch (param_name) {
-    case CL_PROGRAM_CONTEXT: {
-        cl_context c = (cl_context)p->context;
-        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_PROGRAM_REFERENCE_COUNT: {
-        cl_uint refs = atomic_load(&p->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
     /* Made from kept binaries by a switch (program_cache.c): the vendor
      * has no source or IL for it, the program still does. */
     case CL_PROGRAM_SOURCE:

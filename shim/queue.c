@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "shim.h"
+#include "entry.h"
 
 static int queue_realize(struct shim_obj *o)
 {
@@ -143,22 +144,13 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetCommandQueueInfo(
 
     if (!q)
         return CL_INVALID_COMMAND_QUEUE;
+    struct shim_info_own own = {
+        CL_QUEUE_REFERENCE_COUNT, atomic_load(&q->obj.app_refs),
+        {CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE}, {q->context, q->device}};
+    if (shim_info_own(&own, param_name, param_value_size, param_value,
+                      param_value_size_ret, &err))
+        return err;
     switch (param_name) {
-    case CL_QUEUE_CONTEXT: {
-        cl_context c = (cl_context)q->context;
-        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_QUEUE_DEVICE: {
-        cl_device_id d = (cl_device_id)q->device;
-        return shim_info_return(&d, sizeof(d), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_QUEUE_REFERENCE_COUNT: {
-        cl_uint refs = atomic_load(&q->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
     case CL_QUEUE_PROPERTIES_ARRAY:
         return shim_info_return(q->props,
                                 shim_props_len(q->props, sizeof(*q->props)) *

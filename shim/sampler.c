@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "shim.h"
+#include "entry.h"
 
 static int sampler_realize(struct shim_obj *o)
 {
@@ -100,21 +101,7 @@ clCreateSampler(cl_context context, cl_bool normalized_coords,
     return create_sampler(context, props, true, errcode_ret);
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clRetainSampler(cl_sampler sampler)
-{
-    return shim_obj_retain(sampler, SHIM_SAMPLER) < 0 ? CL_INVALID_SAMPLER
-                                                      : CL_SUCCESS;
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseSampler(cl_sampler sampler)
-{
-    int rc;
-
-    shim_enter();
-    rc = shim_obj_release(sampler, SHIM_SAMPLER);
-    shim_leave();
-    return rc < 0 ? CL_INVALID_SAMPLER : CL_SUCCESS;
-}
+SHIM_RETAIN_RELEASE(Sampler, cl_sampler, SHIM_SAMPLER, CL_INVALID_SAMPLER)
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetSamplerInfo(
     cl_sampler sampler, cl_sampler_info param_name, size_t param_value_size,
@@ -125,16 +112,12 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetSamplerInfo(
 
     if (!s)
         return CL_INVALID_SAMPLER;
-    if (param_name == CL_SAMPLER_CONTEXT) {
-        cl_context c = (cl_context)s->context;
-        return shim_info_return(&c, sizeof(c), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    if (param_name == CL_SAMPLER_REFERENCE_COUNT) {
-        cl_uint refs = atomic_load(&s->obj.app_refs);
-        return shim_info_return(&refs, sizeof(refs), param_value_size,
-                                param_value, param_value_size_ret);
-    }
+    struct shim_info_own own = {
+        CL_SAMPLER_REFERENCE_COUNT, atomic_load(&s->obj.app_refs),
+        {CL_SAMPLER_CONTEXT}, {s->context}};
+    if (shim_info_own(&own, param_name, param_value_size, param_value,
+                      param_value_size_ret, &err))
+        return err;
     shim_enter();
     if (param_name == CL_SAMPLER_PROPERTIES) {
         /* The list the program gave, as the specification says: a vendor

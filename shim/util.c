@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "entry.h"
 #include "shim.h"
 
 double shim_now(void)
@@ -61,6 +62,24 @@ cl_int shim_info_return(const void *src, size_t size, size_t value_size,
     if (size_ret)
         *size_ret = size;
     return CL_SUCCESS;
+}
+
+bool shim_info_own(const struct shim_info_own *own, cl_uint param,
+                   size_t value_size, void *value, size_t *size_ret,
+                   cl_int *err)
+{
+    if (param == own->refs_param) {
+        *err = shim_info_return(&own->refs, sizeof(own->refs), value_size,
+                                value, size_ret);
+        return true;
+    }
+    for (size_t i = 0; i < SHIM_INFO_OWN_MAX && own->params[i]; i++)
+        if (param == own->params[i]) {
+            *err = shim_info_return(&own->handles[i], sizeof(void *),
+                                    value_size, value, size_ret);
+            return true;
+        }
+    return false;
 }
 
 static void **xlate_storage(struct shim_xlate *x, cl_uint n)

@@ -23,7 +23,7 @@ noise floor.
                  sides then use that same scale (for fast GPUs)
   --stat min     compare the fastest run of each side instead of the
                  median (more robust on a machine shared with other load)
-  --bench PATH   use this clbench binary (default: build it from clbench.c
+  --bench PATH   use this clbench binary (default: build it from clbench*.c
                  into build/bench/overhead/clbench when missing or stale)
   --control      also run a second native side in the same rounds
                  (native shim native2, then native2 shim native, ...) and
@@ -90,11 +90,11 @@ esac
 if [ -z "$bench" ]; then
     bench=$root/build/bench/overhead/clbench
     if [ ! -x "$bench" ] ||
-        [ -n "$(find "$here/clbench.c" -newer "$bench")" ]; then
+        [ -n "$(find "$here" -name 'clbench*.[ch]' -newer "$bench")" ]; then
         mkdir -p "$(dirname "$bench")" || exit 2
         echo "run.sh: building $bench" >&2
         ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
-            "$here/clbench.c" -o "$bench" -lOpenCL -lm || exit 2
+            "$here"/clbench*.c -o "$bench" -lOpenCL -lm || exit 2
     fi
 fi
 [ -x "$bench" ] || { echo "run.sh: $bench is not executable" >&2; exit 2; }
