@@ -1,15 +1,21 @@
-/* One client connection: stream IO, framing, ordered execution, replies. */
+/* One client connection: its files' layers, top down (README.md,
+ * "Layers"): conn_tls.c (TLS accepts) > conn_start.c (made, accepted,
+ * started) > conn_input.c (reading, frames) > handshake.c > conn_lanes.c
+ * > conn_exec.c (execution in order, replies written) > conn.c (closing,
+ * idling) > conn_beat.c, preauth.c, server_state.c, transport.c. */
 #ifndef PX_CONN_H
 #define PX_CONN_H
 
 #include "dispatch.h"
 #include "outq.h"
 #include "preauth.h"
-#include "server.h"
+#include "server_state.h"
+#include "transport.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 enum px_conn_state {
@@ -26,12 +32,7 @@ struct px_conn {
     struct px_server *srv;
     struct px_conn *next, *prev; /* the server's list */
     uint64_t num;                /* for logs */
-    union {
-        uv_handle_t handle;
-        uv_stream_t stream;
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-    } h;
+    struct px_transport tr;      /* what carries its bytes */
     uv_async_t wake;             /* other threads: output or a poke */
     uv_timer_t timer;            /* the handshake's deadline, then idling */
     uv_shutdown_t shut;
@@ -109,11 +110,23 @@ struct px_conn {
     uint8_t lane_mac[32];
 };
 
-/* Accepts a connection on the server's listener. */
-void px_conn_accept(struct px_server *srv);
-/* Accepts a TCP connection that must speak TLS (conn_tls.c): the handshake
- * on a thread of its own, then px_conn_start_plain on its relay. */
+/* Requests (bytes) buffered ahead of execution before reading pauses, and
+ * replies (bytes) not yet written before execution pauses: --max-queued. */
+#define MAX_QUEUED(c)                                                        \
+    ((c)->srv->limits.max_queued ? (c)->srv->limits.max_queued : SIZE_MAX)
+/* TCP keepalive: probes after this many idle seconds find dead peers. */
+#define KEEPALIVE_S 60
+
+/* --- conn_tls.c ---------------------------------------------------------- */
+
+/* Accepts a TCP connection that must speak TLS: the handshake on a thread
+ * of its own, then px_conn_start_plain on its relay. */
 void px_conn_accept_tls(struct px_server *srv);
+
+/* --- conn_start.c -------------------------------------------------------- */
+
+/* Accepts a connection on the server's listener (in clear). */
+void px_conn_accept(struct px_server *srv);
 /* Starts a connection on FD, the plaintext socket of a TLS relay, from
  * PEER (an address), accepted as ORDER (px_preauth_order) at loop time
  * ACCEPTED_MS: the handshake's deadline counts from then.  Returns 0 or
@@ -121,8 +134,14 @@ void px_conn_accept_tls(struct px_server *srv);
 int px_conn_start_plain(struct px_server *srv, int fd, const char *peer,
                         uint64_t order, uint64_t accepted_ms);
 /* A connection whose stream (of TYPE, UV_TCP or UV_NAMED_PIPE) is still to
- * be accepted into c->h.stream by the caller; NULL when out of memory. */
+ * be accepted into c->tr.h.stream by the caller; NULL when out of memory. */
 struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type);
+
+/* --- conn_input.c -------------------------------------------------------- */
+
+/* The reader px_conn_new gives the transport. */
+void px_conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+void px_conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 /* Worker: starts C, handed over after its handshake, with the INPUT (LEN
  * bytes) the client sent after it: finishes the handshake as the Hello
  * asked (new tenant or resume), then reads. */
@@ -132,33 +151,62 @@ void px_conn_start_handed(struct px_conn *c, const uint8_t *input,
 const uint8_t *px_conn_pending_input(const struct px_conn *c, size_t *len);
 /* Closes C without a word: its stream went to a worker. */
 void px_conn_handed_over(struct px_conn *c);
-/* Closes C: stops input, drops what was not executed, and lets go of the
- * tenant once no work item runs.  Safe to call more than once. */
-void px_conn_close(struct px_conn *c, const char *why);
-/* The handshake ended (READY): stops counting C as unauthenticated and
- * arms the idle timer. */
-void px_conn_ready(struct px_conn *c);
-/* Sends O now (loop thread). */
-void px_conn_send(struct px_conn *c, struct px_out *o);
-/* Starts a work item if requests wait and none runs. */
-void px_conn_schedule(struct px_conn *c);
-/* Heartbeats (conn_beat.c): C, given its tenant, gets them while its
- * calls run as the tenant asked (SYNC_HEARTBEAT), or no more (before its
- * tenant goes). */
-void px_beat_add(struct px_conn *c);
-void px_beat_remove(struct px_conn *c);
-/* The sink that gives a tenant's frames to C. */
-struct px_sink px_conn_sink(struct px_conn *c);
 
-/* Handshake (handshake.c): handles one message before READY; takes M. */
+/* --- handshake.c --------------------------------------------------------- */
+
+/* Handles one message before READY; takes M. */
 void px_handshake(struct px_conn *c, Crane__ClientMessage *m);
 /* Gives tenant T to C and sends Welcome (RESUMED: it existed before). */
 void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
                           bool resumed);
 /* After Hello (and Auth): a new tenant or a resumed one, per the Hello. */
 void px_handshake_finish(struct px_conn *c);
+
+/* --- conn_exec.c --------------------------------------------------------- */
+
+/* Starts a work item if requests wait and none runs. */
+void px_conn_schedule(struct px_conn *c);
+/* Queues R for execution, pausing input past --max-queued. */
+void px_conn_queue(struct px_conn *c, struct px_req *r);
+/* The stream cannot be followed any more: answers WHY (in order, after
+ * what is queued, as the reply to SEQ) and closes. */
+void px_conn_out_of_step(struct px_conn *c, uint64_t seq, const char *why);
+/* Sends O now (loop thread). */
+void px_conn_send(struct px_conn *c, struct px_out *o);
+/* Writes everything other threads queued. */
+void px_conn_drain(struct px_conn *c);
+/* The wake-up other threads send (output, or a poke). */
+void px_conn_on_wake(uv_async_t *a);
+/* The sink that gives a tenant's frames to C. */
+struct px_sink px_conn_sink(struct px_conn *c);
 /* Sends Refused{WHY} and closes once it is written. */
-void px_handshake_refuse(struct px_conn *c, const char *fmt, ...)
+void px_conn_refuse(struct px_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Set on the loop thread while it executes a batch whose answers it
+ * writes itself right after (no wake-up for them). */
+extern _Thread_local bool px_conn_drains_after;
+
+/* --- conn.c -------------------------------------------------------------- */
+
+/* Closes C: stops input, drops what was not executed, and lets go of the
+ * tenant once no work item runs.  Safe to call more than once. */
+void px_conn_close(struct px_conn *c, const char *why);
+/* Ends a closing C once no work of it runs. */
+void px_conn_finish_close(struct px_conn *c);
+/* Closes a connection that never started. */
+void px_conn_abandon(struct px_conn *c);
+/* The handshake ended (READY): stops counting C as unauthenticated and
+ * arms the idle timer. */
+void px_conn_ready(struct px_conn *c);
+
+/* --- conn_beat.c --------------------------------------------------------- */
+
+/* Heartbeats: C, given its tenant, gets them while its calls run as the
+ * tenant asked (SYNC_HEARTBEAT), or no more (before its tenant goes). */
+void px_beat_add(struct px_conn *c);
+void px_beat_remove(struct px_conn *c);
+/* The loop thread executes C's calls itself from ON to off (no writes of
+ * C's meanwhile). */
+void px_beat_inline(struct px_conn *c, bool on);
 
 #endif /* PX_CONN_H */

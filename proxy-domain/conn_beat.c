@@ -2,7 +2,7 @@
  * whose call has executed (or whose read has been pending) for longer than
  * the interval it asked for that the proxy is alive (docs/remoting.md,
  * "Liveness"). */
-#include "conn_int.h"
+#include "conn.h"
 
 #include "log.h"
 
@@ -76,7 +76,7 @@ static void beat(struct px_conn *c, uint32_t call, uint64_t ms)
         uv_async_send(&c->wake);
         return;
     }
-    if (!c->beat_clean || uv_fileno(&c->h.handle, &fd) < 0) {
+    if (!c->beat_clean || uv_fileno(&c->tr.h.handle, &fd) < 0) {
         px_out_free(o);
         return;
     }
@@ -174,6 +174,6 @@ void px_beat_inline(struct px_conn *c, bool on)
 {
     pthread_mutex_lock(&beats.lock);
     c->beat_inline = on;
-    c->beat_clean = on && c->h.stream.write_queue_size == 0;
+    c->beat_clean = on && c->tr.h.stream.write_queue_size == 0;
     pthread_mutex_unlock(&beats.lock);
 }

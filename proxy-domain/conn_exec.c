@@ -1,11 +1,14 @@
-/* A connection's requests executed in order: one work item at a time on
- * libuv's pool, or a batch of light calls on the loop thread itself. */
-#include "conn_int.h"
+/* A connection's requests executed in order (one work item at a time on
+ * libuv's pool, or a batch of light calls on the loop thread itself) and
+ * their replies written in order, each pausing the other past
+ * --max-queued; refusals are the last reply. */
+#include "conn.h"
 
 #include "log.h"
 
 #include "proto/remote_calls.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +91,7 @@ static void work_done(uv_work_t *w, int status)
         return;
     }
     if (!c->reading && !c->input_done && c->inq_bytes < MAX_QUEUED(c) &&
-        px_conn_read_start(c) == 0)
+        px_transport_read_start(&c->tr) == 0)
         c->reading = true;
     px_conn_schedule(c);
 }
@@ -194,7 +197,7 @@ static void hand_over(struct px_conn *c)
         return;
     c->inq_head = c->inq_tail = NULL;
     c->inq_bytes = 0;
-    if (!c->reading && !c->input_done && px_conn_read_start(c) == 0)
+    if (!c->reading && !c->input_done && px_transport_read_start(&c->tr) == 0)
         c->reading = true;
 }
 
@@ -203,7 +206,7 @@ void px_conn_schedule(struct px_conn *c)
     bool poked;
 
     if (c->state != PX_CONN_READY || !c->tenant ||
-        c->h.stream.write_queue_size >= MAX_QUEUED(c))
+        px_transport_queued(&c->tr) >= MAX_QUEUED(c))
         return;
     if (c->working) {
         if (c->inq_head) {
@@ -258,7 +261,7 @@ void px_conn_queue(struct px_conn *c, struct px_req *r)
     c->inq_tail = r;
     c->inq_bytes += r->bulk_len + 64;
     if (c->inq_bytes >= MAX_QUEUED(c) && c->reading) {
-        uv_read_stop(&c->h.stream);
+        px_transport_read_stop(&c->tr);
         c->reading = false;
     }
 }
@@ -269,11 +272,11 @@ void px_conn_out_of_step(struct px_conn *c, uint64_t seq, const char *why)
 
     c->input_done = true;
     if (c->reading) {
-        uv_read_stop(&c->h.stream);
+        px_transport_read_stop(&c->tr);
         c->reading = false;
     }
     if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
-        px_handshake_refuse(c, "%s", why);
+        px_conn_refuse(c, "%s", why);
         return;
     }
     r = calloc(1, sizeof(*r));
@@ -285,4 +288,156 @@ void px_conn_out_of_step(struct px_conn *c, uint64_t seq, const char *why)
     r->close_after = true;
     snprintf(r->error, sizeof(r->error), "%s", why);
     px_conn_queue(c, r);
+}
+
+/* --- output ------------------------------------------------------------- */
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    px_conn_close(req->data, NULL);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    struct px_out *o = req->data;
+    struct px_conn *c = req->handle->data;
+
+    if (status < 0 && status != UV_ECANCELED)
+        px_conn_close(c, uv_strerror(status));
+    px_out_free(o);
+    /* Execution waits while the client reads too slowly. */
+    if (status == 0 && px_transport_queued(&c->tr) < MAX_QUEUED(c))
+        px_conn_schedule(c);
+}
+
+void px_conn_send(struct px_conn *c, struct px_out *o)
+{
+    uv_buf_t bufs[2];
+    int rc;
+
+    if (c->write_closed || c->finished) {
+        px_out_free(o);
+        return;
+    }
+    /* The client's next call tends to follow its answer closely. */
+    px_server_active(c->srv);
+    bufs[0] = uv_buf_init((char *)o->frame, (unsigned)o->frame_len);
+    bufs[1] = uv_buf_init((char *)o->bulk, (unsigned)o->bulk_len);
+    unsigned nbufs = o->bulk_len ? 2 : 1;
+    /* Most answers leave whole at once: written so, they need no write
+     * request, whose completion costs a loop turn and an epoll_ctl (libuv
+     * refuses while earlier writes wait, so the order holds).  What is
+     * left, or an error, goes the usual way. */
+    if (!o->close_after) {
+        int n = px_transport_try_write(&c->tr, bufs, nbufs);
+        if (n > 0 && (size_t)n == o->frame_len + o->bulk_len) {
+            px_out_free(o);
+            return;
+        }
+        if (n > 0 && (size_t)n < bufs[0].len) {
+            bufs[0].base += n;
+            bufs[0].len -= (size_t)n;
+        } else if (n > 0) {
+            n -= (int)bufs[0].len;
+            bufs[0] = uv_buf_init(bufs[1].base + n,
+                                  (unsigned)(bufs[1].len - (size_t)n));
+            nbufs = 1;
+        }
+    }
+    o->wreq.data = o;
+    rc = px_transport_write(&c->tr, &o->wreq, bufs, nbufs, on_write);
+    if (rc < 0) {
+        px_out_free(o);
+        px_conn_close(c, uv_strerror(rc));
+        return;
+    }
+    if (o->close_after) {
+        /* The stream is out of step: say the last word, then close. */
+        c->write_closed = true;
+        c->input_done = true;
+        if (c->reading) {
+            px_transport_read_stop(&c->tr);
+            c->reading = false;
+        }
+        c->shut.data = c;
+        if (px_transport_shutdown(&c->tr, &c->shut, on_shutdown) < 0)
+            px_conn_close(c, NULL);
+    }
+}
+
+void px_conn_drain(struct px_conn *c)
+{
+    struct px_out *o = px_outq_take(&c->outq);
+
+    while (o) {
+        struct px_out *next = o->next;
+        px_conn_send(c, o);
+        o = next;
+    }
+}
+
+void px_conn_on_wake(uv_async_t *a)
+{
+    struct px_conn *c = a->data;
+
+    px_conn_drain(c);
+    if (atomic_load(&c->poked))
+        px_conn_schedule(c);
+}
+
+/* Set on the loop thread while it executes calls itself and writes their
+ * answers right after (px_conn_schedule): no wake-up is needed then. */
+_Thread_local bool px_conn_drains_after;
+
+static void sink_push(void *ctx, struct px_out *o)
+{
+    struct px_conn *c = ctx;
+
+    px_outq_push(&c->outq, o);
+    /* An answer the loop thread itself writes next: the wake-up (a write
+     * to an eventfd, then a loop turn to read it) would only delay it. */
+    if (!px_conn_drains_after)
+        uv_async_send(&c->wake);
+}
+
+static void sink_poke(void *ctx)
+{
+    struct px_conn *c = ctx;
+
+    atomic_store(&c->poked, true);
+    uv_async_send(&c->wake);
+}
+
+struct px_sink px_conn_sink(struct px_conn *c)
+{
+    return (struct px_sink){sink_push, sink_poke, c};
+}
+
+/* --- refusals ----------------------------------------------------------- */
+
+void px_conn_refuse(struct px_conn *c, const char *fmt, ...)
+{
+    Crane__ServerMessage m = CRANE__SERVER_MESSAGE__INIT;
+    Crane__Refused r = CRANE__REFUSED__INIT;
+    char why[160];
+    struct px_out *o;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    PX_WARN("connection %llu (%s pid %u) refused: %s",
+            (unsigned long long)c->num, c->program[0] ? c->program : "?",
+            c->pid, why);
+    r.reason = why;
+    m.msg_case = CRANE__SERVER_MESSAGE__MSG_REFUSED;
+    m.refused = &r;
+    o = px_out_pack(&m);
+    if (!o) {
+        px_conn_close(c, "out of memory");
+        return;
+    }
+    o->close_after = true;
+    px_conn_send(c, o);
 }

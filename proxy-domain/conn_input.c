@@ -1,13 +1,12 @@
 /* A connection's input: reading, cutting frames into requests, bulk bytes
  * read where the executor wants them, descriptors and shared areas, and
  * the bytes handed between supervisor and worker. */
-#include "conn_int.h"
+#include "conn.h"
 
 #include "arena.h"
 #include "lanes.h"
 #include "log.h"
 #include "shm_pci.h"
-#include "supervisor.h"
 #include "validate.h"
 #include "hostmem.h"
 #include "ringpin.h"
@@ -24,14 +23,13 @@
 /* Room the input buffer keeps free for the next read. */
 #define READ_ROOM (64u << 10)
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
                        char *why, size_t why_len);
 static int detach_area(struct px_conn *c, char *why, size_t why_len);
 static int attach_host(struct px_conn *c, const Crane__HostAttach *h,
                        char *why, size_t why_len);
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+void px_conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct px_conn *c = h->data;
 
@@ -81,7 +79,7 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         /* Decoded on the heap (parse): the handshake frees it so. */
         if (bulk) {
             px_arena_free(m, a);
-            px_handshake_refuse(c, "bulk data before the handshake ended");
+            px_conn_refuse(c, "bulk data before the handshake ended");
             return -1;
         }
         px_handshake(c, m);
@@ -201,7 +199,7 @@ static void parse(struct px_conn *c)
         if (!m) {
             struct px_req *r;
             if (c->state == PX_CONN_HELLO || c->state == PX_CONN_AUTH) {
-                px_handshake_refuse(c, "a frame that does not decode");
+                px_conn_refuse(c, "a frame that does not decode");
                 break;
             }
             r = calloc(1, sizeof(*r));
@@ -236,9 +234,9 @@ static void close_tmp(uv_handle_t *h)
  * hold more than one). */
 static void take_descriptors(struct px_conn *c)
 {
-    if (c->h.handle.type != UV_NAMED_PIPE)
+    if (c->tr.h.handle.type != UV_NAMED_PIPE)
         return;
-    while (uv_pipe_pending_count(&c->h.pipe) > 0) {
+    while (uv_pipe_pending_count(&c->tr.h.pipe) > 0) {
         uv_pipe_t *tmp = malloc(sizeof(*tmp));
         uv_os_fd_t fd = -1;
         int kept = -1;
@@ -248,7 +246,7 @@ static void take_descriptors(struct px_conn *c)
             return;
         }
         tmp->data = NULL;
-        if (uv_accept(&c->h.stream, (uv_stream_t *)tmp) == 0 &&
+        if (uv_accept(&c->tr.h.stream, (uv_stream_t *)tmp) == 0 &&
             uv_fileno((uv_handle_t *)tmp, &fd) == 0)
             kept = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         uv_close((uv_handle_t *)tmp, close_tmp);
@@ -406,7 +404,7 @@ static int detach_area(struct px_conn *c, char *why, size_t why_len)
     return 0;
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+void px_conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct px_conn *c = s->data;
 
@@ -433,18 +431,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (c->state == PX_CONN_HANDOFF) {
         /* What follows the handshake is the worker's to read. */
         if (c->reading) {
-            uv_read_stop(&c->h.stream);
+            px_transport_read_stop(&c->tr);
             c->reading = false;
         }
-        px_super_handoff(c);
+        PX_ROLE_CALL(c->srv, handoff, c);
         return;
     }
     px_conn_schedule(c);
-}
-
-int px_conn_read_start(struct px_conn *c)
-{
-    return uv_read_start(&c->h.stream, on_alloc, on_read);
 }
 
 /* --- handing connections between supervisor and worker ------------------ */
@@ -466,10 +459,7 @@ void px_conn_start_handed(struct px_conn *c, const uint8_t *input,
     struct px_server *srv = c->srv;
 
     /* A TLS connection arrives as its relay's unix socket. */
-    if (c->h.handle.type == UV_TCP) {
-        uv_tcp_nodelay(&c->h.tcp, 1);
-        uv_tcp_keepalive(&c->h.tcp, 1, KEEPALIVE_S);
-    }
+    px_transport_tune(&c->tr, KEEPALIVE_S);
     c->accepted_ms = c->last_input_ms = uv_now(srv->loop);
     if (len) {
         c->ibuf = malloc(len + READ_ROOM);
@@ -487,6 +477,6 @@ void px_conn_start_handed(struct px_conn *c, const uint8_t *input,
     parse(c);
     px_conn_schedule(c);
     if (!c->input_done && c->state != PX_CONN_CLOSING &&
-        px_conn_read_start(c) == 0)
+        px_transport_read_start(&c->tr) == 0)
         c->reading = true;
 }

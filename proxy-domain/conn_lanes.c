@@ -1,6 +1,6 @@
 /* A tenant's lanes on the connection side: made with each Welcome, joined
- * by lane connections after their handshake, ended with the connection
- * (lanes.h). */
+ * by lane connections after their handshake (lanes.h; lanes.c ends them
+ * with the connection). */
 #include "conn.h"
 #include "lanes.h"
 
@@ -43,42 +43,6 @@ void px_lanes_open(struct px_conn *c, struct px_tenant *t,
     w->lanes_max = c->srv->max_lanes;
     w->lane_key.data = t->lane_key;
     w->lane_key.len = sizeof(t->lane_key);
-}
-
-void px_lanes_stop(struct px_tenant *t)
-{
-    if (t && t->lanes)
-        crn_lanes_kill(t->lanes, NULL);
-}
-
-void px_lanes_close(struct px_tenant *t)
-{
-    if (!t || !t->lanes)
-        return;
-    for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
-        uint64_t sent, received;
-        crn_lanes_bytes(t->lanes, i, &sent, &received);
-        if (sent || received)
-            PX_INFO("tenant %llu: lane %u carried %llu bytes in, %llu out",
-                    (unsigned long long)t->num, i,
-                    (unsigned long long)received, (unsigned long long)sent);
-    }
-    if (atomic_load(&t->lane_area_in) + atomic_load(&t->lane_heap_in) +
-        atomic_load(&t->lane_area_out) + atomic_load(&t->lane_heap_out))
-        PX_INFO("tenant %llu: lanes' bytes: %llu in and %llu out through "
-                "the pinned area, %llu in and %llu out through the heap",
-                (unsigned long long)t->num,
-                (unsigned long long)atomic_load(&t->lane_area_in),
-                (unsigned long long)atomic_load(&t->lane_area_out),
-                (unsigned long long)atomic_load(&t->lane_heap_in),
-                (unsigned long long)atomic_load(&t->lane_heap_out));
-    crn_lanes_free(t->lanes);
-    t->lanes = NULL;
-    if (t->lane_area) {
-        px_shm_close(t->lane_area);
-        free(t->lane_area);
-        t->lane_area = NULL;
-    }
 }
 
 /* T's landing area for the lanes' bytes, made with its first lane: a
@@ -130,24 +94,24 @@ void px_lanes_attach(struct px_conn *c)
     unsigned have;
 
     if (!t || !t->conn || !t->lanes) {
-        px_handshake_refuse(c, "a lane for no connected tenant");
+        px_conn_refuse(c, "a lane for no connected tenant");
         return;
     }
     if (crn_lane_mac(t->lane_key, t->token, sizeof(t->token),
                      c->lane_index, want) < 0 ||
         !crn_auth_equal(want, c->lane_mac, sizeof(want))) {
-        px_handshake_refuse(c, "lane authentication failed");
+        px_conn_refuse(c, "lane authentication failed");
         return;
     }
     have = crn_lanes_count(t->lanes);
     if (c->lane_index != have || have >= c->srv->max_lanes) {
-        px_handshake_refuse(c, "lane %u out of turn (%u open, at most %u)",
+        px_conn_refuse(c, "lane %u out of turn (%u open, at most %u)",
                             c->lane_index, have, c->srv->max_lanes);
         return;
     }
-    if (uv_fileno(&c->h.handle, &ufd) < 0 ||
+    if (uv_fileno(&c->tr.h.handle, &ufd) < 0 ||
         (fd = fcntl(ufd, F_DUPFD_CLOEXEC, 3)) < 0) {
-        px_handshake_refuse(c, "no descriptor for the lane");
+        px_conn_refuse(c, "no descriptor for the lane");
         return;
     }
     /* The lane's threads block, with their own timeouts (proto/lane.c). */

@@ -4,7 +4,6 @@
 
 #include "lanes.h"
 #include "log.h"
-#include "supervisor.h"
 #include "validate.h"
 
 #include "proto/auth.h"
@@ -17,32 +16,6 @@
 
 /* The RPC version this proxy speaks. */
 #define PX_VERSION 1
-
-void px_handshake_refuse(struct px_conn *c, const char *fmt, ...)
-{
-    Crane__ServerMessage m = CRANE__SERVER_MESSAGE__INIT;
-    Crane__Refused r = CRANE__REFUSED__INIT;
-    char why[160];
-    struct px_out *o;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    PX_WARN("connection %llu (%s pid %u) refused: %s",
-            (unsigned long long)c->num, c->program[0] ? c->program : "?",
-            c->pid, why);
-    r.reason = why;
-    m.msg_case = CRANE__SERVER_MESSAGE__MSG_REFUSED;
-    m.refused = &r;
-    o = px_out_pack(&m);
-    if (!o) {
-        px_conn_close(c, "out of memory");
-        return;
-    }
-    o->close_after = true;
-    px_conn_send(c, o);
-}
 
 void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
                           bool resumed)
@@ -94,7 +67,7 @@ void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
     free(devs);
     free(dv);
     if (!o) {
-        px_handshake_refuse(c, "out of memory");
+        px_conn_refuse(c, "out of memory");
         return;
     }
     if (resumed) {
@@ -116,10 +89,9 @@ void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
             resumed ? "resumed" : "connected", (unsigned long long)c->num);
     /* The Welcome first, then notices held while detached. */
     px_tenant_attach(t, &sink, o);
-    if (!resumed && c->srv->role == PX_ROLE_WORKER)
-        px_worker_tenant(c->srv, t);
-    if (c->srv->role == PX_ROLE_WORKER)
-        px_worker_watch(c);
+    if (!resumed)
+        PX_ROLE_CALL(c->srv, tenant, c->srv, t);
+    PX_ROLE_CALL(c->srv, watch, c);
     px_conn_schedule(c);
 }
 
@@ -131,17 +103,17 @@ static void resume(struct px_conn *c)
     struct px_tenant *t;
 
     if (c->srv->grace_ms == 0) {
-        px_handshake_refuse(c, "cannot resume: the proxy keeps no tenants "
+        px_conn_refuse(c, "cannot resume: the proxy keeps no tenants "
                                "(no --grace)");
         return;
     }
     t = px_server_find_tenant(c->srv, c->token, c->token_len);
     if (!t) {
-        px_handshake_refuse(c, "unknown resume token (grace period over?)");
+        px_conn_refuse(c, "unknown resume token (grace period over?)");
         return;
     }
     if (t->waiting) {
-        px_handshake_refuse(c, "tenant %llu is being resumed already",
+        px_conn_refuse(c, "tenant %llu is being resumed already",
                             (unsigned long long)t->num);
         return;
     }
@@ -162,6 +134,21 @@ static void resume(struct px_conn *c)
     px_conn_close(t->conn, "replaced by a resuming connection");
 }
 
+/* How many ready connections the peer of C has (C not counted): with
+ * isolation, the workers holding a tenant of it. */
+static size_t peer_conns(struct px_server *srv, const struct px_conn *c)
+{
+    size_t n = 0;
+
+    if (srv->role_ops && srv->role_ops->peer_tenants)
+        return srv->role_ops->peer_tenants(srv, c->peer);
+    for (struct px_conn *o = srv->conns; o; o = o->next)
+        if (o != c && !o->pa.listed && o->state != PX_CONN_CLOSING &&
+            strcmp(o->peer, c->peer) == 0)
+            n++;
+    return n;
+}
+
 void px_handshake_finish(struct px_conn *c)
 {
     uint64_t max = c->srv->limits.max_peer_conns;
@@ -177,8 +164,8 @@ void px_handshake_finish(struct px_conn *c)
             new_tenant(c);
         return;
     }
-    if (max && px_server_peer_conns(c->srv, c) >= max) {
-        px_handshake_refuse(c, "%s has %llu connections already (at most "
+    if (max && peer_conns(c->srv, c) >= max) {
+        px_conn_refuse(c, "%s has %llu connections already (at most "
                                "--max-peer-connections)",
                             c->peer, (unsigned long long)max);
         return;
@@ -186,7 +173,7 @@ void px_handshake_finish(struct px_conn *c)
     px_conn_ready(c);
     if (c->srv->role == PX_ROLE_SUPERVISOR) {
         if (c->token_len && !c->lane && c->srv->grace_ms == 0) {
-            px_handshake_refuse(c, "cannot resume: the proxy keeps no "
+            px_conn_refuse(c, "cannot resume: the proxy keeps no "
                                    "tenants (no --grace)");
             return;
         }
@@ -210,7 +197,7 @@ static void new_tenant(struct px_conn *c)
     struct px_tenant *t = px_server_new_tenant(c->srv);
 
     if (!t) {
-        px_handshake_refuse(c, "out of memory");
+        px_conn_refuse(c, "out of memory");
         return;
     }
     memcpy(t->program, c->program, sizeof(t->program));
@@ -233,7 +220,7 @@ static void hello(struct px_conn *c, const Crane__Hello *h)
     c->program[i] = '\0';
     c->pid = h->pid;
     if (h->version != PX_VERSION) {
-        px_handshake_refuse(c, "RPC version %u not supported (this proxy "
+        px_conn_refuse(c, "RPC version %u not supported (this proxy "
                                "speaks %d)",
                             h->version, PX_VERSION);
         return;
@@ -246,7 +233,7 @@ static void hello(struct px_conn *c, const Crane__Hello *h)
         if (h->lane_of.len != PX_TOKEN_LEN || c->token_len ||
             h->lane_mac.len != sizeof(c->lane_mac) ||
             h->lane_index >= CRN_LANES_MAX) {
-            px_handshake_refuse(c, "a malformed lane Hello");
+            px_conn_refuse(c, "a malformed lane Hello");
             return;
         }
         c->lane = true;
@@ -260,7 +247,7 @@ static void hello(struct px_conn *c, const Crane__Hello *h)
         return;
     }
     if (crn_random_bytes(c->nonce, sizeof(c->nonce)) < 0) {
-        px_handshake_refuse(c, "no random nonce");
+        px_conn_refuse(c, "no random nonce");
         return;
     }
     ch.nonce.data = c->nonce;
@@ -269,7 +256,7 @@ static void hello(struct px_conn *c, const Crane__Hello *h)
     m.challenge = &ch;
     o = px_out_pack(&m);
     if (!o) {
-        px_handshake_refuse(c, "out of memory");
+        px_conn_refuse(c, "out of memory");
         return;
     }
     c->state = PX_CONN_AUTH;
@@ -284,7 +271,7 @@ static void auth(struct px_conn *c, const Crane__Auth *a)
                         sizeof(c->nonce), want) < 0 ||
         a->mac.len != sizeof(want) ||
         !crn_auth_equal(a->mac.data, want, sizeof(want))) {
-        px_handshake_refuse(c, "authentication failed");
+        px_conn_refuse(c, "authentication failed");
         return;
     }
     px_handshake_finish(c);
@@ -295,15 +282,15 @@ void px_handshake(struct px_conn *c, Crane__ClientMessage *m)
     char why[160];
 
     if (px_validate(m, why, sizeof(why)) < 0) {
-        px_handshake_refuse(c, "%s", why);
+        px_conn_refuse(c, "%s", why);
     } else if (c->state == PX_CONN_HELLO) {
         if (m->msg_case != CRANE__CLIENT_MESSAGE__MSG_HELLO)
-            px_handshake_refuse(c, "expected Hello");
+            px_conn_refuse(c, "expected Hello");
         else
             hello(c, m->hello);
     } else if (c->state == PX_CONN_AUTH) {
         if (m->msg_case != CRANE__CLIENT_MESSAGE__MSG_AUTH)
-            px_handshake_refuse(c, "expected Auth");
+            px_conn_refuse(c, "expected Auth");
         else
             auth(c, m->auth);
     }

@@ -1,5 +1,6 @@
 /* A tenant's lanes on the executing side: writes' transfers registered
- * and awaited, reads' bytes sent (lanes.h). */
+ * and awaited, reads' bytes sent, the lanes stopped and closed with their
+ * connection (lanes.h). */
 #include "lanes.h"
 
 #include "log.h"
@@ -109,4 +110,40 @@ int px_lanes_send(struct px_tenant *t, const Crane__ClientMessage *m,
 {
     return crn_lanes_send(t->lanes, m->lane_xfer, at, total, m->lane_piece,
                           from, to);
+}
+
+void px_lanes_stop(struct px_tenant *t)
+{
+    if (t && t->lanes)
+        crn_lanes_kill(t->lanes, NULL);
+}
+
+void px_lanes_close(struct px_tenant *t)
+{
+    if (!t || !t->lanes)
+        return;
+    for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
+        uint64_t sent, received;
+        crn_lanes_bytes(t->lanes, i, &sent, &received);
+        if (sent || received)
+            PX_INFO("tenant %llu: lane %u carried %llu bytes in, %llu out",
+                    (unsigned long long)t->num, i,
+                    (unsigned long long)received, (unsigned long long)sent);
+    }
+    if (atomic_load(&t->lane_area_in) + atomic_load(&t->lane_heap_in) +
+        atomic_load(&t->lane_area_out) + atomic_load(&t->lane_heap_out))
+        PX_INFO("tenant %llu: lanes' bytes: %llu in and %llu out through "
+                "the pinned area, %llu in and %llu out through the heap",
+                (unsigned long long)t->num,
+                (unsigned long long)atomic_load(&t->lane_area_in),
+                (unsigned long long)atomic_load(&t->lane_area_out),
+                (unsigned long long)atomic_load(&t->lane_heap_in),
+                (unsigned long long)atomic_load(&t->lane_heap_out));
+    crn_lanes_free(t->lanes);
+    t->lanes = NULL;
+    if (t->lane_area) {
+        px_shm_close(t->lane_area);
+        free(t->lane_area);
+        t->lane_area = NULL;
+    }
 }

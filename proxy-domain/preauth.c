@@ -2,7 +2,7 @@
 #include "preauth.h"
 
 #include "log.h"
-#include "server.h"
+#include "server_state.h"
 
 #include <string.h>
 

@@ -22,7 +22,8 @@ PROXY_BIN := $(B)/bin/crane-proxy
 PROXY_CORE_SRCS := $(filter-out proxy-domain/main.c proxy-domain/server.c \
                      proxy-domain/supervisor.c proxy-domain/worker.c \
                      proxy-domain/conn%.c proxy-domain/handshake.c \
-                     proxy-domain/preauth.c, \
+                     proxy-domain/preauth.c proxy-domain/server_state.c \
+                     proxy-domain/transport.c, \
                      $(PROXY_SRCS))
 
 all: $(PROXY_BIN)

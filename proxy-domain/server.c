@@ -1,10 +1,10 @@
-/* crane-proxy's server: the loop, listening, tenants kept across connects. */
+/* crane-proxy's server: the loop, listening, signals, the start and the
+ * stop (what connections use of it: server_state.c). */
 #include "server.h"
 
 #include "conn.h"
 #include "dispatch.h"
 #include "log.h"
-#include "supervisor.h"
 
 #include "proto/auth.h"
 #include "proto/listen.h"
@@ -33,7 +33,11 @@ static void on_connection(uv_stream_t *s, int status)
     }
     if (srv->stopping)
         return;
-    px_conn_accept(srv);
+    /* TLS's handshake runs off the loop first (conn_tls.c). */
+    if (srv->tls)
+        px_conn_accept_tls(srv);
+    else
+        px_conn_accept(srv);
 }
 
 /* Listens through the one listener (proto/listen.c); port 0 of a tcp:
@@ -92,6 +96,7 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
     srv->max_lanes = opts->max_lanes;
     srv->limits = opts->limits;
     srv->role = opts->role;
+    srv->welcome = px_handshake_welcome;
     if (crn_endpoint_parse(opts->listen, &srv->ep) < 0) {
         snprintf(why, why_len,
                  "bad endpoint '%s' (unix:PATH, tcp:HOST:PORT or "
@@ -159,22 +164,6 @@ void px_server_log_listening(struct px_server *srv)
     crn_notify("READY=1");      /* systemd's Type=notify */
 }
 
-static void spin_check(uv_idle_t *h)
-{
-    struct px_server *srv = h->data;
-
-    if (uv_hrtime() >= srv->spin_until)
-        uv_idle_stop(h);
-}
-
-void px_server_active(struct px_server *srv)
-{
-    if (!srv->spin_ns || srv->stopping)
-        return;
-    srv->spin_until = uv_hrtime() + srv->spin_ns;
-    if (!uv_is_active((uv_handle_t *)&srv->spin))
-        uv_idle_start(&srv->spin, spin_check);
-}
 
 int px_server_run(struct px_server *srv)
 {
@@ -194,8 +183,6 @@ void px_server_fini(struct px_server *srv)
     }
 }
 
-static void teardown(struct px_server *srv, struct px_tenant *t);
-
 void px_server_stop(struct px_server *srv)
 {
     if (srv->stopping)
@@ -214,27 +201,10 @@ void px_server_stop(struct px_server *srv)
     uv_close((uv_handle_t *)&srv->spin, NULL);
     for (struct px_conn *c = srv->conns; c; c = c->next)
         px_conn_close(c, "proxy stopping");
-    if (srv->role == PX_ROLE_SUPERVISOR)
-        px_super_stop(srv);
-    if (srv->role == PX_ROLE_WORKER) {
-        /* Stopping already: the supervisor's SIGTERM must not cut the
-         * release of the tenant's objects short. */
-        signal(SIGTERM, SIG_IGN);
-        signal(SIGINT, SIG_IGN);
-        px_worker_fini(srv);
-    }
+    PX_ROLE_CALL(srv, stop, srv);
     /* Tenants kept for --grace go now; those of connections whose work
      * is still running go when it ends. */
-    for (struct px_tenant *t = srv->tenants, *next; t; t = next) {
-        next = t->next;
-        if (t->conn)
-            continue;
-        if (t->grace_armed) {
-            uv_timer_stop(&t->grace);
-            t->grace_armed = false;
-        }
-        teardown(srv, t);
-    }
+    px_server_release_detached(srv);
 }
 
 void px_server_stats(struct px_server *srv)
@@ -242,8 +212,8 @@ void px_server_stats(struct px_server *srv)
     size_t conns = 0, tenants = 0, detached = 0;
     uint64_t objects = 0, bytes = 0;
 
-    if (srv->role == PX_ROLE_SUPERVISOR) {
-        px_super_stats(srv);
+    if (srv->role_ops && srv->role_ops->stats) {
+        srv->role_ops->stats(srv);
         return;
     }
     for (struct px_conn *c = srv->conns; c; c = c->next)
@@ -260,168 +230,4 @@ void px_server_stats(struct px_server *srv)
             (unsigned long long)bytes, srv->tearing_down);
 }
 
-size_t px_server_peer_conns(struct px_server *srv, const struct px_conn *c)
-{
-    size_t n = 0;
 
-    if (srv->role == PX_ROLE_SUPERVISOR)
-        return px_super_peer_tenants(srv, c->peer);
-    for (struct px_conn *o = srv->conns; o; o = o->next)
-        if (o != c && !o->pa.listed && o->state != PX_CONN_CLOSING &&
-            strcmp(o->peer, c->peer) == 0)
-            n++;
-    return n;
-}
-
-struct px_tenant *px_server_new_tenant(struct px_server *srv)
-{
-    struct px_tenant *t = px_tenant_new(srv->devs, srv->next_tenant + 1,
-                                        srv->quota);
-
-    if (!t)
-        return NULL;
-    t->max_objects = srv->limits.max_objects;
-    srv->next_tenant++;
-    t->next = srv->tenants;
-    srv->tenants = t;
-    return t;
-}
-
-struct px_tenant *px_server_find_tenant(struct px_server *srv,
-                                        const uint8_t *token, size_t len)
-{
-    if (len != PX_TOKEN_LEN)
-        return NULL;
-    for (struct px_tenant *t = srv->tenants; t; t = t->next) {
-        uint8_t diff = 0;
-        for (size_t i = 0; i < PX_TOKEN_LEN; i++)
-            diff |= t->token[i] ^ token[i];
-        if (diff == 0)
-            return t;
-    }
-    return NULL;
-}
-
-/* --- teardown: on a worker, since releasing may wait for the device --- */
-
-struct teardown_work {
-    uv_work_t work;
-    struct px_server *srv;
-    struct px_tenant *t;
-    size_t released;
-};
-
-static void teardown_run(uv_work_t *w)
-{
-    struct teardown_work *tw = w->data;
-
-    tw->released = px_exec_teardown(tw->t);
-}
-
-static void timer_closed(uv_handle_t *h)
-{
-    px_tenant_unref(h->data);
-}
-
-static void teardown_done(uv_work_t *w, int status)
-{
-    struct teardown_work *tw = w->data;
-    struct px_tenant *t = tw->t;
-
-    (void)status;
-    tw->srv->tearing_down--;
-    if (tw->srv->role == PX_ROLE_WORKER)
-        px_worker_gone(tw->srv, t);
-    PX_INFO("tenant %llu (%s pid %u): released %zu objects",
-            (unsigned long long)t->num, t->program, t->pid, tw->released);
-    /* The grace timer holds its own reference until it is closed. */
-    if (t->grace.loop)
-        uv_close((uv_handle_t *)&t->grace, timer_closed);
-    struct px_server *srv = tw->srv;
-
-    px_tenant_unref(t);
-    free(tw);
-    if (srv->role == PX_ROLE_WORKER)
-        px_worker_idle(srv);
-}
-
-static void unlink_tenant(struct px_server *srv, struct px_tenant *t)
-{
-    for (struct px_tenant **p = &srv->tenants; *p; p = &(*p)->next) {
-        if (*p == t) {
-            *p = t->next;
-            break;
-        }
-    }
-    t->next = NULL;
-}
-
-static void teardown(struct px_server *srv, struct px_tenant *t)
-{
-    struct teardown_work *tw = calloc(1, sizeof(*tw));
-
-    unlink_tenant(srv, t);
-    t->closing = true;
-    if (!tw) {
-        /* Out of memory: release here, blocking the loop briefly. */
-        PX_ERROR("tenant %llu: releasing on the loop thread",
-                 (unsigned long long)t->num);
-        px_exec_teardown(t);
-        if (t->grace.loop)
-            uv_close((uv_handle_t *)&t->grace, timer_closed);
-        px_tenant_unref(t);
-        return;
-    }
-    tw->srv = srv;
-    tw->t = t;
-    tw->work.data = tw;
-    srv->tearing_down++;
-    if (uv_queue_work(srv->loop, &tw->work, teardown_run, teardown_done) <
-        0) {
-        tw->released = px_exec_teardown(t);
-        teardown_done(&tw->work, 0);
-    }
-}
-
-static void grace_over(uv_timer_t *timer)
-{
-    struct px_tenant *t = timer->data;
-
-    t->grace_armed = false;
-    struct px_server *srv = timer->loop->data;
-
-    PX_INFO("tenant %llu (%s pid %u): grace period over",
-            (unsigned long long)t->num, t->program, t->pid);
-    if (srv->role == PX_ROLE_WORKER) {
-        char why[256];
-        snprintf(why, sizeof(why), "tenant %llu (%s pid %u): grace period "
-                 "over", (unsigned long long)t->num, t->program, t->pid);
-        px_worker_tell_ending(srv, why, srv->limits.release_ms);
-    }
-    teardown(srv, t);
-}
-
-void px_server_tenant_released(struct px_server *srv, struct px_tenant *t)
-{
-    struct px_conn *next = t->waiting;
-
-    if (next) {
-        t->waiting = NULL;
-        px_handshake_welcome(next, t, true);
-        return;
-    }
-    if (srv->grace_ms && !srv->stopping) {
-        if (!t->grace.loop) {
-            uv_timer_init(srv->loop, &t->grace);
-            t->grace.data = t;
-            px_tenant_ref(t);    /* the timer's, dropped when closed */
-        }
-        uv_timer_start(&t->grace, grace_over, srv->grace_ms, 0);
-        t->grace_armed = true;
-        PX_INFO("tenant %llu (%s pid %u): kept for %llu ms",
-                (unsigned long long)t->num, t->program, t->pid,
-                (unsigned long long)srv->grace_ms);
-        return;
-    }
-    teardown(srv, t);
-}

@@ -74,6 +74,9 @@ struct handoff_write {
     uint8_t *buf;
 };
 
+/* The role's hooks (server_state.h), at the end of this file. */
+static const struct px_role_ops super_ops;
+
 static int spawn(struct px_server *srv);
 
 static void wrk_closed(uv_handle_t *h)
@@ -203,7 +206,7 @@ static void send_to(struct px_wrk *w, struct px_conn *c)
         hw->buf = malloc(CRN_FRAME_HEADER_LEN + len);
     if (!hw || !hw->buf) {
         free(hw);
-        px_handshake_refuse(c, "out of memory");
+        px_conn_refuse(c, "out of memory");
         return;
     }
     crn_frame_header(hw->buf, len);
@@ -212,14 +215,14 @@ static void send_to(struct px_wrk *w, struct px_conn *c)
     hw->req.data = hw;
     c->handing = true;
     buf = uv_buf_init((char *)hw->buf, (unsigned)(CRN_FRAME_HEADER_LEN + len));
-    rc = uv_write2(&hw->req, (uv_stream_t *)&w->ctl, &buf, 1, &c->h.stream,
+    rc = uv_write2(&hw->req, (uv_stream_t *)&w->ctl, &buf, 1, &c->tr.h.stream,
                    handoff_written);
     if (rc < 0) {
         PX_ERROR("connection %llu: cannot hand it to worker %d: %s",
                  (unsigned long long)c->num, w->pid, uv_strerror(rc));
         free(hw->buf);
         free(hw);
-        px_handshake_refuse(c, "no worker for the tenant");
+        px_conn_refuse(c, "no worker for the tenant");
         return;
     }
     PX_DEBUG("connection %llu (%s pid %u) handed to worker %d",
@@ -231,7 +234,7 @@ static void refuse_waiting(struct px_server *srv, const char *why)
 {
     for (struct px_conn *c = srv->conns; c; c = c->next)
         if (c->state == PX_CONN_HANDOFF && !c->handing && !c->token_len)
-            px_handshake_refuse(c, "%s", why);
+            px_conn_refuse(c, "%s", why);
 }
 
 /* Gives each connection waiting for a spare worker one, while there are
@@ -257,7 +260,7 @@ static void serve_waiting(struct px_server *srv)
         refuse_waiting(srv, "no worker could start (see the proxy's log)");
 }
 
-void px_super_handoff(struct px_conn *c)
+static void px_super_handoff(struct px_conn *c)
 {
     struct px_server *srv = c->srv;
 
@@ -277,7 +280,7 @@ void px_super_handoff(struct px_conn *c)
                 return;
             }
         }
-        px_handshake_refuse(c, c->lane ? "a lane for no connected tenant"
+        px_conn_refuse(c, c->lane ? "a lane for no connected tenant"
                                        : "unknown resume token (grace "
                                          "period over?)");
         return;
@@ -285,7 +288,7 @@ void px_super_handoff(struct px_conn *c)
     serve_waiting(srv);
 }
 
-size_t px_super_peer_tenants(struct px_server *srv, const char *peer)
+static size_t px_super_peer_tenants(struct px_server *srv, const char *peer)
 {
     size_t n = 0;
 
@@ -554,6 +557,7 @@ int px_super_init(struct px_server *srv, char **argv, char *why,
         return -ENOMEM;
     }
     srv->super = s;
+    srv->role_ops = &super_ops;
     while (argv[n])
         n++;
     s->argv = calloc(n + 2, sizeof(*s->argv));
@@ -578,7 +582,7 @@ int px_super_init(struct px_server *srv, char **argv, char *why,
     return rc;
 }
 
-void px_super_stats(struct px_server *srv)
+static void px_super_stats(struct px_server *srv)
 {
     struct px_super *s = srv->super;
     Crane__Worker__ToWorker m = CRANE__WORKER__TO_WORKER__INIT;
@@ -608,7 +612,7 @@ void px_super_stats(struct px_server *srv)
         log_stats(srv);
 }
 
-void px_super_stop(struct px_server *srv)
+static void px_super_stop(struct px_server *srv)
 {
     for (struct px_wrk *w = srv->super->workers; w; w = w->next)
         if (!w->exited)
@@ -626,3 +630,10 @@ int px_super_status(struct px_server *srv)
     }
     return status;
 }
+
+static const struct px_role_ops super_ops = {
+    .handoff = px_super_handoff,
+    .peer_tenants = px_super_peer_tenants,
+    .stats = px_super_stats,
+    .stop = px_super_stop,
+};

@@ -34,6 +34,9 @@ struct px_worker {
 };
 
 /* Sends M to the supervisor; a lost supervisor shows as EOF on reading. */
+/* The role's hooks (server_state.h), at the end of this file. */
+static const struct px_role_ops worker_ops;
+
 static void send_up(struct px_server *srv, Crane__Worker__ToSupervisor *m)
 {
     struct px_worker *w = srv->worker;
@@ -55,7 +58,7 @@ static void send_up(struct px_server *srv, Crane__Worker__ToSupervisor *m)
                 (int)m->msg_case);
 }
 
-void px_worker_tell_ending(struct px_server *srv, const char *reason,
+static void px_worker_tell_ending(struct px_server *srv, const char *reason,
                            uint64_t after_ms)
 {
     struct px_worker *w = srv->worker;
@@ -93,16 +96,16 @@ static void watch_end(void *arg, const char *reason, bool now)
                           now ? 0 : srv->grace_ms + srv->limits.release_ms);
 }
 
-void px_worker_watch(struct px_conn *c)
+static void px_worker_watch(struct px_conn *c)
 {
     uv_os_fd_t fd;
 
-    if (c->lane || !c->tenant || uv_fileno(&c->h.handle, &fd) < 0)
+    if (c->lane || !c->tenant || uv_fileno(&c->tr.h.handle, &fd) < 0)
         return;
     px_watch_client(fd, c->tenant->num, c->tenant->program, c->tenant->pid);
 }
 
-void px_worker_unwatch(struct px_conn *c, const char *why)
+static void px_worker_unwatch(struct px_conn *c, const char *why)
 {
     struct px_server *srv = c->srv;
     struct px_tenant *t = c->tenant;
@@ -111,7 +114,7 @@ void px_worker_unwatch(struct px_conn *c, const char *why)
 
     if (c->lane || !t)
         return;
-    if (uv_fileno(&c->h.handle, &fd) == 0)
+    if (uv_fileno(&c->tr.h.handle, &fd) == 0)
         px_watch_forget(fd);
     /* Kept for --grace: its bound starts when the teardown does. */
     if (srv->grace_ms && !srv->stopping)
@@ -122,7 +125,7 @@ void px_worker_unwatch(struct px_conn *c, const char *why)
     px_worker_tell_ending(srv, reason, srv->limits.release_ms);
 }
 
-void px_worker_tenant(struct px_server *srv, struct px_tenant *t)
+static void px_worker_tenant(struct px_server *srv, struct px_tenant *t)
 {
     Crane__Worker__ToSupervisor m = CRANE__WORKER__TO_SUPERVISOR__INIT;
     Crane__Worker__Tenant tm = CRANE__WORKER__TENANT__INIT;
@@ -136,7 +139,7 @@ void px_worker_tenant(struct px_server *srv, struct px_tenant *t)
     send_up(srv, &m);
 }
 
-void px_worker_gone(struct px_server *srv, struct px_tenant *t)
+static void px_worker_gone(struct px_server *srv, struct px_tenant *t)
 {
     Crane__Worker__ToSupervisor m = CRANE__WORKER__TO_SUPERVISOR__INIT;
     Crane__Worker__Gone g = CRANE__WORKER__GONE__INIT;
@@ -181,7 +184,7 @@ static void take_handoff(struct px_server *srv, const Crane__Worker__Handoff *h)
     c = px_conn_new(srv, type == UV_TCP ? UV_TCP : UV_NAMED_PIPE);
     if (!c)
         return;
-    if (uv_accept((uv_stream_t *)&w->ctl, &c->h.stream) < 0) {
+    if (uv_accept((uv_stream_t *)&w->ctl, &c->tr.h.stream) < 0) {
         PX_ERROR("cannot take a handed connection");
         px_conn_close(c, "not taken");
         return;
@@ -290,6 +293,7 @@ int px_worker_init(struct px_server *srv, char *why, size_t why_len)
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     pthread_mutex_init(&w->lock, NULL);
     srv->worker = w;
+    srv->role_ops = &worker_ops;
     uv_pipe_init(srv->loop, &w->ctl, 1);
     w->ctl.data = srv;
     rc = uv_pipe_open(&w->ctl, CTL_FD);
@@ -314,7 +318,7 @@ int px_worker_init(struct px_server *srv, char *why, size_t why_len)
     return 0;
 }
 
-void px_worker_idle(struct px_server *srv)
+static void px_worker_idle(struct px_server *srv)
 {
     struct px_worker *w = srv->worker;
 
@@ -325,9 +329,14 @@ void px_worker_idle(struct px_server *srv)
     }
 }
 
-void px_worker_fini(struct px_server *srv)
+/* The stop: stopping already, the supervisor's SIGTERM must not cut the
+ * release of the tenant's objects short; the channel closes. */
+static void px_worker_fini(struct px_server *srv)
 {
     struct px_worker *w = srv->worker;
+
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
 
     if (!w || !w->open)
         return;
@@ -336,6 +345,16 @@ void px_worker_fini(struct px_server *srv)
     pthread_mutex_unlock(&w->lock);
     uv_close((uv_handle_t *)&w->ctl, NULL);
 }
+
+static const struct px_role_ops worker_ops = {
+    .tenant = px_worker_tenant,
+    .gone = px_worker_gone,
+    .ending = px_worker_tell_ending,
+    .watch = px_worker_watch,
+    .unwatch = px_worker_unwatch,
+    .idle = px_worker_idle,
+    .stop = px_worker_fini,
+};
 
 void px_worker_free(struct px_server *srv)
 {

@@ -369,35 +369,14 @@ export -f proxy_bad
 # A private socket path for the refusals (none of them should bind it; the
 # no-device case binds it before its worker finds no device).
 PXSOCK=$(mktemp -u /tmp/crane-px-XXXXXX.sock)
-# No circles between the files of crane-proxy's core (everything but the
-# network side: proxy.mk's PROXY_CORE_SRCS, what the fuzz target links),
-# in calls or includes: the dispatch above the executors, the executors
-# above what they all call (exec.c), validate.c above validate_create.c
-# above validate_common.c (proxy-domain/README.md, "Layers").  The
-# connection files (conn*, handshake, server, supervisor, worker,
-# preauth, main) still call each other both ways: not yet guarded.
-proxy_core_acyclic() {
-    local d f n
-    d=$(mktemp -d)
-    mkdir "$d/src" "$d/obj"
-    for f in proxy-domain/*.c proxy-domain/*.h; do
-        n=$(basename "$f"); n=${n%.*}
-        case $n in
-            main|server|supervisor|worker|conn|conn_*|handshake|preauth)
-                continue ;;
-        esac
-        ln -s "$PWD/$f" "$d/src/"
-        [ -f "$B/obj/proxy-domain/$n.o" ] &&
-            ln -sf "$PWD/$B/obj/proxy-domain/$n.o" "$d/obj/"
-    done
-    [ "$(ls "$d/obj" | wc -l)" -gt 20 ] || { echo "no objects"; exit 1; }
-    scripts/calls-graph.sh "$d/src" "$d/obj"
-    local rc=$?
-    rm -rf "$d"
-    return $rc
-}
-export -f proxy_core_acyclic
-case_ "proxy/acyclic-core" proxy_core_acyclic
+# No circles between crane-proxy's files, in calls or includes: the
+# connection's lifecycle one way down (supervisor and worker, server,
+# conn_tls, conn_start, conn_input, handshake, conn_lanes, conn_exec, conn,
+# and under them server_state and transport; the roles reached through
+# their hooks), the dispatch above the executors, the executors above what
+# they all call (exec.c), validate.c above validate_create.c above
+# validate_common.c (proxy-domain/README.md, "Layers").
+case_ "proxy/acyclic" scripts/calls-graph.sh proxy-domain $B/obj/proxy-domain
 for t in $($PROXY_TEST --list); do
     case_ "proxy/$t" $PROXY_TEST "$t"
     case_ "proxy-asan/$t" env CRANE_PROXY=$BA/bin/crane-proxy \
