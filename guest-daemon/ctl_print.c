@@ -9,16 +9,10 @@
  */
 #include "ctl_print.h"
 
+#include "proto/control_ops.h"
 #include "proto/report.h"
 
 #include <string.h>
-
-static const char *op_name(Crane__Control__Op op)
-{
-    static const char *const n[] = {"none",   "status", "prepare", "resume",
-                                    "abort",  "query",  "shm"};
-    return (unsigned)op < sizeof(n) / sizeof(*n) ? n[op] : "?";
-}
 
 static const char *phase_name(Crane__Control__Phase p)
 {
@@ -62,7 +56,7 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
 
     crn_format_bytes(state, sizeof(state), r->state_bytes);
     fprintf(out, "program %-7u %-16s %-12s %9s  %-8s %-6s", r->pid,
-            r->program, shown_mode(r), state, op_name(r->last_op),
+            r->program, shown_mode(r), state, crn_control_op_name(r->last_op),
             r->last_op == CRANE__CONTROL__OP__OP_NONE ? "-"
             : r->err                                  ? "FAILED"
                                                       : "ok");
@@ -72,7 +66,8 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
     if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_SWITCHING) {
         fprintf(out, "        switching: %s pending for %.1f s; last reported "
                      "%s\n",
-                op_name(r->pending_op), r->pending_for, mode_name(r->mode));
+                crn_control_op_name(r->pending_op), r->pending_for,
+                mode_name(r->mode));
         if (r->waiting && *r->waiting)
             fprintf(out, "        %s\n", r->waiting);
     } else if (r->state == CRANE__CONTROL__PROGRAM_STATE__STATE_STARTING)
@@ -82,7 +77,7 @@ static void print_program(FILE *out, const Crane__Control__ProgramReport *r)
         fprintf(out, "        unresponsive: no answer for %.1f s (%s "
                      "pending); last reported %s\n",
                 r->pending_for,
-                r->pending_op ? op_name(r->pending_op) : "nothing",
+                r->pending_op ? crn_control_op_name(r->pending_op) : "nothing",
                 mode_name(r->mode));
     if (r->lost)
         fprintf(out, "        lost: %s\n", r->error ? r->error : "");
@@ -126,12 +121,13 @@ int ctl_print_ack(FILE *out, const Crane__Control__Ack *a, size_t *lost)
                 a->proxy && *a->proxy ? " via " : "",
                 a->proxy ? a->proxy : "");
         if (a->last_op != CRANE__CONTROL__OP__OP_NONE)
-            fprintf(out, "last: %s %s%s%s\n", op_name(a->last_op),
+            fprintf(out, "last: %s %s%s%s\n", crn_control_op_name(a->last_op),
                     a->last_err ? "FAILED" : "ok",
                     a->last_err ? ": " : "",
                     a->last_err ? a->last_error : "");
     } else {
-        fprintf(out, "%s%s%s: %s in %.1f ms (phase %s)\n", op_name(a->op),
+        fprintf(out, "%s%s%s: %s in %.1f ms (phase %s)\n",
+                crn_control_op_name(a->op),
                 a->op == CRANE__CONTROL__OP__OP_PREPARE ? " " : "",
                 a->op == CRANE__CONTROL__OP__OP_PREPARE ? mig_name(a->mode)
                                                         : "",

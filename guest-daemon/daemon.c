@@ -4,6 +4,8 @@
 #include "log.h"
 #include "state.h"
 
+#include "proto/control_ops.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,9 +45,7 @@ const char *gd_pmode_name(Crane__Control__ProgramMode m)
 
 const char *gd_op_name(Crane__Control__Op op)
 {
-    static const char *const names[] = {"none",  "status", "prepare",
-                                        "resume", "abort", "query", "shm"};
-    return (unsigned)op < sizeof(names) / sizeof(*names) ? names[op] : "?";
+    return crn_control_op_name(op);
 }
 
 const char *gd_mig_name(Crane__Control__MigrationMode m)

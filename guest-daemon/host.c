@@ -54,35 +54,20 @@ struct gd_host {
 
 /* --- commands ------------------------------------------------------------ */
 
-static void run_status(struct gd_daemon *d, struct gd_peer *peer,
-                       const Crane__Control__HostMessage *m)
-{
-    gd_status_request(d, peer, m->id, m->status);
-}
-
-static void run_prepare(struct gd_daemon *d, struct gd_peer *peer,
-                        const Crane__Control__HostMessage *m)
-{
-    gd_migrate_prepare(d, peer, m->id, m->prepare);
-}
-
-static void run_resume(struct gd_daemon *d, struct gd_peer *peer,
-                       const Crane__Control__HostMessage *m)
-{
-    gd_migrate_resume(d, peer, m->id, m->resume);
-}
-
-static void run_abort(struct gd_daemon *d, struct gd_peer *peer,
-                      const Crane__Control__HostMessage *m)
-{
-    gd_migrate_abort(d, peer, m->id, m->abort);
-}
-
-static void run_shm(struct gd_daemon *d, struct gd_peer *peer,
-                    const Crane__Control__HostMessage *m)
-{
-    gd_migrate_shm(d, peer, m->id, m->shm);
-}
+/* The host's commands, from the rows of proto/control_ops.def: for each
+ * row of the host hop a run_<name> that hands the command's field to
+ * gd_<host_exec>, and its row in host_cmds. */
+#define GD_HOST_RUN_NONE(OP, name, exec)
+#define GD_HOST_RUN_HOST(OP, name, exec)                                    \
+    static void run_##name(struct gd_daemon *d, struct gd_peer *peer,       \
+                           const Crane__Control__HostMessage *m)            \
+    {                                                                       \
+        gd_##exec(d, peer, m->id, m->name);                                 \
+    }
+#define CRN_CONTROL_OP(OP, name, host, host_exec, shim, shim_exec)         \
+    GD_HOST_RUN_##host(OP, name, host_exec)
+#include "proto/control_ops.def"
+#undef CRN_CONTROL_OP
 
 static const struct host_cmd {
     Crane__Control__HostMessage__MsgCase which;
@@ -90,11 +75,13 @@ static const struct host_cmd {
     void (*run)(struct gd_daemon *d, struct gd_peer *peer,
                 const Crane__Control__HostMessage *m);
 } host_cmds[] = {
-    {CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS, GD_OP(STATUS), run_status},
-    {CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE, GD_OP(PREPARE), run_prepare},
-    {CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME, GD_OP(RESUME), run_resume},
-    {CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT, GD_OP(ABORT), run_abort},
-    {CRANE__CONTROL__HOST_MESSAGE__MSG_SHM, GD_OP(SHM), run_shm},
+#define GD_HOST_CMD_NONE(OP, name)
+#define GD_HOST_CMD_HOST(OP, name)                                          \
+    {CRANE__CONTROL__HOST_MESSAGE__MSG_##OP, GD_OP(OP), run_##name},
+#define CRN_CONTROL_OP(OP, name, host, host_exec, shim, shim_exec)         \
+    GD_HOST_CMD_##host(OP, name)
+#include "proto/control_ops.def"
+#undef CRN_CONTROL_OP
 };
 
 void gd_host_frame(struct gd_daemon *d, struct gd_peer *peer,

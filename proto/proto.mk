@@ -48,7 +48,7 @@ UNIT_SRCS += tests/unit/test_frame.c tests/unit/test_auth.c tests/unit/test_tls.
              tests/unit/test_fastpack.c \
              tests/unit/test_map.c tests/unit/test_deadline.c \
              tests/unit/test_listen.c tests/unit/test_spin.c \
-             tests/unit/test_lane.c
+             tests/unit/test_lane.c tests/unit/test_control.c
 
 # One protoc-c run writes both files (a grouped pattern rule).  The proto
 # path is the repository root, so imports read "proto/x.proto" and the

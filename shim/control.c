@@ -336,22 +336,21 @@ static int cmd_shm(const Crane__Control__DaemonMessage *m, int fd,
     return rc;
 }
 
+/* The commands of the shim hop, from the rows of proto/control_ops.def. */
 static const struct control_cmd {
     Crane__Control__DaemonMessage__MsgCase which;
     Crane__Control__Op op;
     const char *name;
     control_cmd_fn run;
 } control_cmds[] = {
-    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_PREPARE,
-     CRANE__CONTROL__OP__OP_PREPARE, "prepare", cmd_prepare},
-    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_RESUME, CRANE__CONTROL__OP__OP_RESUME,
-     "resume", cmd_passthrough},
-    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_ABORT, CRANE__CONTROL__OP__OP_ABORT,
-     "abort", cmd_passthrough},
-    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_QUERY, CRANE__CONTROL__OP__OP_QUERY,
-     "query", cmd_query},
-    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_SHM, CRANE__CONTROL__OP__OP_SHM,
-     "shm", cmd_shm},
+#define CONTROL_CMD_NONE(OP, name, exec)
+#define CONTROL_CMD_SHIM(OP, name, exec)                                    \
+    {CRANE__CONTROL__DAEMON_MESSAGE__MSG_##OP, CRANE__CONTROL__OP__OP_##OP, \
+     #name, cmd_##exec},
+#define CRN_CONTROL_OP(OP, name, host, host_exec, shim, shim_exec)         \
+    CONTROL_CMD_##shim(OP, name, shim_exec)
+#include "proto/control_ops.def"
+#undef CRN_CONTROL_OP
 };
 
 static const char *why(int rc)

@@ -98,6 +98,9 @@ TEST_ENTRY(px_validate_program_bulk)
 TEST_ENTRY(px_validate_svm)
 TEST_ENTRY(px_remote_calls_rows)
 
+/* proto/control_ops.def: tests/unit/test_control.c */
+TEST_ENTRY(control_ops_rows)
+
 /* shim/objects.c, dirty.c, kernel.c: tests/unit/test_shadow.c */
 TEST_ENTRY(shadow_refcounts)
 TEST_ENTRY(shadow_children_keep_parents)
