@@ -11,7 +11,7 @@
 #include "account.h"
 
 #include "gpu_users.h"
-#include "log.h"
+#include "proto/log.h"
 #include "op.h"
 
 #include <errno.h>
@@ -92,7 +92,7 @@ static int leave_out(struct gd_daemon *d, struct gd_program *p, char *names,
                    p->conn.name, why);
         return -ETIMEDOUT;
     }
-    GD_WARN("%s: %s; holds no GPU device node: left out of the migration",
+    CRN_WARN("%s: %s; holds no GPU device node: left out of the migration",
             p->conn.name, why);
     if (strlen(names) + strlen(p->conn.name) + 3 < names_len)
         snprintf(names + strlen(names), names_len - strlen(names), "%s%s",

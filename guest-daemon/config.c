@@ -260,7 +260,7 @@ void gd_config_defaults(struct gd_config *cfg)
 
     /* A default its own row refuses is a bug of the table. */
     if (crn_conf_defaults(&gd_config_table, cfg, sizeof(*cfg), why, sizeof(why)) < 0)
-        crn_log(CRN_LOG_ERROR, "settings table: %s", why);
+        CRN_ERROR("settings table: %s", why);
 }
 
 int gd_config_set(struct gd_config *cfg, const char *key, const char *v,

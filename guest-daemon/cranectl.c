@@ -103,7 +103,7 @@ static int authenticate(int fd, const char *endpoint, const uint8_t *key,
                                             : 10000,
                                why, sizeof(why));
     if (rc < 0)
-        crn_log(CRN_LOG_ERROR, "authenticating to %s: %s", endpoint,
+        CRN_ERROR("authenticating to %s: %s", endpoint,
                 why);
     return rc;
 }
@@ -122,7 +122,7 @@ static int exchange(const char *endpoint, const struct crn_endpoint *ep,
 
     fd = crn_endpoint_connect(ep);
     if (fd < 0) {
-        crn_log(CRN_LOG_ERROR, "cannot connect to %s: %s (is "
+        CRN_ERROR("cannot connect to %s: %s (is "
                         "crane-guestd running?)",
                 endpoint, strerror(-fd));
         return fd;
@@ -134,7 +134,7 @@ static int exchange(const char *endpoint, const struct crn_endpoint *ep,
                                               : 10000,
                                  why, sizeof(why));
         if (fd < 0) {
-            crn_log(CRN_LOG_ERROR, "%s: %s", endpoint, why);
+            CRN_ERROR("%s: %s", endpoint, why);
             return fd;
         }
     }
@@ -146,7 +146,7 @@ static int exchange(const char *endpoint, const struct crn_endpoint *ep,
     clock_gettime(CLOCK_MONOTONIC, &ts);
     msg->id = (uint64_t)getpid() << 20 | (uint64_t)(ts.tv_nsec & 0xfffff);
     if ((rc = crn_frame_write(fd, &msg->base)) < 0) {
-        crn_log(CRN_LOG_ERROR, "sending to %s: %s", endpoint,
+        CRN_ERROR("sending to %s: %s", endpoint,
                 strerror(-rc));
         close(fd);
         return rc;
@@ -161,13 +161,13 @@ static int exchange(const char *endpoint, const struct crn_endpoint *ep,
         clock_gettime(CLOCK_MONOTONIC, &ts);
         left = deadline - (ts.tv_sec + ts.tv_nsec / 1e9);
         if (left <= 0 || poll(&p, 1, (int)ceil(left * 1e3)) == 0) {
-            crn_log(CRN_LOG_ERROR, "no answer from %s within %.0f s",
+            CRN_ERROR("no answer from %s within %.0f s",
                     endpoint, timeout);
             rc = -ETIMEDOUT;
             break;
         }
         if ((rc = crn_frame_read(fd, &buf, &len, CTL_MAX_FRAME)) < 0) {
-            crn_log(CRN_LOG_ERROR, "reading from %s: %s", endpoint,
+            CRN_ERROR("reading from %s: %s", endpoint,
                     rc == -ENODATA ? "the daemon closed the connection"
                                    : strerror(-rc));
             break;
@@ -176,7 +176,7 @@ static int exchange(const char *endpoint, const struct crn_endpoint *ep,
         free(buf);
         if (!*out ||
             (*out)->msg_case != CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK) {
-            crn_log(CRN_LOG_ERROR, "undecodable answer from %s",
+            CRN_ERROR("undecodable answer from %s",
                     endpoint);
             if (*out)
                 crane__control__guest_message__free_unpacked(*out, NULL);
@@ -375,7 +375,7 @@ static int send_message(struct ctl_args *a)
                                a->endpoint);
     if (ep.kind == CRN_EP_TCP && key_path && *key_path &&
         (rc = crn_auth_key_load(key_path, &key, &key_len)) < 0) {
-        crn_log(CRN_LOG_ERROR, "key %s: %s", key_path,
+        CRN_ERROR("key %s: %s", key_path,
                 rc == -EINVAL ? "empty" : strerror(-rc));
         return 1;
     }
@@ -383,7 +383,7 @@ static int send_message(struct ctl_args *a)
         crn_tls_config_new(a->tls_mode, CRN_TLS_CLIENT, a->pki_dir,
                            key_path && *key_path ? key_path : NULL, &tls, why,
                            sizeof(why)) < 0) {
-        crn_log(CRN_LOG_ERROR, "TLS: %s", why);
+        CRN_ERROR("TLS: %s", why);
         free(key);
         return 1;
     }

@@ -1,7 +1,7 @@
 /* crane-guestd's bookkeeping: names, clock, phase, state file, recovery. */
 #include "guestd.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "state.h"
 
 #include "proto/control_ops.h"
@@ -57,7 +57,7 @@ const char *gd_mig_name(Crane__Control__MigrationMode m)
 void gd_set_phase(struct gd_daemon *d, Crane__Control__Phase phase)
 {
     if (d->phase != phase) {
-        GD_INFO("phase %s -> %s", gd_phase_name(d->phase),
+        CRN_INFO("phase %s -> %s", gd_phase_name(d->phase),
                 gd_phase_name(phase));
         d->phase = phase;
         d->phase_since = gd_now();
@@ -102,11 +102,11 @@ void gd_save_state(struct gd_daemon *d)
     }
     rc = gd_state_write(d->cfg.state_file, s);
     if (rc < 0 && rc != last_err)
-        GD_ERROR("cannot write the state file %s: %s (retrying every %d ms; "
+        CRN_ERROR("cannot write the state file %s: %s (retrying every %d ms; "
                  "a restart meanwhile finds the phase before)",
                  d->cfg.state_file, strerror(-rc), GD_STATE_RETRY_MS);
     else if (rc == 0 && d->state_unsaved)
-        GD_INFO("state file %s written again", d->cfg.state_file);
+        CRN_INFO("state file %s written again", d->cfg.state_file);
     last_err = rc;
     d->state_unsaved = rc < 0;
     if (rc < 0)
@@ -120,7 +120,7 @@ void gd_adopt_program_phase(struct gd_daemon *d, const struct gd_program *p)
 {
     if (d->phase != GD_PHASE(IDLE) || d->op || p->mode != GD_PMODE(PARKED))
         return;
-    GD_WARN("%s is parked while the state file said phase idle (it was not "
+    CRN_WARN("%s is parked while the state file said phase idle (it was not "
             "written after the prepare: a full disk?): phase prepared "
             "(offline); resume or abort takes it back to the GPU",
             p->conn.name);
@@ -159,7 +159,7 @@ void gd_daemon_recover(struct gd_daemon *d,
         return;
     }
     if (rc < 0) {
-        GD_WARN("ignoring the state file %s: %s", d->cfg.state_file,
+        CRN_WARN("ignoring the state file %s: %s", d->cfg.state_file,
                 rc == -EINVAL ? "not a crane-guestd state file"
                               : strerror(-rc));
         free(s);
@@ -172,7 +172,7 @@ void gd_daemon_recover(struct gd_daemon *d,
     for (size_t i = 0; i < s->n_programs; i++) {
         pid_t pid = s->programs[i].pid;
         bool alive = kill(pid, 0) == 0 || errno == EPERM;
-        GD_INFO("state file: %s[%d] was %s%s", s->programs[i].name, (int)pid,
+        CRN_INFO("state file: %s[%d] was %s%s", s->programs[i].name, (int)pid,
                 gd_pmode_name(s->programs[i].mode),
                 alive ? "" : " (no longer runs)");
         if (alive && d->n_expected < sizeof(d->expected) / sizeof(pid_t))
@@ -190,7 +190,7 @@ void gd_daemon_recover(struct gd_daemon *d,
         d->recover_op = GD_OP(NONE);
         break;
     }
-    GD_INFO("state file: phase %s, %zu module(s) out, %zu program(s) "
+    CRN_INFO("state file: phase %s, %zu module(s) out, %zu program(s) "
             "expected back%s%s",
             gd_phase_name(d->phase), d->modules_unloaded, d->n_expected,
             d->recover_op != GD_OP(NONE) ? "; then " : "",

@@ -8,7 +8,7 @@
 #include "driver.h"
 
 #include "guestd.h"
-#include "log.h"
+#include "proto/log.h"
 #include "spawn.h"
 
 #include <errno.h>

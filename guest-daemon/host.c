@@ -1,7 +1,7 @@
 /* crane-guestd's host side: host channel, cranectl socket, command table. */
 #include "host.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "migrate.h"
 #include "port.h"
 #include "status.h"
@@ -104,10 +104,10 @@ void gd_host_frame(struct gd_daemon *d, struct gd_peer *peer,
                        "unknown or missing command");
     } else {
         if (cmd->op == GD_OP(STATUS))
-            GD_DEBUG("%s: status (id %llu)", peer->name,
+            CRN_DEBUG("%s: status (id %llu)", peer->name,
                      (unsigned long long)m->id);
         else
-            GD_INFO("%s: %s (id %llu)", peer->name, gd_op_name(cmd->op),
+            CRN_INFO("%s: %s (id %llu)", peer->name, gd_op_name(cmd->op),
                     (unsigned long long)m->id);
         cmd->run(d, peer, m);
     }
@@ -159,7 +159,7 @@ static void handshake_ack(struct host_conn *hc, uint64_t id,
 static void auth_refuse(struct host_conn *hc, uint64_t id,
                         Crane__Control__Op op, const char *why)
 {
-    GD_WARN("%s: not authenticated: %s", hc->peer.name, why);
+    CRN_WARN("%s: not authenticated: %s", hc->peer.name, why);
     handshake_ack(hc, id, op, -EACCES, why);
     gd_conn_close(&hc->conn, "not authenticated");
 }
@@ -206,7 +206,7 @@ static void auth_check(struct host_conn *hc, uint64_t id,
         return;
     }
     hc->authed = true;
-    GD_INFO("%s: authenticated", hc->peer.name);
+    CRN_INFO("%s: authenticated", hc->peer.name);
     handshake_ack(hc, id, GD_OP(NONE), 0, "authenticated");
 }
 
@@ -367,13 +367,13 @@ static void add_conn(struct gd_listen_slot *slot, uv_stream_t *s, int fd)
     for (struct host_conn *c = h->conns; c; c = c->next)
         n += !c->conn.closing;
     if (n >= GD_MAX_HOST_CONNS && !(victim = host_victim(h))) {
-        GD_WARN("%s socket: %d connections already, each waiting for an "
+        CRN_WARN("%s socket: %d connections already, each waiting for an "
                 "answer; refusing one",
                 slot->what, GD_MAX_HOST_CONNS);
         hc->refused = true;
     }
     if (victim) {
-        GD_WARN("%s socket: %d connections already; dropping %s (%s)",
+        CRN_WARN("%s socket: %d connections already; dropping %s (%s)",
                 slot->what, GD_MAX_HOST_CONNS, victim->peer.name,
                 victim->need_auth && !victim->authed ? "not authenticated"
                                                      : "idle");
@@ -413,7 +413,7 @@ static void tls_accepted(void *arg, int fd, const char *peer,
     struct gd_listen_slot *slot = arg;
 
     if (fd < 0)
-        GD_WARN("%s channel: tcp connection from %s refused: %s",
+        CRN_WARN("%s channel: tcp connection from %s refused: %s",
                 slot->what, peer, why);
     else
         add_conn(slot, NULL, fd);
@@ -426,7 +426,7 @@ static void on_connection(uv_stream_t *s, int status)
     int rc;
 
     if (status < 0) {
-        GD_WARN("%s socket: %s", slot->what, uv_strerror(status));
+        CRN_WARN("%s socket: %s", slot->what, uv_strerror(status));
         return;
     }
     if (!slot->keyed || !h->tls) {
@@ -438,7 +438,7 @@ static void on_connection(uv_stream_t *s, int status)
     rc = crn_tls_uv_accept(s, h->tls, h->d->cfg.host_handshake_ms,
                            tls_accepted, slot);
     if (rc < 0)
-        GD_WARN("%s socket: %s", slot->what, uv_strerror(rc));
+        CRN_WARN("%s socket: %s", slot->what, uv_strerror(rc));
 }
 
 static int listen_slot(struct gd_host *h, struct gd_listen_slot *slot,
@@ -465,11 +465,11 @@ static int listen_slot(struct gd_host *h, struct gd_listen_slot *slot,
     slot->lis.handle.data = slot;
     slot->listening = true;
     if (slot->keyed)
-        GD_INFO("%s channel: listening on %s (authenticated with host_key, "
+        CRN_INFO("%s channel: listening on %s (authenticated with host_key, "
                 "TLS %s)", what, endpoint,
                 crn_tls_mode_name(crn_tls_config_mode(h->tls)));
     else
-        GD_INFO("%s channel: listening on %s", what, endpoint);
+        CRN_INFO("%s channel: listening on %s", what, endpoint);
     return 0;
 }
 
@@ -512,7 +512,7 @@ static int start_tls(struct gd_host *h, char *why, size_t why_len)
         return rc;
     }
     if (!h->tls)
-        GD_WARN("host channel %s without TLS (tls = %s): the host's "
+        CRN_WARN("host channel %s without TLS (tls = %s): the host's "
                 "requests cross the network in clear", cfg->host, cfg->tls);
     return 0;
 }

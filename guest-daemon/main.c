@@ -3,7 +3,7 @@
 #include "driver.h"
 #include "guestd.h"
 #include "host.h"
-#include "log.h"
+#include "proto/log.h"
 #include "migrate.h"
 #include "programs.h"
 #include "status.h"
@@ -90,7 +90,7 @@ static void fit_open_files(struct gd_config *cfg)
         unsigned fit = rl.rlim_cur > reserve + 1
                            ? (unsigned)(rl.rlim_cur - reserve)
                            : 1;
-        GD_WARN("max_programs %u: only %llu open files allowed; serving "
+        CRN_WARN("max_programs %u: only %llu open files allowed; serving "
                 "at most %u program connections",
                 cfg->max_programs, (unsigned long long)rl.rlim_cur, fit);
         cfg->max_programs = fit;
@@ -126,7 +126,7 @@ static void on_signal(uv_signal_t *s, int signum)
 {
     struct gd_daemon *d = s->data;
 
-    GD_INFO("signal %d: stopping%s", signum,
+    CRN_INFO("signal %d: stopping%s", signum,
             d->op ? " (the state file keeps the operation in flight)" : "");
     stop(d);
 }
@@ -247,15 +247,15 @@ int main(int argc, char **argv)
     }
     uv_signal_start(&d.sig_int, on_signal, SIGINT);
     uv_signal_start(&d.sig_term, on_signal, SIGTERM);
-    GD_INFO("serving shims on %s (phase %s, %zu module(s) configured)",
+    CRN_INFO("serving shims on %s (phase %s, %zu module(s) configured)",
             d.cfg.listen, gd_phase_name(d.phase), d.cfg.n_modules);
     /* The shims' socket and the host channel are set up. */
     crn_notify("READY=1");
     uv_run(&loop, UV_RUN_DEFAULT);
-    GD_INFO("stopped");
+    CRN_INFO("stopped");
     free(d.op);
     free(d.host);
     if (uv_loop_close(&loop) != 0)
-        GD_WARN("loop closed with handles open");
+        CRN_WARN("loop closed with handles open");
     return 0;
 }

@@ -27,7 +27,7 @@
 
 #include "account.h"
 #include "driver.h"
-#include "log.h"
+#include "proto/log.h"
 #include "programs.h"
 #include "progress.h"
 #include "shm.h"
@@ -95,7 +95,7 @@ static void finish(struct gd_daemon *d)
         err = -ECANCELED;
         why = "aborted";
     }
-    GD_INFO("%s%s%s: %s in %.1f ms (phase %s)%s%s", gd_op_name(o->kind),
+    CRN_INFO("%s%s%s: %s in %.1f ms (phase %s)%s%s", gd_op_name(o->kind),
             o->kind == GD_OP(PREPARE) ? " " : "",
             o->kind == GD_OP(PREPARE) ? gd_mig_name(o->mode) : "",
             err ? "FAILED" : "done", secs * 1e3, gd_phase_name(d->phase),
@@ -242,7 +242,7 @@ static void fan_deadline(uv_timer_t *t)
                  "no answer within %.0f ms",
                  (o->fan_deadline - o->fan_started) * 1e3);
         p->last_elapsed = gd_now() - p->cmd_sent;
-        GD_WARN("%s: no answer to %s within the deadline", p->conn.name,
+        CRN_WARN("%s: no answer to %s within the deadline", p->conn.name,
                 gd_op_name(o->fan_op));
         /* A prepare decides in account_gpu_users whether it can go on
          * without this program. */
@@ -270,7 +270,7 @@ static void fan_out(struct gd_daemon *d, Crane__Control__Op op,
     for (struct gd_program *p = d->programs; p; p = p->next)
         if (p->registered && !p->conn.closing)
             fan_send(d, p);
-    GD_INFO("%s sent to %zu program(s), deadline %u ms", gd_op_name(op),
+    CRN_INFO("%s sent to %zu program(s), deadline %u ms", gd_op_name(op),
             o->fan_sent, deadline_ms);
     if (o->fan_waiting == 0) {
         fan_complete(d);
@@ -351,7 +351,7 @@ void gd_migrate_on_registered(struct gd_daemon *d, struct gd_program *p)
             all &= d->expected[i] == 0;
         }
         if (all) {
-            GD_INFO("every program of the state file is back");
+            CRN_INFO("every program of the state file is back");
             uv_timer_stop(&d->grace);
             uv_timer_start(&d->grace, on_all_back, 0, 0);
         }
@@ -365,7 +365,7 @@ void gd_migrate_on_registered(struct gd_daemon *d, struct gd_program *p)
     }
     if ((d->phase == GD_PHASE(PREPARED) || d->phase == GD_PHASE(PREPARING)) &&
         p->mode == GD_PMODE(PASSTHROUGH) && !p->starting)
-        GD_WARN("%s: in passthrough while the GPU is prepared for "
+        CRN_WARN("%s: in passthrough while the GPU is prepared for "
                 "migration",
                 p->conn.name);
 }
@@ -495,7 +495,7 @@ void gd_migrate_prepare(struct gd_daemon *d, struct gd_peer *peer,
     d->proxy_key_len = p->auth_key.len;
     if (p->auth_key.len)
         memcpy(d->proxy_key, p->auth_key.data, p->auth_key.len);
-    GD_INFO("prepare %s%s%s%s, deadline %u ms", gd_mig_name(mode),
+    CRN_INFO("prepare %s%s%s%s, deadline %u ms", gd_mig_name(mode),
             *proxy ? " via " : "", proxy,
             p->auth_key.len ? " (with the proxy's key)" : "", deadline);
     gd_set_phase(d, GD_PHASE(PREPARING));
@@ -559,7 +559,7 @@ static void back_to_passthrough(struct gd_daemon *d)
 
     if (o->kind == GD_OP(PREPARE)) {
         o->rolling_back = true;
-        GD_WARN("prepare %s: returning every program to passthrough",
+        CRN_WARN("prepare %s: returning every program to passthrough",
                 o->cancelled && !o->err ? "aborted" : "failed");
     }
     gd_set_phase(d, o->kind == GD_OP(RESUME) ? GD_PHASE(RESUMING)
@@ -621,7 +621,7 @@ void gd_migrate_abort(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
             return;
         }
         if (o->kind == GD_OP(PREPARE) && !o->rolling_back && !o->cancelled) {
-            GD_WARN("abort during the prepare");
+            CRN_WARN("abort during the prepare");
             o->cancelled = true;
             o->abort_deadline_ms = a->deadline_ms;
             /* Mid fan-out: turn around now.  Mid modprobe: when it ends. */
@@ -689,7 +689,7 @@ void gd_migrate_shm(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
                  (p->mode == GD_PMODE(REMOTING) ||
                   p->mode == GD_PMODE(REMOTE_ONLY));
         o->shm_part = gd_shm_part(o->shm_size, n);
-        GD_INFO("shared area %s (%llu bytes): %llu bytes for each of %zu "
+        CRN_INFO("shared area %s (%llu bytes): %llu bytes for each of %zu "
                 "remoting program(s)", o->shm_path,
                 (unsigned long long)o->shm_size,
                 (unsigned long long)o->shm_part, n);
@@ -719,7 +719,7 @@ void gd_migrate_recover(struct gd_daemon *d)
     uv_timer_stop(&d->grace);
     if (d->op || kind == GD_OP(NONE))
         return;
-    GD_WARN("recovering: the previous daemon stopped while %s; %s now",
+    CRN_WARN("recovering: the previous daemon stopped while %s; %s now",
             gd_phase_name(d->phase), gd_op_name(kind));
     o = op_new(d, kind, kind == GD_OP(RESUME) ? d->cfg.resume_deadline_ms
                                               : d->cfg.abort_deadline_ms);

@@ -2,7 +2,7 @@
  * the programs that went meanwhile (exited, or lost to a fault). */
 #include "op.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,10 +14,10 @@ void gd_op_step(struct gd_daemon *d, const char *name, int err,
     struct gd_op *o = d->op;
 
     if (err)
-        GD_WARN("step %s: failed after %.1f ms: %s", name, seconds * 1e3,
+        CRN_WARN("step %s: failed after %.1f ms: %s", name, seconds * 1e3,
                 error ? error : strerror(-err));
     else
-        GD_INFO("step %s: done in %.1f ms", name, seconds * 1e3);
+        CRN_INFO("step %s: done in %.1f ms", name, seconds * 1e3);
     if (!o || o->n_steps == GD_MAX_STEPS)
         return;
     struct gd_step *s = &o->steps[o->n_steps++];
@@ -60,7 +60,7 @@ void gd_op_note_gone(struct gd_daemon *d, struct gd_program *p)
     if (d->stopping)
         return;
     if (lost_to_fault(d, p)) {
-        GD_WARN("%s: lost to a fault %.1f s after its shim reported it: %s",
+        CRN_WARN("%s: lost to a fault %.1f s after its shim reported it: %s",
                 p->conn.name, gd_now() - p->fault_at, p->fault);
         if (d->n_lost == GD_MAX_LOST)
             return;

@@ -1,7 +1,7 @@
 /* The host channel on a virtio-serial port: one fd kept, host may be away. */
 #include "port.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +48,7 @@ static bool deliver(void *arg, const uint8_t *msg, size_t len)
 static void host_gone(struct gd_port *p)
 {
     if (p->host_seen)
-        GD_INFO("%s: host side disconnected", p->path);
+        CRN_INFO("%s: host side disconnected", p->path);
     p->host_seen = false;
     gd_inbuf_reset(&p->in);
     p->out_len = 0;
@@ -72,7 +72,7 @@ static void flush_out(struct gd_port *p)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno != EAGAIN) {
-            GD_WARN("%s: write: %s; reply dropped", p->path,
+            CRN_WARN("%s: write: %s; reply dropped", p->path,
                     strerror(errno));
             off = p->out_len;
         }
@@ -87,7 +87,7 @@ static void on_poll(uv_poll_t *h, int status, int events)
     struct gd_port *p = h->data;
 
     if (status < 0) {
-        GD_WARN("%s: poll: %s", p->path, uv_strerror(status));
+        CRN_WARN("%s: poll: %s", p->path, uv_strerror(status));
         host_gone(p);
         return;
     }
@@ -104,12 +104,12 @@ static void on_poll(uv_poll_t *h, int status, int events)
                 return;
             }
             if (!p->host_seen)
-                GD_INFO("%s: host side connected", p->path);
+                CRN_INFO("%s: host side connected", p->path);
             p->host_seen = true;
             p->in.len += (size_t)n;
             if (gd_inbuf_drain(&p->in, deliver, p) == -EMSGSIZE) {
                 /* Out of step with the host: drop what is buffered. */
-                GD_WARN("%s: frame over the 64 KiB limit; input dropped",
+                CRN_WARN("%s: frame over the 64 KiB limit; input dropped",
                         p->path);
                 gd_inbuf_reset(&p->in);
                 p->fn(p->arg, &p->peer, NULL, 0);
@@ -147,7 +147,7 @@ static void try_open(uv_timer_t *t)
     p->fd = open(p->path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (p->fd < 0) {
         if (errno != p->open_err)
-            GD_WARN("%s: cannot open (%s); retrying every %d ms", p->path,
+            CRN_WARN("%s: cannot open (%s); retrying every %d ms", p->path,
                     strerror(errno), PORT_REOPEN_MS);
         p->open_err = errno;
         uv_timer_start(&p->timer, try_open, PORT_REOPEN_MS, 0);
@@ -159,7 +159,7 @@ static void try_open(uv_timer_t *t)
         tcsetattr(p->fd, TCSANOW, &tio);
     }
     if (uv_poll_init(p->loop, &p->poll, p->fd) < 0) {
-        GD_ERROR("%s: cannot poll this file", p->path);
+        CRN_ERROR("%s: cannot poll this file", p->path);
         close(p->fd);
         p->fd = -1;
         return;
@@ -167,7 +167,7 @@ static void try_open(uv_timer_t *t)
     p->poll.data = p;
     p->poll_init = true;
     p->open_handles++;
-    GD_INFO("host channel: %s", p->path);
+    CRN_INFO("host channel: %s", p->path);
     port_poll_start(p);
 }
 
@@ -182,7 +182,7 @@ static int port_send(struct gd_peer *peer, const ProtobufCMessage *msg)
     if (!(frame = gd_frame_pack(msg, &len)))
         return -ENOMEM;
     if (p->out_len + len > GD_MAX_QUEUED) {
-        GD_WARN("%s: the host does not read; reply dropped", p->path);
+        CRN_WARN("%s: the host does not read; reply dropped", p->path);
         free(frame);
         return -ENOBUFS;
     }

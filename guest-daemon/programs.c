@@ -8,7 +8,7 @@
  */
 #include "programs.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -88,13 +88,13 @@ static bool on_register(struct gd_program *p,
     struct gd_program *old;
 
     if (r->version != GD_PROTO_VERSION) {
-        GD_WARN("%s: protocol version %u, expected %u", p->conn.name,
+        CRN_WARN("%s: protocol version %u, expected %u", p->conn.name,
                 r->version, GD_PROTO_VERSION);
         gd_conn_close(&p->conn, "unsupported version");
         return false;
     }
     if ((pid_t)r->pid != p->pid)
-        GD_DEBUG("%s: says pid %u (another pid namespace?)", p->conn.name,
+        CRN_DEBUG("%s: says pid %u (another pid namespace?)", p->conn.name,
                  r->pid);
     copy_clean(p->name, sizeof(p->name), r->program);
     copy_clean(p->proxy, sizeof(p->proxy), r->proxy);
@@ -109,7 +109,7 @@ static bool on_register(struct gd_program *p,
      * connection end. */
     if ((old = find_pid(d, p->pid, p)))
         gd_conn_close(&old->conn, "replaced by a new connection");
-    GD_INFO("%s: registered (%s, %llu bytes of state)", p->conn.name,
+    CRN_INFO("%s: registered (%s, %llu bytes of state)", p->conn.name,
             p->starting ? "starting" : gd_pmode_name(p->mode),
             (unsigned long long)p->state_bytes);
     gd_adopt_program_phase(d, p);
@@ -151,17 +151,17 @@ static bool on_ack(struct gd_program *p, uint64_t id,
         p->waiting[0] = '\0';
         p->last_elapsed = gd_now() - p->cmd_sent;
         p->cmd_id = 0;
-        GD_INFO("%s: %s %s in %.1f ms (calls held %.1f ms): now %s",
+        CRN_INFO("%s: %s %s in %.1f ms (calls held %.1f ms): now %s",
                 p->conn.name, gd_op_name(p->last_op),
                 p->last_err ? "FAILED" : "done", p->last_elapsed * 1e3,
                 p->last_times.total * 1e3, gd_pmode_name(p->mode));
         if (p->last_err)
-            GD_WARN("%s: %s", p->conn.name, p->last_error);
+            CRN_WARN("%s: %s", p->conn.name, p->last_error);
         gd_save_state(d);
         d->program_events->acked(d, p);
     } else {
         /* An answer to a command whose deadline passed. */
-        GD_WARN("%s: late answer to %s (%s): now %s", p->conn.name,
+        CRN_WARN("%s: late answer to %s (%s): now %s", p->conn.name,
                 gd_op_name(p->last_op), p->last_err ? "failed" : "done",
                 gd_pmode_name(p->mode));
         gd_save_state(d);
@@ -178,7 +178,7 @@ static bool on_progress(struct gd_program *p, uint64_t id,
         return !p->conn.closing;
     if (strcmp(p->waiting, pr->waiting ? pr->waiting : "") != 0 &&
         pr->waiting && *pr->waiting)
-        GD_DEBUG("%s: %s", p->conn.name, pr->waiting);
+        CRN_DEBUG("%s: %s", p->conn.name, pr->waiting);
     copy_clean(p->waiting, sizeof(p->waiting), pr->waiting);
     return !p->conn.closing;
 }
@@ -192,7 +192,7 @@ static bool on_fault(struct gd_program *p, const Crane__Control__Fault *f)
     if (!p->fault[0])
         snprintf(p->fault, sizeof(p->fault), "%s", strerror(-p->fault_err));
     p->fault_at = gd_now();
-    GD_WARN("%s: fault: %s", p->conn.name, p->fault);
+    CRN_WARN("%s: fault: %s", p->conn.name, p->fault);
     return true;
 }
 
@@ -240,7 +240,7 @@ static void on_closed(struct gd_conn *c)
         }
     }
     if (p->registered) {
-        GD_INFO("%s: gone (%s)", c->name, gd_pmode_name(p->mode));
+        CRN_INFO("%s: gone (%s)", c->name, gd_pmode_name(p->mode));
         if (p->query_id)
             d->program_events->answered(d, p);
         d->program_events->gone(d, p);
@@ -336,7 +336,7 @@ static void on_connection(uv_stream_t *s, int status)
     uv_os_fd_t fd;
 
     if (status < 0) {
-        GD_WARN("shim socket: %s", uv_strerror(status));
+        CRN_WARN("shim socket: %s", uv_strerror(status));
         return;
     }
     if (d->stopping || !(p = calloc(1, sizeof(*p))))
@@ -346,14 +346,14 @@ static void on_connection(uv_stream_t *s, int status)
         /* Accepted only to be closed at once: every connection is a
          * registered program that answers. */
         if (d->n_refused++ % 1000 == 0)
-            GD_WARN("shim socket: %u registered programs already "
+            CRN_WARN("shim socket: %u registered programs already "
                     "(max_programs); refusing a connection (%llu so far)",
                     d->cfg.max_programs, (unsigned long long)d->n_refused);
         p->refused = true;
     }
     if (victim) {
         if (d->n_evicted++ % 1000 == 0)
-            GD_WARN("shim socket: %u connections (max_programs): evicting "
+            CRN_WARN("shim socket: %u connections (max_programs): evicting "
                     "%s to make room (%llu so far)",
                     d->cfg.max_programs, victim->conn.name,
                     (unsigned long long)d->n_evicted);
@@ -377,7 +377,7 @@ static void on_connection(uv_stream_t *s, int status)
         p->uid = cred.uid;
     }
     snprintf(p->conn.name, sizeof(p->conn.name), "shim pid %d", (int)p->pid);
-    GD_DEBUG("%s: connected", p->conn.name);
+    CRN_DEBUG("%s: connected", p->conn.name);
     if (!uv_is_active((uv_handle_t *)&d->reg_timer))
         arm_register_sweep(d);
 }
@@ -398,7 +398,7 @@ static int give_socket_to_group(struct gd_daemon *d, char *why,
         return 0;
     rc = getgrnam_r(name, &gr, buf, sizeof(buf), &found);
     if (!found) {
-        GD_WARN("program_group %s: %s; the shims' socket %s keeps the "
+        CRN_WARN("program_group %s: %s; the shims' socket %s keeps the "
                 "daemon's group, so only the daemon's user's programs can "
                 "register (create the group: groupadd --system %s)",
                 name, rc ? strerror(rc) : "no such group", d->shim_path,

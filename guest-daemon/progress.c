@@ -12,7 +12,7 @@
  */
 #include "progress.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "op.h"
 
 #include <stdio.h>
@@ -100,7 +100,7 @@ static void on_tick(uv_timer_t *t)
         int rc = w->peer->push ? w->peer->push(w->peer, &m.base)
                                : w->peer->send(w->peer, &m.base);
         if (rc < 0)
-            GD_DEBUG("%s: progress not sent: %s", w->peer->name,
+            CRN_DEBUG("%s: progress not sent: %s", w->peer->name,
                      strerror(-rc));
     }
 }

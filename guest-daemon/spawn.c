@@ -1,7 +1,7 @@
 /* Runs helper programs (modprobe, the GPU probe) with a time limit. */
 #include "spawn.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -127,7 +127,7 @@ int gd_child_run(uv_loop_t *loop, char *const argv[], uint64_t timeout_ms,
         uv_close((uv_handle_t *)&c->proc, on_handle_closed);
         uv_close((uv_handle_t *)&c->err, on_handle_closed);
         uv_close((uv_handle_t *)&c->timer, on_handle_closed);
-        GD_WARN("cannot run %s: %s", argv[0], uv_strerror(rc));
+        CRN_WARN("cannot run %s: %s", argv[0], uv_strerror(rc));
         return rc;
     }
     c->open_handles = 3;

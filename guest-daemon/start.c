@@ -10,7 +10,7 @@
  * again.  A held program takes part in no fan-out and holds no GPU node. */
 #include "start.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "op.h"
 #include "programs.h"
 
@@ -38,11 +38,11 @@ static void send_start(struct gd_program *p, Crane__Control__Phase phase,
               : live ? GD_PMODE(REMOTING)
                      : GD_PMODE(PASSTHROUGH);
     if (live)
-        GD_INFO("%s: started during the %s migration: to the proxy %s "
+        CRN_INFO("%s: started during the %s migration: to the proxy %s "
                 "from its first call",
                 p->conn.name, gd_phase_name(phase), d->proxy);
     else if (wait)
-        GD_INFO("%s: started while the GPU is away for an offline "
+        CRN_INFO("%s: started while the GPU is away for an offline "
                 "migration (%s): waits for it",
                 p->conn.name, gd_phase_name(phase));
 }
@@ -70,7 +70,7 @@ void gd_start_release_held(struct gd_daemon *d)
     for (struct gd_program *p = d->programs; p; p = p->next) {
         if (!p->held || p->conn.closing)
             continue;
-        GD_INFO("%s: the GPU is back: starts on it", p->conn.name);
+        CRN_INFO("%s: the GPU is back: starts on it", p->conn.name);
         send_start(p, GD_PHASE(IDLE), false);
     }
 }

@@ -1,7 +1,7 @@
 /* Answers to the host: status (with fresh sizes from the programs) and acks. */
 #include "status.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "op.h"
 #include "programs.h"
 
@@ -54,7 +54,7 @@ void gd_ack_send_op(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
     size_t k = 0;
 
     if (!reps || !rp || !times || !steps || !sp) {
-        GD_ERROR("%s: out of memory for an answer", peer->name);
+        CRN_ERROR("%s: out of memory for an answer", peer->name);
         goto out;
     }
     for (const struct gd_program *p = d->programs; p && k < n; p = p->next) {
@@ -130,7 +130,7 @@ void gd_reply_error(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    GD_WARN("%s: %s refused: %s", peer->name, gd_op_name(op), why);
+    CRN_WARN("%s: %s refused: %s", peer->name, gd_op_name(op), why);
     gd_ack_send_op(d, peer, id, op, err, why, NULL, 0);
 }
 

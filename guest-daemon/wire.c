@@ -1,7 +1,7 @@
 /* Framed control messages over libuv streams: buffering, decoding, sending. */
 #include "wire.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/endpoint.h"
 #include "proto/listen.h"
@@ -144,7 +144,7 @@ void gd_conn_close(struct gd_conn *c, const char *why)
         return;
     c->closing = true;
     if (why)
-        GD_INFO("%s: closing: %s", c->name, why);
+        CRN_INFO("%s: closing: %s", c->name, why);
     uv_close(&c->h.handle, on_closed);
 }
 
@@ -174,7 +174,7 @@ int gd_conn_accept(uv_stream_t *server, struct gd_conn *c,
     if (rc == 0)
         rc = uv_read_start(&c->h.stream, on_alloc, on_read);
     if (rc < 0) {
-        GD_WARN("accept: %s", uv_strerror(rc));
+        CRN_WARN("accept: %s", uv_strerror(rc));
         gd_conn_close(c, NULL);
     }
     return rc;
@@ -205,7 +205,7 @@ int gd_conn_open(uv_loop_t *loop, int fd, struct gd_conn *c,
     if (rc == 0)
         rc = uv_read_start(&c->h.stream, on_alloc, on_read);
     if (rc < 0) {
-        GD_WARN("connection: %s", uv_strerror(rc));
+        CRN_WARN("connection: %s", uv_strerror(rc));
         gd_conn_close(c, NULL);
     }
     return rc;
@@ -221,7 +221,7 @@ static void on_written(uv_write_t *req, int status)
     struct gd_write *w = req->data;
 
     if (status < 0 && status != UV_ECANCELED)
-        GD_DEBUG("write: %s", uv_strerror(status));
+        CRN_DEBUG("write: %s", uv_strerror(status));
     free(w->data);
     free(w);
 }

@@ -6,7 +6,7 @@
 
 #include "gpus.h"
 #include "guest.h"
-#include "log.h"
+#include "proto/log.h"
 #include "proto/frame.h"
 #include "pool.h"
 #include "prepared.h"
@@ -89,7 +89,7 @@ static void waiting_add(struct hd_waiting *w, const char *id,
         e->proxy_seen = proxy_seen;
         e->proxy_lost = proxy_lost;
     } else {
-        HD_ERROR("%s: more than %d VMs wait for a GPU; this one is not "
+        CRN_ERROR("%s: more than %d VMs wait for a GPU; this one is not "
                  "retried (cranectl resume in the guest once a GPU is "
                  "attached)", domain, HD_WAITING_MAX);
     }
@@ -252,7 +252,7 @@ int hd_arrive_serve(struct hd_daemon *d, int fd, uint64_t id,
     rc = crn_frame_write(fd, &r.base);
     free(ptrs);
     if (result == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
-        HD_WARN("%s: %s; it remotes until a GPU is free", a->domain, why);
+        CRN_WARN("%s: %s; it remotes until a GPU is free", a->domain, why);
         hd_waiting_add_run(d, &run, &want);
     } else {
         hd_run_end(&run, result, *why ? why : NULL);
@@ -434,7 +434,7 @@ static void want_recorded(struct hd_history *h, const char *id,
     size_t n = 0;
 
     if (hd_history_get(h, id, &m, &steps, &n) < 0)
-        HD_WARN("migration %s: its steps could not be read: waiting for "
+        CRN_WARN("migration %s: its steps could not be read: waiting for "
                 "one GPU", id);
     hd_want_from_steps(steps, n, out);
     free(steps);
@@ -469,14 +469,14 @@ int hd_waiting_recover(struct hd_daemon *d)
             hd_pool_held_by(d->pool, d->hv_ops, d->hv, m->domain, &gpu) ==
                 -ENOENT) {
             want_recorded(h, m->id, &want);
-            HD_INFO("%s (migration %s) still waits for %zu GPU%s",
+            CRN_INFO("%s (migration %s) still waits for %zu GPU%s",
                     m->domain, m->id, hd_want_count(&want),
                     hd_want_count(&want) == 1 ? "" : "s");
             waiting_add(d->waiting, m->id, m->domain, m->start_time, &want,
                         d->waiting->proxy_losses, false);
             continue;
         }
-        HD_WARN("migration %s of %s was cut short by a daemon restart",
+        CRN_WARN("migration %s of %s was cut short by a daemon restart",
                 m->id, m->domain);
         hd_history_finish(h, m->id, HD_RESULT_FAILED, hd_wall(),
                           "crane-hostd stopped during this migration; "

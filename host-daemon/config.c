@@ -294,7 +294,7 @@ void hd_config_defaults(struct hd_config *cfg)
 
     /* A default its own row refuses is a bug of the table. */
     if (crn_conf_defaults(&hd_config_table, cfg, sizeof(*cfg), why, sizeof(why)) < 0)
-        crn_log(CRN_LOG_ERROR, "settings table: %s", why);
+        CRN_ERROR("settings table: %s", why);
     if (gethostname(cfg->host_name, sizeof(cfg->host_name) - 1) < 0 ||
         !cfg->host_name[0])
         snprintf(cfg->host_name, sizeof(cfg->host_name), "localhost");

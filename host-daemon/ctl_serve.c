@@ -9,7 +9,7 @@
 #include "ctl_serve.h"
 
 #include "host-daemon/history/history.h"
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/frame.h"
 
@@ -140,7 +140,7 @@ static void serve_history(struct hd_daemon *d, int fd,
                            !(ptrs = calloc(p.n, sizeof(*ptrs)))))
         rc = -ENOMEM;
     if (rc < 0) {
-        HD_WARN("crane-hostctl history: cannot read %s: %s", d->cfg.history,
+        CRN_WARN("crane-hostctl history: cannot read %s: %s", d->cfg.history,
                 strerror(-rc));
         out.err = rc;
         out.error = (char *)strerror(-rc);

@@ -2,7 +2,7 @@
  * them undoes the others, so that no VM is left with half its GPUs. */
 #include "gpus.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "waits.h"
 
 #include <errno.h>
@@ -62,7 +62,7 @@ static int plug(struct hd_daemon *d, const char *domain,
             hd_wait_disarm(d->waits, &w[i]);
             snprintf(why, why_len, "%s would not %s: %s", g->name,
                      attach ? "attach" : "unplug", strerror(-r));
-            HD_ERROR("%s: %s", domain, why);
+            CRN_ERROR("%s: %s", domain, why);
             rc = r;
             break;
         }
@@ -83,7 +83,7 @@ static int plug(struct hd_daemon *d, const char *domain,
                                           : "the guest did not let %s go "
                                             "within %.1f s",
                      g->name, timeout / 1000.0);
-            HD_ERROR("%s: %s", domain, why);
+            CRN_ERROR("%s: %s", domain, why);
             rc = -ETIMEDOUT;
         }
     }
@@ -107,7 +107,7 @@ static void undo(struct hd_daemon *d, const char *domain,
     if (!back.n)
         return;
     hd_gpus_names(&back, names, sizeof(names));
-    HD_WARN("%s: %s %s again (all or none)", domain,
+    CRN_WARN("%s: %s %s again (all or none)", domain,
             attach ? "plugging" : "unplugging", names);
     if (plug(d, domain, &back, attach, back_done, err, sizeof(err)) == 0) {
         l = strlen(why);

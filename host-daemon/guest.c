@@ -3,7 +3,7 @@
 
 #include "daemon.h"
 #include "io.h"
-#include "log.h"
+#include "proto/log.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/guest_auth.h"
@@ -58,7 +58,7 @@ static int guest_connect(const char *path, uint32_t wait_ms)
         if (crn_endpoint_parse(path, &ep) < 0)
             return -EINVAL;
         if (!guest_key) {
-            HD_WARN("guest %s: a tcp: channel needs guest_key", path);
+            CRN_WARN("guest %s: a tcp: channel needs guest_key", path);
             return -EACCES;
         }
     } else if (strlen(path) >= sizeof(ep.path)) {
@@ -73,7 +73,7 @@ static int guest_connect(const char *path, uint32_t wait_ms)
                                   wait_ms < GUEST_AUTH_MS ? wait_ms
                                                           : GUEST_AUTH_MS,
                                   why, sizeof(why))) < 0) {
-        HD_WARN("guest %s: %s", path, why);
+        CRN_WARN("guest %s: %s", path, why);
         return fd;
     }
     if (ep.kind == CRN_EP_TCP &&
@@ -81,7 +81,7 @@ static int guest_connect(const char *path, uint32_t wait_ms)
                                     wait_ms < GUEST_AUTH_MS ? wait_ms
                                                             : GUEST_AUTH_MS,
                                     why, sizeof(why))) < 0) {
-        HD_WARN("guest %s: %s", path, why);
+        CRN_WARN("guest %s: %s", path, why);
         close(fd);
         return rc;
     }
@@ -114,7 +114,7 @@ static int take(const char *path, uint8_t *buf, size_t len, uint64_t id,
         return 1;
     }
     if (!m || m->msg_case != CRANE__CONTROL__GUEST_MESSAGE__MSG_ACK) {
-        HD_WARN("guest %s: malformed answer", path);
+        CRN_WARN("guest %s: malformed answer", path);
         if (m)
             crane__control__guest_message__free_unpacked(m, NULL);
         return -EPROTO;
@@ -137,12 +137,12 @@ static int call(const char *path, Crane__Control__HostMessage *m,
     memset(r, 0, sizeof(*r));
     m->id = next_id();
     if ((fd = guest_connect(path, wait_ms)) < 0) {
-        HD_WARN("guest %s: cannot connect: %s", path, strerror(-fd));
+        CRN_WARN("guest %s: cannot connect: %s", path, strerror(-fd));
         return fd;
     }
     hd_send_timeout(fd, 10);
     if ((rc = crn_frame_write(fd, &m->base)) < 0) {
-        HD_WARN("guest %s: cannot send: %s", path, strerror(-rc));
+        CRN_WARN("guest %s: cannot send: %s", path, strerror(-rc));
         close(fd);
         return rc;
     }
@@ -155,7 +155,7 @@ static int call(const char *path, Crane__Control__HostMessage *m,
 
         if ((rc = hd_frame_read_by(fd, GUEST_MAX_FRAME, deadline, &buf,
                                    &len)) < 0) {
-            HD_WARN("guest %s: no answer: %s", path, strerror(-rc));
+            CRN_WARN("guest %s: no answer: %s", path, strerror(-rc));
             break;
         }
         rc = take(path, buf, len, m->id, watch, started, &deadline, &g);

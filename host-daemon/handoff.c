@@ -9,7 +9,7 @@
 #include "ctl_serve.h"
 #include "guest.h"
 #include "host-daemon/history/history.h"
-#include "log.h"
+#include "proto/log.h"
 #include "migration.h"
 #include "pool.h"
 #include "prepared.h"
@@ -78,7 +78,7 @@ void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev)
     if (!hd_prepared_take(ev->domain, "", &p))
         return;
     if (!(l = calloc(1, sizeof(*l)))) {
-        HD_ERROR("migration %s: out of memory: it stays running", p.id);
+        CRN_ERROR("migration %s: out of memory: it stays running", p.id);
         return;
     }
     l->d = d;
@@ -86,7 +86,7 @@ void hd_handoff_event(struct hd_daemon *d, const struct hv_event *ev)
     l->migrated = ev->kind == HV_EV_DOMAIN_MIGRATED_OUT;
     /* The history is written off the loop thread. */
     if (hd_job_start(d, finish_left, l) < 0) {
-        HD_WARN("migration %s: stopping: it stays running in the history",
+        CRN_WARN("migration %s: stopping: it stays running in the history",
                 p.id);
         free(l);
     }
@@ -120,7 +120,7 @@ static void lease_expire(void *arg)
     /* The orchestrator's migration runs late: the lease waits for it
      * (its end, MIGRATED_OUT, ends the run; a failure leaves it here). */
     if (d->hv_ops->job(d->hv, e->p.domain, &job) == 0 && job.active) {
-        HD_INFO("migration %s of %s: its lease ran out while the "
+        CRN_INFO("migration %s of %s: its lease ran out while the "
                 "hypervisor migrates it: waiting for that to end",
                 e->p.id, e->p.domain);
         hd_prepared_rearm(&e->p, LEASE_RECHECK_S, false);
@@ -136,7 +136,7 @@ static void lease_expire(void *arg)
             return;
         }
         if (hd_prepared_take(e->p.domain, e->p.id, &p)) {
-            HD_WARN("migration %s: the lease of %s ran out but it no "
+            CRN_WARN("migration %s: the lease of %s ran out but it no "
                     "longer runs here: its migration ends failed, the VM "
                     "left as it is", p.id, p.domain);
             hd_run_continue(&run, d, p.id, p.domain, p.start_wall);
@@ -154,7 +154,7 @@ static void lease_expire(void *arg)
         free(e);
         return;
     }
-    HD_WARN("migration %s of %s: its lease of %u s ran out without a "
+    CRN_WARN("migration %s of %s: its lease of %u s ran out without a "
             "migration, resume or abort: aborting it", p.id, p.domain,
             p.lease_s);
     hd_run_continue(&run, d, p.id, p.domain, p.start_wall);
@@ -205,7 +205,7 @@ void hd_handoff_tick(struct hd_daemon *d)
             if (hd_job_start(d, lease_expire, e) == 0)
                 continue;
         }
-        HD_WARN("migration %s: its lease ran out but it cannot be aborted "
+        CRN_WARN("migration %s: its lease ran out but it cannot be aborted "
                 "now: checked again in a second", due[i].id);
         free(e);
         hd_prepared_rearm(&due[i], 1.0, false);
@@ -315,7 +315,7 @@ static void refuse(int fd, Crane__Hostd__Result result, const char *why)
     Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
     Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
 
-    HD_WARN("refused: %s", why);
+    CRN_WARN("refused: %s", why);
     done.result = result;
     done.error = (char *)why;
     done.refused = true;
@@ -337,7 +337,7 @@ static void refuse_domain(int fd, int rc)
                                : (char *)"the VM does not run on this host";
     done.err = rc == -ENOENT ? -ENOENT : 0;
     done.refused = true;
-    HD_WARN("refused: %s", done.error);
+    CRN_WARN("refused: %s", done.error);
     r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;
     r.done = &done;
     crn_frame_write(fd, &r.base);
@@ -351,7 +351,7 @@ static void end_attached(struct hd_daemon *d, struct hd_run *run,
                          const char *ok_why, const char *why)
 {
     if (r == CRANE__HOSTD__RESULT__RESULT_REMOTING) {
-        HD_WARN("%s: %s; it remotes until a GPU is free", run->m.domain, why);
+        CRN_WARN("%s: %s; it remotes until a GPU is free", run->m.domain, why);
         hd_run_reply(run, r, why);
         hd_waiting_add_run(d, run, want);
         return;
@@ -422,7 +422,7 @@ void hd_handoff_cancel(struct hd_daemon *d, int fd,
 {
     Crane__Hostd__HostAbort a = CRANE__HOSTD__HOST_ABORT__INIT;
 
-    HD_INFO("cancel of %s: it waits prepared for a migration another tool "
+    CRN_INFO("cancel of %s: it waits prepared for a migration another tool "
             "performs; undoing the prepare", c->domain);
     a.domain = c->domain;
     a.migration_id = c->migration_id;

@@ -11,7 +11,7 @@
 #include "health.h"
 
 #include "daemon.h"
-#include "log.h"
+#include "proto/log.h"
 #include "peer.h"
 #include "proxy.h"
 
@@ -82,7 +82,7 @@ static void probe(void *arg)
                                 NULL, why, sizeof(why));
 
         if (rc < 0)
-            HD_DEBUG("health: proxy %s: %s", d->cfg.proxy, why);
+            CRN_DEBUG("health: proxy %s: %s", d->cfg.proxy, why);
         pthread_mutex_lock(&h->lock);
         h->g.proxy_known = true;
         h->g.proxy_up = rc == 0;
@@ -94,7 +94,7 @@ static void probe(void *arg)
                               d->cfg.host_name, &p, why, sizeof(why));
 
         if (rc < 0)
-            HD_DEBUG("health: peer %s: %s", now.peers[i].name, why);
+            CRN_DEBUG("health: peer %s: %s", now.peers[i].name, why);
         hd_peer_close(p);
         hd_health_peer(h, now.peers[i].name, rc == 0);
     }

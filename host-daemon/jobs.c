@@ -1,7 +1,7 @@
 /* crane-hostd's job threads (migrations, peers) and its clocks. */
 #include "daemon.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -50,7 +50,7 @@ int hd_job_start(struct hd_daemon *d, void (*fn)(void *), void *arg)
     rc = pthread_create(&t, &attr, job_main, j);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-        HD_ERROR("cannot start a thread: %s", strerror(rc));
+        CRN_ERROR("cannot start a thread: %s", strerror(rc));
         free(j);
         pthread_mutex_lock(&d->jobs_lock);
         d->jobs--;

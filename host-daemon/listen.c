@@ -6,7 +6,7 @@
 
 #include "handoff.h"
 #include "io.h"
-#include "log.h"
+#include "proto/log.h"
 #include "migrate_opts.h"
 #include "migration.h"
 #include "peer.h"
@@ -89,7 +89,7 @@ static void refuse(int fd, const char *why)
     Crane__Hostd__DaemonReply r = CRANE__HOSTD__DAEMON_REPLY__INIT;
     Crane__Hostd__MigrateDone done = CRANE__HOSTD__MIGRATE_DONE__INIT;
 
-    HD_WARN("refused a migration: %s", why);
+    CRN_WARN("refused a migration: %s", why);
     done.result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
     done.error = (char *)why;
     r.msg_case = CRANE__HOSTD__DAEMON_REPLY__MSG_DONE;

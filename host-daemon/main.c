@@ -9,7 +9,7 @@
 #include "host-daemon/history/history_keep.h"
 #include "host-daemon/web/http.h"
 #include "listen.h"
-#include "log.h"
+#include "proto/log.h"
 #include "pool.h"
 #include "proxy.h"
 #include "proto/auth.h"
@@ -113,10 +113,10 @@ static int start_tls(struct hd_daemon *d)
         return -1;
     }
     if (d->tls)
-        HD_INFO("peer links: TLS %s",
+        CRN_INFO("peer links: TLS %s",
                 crn_tls_mode_name(crn_tls_config_mode(d->tls)));
     else if (*d->cfg.peer_listen)
-        HD_WARN("peer links without TLS (tls = %s%s): migration streams "
+        CRN_WARN("peer links without TLS (tls = %s%s): migration streams "
                 "cross the network in clear", d->cfg.tls,
                 mode == CRN_TLS_AUTO ? ", no PKI and no peer_key" : "");
     return 0;
@@ -150,7 +150,7 @@ static void on_prune(uv_timer_t *t)
         return;
     if (hd_history_prune(h, hd_wall() - d->cfg.history_keep_days * 86400.0,
                          &removed) == 0 && removed)
-        HD_INFO("history: %u migration(s) older than %u days removed",
+        CRN_INFO("history: %u migration(s) older than %u days removed",
                 removed, d->cfg.history_keep_days);
     hd_history_close(h);
 }
@@ -166,7 +166,7 @@ static void stop(struct hd_daemon *d);
  * connects again and takes waiting VMs up from the history. */
 static void on_lost(uv_async_t *a)
 {
-    HD_ERROR("the hypervisor connection is lost: stopping (exit 1) so that "
+    CRN_ERROR("the hypervisor connection is lost: stopping (exit 1) so that "
              "the service manager restarts crane-hostd");
     exit_status = 1;
     stop(a->data);
@@ -181,7 +181,7 @@ static void on_hv_event(void *arg, const struct hv_event *ev)
         return;
     }
 
-    HD_DEBUG("event %d %s %s", ev->kind, ev->domain, ev->alias);
+    CRN_DEBUG("event %d %s %s", ev->kind, ev->domain, ev->alias);
     hd_waits_signal(d->waits, ev);
     hd_handoff_event(d, ev);
     if (ev->kind == HV_EV_DOMAIN_STOPPED && *d->cfg.proxy_domain &&
@@ -217,7 +217,7 @@ static void on_stop_poll(uv_timer_t *t)
 
 static void on_signal(uv_signal_t *s, int signum)
 {
-    HD_INFO("signal %d: stopping once running migrations end", signum);
+    CRN_INFO("signal %d: stopping once running migrations end", signum);
     stop(s->data);
 }
 
@@ -357,7 +357,7 @@ static int load_keys(struct hd_daemon *d)
         return -1;
     }
     if (!*d->cfg.peer_key)
-        HD_WARN("peer_key = none: other hosts are not authenticated");
+        CRN_WARN("peer_key = none: other hosts are not authenticated");
     if (start_tls(d) < 0)
         return -1;
     if (*d->cfg.guest_key) {
@@ -379,7 +379,7 @@ static int load_keys(struct hd_daemon *d)
         return -1;
     }
     if (*d->cfg.proxy && !*d->cfg.proxy_key)
-        HD_WARN("proxy_key = none: programs reach the proxy %s without "
+        CRN_WARN("proxy_key = none: programs reach the proxy %s without "
                 "authenticating", d->cfg.proxy);
     return 0;
 }
@@ -471,9 +471,9 @@ static void start_proxy_domain(struct hd_daemon *d)
     bool started;
 
     if (hd_proxy_ensure_running(d, &started, why, sizeof(why)) < 0)
-        HD_WARN("%s", why);
+        CRN_WARN("%s", why);
     else if (started)
-        HD_INFO("proxy domain %s started", d->cfg.proxy_domain);
+        CRN_INFO("proxy domain %s started", d->cfg.proxy_domain);
 }
 
 int main(int argc, char **argv)
@@ -535,7 +535,7 @@ int main(int argc, char **argv)
         goto out;
     }
     start_timers(d);
-    HD_INFO("crane-hostd on %s: %s (%s), %zu GPU(s), control %s, peers %s, "
+    CRN_INFO("crane-hostd on %s: %s (%s), %zu GPU(s), control %s, peers %s, "
             "http %s", d->cfg.host_name, d->cfg.uri, d->hv_ops->name,
             hd_pool_size(d->pool), d->cfg.control,
             *d->cfg.peer_listen ? d->cfg.peer_listen : "none",
@@ -566,6 +566,6 @@ out:
     free(d->key);
     free(d->proxy_key);
     crn_tls_config_free(d->proxy_tls);
-    HD_INFO("crane-hostd stopped");
+    CRN_INFO("crane-hostd stopped");
     return rc < 0 ? 1 : 0;
 }

@@ -2,7 +2,7 @@
  * (untrusted), the hypervisor's arguments, the TLS decision. */
 #include "migrate_opts.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -96,7 +96,7 @@ void hd_migrate_opts_apply(const struct hd_config *cfg,
     bool autodetect = strcmp(cfg->migrate_tls, "auto") == 0;
 
     if (autodetect && hd_qemu_conf_forces_tls(cfg->qemu_conf)) {
-        HD_INFO("%s sets migrate_tls_force: migrating with TLS",
+        CRN_INFO("%s sets migrate_tls_force: migrating with TLS",
                 cfg->qemu_conf);
         on = true;
     }

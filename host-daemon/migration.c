@@ -8,7 +8,7 @@
 #include "guest.h"
 #include "prepare_watch.h"
 #include "prepared.h"
-#include "log.h"
+#include "proto/log.h"
 #include "peer.h"
 #include "pool.h"
 #include "proxy.h"
@@ -397,7 +397,7 @@ static int open_stream(void *arg, int *fd)
                                  m->run.m.id, m->dom.name, fd, why,
                                  sizeof(why));
     if (rc < 0) {
-        HD_ERROR("migration %s: destination crane-hostd: %s", m->run.m.id,
+        CRN_ERROR("migration %s: destination crane-hostd: %s", m->run.m.id,
                  why);
         hv_set_last_error(why);       /* the operator's reason */
     }

@@ -4,7 +4,7 @@
 #include "arrive.h"
 #include "host-daemon/history/history.h"
 #include "io.h"
-#include "log.h"
+#include "proto/log.h"
 #include "pool.h"
 #include "want.h"
 #include "proto/auth.h"
@@ -358,13 +358,13 @@ static Crane__Hostd__PeerRequest *read_request(int fd, double deadline,
     if ((rc = hd_frame_read_by(fd, HD_PEER_MAX_FRAME, deadline, &buf,
                                &len)) < 0) {
         if (rc != -ENODATA)
-            HD_WARN("peer %s: %s", who, strerror(-rc));
+            CRN_WARN("peer %s: %s", who, strerror(-rc));
         return NULL;
     }
     q = crane__hostd__peer_request__unpack(NULL, len, buf);
     free(buf);
     if (!q || q->msg_case == CRANE__HOSTD__PEER_REQUEST__MSG__NOT_SET) {
-        HD_WARN("peer %s: malformed request", who);
+        CRN_WARN("peer %s: malformed request", who);
         if (q)
             crane__hostd__peer_request__free_unpacked(q, NULL);
         return NULL;
@@ -425,7 +425,7 @@ static int serve_handshake(struct hd_daemon *d, int fd, char *who,
         proof(d->key, d->key_len, client_label, nonce, sizeof(nonce),
               mac) < 0 ||
         !same_mac(mac, &q->auth->mac)) {
-        HD_WARN("peer %s: authentication failed", who);
+        CRN_WARN("peer %s: authentication failed", who);
         refuse(fd, q->id, -EACCES, "authentication failed");
         crane__hostd__peer_request__free_unpacked(q, NULL);
         return -EACCES;
@@ -502,13 +502,13 @@ static int serve_xen_stream(struct hd_daemon *d, int fd, uint64_t id,
     int rc;
 
     if (!valid_id(x->migration_id) || !valid_domain(x->domain)) {
-        HD_WARN("peer %s: bad xen stream request", who);
+        CRN_WARN("peer %s: bad xen stream request", who);
         refuse(fd, id, -EINVAL, "bad xen stream: migration id or domain "
                "name");
         return -EINVAL;
     }
     if (!backend_is_libxl(d)) {
-        HD_WARN("peer %s: refused the libxl stream of migration %s: this "
+        CRN_WARN("peer %s: refused the libxl stream of migration %s: this "
                 "host's backend is %s", who, x->migration_id,
                 d->hv_ops ? d->hv_ops->name : "none");
         refuse(fd, id, -EOPNOTSUPP, "this host's backend is not libxl");
@@ -522,7 +522,7 @@ static int serve_xen_stream(struct hd_daemon *d, int fd, uint64_t id,
     r.xen_stream = &a;
     if ((rc = reply(fd, &r)) < 0)
         return rc;
-    HD_INFO("peer %s: receiving %s (migration %s) with libxl", who, dom,
+    CRN_INFO("peer %s: receiving %s (migration %s) with libxl", who, dom,
             x->migration_id);
 #ifdef HD_HAVE_LIBXL
     rc = hv_libxl_receive(d->hv, fd);
@@ -530,10 +530,10 @@ static int serve_xen_stream(struct hd_daemon *d, int fd, uint64_t id,
     rc = -EOPNOTSUPP;                  /* not reached: backend_is_libxl */
 #endif
     if (rc < 0)
-        HD_WARN("peer %s: %s (migration %s) not received: %s", who, dom,
+        CRN_WARN("peer %s: %s (migration %s) not received: %s", who, dom,
                 x->migration_id, strerror(-rc));
     else
-        HD_INFO("peer %s: %s (migration %s) received", who, dom,
+        CRN_INFO("peer %s: %s (migration %s) received", who, dom,
                 x->migration_id);
     return rc;
 }
@@ -550,7 +550,7 @@ void hd_peer_serve(struct hd_daemon *d, int fd)
         fd = crn_tls_wrap_server(d->tls, fd, PEER_HANDSHAKE_MS, why,
                                  sizeof(why));
         if (fd < 0) {
-            HD_WARN("peer connection from %s refused: %s", addr, why);
+            CRN_WARN("peer connection from %s refused: %s", addr, why);
             return;
         }
     }
@@ -559,7 +559,7 @@ void hd_peer_serve(struct hd_daemon *d, int fd)
         close(fd);
         return;
     }
-    HD_INFO("peer %s: connected", who);
+    CRN_INFO("peer %s: connected", who);
     for (;;) {
         Crane__Hostd__PeerRequest *q =
             read_request(fd, hd_now() + PEER_IDLE_S, who);
@@ -585,6 +585,6 @@ void hd_peer_serve(struct hd_daemon *d, int fd)
         if (rc < 0 || last)
             break;
     }
-    HD_INFO("peer %s: closed", who);
+    CRN_INFO("peer %s: closed", who);
     close(fd);
 }

@@ -2,7 +2,7 @@
 #include "pool.h"
 
 #include "host-daemon/hv/hv_xml.h"
-#include "log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -249,7 +249,7 @@ int hd_pool_reserve_set(struct hd_pool *p, const struct hv_ops *ops,
     for (size_t k = 0; rc == 0 && k < n; k++) {
         p->reserved[pick[k]] = true;
         out->gpu[out->n++] = &p->gpus[pick[k]];
-        HD_INFO("pool: %s reserved for %s", p->gpus[pick[k]].name, domain);
+        CRN_INFO("pool: %s reserved for %s", p->gpus[pick[k]].name, domain);
     }
     pthread_mutex_unlock(&p->lock);
     return rc;

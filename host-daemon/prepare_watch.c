@@ -2,7 +2,7 @@
 #include "prepare_watch.h"
 
 #include "daemon.h"
-#include "log.h"
+#include "proto/log.h"
 #include "run.h"
 
 #include <stdbool.h>
@@ -70,7 +70,7 @@ void hd_prepare_watch_feed(void *arg, const Crane__Control__OpProgress *p)
         }
     }
     if (p->more_kernels)
-        HD_DEBUG("migration %s: %u more programs wait for kernels",
+        CRN_DEBUG("migration %s: %u more programs wait for kernels",
                  pw->run->m.id, p->more_kernels);
 }
 
@@ -79,7 +79,7 @@ struct hd_prepare_watch *hd_prepare_watch_start(struct hd_run *run)
     struct hd_prepare_watch *pw = calloc(1, sizeof(*pw));
 
     if (!pw) {
-        HD_WARN("migration %s: no memory to watch the prepare", run->m.id);
+        CRN_WARN("migration %s: no memory to watch the prepare", run->m.id);
         return NULL;
     }
     pw->run = run;

@@ -3,7 +3,7 @@
 #include "prepared.h"
 
 #include "daemon.h"
-#include "log.h"
+#include "proto/log.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -32,7 +32,7 @@ void hd_prepared_add(const char *id, const char *domain, double start_wall,
         p->gone_checks = 0;
         p->want = *want;
     } else {
-        HD_WARN("%s: more than %d VMs prepared at once: migration %s is "
+        CRN_WARN("%s: more than %d VMs prepared at once: migration %s is "
                 "not followed (it stays running in the history, without a "
                 "lease)", domain, HD_PREPARED_MAX, id);
     }

@@ -4,7 +4,7 @@
 #include "arrive.h"
 #include "host-daemon/hv/hv.h"
 #include "io.h"
-#include "log.h"
+#include "proto/log.h"
 #include "proto/auth.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
@@ -54,7 +54,7 @@ int hd_proxy_ensure_running(struct hd_daemon *d, bool *started, char *why,
                  "backend cannot start it", name, d->hv_ops->name);
         return -ENOTSUP;
     }
-    HD_INFO("proxy domain %s is shut off: starting it", name);
+    CRN_INFO("proxy domain %s is shut off: starting it", name);
     if ((rc = d->hv_ops->start(d->hv, name)) < 0) {
         snprintf(why, why_len, "proxy domain %s would not start: %s", name,
                  *hv_last_error() ? hv_last_error() : strerror(-rc));
@@ -195,7 +195,7 @@ int hd_proxy_probe(const struct hd_daemon *d, const char *endpoint,
         goto out;
     }
     if (!challenged && d->proxy_key)
-        HD_WARN("proxy %s does not authenticate its clients: anyone on its "
+        CRN_WARN("proxy %s does not authenticate its clients: anyone on its "
                 "network can use its GPU (start crane-proxy --auth-key)",
                 endpoint);
     if (devices)
@@ -230,18 +230,18 @@ static void proxy_lost_job(void *arg)
             break;
     }
     if (rc < 0)
-        HD_ERROR("%s", why);
+        CRN_ERROR("%s", why);
     else if (started)
-        HD_INFO("proxy domain %s started again", d->cfg.proxy_domain);
+        CRN_INFO("proxy domain %s started again", d->cfg.proxy_domain);
     else
-        HD_WARN("proxy domain %s runs again (not started by crane-hostd)",
+        CRN_WARN("proxy domain %s runs again (not started by crane-hostd)",
                 d->cfg.proxy_domain);
     atomic_store(&restarting, false);
 }
 
 void hd_proxy_lost(struct hd_daemon *d)
 {
-    HD_ERROR("proxy domain %s stopped: programs of VMs remoting through it "
+    CRN_ERROR("proxy domain %s stopped: programs of VMs remoting through it "
              "get OpenCL errors", d->cfg.proxy_domain);
     hd_waiting_proxy_lost(d);
     hd_waiting_kick(d);
@@ -249,7 +249,7 @@ void hd_proxy_lost(struct hd_daemon *d)
         return;
     if (hd_job_start(d, proxy_lost_job, d) < 0) {
         atomic_store(&restarting, false);
-        HD_WARN("proxy domain %s stopped; not started again (shutting "
+        CRN_WARN("proxy domain %s stopped; not started again (shutting "
                 "down)", d->cfg.proxy_domain);
     }
 }
@@ -273,7 +273,7 @@ int hd_proxy_ready(struct hd_daemon *d, const char *endpoint, char *why,
         rc = hd_proxy_probe(d, endpoint, d->cfg.proxy_timeout_ms, &devices,
                             probe_why, sizeof(probe_why));
         if (rc == 0) {
-            HD_INFO("proxy %s answers: %u OpenCL device%s", endpoint,
+            CRN_INFO("proxy %s answers: %u OpenCL device%s", endpoint,
                     devices, devices == 1 ? "" : "s");
             return 0;
         }

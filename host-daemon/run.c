@@ -4,7 +4,7 @@
 #include "running.h"
 
 #include "host-daemon/history/backlog.h"
-#include "log.h"
+#include "proto/log.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
 #include "proto/report.h"
@@ -32,7 +32,7 @@ static void unsaved(struct hd_run *run, const char *what, int rc)
     run->unsaved = true;
     snprintf(run->unsaved_why, sizeof(run->unsaved_why), "%s: %s", what,
              strerror(-rc));
-    HD_ERROR("migration %s: history: %s; kept in memory until the disk "
+    CRN_ERROR("migration %s: history: %s; kept in memory until the disk "
              "takes it", run->m.id, run->unsaved_why);
 }
 
@@ -125,7 +125,7 @@ static void keep_unsaved(struct hd_run *run)
         run->m.mode = HD_MODE_LIVE;
     if (!hs || hd_backlog_keep(run->d->backlog, &run->m, hs, n,
                                run->unsaved_why) < 0)
-        HD_ERROR("migration %s: out of memory: not recorded at all",
+        CRN_ERROR("migration %s: out of memory: not recorded at all",
                  run->m.id);
     free(hs);
 }
@@ -149,7 +149,7 @@ static void send_reply(struct hd_run *run, Crane__Hostd__DaemonReply *r)
         return;
     if (crn_frame_write(run->client_fd, &r->base) < 0) {
         /* crane-migrate went away: the migration goes on regardless. */
-        HD_INFO("migration %s: client gone, going on without it",
+        CRN_INFO("migration %s: client gone, going on without it",
                 run->m.id);
         run->client_fd = -1;
     }
@@ -167,7 +167,7 @@ void hd_run_say(struct hd_run *run, const char *phase, int percent,
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
     if (percent < 0)
-        HD_INFO("migration %s %s: %s: %s", run->m.id, run->m.domain, phase,
+        CRN_INFO("migration %s %s: %s: %s", run->m.id, run->m.domain, phase,
                 text);
     p.phase = (char *)phase;
     p.text = text;
@@ -247,7 +247,7 @@ static bool note_lost(struct hd_run *run, uint32_t pid, const char *program,
         snprintf(run->lost + len, sizeof(run->lost) - len, "%s%s[%u]: %s",
                  len ? "; " : "", program && *program ? program : "?", pid,
                  error && *error ? error : "lost");
-    HD_WARN("migration %s: program %s[%u] lost to a fault: %s", run->m.id,
+    CRN_WARN("migration %s: program %s[%u] lost to a fault: %s", run->m.id,
             program && *program ? program : "?", pid,
             error && *error ? error : "?");
     return true;
@@ -457,7 +457,7 @@ void hd_run_end(struct hd_run *run, Crane__Hostd__Result result,
                                 run->m.end_time, run->m.error)) < 0)
         unsaved(run, "cannot record its end", rc);
     seconds = send_done(run, result, error);
-    HD_INFO("migration %s %s: %s in %.3f s%s%s", run->m.id, run->m.domain,
+    CRN_INFO("migration %s %s: %s in %.3f s%s%s", run->m.id, run->m.domain,
             hd_result_name(hd_run_history_result(result)), seconds,
             error ? ": " : "", error ? error : "");
     hd_run_leave(run);

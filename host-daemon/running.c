@@ -2,7 +2,7 @@
  * find them here by domain (crane-hostctl cancel, crane-migrate's Ctrl-C). */
 #include "running.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/frame.h"
 
@@ -71,7 +71,7 @@ struct hd_running *hd_running_add(const char *domain, const char *id)
     }
     pthread_mutex_unlock(&lock);
     if (!r)
-        HD_WARN("migration %s of %s: over %d running, it cannot be "
+        CRN_WARN("migration %s of %s: over %d running, it cannot be "
                 "cancelled", id, domain, RUNNING_MAX);
     return r;
 }
@@ -232,9 +232,9 @@ static void cancel(int fd, const Crane__Hostd__HostCancel *c)
         snprintf(id, sizeof(id), "%s", r->id);
     pthread_mutex_unlock(&lock);
     if (*why)
-        HD_WARN("cancel refused: %s", why);
+        CRN_WARN("cancel refused: %s", why);
     else
-        HD_INFO("migration %s of %s: cancel asked for", id, c->domain);
+        CRN_INFO("migration %s of %s: cancel asked for", id, c->domain);
     done.result = *why ? CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK
                        : CRANE__HOSTD__RESULT__RESULT_OK;
     done.refused = *why != '\0';

@@ -9,7 +9,7 @@
 
 #include "guest.h"
 #include "host-daemon/hv/hv.h"
-#include "log.h"
+#include "proto/log.h"
 #include "run.h"
 #include "waits.h"
 
@@ -182,7 +182,7 @@ int hd_shm_attach(struct hd_daemon *d, struct hd_run *run,
             goto keep;
         goto undo;
     }
-    HD_INFO("%s: bulk bytes to the proxy domain %s through %u MiB of "
+    CRN_INFO("%s: bulk bytes to the proxy domain %s through %u MiB of "
             "shared memory (%s)", domain, d->cfg.proxy_domain,
             d->cfg.proxy_shm_mb, s.dev.name);
     step(run, "shm", t, 0, s.dev.name);
@@ -192,7 +192,7 @@ undo:
     unplug(d, domain, &s);
     unplug(d, d->cfg.proxy_domain, &s);
 keep:
-    HD_WARN("%s: no shared memory with the proxy domain: %s", domain, why);
+    CRN_WARN("%s: no shared memory with the proxy domain: %s", domain, why);
     step(run, "shm", t, rc, why);
     pthread_mutex_unlock(&shm_lock);
     return rc;
@@ -247,13 +247,13 @@ int hd_shm_release(struct hd_daemon *d, struct hd_run *run,
         snprintf(why, why_len, "%s would not unplug from %s: %s", s.dev.name,
                  d->cfg.proxy_domain, strerror(-rc));
     else if (held == 1)
-        HD_INFO("%s: shared memory given up and unplugged from %s and %s",
+        CRN_INFO("%s: shared memory given up and unplugged from %s and %s",
                 domain, domain, d->cfg.proxy_domain);
 out:
     if (held == 1 || rc < 0)
         step(run, "shm-release", t, rc, rc < 0 ? why : s.dev.name);
     if (rc < 0)
-        HD_WARN("%s: %s", domain, why);
+        CRN_WARN("%s: %s", domain, why);
     pthread_mutex_unlock(&shm_lock);
     return rc;
 }

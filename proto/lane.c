@@ -160,7 +160,7 @@ static void kill_locked(struct crn_lanes *ls, const char *why)
         return;
     ls->dead = true;
     if (why)
-        crn_log(CRN_LOG_WARN, "%s: lanes off: %s", ls->who, why);
+        CRN_WARN("%s: lanes off: %s", ls->who, why);
     for (unsigned i = 0; i < ls->n; i++)
         shutdown(ls->lanes[i].fd, SHUT_RDWR);
     pthread_cond_broadcast(&ls->cond);
@@ -287,7 +287,7 @@ static void *rx_main(void *arg)
             if (rc == -ENODATA && !ls->dead && !ls->stopping &&
                 !ls->xfers) {
                 /* Closed between transfers: the peer is leaving. */
-                crn_log(CRN_LOG_INFO, "%s: lane %u closed by the peer",
+                CRN_INFO("%s: lane %u closed by the peer",
                         ls->who, l->index);
                 kill_locked(ls, NULL);
             } else if (!ls->dead && !ls->stopping) {
@@ -328,7 +328,7 @@ static int send_job(struct lane *l)
             h.offset = ls->job_total;
             crn_lane_hdr_encode(raw, &h);
             ls->fault_after = 0;
-            crn_log(CRN_LOG_WARN, "%s: lane 0 sends a piece out of place "
+            CRN_WARN("%s: lane 0 sends a piece out of place "
                     "(test hook)", ls->who);
         } else if (ls->fault_after && l->index == 0 &&
                    atomic_load(&l->sent) + len >= ls->fault_after) {
@@ -336,7 +336,7 @@ static int send_job(struct lane *l)
             move(l->fd, raw, sizeof(raw), true, ls->timeout_ms, false);
             move(l->fd, (void *)(ls->job_base + (off - ls->job_from)),
                  len / 2, true, ls->timeout_ms, false);
-            crn_log(CRN_LOG_WARN, "%s: lane 0 shut down mid-piece (test "
+            CRN_WARN("%s: lane 0 shut down mid-piece (test "
                     "hook)", ls->who);
             shutdown(l->fd, SHUT_RDWR);
             return -EPIPE;

@@ -55,4 +55,15 @@ size_t crn_log_prefix(char *buf, size_t size, enum crn_log_format format,
                       enum crn_log_level level, const char *component,
                       int pid, const struct timespec *ts);
 
+/* The one spelling for a line of a fixed level; CRN_DEBUG formats
+ * nothing unless debug lines are on. */
+#define CRN_ERROR(...) crn_log(CRN_LOG_ERROR, __VA_ARGS__)
+#define CRN_WARN(...) crn_log(CRN_LOG_WARN, __VA_ARGS__)
+#define CRN_INFO(...) crn_log(CRN_LOG_INFO, __VA_ARGS__)
+#define CRN_DEBUG(...)                                                       \
+    do {                                                                     \
+        if (crn_log_enabled(CRN_LOG_DEBUG))                                  \
+            crn_log(CRN_LOG_DEBUG, __VA_ARGS__);                             \
+    } while (0)
+
 #endif /* CRANE_PROTO_LOG_H */

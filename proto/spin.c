@@ -27,7 +27,7 @@ long crn_spin_us_from_env(const char *env)
     errno = 0;
     us = strtol(v, &end, 10);
     if (errno || *end || us < 0 || us > SPIN_MAX_US) {
-        crn_log(CRN_LOG_WARN, "ignoring %s=%s (0 to %d microseconds)", env,
+        CRN_WARN("ignoring %s=%s (0 to %d microseconds)", env,
                 v, SPIN_MAX_US);
         return crn_spin_default_us();
     }

@@ -1,7 +1,7 @@
 /* OpenCL event callbacks that may fire after their tenant is gone, or never. */
 #include "callbacks.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "outq.h"
 #include "proto/map.h"
 
@@ -79,7 +79,7 @@ static void reaper_start(void)
     reap_running = pthread_create(&tid, &a, reaper_main, NULL) == 0;
     pthread_attr_destroy(&a);
     if (!reap_running)
-        PX_WARN("no thread to release written events: they are released "
+        CRN_WARN("no thread to release written events: they are released "
                 "in their callbacks");
 }
 

@@ -4,7 +4,7 @@
 #include "conn.h"
 
 #include "lanes.h"
-#include "log.h"
+#include "proto/log.h"
 #include "ringpin.h"
 
 #include "proto/shm.h"
@@ -140,13 +140,13 @@ void px_conn_close(struct px_conn *c, const char *why)
     px_req_free(c->bulk_req);
     c->bulk_req = NULL;
     if (t)
-        PX_INFO("tenant %llu (%s pid %u): disconnected%s%s",
+        CRN_INFO("tenant %llu (%s pid %u): disconnected%s%s",
                 (unsigned long long)t->num, t->program, t->pid,
                 why ? ": " : "", why ? why : "");
     if (t && c->srv->role == PX_ROLE_WORKER)
         PX_ROLE_CALL(c->srv, unwatch, c, why);
     else
-        PX_DEBUG("connection %llu closed%s%s", (unsigned long long)c->num,
+        CRN_DEBUG("connection %llu closed%s%s", (unsigned long long)c->num,
                  why ? ": " : "", why ? why : "");
     /* A worker blocked on a user event the client will never set must
      * finish; a tenant kept for --grace keeps its events. */

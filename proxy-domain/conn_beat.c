@@ -4,7 +4,7 @@
  * "Liveness"). */
 #include "conn.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -84,7 +84,7 @@ static void beat(struct px_conn *c, uint32_t call, uint64_t ms)
     px_out_free(o);
     if (rc < 0 && rc != -EAGAIN) {
         /* Part of a frame left: nothing else may follow it. */
-        PX_ERROR("connection %llu: a heartbeat could not be written whole "
+        CRN_ERROR("connection %llu: a heartbeat could not be written whole "
                  "(%s); ending the stream",
                  (unsigned long long)c->num, strerror(-rc));
         shutdown(fd, SHUT_RDWR);
@@ -147,7 +147,7 @@ void px_beat_add(struct px_conn *c)
         beats.started = pthread_create(&beats.thread, &a, beat_main, NULL) == 0;
         pthread_attr_destroy(&a);
         if (!beats.started)
-            PX_ERROR("cannot start the heartbeat thread: clients judge "
+            CRN_ERROR("cannot start the heartbeat thread: clients judge "
                      "this proxy by its answers alone");
     }
     if (!c->beat_listed) {

@@ -4,7 +4,7 @@
  * --max-queued; refusals are the last reply. */
 #include "conn.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/remote_calls.h"
 
@@ -165,7 +165,7 @@ static void test_abort(const struct px_conn *c)
         read = true;
     }
     if (name && name[0] && strcmp(c->tenant->program, name) == 0) {
-        PX_WARN("tenant %llu (%s): CRANE_PROXY_TEST_ABORT: aborting",
+        CRN_WARN("tenant %llu (%s): CRANE_PROXY_TEST_ABORT: aborting",
                 (unsigned long long)c->tenant->num, name);
         abort();
     }
@@ -427,7 +427,7 @@ void px_conn_refuse(struct px_conn *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    PX_WARN("connection %llu (%s pid %u) refused: %s",
+    CRN_WARN("connection %llu (%s pid %u) refused: %s",
             (unsigned long long)c->num, c->program[0] ? c->program : "?",
             c->pid, why);
     r.reason = why;

@@ -5,7 +5,7 @@
 
 #include "arena.h"
 #include "lanes.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shm_pci.h"
 #include "validate.h"
 #include "hostmem.h"
@@ -276,7 +276,7 @@ static int map_named(struct px_conn *c, const Crane__ShmAttach *a,
             snprintf(why, why_len, "no ivshmem BAR holds the area's token "
                      "(--shm-pci %.64s): %s", srv->shm_pci, strerror(-rc));
         else
-            PX_INFO("tenant %llu: its shared area is %s at %llu",
+            CRN_INFO("tenant %llu: its shared area is %s at %llu",
                     (unsigned long long)c->tenant->num, path,
                     (unsigned long long)a->offset);
         return rc;
@@ -364,7 +364,7 @@ static int attach_area(struct px_conn *c, const Crane__ShmAttach *a,
     c->shm = s;
     atomic_store(&c->tenant->shm_given_up, false);
     c->tenant->shm_offered = s;
-    PX_INFO("tenant %llu (%s pid %u): bulk bytes through %llu MiB of "
+    CRN_INFO("tenant %llu (%s pid %u): bulk bytes through %llu MiB of "
             "shared memory", (unsigned long long)c->tenant->num,
             c->tenant->program, c->tenant->pid,
             (unsigned long long)(a->size >> 20));

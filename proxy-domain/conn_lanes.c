@@ -5,7 +5,7 @@
 #include "lanes.h"
 
 #include "ctxpool.h"
-#include "log.h"
+#include "proto/log.h"
 #include "ringpin.h"
 
 #include "proto/auth.h"
@@ -32,7 +32,7 @@ void px_lanes_open(struct px_conn *c, struct px_tenant *t,
     snprintf(who, sizeof(who), "tenant %llu", (unsigned long long)t->num);
     if (crn_random_bytes(t->lane_key, sizeof(t->lane_key)) < 0 ||
         !(t->lanes = crn_lanes_new(who, PX_LANE_TIMEOUT_MS))) {
-        PX_WARN("%s: no lanes (out of memory or randomness)", who);
+        CRN_WARN("%s: no lanes (out of memory or randomness)", who);
         return;
     }
     /* Test only: CRANE_PROXY_TEST_LANE_FAULT=BYTES shuts lane 0 down
@@ -58,7 +58,7 @@ static void make_area(struct px_tenant *t)
     if (t->lane_area || !(s = calloc(1, sizeof(*s))))
         return;
     if (crn_shm_create(PX_LANE_RING, s) < 0) {
-        PX_WARN("tenant %llu: no area for the lanes' bytes: they land in "
+        CRN_WARN("tenant %llu: no area for the lanes' bytes: they land in "
                 "the heap", (unsigned long long)t->num);
         free(s);
         return;
@@ -123,13 +123,13 @@ void px_lanes_attach(struct px_conn *c)
     else
         rc = crn_lanes_add(t->lanes, c->lane_index, fd);  /* takes FD */
     if (rc < 0) {
-        PX_WARN("tenant %llu: lane %u not taken: %s",
+        CRN_WARN("tenant %llu: lane %u not taken: %s",
                 (unsigned long long)t->num, c->lane_index, strerror(-rc));
         px_conn_close(c, NULL);
         return;
     }
     make_area(t);
-    PX_INFO("tenant %llu (%s pid %u): lane %u from %s",
+    CRN_INFO("tenant %llu (%s pid %u): lane %u from %s",
             (unsigned long long)t->num, t->program, t->pid, c->lane_index,
             c->peer);
     /* The stream is the lane's now: this connection ends without a word

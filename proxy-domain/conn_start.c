@@ -3,7 +3,7 @@
  * reading started (conn.h). */
 #include "conn.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <linux/vm_sockets.h>
@@ -87,7 +87,7 @@ struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type)
     int rc;
 
     if (!c) {
-        PX_ERROR("out of memory accepting a connection");
+        CRN_ERROR("out of memory accepting a connection");
         return NULL;
     }
     c->srv = srv;
@@ -103,7 +103,7 @@ struct px_conn *px_conn_new(struct px_server *srv, uv_handle_type type)
     if (rc == 0)
         rc = uv_async_init(srv->loop, &c->wake, px_conn_on_wake);
     if (rc < 0) {
-        PX_ERROR("cannot set up connection: %s", uv_strerror(rc));
+        CRN_ERROR("cannot set up connection: %s", uv_strerror(rc));
         px_outq_destroy(&c->outq);
         pthread_mutex_destroy(&c->more_lock);
         free(c);
@@ -132,7 +132,7 @@ static void start_accepted(struct px_conn *c, uint64_t order,
     px_transport_tune(&c->tr, KEEPALIVE_S);
     c->accepted_ms = accepted_ms && accepted_ms <= now ? accepted_ms : now;
     c->last_input_ms = now;
-    PX_DEBUG("connection %llu accepted from %s", (unsigned long long)c->num,
+    CRN_DEBUG("connection %llu accepted from %s", (unsigned long long)c->num,
              c->peer);
     count_unauth(c, order);
     if (c->state == PX_CONN_CLOSING)
@@ -163,7 +163,7 @@ void px_conn_accept(struct px_server *srv)
         return;
     rc = uv_accept(&srv->lis.stream, &c->tr.h.stream);
     if (rc < 0) {
-        PX_WARN("accept failed: %s", uv_strerror(rc));
+        CRN_WARN("accept failed: %s", uv_strerror(rc));
         px_conn_abandon(c);
         return;
     }
@@ -181,7 +181,7 @@ int px_conn_start_plain(struct px_server *srv, int fd, const char *peer,
         return -ENOMEM;
     rc = uv_pipe_open(&c->tr.h.pipe, fd);
     if (rc < 0) {
-        PX_WARN("connection from %s: %s", peer, uv_strerror(rc));
+        CRN_WARN("connection from %s: %s", peer, uv_strerror(rc));
         close(fd);
         px_conn_abandon(c);
         return rc;

@@ -14,7 +14,7 @@
  * reads and writes plain frames (the cost is in docs/results.md). */
 #include "conn.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/tls_uv.h"
 
@@ -50,7 +50,7 @@ static void handshake_done(void *arg, int fd, const char *peer,
 
     px_preauth_remove(srv, &tp->pa);
     if (fd < 0 && !tp->evicted)
-        PX_WARN("tcp connection from %s refused: %s", peer, why);
+        CRN_WARN("tcp connection from %s refused: %s", peer, why);
     else if (fd >= 0 && (tp->evicted || srv->stopping))
         close(fd);
     else if (fd >= 0)
@@ -74,7 +74,7 @@ void px_conn_accept_tls(struct px_server *srv)
         } else {
             free(t);
         }
-        PX_ERROR("tcp connection closed: out of memory");
+        CRN_ERROR("tcp connection closed: out of memory");
         return;
     }
     tp->srv = srv;
@@ -82,7 +82,7 @@ void px_conn_accept_tls(struct px_server *srv)
     rc = crn_tls_uv_accept_handle(&srv->lis.stream, srv->tls, ms,
                                   handshake_done, tp, &tp->ta);
     if (rc < 0) {
-        PX_WARN("tcp connection: %s", uv_strerror(rc));
+        CRN_WARN("tcp connection: %s", uv_strerror(rc));
         free(tp);
         return;
     }

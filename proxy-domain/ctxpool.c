@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "proto/log.h"
 
 #define MAX_SPARES 64
 
@@ -94,9 +94,9 @@ static void warm(cl_context ctx, cl_device_id dev)
         err = clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, host, 0, NULL,
                                   NULL);
     if (err != CL_SUCCESS)
-        PX_DEBUG("spare context: warming it stopped at %d", err);
+        CRN_DEBUG("spare context: warming it stopped at %d", err);
     else
-        PX_DEBUG("spare context warmed: a queue, a buffer, a copy each way "
+        CRN_DEBUG("spare context warmed: a queue, a buffer, a copy each way "
                  "and a kernel ran once");
     if (k)
         clReleaseKernel(k);
@@ -130,7 +130,7 @@ static cl_context make(cl_device_id dev)
     cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
 
     if (!ctx)
-        PX_WARN("spare context: clCreateContext gave %d", err);
+        CRN_WARN("spare context: clCreateContext gave %d", err);
     else if (warms(dev))
         warm(ctx, dev);
     return ctx;

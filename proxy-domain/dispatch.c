@@ -8,7 +8,7 @@
 #include "exec.h"
 #include "hostmem.h"
 #include "lanes.h"
-#include "log.h"
+#include "proto/log.h"
 #include "outq.h"
 #include "ringpin.h"
 #include "staging.h"
@@ -69,7 +69,7 @@ static void answer_bad_frame(struct px_tenant *t, struct px_req *r)
     reply.seq = r->seq;
     reply.err = CL_INVALID_VALUE;
     reply.error = r->error;
-    PX_WARN("tenant %llu: seq %llu refused: %s", (unsigned long long)t->num,
+    CRN_WARN("tenant %llu: seq %llu refused: %s", (unsigned long long)t->num,
             (unsigned long long)r->seq, r->error);
     if (r->deferred && !r->close_after) {
         if (!t->deferred_seq) {
@@ -209,7 +209,7 @@ static bool exec_call(struct px_tenant *t, struct px_req *r)
             if (beats)
                 atomic_store(&t->running_since, 0);
             if (t0 > 0 && mono_s() - t0 > 1e-3)
-                PX_DEBUG("tenant %llu: seq %llu (%s) took %.3f ms",
+                CRN_DEBUG("tenant %llu: seq %llu (%s) took %.3f ms",
                          (unsigned long long)t->num,
                          (unsigned long long)m->seq,
                          crn_remote_call_name((int)m->msg_case),
@@ -222,7 +222,7 @@ static bool exec_call(struct px_tenant *t, struct px_req *r)
         CRANE__CLIENT_MESSAGE__MSG__NOT_SET)
         fail_event(t, m, err);
     if (err != CL_SUCCESS)
-        PX_DEBUG("tenant %llu: seq %llu (%s) failed: %d%s%s",
+        CRN_DEBUG("tenant %llu: seq %llu (%s) failed: %d%s%s",
                  (unsigned long long)t->num, (unsigned long long)m->seq,
                  crn_remote_call_name((int)m->msg_case), err, c.error[0] ? ": " : "", c.error);
     if (!c.done && (m->want_reply || malformed)) {

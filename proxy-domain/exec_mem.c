@@ -8,7 +8,7 @@
 #include "ringpin.h"
 #include "staging.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "validate.h"
 
 #include <stdlib.h>

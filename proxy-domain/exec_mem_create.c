@@ -2,7 +2,7 @@
  * images (the MemCommand executor in exec_mem.c). */
 #include "exec.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "validate.h"
 
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include "ringpin.h"
 #include "staging.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "validate.h"
 
 #include <stdlib.h>
@@ -213,7 +213,7 @@ static cl_int read_into_ring(struct mem_op *op, cl_mem src, size_t len,
     }
     if (err == CL_SUCCESS && op->evp)
         err = clEnqueueMarkerWithWaitList(op->q, 0, NULL, &op->ev);
-    PX_DEBUG("tenant %llu: a read of %zu bytes went straight into the "
+    CRN_DEBUG("tenant %llu: a read of %zu bytes went straight into the "
              "pinned ring (%d)", (unsigned long long)t->num, len, err);
     return err;
 }
@@ -253,7 +253,7 @@ static cl_int read_small(struct mem_op *op, cl_mem src, size_t len)
         r->bulk_len = len;
         c->done = true;
         if (px_send_more(t, r, NULL, 0, NULL) < 0)
-            PX_ERROR("tenant %llu: out of memory answering read %llu",
+            CRN_ERROR("tenant %llu: out of memory answering read %llu",
                      (unsigned long long)t->num,
                      (unsigned long long)c->m->seq);
         return CL_SUCCESS;
@@ -271,7 +271,7 @@ static cl_int read_small(struct mem_op *op, cl_mem src, size_t len)
     /* The reply owns DATA once queued (copied to ring 1 if room came). */
     if (px_send_more(t, r, data, len, data) < 0) {
         free(data);
-        PX_ERROR("tenant %llu: out of memory answering read %llu",
+        CRN_ERROR("tenant %llu: out of memory answering read %llu",
                  (unsigned long long)t->num, (unsigned long long)c->m->seq);
     }
     return CL_SUCCESS;
@@ -487,7 +487,7 @@ static cl_int send_chunks(struct mem_op *op, size_t len, size_t chunk,
          * final Reply, after them, sends it). */
         if (px_send_more(c->t, &r, chunks[i], in_ring ? 0 : k, chunks[i]) <
             0) {
-            PX_ERROR("tenant %llu: out of memory sending read %llu",
+            CRN_ERROR("tenant %llu: out of memory sending read %llu",
                      (unsigned long long)c->t->num,
                      (unsigned long long)c->m->seq);
             err = CL_OUT_OF_HOST_MEMORY;

@@ -3,7 +3,7 @@
 #include "exec.h"
 
 #include "ctxpool.h"
-#include "log.h"
+#include "proto/log.h"
 #include "ringpin.h"
 
 #include "proto/shm.h"
@@ -38,7 +38,7 @@ cl_int px_exec_shm_detach(struct px_call *c)
     px_shm_close(t->shm);
     t->shm = t->shm_offered = NULL;
     atomic_store(&t->shm_given_up, true);
-    PX_INFO("tenant %llu (%s pid %u): shared memory given up, bulk bytes "
+    CRN_INFO("tenant %llu (%s pid %u): shared memory given up, bulk bytes "
             "on the stream", (unsigned long long)t->num, t->program, t->pid);
     return CL_SUCCESS;
 }

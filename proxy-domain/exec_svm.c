@@ -2,7 +2,7 @@
  * a buffer, and kernel arguments that point into one. */
 #include "exec.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "validate.h"
 
 #include <stdlib.h>

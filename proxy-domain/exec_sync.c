@@ -3,7 +3,7 @@
 
 #include "callbacks.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
 #include "exec.h"
 
 #include "lanes.h"
-#include "log.h"
+#include "proto/log.h"
 #include "validate.h"
 
 #include "proto/auth.h"
@@ -84,7 +84,7 @@ void px_handshake_welcome(struct px_conn *c, struct px_tenant *t,
     c->state = PX_CONN_READY;
     atomic_store(&c->stop, false);
     px_beat_add(c);
-    PX_INFO("tenant %llu (%s pid %u): %s on connection %llu",
+    CRN_INFO("tenant %llu (%s pid %u): %s on connection %llu",
             (unsigned long long)t->num, t->program, t->pid,
             resumed ? "resumed" : "connected", (unsigned long long)c->num);
     /* The Welcome first, then notices held while detached. */

@@ -2,7 +2,7 @@
 #include "hostmem.h"
 
 #include "ctxpool.h"
-#include "log.h"
+#include "proto/log.h"
 #include "ringpin.h"
 #include "tenant.h"
 
@@ -109,7 +109,7 @@ cl_int px_exec_host_attach(struct px_call *c)
         px_ring_prepin(s, spare);
         clReleaseContext(spare);
     }
-    PX_INFO("tenant %llu (%s pid %u): mapped pointers in %zu MiB of host "
+    CRN_INFO("tenant %llu (%s pid %u): mapped pointers in %zu MiB of host "
             "memory, read and written in place", (unsigned long long)t->num,
             t->program, t->pid, s->size >> 20);
     return CL_SUCCESS;
@@ -190,7 +190,7 @@ cl_int px_host_mem(struct px_call *c, cl_command_queue q, cl_mem mem,
         err = clEnqueueReadBuffer(q, mem, blocking, mc->src_offset, mc->size,
                                   at, nwait, wait, evp);
     }
-    PX_DEBUG("tenant %llu: %s%s of %lld bytes in place in host memory at "
+    CRN_DEBUG("tenant %llu: %s%s of %lld bytes in place in host memory at "
              "%llu (%s, %s): %d", (unsigned long long)t->num,
              write ? "write" : "read", rect ? " (rect)" : "", (long long)span,
              (unsigned long long)mc->host_offset,

@@ -1,7 +1,7 @@
 /* A worker's kernel output (printf) captured from fd 1 for its replies. */
 #include "kout.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +40,7 @@ static bool pull_locked(void)
         size_t want = K.len + (size_t)n;
         if (want > PX_KOUT_KEEP_MAX) {
             if (K.dropped == 0)
-                PX_WARN("kernel output: more than %u MiB waiting for a "
+                CRN_WARN("kernel output: more than %u MiB waiting for a "
                         "reply; dropping the rest until one takes it",
                         PX_KOUT_KEEP_MAX >> 20);
             K.dropped += (size_t)n;
@@ -53,7 +53,7 @@ static bool pull_locked(void)
             uint8_t *nb = realloc(K.buf, cap);
             if (!nb) {
                 K.dropped += (size_t)n;
-                PX_ERROR("kernel output: no memory for %zu bytes", want);
+                CRN_ERROR("kernel output: no memory for %zu bytes", want);
                 continue;
             }
             K.buf = nb;
@@ -147,7 +147,7 @@ uint8_t *px_kout_take(size_t *len)
         K.len = K.cap = 0;
     }
     if (K.dropped) {
-        PX_WARN("kernel output: %zu bytes were dropped", K.dropped);
+        CRN_WARN("kernel output: %zu bytes were dropped", K.dropped);
         K.dropped = 0;
     }
     pthread_mutex_unlock(&K.lock);

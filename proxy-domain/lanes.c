@@ -3,7 +3,7 @@
  * connection (lanes.h). */
 #include "lanes.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "ringpin.h"
 
 #include "proto/shm.h"
@@ -53,7 +53,7 @@ int px_lanes_expect(struct px_tenant *t, struct px_req *r,
      * placed, and the stream does not carry them; the call fails as one
      * whose pieces did not come (px_lanes_take). */
     r->lane_refused = true;
-    PX_WARN("tenant %llu: transfer %llu on %u lanes refused (lanes off)",
+    CRN_WARN("tenant %llu: transfer %llu on %u lanes refused (lanes off)",
             (unsigned long long)(t ? t->num : 0),
             (unsigned long long)m->lane_xfer, m->lanes);
     crn_lanes_kill(ls, "a transfer that cannot be taken");
@@ -126,13 +126,13 @@ void px_lanes_close(struct px_tenant *t)
         uint64_t sent, received;
         crn_lanes_bytes(t->lanes, i, &sent, &received);
         if (sent || received)
-            PX_INFO("tenant %llu: lane %u carried %llu bytes in, %llu out",
+            CRN_INFO("tenant %llu: lane %u carried %llu bytes in, %llu out",
                     (unsigned long long)t->num, i,
                     (unsigned long long)received, (unsigned long long)sent);
     }
     if (atomic_load(&t->lane_area_in) + atomic_load(&t->lane_heap_in) +
         atomic_load(&t->lane_area_out) + atomic_load(&t->lane_heap_out))
-        PX_INFO("tenant %llu: lanes' bytes: %llu in and %llu out through "
+        CRN_INFO("tenant %llu: lanes' bytes: %llu in and %llu out through "
                 "the pinned area, %llu in and %llu out through the heap",
                 (unsigned long long)t->num,
                 (unsigned long long)atomic_load(&t->lane_area_in),

@@ -2,7 +2,7 @@
 #include "ctxpool.h"
 #include "devices.h"
 #include "kout.h"
-#include "log.h"
+#include "proto/log.h"
 #include "server.h"
 #include "supervisor.h"
 
@@ -484,9 +484,9 @@ int main(int argc, char **argv)
     px_worker_free(&srv);
     status = px_super_status(&srv);
     if (opts.role != PX_ROLE_WORKER && status == 0)
-        PX_INFO("stopped");
+        CRN_INFO("stopped");
     if (uv_loop_close(&loop) != 0)
-        PX_WARN("loop closed with handles open");
+        CRN_WARN("loop closed with handles open");
     if (vendor) {
         px_ctxpool_fini();
         px_devices_close(&devs);

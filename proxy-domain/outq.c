@@ -1,7 +1,7 @@
 /* Frames waiting to leave for one connection, and how they are packed. */
 #include "outq.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/fastpack.h"
 
@@ -64,14 +64,14 @@ struct px_out *px_out_pack(const Crane__ServerMessage *m)
     struct px_out *o;
 
     if (len > UINT32_MAX) {
-        PX_ERROR("message of %zu bytes is too large to frame", len);
+        CRN_ERROR("message of %zu bytes is too large to frame", len);
         return NULL;
     }
     o = calloc(1, sizeof(*o));
     if (o)
         o->frame = malloc(4 + len);
     if (!o || !o->frame) {
-        PX_ERROR("out of memory packing a %zu-byte message", len);
+        CRN_ERROR("out of memory packing a %zu-byte message", len);
         free(o);
         return NULL;
     }

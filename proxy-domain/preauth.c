@@ -1,7 +1,7 @@
 /* Bounds on connections not yet authenticated: the oldest goes first. */
 #include "preauth.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "server_state.h"
 
 #include <string.h>
@@ -68,14 +68,14 @@ void px_preauth_add(struct px_server *srv, struct px_preauth *pa)
     pa->listed = true;
     srv->preauth_count++;
     while (per_peer && (old = oldest(srv, pa->peer, &n)) && n > per_peer) {
-        PX_WARN("connection from %s closed in its handshake: more than "
+        CRN_WARN("connection from %s closed in its handshake: more than "
                 "%llu connections of that peer in their handshake "
                 "(--max-unauthenticated-per-peer)",
                 old->peer, (unsigned long long)per_peer);
         evict(srv, old, "evicted: too many of its peer in their handshake");
     }
     while (all && srv->preauth_count > all && (old = oldest(srv, NULL, NULL))) {
-        PX_WARN("connection from %s closed in its handshake: more than "
+        CRN_WARN("connection from %s closed in its handshake: more than "
                 "%llu connections in their handshake "
                 "(--max-unauthenticated)",
                 old->peer, (unsigned long long)all);

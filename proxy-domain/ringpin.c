@@ -1,7 +1,7 @@
 /* Clients' shared areas pinned for the vendor (ringpin.h). */
 #include "ringpin.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -97,7 +97,7 @@ static void pin_with(struct pin *p, const struct crn_shm *s, cl_context ctx)
     if (s->size > max_pinned() - (pinned_bytes < max_pinned()
                                       ? pinned_bytes
                                       : max_pinned())) {
-        PX_INFO("shared area of %zu bytes not pinned: %zu bytes pinned "
+        CRN_INFO("shared area of %zu bytes not pinned: %zu bytes pinned "
                 "already, CRANE_PROXY_MAX_PINNED_MB allows %zu; bulk bytes "
                 "go through staging", s->size, pinned_bytes, max_pinned());
         return;
@@ -107,9 +107,9 @@ static void pin_with(struct pin *p, const struct crn_shm *s, cl_context ctx)
     if (p->mem) {
         p->size = s->size;
         pinned_bytes += s->size;
-        PX_DEBUG("shared area of %zu bytes pinned for the device", s->size);
+        CRN_DEBUG("shared area of %zu bytes pinned for the device", s->size);
     } else
-        PX_INFO("shared area of %zu bytes not pinned (%d): bulk bytes go "
+        CRN_INFO("shared area of %zu bytes not pinned (%d): bulk bytes go "
                 "through staging", s->size, err);
 }
 

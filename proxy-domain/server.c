@@ -4,7 +4,7 @@
 
 #include "conn.h"
 #include "dispatch.h"
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/auth.h"
 #include "proto/listen.h"
@@ -28,7 +28,7 @@ static void on_connection(uv_stream_t *s, int status)
     struct px_server *srv = s->data;
 
     if (status < 0) {
-        PX_WARN("accept: %s", uv_strerror(status));
+        CRN_WARN("accept: %s", uv_strerror(status));
         return;
     }
     if (srv->stopping)
@@ -62,7 +62,7 @@ static void on_signal(uv_signal_t *s, int signum)
         px_server_stats(srv);
         return;
     }
-    PX_INFO("signal %d: stopping", signum);
+    CRN_INFO("signal %d: stopping", signum);
     px_server_stop(srv);
 }
 
@@ -123,7 +123,7 @@ int px_server_init(struct px_server *srv, uv_loop_t *loop,
         if (rc < 0)
             return rc;
         if (!srv->tls)
-            PX_WARN("tcp:%s:%s without TLS (--tls %s%s): everything, "
+            CRN_WARN("tcp:%s:%s without TLS (--tls %s%s): everything, "
                     "buffers included, crosses the network in clear",
                     srv->ep.host, srv->ep.port,
                     crn_tls_mode_name(opts->tls_mode),
@@ -153,7 +153,7 @@ void px_server_log_listening(struct px_server *srv)
     char ep[400];
 
     crn_endpoint_format(&srv->ep, ep, sizeof(ep));
-    PX_INFO("listening on %s (quota %llu bytes, grace %llu ms, %s, TLS %s, "
+    CRN_INFO("listening on %s (quota %llu bytes, grace %llu ms, %s, TLS %s, "
             "%s)", ep,
             (unsigned long long)srv->quota,
             (unsigned long long)srv->grace_ms,
@@ -224,7 +224,7 @@ void px_server_stats(struct px_server *srv)
         objects += atomic_load(&t->stat_objects);
         bytes += atomic_load(&t->stat_bytes);
     }
-    PX_INFO("stats: connections=%zu tenants=%zu detached=%zu objects=%llu "
+    CRN_INFO("stats: connections=%zu tenants=%zu detached=%zu objects=%llu "
             "bytes=%llu releasing=%zu",
             conns, tenants, detached, (unsigned long long)objects,
             (unsigned long long)bytes, srv->tearing_down);

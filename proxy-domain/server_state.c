@@ -4,7 +4,7 @@
 #include "server_state.h"
 
 #include "dispatch.h"
-#include "log.h"
+#include "proto/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +85,7 @@ static void teardown_done(uv_work_t *w, int status)
     (void)status;
     tw->srv->tearing_down--;
     PX_ROLE_CALL(tw->srv, gone, tw->srv, t);
-    PX_INFO("tenant %llu (%s pid %u): released %zu objects",
+    CRN_INFO("tenant %llu (%s pid %u): released %zu objects",
             (unsigned long long)t->num, t->program, t->pid, tw->released);
     /* The grace timer holds its own reference until it is closed. */
     if (t->grace.loop)
@@ -116,7 +116,7 @@ static void teardown(struct px_server *srv, struct px_tenant *t)
     t->closing = true;
     if (!tw) {
         /* Out of memory: release here, blocking the loop briefly. */
-        PX_ERROR("tenant %llu: releasing on the loop thread",
+        CRN_ERROR("tenant %llu: releasing on the loop thread",
                  (unsigned long long)t->num);
         px_exec_teardown(t);
         if (t->grace.loop)
@@ -142,7 +142,7 @@ static void grace_over(uv_timer_t *timer)
     t->grace_armed = false;
     struct px_server *srv = timer->loop->data;
 
-    PX_INFO("tenant %llu (%s pid %u): grace period over",
+    CRN_INFO("tenant %llu (%s pid %u): grace period over",
             (unsigned long long)t->num, t->program, t->pid);
     if (srv->role_ops && srv->role_ops->ending) {
         char why[256];
@@ -170,7 +170,7 @@ void px_server_tenant_released(struct px_server *srv, struct px_tenant *t)
         }
         uv_timer_start(&t->grace, grace_over, srv->grace_ms, 0);
         t->grace_armed = true;
-        PX_INFO("tenant %llu (%s pid %u): kept for %llu ms",
+        CRN_INFO("tenant %llu (%s pid %u): kept for %llu ms",
                 (unsigned long long)t->num, t->program, t->pid,
                 (unsigned long long)srv->grace_ms);
         return;

@@ -5,7 +5,7 @@
  * which BAR is its. */
 #include "shm_pci.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/ivshmem.h"
 
@@ -49,7 +49,7 @@ int px_shm_pci_find(const char *root, const uint8_t *token, size_t len,
         if (found++) {
             crn_shm_close(&s);
             crn_shm_close(out);
-            PX_WARN("shared area: its token is in %s and %s; refused",
+            CRN_WARN("shared area: its token is in %s and %s; refused",
                     path, bar);
             break;
         }

@@ -3,7 +3,7 @@
  * it last read from, and PX_WSTAGE_N for the one it last wrote to. */
 #include "staging.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include <stdlib.h>
 
@@ -87,7 +87,7 @@ void *px_wstage_get(struct px_tenant *t, cl_command_queue q, unsigned *slot)
                     q, w->mem[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                     PX_WSTAGE_SIZE, 0, NULL, NULL, &err);
             if (!w->host[i]) {
-                PX_WARN("tenant %llu: no pinned staging for writes (%d): "
+                CRN_WARN("tenant %llu: no pinned staging for writes (%d): "
                         "they go through the heap",
                         (unsigned long long)t->num, err);
                 wstage_free(t);
@@ -95,7 +95,7 @@ void *px_wstage_get(struct px_tenant *t, cl_command_queue q, unsigned *slot)
                 return NULL;
             }
         }
-        PX_DEBUG("tenant %llu: writes stage through %u pinned buffers of %u "
+        CRN_DEBUG("tenant %llu: writes stage through %u pinned buffers of %u "
                  "bytes", (unsigned long long)t->num, PX_WSTAGE_N,
                  PX_WSTAGE_SIZE);
     }
@@ -170,14 +170,14 @@ void *px_staging_get(struct px_tenant *t, cl_command_queue q, size_t size,
                                                 CL_MAP_READ | CL_MAP_WRITE, 0,
                                                 size, 0, NULL, NULL, &err);
             if (!s->host[i]) {
-                PX_WARN("tenant %llu: no pinned staging of %zu bytes (%d): "
+                CRN_WARN("tenant %llu: no pinned staging of %zu bytes (%d): "
                         "reads go through the heap",
                         (unsigned long long)t->num, size, err);
                 reads_free(t);
                 return NULL;
             }
         }
-        PX_DEBUG("tenant %llu: reads stage through 2 pinned buffers of %zu "
+        CRN_DEBUG("tenant %llu: reads stage through 2 pinned buffers of %zu "
                  "bytes", (unsigned long long)t->num, size);
     }
     return t->staging->host[which & 1];

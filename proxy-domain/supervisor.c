@@ -2,7 +2,7 @@
 #include "supervisor.h"
 
 #include "conn.h"
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/frame.h"
 #include "proto/worker.pb-c.h"
@@ -139,7 +139,7 @@ static void log_stats(struct px_server *srv)
 
     for (struct px_conn *c = srv->conns; c; c = c->next)
         conns++;
-    PX_INFO("stats: connections=%llu tenants=%llu detached=%llu "
+    CRN_INFO("stats: connections=%llu tenants=%llu detached=%llu "
             "objects=%llu bytes=%llu releasing=%llu",
             (unsigned long long)(s->sum.connections + conns),
             (unsigned long long)s->sum.tenants,
@@ -167,7 +167,7 @@ static void handoff_written(uv_write_t *req, int status)
     struct handoff_write *hw = req->data;
 
     if (status < 0)
-        PX_ERROR("connection %llu: cannot hand it to a worker: %s",
+        CRN_ERROR("connection %llu: cannot hand it to a worker: %s",
                  (unsigned long long)hw->c->num, uv_strerror(status));
     px_conn_handed_over(hw->c);
     free(hw->buf);
@@ -218,14 +218,14 @@ static void send_to(struct px_wrk *w, struct px_conn *c)
     rc = uv_write2(&hw->req, (uv_stream_t *)&w->ctl, &buf, 1, &c->tr.h.stream,
                    handoff_written);
     if (rc < 0) {
-        PX_ERROR("connection %llu: cannot hand it to worker %d: %s",
+        CRN_ERROR("connection %llu: cannot hand it to worker %d: %s",
                  (unsigned long long)c->num, w->pid, uv_strerror(rc));
         free(hw->buf);
         free(hw);
         px_conn_refuse(c, "no worker for the tenant");
         return;
     }
-    PX_DEBUG("connection %llu (%s pid %u) handed to worker %d",
+    CRN_DEBUG("connection %llu (%s pid %u) handed to worker %d",
              (unsigned long long)c->num, c->program, c->pid, w->pid);
 }
 
@@ -309,7 +309,7 @@ static void end_now(uv_timer_t *timer)
     if (w->exited || w->killed)
         return;
     w->killed = true;
-    PX_ERROR("worker %d (tenant %llu, %s pid %u) killed: %s", w->pid,
+    CRN_ERROR("worker %d (tenant %llu, %s pid %u) killed: %s", w->pid,
              (unsigned long long)w->tenant_num,
              w->program[0] ? w->program : "-", w->client_pid, w->end_reason);
     uv_process_kill(&w->proc, SIGKILL);
@@ -334,7 +334,7 @@ static void on_ending(struct px_wrk *w, const Crane__Worker__Ending *e)
                  "%s, and its worker had not ended %llu ms later "
                  "(--release-timeout: a call still running on the device?)",
                  e->reason, (unsigned long long)after);
-    PX_DEBUG("worker %d: %s: ends within %llu ms", w->pid, e->reason,
+    CRN_DEBUG("worker %d: %s: ends within %llu ms", w->pid, e->reason,
              (unsigned long long)after);
     w->end_at = now + after;
     uv_timer_start(&w->end_timer, end_now, after, 0);
@@ -379,7 +379,7 @@ static void on_worker_message(struct px_wrk *w,
         stats_answered(srv, w);
         break;
     default:
-        PX_WARN("worker %d: unknown message %d", w->pid, (int)m->msg_case);
+        CRN_WARN("worker %d: unknown message %d", w->pid, (int)m->msg_case);
         break;
     }
 }
@@ -422,7 +422,7 @@ static void ctl_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         if (rc == -EAGAIN)
             break;
         if (rc < 0) {
-            PX_ERROR("worker %d: bad frame; stopping it", w->pid);
+            CRN_ERROR("worker %d: bad frame; stopping it", w->pid);
             uv_process_kill(&w->proc, SIGKILL);
             uv_read_stop(st);
             w->ilen = 0;
@@ -457,26 +457,26 @@ static void worker_exited(uv_process_t *proc, int64_t status, int term_signal)
         return;
     }
     if (w->killed)
-        PX_INFO("worker %d (tenant %llu) ended: its tenant is gone, its "
+        CRN_INFO("worker %d (tenant %llu) ended: its tenant is gone, its "
                 "device released, the others are served", w->pid,
                 (unsigned long long)w->tenant_num);
     else if (term_signal && srv->stopping)
-        PX_INFO("worker %d (%s %llu) stopped by signal %d", w->pid, what,
+        CRN_INFO("worker %d (%s %llu) stopped by signal %d", w->pid, what,
                 (unsigned long long)w->tenant_num, term_signal);
     else if (term_signal)
-        PX_ERROR("worker %d (%s %llu, %s pid %u) killed by signal %d (%s): "
+        CRN_ERROR("worker %d (%s %llu, %s pid %u) killed by signal %d (%s): "
                  "its tenant is gone, the others are served",
                  w->pid, what, (unsigned long long)w->tenant_num,
                  w->program[0] ? w->program : "-", w->client_pid,
                  term_signal, strsignal(term_signal));
     else if (status != 0)
-        PX_ERROR("worker %d (%s %llu, %s pid %u) exited with status %lld: "
+        CRN_ERROR("worker %d (%s %llu, %s pid %u) exited with status %lld: "
                  "its tenant is gone, the others are served",
                  w->pid, what, (unsigned long long)w->tenant_num,
                  w->program[0] ? w->program : "-", w->client_pid,
                  (long long)status);
     else
-        PX_DEBUG("worker %d (%s %llu) ended", w->pid, what,
+        CRN_DEBUG("worker %d (%s %llu) ended", w->pid, what,
                  (unsigned long long)w->tenant_num);
     stats_answered(srv, w);
     if (!w->ready && !srv->stopping) {
@@ -526,7 +526,7 @@ static int spawn(struct px_server *srv)
     o.stdio = stdio;
     rc = uv_spawn(srv->loop, &w->proc, &o);
     if (rc < 0) {
-        PX_ERROR("cannot start a worker (%s): %s", s->exe, uv_strerror(rc));
+        CRN_ERROR("cannot start a worker (%s): %s", s->exe, uv_strerror(rc));
         w->open_handles = 3;
         uv_close((uv_handle_t *)&w->end_timer, wrk_closed);
         uv_close((uv_handle_t *)&w->ctl, wrk_closed);
@@ -541,7 +541,7 @@ static int spawn(struct px_server *srv)
     w->next = s->workers;
     s->workers = w;
     uv_read_start((uv_stream_t *)&w->ctl, ctl_alloc, ctl_read);
-    PX_DEBUG("worker %d started", w->pid);
+    CRN_DEBUG("worker %d started", w->pid);
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /* A tenant: one client's objects (id -> real handle), quota, and outbox. */
 #include "tenant.h"
 
-#include "log.h"
+#include "proto/log.h"
 #include "proto/auth.h"
 
 #include <errno.h>
@@ -20,12 +20,12 @@ struct px_tenant *px_tenant_new(const struct px_devices *devs, uint64_t num,
     int rc;
 
     if (!t) {
-        PX_ERROR("tenant %llu: out of memory", (unsigned long long)num);
+        CRN_ERROR("tenant %llu: out of memory", (unsigned long long)num);
         return NULL;
     }
     rc = crn_random_bytes(t->token, sizeof(t->token));
     if (rc < 0) {
-        PX_ERROR("tenant %llu: no random token: %s", (unsigned long long)num,
+        CRN_ERROR("tenant %llu: no random token: %s", (unsigned long long)num,
                  strerror(-rc));
         free(t);
         return NULL;
@@ -50,7 +50,7 @@ void px_tenant_unref(struct px_tenant *t)
     if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
         return;
     if (t->objs.count)
-        PX_ERROR("tenant %llu freed with %zu objects",
+        CRN_ERROR("tenant %llu freed with %zu objects",
                  (unsigned long long)t->num, t->objs.count);
     crn_map_free(&t->objs);
     crn_map_free(&t->rev);
@@ -191,7 +191,7 @@ cl_int px_tenant_add(struct px_tenant *t, uint64_t id, enum px_kind kind,
     atomic_fetch_add(&t->stat_bytes, bytes);
     return CL_SUCCESS;
 oom:
-    PX_ERROR("tenant %llu: out of memory recording %s %llu",
+    CRN_ERROR("tenant %llu: out of memory recording %s %llu",
              (unsigned long long)t->num, px_kind_name(kind),
              (unsigned long long)id);
     free(o);

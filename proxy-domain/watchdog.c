@@ -2,7 +2,7 @@
  * a call that runs past --max-kernel-seconds, told to the supervisor. */
 #include "watchdog.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/remote_calls.h"
 
@@ -63,7 +63,7 @@ static void poke(void)
     uint64_t one = 1;
 
     if (wd.wake >= 0 && write(wd.wake, &one, sizeof(one)) < 0)
-        PX_DEBUG("watchdog: wake-up: %s", strerror(errno));
+        CRN_DEBUG("watchdog: wake-up: %s", strerror(errno));
 }
 
 void px_watch_client(int fd, uint64_t num, const char *program, uint32_t pid)
@@ -106,7 +106,7 @@ static void check_call(void)
              crn_remote_call_name(atomic_load(&wd.call_case)), (unsigned long long)ran,
              (unsigned long long)(wd.max_call_ms / 1000));
     pthread_mutex_unlock(&wd.lock);
-    PX_ERROR("%s: ending the tenant", why);
+    CRN_ERROR("%s: ending the tenant", why);
     wd.end(wd.arg, why, true);
     /* Told once; the supervisor's kill follows. */
     wd.max_call_ms = 0;
@@ -127,13 +127,13 @@ static void *watch_main(void *arg)
         }
         pthread_mutex_unlock(&wd.lock);
         if (poll(p, (nfds_t)n, timeout) < 0 && errno != EINTR) {
-            PX_ERROR("watchdog: poll: %s", strerror(errno));
+            CRN_ERROR("watchdog: poll: %s", strerror(errno));
             return NULL;
         }
         if (p[0].revents & POLLIN) {
             uint64_t v;
             if (read(wd.wake, &v, sizeof(v)) < 0)
-                PX_DEBUG("watchdog: %s", strerror(errno));
+                CRN_DEBUG("watchdog: %s", strerror(errno));
         }
         pthread_mutex_lock(&wd.lock);
         /* Still the stream polled (not forgotten meanwhile): told once. */

@@ -2,7 +2,7 @@
 #include "supervisor.h"
 
 #include "conn.h"
-#include "log.h"
+#include "proto/log.h"
 #include "validate.h"
 #include "watchdog.h"
 
@@ -54,7 +54,7 @@ static void send_up(struct px_server *srv, Crane__Worker__ToSupervisor *m)
     int n = uv_try_write((uv_stream_t *)&w->ctl, &b, 1);
     pthread_mutex_unlock(&w->lock);
     if (n != (int)(len + CRN_FRAME_HEADER_LEN))
-        PX_WARN("cannot tell the supervisor (message %d)",
+        CRN_WARN("cannot tell the supervisor (message %d)",
                 (int)m->msg_case);
 }
 
@@ -84,7 +84,7 @@ static void px_worker_tell_ending(struct px_server *srv, const char *reason,
         n = write(CTL_FD, buf, len + CRN_FRAME_HEADER_LEN);
     pthread_mutex_unlock(&w->lock);
     if (n != (ssize_t)(len + CRN_FRAME_HEADER_LEN))
-        PX_WARN("cannot tell the supervisor that the tenant ends");
+        CRN_WARN("cannot tell the supervisor that the tenant ends");
 }
 
 /* The watchdog's word (its thread): the tenant must end. */
@@ -177,7 +177,7 @@ static void take_handoff(struct px_server *srv, const Crane__Worker__Handoff *h)
     struct px_conn *c;
 
     if (uv_pipe_pending_count(&w->ctl) < 1) {
-        PX_ERROR("a handoff without its connection");
+        CRN_ERROR("a handoff without its connection");
         return;
     }
     type = uv_pipe_pending_type(&w->ctl);
@@ -185,7 +185,7 @@ static void take_handoff(struct px_server *srv, const Crane__Worker__Handoff *h)
     if (!c)
         return;
     if (uv_accept((uv_stream_t *)&w->ctl, &c->tr.h.stream) < 0) {
-        PX_ERROR("cannot take a handed connection");
+        CRN_ERROR("cannot take a handed connection");
         px_conn_close(c, "not taken");
         return;
     }
@@ -216,7 +216,7 @@ static void on_message(struct px_server *srv, const Crane__Worker__ToWorker *m)
         send_stats(srv);
         break;
     default:
-        PX_WARN("supervisor: unknown message %d", (int)m->msg_case);
+        CRN_WARN("supervisor: unknown message %d", (int)m->msg_case);
         break;
     }
 }
@@ -249,7 +249,7 @@ static void ctl_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         /* The supervisor is gone: nobody hands us anything any more, and
          * nobody would learn how we end.  Stop cleanly. */
-        PX_INFO("supervisor gone: stopping");
+        CRN_INFO("supervisor gone: stopping");
         px_server_stop(srv);
         return;
     }
@@ -263,7 +263,7 @@ static void ctl_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         if (rc == -EAGAIN)
             break;
         if (rc < 0) {
-            PX_ERROR("supervisor: bad frame; stopping");
+            CRN_ERROR("supervisor: bad frame; stopping");
             px_server_stop(srv);
             return;
         }
@@ -324,7 +324,7 @@ static void px_worker_idle(struct px_server *srv)
 
     if (w && w->had_tenant && !srv->stopping && !srv->conns &&
         !srv->tenants && !srv->tearing_down) {
-        PX_DEBUG("worker: its tenant is gone: stopping");
+        CRN_DEBUG("worker: its tenant is gone: stopping");
         px_server_stop(srv);
     }
 }

@@ -2,7 +2,7 @@
  * answer of a backend that has no connection where one has none. */
 #include "backend.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 /* One row per side at most: the sides are the switch's only question. */
 static const struct shim_backend_ops *rows[SHIM_SIDE_PROXY + 1];
@@ -11,7 +11,7 @@ void shim_backend_add(const struct shim_backend_ops *row)
 {
     if ((unsigned)row->side >= sizeof(rows) / sizeof(rows[0]) ||
         rows[row->side]) {
-        LOG_ERROR("backend %s: a second row for its side, not registered",
+        CRN_ERROR("backend %s: a second row for its side, not registered",
                   row->name);
         return;
     }

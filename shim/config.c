@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "proto/pcopy.h"
 #include "proto/spin.h"
 
@@ -26,7 +26,7 @@ static long env_long(const char *name, long dflt, long min)
         return dflt;
     n = strtol(v, &end, 10);
     if (*end || n < min) {
-        LOG_WARN("ignoring %s=%s: not a number >= %ld", name, v, min);
+        CRN_WARN("ignoring %s=%s: not a number >= %ld", name, v, min);
         return dflt;
     }
     return n;
@@ -53,7 +53,7 @@ static void load_vendor(void)
      * program's event callback has corrupted the heap (two C libraries). */
     shim_config.base_namespace = !(ns && strcmp(ns, "new") == 0);
     if (ns && strcmp(ns, "new") != 0 && strcmp(ns, "base") != 0)
-        LOG_WARN("ignoring CRANE_VENDOR_NAMESPACE=%s (new|base)", ns);
+        CRN_WARN("ignoring CRANE_VENDOR_NAMESPACE=%s (new|base)", ns);
     /* Whether a re-home unloads the vendor (native.c). */
     const char *unload = env_str("CRANE_VENDOR_UNLOAD");
     shim_config.vendor_unload = SHIM_UNLOAD_AUTO;
@@ -62,7 +62,7 @@ static void load_vendor(void)
     else if (unload && strcmp(unload, "never") == 0)
         shim_config.vendor_unload = SHIM_UNLOAD_NEVER;
     else if (unload && strcmp(unload, "auto") != 0)
-        LOG_WARN("ignoring CRANE_VENDOR_UNLOAD=%s (auto|always|never)",
+        CRN_WARN("ignoring CRANE_VENDOR_UNLOAD=%s (auto|always|never)",
                  unload);
 }
 
@@ -91,7 +91,7 @@ static void load_remote(void)
         shim_config.start_remote = true;
         shim_config.remote = backend + 7;
     } else if (backend && strcmp(backend, "native") != 0) {
-        LOG_WARN("ignoring CRANE_BACKEND=%s (native|remote:ENDPOINT)",
+        CRN_WARN("ignoring CRANE_BACKEND=%s (native|remote:ENDPOINT)",
                  backend);
     }
     shim_config.auth_key = env_str("CRANE_AUTH_KEY");

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "callbacks.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 #include "entry.h"
 
@@ -69,7 +69,7 @@ static int context_realize(struct shim_obj *o)
     free(props);
     if (!c->obj.real) {
         shim_vendor_err = err;
-        LOG_DEBUG("context: the vendor refused it: %d", err);
+        CRN_DEBUG("context: the vendor refused it: %d", err);
         return -EIO;
     }
     return 0;

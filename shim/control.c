@@ -25,7 +25,7 @@
 #include "config.h"
 #include "control.h"
 #include "ctl_link.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #include "proto/auth.h"
@@ -113,7 +113,7 @@ static void show_wait(const char *text)
     m.msg_case = CRANE__CONTROL__SHIM_MESSAGE__MSG_PROGRESS;
     m.progress = &pr;
     if (crn_frame_write(fd, &m.base) < 0)
-        LOG_DEBUG("control: could not tell crane-guestd what the command "
+        CRN_DEBUG("control: could not tell crane-guestd what the command "
                   "waits for");
 }
 
@@ -399,16 +399,16 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
         if (control_cmds[i].which == m->msg_case)
             cmd = &control_cmds[i];
     if (!cmd) {
-        LOG_WARN("control: unknown command %d from crane-guestd",
+        CRN_WARN("control: unknown command %d from crane-guestd",
                  (int)m->msg_case);
         rc = -EOPNOTSUPP;
         snprintf(out.error, sizeof(out.error), "unknown command");
     } else {
         if (cmd->op == CRANE__CONTROL__OP__OP_QUERY)
-            LOG_DEBUG("control: query (command %llu)",
+            CRN_DEBUG("control: query (command %llu)",
                       (unsigned long long)m->id);
         else
-            LOG_INFO("control: %s (command %llu)", cmd->name,
+            CRN_INFO("control: %s (command %llu)", cmd->name,
                      (unsigned long long)m->id);
         ctl.cmd_id = m->id;
         rc = cmd->run(m, fd, &out);
@@ -420,7 +420,7 @@ static int serve(int fd, const Crane__Control__DaemonMessage *m)
         else if (rc < 0 && !out.error[0])
             snprintf(out.error, sizeof(out.error), "%s", why(rc));
         if (rc < 0)
-            LOG_WARN("control: %s failed: %s", cmd->name, out.error);
+            CRN_WARN("control: %s failed: %s", cmd->name, out.error);
     }
     ack.op = cmd ? cmd->op : CRANE__CONTROL__OP__OP_NONE;
     ack.err = rc;
@@ -526,7 +526,7 @@ static void session(int fd, bool registered)
         m = crane__control__daemon_message__unpack(NULL, len, buf);
         free(buf);
         if (!m) {
-            LOG_WARN("control: undecodable message from crane-guestd; "
+            CRN_WARN("control: undecodable message from crane-guestd; "
                      "reconnecting");
             break;
         }
@@ -534,7 +534,7 @@ static void session(int fd, bool registered)
         crane__control__daemon_message__free_unpacked(m, NULL);
     }
     if (rc < 0 && rc != -ENODATA)
-        LOG_INFO("control: connection to crane-guestd lost: %s",
+        CRN_INFO("control: connection to crane-guestd lost: %s",
                  strerror(-rc));
 }
 
@@ -561,7 +561,7 @@ static void *control_main(void *arg)
         if (fd < 0) {
             /* Quiet: most programs run where no daemon is. */
             if (fd != last_err)
-                LOG_DEBUG("control: no crane-guestd at %s (%s); retrying "
+                CRN_DEBUG("control: no crane-guestd at %s (%s); retrying "
                           "every %d ms",
                           shim_config.control_socket, strerror(-fd),
                           CONTROL_RETRY_MS);
@@ -573,7 +573,7 @@ static void *control_main(void *arg)
         atomic_store(&ctl.fd, fd);
         shim_ctl_link_set(fd);
         if (!registered)
-            LOG_INFO("control: connected to crane-guestd at %s",
+            CRN_INFO("control: connected to crane-guestd at %s",
                      shim_config.control_socket);
         session(fd, registered);
         /* A forked child may have closed its copy; ours is still ours. */
@@ -609,7 +609,7 @@ int shim_control_start(int fd)
     }
     if (strlen(shim_config.control_socket) >=
         sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        LOG_WARN("control: CRANE_SOCKET path too long; no guest daemon "
+        CRN_WARN("control: CRANE_SOCKET path too long; no guest daemon "
                  "control");
         return -ENAMETOOLONG;
     }
@@ -626,7 +626,7 @@ int shim_control_start(int fd)
     if (rc < 0 && fd >= 0)
         close(fd);
     if (rc < 0)
-        LOG_WARN("control: cannot start the control thread: %s",
+        CRN_WARN("control: cannot start the control thread: %s",
                  strerror(-rc));
     return rc;
 }

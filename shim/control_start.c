@@ -19,7 +19,7 @@
  */
 #include "config.h"
 #include "control.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #include "proto/control.pb-c.h"
@@ -69,7 +69,7 @@ static Crane__Control__DaemonMessage *next_start(int fd, double until,
             read_one(fd, (long)((until - shim_now()) * 1e3), rc);
         if (!m || m->msg_case == CRANE__CONTROL__DAEMON_MESSAGE__MSG_START)
             return m;
-        LOG_WARN("control: message %d from crane-guestd before the start's "
+        CRN_WARN("control: message %d from crane-guestd before the start's "
                  "answer: dropped",
                  (int)m->msg_case);
         crane__control__daemon_message__free_unpacked(m, NULL);
@@ -85,12 +85,12 @@ static const struct shim_backend_ops *start_remote(
 
     if (shim_control_set_proxy(s->proxy, &s->auth_key, why, sizeof(why)) <
         0) {
-        LOG_WARN("control: the VM is prepared for a live migration but "
+        CRN_WARN("control: the VM is prepared for a live migration but "
                  "its proxy cannot be used (%s): starting on the GPU",
                  why);
         return shim_vendor_backend();
     }
-    LOG_INFO("control: the VM is prepared for a live migration: the "
+    CRN_INFO("control: the VM is prepared for a live migration: the "
              "first call goes to the proxy %s",
              shim_config.remote);
     return shim_proxy_backend();
@@ -103,19 +103,19 @@ static void wait_for_gpu(int fd)
     Crane__Control__DaemonMessage *m;
     int rc;
 
-    LOG_INFO("control: the GPU is away for an offline migration: the "
+    CRN_INFO("control: the GPU is away for an offline migration: the "
              "first call waits for it (at most %ld ms, CRANE_START_WAIT_MS)",
              shim_config.start_wait_ms);
     while ((m = next_start(fd, until, &rc))) {
         bool wait = m->start->wait;
         crane__control__daemon_message__free_unpacked(m, NULL);
         if (!wait) {
-            LOG_INFO("control: the GPU is back after %.1f ms",
+            CRN_INFO("control: the GPU is back after %.1f ms",
                      (shim_now() - t0) * 1e3);
             return;
         }
     }
-    LOG_WARN("control: %s after %.1f ms: starting on the GPU anyway (its "
+    CRN_WARN("control: %s after %.1f ms: starting on the GPU anyway (its "
              "vendor may find none)",
              rc == -ETIMEDOUT ? "the GPU did not come back (CRANE_START_WAIT_MS)"
                               : "crane-guestd went away while waiting",
@@ -135,7 +135,7 @@ const struct shim_backend_ops *shim_control_begin(int *fd)
     }
     if ((rc = shim_control_register(*fd, true)) < 0 ||
         !(m = next_start(*fd, shim_now() + START_ANSWER_MS / 1e3, &rc))) {
-        LOG_WARN("control: no start answer from crane-guestd at %s (%s): "
+        CRN_WARN("control: no start answer from crane-guestd at %s (%s): "
                  "starting on the GPU",
                  shim_config.control_socket, strerror(-rc));
         if (rc != -ETIMEDOUT) {

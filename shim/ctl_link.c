@@ -6,7 +6,7 @@
  * control thread's file. */
 #include "ctl_link.h"
 
-#include "log.h"
+#include "proto/log.h"
 
 #include "proto/control.pb-c.h"
 #include "proto/frame.h"
@@ -56,8 +56,8 @@ void shim_ctl_fault(int err, const char *reason)
     m.fault = &f;
     rc = shim_ctl_link_write(&m.base);
     if (rc < 0 && rc != -ENOTCONN)
-        LOG_WARN("control: cannot report the fault to crane-guestd: %s",
+        CRN_WARN("control: cannot report the fault to crane-guestd: %s",
                  strerror(-rc));
     else if (rc == 0)
-        LOG_INFO("control: fault reported to crane-guestd: %s", reason);
+        CRN_INFO("control: fault reported to crane-guestd: %s", reason);
 }

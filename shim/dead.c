@@ -19,7 +19,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 static atomic_flag told = ATOMIC_FLAG_INIT;
@@ -31,7 +31,7 @@ static cl_int dead_answer(const char *name)
         strncmp(name, "clRelease", 9) == 0)
         return CL_SUCCESS;
     if (!atomic_flag_test_and_set(&told))
-        LOG_ERROR("%s: the OpenCL implementation did not come back after "
+        CRN_ERROR("%s: the OpenCL implementation did not come back after "
                   "a re-home; every call answers CL_DEVICE_NOT_AVAILABLE "
                   "until a re-home brings the program back",
                   name);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 /* The first bind: a shadow for every platform and root device the backend
@@ -71,7 +71,7 @@ int shim_platforms_bind(void)
         return platforms_create(real, n);
     if (!shim_plan_take(shim.backend, &plan) &&
         (rc = shim_plan_make(shim.backend, &plan, why, sizeof(why))) < 0) {
-        LOG_ERROR("bind: %s: %s", shim.backend->name,
+        CRN_ERROR("bind: %s: %s", shim.backend->name,
                   why[0] ? why : strerror(-rc));
         return rc;
     }

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define MAX_CANDIDATES 64
@@ -452,17 +452,17 @@ static int bind_device(const struct shim_backend_ops *be,
     /* Two devices the program uses on one of the target's: it offers
      * fewer such devices (said, not refused). */
     if (n->used && v[c].taken)
-        LOG_WARN("devices: device %u:%u (%s) shares %s (%u:%u) on %s with "
+        CRN_WARN("devices: device %u:%u (%s) shares %s (%u:%u) on %s with "
                  "another of the program's: the target has fewer such "
                  "devices", i, d, p->devices[d]->ident.name, v[c].id.name,
                  v[c].platform_index, v[c].device_index, be->name);
     v[c].taken = true;
     plan->devices[i][d] = v[c].device;
     if (n->used)
-        LOG_DEBUG("devices: device %u:%u bound to %u:%u on %s", i, d,
+        CRN_DEBUG("devices: device %u:%u bound to %u:%u on %s", i, d,
                   v[c].platform_index, v[c].device_index, be->name);
     if (n->used && !same_device(&v[c].id, &p->devices[d]->ident))
-        LOG_INFO("devices: %s %s (%s) lands on %s %s (%s) on %s",
+        CRN_INFO("devices: %s %s (%s) lands on %s %s (%s) on %s",
                  p->devices[d]->ident.vendor, p->devices[d]->ident.name,
                  p->devices[d]->ident.driver, v[c].id.vendor, v[c].id.name,
                  v[c].id.driver, be->name);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 static pthread_once_t disabled_once = PTHREAD_ONCE_INIT;
@@ -21,10 +21,10 @@ static void disabled_load(void)
     shim_config_load();
     disabled_err = shim_vendor_backend()->load();
     if (disabled_err == 0)
-        LOG_INFO("CRANE_DISABLE: the program runs on its vendors directly, "
+        CRN_INFO("CRANE_DISABLE: the program runs on its vendors directly, "
                  "not under crane (no migration covers it)");
     else
-        LOG_ERROR("CRANE_DISABLE: no vendor could be loaded (%d)",
+        CRN_ERROR("CRANE_DISABLE: no vendor could be loaded (%d)",
                   disabled_err);
 }
 

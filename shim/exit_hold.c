@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 /*
@@ -39,7 +39,7 @@ static void hold_switches_at_exit(void)
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 10;
     if (pthread_mutex_timedlock(&shim.rehome_lock, &until) != 0)
-        LOG_WARN("exit: a switch still runs after 10 s; exiting under it");
+        CRN_WARN("exit: a switch still runs after 10 s; exiting under it");
 }
 
 /* The hold, then libc's exit(). */
@@ -87,7 +87,7 @@ static int main_then_hold(int argc, char **argv, char **envp)
 {
     int rc = program_main(argc, argv, envp);
 
-    LOG_DEBUG("exit: main returned %d: out through the switches' hold", rc);
+    CRN_DEBUG("exit: main returned %d: out through the switches' hold", rc);
     exit_held(rc);
 }
 
@@ -99,7 +99,7 @@ SHIM_EXPORT int __libc_start_main(shim_main_fn main, int argc, char **argv,
         (shim_start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
 
     if (!real) {
-        LOG_ERROR("exit: no __libc_start_main after the shim's");
+        CRN_ERROR("exit: no __libc_start_main after the shim's");
         abort();
     }
     program_main = main;

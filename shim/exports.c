@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "log.h"
+#include "proto/log.h"
 #include "config.h"
 #include "shim.h"
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define MAX_STEPS 32
@@ -95,22 +95,22 @@ static void stop_here(const char *step)
     int fd;
 
     if (!file) {
-        LOG_WARN("test hook: CRANE_TEST_STOP_AT=%s without "
+        CRN_WARN("test hook: CRANE_TEST_STOP_AT=%s without "
                  "CRANE_TEST_STOP_FILE; not stopping", step);
         return;
     }
     fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
-        LOG_WARN("test hook: cannot create %s", file);
+        CRN_WARN("test hook: cannot create %s", file);
         return;
     }
     if (write(fd, step, strlen(step)) < 0 || write(fd, "\n", 1) < 0)
-        LOG_WARN("test hook: cannot write %s", file);
+        CRN_WARN("test hook: cannot write %s", file);
     close(fd);
-    LOG_INFO("test hook: stopped at %s until %s is removed", step, file);
+    CRN_INFO("test hook: stopped at %s until %s is removed", step, file);
     while (access(file, F_OK) == 0 && shim_now() < until)
         usleep(2000);
-    LOG_INFO("test hook: going on after %s", step);
+    CRN_INFO("test hook: going on after %s", step);
 }
 
 int shim_fault_at(const char *step)
@@ -123,7 +123,7 @@ int shim_fault_at(const char *step)
     if (names(shim_config.test_stop_at, step, n))
         stop_here(step);
     if (names(shim_config.test_fail_at, step, n)) {
-        LOG_ERROR("test hook: failing the switch at %s (visit %lu)", step, n);
+        CRN_ERROR("test hook: failing the switch at %s (visit %lu)", step, n);
         return -EIO;
     }
     return 0;

@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #include "proto/deadline.h"
@@ -73,7 +73,7 @@ struct shim_gate_slot *shim_gate_slot_claim(void)
         static struct shim_gate_slot spare;
         s = calloc(1, sizeof(*s));
         if (!s) {
-            LOG_ERROR("gate: out of memory for a thread slot");
+            CRN_ERROR("gate: out of memory for a thread slot");
             s = &spare;  /* shared: still counts, only slower to close */
         }
         atomic_store(&s->used, true);
@@ -147,7 +147,7 @@ int shim_gate_close(long timeout_ms)
             shim_gate.owner = (pthread_t)0;
             pthread_cond_broadcast(&shim_gate.cond);
             pthread_mutex_unlock(&shim_gate.lock);
-            LOG_ERROR("re-home: %ld call(s) still running after %ld ms; "
+            CRN_ERROR("re-home: %ld call(s) still running after %ld ms; "
                       "giving up",
                       others_inside(), timeout_ms);
             return -ETIMEDOUT;
@@ -196,5 +196,5 @@ void shim_test_hook_fire(void)
     struct shim_rehome_times t;
     int rc = hook_rehome(&t);
     if (rc < 0)
-        LOG_WARN("test hook: re-home failed: %d; the program runs on", rc);
+        CRN_WARN("test hook: re-home failed: %d; the program runs on", rc);
 }

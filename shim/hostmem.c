@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "proto/shm.h"
 
 #define PAGE 4096u
@@ -50,10 +50,10 @@ int shim_hostmem_region(int *fd, size_t *size)
         __atomic_store_n(&made, rc == 0 ? 1 : rc, __ATOMIC_RELEASE);
         if (rc == 0) {
             pthread_atfork(NULL, NULL, forked_child);
-            LOG_DEBUG("remote: %zu MiB of host memory in the shared area",
+            CRN_DEBUG("remote: %zu MiB of host memory in the shared area",
                       region.size >> 20);
         } else if (made != -EOPNOTSUPP) {
-            LOG_WARN("remote: no host-memory region (%s): mapped pointers "
+            CRN_WARN("remote: no host-memory region (%s): mapped pointers "
                      "live in the heap", strerror(-made));
         }
     }
@@ -150,7 +150,7 @@ void shim_hostmem_free(void *p)
     if (!inside)
         free(p);
     else if (!x && !inherited)
-        LOG_ERROR("remote: freeing %p, no allocation of the host-memory "
+        CRN_ERROR("remote: freeing %p, no allocation of the host-memory "
                   "region", p);
 }
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 #include "entry.h"
 
@@ -130,7 +130,7 @@ int shim_kernel_reset_args(struct shim_kernel *k)
     for (cl_uint i = 0; i < k->n_args; i++) {
         cl_int err = arg_apply(k, i);
         if (err != CL_SUCCESS) {
-            LOG_ERROR("kernel %s: argument %u could not be set again: %d",
+            CRN_ERROR("kernel %s: argument %u could not be set again: %d",
                       k->name, i, err);
             return -EIO;
         }

@@ -18,7 +18,7 @@
 #include "config.h"
 #include "check.h"
 #include "hostmem.h"
-#include "log.h"
+#include "proto/log.h"
 #include "mem_int.h"
 #include "shim.h"
 
@@ -467,7 +467,7 @@ int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
             if (err == CL_SUCCESS)
                 err = VENDOR(q)->clFinish(q);
             if (err != CL_SUCCESS) {
-                LOG_ERROR("re-home: ending the vendor's map of a %zu-byte "
+                CRN_ERROR("re-home: ending the vendor's map of a %zu-byte "
                           "object failed: %d", m->size, err);
                 if (keep)
                     shim_hostmem_free(mp->ptr);
@@ -476,7 +476,7 @@ int shim_maps_carry(cl_command_queue (*q_for)(struct shim_context *, void *),
                 mp->carried = true;
                 mp->owned = mp->owned || keep;
                 if (keep)
-                    LOG_DEBUG("re-home: a map of %zu bytes in host memory "
+                    CRN_DEBUG("re-home: a map of %zu bytes in host memory "
                               "carried across", mp->size);
             }
         }

@@ -193,7 +193,7 @@ static cl_mem mem_finish(struct shim_mem *m, void *host_ptr,
         err = shim_vendor_err;
     /* A vendor that will not take the shim's memory makes its own. */
     if (err != CL_SUCCESS && m->own_host) {
-        LOG_WARN("memory: the vendor refused a %zu-byte buffer over the "
+        CRN_WARN("memory: the vendor refused a %zu-byte buffer over the "
                  "shim's memory (%d); its own CL_MEM_ALLOC_HOST_PTR memory "
                  "instead (a map kept of it refuses switches)", m->size, err);
         shim_mem_own_host_free(m);
@@ -523,7 +523,7 @@ static cl_int native_args_check(const void *args, size_t cb_args,
         uintptr_t at = (uintptr_t)args_mem_loc[i], base = (uintptr_t)args;
         if (at < base || cb_args < sizeof(cl_mem) ||
             at - base > cb_args - sizeof(cl_mem)) {
-            LOG_DEBUG("clEnqueueNativeKernel: buffer %u's place %p lies "
+            CRN_DEBUG("clEnqueueNativeKernel: buffer %u's place %p lies "
                       "outside the %zu-byte argument block at %p", i,
                       (void *)args_mem_loc[i], cb_args, args);
             return CL_INVALID_VALUE;

@@ -156,7 +156,7 @@ void shim_mem_learn_host_policy(struct shim_context *c)
         }
         VENDOR(q)->clFinish(q);
         if (policy != SHIM_HOST_PROBED)
-            LOG_INFO("the vendor accepts some host accesses that host "
+            CRN_INFO("the vendor accepts some host accesses that host "
                      "access flags forbid (0x%x: reads 2, writes 4, maps "
                      "for reading 8, writing 16, invalidating 32); on the "
                      "proxy the program gets the same",

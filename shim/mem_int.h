@@ -2,7 +2,7 @@
 #ifndef SHIM_MEM_INT_H
 #define SHIM_MEM_INT_H
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 /* Host access, access and host pointer flags of a creation (mem_host.c

@@ -36,7 +36,7 @@ void shim_mem_unnamed(struct shim_obj *o)
     shim_store_lock();
     if (!still_named(root)) {
         atomic_store(&root->host_returned, true);
-        LOG_DEBUG("memory: a %zu-byte object over the program's memory %p "
+        CRN_DEBUG("memory: a %zu-byte object over the program's memory %p "
                   "is no longer the program's; a switch leaves its bytes",
                   root->size, root->host_ptr);
     }

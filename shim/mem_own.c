@@ -61,7 +61,7 @@ int shim_mem_own_host_make(struct shim_mem *m, const void *copy_from)
     p = mmap(NULL, own_len(m), PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        LOG_WARN("memory: no %zu bytes of host memory for a "
+        CRN_WARN("memory: no %zu bytes of host memory for a "
                  "CL_MEM_ALLOC_HOST_PTR buffer: the vendor's own instead "
                  "(a map kept of it refuses switches)", m->size);
         return -ENOMEM;

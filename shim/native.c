@@ -43,7 +43,7 @@
 
 #include "config.h"
 #include "exit_hold.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define MAX_VENDORS 8
@@ -282,14 +282,14 @@ static void open_vendor(struct vendor *vd, Lmid_t *lmid)
     bool fresh_namespace = !shim_config.base_namespace;
 
     if (shim_fault_at("dlopen") < 0) {
-        LOG_WARN("native: cannot load OpenCL vendor %s: the test hook",
+        CRN_WARN("native: cannot load OpenCL vendor %s: the test hook",
                  vd->path);
         return;
     }
     /* Before the vendor's own exit handlers (shim_exit_hold_rearm). */
     shim_exit_hold_rearm();
     if (shim_exit_begun()) {
-        LOG_INFO("native: %s not loaded: the program is exiting", vd->path);
+        CRN_INFO("native: %s not loaded: the program is exiting", vd->path);
         return;
     }
     if (fresh_namespace && !nat.namespaces_exhausted) {
@@ -299,7 +299,7 @@ static void open_vendor(struct vendor *vd, Lmid_t *lmid)
         if (!vd->handle && *lmid == LM_ID_NEWLM) {
             /* glibc has at most 16 namespaces, and each needs static
              * TLS (crane-run raises both through GLIBC_TUNABLES). */
-            LOG_WARN("native: no fresh namespace for %s (%s); from now "
+            CRN_WARN("native: no fresh namespace for %s (%s); from now "
                      "on the vendor is reopened in the main namespace, "
                      "where it may not reinitialise",
                      vd->path, dlerror());
@@ -309,7 +309,7 @@ static void open_vendor(struct vendor *vd, Lmid_t *lmid)
     if (!vd->handle && (!fresh_namespace || nat.namespaces_exhausted))
         vd->handle = dlopen(vd->path, RTLD_NOW | RTLD_LOCAL);
     if (!vd->handle) {
-        LOG_WARN("native: cannot load OpenCL vendor %s: %s", vd->path,
+        CRN_WARN("native: cannot load OpenCL vendor %s: %s", vd->path,
                  dlerror());
         return;
     }
@@ -321,7 +321,7 @@ static void open_vendor(struct vendor *vd, Lmid_t *lmid)
 static void close_vendor(struct vendor *vd)
 {
     if (vd->handle && dlclose(vd->handle) != 0)
-        LOG_WARN("native: dlclose(%s): %s", vd->path, dlerror());
+        CRN_WARN("native: dlclose(%s): %s", vd->path, dlerror());
     vd->handle = NULL;
     vd->get_ext = NULL;
 }
@@ -341,7 +341,7 @@ static int vendor_platforms(struct vendor *vd)
                                                     "clIcdGetPlatformIDsKHR");
     if (shim_fault_at("platforms") < 0 || !get_platforms ||
         get_platforms(0, NULL, &n) != CL_SUCCESS || n == 0) {
-        LOG_WARN("native: %s is not a usable OpenCL ICD (no platforms, "
+        CRN_WARN("native: %s is not a usable OpenCL ICD (no platforms, "
                  "load #%u of it)", vd->path, nat.loads);
         close_vendor(vd);
         return -ENOENT;
@@ -370,12 +370,12 @@ static int native_load(void)
     if (!kept) {
         rc = find_vendors(tried, sizeof(tried));
         if (rc < 0) {
-            LOG_ERROR("native: cannot list OpenCL vendors in %s: %s", tried,
+            CRN_ERROR("native: cannot list OpenCL vendors in %s: %s", tried,
                       strerror(-rc));
             return rc;
         }
         if (nat.n_vendors == 0) {
-            LOG_ERROR("native: no OpenCL vendor library found (tried %s)",
+            CRN_ERROR("native: no OpenCL vendor library found (tried %s)",
                       tried);
             return -ENOENT;
         }
@@ -393,14 +393,14 @@ static int native_load(void)
             return -ENOMEM;
     }
     if (nat.n_platforms == 0) {
-        LOG_ERROR("native: no OpenCL platform could be loaded (tried %s)",
+        CRN_ERROR("native: no OpenCL platform could be loaded (tried %s)",
                   tried);
         return -ENOENT;
     }
     nat.loaded = true;
     if (kept)
         nat.reuses++;
-    LOG_INFO("native: %u platform(s) from %u vendor(s), %s (%u load(s) of "
+    CRN_INFO("native: %u platform(s) from %u vendor(s), %s (%u load(s) of "
              "a library so far, %u re-home(s) kept it loaded)",
              nat.n_platforms, nat.n_vendors,
              kept ? "kept loaded" : "loaded", nat.loads, nat.reuses);
@@ -439,7 +439,7 @@ static int native_unload(void)
     nat.n_platforms = 0;
     if (keep) {
         nat.kept = true;
-        LOG_INFO("native: every object released, the vendor kept loaded "
+        CRN_INFO("native: every object released, the vendor kept loaded "
                  "(%u device fd(s) it holds stay open)",
                  vendor_device_fds(false));
         return 0;
@@ -451,7 +451,7 @@ static int native_unload(void)
     unsigned fds = vendor_device_fds(true);
     unsigned maps = device_memory(true);
     unsigned code = count_vendor_mappings();
-    LOG_INFO("native: unloaded; closed %u device fd(s), unmapped %u device "
+    CRN_INFO("native: unloaded; closed %u device fd(s), unmapped %u device "
              "mapping(s); %u code mapping(s) of the old copy remain",
              fds, maps, code);
     return 0;

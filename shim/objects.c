@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #include "proto/map.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 #include "entry.h"
 
@@ -76,7 +76,7 @@ static int program_build_step(struct shim_program *p)
     }
     free(opts);
     if (err != CL_SUCCESS)
-        LOG_WARN("program: rebuild gave %d (it gave success before)", err);
+        CRN_WARN("program: rebuild gave %d (it gave success before)", err);
     return 0;
 }
 
@@ -397,7 +397,7 @@ static void source_again(struct shim_program *p)
         fresh = VENDOR(ctx)->clCreateProgramWithIL(ctx, p->il, p->il_size,
                                                    &err);
     if (!fresh) {
-        LOG_WARN("program: cannot make it from its source again (%d)", err);
+        CRN_WARN("program: cannot make it from its source again (%d)", err);
         return;
     }
     for (cl_uint i = 0; i < p->n_spec; i++)

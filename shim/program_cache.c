@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define KEY_LEN 512
@@ -314,14 +314,14 @@ static void *make(const struct shim_program_cache *c, void *ctx,
         &err);
 
     if (!real) {
-        LOG_DEBUG("program: kept binary refused (%d); compiling", err);
+        CRN_DEBUG("program: kept binary refused (%d); compiling", err);
         return NULL;
     }
     if (c->type != CL_PROGRAM_BINARY_TYPE_EXECUTABLE)
         return real;
     err = VENDOR(real)->clBuildProgram(real, c->n, devs, options, NULL, NULL);
     if (err != CL_SUCCESS) {
-        LOG_DEBUG("program: kept binary did not build (%d); compiling", err);
+        CRN_DEBUG("program: kept binary did not build (%d); compiling", err);
         VENDOR(real)->clReleaseProgram(real);
         return NULL;
     }

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 #include "entry.h"
 

@@ -6,7 +6,7 @@
 #include "config.h"
 #include "control.h"
 #include "exit_hold.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #include <pthread.h>
@@ -27,7 +27,7 @@ static void init_once(void)
     shim.init_err = shim.backend->load();
     if (shim.init_err && !shim_config.start_remote &&
         shim_is_proxy(shim.backend)) {
-        LOG_WARN("control: the proxy %s refused the program's start (%d): "
+        CRN_WARN("control: the proxy %s refused the program's start (%d): "
                  "starting on the GPU",
                  shim_config.remote, shim.init_err);
         shim.backend = shim_vendor_backend();
@@ -36,7 +36,7 @@ static void init_once(void)
     if (shim.init_err == 0)
         shim.init_err = shim_platforms_bind();
     if (shim.init_err == 0 && shim_config.rehome_every) {
-        LOG_INFO("test hook: re-home before every %lu-th OpenCL call",
+        CRN_INFO("test hook: re-home before every %lu-th OpenCL call",
                  shim_config.rehome_every);
         shim_test_hook_arm(shim_config.rehome_every, shim_rehome);
     }

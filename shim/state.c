@@ -2,7 +2,7 @@
  * switch leaves for the program's calls (this thread's own calls, an
  * error owed to the program): a leaf, so that reading them ties no file to
  * the start (start.c) or the switch (rehome.c). */
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 struct shim_state shim = {
@@ -29,7 +29,7 @@ void shim_owe(cl_int err)
     int none = CL_SUCCESS;
 
     if (err != CL_SUCCESS) {
-        LOG_DEBUG("re-home: an error of a batched call (%d) goes on to the "
+        CRN_DEBUG("re-home: an error of a batched call (%d) goes on to the "
                   "program's next clFinish or clWaitForEvents", err);
         atomic_compare_exchange_strong(&owed, &none, err);
     }

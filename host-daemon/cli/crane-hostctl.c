@@ -133,7 +133,7 @@ static void usage(FILE *f)
 
 static int bad_usage(const char *what, const char *arg)
 {
-    crn_log(CRN_LOG_ERROR, "%s%s%s (see --help)", what, arg ? ": " : "",
+    CRN_ERROR("%s%s%s (see --help)", what, arg ? ": " : "",
             arg ? arg : "");
     return MIG_EXIT_USAGE;
 }
@@ -375,20 +375,20 @@ static int print_pool(const Crane__Hostd__PoolReport *r, const char *format)
         fputs(out.data, stdout);
     hd_buf_free(&out);
     if (rc < 0) {
-        crn_log(CRN_LOG_ERROR, "malformed pool report from crane-hostd "
+        CRN_ERROR("malformed pool report from crane-hostd "
                 "(%s)", strerror(-rc));
         return MIG_EXIT_NO_ANSWER;
     }
     if (*s.error) {
         char why[300];
 
-        crn_log(CRN_LOG_ERROR, "crane-hostd could not read the hypervisor: "
+        CRN_ERROR("crane-hostd could not read the hypervisor: "
                 "%s (no GPU's holder is known)",
                 mig_clean(why, sizeof(why), s.error, false));
         return MIG_EXIT_FAILED;
     }
     if (s.history && s.history->degraded)
-        crn_log(CRN_LOG_WARN, "crane-hostd's migration history is degraded"
+        CRN_WARN("crane-hostd's migration history is degraded"
                 "%s: %zu migration(s) kept in memory only, %llu lost (%s)",
                 s.history->read_only ? " (read-only)" : "",
                 s.history->unsaved, s.history->dropped,
@@ -480,17 +480,17 @@ static int step_status(const struct ctl_opts *o, struct mig_view *v,
         /* abort's own success is the migration rolled back. */
         if (abort)
             return MIG_EXIT_OK;
-        crn_log(CRN_LOG_ERROR, "%s %.255s refused or undone: it runs on "
+        CRN_ERROR("%s %.255s refused or undone: it runs on "
                 "here as before%s%s", o->command, o->domain,
                 *err ? ": " : "", err);
         break;
     case MIG_EXIT_REMOTING:
-        crn_log(CRN_LOG_WARN, "%s %.255s: no free GPU here: its programs "
+        CRN_WARN("%s %.255s: no free GPU here: its programs "
                 "run remotely until crane-hostd attaches one by itself",
                 o->command, o->domain);
         break;
     case MIG_EXIT_FAILED:
-        crn_log(CRN_LOG_ERROR, "%s %.255s failed%s%s%s", o->command,
+        CRN_ERROR("%s %.255s failed%s%s%s", o->command,
                 o->domain, *err ? ": " : "", err,
                 !refused && (abort || !strcmp(o->command, "prepare"))
                     ? " (operator attention: the VM may have no GPU)"
@@ -511,7 +511,7 @@ static int connect_hostd(const struct ctl_opts *o)
 
     crn_endpoint_parse(o->connect, &ep);
     if ((fd = crn_endpoint_connect(&ep)) < 0) {
-        crn_log(CRN_LOG_ERROR, "cannot connect to crane-hostd at %s: %s (is "
+        CRN_ERROR("cannot connect to crane-hostd at %s: %s (is "
                 "crane-hostd running?)", o->connect, strerror(-fd));
         return -1;
     }
@@ -541,7 +541,7 @@ static int ask(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
         rc = crn_frame_read(fd, &buf, &len, MIG_MAX_REPLY);
     close(fd);
     if (rc < 0) {
-        crn_log(CRN_LOG_ERROR, "no answer from crane-hostd at %s: %s",
+        CRN_ERROR("no answer from crane-hostd at %s: %s",
                 o->connect, rc == -ENODATA || rc == -EPIPE
                                 ? "connection closed (an older crane-hostd?)"
                                 : strerror(-rc));
@@ -550,7 +550,7 @@ static int ask(const struct ctl_opts *o, Crane__Hostd__ClientRequest *q,
     *out = crane__hostd__daemon_reply__unpack(NULL, len, buf);
     free(buf);
     if (*out == NULL) {
-        crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd");
+        CRN_ERROR("malformed reply from crane-hostd");
         return MIG_EXIT_NO_ANSWER;
     }
     return -1;
@@ -573,12 +573,12 @@ static int ask_history(const struct ctl_opts *o, bool running,
         return status;
     if ((*out)->msg_case != CRANE__HOSTD__DAEMON_REPLY__MSG_CTL_HISTORY ||
         !(*out)->ctl_history) {
-        crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not a "
+        CRN_ERROR("malformed reply from crane-hostd (not a "
                 "history)");
         return MIG_EXIT_NO_ANSWER;
     }
     if ((*out)->ctl_history->err) {
-        crn_log(CRN_LOG_ERROR, "crane-hostd cannot read its history: %s",
+        CRN_ERROR("crane-hostd cannot read its history: %s",
                 strerror(-(*out)->ctl_history->err));
         return MIG_EXIT_FAILED;
     }
@@ -604,7 +604,7 @@ static int view(const struct ctl_opts *o)
         status = ask(o, &q, &a);
         if (status < 0 && (a->msg_case != CRANE__HOSTD__DAEMON_REPLY__MSG_POOL ||
                            !a->pool)) {
-            crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not "
+            CRN_ERROR("malformed reply from crane-hostd (not "
                     "a pool)");
             status = MIG_EXIT_NO_ANSWER;
         }
@@ -621,7 +621,7 @@ static int view(const struct ctl_opts *o)
         status = ask(o, &q, &a);
         if (status < 0 && (a->msg_case != CRANE__HOSTD__DAEMON_REPLY__MSG_CTL_JOB ||
                            !a->ctl_job)) {
-            crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not "
+            CRN_ERROR("malformed reply from crane-hostd (not "
                     "a job)");
             status = MIG_EXIT_NO_ANSWER;
         } else if (status < 0 && !a->ctl_job->found) {
@@ -660,7 +660,7 @@ static int run(const struct ctl_opts *o)
     if ((fd = connect_hostd(o)) < 0)
         return MIG_EXIT_NO_ANSWER;
     if ((rc = crn_frame_write(fd, &q.base)) < 0) {
-        crn_log(CRN_LOG_ERROR, "sending the request to %s: %s", o->connect,
+        CRN_ERROR("sending the request to %s: %s", o->connect,
                 strerror(-rc));
         goto out;
     }
@@ -671,7 +671,7 @@ static int run(const struct ctl_opts *o)
 
         if ((rc = crn_frame_read(fd, &buf, &len, MIG_MAX_REPLY)) < 0) {
             mig_view_break(&v);
-            crn_log(CRN_LOG_ERROR, "%s from crane-hostd at %s; the step "
+            CRN_ERROR("%s from crane-hostd at %s; the step "
                     "may go on there: " MIG_FOLLOW,
                     rc == -EAGAIN ? "no message for --wait seconds"
                     : rc == -ENODATA || rc == -EPIPE ? "connection closed"
@@ -682,7 +682,7 @@ static int run(const struct ctl_opts *o)
         m = crane__hostd__daemon_reply__unpack(NULL, len, buf);
         free(buf);
         if (!m) {
-            crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd");
+            CRN_ERROR("malformed reply from crane-hostd");
             break;
         }
         if (m->msg_case == CRANE__HOSTD__DAEMON_REPLY__MSG_PROGRESS &&
@@ -702,7 +702,7 @@ static int run(const struct ctl_opts *o)
             status = print_pool(m->pool, o->format ? o->format
                                          : o->json ? "json" : NULL);
         else
-            crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd (not "
+            CRN_ERROR("malformed reply from crane-hostd (not "
                     "an answer to %s)", o->command);
         crane__hostd__daemon_reply__free_unpacked(m, NULL);
         break;

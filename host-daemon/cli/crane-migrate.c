@@ -174,35 +174,35 @@ static int lost(struct mig_view *v, const struct mig_opts *o, int rc,
     mig_view_break(v);
     switch (rc) {
     case -EINTR:
-        crn_log(CRN_LOG_ERROR, "interrupted again: stopped watching; the "
+        CRN_ERROR("interrupted again: stopped watching; the "
                         "cancel and its rollback go on in crane-hostd; "
                         MIG_FOLLOW);
         return MIG_EXIT_SIGNAL + mig_signal;
     case -ETIMEDOUT:
-        crn_log(CRN_LOG_ERROR, "no message from crane-hostd for %g s "
+        CRN_ERROR("no message from crane-hostd for %g s "
                         "(--wait); the migration may go on: " MIG_FOLLOW,
                 o->wait);
         break;
     case -ENODATA:
     case -EPIPE:
     case -ECONNRESET:
-        crn_log(CRN_LOG_ERROR, "crane-hostd closed the connection "
+        CRN_ERROR("crane-hostd closed the connection "
                         "before the migration's end%s; it may go on: "
                         MIG_FOLLOW,
                 rc == -EPIPE ? " (inside a reply)" : "");
         break;
     case -EMSGSIZE:
-        crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd: a "
+        CRN_ERROR("malformed reply from crane-hostd: a "
                         "frame over %u KiB; " MIG_FOLLOW,
                 MIG_MAX_REPLY >> 10);
         break;
     case -EPROTO:
-        crn_log(CRN_LOG_ERROR, "malformed reply from crane-hostd: %s; "
+        CRN_ERROR("malformed reply from crane-hostd: %s; "
                         MIG_FOLLOW,
                 why);
         break;
     default:
-        crn_log(CRN_LOG_ERROR, "reading from %s: %s; " MIG_FOLLOW,
+        CRN_ERROR("reading from %s: %s; " MIG_FOLLOW,
                 o->connect, strerror(-rc));
         break;
     }
@@ -218,11 +218,11 @@ static void ask_cancel(struct mig_view *v, const struct mig_opts *o)
     mig_view_break(v);
     if (mig_cancel(o->connect, o->req.domain, NULL, why, sizeof(why), id,
                    sizeof(id)) == 0)
-        crn_log(CRN_LOG_WARN, "cancelling migration %s of %s: it rolls "
+        CRN_WARN("cancelling migration %s of %s: it rolls "
                         "back (the VM runs on here); interrupt again to "
                         "stop watching", id, o->req.domain);
     else
-        crn_log(CRN_LOG_ERROR, "cannot cancel: %s; interrupt again to stop "
+        CRN_ERROR("cannot cancel: %s; interrupt again to stop "
                         "watching", why);
 }
 
@@ -243,7 +243,7 @@ static int run(struct mig_opts *o, struct mig_view *v)
     creq.migrate = &o->req;
     if (crane__hostd__client_request__get_packed_size(&creq) >
         MIG_MAX_REQUEST) {
-        crn_log(CRN_LOG_ERROR, "the request is over 64 KiB, "
+        CRN_ERROR("the request is over 64 KiB, "
                                "crane-hostd's limit (a smaller --xml file)");
         return MIG_EXIT_FAILURE;
     }
@@ -257,18 +257,18 @@ static int run(struct mig_opts *o, struct mig_view *v)
 
     r.fd = crn_endpoint_connect(&ep);
     if (r.fd < 0 && mig_signal) {
-        crn_log(CRN_LOG_ERROR, "interrupted before the request was "
+        CRN_ERROR("interrupted before the request was "
                         "sent: no migration started");
         return MIG_EXIT_SIGNAL + mig_signal;
     }
     if (r.fd < 0) {
-        crn_log(CRN_LOG_ERROR, "cannot connect to crane-hostd at %s "
+        CRN_ERROR("cannot connect to crane-hostd at %s "
                         "(%s): %s (is crane-hostd running?)",
                 o->connect, o->connect_from, strerror(-r.fd));
         return MIG_EXIT_NO_ANSWER;
     }
     if (mig_signal) {
-        crn_log(CRN_LOG_ERROR, "interrupted before the request was "
+        CRN_ERROR("interrupted before the request was "
                         "sent: no migration started");
         status = MIG_EXIT_SIGNAL + mig_signal;
         goto out;
@@ -276,7 +276,7 @@ static int run(struct mig_opts *o, struct mig_view *v)
     if (ep.kind == CRN_EP_TCP)
         keep_alive(r.fd);
     if ((rc = crn_frame_write(r.fd, &creq.base)) < 0) {
-        crn_log(CRN_LOG_ERROR, "sending the request to %s: %s",
+        CRN_ERROR("sending the request to %s: %s",
                 o->connect, strerror(-rc));
         status = MIG_EXIT_NO_ANSWER;
         goto out;

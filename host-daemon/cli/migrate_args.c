@@ -211,10 +211,10 @@ out:
     if (fd >= 0)
         close(fd);
     if (err)
-        crn_log(CRN_LOG_ERROR, "cannot read --xml file '%s': %s", path,
+        CRN_ERROR("cannot read --xml file '%s': %s", path,
                 strerror(err));
     else if (why)
-        crn_log(CRN_LOG_ERROR, "--xml file '%s' %s", path, why);
+        CRN_ERROR("--xml file '%s' %s", path, why);
     if (err || why) {
         free(buf);
         return -EINVAL;
@@ -352,7 +352,7 @@ static int check_opts(struct mig_opts *o, const char *xml_path)
     if (r->timeout_s && !r->live)
         return crn_usage_error("%s", "--timeout needs --live");
     if (crn_endpoint_parse(o->connect, &ep) < 0) {
-        crn_log(CRN_LOG_ERROR, "bad endpoint '%s' for crane-hostd "
+        CRN_ERROR("bad endpoint '%s' for crane-hostd "
                         "(from %s): unix:PATH or tcp:HOST:PORT (see "
                         "--help)",
                 o->connect, o->connect_from);

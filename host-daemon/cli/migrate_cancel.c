@@ -161,6 +161,6 @@ int mig_cancel_command(const char *connect, const char *domain,
                     : why);
         return rc;
     }
-    crn_log(CRN_LOG_ERROR, "cannot cancel a migration of %s: %s", dom, why);
+    CRN_ERROR("cannot cancel a migration of %s: %s", dom, why);
     return rc == -ESRCH ? MIG_EXIT_ROLLED_BACK : MIG_EXIT_NO_ANSWER;
 }

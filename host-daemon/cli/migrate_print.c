@@ -290,20 +290,20 @@ int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
     case CRANE__HOSTD__RESULT__RESULT_OK:
         status = lost ? MIG_EXIT_LOST : MIG_EXIT_OK;
         if (lost && !v->quiet)
-            crn_log(CRN_LOG_WARN, "%s moved, but %zu program(s) died of a "
+            CRN_WARN("%s moved, but %zu program(s) died of a "
                             "fault during the migration%s%s",
                     dom, lost, *err ? ": " : "", err);
         break;
     case CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK:
         if (!v->quiet)
-            crn_log(CRN_LOG_ERROR, "migrating %s failed and was rolled "
+            CRN_ERROR("migrating %s failed and was rolled "
                             "back: it runs on at the source%s%s",
                     dom, *err ? ": " : "", err);
         status = MIG_EXIT_ROLLED_BACK;
         break;
     case CRANE__HOSTD__RESULT__RESULT_REMOTING:
         if (!v->quiet)
-            crn_log(CRN_LOG_WARN, "%s moved, but the destination has "
+            CRN_WARN("%s moved, but the destination has "
                             "no usable GPU: its programs run remote until "
                             "crane-hostd there attaches one",
                     dom);
@@ -311,7 +311,7 @@ int mig_print_done(struct mig_view *v, const Crane__Hostd__MigrateDone *d,
         break;
     default:
         if (!v->quiet)
-            crn_log(CRN_LOG_ERROR, "migrating %s failed and it is not "
+            CRN_ERROR("migrating %s failed and it is not "
                             "fully restored (migration %s): operator "
                             "attention needed%s%s",
                     dom, id, *err ? ": " : "", err);

@@ -3,7 +3,7 @@
 #include "backlog.h"
 
 #include "history_counters.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -66,7 +66,7 @@ void hd_backlog_free(struct hd_backlog *b)
     if (!b)
         return;
     if (b->count)
-        HD_ERROR("history: %zu migration(s) never written (the disk did "
+        CRN_ERROR("history: %zu migration(s) never written (the disk did "
                  "not take them before crane-hostd stopped)", b->count);
     for (struct kept *k = b->head, *next; k; k = next) {
         next = k->next;
@@ -118,7 +118,7 @@ static void drop_oldest(struct hd_backlog *b)
 
         if (k->m.result == HD_RESULT_RUNNING)
             continue;
-        HD_ERROR("history: migration %s dropped: %zu kept in memory "
+        CRN_ERROR("history: migration %s dropped: %zu kept in memory "
                  "already", k->m.id, b->max);
         *p = k->next;
         if (b->tail == &k->next)
@@ -156,7 +156,7 @@ int hd_backlog_keep(struct hd_backlog *b, const struct hd_migration *m,
     rc = add_steps(k, steps, n);
     if (!b->since) {
         b->since = wall_now();
-        HD_ERROR("history degraded: migration %s kept in memory only (%s); "
+        CRN_ERROR("history degraded: migration %s kept in memory only (%s); "
                  "retrying", m->id, why);
     }
     snprintf(b->reason, sizeof(b->reason), "%s", why);
@@ -227,7 +227,7 @@ static void save_dropped(struct hd_backlog *b, struct hd_history *h)
         pthread_mutex_lock(&b->lock);
         b->saved += n;
         pthread_mutex_unlock(&b->lock);
-        HD_INFO("history: %llu dropped migration(s) counted in the file", n);
+        CRN_INFO("history: %llu dropped migration(s) counted in the file", n);
     }
 }
 
@@ -269,17 +269,17 @@ int hd_backlog_flush(struct hd_backlog *b, const char *path)
     b->flushing = false;
     if (rc == 0 || rc == -ENOENT) {
         if (b->read_only) {
-            HD_INFO("history %s is writable again", path);
+            CRN_INFO("history %s is writable again", path);
             b->generation++;
         }
         b->read_only = false;
     }
     left = b->count;
     if (written)
-        HD_INFO("history: %zu migration(s) kept in memory written, %zu "
+        CRN_INFO("history: %zu migration(s) kept in memory written, %zu "
                 "left", written, left);
     if (!left && !b->read_only && !b->dropped && b->since) {
-        HD_INFO("history no longer degraded");
+        CRN_INFO("history no longer degraded");
         b->since = 0;
         b->reason[0] = '\0';
     } else if (rc != 0 && rc != -ENOENT) {

@@ -12,7 +12,7 @@
 #include "history_counters.h"
 
 #include "history_db.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 #include "host-daemon/web/metrics_le.h"
 
 #include <errno.h>
@@ -150,7 +150,7 @@ out:
     sqlite3_finalize(m);
     sqlite3_finalize(b);
     if (rc != 0)
-        HD_ERROR("history %s: cannot count migration %s (%s)", h->path, id,
+        CRN_ERROR("history %s: cannot count migration %s (%s)", h->path, id,
                  strerror(-rc));
     return rc;
 }
@@ -333,7 +333,7 @@ int hd_history_count_dropped(struct hd_history *h, uint64_t n)
     rc = bump(h, b, "dropped", "", HD_COUNTER_COUNT, (double)n);
     sqlite3_finalize(b);
     if (rc != 0)
-        HD_ERROR("history %s: cannot count %llu dropped migration(s) (%s)",
+        CRN_ERROR("history %s: cannot count %llu dropped migration(s) (%s)",
                  h->path, (unsigned long long)n, strerror(-rc));
     return rc;
 }

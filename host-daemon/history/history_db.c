@@ -3,7 +3,7 @@
  * the checks of ids, texts and times, a column copied within bounds. */
 #include "history_db.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -131,7 +131,7 @@ static int sqlite_errno(int rc)
 
 int hd__log_sqlite(struct hd_history *h, int rc, const char *what)
 {
-    HD_ERROR("history %s: %s: %s (sqlite %d)", h->path, what,
+    CRN_ERROR("history %s: %s: %s (sqlite %d)", h->path, what,
              sqlite3_errmsg(h->db), rc);
     return sqlite_errno(rc);
 }

@@ -2,7 +2,7 @@
  * the history: table job_stats, one row per migration. */
 #include "history_db.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
 #include "history_keep.h"
 
 #include "history_counters.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@ int hd_history_start(struct hd_daemon *d, struct hd_history **http_history)
     rc = hd_history_open_read_only(d->cfg.history, http_history);
     if (rc == -EPROTO)
         return rc;
-    HD_ERROR("history degraded: %s; crane-hostd runs on %s, keeping its "
+    CRN_ERROR("history degraded: %s; crane-hostd runs on %s, keeping its "
              "migrations in memory and retrying every %d s (they are lost "
              "if it stops first)", why,
              rc == 0 ? "with the history read-only" : "without a history",
@@ -63,7 +63,7 @@ void hd_history_retry(struct hd_daemon *d)
     hd_backlog_health(d->backlog, &h);
     /* Degraded with nothing kept: drops not yet counted in the file. */
     if ((h.unsaved || h.read_only || h.degraded) && hd_job_start(d, flush_job, d) < 0)
-        HD_WARN("history: cannot start a retry now");
+        CRN_WARN("history: cannot start a retry now");
 }
 
 void hd_daemon_history_health(void *arg, struct hd_history_health *out)

@@ -1,7 +1,7 @@
 /* Reading the migration history: lists and single migrations with steps. */
 #include "history_db.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,7 +31,7 @@ int hd__read_migration(struct hd_history *h, sqlite3_stmt *s,
     hd__copy_text(m->error, HD_ERROR_MAX, s, 8);
     bytes = sqlite3_column_int64(s, 9);
     if (mode < 0 || result < 0 || bytes < 0) {
-        HD_ERROR("history %s: migration %s has a corrupt row", h->path,
+        CRN_ERROR("history %s: migration %s has a corrupt row", h->path,
                  m->id);
         return -EIO;
     }
@@ -213,7 +213,7 @@ static int read_steps(struct hd_history *h, const char *id,
         pid = sqlite3_column_int64(s, 1);
         if (sqlite3_column_type(s, 1) != SQLITE_NULL) {
             if (pid <= 0 || pid > UINT32_MAX) {
-                HD_ERROR("history %s: migration %s has a corrupt step",
+                CRN_ERROR("history %s: migration %s has a corrupt step",
                          h->path, id);
                 rc = -EIO;
                 break;

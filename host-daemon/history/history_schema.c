@@ -2,7 +2,7 @@
 #include "history_counters.h"
 #include "history_db.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -97,7 +97,7 @@ static int check_foreign_keys(struct hd_history *h)
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        HD_ERROR("history %s: table %s, row %lld, refers to a row of %s "
+        CRN_ERROR("history %s: table %s, row %lld, refers to a row of %s "
                  "that is not there; the file was edited by hand: fix or "
                  "delete that row", h->path,
                  (const char *)sqlite3_column_text(s, 0),
@@ -121,7 +121,7 @@ static int upgrade_v1(struct hd_history *h)
     if (rc == 0)
         rc = check_foreign_keys(h);
     if (rc == 0)
-        HD_INFO("history %s: schema upgraded from version 1 to 2", h->path);
+        CRN_INFO("history %s: schema upgraded from version 1 to 2", h->path);
     return rc;
 }
 
@@ -168,7 +168,7 @@ static int open_schema(struct hd_history *h)
     } else if (rc == 0 && version == 1) {
         rc = upgrade_v1(h);
     } else if (rc == 0 && version > SCHEMA_VERSION) {
-        HD_ERROR("history %s: schema version %d is newer than this "
+        CRN_ERROR("history %s: schema version %d is newer than this "
                  "crane-hostd's (%d)", h->path, version, SCHEMA_VERSION);
         rc = -EPROTO;
     }
@@ -180,7 +180,7 @@ static int open_schema(struct hd_history *h)
         if (!sqlite3_get_autocommit(h->db))
             sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
         if (version == 1)
-            HD_ERROR("history %s: left at schema version 1", h->path);
+            CRN_ERROR("history %s: left at schema version 1", h->path);
         return rc;
     }
     return exec_sql(h, "PRAGMA foreign_keys = ON", "turning foreign keys on");
@@ -208,7 +208,7 @@ static int open_settings(struct hd_history *h)
     if (rc != SQLITE_OK)
         return hd__log_sqlite(h, rc, "setting WAL mode");
     if (!wal) {
-        HD_ERROR("history %s: the file cannot be put in WAL mode", h->path);
+        CRN_ERROR("history %s: the file cannot be put in WAL mode", h->path);
         return -EIO;
     }
     /* Foreign keys are turned on by open_schema, once the schema is up to
@@ -253,7 +253,7 @@ static int open_connection(const char *path, const char *name, int flags,
         if (h->db != NULL) {
             rc = hd__log_sqlite(h, rc, "opening");
         } else {
-            HD_ERROR("history %s: cannot open: out of memory", path);
+            CRN_ERROR("history %s: cannot open: out of memory", path);
             rc = -ENOMEM;
         }
         hd_history_close(h);
@@ -318,7 +318,7 @@ static int read_only_version(struct hd_history *h)
     int rc = read_version(h, &version);
 
     if (rc == 0 && version != SCHEMA_VERSION) {
-        HD_ERROR("history %s: schema version %d, this crane-hostd reads "
+        CRN_ERROR("history %s: schema version %d, this crane-hostd reads "
                  "%d only from a read-only file", h->path, version,
                  SCHEMA_VERSION);
         rc = -EPROTO;
@@ -368,7 +368,7 @@ void hd_history_close(struct hd_history *h)
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(h->stmt[i]);
     if (h->db != NULL && sqlite3_close(h->db) != SQLITE_OK)
-        HD_ERROR("history %s: close: %s", h->path, sqlite3_errmsg(h->db));
+        CRN_ERROR("history %s: close: %s", h->path, sqlite3_errmsg(h->db));
     free(h->path);
     free(h);
 }

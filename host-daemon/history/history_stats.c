@@ -2,7 +2,7 @@
  * the per-migration summaries the dashboard's stats are computed from. */
 #include "history_db.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -24,7 +24,7 @@ int hd_history_totals(struct hd_history *h, struct hd_totals *t)
         double bytes = sqlite3_column_double(s, 2);
 
         if (r < 0) {
-            HD_ERROR("history %s: a migration has an unknown result",
+            CRN_ERROR("history %s: a migration has an unknown result",
                      h->path);
             rc = -EIO;
             break;
@@ -96,7 +96,7 @@ static int read_summary(struct hd_history *h, sqlite3_stmt *s,
     out->post = column_or_nan(s, 9);
     out->downtime = column_or_nan(s, 10);
     if (mode < 0 || result < 0 || bytes < 0) {
-        HD_ERROR("history %s: a migration of %s has a corrupt row", h->path,
+        CRN_ERROR("history %s: a migration of %s has a corrupt row", h->path,
                  out->domain);
         return -EIO;
     }

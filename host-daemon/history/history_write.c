@@ -3,7 +3,7 @@
 #include "history_counters.h"
 #include "history_db.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -25,7 +25,7 @@ static int check_migration(const struct hd_migration *m)
         goto bad;
     return 0;
 bad:
-    HD_ERROR("history: refusing an invalid migration record%s%.*s",
+    CRN_ERROR("history: refusing an invalid migration record%s%.*s",
              m != NULL && hd__id_ok(m->id) ? " " : "", HD_ID_MAX,
              m != NULL && hd__id_ok(m->id) ? m->id : "");
     return -EINVAL;
@@ -37,7 +37,7 @@ static int check_step(const struct hd_step *s)
         !hd__text_ok(s->program, HD_PROGRAM_MAX, 1) ||
         (s->pid == 0) != (s->program[0] == '\0') ||
         !hd__seconds_ok(s->start_offset) || !hd__seconds_ok(s->duration)) {
-        HD_ERROR("history: refusing an invalid step");
+        CRN_ERROR("history: refusing an invalid step");
         return -EINVAL;
     }
     return 0;
@@ -65,7 +65,7 @@ static int insert_migration(struct hd_history *h, const struct hd_migration *m)
     if (rc == SQLITE_DONE)
         return 0;
     if (sqlite3_extended_errcode(h->db) == SQLITE_CONSTRAINT_PRIMARYKEY) {
-        HD_ERROR("history %s: migration %s is already recorded", h->path,
+        CRN_ERROR("history %s: migration %s is already recorded", h->path,
                  m->id);
         return -EEXIST;
     }
@@ -138,7 +138,7 @@ static int expect_running(struct hd_history *h, const char *id)
     }
     sqlite3_reset(s);
     if (rc == -ENOENT || rc == -EALREADY)
-        HD_ERROR("history %s: migration %s is %s", h->path, id,
+        CRN_ERROR("history %s: migration %s is %s", h->path, id,
                  rc == -ENOENT ? "not recorded" : "already finished");
     return rc;
 }
@@ -172,7 +172,7 @@ int hd_history_add_step(struct hd_history *h, const char *id,
         sqlite3_reset(s);
     }
     if (rc == 0 && seq >= HD_STEPS_MAX) {
-        HD_ERROR("history %s: migration %s has %d steps already", h->path,
+        CRN_ERROR("history %s: migration %s has %d steps already", h->path,
                  id, HD_STEPS_MAX);
         rc = -ENOSPC;
     }

@@ -1,7 +1,7 @@
 /* libvirt's event loop on crane-hostd's libuv loop: fd watches and timers. */
 #include "hv_event.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -344,7 +344,7 @@ static void apply_handle_locked(struct watch *w)
     } else {
         rc = uv_poll_start(&w->poll, want, on_poll);
         if (rc < 0) {
-            HD_ERROR("libvirt event watch %d on fd %d: %s", w->id, w->vir_fd,
+            CRN_ERROR("libvirt event watch %d on fd %d: %s", w->id, w->vir_fd,
                      uv_strerror(rc));
             want = 0;
         }
@@ -395,7 +395,7 @@ static void apply_locked(struct watch *w, struct watch **dead)
         rc = init_uv_locked(w);
         if (rc < 0) {
             w->uv_broken = true;
-            HD_ERROR("libvirt event watch %d on fd %d: %s: it will never "
+            CRN_ERROR("libvirt event watch %d on fd %d: %s: it will never "
                      "fire", w->id, w->vir_fd, uv_strerror(rc));
             return;
         }
@@ -496,7 +496,7 @@ static int add_handle(int fd, int events, virEventHandleCallback cb,
         return -1;
     w->poll_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (w->poll_fd < 0) {
-        HD_ERROR("libvirt event watch on fd %d: dup: %s", fd,
+        CRN_ERROR("libvirt event watch on fd %d: dup: %s", fd,
                  strerror(errno));
         free(w);
         return -1;
@@ -597,7 +597,7 @@ int hv_event_register(uv_loop_t *loop)
     rc = uv_async_init(loop, &ev.wake, on_wake);
     if (rc < 0) {
         pthread_mutex_unlock(&ev.lock);
-        HD_ERROR("libvirt event loop: %s", uv_strerror(rc));
+        CRN_ERROR("libvirt event loop: %s", uv_strerror(rc));
         return rc;
     }
     /* The wake-up alone must not keep uv_run from returning. */

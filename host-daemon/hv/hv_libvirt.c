@@ -5,7 +5,7 @@
 
 #include "hv_event.h"
 #include "hv_xml.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -83,7 +83,7 @@ static int lv_open(const char *uri, const char *channel_name, uv_loop_t *loop,
     rc = hv_libvirt__watch(hv);
     if (rc < 0)
         goto fail;
-    HD_INFO("libvirt: connected to %s", uri);
+    CRN_INFO("libvirt: connected to %s", uri);
     *out = hv;
     return 0;
 
@@ -106,7 +106,7 @@ static int parse_domain(virDomainPtr dom, const char *name,
     rc = hv_xml_parse(xml, out);
     free(xml);
     if (rc < 0)
-        HD_ERROR("libvirt: the XML of domain %s: %s", name, strerror(-rc));
+        CRN_ERROR("libvirt: the XML of domain %s: %s", name, strerror(-rc));
     return rc;
 }
 
@@ -148,7 +148,7 @@ static int lv_domain(struct hv *hv, const char *name, struct hv_domain *out)
     if (rc == -ENOENT) {
         rc = 0; /* a domain without crane's channel */
     } else if (rc < 0) {
-        HD_ERROR("libvirt: domain %s: channel %s: %s", name,
+        CRN_ERROR("libvirt: domain %s: channel %s: %s", name,
                  hv->channel_name, strerror(-rc));
         out->channel[0] = '\0';
     }
@@ -174,10 +174,10 @@ static bool holds(const struct hv_xml *parsed, const char *name,
         return false;
     rc = hv_xml_has_pci_hostdev(parsed, gpu->pci);
     if (rc < 0)
-        HD_ERROR("libvirt: GPU %s: bad PCI address '%s'", gpu->name,
+        CRN_ERROR("libvirt: GPU %s: bad PCI address '%s'", gpu->name,
                  gpu->pci);
     else if (rc == 1)
-        HD_WARN("libvirt: domain %s holds GPU %s (%s) without its alias %s",
+        CRN_WARN("libvirt: domain %s holds GPU %s (%s) without its alias %s",
                 name, gpu->name, gpu->pci, gpu->alias);
     return rc == 1;
 }
@@ -201,12 +201,12 @@ static int note_holdings(virDomainPtr dom, const struct hv_gpu *gpus,
         if (!holds(parsed, name, &gpus[i]))
             continue;
         if (holder[i][0] != '\0') {
-            HD_WARN("libvirt: GPU %s is in domains %s and %s", gpus[i].name,
+            CRN_WARN("libvirt: GPU %s is in domains %s and %s", gpus[i].name,
                     holder[i], name);
             continue;
         }
         if (hv_libvirt__copy_name(name, holder[i], sizeof(holder[i])) < 0)
-            HD_WARN("libvirt: domain name too long: %.64s...", name);
+            CRN_WARN("libvirt: domain name too long: %.64s...", name);
     }
     hv_xml_free(parsed);
     return 0;
@@ -295,7 +295,7 @@ static int lv_detach(struct hv *hv, const char *domain,
      * first, so that -ENOENT means what hv.h says. */
     rc = live_has_alias(dom, domain, gpu->alias);
     if (rc == 0) {
-        HD_INFO("libvirt: domain %s does not hold %s", domain, gpu->alias);
+        CRN_INFO("libvirt: domain %s does not hold %s", domain, gpu->alias);
         rc = -ENOENT;
     }
     if (rc < 0)
@@ -307,7 +307,7 @@ static int lv_detach(struct hv *hv, const char *domain,
         0)
         rc = hv_libvirt__failed("detaching the GPU from domain", domain);
     else
-        HD_DEBUG("libvirt: domain %s: unplug of %s asked", domain,
+        CRN_DEBUG("libvirt: domain %s: unplug of %s asked", domain,
                  gpu->alias);
 out:
     virDomainFree(dom);

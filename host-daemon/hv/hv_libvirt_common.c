@@ -2,7 +2,7 @@
  * logged once, a name copied within bounds, a domain looked up by name. */
 #include "hv_libvirt_int.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <string.h>

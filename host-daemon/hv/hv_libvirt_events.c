@@ -4,7 +4,7 @@
 #include "hv_libvirt_int.h"
 
 #include "hv_event.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,13 +17,13 @@ static void deliver(struct hv *hv, enum hv_event_kind kind, virDomainPtr dom,
     const char *name = virDomainGetName(dom);
 
     if (!hv_event_on_loop_thread())
-        HD_WARN("libvirt: domain event off the loop thread");
+        CRN_WARN("libvirt: domain event off the loop thread");
     if (name == NULL ||
         hv_libvirt__copy_name(name, ev.domain, sizeof(ev.domain)) < 0 ||
         (alias != NULL &&
          hv_libvirt__copy_name(alias, ev.alias, sizeof(ev.alias)) < 0)) {
         /* No pool alias or usable domain name is that long. */
-        HD_WARN("libvirt: event %d with an over-long name dropped", kind);
+        CRN_WARN("libvirt: event %d with an over-long name dropped", kind);
         return;
     }
     hv->fn(hv->arg, &ev);
@@ -33,7 +33,7 @@ static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event,
                         int detail, void *opaque)
 {
     (void)conn;
-    HD_DEBUG("libvirt: domain %s lifecycle event %d detail %d",
+    CRN_DEBUG("libvirt: domain %s lifecycle event %d detail %d",
              virDomainGetName(dom), event, detail);
     switch (event) {
     case VIR_DOMAIN_EVENT_STARTED: /* booted, restored, or migrated in */
@@ -77,7 +77,7 @@ static void on_device_removal_failed(virConnectPtr conn, virDomainPtr dom,
 {
     (void)conn;
     (void)opaque;
-    HD_WARN("libvirt: domain %s refused to release device %s",
+    CRN_WARN("libvirt: domain %s refused to release device %s",
             virDomainGetName(dom), alias);
 }
 
@@ -100,7 +100,7 @@ static void on_job_completed(virConnectPtr conn, virDomainPtr dom,
     c->seq++;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
-    HD_DEBUG("libvirt: domain %s job completed: %.3f s, downtime %.3f s",
+    CRN_DEBUG("libvirt: domain %s job completed: %.3f s, downtime %.3f s",
              name, c->job.elapsed, c->job.downtime);
 }
 
@@ -111,7 +111,7 @@ static void on_connection_closed(virConnectPtr conn, int reason, void *opaque)
     struct hv *hv = opaque;
 
     (void)conn;
-    HD_ERROR("libvirt: connection to %s lost (%s)", hv->uri,
+    CRN_ERROR("libvirt: connection to %s lost (%s)", hv->uri,
              reason >= 0 && reason < 4 ? reasons[reason] : "unknown");
     if (reason != VIR_CONNECT_CLOSE_REASON_CLIENT) {
         struct hv_event ev = {.kind = HV_EV_CONNECTION_LOST};

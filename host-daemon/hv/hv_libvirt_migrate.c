@@ -2,7 +2,7 @@
  * read from libvirt or from the job-completed event once the domain left. */
 #include "hv_libvirt_int.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include "proto/deadline.h"
 
@@ -46,7 +46,7 @@ static int migrate_once(virDomainPtr dom, const char *domain,
                         virTypedParameterPtr params, int nparams,
                         unsigned int flags)
 {
-    HD_INFO("libvirt: migrating domain %s to %s (flags 0x%x%s%s)", domain,
+    CRN_INFO("libvirt: migrating domain %s to %s (flags 0x%x%s%s)", domain,
             args->dest_uri, flags, args->p2p ? ", peer to peer" : "",
             flags & VIR_MIGRATE_TLS ? ", TLS" : "");
     if (!args->p2p)
@@ -73,7 +73,7 @@ int hv_libvirt__abort_job(struct hv *hv, const char *domain)
 
     if (rc < 0)
         return rc;
-    HD_INFO("libvirt: aborting the job of domain %s", domain);
+    CRN_INFO("libvirt: aborting the job of domain %s", domain);
     if (virDomainAbortJob(dom) < 0)
         rc = hv_libvirt__failed("aborting the job of domain", domain);
     virDomainFree(dom);
@@ -108,7 +108,7 @@ int hv_libvirt__migrate(struct hv *hv, const char *domain,
         wants_tls(virGetLastError())) {
         /* migrate_tls = auto: this libvirtd forces TLS (qemu.conf's
          * migrate_tls_force), said only by its refusal. */
-        HD_WARN("libvirt: %s: migrating again with TLS",
+        CRN_WARN("libvirt: %s: migrating again with TLS",
                 virGetLastErrorMessage());
         rc = migrate_once(dom, domain, args, params, nparams,
                           flags | VIR_MIGRATE_TLS);

@@ -2,7 +2,7 @@
  * parameters from its arguments, a job's stats from libvirt's. */
 #include "hv_libvirt_int.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <string.h>
@@ -53,7 +53,7 @@ int hv_libvirt__migrate_params(const struct hv_migrate_args *a,
                              (int)a->disks_port) < 0)
         rc = -ENOMEM;
     if (rc < 0)
-        HD_ERROR("libvirt: out of memory for the migration's parameters");
+        CRN_ERROR("libvirt: out of memory for the migration's parameters");
     return rc < 0 ? -ENOMEM : 0;
 }
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "hv_libxl.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 /* --- open and close ------------------------------------------------------ */
 
@@ -23,7 +23,7 @@ static void ignore_sigpipe(void)
 
     if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
         signal(SIGPIPE, SIG_IGN);
-        HD_DEBUG("libxl: SIGPIPE is now ignored");
+        CRN_DEBUG("libxl: SIGPIPE is now ignored");
     }
 }
 
@@ -38,12 +38,12 @@ static int xl_open(const char *uri, const char *channel_name, uv_loop_t *loop,
         return -EINVAL;
     *out = NULL;
     if (strcmp(uri, "xen:///") != 0 && strcmp(uri, "libxl://") != 0) {
-        HD_ERROR("libxl: unsupported URI '%s' (use xen:/// or libxl://)",
+        CRN_ERROR("libxl: unsupported URI '%s' (use xen:/// or libxl://)",
                  uri);
         return -EINVAL;
     }
     if (channel_name && strlen(channel_name) > HV_NAME_MAX) {
-        HD_ERROR("libxl: channel name too long");
+        CRN_ERROR("libxl: channel name too long");
         return -EINVAL;
     }
     hv = calloc(1, sizeof(*hv));
@@ -70,7 +70,7 @@ static int xl_open(const char *uri, const char *channel_name, uv_loop_t *loop,
     }
     if (libxl_ctx_alloc(&hv->ctx, LIBXL_VERSION, 0,
                         (xentoollog_logger *)hv->logger) != 0) {
-        HD_ERROR("libxl: cannot open a context (is this a Xen dom0?)");
+        CRN_ERROR("libxl: cannot open a context (is this a Xen dom0?)");
         hv->ctx = NULL;
         rc = -ENODEV;
         goto fail;
@@ -84,7 +84,7 @@ static int xl_open(const char *uri, const char *channel_name, uv_loop_t *loop,
         hv_libxl__loop_stop(hv); /* frees HV once its handles have closed */
         return rc;
     }
-    HD_INFO("libxl: connected (%s)", uri);
+    CRN_INFO("libxl: connected (%s)", uri);
     *out = hv;
     return 0;
 
@@ -124,10 +124,10 @@ static void find_channel(struct hv *hv, uint32_t domid, const char *domain,
         if (!path[0] && c->name && strcmp(c->name, hv->channel_name) == 0) {
             if (c->connection != LIBXL_CHANNEL_CONNECTION_SOCKET ||
                 !c->u.socket.path)
-                HD_WARN("libxl: channel %s of %s is not connection=socket",
+                CRN_WARN("libxl: channel %s of %s is not connection=socket",
                         c->name, domain);
             else if (strlen(c->u.socket.path) >= size)
-                HD_WARN("libxl: channel %s of %s: socket path too long",
+                CRN_WARN("libxl: channel %s of %s: socket path too long",
                         c->name, domain);
             else
                 memcpy(path, c->u.socket.path,
@@ -158,7 +158,7 @@ static int xl_domain(struct hv *hv, const char *name, struct hv_domain *out)
         libxl_dominfo_dispose(&info);
         if (xrc == ERROR_DOMAIN_NOTFOUND) /* gone since the lookup */
             return -ENOENT;
-        HD_ERROR("libxl: domain %s: %s", name, hv_libxl__strerror(xrc));
+        CRN_ERROR("libxl: domain %s: %s", name, hv_libxl__strerror(xrc));
         return hv_libxl__errno(xrc);
     }
     snprintf(out->name, sizeof(out->name), "%s", name);
@@ -213,13 +213,13 @@ static int parse_pci(const char *s, struct pci_addr *a)
 static int gpu_addr(const struct hv_gpu *gpu, struct pci_addr *a)
 {
     if (!gpu->pci[0]) {
-        HD_ERROR("libxl: GPU %s has no PCI address (libxl passes through "
+        CRN_ERROR("libxl: GPU %s has no PCI address (libxl passes through "
                  "PCI devices only)",
                  gpu->name);
         return -EINVAL;
     }
     if (parse_pci(gpu->pci, a) < 0) {
-        HD_ERROR("libxl: GPU %s: bad PCI address '%s' (want "
+        CRN_ERROR("libxl: GPU %s: bad PCI address '%s' (want "
                  "0000:65:00.0)",
                  gpu->name, gpu->pci);
         return -EINVAL;
@@ -283,7 +283,7 @@ static int xl_holders(struct hv *hv, const struct hv_gpu *gpus, size_t n,
         valid[i] = gpus[i].pci[0] && parse_pci(gpus[i].pci, &addrs[i]) == 0;
     doms = libxl_list_domain(hv->ctx, &ndoms);
     if (!doms) {
-        HD_ERROR("libxl: cannot list domains");
+        CRN_ERROR("libxl: cannot list domains");
         rc = -EIO;
         goto out;
     }
@@ -354,7 +354,7 @@ static int xl_detach(struct hv *hv, const char *domain,
     xrc = libxl_device_pci_remove(hv->ctx, domid, &pci, NULL);
     libxl_device_pci_dispose(&pci);
     if (xrc) {
-        HD_ERROR("libxl: cannot detach GPU %s (%s) from %s: %s", gpu->name,
+        CRN_ERROR("libxl: cannot detach GPU %s (%s) from %s: %s", gpu->name,
                  gpu->pci, domain, hv_libxl__strerror(xrc));
         return hv_libxl__errno(xrc);
     }
@@ -382,11 +382,11 @@ static int make_assignable(struct hv *hv, const struct pci_addr *a,
     xrc = libxl_device_pci_assignable_add(hv->ctx, &pci, 1);
     libxl_device_pci_dispose(&pci);
     if (xrc) {
-        HD_ERROR("libxl: cannot make GPU %s (%s) assignable: %s", gpu->name,
+        CRN_ERROR("libxl: cannot make GPU %s (%s) assignable: %s", gpu->name,
                  gpu->pci, hv_libxl__strerror(xrc));
         return hv_libxl__errno(xrc);
     }
-    HD_INFO("libxl: GPU %s (%s) bound to pciback", gpu->name, gpu->pci);
+    CRN_INFO("libxl: GPU %s (%s) bound to pciback", gpu->name, gpu->pci);
     return 0;
 }
 
@@ -407,7 +407,7 @@ static int xl_attach(struct hv *hv, const char *domain,
     xrc = libxl_device_pci_add(hv->ctx, domid, &pci, NULL);
     libxl_device_pci_dispose(&pci);
     if (xrc) {
-        HD_ERROR("libxl: cannot attach GPU %s (%s) to %s: %s", gpu->name,
+        CRN_ERROR("libxl: cannot attach GPU %s (%s) to %s: %s", gpu->name,
                  gpu->pci, domain, hv_libxl__strerror(xrc));
         return hv_libxl__errno(xrc);
     }
@@ -441,7 +441,7 @@ static int set_paused(struct hv *hv, const char *domain, bool pause)
     xrc = pause ? libxl_domain_pause(hv->ctx, domid, NULL)
                 : libxl_domain_unpause(hv->ctx, domid, NULL);
     if (xrc) {
-        HD_ERROR("libxl: cannot %s %s: %s", pause ? "pause" : "unpause",
+        CRN_ERROR("libxl: cannot %s %s: %s", pause ? "pause" : "unpause",
                  domain, hv_libxl__strerror(xrc));
         return hv_libxl__errno(xrc);
     }

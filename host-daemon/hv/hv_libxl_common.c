@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 int hv_libxl__errno(int rc)
 {
@@ -52,7 +52,7 @@ int hv_libxl__check(struct hv *hv, const char *what)
 {
     if (!atomic_load(&hv->broken))
         return 0;
-    HD_ERROR("libxl: %s: libxl's event machinery has failed; restart "
+    CRN_ERROR("libxl: %s: libxl's event machinery has failed; restart "
              "crane-hostd",
              what);
     return -EIO;
@@ -68,7 +68,7 @@ int hv_libxl__domid(struct hv *hv, const char *name, uint32_t *domid)
     if (xrc == ERROR_INVAL) /* what libxl says for "no such name" */
         return -ENOENT;
     if (xrc) {
-        HD_ERROR("libxl: cannot look up domain %s: %s", name,
+        CRN_ERROR("libxl: cannot look up domain %s: %s", name,
                  hv_libxl__strerror(xrc));
         return hv_libxl__errno(xrc);
     }

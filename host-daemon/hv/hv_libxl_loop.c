@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 /*
  * How it fits together.  libxl's fds and timeouts are polled as one epoll
@@ -62,7 +62,7 @@ void hv_libxl__post(struct hv *hv, enum hv_event_kind kind,
     struct hv_libxl_note *note = calloc(1, sizeof(*note));
 
     if (!note) {
-        HD_ERROR("libxl: out of memory: event %d of %s lost", (int)kind,
+        CRN_ERROR("libxl: out of memory: event %d of %s lost", (int)kind,
                  domain);
         return;
     }
@@ -88,7 +88,7 @@ static void on_libxl_event(void *user, libxl_event *xev)
     struct hv_libxl_note *note = calloc(1, sizeof(*note));
 
     if (!note) {
-        HD_ERROR("libxl: out of memory: event of domain %u lost",
+        CRN_ERROR("libxl: out of memory: event of domain %u lost",
                  (unsigned)xev->domid);
         libxl_event_free(hv->ctx, xev);
         return;
@@ -104,7 +104,7 @@ static void on_libxl_disaster(void *user, libxl_event_type type,
     struct hv *hv = user;
 
     atomic_store(&hv->broken, true);
-    HD_ERROR("libxl: event machinery failed (event type %d): %s: %s; "
+    CRN_ERROR("libxl: event machinery failed (event type %d): %s: %s; "
              "restart crane-hostd",
              (int)type, msg, errnoval > 0 ? strerror(errnoval) : "-");
 }
@@ -150,7 +150,7 @@ static struct hv_libxl_dom *adopt_dom(struct hv *hv, uint32_t domid)
     if (!name)
         return NULL;
     if (strlen(name) > HV_NAME_MAX || !(d = calloc(1, sizeof(*d)))) {
-        HD_WARN("libxl: domain %u not followed (name too long or no memory)",
+        CRN_WARN("libxl: domain %u not followed (name too long or no memory)",
                 (unsigned)domid);
         free(name);
         return NULL;
@@ -161,7 +161,7 @@ static struct hv_libxl_dom *adopt_dom(struct hv *hv, uint32_t domid)
     rc = libxl_evenable_domain_death(hv->ctx, domid, domid, &d->death);
     if (rc) {
         /* Its end will still be seen by the next look at the list. */
-        HD_WARN("libxl: no death events for domain %s: %s", d->name,
+        CRN_WARN("libxl: no death events for domain %s: %s", d->name,
                 hv_libxl__strerror(rc));
         d->death = NULL;
     }
@@ -182,7 +182,7 @@ static void rescan(struct hv *hv, bool initial)
         return;
     list = libxl_list_domain(hv->ctx, &n);
     if (!list) {
-        HD_WARN("libxl: cannot list domains");
+        CRN_WARN("libxl: cannot list domains");
         return;
     }
     for (d = hv->doms; d; d = d->next)
@@ -229,7 +229,7 @@ static void on_domain_event(struct hv *hv, const libxl_event *xev)
     case LIBXL_EVENT_TYPE_DOMAIN_SHUTDOWN:
         /* Not an end yet: a guest suspending for migration shuts down
          * too.  The domain is gone when its death event comes. */
-        HD_DEBUG("libxl: domain %s shut down (reason %u)", d ? d->name : "?",
+        CRN_DEBUG("libxl: domain %s shut down (reason %u)", d ? d->name : "?",
                  (unsigned)xev->u.domain_shutdown.shutdown_reason);
         return;
     default:
@@ -348,7 +348,7 @@ int hv_libxl__loop_start(struct hv *hv)
     if (!rc)
         rc = uv_poll_start(&hv->epoll, UV_READABLE, hv_libxl__epoll_ready);
     if (rc < 0) {
-        HD_ERROR("libxl: cannot set up the event loop: %s", uv_strerror(rc));
+        CRN_ERROR("libxl: cannot set up the event loop: %s", uv_strerror(rc));
         return rc;
     }
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "hv_libxl.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include "proto/frame.h"
 #include "proto/hostd.pb-c.h"
@@ -158,7 +158,7 @@ static int job_begin(struct hv *hv, const char *domain)
     }
     pthread_mutex_unlock(&hv->job_lock);
     if (rc == -EBUSY)
-        HD_ERROR("libxl: migrate %s: a migration of it is already running",
+        CRN_ERROR("libxl: migrate %s: a migration of it is already running",
                  domain);
     return rc;
 }
@@ -220,7 +220,7 @@ static int check_no_pci(struct hv *hv, uint32_t domid, const char *domain)
 
     libxl_device_pci_list_free(list, n);
     if (n > 0) {
-        HD_ERROR("libxl: migrate %s: %d PCI device(s) still attached; "
+        CRN_ERROR("libxl: migrate %s: %d PCI device(s) still attached; "
                  "detach them first",
                  domain, n);
         return -EBUSY;
@@ -235,10 +235,10 @@ static void resume_here(struct hv *hv, uint32_t domid, const char *domain)
     int xrc = libxl_domain_resume(hv->ctx, domid, 1, NULL);
 
     if (xrc)
-        HD_ERROR("libxl: migrate %s: cannot resume it here either: %s",
+        CRN_ERROR("libxl: migrate %s: cannot resume it here either: %s",
                  domain, hv_libxl__strerror(xrc));
     else
-        HD_INFO("libxl: migrate %s: resumed here", domain);
+        CRN_INFO("libxl: migrate %s: resumed here", domain);
 }
 
 /* Sends the configuration of DOMID down FD (a XenConfig frame) and reads the
@@ -258,7 +258,7 @@ static int send_config(struct hv *hv, uint32_t domid, const char *domain,
     libxl_domain_config_init(&cfg);
     xrc = libxl_retrieve_domain_configuration(hv->ctx, domid, &cfg, NULL);
     if (xrc) {
-        HD_ERROR("libxl: migrate %s: cannot read its configuration: %s",
+        CRN_ERROR("libxl: migrate %s: cannot read its configuration: %s",
                  domain, hv_libxl__strerror(xrc));
         rc = hv_libxl__errno(xrc);
         goto out;
@@ -268,7 +268,7 @@ static int send_config(struct hv *hv, uint32_t domid, const char *domain,
     json = libxl_domain_config_to_json(hv->ctx, &cfg);
     len = json ? strlen(json) : 0;
     if (len == 0 || len > HV_LIBXL_CONFIG_MAX) {
-        HD_ERROR("libxl: migrate %s: its configuration as JSON is %s",
+        CRN_ERROR("libxl: migrate %s: its configuration as JSON is %s",
                  domain, json ? "too large" : "unavailable");
         rc = json ? -E2BIG : -EIO;
         goto out;
@@ -288,10 +288,10 @@ static int send_config(struct hv *hv, uint32_t domid, const char *domain,
     if (!rc)
         rc = hv_libxl__read_full(fd, &verdict, 1, deadline);
     if (rc) {
-        HD_ERROR("libxl: migrate %s: cannot hand over its configuration: %s",
+        CRN_ERROR("libxl: migrate %s: cannot hand over its configuration: %s",
                  domain, strerror(-rc));
     } else if (verdict) {
-        HD_ERROR("libxl: migrate %s: the destination refused it: %s",
+        CRN_ERROR("libxl: migrate %s: the destination refused it: %s",
                  domain, strerror(verdict));
         rc = -(int)verdict;
     }
@@ -312,7 +312,7 @@ static int send_domain(struct hv *hv, uint32_t domid, const char *domain,
     xrc = libxl_domain_suspend(hv->ctx, domid, fd,
                                live ? LIBXL_SUSPEND_LIVE : 0, NULL);
     if (xrc) {
-        HD_ERROR("libxl: migrate %s: sending it failed: %s", domain,
+        CRN_ERROR("libxl: migrate %s: sending it failed: %s", domain,
                  hv_libxl__strerror(xrc));
         /* The guest never suspended: there is nothing to resume (xl). */
         if (xrc != ERROR_GUEST_TIMEDOUT)
@@ -322,21 +322,21 @@ static int send_domain(struct hv *hv, uint32_t domid, const char *domain,
     rc = hv_libxl__read_full(fd, &answer, 1,
                              hv_libxl__now_ms() + ANSWER_TIMEOUT_MS);
     if (rc) {
-        HD_ERROR("libxl: migrate %s: no answer from the destination (%s): "
+        CRN_ERROR("libxl: migrate %s: no answer from the destination (%s): "
                  "it may be running the domain, so the copy here is left "
                  "suspended, neither resumed nor destroyed; check both hosts",
                  domain, strerror(-rc));
         return rc;
     }
     if (answer) {
-        HD_ERROR("libxl: migrate %s: the destination gave it up: %s", domain,
+        CRN_ERROR("libxl: migrate %s: the destination gave it up: %s", domain,
                  strerror(answer));
         resume_here(hv, domid, domain);
         return -(int)answer;
     }
     xrc = libxl_domain_destroy(hv->ctx, domid, NULL);
     if (xrc)
-        HD_ERROR("libxl: migrate %s: it runs at the destination, but the "
+        CRN_ERROR("libxl: migrate %s: it runs at the destination, but the "
                  "suspended copy here (domain %u) was not destroyed: %s",
                  domain, (unsigned)domid, hv_libxl__strerror(xrc));
     return 0;
@@ -366,19 +366,19 @@ int hv_libxl__migrate(struct hv *hv, const char *domain,
     if (!hv || !domain || !args)
         return -EINVAL;
     if (args->dest_xml) {
-        HD_ERROR("libxl: migrate %s: a destination XML cannot be used with "
+        CRN_ERROR("libxl: migrate %s: a destination XML cannot be used with "
                  "libxl",
                  domain);
         return -EOPNOTSUPP;
     }
     if (!args->open_stream) {
-        HD_ERROR("libxl: migrate %s: no way to reach the destination's "
+        CRN_ERROR("libxl: migrate %s: no way to reach the destination's "
                  "crane-hostd (the stream goes over its peer connection)",
                  domain);
         return -EINVAL;
     }
     if (args->migrate_uri && args->migrate_uri[0])
-        HD_WARN("libxl: migrate %s: migration URI %s ignored: the stream "
+        CRN_WARN("libxl: migrate %s: migration URI %s ignored: the stream "
                 "goes over the connection to the destination's crane-hostd",
                 domain, args->migrate_uri);
     rc = hv_libxl__check(hv, "migrate");
@@ -393,26 +393,26 @@ int hv_libxl__migrate(struct hv *hv, const char *domain,
 
     rc = args->open_stream(args->stream_arg, &fd);
     if (rc < 0) {
-        HD_ERROR("libxl: migrate %s: no stream to the destination's "
+        CRN_ERROR("libxl: migrate %s: no stream to the destination's "
                  "crane-hostd: %s",
                  domain, strerror(-rc));
         fd = -1;
     } else if (fd < 0) {
         rc = -EBADF;
     } else if ((rc = stream_setup(fd)) < 0) {
-        HD_ERROR("libxl: migrate %s: cannot set up the stream: %s", domain,
+        CRN_ERROR("libxl: migrate %s: cannot set up the stream: %s", domain,
                  strerror(-rc));
     }
     if (!rc)
         rc = send_config(hv, domid, domain, fd);
     if (!rc) {
-        HD_INFO("libxl: migrating %s (domain %u, %s) to %s", domain,
+        CRN_INFO("libxl: migrating %s (domain %u, %s) to %s", domain,
                 (unsigned)domid, args->live ? "live" : "offline",
                 args->dest_uri ? args->dest_uri : "the destination");
         rc = send_domain(hv, domid, domain, fd, args->live);
     }
     if (!rc)
-        HD_INFO("libxl: %s migrated", domain);
+        CRN_INFO("libxl: %s migrated", domain);
     if (fd >= 0)
         close(fd);
     job_end(hv, domain);

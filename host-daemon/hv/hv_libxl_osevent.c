@@ -12,7 +12,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 /*
  * libxl says which fds to poll and when to wake it through hooks
@@ -125,7 +125,7 @@ static int fd_register(void *user, int fd, void **reg_out, short events,
     }
     pthread_mutex_unlock(&hv->lock);
     if (rc < 0) {
-        HD_ERROR("libxl: cannot poll fd %d: %s", fd, strerror(-rc));
+        CRN_ERROR("libxl: cannot poll fd %d: %s", fd, strerror(-rc));
         free(reg);
         return ERROR_OSEVENT_REG_FAIL;
     }
@@ -149,7 +149,7 @@ static int fd_modify(void *user, int fd, void **reg_io, short events)
     }
     pthread_mutex_unlock(&hv->lock);
     if (rc < 0) {
-        HD_ERROR("libxl: cannot poll fd %d: %s", fd, strerror(-rc));
+        CRN_ERROR("libxl: cannot poll fd %d: %s", fd, strerror(-rc));
         return ERROR_OSEVENT_REG_FAIL;
     }
     return 0;
@@ -255,7 +255,7 @@ static int timeout_register(void *user, void **reg_out, struct timeval abs,
     return 0;
 
 fail:
-    HD_ERROR("libxl: cannot set a timer: %s", strerror(-rc));
+    CRN_ERROR("libxl: cannot set a timer: %s", strerror(-rc));
     if (t->tfd >= 0)
         close(t->tfd);
     free(t);
@@ -276,7 +276,7 @@ static int timeout_modify(void *user, void **reg_io, struct timeval abs)
     rc = t->tfd >= 0 ? arm_timerfd(t->tfd, abs) : 0;
     pthread_mutex_unlock(&hv->lock);
     if (rc < 0) {
-        HD_ERROR("libxl: cannot move a timer: %s", strerror(-rc));
+        CRN_ERROR("libxl: cannot move a timer: %s", strerror(-rc));
         return ERROR_OSEVENT_REG_FAIL;
     }
     return 0;
@@ -324,7 +324,7 @@ void hv_libxl__epoll_ready(uv_poll_t *handle, int status, int events)
     if (hv->closing)
         return;
     if (status < 0) {
-        HD_ERROR("libxl: polling libxl's fds failed: %s", uv_strerror(status));
+        CRN_ERROR("libxl: polling libxl's fds failed: %s", uv_strerror(status));
         return;
     }
     /* Level-triggered: whatever is left beyond 32 wakes the loop again. */
@@ -345,7 +345,7 @@ int hv_libxl__osevent_init(struct hv *hv)
     if (hv->epfd < 0) {
         int rc = -errno;
 
-        HD_ERROR("libxl: epoll_create1: %s", strerror(-rc));
+        CRN_ERROR("libxl: epoll_create1: %s", strerror(-rc));
         return rc;
     }
     return 0;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "hv_libxl.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include "proto/frame.h"
 #include "proto/hostd.pb-c.h"
@@ -27,12 +27,12 @@ static int receive_config(struct hv *hv, int fd, libxl_domain_config *cfg)
 
     rc = hv_libxl__read_full(fd, hdr, sizeof(hdr), deadline);
     if (rc) {
-        HD_ERROR("libxl: receive: no configuration: %s", strerror(-rc));
+        CRN_ERROR("libxl: receive: no configuration: %s", strerror(-rc));
         return rc;
     }
     len = hv_libxl__get_be32(hdr);
     if (len == 0 || len > HV_LIBXL_WIRE_FRAME_MAX) {
-        HD_ERROR("libxl: receive: a first frame of %u bytes (1..%u): not a "
+        CRN_ERROR("libxl: receive: a first frame of %u bytes (1..%u): not a "
                  "crane libxl migration stream", len,
                  HV_LIBXL_WIRE_FRAME_MAX);
         return -EMSGSIZE;
@@ -42,32 +42,32 @@ static int receive_config(struct hv *hv, int fd, libxl_domain_config *cfg)
         return -ENOMEM;
     rc = hv_libxl__read_full(fd, body, len, deadline);
     if (rc) {
-        HD_ERROR("libxl: receive: configuration cut short: %s",
+        CRN_ERROR("libxl: receive: configuration cut short: %s",
                  strerror(-rc));
         goto out;
     }
     msg = crane__hostd__xen_config__unpack(NULL, len, body);
     if (!msg) {
-        HD_ERROR("libxl: receive: not a crane libxl migration stream");
+        CRN_ERROR("libxl: receive: not a crane libxl migration stream");
         rc = -EPROTO;
         goto out;
     }
     if (msg->version != HV_LIBXL_WIRE_VERSION) {
-        HD_ERROR("libxl: receive: stream version %u, this host speaks %u",
+        CRN_ERROR("libxl: receive: stream version %u, this host speaks %u",
                  msg->version, HV_LIBXL_WIRE_VERSION);
         rc = -EPROTONOSUPPORT;
         goto out;
     }
     json_len = strlen(msg->config_json);
     if (json_len == 0 || json_len > HV_LIBXL_CONFIG_MAX) {
-        HD_ERROR("libxl: receive: configuration of %zu bytes (1..%u)",
+        CRN_ERROR("libxl: receive: configuration of %zu bytes (1..%u)",
                  json_len, HV_LIBXL_CONFIG_MAX);
         rc = -EMSGSIZE;
         goto out;
     }
     xrc = libxl_domain_config_from_json(hv->ctx, cfg, msg->config_json);
     if (xrc) {
-        HD_ERROR("libxl: receive: configuration is not libxl's JSON: %s",
+        CRN_ERROR("libxl: receive: configuration is not libxl's JSON: %s",
                  hv_libxl__strerror(xrc));
         rc = -EPROTO;
     }
@@ -99,24 +99,24 @@ static int check_config(struct hv *hv, const libxl_domain_config *cfg)
     uint32_t other;
 
     if (!name || !name[0] || strlen(name) > HV_NAME_MAX) {
-        HD_ERROR("libxl: receive: the domain has no name or a long one");
+        CRN_ERROR("libxl: receive: the domain has no name or a long one");
         return -EINVAL;
     }
     for (const char *p = name; *p; p++) {
         if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-            HD_ERROR("libxl: receive: the domain's name has control "
+            CRN_ERROR("libxl: receive: the domain's name has control "
                      "characters");
             return -EINVAL;
         }
     }
     if (cfg->num_pcidevs > 0 || cfg->num_dtdevs > 0) {
-        HD_ERROR("libxl: receive: %s comes with passthrough devices; "
+        CRN_ERROR("libxl: receive: %s comes with passthrough devices; "
                  "refused (crane attaches the GPU after the migration)",
                  name);
         return -EPERM;
     }
     if (libxl_name_to_domid(hv->ctx, name, &other) == 0) {
-        HD_ERROR("libxl: receive: a domain %s runs here already (domain %u)",
+        CRN_ERROR("libxl: receive: a domain %s runs here already (domain %u)",
                  name, (unsigned)other);
         return -EEXIST;
     }
@@ -138,17 +138,17 @@ static int restore(struct hv *hv, int fd, libxl_domain_config *cfg,
     libxl_domain_restore_params_init(&params);
     params.checkpointed_stream = LIBXL_CHECKPOINTED_STREAM_NONE;
     params.stream_version = HV_LIBXL_STREAM_VERSION;
-    HD_INFO("libxl: receiving domain %s", name);
+    CRN_INFO("libxl: receiving domain %s", name);
     xrc = libxl_domain_create_restore(hv->ctx, cfg, domid, fd, -1, &params,
                                       NULL, NULL);
     libxl_domain_restore_params_dispose(&params);
     if (xrc) {
-        HD_ERROR("libxl: receive %s: restore failed: %s", name,
+        CRN_ERROR("libxl: receive %s: restore failed: %s", name,
                  hv_libxl__strerror(xrc));
     } else {
         xrc = libxl_domain_unpause(hv->ctx, *domid, NULL);
         if (xrc)
-            HD_ERROR("libxl: receive %s: cannot unpause it: %s", name,
+            CRN_ERROR("libxl: receive %s: cannot unpause it: %s", name,
                      hv_libxl__strerror(xrc));
     }
     if (!xrc)
@@ -161,7 +161,7 @@ static int restore(struct hv *hv, int fd, libxl_domain_config *cfg,
         int drc = libxl_domain_destroy(hv->ctx, *domid, NULL);
 
         if (drc) {
-            HD_ERROR("libxl: receive %s: cannot destroy the failed copy "
+            CRN_ERROR("libxl: receive %s: cannot destroy the failed copy "
                      "(domain %u): %s",
                      name, (unsigned)*domid, hv_libxl__strerror(drc));
             return -EADDRINUSE; /* see hv_libxl_receive */
@@ -189,7 +189,7 @@ int hv_libxl_receive(struct hv *hv, int fd)
     byte = errno_byte(rc);
     wrc = send_byte(fd, byte);
     if (!rc && wrc) {
-        HD_ERROR("libxl: receive %s: the sender went away: %s",
+        CRN_ERROR("libxl: receive %s: the sender went away: %s",
                  cfg.c_info.name, strerror(-wrc));
         rc = wrc;
     }
@@ -205,10 +205,10 @@ int hv_libxl_receive(struct hv *hv, int fd)
     wrc = send_byte(fd, byte);
     if (!rc) {
         if (wrc)
-            HD_WARN("libxl: receive %s: it runs here, but the sender was "
+            CRN_WARN("libxl: receive %s: it runs here, but the sender was "
                     "not told (%s) and keeps its copy suspended",
                     cfg.c_info.name, strerror(-wrc));
-        HD_INFO("libxl: received %s (domain %u)", cfg.c_info.name,
+        CRN_INFO("libxl: received %s (domain %u)", cfg.c_info.name,
                 (unsigned)domid);
         hv_libxl__rescan_soon(hv);
     }

@@ -6,7 +6,7 @@
 
 #include "buf.h"
 #include "json.h"
-#include "host-daemon/log.h"
+#include "proto/log.h"
 #include "metrics.h"
 
 #include <arpa/inet.h>
@@ -75,7 +75,7 @@ static enum MHD_Result reply_with(struct MHD_Connection *c, unsigned status,
 
     r = MHD_create_response_from_buffer(len, (void *)body, mode);
     if (r == NULL) {
-        HD_ERROR("http: cannot create a response of %zu bytes", len);
+        CRN_ERROR("http: cannot create a response of %zu bytes", len);
         return MHD_NO;
     }
     ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype) ==
@@ -86,7 +86,7 @@ static enum MHD_Result reply_with(struct MHD_Connection *c, unsigned status,
         ok = MHD_add_response_header(r, extra[i].name, extra[i].value) ==
              MHD_YES;
     if (!ok) {
-        HD_ERROR("http: cannot add a response header");
+        CRN_ERROR("http: cannot add a response header");
         MHD_destroy_response(r);
         return MHD_NO;
     }
@@ -135,7 +135,7 @@ static enum MHD_Result reply_buf(struct MHD_Connection *c, int err,
     if (err == 0)
         err = out->err;
     if (err != 0 || out->data == NULL) {
-        HD_ERROR("http: rendering an answer failed: %s", strerror(-err));
+        CRN_ERROR("http: rendering an answer failed: %s", strerror(-err));
         ret = reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error");
     } else {
         ret = reply(c, MHD_HTTP_OK, ctype, out->data, out->len);
@@ -316,7 +316,7 @@ static enum MHD_Result serve_stats(struct hd_http *s, struct MHD_Connection *c)
 static int pool_json(void *arg, const struct hd_pool_state *s)
 {
     if (s->error != NULL && s->error[0] != '\0') {
-        HD_ERROR("http: reading the GPU pool: %s", s->error);
+        CRN_ERROR("http: reading the GPU pool: %s", s->error);
         return -EIO;
     }
     return hd_pool_render(arg, s, HD_POOL_JSON);
@@ -458,7 +458,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     n = strlen(line);
     while (n > 0 && line[n - 1] == '\n')
         line[--n] = '\0';
-    HD_WARN("http: libmicrohttpd: %s", line);
+    CRN_WARN("http: libmicrohttpd: %s", line);
 }
 
 /*
@@ -496,7 +496,7 @@ static int parse_addr(const char *addr, uint16_t port,
         *flags |= MHD_USE_IPv6;
         return 0;
     }
-    HD_ERROR("http: \"%.64s\" is not a numeric IPv4 or IPv6 address", addr);
+    CRN_ERROR("http: \"%.64s\" is not a numeric IPv4 or IPv6 address", addr);
     return -EINVAL;
 }
 
@@ -522,7 +522,7 @@ int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
      * (it opens the file once it can be read). */
     if (out == NULL ||
         (h == NULL && (src == NULL || src->health == NULL))) {
-        HD_ERROR("http: start without %s", out == NULL ? "out" : "history");
+        CRN_ERROR("http: start without %s", out == NULL ? "out" : "history");
         return -EINVAL;
     }
     *out = NULL;
@@ -536,7 +536,7 @@ int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
         return err;
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
-        HD_ERROR("http: out of memory");
+        CRN_ERROR("http: out of memory");
         return -ENOMEM;
     }
     s->history = h;
@@ -553,19 +553,19 @@ int hd_http_start_with(struct hd_http **out, const char *addr, uint16_t port,
         MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);
     if (s->daemon == NULL) {
-        HD_ERROR("http: cannot serve on %s port %u",
+        CRN_ERROR("http: cannot serve on %s port %u",
                  addr != NULL ? addr : "127.0.0.1", (unsigned)port);
         free(s);
         return -EIO;
     }
     info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     if (info == NULL || info->port == 0) {
-        HD_ERROR("http: cannot learn the port bound");
+        CRN_ERROR("http: cannot learn the port bound");
         hd_http_stop(s);
         return -EIO;
     }
     s->port = info->port;
-    HD_INFO("http: serving on %s port %u (%s%s)",
+    CRN_INFO("http: serving on %s port %u (%s%s)",
             addr != NULL ? addr : "127.0.0.1", (unsigned)s->port,
             flags & MHD_USE_TLS ? "HTTPS" : "plain HTTP",
             hd_web_config_auth(s->src.web) ? ", credentials required" : "");

@@ -13,7 +13,7 @@
  */
 #include "http_tls.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <arpa/inet.h>
 #include <crypt.h>
@@ -61,7 +61,7 @@ int hd_http_plain_check(const struct hd_web_config *w, const char *addr,
 {
     if ((w != NULL && w->cert_pem != NULL) || loopback(sa) || allow_plain)
         return 0;
-    HD_ERROR("http: refusing to serve plain HTTP on %s, which is not a "
+    CRN_ERROR("http: refusing to serve plain HTTP on %s, which is not a "
              "loopback address: give a web config with tls_server_config "
              "(web_config, --web-config), or set http_allow_plain = yes to "
              "serve in clear on purpose", addr ? addr : "127.0.0.1");

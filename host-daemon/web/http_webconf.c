@@ -10,7 +10,7 @@
  */
 #include "http_webconf.h"
 
-#include "host-daemon/log.h"
+#include "proto/log.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -84,7 +84,7 @@ int shim_conn_flush_locked(void)
         rc = conn_write(shim_conn.batch, shim_conn.batch_len);
     shim_conn.batch_len = 0;
     if (rc < 0) {
-        LOG_ERROR("remote: sending to the proxy failed: %s", strerror(-rc));
+        CRN_ERROR("remote: sending to the proxy failed: %s", strerror(-rc));
         shim_conn_lost("sending to it failed");
         shutdown(shim_conn.fd, SHUT_RDWR);
     }
@@ -117,7 +117,7 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
         rc = crn_shm_reserve_wait(&shim_conn.shm, CRN_SHM_TO_PROXY, bulk_len,
                                   shim_conn.shm_stuck ? 0 : SHM_WAIT_MS, &pos);
         if (rc == -EAGAIN && !shim_conn.shm_stuck)
-            LOG_DEBUG("remote: no room in the shared area for %zu bytes "
+            CRN_DEBUG("remote: no room in the shared area for %zu bytes "
                       "after %d ms: bulk bytes take the stream until it "
                       "frees", bulk_len, SHM_WAIT_MS);
         shim_conn.shm_stuck = rc == -EAGAIN;
@@ -126,7 +126,7 @@ static int shm_put_locked(Crane__ClientMessage *m, const void *bulk,
     }
     if (rc < 0) {
         if (rc == -EPROTO) {
-            LOG_ERROR("remote: the proxy's shared-memory ring position is "
+            CRN_ERROR("remote: the proxy's shared-memory ring position is "
                       "impossible; bulk bytes take the stream from now on");
             shim_conn.shm_on = false;
         }
@@ -174,7 +174,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
         len = crn_fastpack_size(m);
     }
     if (len > MAX_FRAME) {
-        LOG_ERROR("remote: a %s message of %zu bytes exceeds the %u-byte "
+        CRN_ERROR("remote: a %s message of %zu bytes exceeds the %u-byte "
                   "frame limit: not sent",
                   crn_remote_call_name((int)m->msg_case), len, MAX_FRAME);
         return -EMSGSIZE;
@@ -356,7 +356,7 @@ cl_int shim_remote_call(Crane__ClientMessage *m, const void *bulk,
     if (err == CL_SUCCESS)
         err = shim_remote_take_deferred();
     if (err != CL_SUCCESS && out->reply->error && *out->reply->error)
-        LOG_DEBUG("remote: call %llu: %d (%s)",
+        CRN_DEBUG("remote: call %llu: %d (%s)",
                   (unsigned long long)m->seq, err, out->reply->error);
     return err;
 }

@@ -4,7 +4,7 @@
 #define SHIM_REMOTE_CONN_INT_H
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "proto/endpoint.h"
 #include "proto/shm.h"
 #include "remote.h"

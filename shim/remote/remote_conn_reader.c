@@ -43,11 +43,11 @@ void shim_conn_beat(const Crane__Reply *r)
     atomic_store(&shim_conn.beat_ran, r->running_ms / 1e3);
     atomic_store(&shim_conn.beat_at, now);
     if (fresh)
-        LOG_INFO("remote: the proxy is still executing a %s (for %.1f s): "
+        CRN_INFO("remote: the proxy is still executing a %s (for %.1f s): "
                  "its heartbeats keep the connection",
                  shim_conn_call_name(r->running_call), r->running_ms / 1e3);
     else
-        LOG_DEBUG("remote: heartbeat: a %s running for %.1f s",
+        CRN_DEBUG("remote: heartbeat: a %s running for %.1f s",
                   shim_conn_call_name(r->running_call), r->running_ms / 1e3);
 }
 
@@ -106,7 +106,7 @@ static void sink_done(struct slot *s)
 /* The proxy named ring 1 bytes where the ring's order does not allow. */
 static void log_out_of_place(const Crane__Reply *r)
 {
-    LOG_ERROR("remote: the proxy named shared-memory bytes out of place "
+    CRN_ERROR("remote: the proxy named shared-memory bytes out of place "
               "(position %llu, %llu bytes) for call %llu: closing the "
               "connection",
               (unsigned long long)r->shm_pos, (unsigned long long)r->bulk_len,
@@ -133,7 +133,7 @@ void shim_conn_notify(const Crane__Notify *n)
     struct cb_item *it;
 
     if (!w) {
-        LOG_WARN("remote: the proxy named an unknown callback %llu",
+        CRN_WARN("remote: the proxy named an unknown callback %llu",
                  (unsigned long long)n->cookie);
         return;
     }
@@ -176,7 +176,7 @@ int shim_conn_sink_piece(struct slot *s, const Crane__Reply *r)
     int rc;
 
     if (!fits)
-        LOG_ERROR("remote: %llu unexpected bytes for call %llu",
+        CRN_ERROR("remote: %llu unexpected bytes for call %llu",
                   (unsigned long long)r->bulk_len,
                   (unsigned long long)r->seq);
     if (r->shm_bulk) {
@@ -232,7 +232,7 @@ static void write_kernel_output(const ProtobufCBinaryData *out)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            LOG_WARN("remote: %zu bytes of kernel output not written to "
+            CRN_WARN("remote: %zu bytes of kernel output not written to "
                      "fd 1: %s", out->len - off,
                      n < 0 ? strerror(errno) : "short write");
             return;
@@ -260,7 +260,7 @@ static int handle_reply(Crane__ServerMessage *msg)
         int none = 0;
         atomic_compare_exchange_strong(&shim_conn.deferred_err, &none,
                                        r->deferred_err);
-        LOG_DEBUG("remote: batched call %llu failed: %d",
+        CRN_DEBUG("remote: batched call %llu failed: %d",
                   (unsigned long long)r->deferred_seq, r->deferred_err);
     }
     bool fits = s && s->dst && r->bulk_offset <= s->dst_len &&
@@ -276,7 +276,7 @@ static int handle_reply(Crane__ServerMessage *msg)
     } else if (r->bulk_len && r->shm_bulk && shim_conn_ring1_held()) {
         /* A sink still uses ring 1's room before this piece, which a take
          * would free under it: never wrong bytes, the connection ends. */
-        LOG_ERROR("remote: call %llu's bytes arrived while a sink holds "
+        CRN_ERROR("remote: call %llu's bytes arrived while a sink holds "
                   "ring 1: closing the connection",
                   (unsigned long long)r->seq);
         crane__server_message__free_unpacked(msg, NULL);
@@ -285,7 +285,7 @@ static int handle_reply(Crane__ServerMessage *msg)
         /* The bytes are in ring 1: copied out (or dropped) in order; a
          * piece out of place ends the connection, never wrong data. */
         if (!fits)
-            LOG_ERROR("remote: %llu unexpected bytes for call %llu",
+            CRN_ERROR("remote: %llu unexpected bytes for call %llu",
                       (unsigned long long)r->bulk_len,
                       (unsigned long long)r->seq);
         atomic_fetch_add(&shim_conn.shm_bytes, r->bulk_len);
@@ -305,7 +305,7 @@ static int handle_reply(Crane__ServerMessage *msg)
             rc = crn_bulk_read(shim_conn.fd, s->dst + r->bulk_offset,
                                r->bulk_len);
         else {
-            LOG_ERROR("remote: %llu unexpected bytes for call %llu",
+            CRN_ERROR("remote: %llu unexpected bytes for call %llu",
                       (unsigned long long)r->bulk_len,
                       (unsigned long long)r->seq);
             rc = drain(r->bulk_len);
@@ -348,16 +348,16 @@ int shim_conn_read_one(void)
     shim_conn_alive();
     if (rc < 0) {
         if (!atomic_load(&shim_conn.dead) && rc != -ENODATA)
-            LOG_ERROR("remote: reading from the proxy failed: %s",
+            CRN_ERROR("remote: reading from the proxy failed: %s",
                       strerror(-rc));
         else if (!atomic_load(&shim_conn.dead))
-            LOG_ERROR("remote: the proxy closed the connection");
+            CRN_ERROR("remote: the proxy closed the connection");
         return rc;
     }
     Crane__ServerMessage *msg = crane__server_message__unpack(NULL, len, buf);
     free(buf);
     if (!msg) {
-        LOG_ERROR("remote: undecodable message from the proxy");
+        CRN_ERROR("remote: undecodable message from the proxy");
         return -EPROTO;
     }
     if (msg->msg_case == CRANE__SERVER_MESSAGE__MSG_REPLY)
@@ -365,7 +365,7 @@ int shim_conn_read_one(void)
     if (msg->msg_case == CRANE__SERVER_MESSAGE__MSG_NOTIFY)
         shim_conn_notify(msg->notify);
     else
-        LOG_WARN("remote: unexpected message %d from the proxy",
+        CRN_WARN("remote: unexpected message %d from the proxy",
                  msg->msg_case);
     crane__server_message__free_unpacked(msg, NULL);
     return 0;
@@ -394,7 +394,7 @@ void shim_conn_broken(void)
     }
     shim_conn.reads_lost += lost;
     if (lost)
-        LOG_ERROR("remote: %zu read(s) from the proxy lost with the "
+        CRN_ERROR("remote: %zu read(s) from the proxy lost with the "
                   "connection", lost);
     pthread_cond_broadcast(&shim_conn.cond);
     pthread_cond_broadcast(&shim_conn.read_cond);

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "remote_conn_int.h"
 
 #include "proto/auth.h"
@@ -29,7 +29,7 @@ int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
 
     if (!made) {
         if (crn_tls_mode_parse(shim_config.tls, &mode) < 0) {
-            LOG_ERROR("remote: CRANE_TLS=%s: auto, x509, psk or none",
+            CRN_ERROR("remote: CRANE_TLS=%s: auto, x509, psk or none",
                       shim_config.tls);
             close(fd);
             return -EINVAL;
@@ -38,13 +38,13 @@ int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
                                 shim_config.auth_key, &cfg, why,
                                 sizeof(why));
         if (rc < 0) {
-            LOG_ERROR("remote: TLS to %s: %s", text, why);
+            CRN_ERROR("remote: TLS to %s: %s", text, why);
             close(fd);
             return rc;
         }
         made = true;
         if (!cfg)
-            LOG_WARN("remote: %s in clear: no TLS credentials (CRANE_TLS="
+            CRN_WARN("remote: %s in clear: no TLS credentials (CRANE_TLS="
                      "%s, no PKI in %s and no CRANE_AUTH_KEY)", text,
                      shim_config.tls,
                      shim_config.pki_dir ? shim_config.pki_dir
@@ -56,9 +56,9 @@ int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
                              (unsigned)shim_config.proxy_timeout_ms, why,
                              sizeof(why));
     if (rc < 0)
-        LOG_ERROR("remote: %s: %s", text, why);
+        CRN_ERROR("remote: %s: %s", text, why);
     else
-        LOG_INFO("remote: TLS (%s) to %s",
+        CRN_INFO("remote: TLS (%s) to %s",
                  crn_tls_mode_name(crn_tls_config_mode(cfg)), text);
     return rc;
 }
@@ -70,12 +70,12 @@ int shim_conn_auth_mac(const Crane__Challenge *ch, uint8_t mac[32])
     int rc;
 
     if (!shim_config.auth_key) {
-        LOG_ERROR("remote: the proxy wants a key; set CRANE_AUTH_KEY=FILE "
+        CRN_ERROR("remote: the proxy wants a key; set CRANE_AUTH_KEY=FILE "
                   "(or have crane-hostd send it with the prepare)");
         return -EACCES;
     }
     if ((rc = crn_auth_key_load(shim_config.auth_key, &key, &key_len)) < 0) {
-        LOG_ERROR("remote: cannot read key file %s: %s",
+        CRN_ERROR("remote: cannot read key file %s: %s",
                   shim_config.auth_key, strerror(-rc));
         return rc;
     }

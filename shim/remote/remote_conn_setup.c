@@ -130,7 +130,7 @@ static int handshake(void)
     for (;;) {
         Crane__ServerMessage *s = read_server_message();
         if (!s) {
-            LOG_ERROR("remote: the proxy closed the connection during the "
+            CRN_ERROR("remote: the proxy closed the connection during the "
                       "handshake");
             return -ECONNRESET;
         }
@@ -143,7 +143,7 @@ static int handshake(void)
             continue;
         case CRANE__SERVER_MESSAGE__MSG_WELCOME:
             if (s->welcome->version != RPC_VERSION) {
-                LOG_ERROR("remote: the proxy speaks version %u, not %u",
+                CRN_ERROR("remote: the proxy speaks version %u, not %u",
                           s->welcome->version, RPC_VERSION);
                 rc = -EPROTO;
             } else {
@@ -152,7 +152,7 @@ static int handshake(void)
             crane__server_message__free_unpacked(s, NULL);
             return rc;
         case CRANE__SERVER_MESSAGE__MSG_REFUSED:
-            LOG_ERROR("remote: the proxy refused us: %s",
+            CRN_ERROR("remote: the proxy refused us: %s",
                       s->refused->reason);
             crane__server_message__free_unpacked(s, NULL);
             return -EACCES;
@@ -263,7 +263,7 @@ static int await_setup_reply(char *why, size_t why_len)
  * read it to see the in-place path taken). */
 static void log_bulk_counts(void)
 {
-    LOG_INFO("remote: bulk bytes: %llu through the shared area's rings, "
+    CRN_INFO("remote: bulk bytes: %llu through the shared area's rings, "
              "%llu on the stream, %llu in place in host memory (copied by "
              "nobody)",
              (unsigned long long)atomic_load(&shim_conn.shm_bytes),
@@ -290,18 +290,18 @@ static void host_attach(void)
         (rc = await_setup_reply(why, sizeof(why))) == 0) {
         static bool counted;
         shim_conn.host_on = true;
-        LOG_INFO("remote: mapped pointers live in %zu MiB of host memory "
+        CRN_INFO("remote: mapped pointers live in %zu MiB of host memory "
                  "in the shared area (no copies)", size >> 20);
         if (!counted)
             counted = atexit(log_bulk_counts) == 0;
         return;
     }
     if (rc == 1) {
-        LOG_WARN("remote: the proxy refused the host-memory region (%s): "
+        CRN_WARN("remote: the proxy refused the host-memory region (%s): "
                  "mapped pointers live in the heap", why);
         return;
     }
-    LOG_WARN("remote: offering the host-memory region failed: %s",
+    CRN_WARN("remote: offering the host-memory region failed: %s",
              strerror(-rc));
     atomic_store(&shim_conn.dead, true);
 }
@@ -330,14 +330,14 @@ static void shm_attach(const struct crn_endpoint *ep)
         return;
     }
     if (rc < 0) {
-        LOG_WARN("remote: no shared-memory area (%s): bulk bytes take the "
+        CRN_WARN("remote: no shared-memory area (%s): bulk bytes take the "
                  "stream", strerror(-rc));
         return;
     }
     if ((rc = send_attach(name)) == 0)
         rc = await_setup_reply(why, sizeof(why));
     if (rc == 1) {
-        LOG_WARN("remote: the proxy refused the shared-memory area "
+        CRN_WARN("remote: the proxy refused the shared-memory area "
                  "(%s): bulk bytes take the stream", why);
         crn_shm_close(&shim_conn.shm);
         return;
@@ -353,7 +353,7 @@ static void shm_attach(const struct crn_endpoint *ep)
         shim_conn.shm_memfd = !shim_config.shm_file;
         shim_conn.shm_gen++;
         atomic_store(&shim_conn.shm_in, true);
-        LOG_INFO("remote: bulk bytes go through %zu MiB of shared memory%s%s",
+        CRN_INFO("remote: bulk bytes go through %zu MiB of shared memory%s%s",
                  shim_conn.shm.size >> 20, name ? " in " : "",
                  name ? name : "");
         /* Program pointers never live in a file area: an ivshmem BAR is
@@ -362,7 +362,7 @@ static void shm_attach(const struct crn_endpoint *ep)
             host_attach();
         return;
     }
-    LOG_WARN("remote: offering the shared-memory area failed: %s",
+    CRN_WARN("remote: offering the shared-memory area failed: %s",
              strerror(-rc));
     crn_shm_close(&shim_conn.shm);
     atomic_store(&shim_conn.dead, true);
@@ -395,7 +395,7 @@ static bool still_there(void)
     cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
     shim_remote_reply_free(&r);
     if (err != CL_SUCCESS)
-        LOG_INFO("remote: the kept connection is gone (%d); connecting "
+        CRN_INFO("remote: the kept connection is gone (%d); connecting "
                  "again", err);
     return err == CL_SUCCESS;
 }
@@ -419,7 +419,7 @@ static int open_stream(const struct crn_endpoint *ep, const char *text)
     for (;;) {
         fd = crn_endpoint_connect(ep);
         if (fd < 0) {
-            LOG_ERROR("remote: cannot connect to %s: %s", text,
+            CRN_ERROR("remote: cannot connect to %s: %s", text,
                       strerror(-fd));
             return fd;
         }
@@ -431,14 +431,14 @@ static int open_stream(const struct crn_endpoint *ep, const char *text)
         if (fd >= 0 || (fd != -ECONNRESET && fd != -EPROTO) ||
             tries >= CONNECT_TRIES || shim_now() + pause_ms / 1000.0 >= give_up)
             break;
-        LOG_WARN("remote: TLS handshake with %s cut (try %u): trying again "
+        CRN_WARN("remote: TLS handshake with %s cut (try %u): trying again "
                  "in %u ms", text, tries, pause_ms);
         usleep(pause_ms * 1000u);
         if (pause_ms < 1000)
             pause_ms *= 2;
     }
     if (fd >= 0 && tries > 1)
-        LOG_INFO("remote: TLS to %s made at try %u", text, tries);
+        CRN_INFO("remote: TLS to %s made at try %u", text, tries);
     return fd;
 }
 
@@ -530,7 +530,7 @@ int shim_remote_connect(void)
         shim_remote_disconnect();
     if (!shim_config.remote ||
         crn_endpoint_parse(shim_config.remote, &ep) < 0) {
-        LOG_ERROR("remote: no usable proxy endpoint (CRANE_PROXY or "
+        CRN_ERROR("remote: no usable proxy endpoint (CRANE_PROXY or "
                   "CRANE_BACKEND=remote:ENDPOINT): %s",
                   shim_config.remote ? shim_config.remote : "(unset)");
         return -EINVAL;
@@ -553,14 +553,14 @@ int shim_remote_connect(void)
     shim_conn.generation++;
     shim_conn_ask_beats();
     shim_lanes_connect(&ep, text);
-    LOG_INFO("remote: connected to %s, %u platform(s)", text,
+    CRN_INFO("remote: connected to %s, %u platform(s)", text,
              shim_conn.n_platforms);
     return 0;
 fail:
     shim_conn_watchdog_stop();
 fail_early:
     atomic_store(&shim_conn.handshaking, false);
-    LOG_ERROR("remote: no connection to the proxy at %s: %s", text,
+    CRN_ERROR("remote: no connection to the proxy at %s: %s", text,
               strerror(-rc));
     free_platforms();
     shim_remote_maps_clear();

@@ -90,12 +90,12 @@ static void give_up(double silent_s, double now)
     double beat = atomic_load(&shim_conn.beat_at);
 
     if (atomic_load(&shim_conn.handshaking))
-        LOG_ERROR("remote: the proxy accepted the connection but never "
+        CRN_ERROR("remote: the proxy accepted the connection but never "
                   "answered its handshake: no sign of life for %.1f s "
                   "(CRANE_PROXY_TIMEOUT_MS=%ld); closing the connection",
                   silent_s, shim_config.proxy_timeout_ms);
     else if (beat > 0 && now - beat < silent_s + 1)
-        LOG_ERROR("remote: the proxy showed no sign of life for %.1f s "
+        CRN_ERROR("remote: the proxy showed no sign of life for %.1f s "
                   "while calls waited: its heartbeats stopped %.1f s ago "
                   "(a %s running for %.1f s then; frozen or gone) "
                   "(CRANE_PROXY_TIMEOUT_MS=%ld); closing the connection, "
@@ -105,7 +105,7 @@ static void give_up(double silent_s, double now)
                   atomic_load(&shim_conn.beat_ran),
                   shim_config.proxy_timeout_ms);
     else
-        LOG_ERROR("remote: the proxy showed no sign of life for %.1f s "
+        CRN_ERROR("remote: the proxy showed no sign of life for %.1f s "
                   "while calls waited (CRANE_PROXY_TIMEOUT_MS=%ld; no "
                   "heartbeat either); closing the connection, calls on it "
                   "fail",

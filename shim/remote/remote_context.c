@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 
 /* --- platforms and devices */

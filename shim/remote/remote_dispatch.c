@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 
 /*
@@ -18,11 +18,11 @@ static cl_int refused(atomic_flag *once, const char *name, bool local,
 {
     if (!atomic_flag_test_and_set(once)) {
         if (local)
-            LOG_ERROR("remote: %s reached the remote backend, which it must "
+            CRN_ERROR("remote: %s reached the remote backend, which it must "
                       "never (%s): answering CL_INVALID_OPERATION",
                       name, reason);
         else
-            LOG_WARN("remote: %s is not available remoted: %s "
+            CRN_WARN("remote: %s is not available remoted: %s "
                      "(CL_INVALID_OPERATION; docs/remoting.md)",
                      name, reason);
     }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "hostmem.h"
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 
 /* --- maps */
@@ -27,7 +27,7 @@ static void *map_alloc(struct rc_mem *m, size_t offset, size_t len,
         return (char *)m->host_ptr + offset;
     *owned = true;
     if (!m->elem && shim_remote_host_on() && !(p = shim_hostmem_alloc(len)))
-        LOG_DEBUG("remote: no room for %zu bytes in the host-memory "
+        CRN_DEBUG("remote: no room for %zu bytes in the host-memory "
                   "region: this map lives in the heap", len);
     return p ? p : aligned_alloc(4096, ((len ? len : 1) + 4095) &
                                            ~(size_t)4095);
@@ -157,7 +157,7 @@ static cl_int unmap_in_place(cl_command_queue q, cl_mem h, struct rc_map *mp,
                                 mp->ptr);
     shim_own_calls = was;
     if (err != CL_SUCCESS)
-        LOG_WARN("remote: cannot watch an unmap's write: %zu bytes of the "
+        CRN_WARN("remote: cannot watch an unmap's write: %zu bytes of the "
                  "host-memory region stay taken", mp->size);
     mp->owned = false;           /* the callback frees it */
     if (own)

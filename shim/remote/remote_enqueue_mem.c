@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "hostmem.h"
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 #include "remote_lanes.h"
 
@@ -139,7 +139,7 @@ static cl_int host_command(struct cmd *x, uint64_t off, size_t bytes,
     x->c.host_offset = off;
     x->c.blocking = blocking ? true : false;
     cl_int err = mem_command(x, n, wl, ev, NULL, 0, NULL, 0, false);
-    LOG_DEBUG("remote: %s of %zu bytes in place in host memory at %llu "
+    CRN_DEBUG("remote: %s of %zu bytes in place in host memory at %llu "
               "(%s): %d", write ? "write" : "read", bytes,
               (unsigned long long)off, blocking ? "blocking" : "non-blocking",
               err);

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 
 /* --- events */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 
 /* --- kernels */
@@ -163,7 +163,7 @@ cl_int CL_API_CALL rc_clSetKernelArgSVMPointer(cl_kernel h, cl_uint index,
     if (index > 4096)
         return CL_INVALID_ARG_INDEX;
     if (value && !(svm = shim_remote_svm_find(value, &offset))) {
-        LOG_WARN("remote: kernel argument %u points at %p, in no SVM "
+        CRN_WARN("remote: kernel argument %u points at %p, in no SVM "
                  "allocation of this program: CL_INVALID_ARG_VALUE",
                  index, value);
         return CL_INVALID_ARG_VALUE;

@@ -83,7 +83,7 @@ static void log_lanes(void)
         out += L.out_before[i];
         in += L.in_before[i];
         if (out || in)
-            LOG_INFO("remote: lane %u carried %llu bytes out, %llu in", i,
+            CRN_INFO("remote: lane %u carried %llu bytes out, %llu in", i,
                      (unsigned long long)out, (unsigned long long)in);
     }
 }
@@ -136,7 +136,7 @@ static int lane_handshake(int fd, unsigned index)
             continue;
         }
         if (s->msg_case == CRANE__SERVER_MESSAGE__MSG_REFUSED)
-            LOG_WARN("remote: the proxy refused lane %u: %s", index,
+            CRN_WARN("remote: the proxy refused lane %u: %s", index,
                      s->refused->reason);
         rc = s->msg_case == CRANE__SERVER_MESSAGE__MSG_WELCOME &&
                      s->welcome->version == RPC_VERSION
@@ -190,7 +190,7 @@ void shim_lanes_connect(const struct crn_endpoint *ep, const char *text)
     for (unsigned i = 0; L.ls && i < want; i++) {
         int fd = lane_open(ep, text, i);
         if (fd < 0 || crn_lanes_add(L.ls, i, fd) < 0) {
-            LOG_WARN("remote: lane %u to %s: %s; %u lane(s)", i, text,
+            CRN_WARN("remote: lane %u to %s: %s; %u lane(s)", i, text,
                      strerror(fd < 0 ? -fd : EPIPE), i);
             break;
         }
@@ -206,7 +206,7 @@ void shim_lanes_connect(const struct crn_endpoint *ep, const char *text)
             crn_lanes_fault_after(L.ls,
                                   (uint64_t)shim_config.lanes_fault_bytes,
                                   shim_config.lanes_fault_bad);
-        LOG_INFO("remote: %u lanes to %s carry transfers from %u KiB", L.n,
+        CRN_INFO("remote: %u lanes to %s carry transfers from %u KiB", L.n,
                  text, LANE_MIN >> 10);
         if (!L.logged_at_exit)
             L.logged_at_exit = atexit(log_lanes) == 0;
@@ -258,7 +258,7 @@ static bool usable_locked(void)
         /* Kept (and counted) until the connection ends: only
          * shim_lanes_disconnect frees them. */
         if (atomic_exchange(&L.n, 0))
-            LOG_WARN("remote: the lanes failed: bulk bytes take the stream "
+            CRN_WARN("remote: the lanes failed: bulk bytes take the stream "
                      "from now on");
         return false;
     }
@@ -307,7 +307,7 @@ cl_int shim_lanes_write(Crane__ClientMessage *m, const void *bulk,
         lane_failed(m->seq);
         for (unsigned i = 0; i < call_n && i < 16; i++)
             lane_failed(call_seqs[i]);
-        LOG_ERROR("remote: a write of %zu bytes failed on the lanes: %s",
+        CRN_ERROR("remote: a write of %zu bytes failed on the lanes: %s",
                   len, strerror(-rc));
         pthread_mutex_unlock(&L.lock);
         return CL_OUT_OF_RESOURCES;
@@ -350,13 +350,13 @@ cl_int shim_lanes_read(Crane__ClientMessage *m, void *dst, size_t len)
                                                           .proxy_timeout_ms
                                                     : 20000));
         if (rc < 0) {
-            LOG_ERROR("remote: a read of %zu bytes failed on the lanes: %s",
+            CRN_ERROR("remote: a read of %zu bytes failed on the lanes: %s",
                       len, strerror(-rc));
             if (err == CL_SUCCESS)
                 err = CL_OUT_OF_RESOURCES;
         }
     } else if (x && on_lanes) {
-        LOG_ERROR("remote: the proxy sent %llu of a read's %zu bytes on the "
+        CRN_ERROR("remote: the proxy sent %llu of a read's %zu bytes on the "
                   "lanes", (unsigned long long)on_lanes, len);
         crn_lanes_kill(L.ls, "a read's bytes half on the lanes");
         if (err == CL_SUCCESS)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 
 /* --- memory objects */
@@ -47,7 +47,7 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
                              : NULL;
     if (svm) {
         if (size > svm->mem.size - at) {
-            LOG_WARN("remote: a buffer of %zu bytes over an SVM allocation "
+            CRN_WARN("remote: a buffer of %zu bytes over an SVM allocation "
                      "with %zu bytes left from its pointer", size,
                      svm->mem.size - at);
             RC_SET_ERR(CL_INVALID_BUFFER_SIZE);
@@ -75,7 +75,7 @@ static cl_mem create_buffer(cl_context c, const cl_mem_properties *props,
     cb.n_properties = np;
     cb.bulk_len = with_data ? size : 0;
     if (!with_data && host && (flags & CL_MEM_USE_HOST_PTR))
-        LOG_DEBUG("remote: a %zu-byte buffer over host memory none of whose "
+        CRN_DEBUG("remote: a %zu-byte buffer over host memory none of whose "
                   "bytes are needed: none sent", size);
     RC_MSG(m, create_buffer, CREATE_BUFFER, &cb);
     return rc_created(&mem->obj, &m, with_data ? host : NULL, cb.bulk_len,

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 #include "remote_lanes.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 
 /* --- programs */
@@ -16,7 +16,7 @@ static int program_bytes(Crane__CreateProgram *cp, const void *bytes,
                          size_t len, cl_int *errcode_ret)
 {
     if (len > SHIM_REMOTE_MAX_BULK) {
-        LOG_ERROR("remote: a program of %zu bytes exceeds the remoting "
+        CRN_ERROR("remote: a program of %zu bytes exceeds the remoting "
                   "limit of %u bytes (docs/remoting.md): not created",
                   len, SHIM_REMOTE_MAX_BULK);
         RC_SET_ERR(CL_OUT_OF_RESOURCES);

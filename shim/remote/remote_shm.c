@@ -114,7 +114,7 @@ int shim_remote_shm_use(const char *path, const char *name, uint64_t offset,
     pthread_mutex_lock(&shim_conn.send_lock);
     shim_conn.shm_on = true;
     pthread_mutex_unlock(&shim_conn.send_lock);
-    LOG_INFO("remote: bulk bytes go through %zu MiB of shared memory in %s "
+    CRN_INFO("remote: bulk bytes go through %zu MiB of shared memory in %s "
              "at %llu", shim_conn.shm.size >> 20, path,
              (unsigned long long)offset);
     rc = 0;
@@ -147,7 +147,7 @@ int shim_remote_shm_release(char *why, size_t why_len)
             snprintf(why, why_len, "the proxy did not give the area up: %s "
                      "(%d); connection ended",
                      r.reply && r.reply->error ? r.reply->error : "?", err);
-            LOG_ERROR("remote: %s", why);
+            CRN_ERROR("remote: %s", why);
             /* It may still write replies into the area: no call may
              * read them from a device that is about to go. */
             atomic_store(&shim_conn.dead, true);
@@ -159,7 +159,7 @@ int shim_remote_shm_release(char *why, size_t why_len)
     atomic_store(&shim_conn.shm_in, false);
     crn_shm_close(&shim_conn.shm);
     if (rc == 0)
-        LOG_INFO("remote: the shared area is given up; bulk bytes take the "
+        CRN_INFO("remote: the shared area is given up; bulk bytes take the "
                  "stream");
 out:
     pthread_mutex_unlock(&shm_cmd_lock);

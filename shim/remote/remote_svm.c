@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "hostmem.h"
-#include "log.h"
+#include "proto/log.h"
 #include "remote.h"
 
 /* Every live allocation; few per program, so a list. */
@@ -54,7 +54,7 @@ void *CL_API_CALL rc_clSVMAlloc(cl_context c, cl_svm_mem_flags flags,
         /* The program's bytes are a copy here: sharing them at a finer
          * grain than map/unmap cannot hold. */
         if (!atomic_flag_test_and_set(&warned))
-            LOG_WARN("remote: clSVMAlloc with flags 0x%llx: only "
+            CRN_WARN("remote: clSVMAlloc with flags 0x%llx: only "
                      "coarse-grained SVM is remoted (NULL returned)",
                      (unsigned long long)flags);
         return NULL;
@@ -88,7 +88,7 @@ void *CL_API_CALL rc_clSVMAlloc(cl_context c, cl_svm_mem_flags flags,
     cl_int err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
     shim_remote_reply_free(&r);
     if (err != CL_SUCCESS) {
-        LOG_WARN("remote: clSVMAlloc of %zu bytes failed on the proxy (%d)",
+        CRN_WARN("remote: clSVMAlloc of %zu bytes failed on the proxy (%d)",
                  size, err);
         shim_hostmem_free(s->host);
         pthread_mutex_destroy(&s->mem.lock);

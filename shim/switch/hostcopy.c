@@ -25,7 +25,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define HOSTCOPY_CHUNK (8u << 20)
@@ -75,7 +75,7 @@ static cl_mem bounce_for(void *ctx, size_t need)
         buf = b->buf;
     pthread_mutex_unlock(&lock);
     if (!buf)
-        LOG_ERROR("hostcopy: no %zu-byte device buffer to move an object "
+        CRN_ERROR("hostcopy: no %zu-byte device buffer to move an object "
                   "the host may not access: %d", need, err);
     return buf;
 }
@@ -150,7 +150,7 @@ int shim_hostcopy_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
     err = read_chunks(q, bounce, chunk_for(len), mem, off, len, dst, 0, NULL,
                       NULL);
     if (err != CL_SUCCESS) {
-        LOG_ERROR("hostcopy: reading %zu bytes at %zu through the device "
+        CRN_ERROR("hostcopy: reading %zu bytes at %zu through the device "
                   "failed: %d", len, off, err);
         return -EIO;
     }
@@ -182,7 +182,7 @@ int shim_hostcopy_write(cl_command_queue q, void *ctx, cl_mem mem,
                                                  n, 0, NULL, NULL);
     }
     if (err != CL_SUCCESS) {
-        LOG_ERROR("hostcopy: writing %zu bytes at %zu through the device "
+        CRN_ERROR("hostcopy: writing %zu bytes at %zu through the device "
                   "failed: %d", len, off, err);
         return -EIO;
     }
@@ -237,7 +237,7 @@ int shim_hostcopy_read_image(cl_command_queue q, void *ctx,
             }
         }
     if (err != CL_SUCCESS) {
-        LOG_ERROR("hostcopy: reading a %zu-byte image through the device "
+        CRN_ERROR("hostcopy: reading a %zu-byte image through the device "
                   "failed: %d", m->size, err);
         return -EIO;
     }
@@ -270,7 +270,7 @@ int shim_hostcopy_write_image(cl_command_queue q, void *ctx,
                     q, bounce, mem, 0, origin, part, 0, NULL, NULL);
         }
     if (err != CL_SUCCESS) {
-        LOG_ERROR("hostcopy: writing a %zu-byte image through the device "
+        CRN_ERROR("hostcopy: writing a %zu-byte image through the device "
                   "failed: %d", m->size, err);
         return -EIO;
     }

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define MAX_DEVS 64
@@ -213,7 +213,7 @@ static void *make_program(struct order *r, const struct shim_plan *plan)
         made = NULL;
     }
     if (!made)
-        LOG_DEBUG("prebuild: program not made ahead (%d)", err);
+        CRN_DEBUG("prebuild: program not made ahead (%d)", err);
     return made;
 }
 
@@ -273,7 +273,7 @@ static unsigned make_all(struct batch *b, bool give_up)
             shim_store_unlock();
             made_n++;
         } else if (made) {
-            LOG_DEBUG("prebuild: the proxy connection changed; a %s made "
+            CRN_DEBUG("prebuild: the proxy connection changed; a %s made "
                       "ahead went with it", r->o->ops->name);
         }
         free(r->options);
@@ -308,7 +308,7 @@ void shim_prebuild_remote(struct shim_rehome_times *t)
     t->prebuilt = n;
     t->prebuild = shim_now() - t0;
     if (n)
-        LOG_INFO("prebuild: %u object(s) made on the proxy ahead of the "
+        CRN_INFO("prebuild: %u object(s) made on the proxy ahead of the "
                  "switch in %.3f ms, before the gate closes",
                  n, t->prebuild * 1e3);
 }

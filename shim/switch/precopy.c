@@ -54,7 +54,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define MAX_TAKEN 4096
@@ -317,7 +317,7 @@ static int mirror(struct round *r)
         if (!m->premade) {
             m->premade = shim_mem_make_in(m, ctx, &err);
             if (!m->premade) {
-                LOG_WARN("pre-copy: no %zu-byte buffer on the target (%d)",
+                CRN_WARN("pre-copy: no %zu-byte buffer on the target (%d)",
                          m->size, err);
                 rc = -EIO;
                 break;
@@ -418,7 +418,7 @@ void shim_precopy(const struct shim_backend_ops *to)
         if (rc == 0 && targets) {
             r->target_bytes = 0;
             if (mirror(r) < 0) {
-                LOG_WARN("pre-copy: writing into the target failed; the stop "
+                CRN_WARN("pre-copy: writing into the target failed; the stop "
                          "writes everything");
                 shim_precopy_drop_targets();
                 targets = false;
@@ -427,7 +427,7 @@ void shim_precopy(const struct shim_backend_ops *to)
         }
         give_back(r, rc == 0);
         if (rc < 0) {
-            LOG_WARN("pre-copy: round %u failed (%d); its bytes are left to "
+            CRN_WARN("pre-copy: round %u failed (%d); its bytes are left to "
                      "the stop", k + 1, rc);
             end = "failed";
             break;
@@ -455,7 +455,7 @@ void shim_precopy(const struct shim_backend_ops *to)
     free(r);
     last.seconds = shim_now() - t0;
     snprintf(last.end, sizeof(last.end), "%s", end);
-    LOG_INFO("pre-copy: %u round(s) in %.3f ms while the program ran (%s)",
+    CRN_INFO("pre-copy: %u round(s) in %.3f ms while the program ran (%s)",
              last.rounds, last.seconds * 1e3, last.end);
 }
 

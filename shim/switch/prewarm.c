@@ -3,7 +3,7 @@
  * so that neither (~100 ms each on NVIDIA) is part of the stoppage. */
 #include <stdlib.h>
 
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 /* The backend's device for shadow D, where the device rule puts it
@@ -44,7 +44,7 @@ static void *make_context(struct shim_context *c, const struct shim_plan *plan)
         c->props ? props : NULL, c->n_devices, devs, c->notify,
         c->notify_data, &err);
     if (!made)
-        LOG_DEBUG("prewarm: context not made ahead (%d)", err);
+        CRN_DEBUG("prewarm: context not made ahead (%d)", err);
     return made;
 }
 
@@ -82,7 +82,7 @@ unsigned shim_prewarm_remote_contexts_on(const struct shim_plan *plan,
     }
     shim_store_unlock();
     if (n)
-        LOG_INFO("prewarm: %u context(s) made on the proxy ahead of the "
+        CRN_INFO("prewarm: %u context(s) made on the proxy ahead of the "
                  "switch", n);
     return n;
 }
@@ -115,7 +115,7 @@ void shim_prewarm_native(const struct shim_backend_ops *vendor)
             premake((struct shim_context *)o, &plan);
     shim_store_unlock();
     shim_plan_free(&plan);
-    LOG_INFO("prewarm: vendor loaded and contexts made in %.3f ms, before "
+    CRN_INFO("prewarm: vendor loaded and contexts made in %.3f ms, before "
              "the gate closes",
              (shim_now() - t0) * 1e3);
 }

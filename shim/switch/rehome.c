@@ -140,10 +140,10 @@ static int switch_to(const struct shim_backend_ops *to, bool gpu_leaves,
              : shim_rehome_take_out(from, to, &ps, t);
     if (rc < 0) {
         /* Nothing was released: the program runs on as it was. */
-        LOG_ERROR("re-home: cannot switch from %s to %s (%d); staying on %s",
+        CRN_ERROR("re-home: cannot switch from %s to %s (%d); staying on %s",
                   from->name, to->name, rc, from->name);
     } else if ((rc = shim_rehome_bring_back(to, &ps, t)) < 0 && ps.background) {
-        LOG_ERROR("re-home: cannot switch to %s (%d); staying on %s",
+        CRN_ERROR("re-home: cannot switch to %s (%d); staying on %s",
                   to->name, rc, from->name);
         shim_rehome_stay_on(from, to, &ps);
     } else if (rc < 0) {
@@ -221,7 +221,7 @@ static int unpark(struct shim_rehome_times *t)
         /* The state in RAM is the only whole copy: keep it, and the
          * program's calls held, for a later resume to try again. */
         shim_rehome_undo_bring_back(to, &ps);
-        LOG_ERROR("re-home: %s did not come back (%d); the program stays "
+        CRN_ERROR("re-home: %s did not come back (%d); the program stays "
                   "parked with its state in RAM until a resume works",
                   to->name, rc);
         t->total = shim_now() - t0;

@@ -63,7 +63,7 @@ int shim_switch_refuse(int rc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    LOG_WARN("SWITCH_REFUSE (%s, %d): %s; nothing changed",
+    CRN_WARN("SWITCH_REFUSE (%s, %d): %s; nothing changed",
              refusal_name(rc), rc, why);
     shim_rehome_note("%s", why);
     return rc;
@@ -91,7 +91,7 @@ bool shim_user_event_abandon(void *real)
     cl_int err = VENDOR(real)->clSetUserEventStatus(real, CL_COMPLETE);
 
     if (err != CL_SUCCESS)
-        LOG_WARN("re-home: completing a moved user event on its old side "
+        CRN_WARN("re-home: completing a moved user event on its old side "
                  "failed (%d)", err);
     return err == CL_SUCCESS;
 }

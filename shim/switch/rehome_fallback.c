@@ -25,12 +25,12 @@ int shim_rehome_fallback(const struct shim_backend_ops *to, struct pass *ps,
     /* What the failed bring_back made on TO goes, and TO with it. */
     shim_rehome_undo_bring_back(to, ps);
     if (!shim_is_proxy(to) && shim_config.remote) {
-        LOG_WARN("re-home: %s did not come back (%d); bringing the program "
+        CRN_WARN("re-home: %s did not come back (%d); bringing the program "
                  "up on the proxy %s from its state in RAM",
                  to->name, rc, shim_config.remote);
         int prc = shim_rehome_bring_back(shim_proxy_backend(), ps, t);
         if (prc == 0) {
-            LOG_WARN("re-home: the program goes on remoted (a later "
+            CRN_WARN("re-home: the program goes on remoted (a later "
                      "re-home may bring it back to %s)",
                      to->name);
             shim_rehome_note_add("; the program goes on remoted on the "
@@ -40,7 +40,7 @@ int shim_rehome_fallback(const struct shim_backend_ops *to, struct pass *ps,
         shim_rehome_undo_bring_back(shim_proxy_backend(), ps);
     }
     go_dead();
-    LOG_ERROR("re-home: %s did not come back (%d)%s; every OpenCL call "
+    CRN_ERROR("re-home: %s did not come back (%d)%s; every OpenCL call "
               "answers CL_DEVICE_NOT_AVAILABLE until a re-home brings the "
               "program back from its state in RAM",
               to->name, rc,
@@ -58,6 +58,6 @@ int shim_rehome_dead_leave(void)
     for (struct shim_obj *o = shim_store_first(); o; o = o->next)
         if (o->real == shim_dead_handle)
             o->real = NULL;
-    LOG_INFO("re-home: bringing the program back from its state in RAM");
+    CRN_INFO("re-home: bringing the program back from its state in RAM");
     return 0;
 }

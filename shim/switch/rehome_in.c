@@ -143,7 +143,7 @@ static int rebuild_one(const struct shim_backend_ops *to, struct shim_obj *o,
         SWITCH_FAIL("recreating a %s on %s failed (%d, vendor %d)",
                     o->ops->name, to->name, rc, shim_vendor_err);
     if (shim_now() - tr > 1e-4)
-        LOG_DEBUG("re-home: recreating a %s on %s took %.3f ms",
+        CRN_DEBUG("re-home: recreating a %s on %s took %.3f ms",
                   o->ops->name, to->name, (shim_now() - tr) * 1e3);
     return rc;
 }
@@ -283,7 +283,7 @@ static int put_back(const struct shim_backend_ops *to, struct pass *ps,
                                         "writing the buffers back");
     if (rc == 0)
         rc = frc;
-    LOG_DEBUG("re-home: reinject handed on every byte in %.3f ms, then "
+    CRN_DEBUG("re-home: reinject handed on every byte in %.3f ms, then "
               "waited %.3f ms for staged writes and %.3f ms for the queues",
               (tw - ts) * 1e3, (tq - tw) * 1e3, (shim_now() - tq) * 1e3);
     /* Every streamed chunk went through the proxy's queue finished above:

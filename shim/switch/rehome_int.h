@@ -3,7 +3,7 @@
 #define SHIM_REHOME_INT_H
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 extern atomic_long shim_svm_live;
@@ -22,7 +22,7 @@ void shim_rehome_note_add(const char *text);
 /* Logs where a switch failed, and keeps the first such reason. */
 #define SWITCH_FAIL(fmt, ...)                                   \
     do {                                                        \
-        LOG_ERROR("re-home: " fmt, ##__VA_ARGS__);              \
+        CRN_ERROR("re-home: " fmt, ##__VA_ARGS__);              \
         shim_rehome_note(fmt, ##__VA_ARGS__);                   \
     } while (0)
 

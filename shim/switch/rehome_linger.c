@@ -116,7 +116,7 @@ static void *background_release(void *arg)
         bg.twins_held = linger = true;
     else
         bg.backend->unload();
-    LOG_INFO("re-home #%u in the background: release %.3f + unload %.3f ms"
+    CRN_INFO("re-home #%u in the background: release %.3f + unload %.3f ms"
              "%s", bg.rehome, (t1 - t0) * 1e3, (shim_now() - t1) * 1e3,
              linger ? "; proxy objects kept for the next switch" : "");
     snprintf(line, sizeof(line),

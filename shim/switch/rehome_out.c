@@ -104,7 +104,7 @@ static int extract(struct shim_mem *m, cl_command_queue q, size_t *bytes)
          * into the host memory under the maps would overwrite the
          * program's (reinject writes none either). */
         if (shim_maps_cover(m)) {
-            LOG_DEBUG("re-home: a %zu-byte buffer under maps for writing "
+            CRN_DEBUG("re-home: a %zu-byte buffer under maps for writing "
                       "whole: none of its bytes read", m->size);
             return 0;
         }

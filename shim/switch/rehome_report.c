@@ -29,7 +29,7 @@ void shim_rehome_report(const struct shim_rehome_times *t, int rc,
 {
     char line[1024];
 
-    LOG_INFO("re-home #%u %s->%s %s: blocked %.3f ms = finish %.3f + extract %.3f "
+    CRN_INFO("re-home #%u %s->%s %s: blocked %.3f ms = finish %.3f + extract %.3f "
              "+ release %.3f + unload %.3f + load %.3f + rebuild %.3f + "
              "reinject %.3f ms; %zu bytes out, %zu back (%zu with no CPU "
              "copy), %u objects",

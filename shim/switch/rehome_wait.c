@@ -132,7 +132,7 @@ int shim_rehome_wait_kernels(const struct shim_backend_ops *from)
                      "more)",
                      shown, bound - waited);
             if (!logged || shown % 10 == 0)
-                LOG_INFO("re-home: %s", text);
+                CRN_INFO("re-home: %s", text);
             logged = true;
             show(text);
         }
@@ -144,7 +144,7 @@ int shim_rehome_wait_kernels(const struct shim_backend_ops *from)
     marks_release(&mk);
     if (shown >= 0) {
         if (rc == 0)
-            LOG_INFO("re-home: the program's kernels ended after %.1f s of "
+            CRN_INFO("re-home: the program's kernels ended after %.1f s of "
                      "waiting; switching", shim_now() - t0);
         show("");
     }

@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define WRAP_CONTEXTS 16
@@ -94,12 +94,12 @@ int shim_ringstream_prepare(void *ctx)
     w->mem = VENDOR(ctx)->clCreateBuffer(
         ctx, CL_MEM_USE_HOST_PTR | CL_MEM_READ_WRITE, size, base, &err);
     if (!w->mem) {
-        LOG_INFO("ringstream: the vendor did not wrap the %zu-byte shared "
+        CRN_INFO("ringstream: the vendor did not wrap the %zu-byte shared "
                  "area (%d): a switch's bytes go through pinned chunks",
                  size, err);
         return -EIO;
     }
-    LOG_INFO("ringstream: shared area of %zu bytes wrapped for the vendor "
+    CRN_INFO("ringstream: shared area of %zu bytes wrapped for the vendor "
              "in %.3f ms, before the gate closes",
              size, (shim_now() - t0) * 1e3);
     return 0;
@@ -154,7 +154,7 @@ static int wait_copy(struct piece *p)
     p->ev = NULL;
     stats.device_s += shim_now() - t0;
     if (err != CL_SUCCESS || st != CL_COMPLETE) {
-        LOG_ERROR("ringstream: a %zu-byte piece's device copy failed (%d, "
+        CRN_ERROR("ringstream: a %zu-byte piece's device copy failed (%d, "
                   "status %d)", p->len, err, st);
         return -EIO;
     }
@@ -180,7 +180,7 @@ static int out_retire(struct out *o)
     o->n--;
     if (rc == 0 &&
         ring()->write(o->rq, o->rmem, p->off, p->len, p->pos) != CL_SUCCESS) {
-        LOG_ERROR("ringstream: naming a %zu-byte piece to the proxy failed",
+        CRN_ERROR("ringstream: naming a %zu-byte piece to the proxy failed",
                   p->len);
         rc = -EIO;
     }
@@ -223,7 +223,7 @@ int shim_ringstream_out(cl_command_queue nq, void *nctx, cl_mem nmem,
         if (rc == -EAGAIN)
             rc = ring()->hold(n, shim_config.proxy_timeout_ms, &pos, &at);
         if (rc < 0) {
-            LOG_ERROR("ringstream: no room for %zu bytes in the shared area "
+            CRN_ERROR("ringstream: no room for %zu bytes in the shared area "
                       "(%d)", n, rc);
             break;
         }
@@ -232,7 +232,7 @@ int shim_ringstream_out(cl_command_queue nq, void *nctx, cl_mem nmem,
         cl_int err = VENDOR(nq)->clEnqueueReadBuffer(nq, nmem, CL_FALSE, off,
                                                      n, at, 0, NULL, &p->ev);
         if (err != CL_SUCCESS) {
-            LOG_ERROR("ringstream: reading %zu bytes at %zu failed: %d", n,
+            CRN_ERROR("ringstream: reading %zu bytes at %zu failed: %d", n,
                       off, err);
             rc = -EIO;
             break;
@@ -311,7 +311,7 @@ static int back_sink(void *arg, size_t off, const void *bytes, size_t len,
             b->nq, b->nmem, CL_TRUE, b->base + off, len, bytes, 0, NULL,
             NULL);
         if (err != CL_SUCCESS) {
-            LOG_ERROR("ringstream: writing %zu bytes at %zu failed: %d", len,
+            CRN_ERROR("ringstream: writing %zu bytes at %zu failed: %d", len,
                       b->base + off, err);
             return b->err = -EIO;
         }
@@ -328,7 +328,7 @@ static int back_sink(void *arg, size_t off, const void *bytes, size_t len,
                        b->nq, b->nmem, CL_FALSE, b->base + off, len, bytes, 0,
                        NULL, &p->ev);
     if (rc == 0 && err != CL_SUCCESS) {
-        LOG_ERROR("ringstream: writing %zu bytes at %zu failed: %d", len,
+        CRN_ERROR("ringstream: writing %zu bytes at %zu failed: %d", len,
                   b->base + off, err);
         rc = -EIO;
     }
@@ -361,7 +361,7 @@ int shim_ringstream_back(cl_command_queue rq, cl_mem rmem, size_t off,
     ring()->area_unhold();
 
     if (err != CL_SUCCESS) {
-        LOG_ERROR("ringstream: reading %zu bytes from the proxy failed: %d",
+        CRN_ERROR("ringstream: reading %zu bytes from the proxy failed: %d",
                   size, err);
         return -EIO;
     }

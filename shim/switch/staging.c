@@ -36,7 +36,7 @@
 
 #include "config.h"
 #include "proto/pcopy.h"
-#include "log.h"
+#include "proto/log.h"
 #include "shim.h"
 
 #define STAGING_CHUNK (8u << 20)
@@ -142,7 +142,7 @@ int shim_staging_prepare(void *ctx)
             break;
     }
     if (!s->mapq || !s->slots[want - 1].ptr) {
-        LOG_WARN("staging: no pinned chunks (%d); this context's bytes are "
+        CRN_WARN("staging: no pinned chunks (%d); this context's bytes are "
                  "copied directly", err);
         release(s);
         return -ENOMEM;
@@ -193,7 +193,7 @@ void shim_staging_prepare_switch(const struct shim_backend_ops *from,
     }
     shim_store_unlock();
     if (n_table > before)
-        LOG_INFO("staging: %zu context(s) given %u pinned %u MiB chunks in "
+        CRN_INFO("staging: %zu context(s) given %u pinned %u MiB chunks in "
                  "%.3f ms, before the gate closes",
                  n_table - before, table[before].n_slots, STAGING_CHUNK >> 20,
                  (shim_now() - t0) * 1e3);
@@ -263,7 +263,7 @@ void shim_staging_prepare_shadows(bool (*needed)(const struct shim_mem *m,
     }
     free(list);
     if (bytes)
-        LOG_INFO("staging: %zu bytes of RAM copies made and faulted in, in "
+        CRN_INFO("staging: %zu bytes of RAM copies made and faulted in, in "
                  "%.3f ms, before the gate closes",
                  bytes, (shim_now() - t0) * 1e3);
 }
@@ -305,7 +305,7 @@ static void retire(struct slot *sl)
     VENDOR(sl->ev)->clReleaseEvent(sl->ev);
     sl->ev = NULL;
     if (err != CL_SUCCESS || st != CL_COMPLETE) {
-        LOG_ERROR("staging: a %zu-byte chunk's copy failed (%d, status %d)",
+        CRN_ERROR("staging: a %zu-byte chunk's copy failed (%d, status %d)",
                   sl->len, err, st);
         if (!stream_err)
             stream_err = -EIO;
@@ -318,7 +318,7 @@ static void retire(struct slot *sl)
         stats.copy_s += shim_now() - t1;
         stats.bytes += sl->len;
         if (rc < 0) {
-            LOG_ERROR("staging: handing on a %zu-byte chunk at %zu failed "
+            CRN_ERROR("staging: handing on a %zu-byte chunk at %zu failed "
                       "(%d)", sl->len, sl->off, rc);
             stream_err = rc;
         }
@@ -345,7 +345,7 @@ static cl_mem slot_dev(struct staging *s, struct slot *sl)
         sl->dev = VENDOR(s->ctx)->clCreateBuffer(
             s->ctx, CL_MEM_READ_WRITE, STAGING_CHUNK, NULL, &err);
     if (!sl->dev) {
-        LOG_ERROR("staging: no %u-byte device buffer for a restricted "
+        CRN_ERROR("staging: no %u-byte device buffer for a restricted "
                   "object's copy: %d", STAGING_CHUNK, err);
         stream_err = -ENOMEM;
     }
@@ -381,7 +381,7 @@ static int stream_read(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
             err = VENDOR(q)->clEnqueueReadBuffer(q, from, CL_FALSE, at, n,
                                                  sl->ptr, 0, NULL, &sl->ev);
         if (err != CL_SUCCESS) {
-            LOG_ERROR("staging: reading %zu bytes at %zu failed: %d", n, off,
+            CRN_ERROR("staging: reading %zu bytes at %zu failed: %d", n, off,
                       err);
             sl->ev = NULL;
             stream_err = -EIO;
@@ -430,7 +430,7 @@ int shim_staging_stream(cl_command_queue q, void *ctx, cl_mem mem, size_t off,
         cl_int err = VENDOR(q)->clEnqueueReadBuffer(q, mem, CL_FALSE, off, n,
                                                     sl->ptr, 0, NULL, &sl->ev);
         if (err != CL_SUCCESS) {
-            LOG_ERROR("staging: reading %zu bytes at %zu failed: %d", n, off,
+            CRN_ERROR("staging: reading %zu bytes at %zu failed: %d", n, off,
                       err);
             sl->ev = NULL;
             stream_err = -EIO;
@@ -481,7 +481,7 @@ static int stream_write(cl_command_queue q, void *ctx, cl_mem mem,
                                                   sl->ptr, 0, NULL, &sl->ev);
         }
         if (err != CL_SUCCESS) {
-            LOG_ERROR("staging: writing %zu bytes at %zu failed: %d", n, off,
+            CRN_ERROR("staging: writing %zu bytes at %zu failed: %d", n, off,
                       err);
             sl->ev = NULL;
             stream_err = -EIO;

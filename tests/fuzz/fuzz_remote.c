@@ -2,7 +2,7 @@
 #include "arena.h"
 #include "dispatch.h"
 #include "exec.h"
-#include "log.h"
+#include "proto/log.h"
 #include "tenant.h"
 #include "validate.h"
 
