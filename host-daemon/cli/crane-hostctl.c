@@ -211,6 +211,41 @@ static int check_options(struct ctl_opts *o)
 }
 
 /* -1 to go on, else the exit status. */
+/* The command's operands and the options only some commands take. */
+static int parse_operands(int argc, char **argv, struct ctl_opts *o)
+{
+    enum hd_pool_format fmt;
+
+    if (strcmp(o->command, "pool") == 0 || strcmp(o->command, "list") == 0 ||
+        strcmp(o->command, "history") == 0) {
+        if (optind < argc)
+            return bad_usage("takes no operand", argv[optind]);
+        if (o->format && strcmp(o->command, "pool"))
+            return bad_usage("--format is for pool", NULL);
+        if (o->format && hd_pool_format_parse(o->format, &fmt) < 0)
+            return bad_usage("bad --format (json, placement, kubernetes)",
+                             o->format);
+        if (o->format && o->json && strcmp(o->format, "json"))
+            return bad_usage("--json and --format together", o->format);
+    } else if (strcmp(o->command, "prepare") == 0 ||
+               strcmp(o->command, "resume") == 0 ||
+               strcmp(o->command, "abort") == 0 ||
+               strcmp(o->command, "cancel") == 0 ||
+               strcmp(o->command, "jobinfo") == 0 ||
+               strcmp(o->command, "shm") == 0) {
+        if (optind >= argc)
+            return bad_usage("missing DOMAIN", NULL);
+        o->domain = argv[optind++];
+        if (optind < argc)
+            return bad_usage("too many operands", argv[optind]);
+        if (o->format)
+            return bad_usage("--format is for pool", NULL);
+    } else {
+        return bad_usage("unknown command", o->command);
+    }
+    return MIG_EXIT_OK;
+}
+
 static int parse(int argc, char **argv, struct ctl_opts *o)
 {
     enum { O_LIVE = 1, O_OFFLINE, O_PROXY, O_ID, O_TO, O_FROM, O_FORMAT,
@@ -237,7 +272,6 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
     };
-    enum hd_pool_format fmt;
     char *end;
     int c;
 
@@ -283,33 +317,9 @@ static int parse(int argc, char **argv, struct ctl_opts *o)
     if (optind >= argc)
         return bad_usage("missing command", NULL);
     o->command = argv[optind++];
-    if (strcmp(o->command, "pool") == 0 || strcmp(o->command, "list") == 0 ||
-        strcmp(o->command, "history") == 0) {
-        if (optind < argc)
-            return bad_usage("takes no operand", argv[optind]);
-        if (o->format && strcmp(o->command, "pool"))
-            return bad_usage("--format is for pool", NULL);
-        if (o->format && hd_pool_format_parse(o->format, &fmt) < 0)
-            return bad_usage("bad --format (json, placement, kubernetes)",
-                             o->format);
-        if (o->format && o->json && strcmp(o->format, "json"))
-            return bad_usage("--json and --format together", o->format);
-    } else if (strcmp(o->command, "prepare") == 0 ||
-               strcmp(o->command, "resume") == 0 ||
-               strcmp(o->command, "abort") == 0 ||
-               strcmp(o->command, "cancel") == 0 ||
-               strcmp(o->command, "jobinfo") == 0 ||
-               strcmp(o->command, "shm") == 0) {
-        if (optind >= argc)
-            return bad_usage("missing DOMAIN", NULL);
-        o->domain = argv[optind++];
-        if (optind < argc)
-            return bad_usage("too many operands", argv[optind]);
-        if (o->format)
-            return bad_usage("--format is for pool", NULL);
-    } else {
-        return bad_usage("unknown command", o->command);
-    }
+    c = parse_operands(argc, argv, o);
+    if (c != MIG_EXIT_OK)
+        return c;
     return check_options(o);
 }
 
