@@ -55,6 +55,51 @@ void px_conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
                        (unsigned)(c->icap - c->ilen));
 }
 
+/* Whether M is an attach or detach of shared or host memory that failed:
+ * R->error then says why. */
+static bool attach_failed(struct px_conn *c, const Crane__ClientMessage *m,
+                          struct px_req *r)
+{
+    switch (m->msg_case) {
+    case CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH:
+        return attach_area(c, m->shm_attach, r->error, sizeof(r->error)) < 0;
+    case CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH:
+        return attach_host(c, m->host_attach, r->error, sizeof(r->error)) < 0;
+    case CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH:
+        return detach_area(c, r->error, sizeof(r->error)) < 0;
+    default:
+        return false;
+    }
+}
+
+/* M's BULK bytes are in ring 0: claimed now, in the stream's order; the
+ * call's execution copies them out (or stages a write through pinned
+ * memory) and frees their room, in the same order (exec.c).  A piece out
+ * of place is refused in R->error (M freed); nothing of it is used. */
+static void take_shm_bulk(struct px_conn *c, Crane__ClientMessage *m,
+                          struct px_arena *a, struct px_req *r, uint64_t bulk)
+{
+    unsigned char *at;
+    int rc = bulk && c->shm ? crn_shm_claim(c->shm, CRN_SHM_TO_PROXY,
+                                            m->shm_pos, bulk, &at)
+                            : -EPROTO;
+
+    if (rc < 0) {
+        snprintf(r->error, sizeof(r->error),
+                 "shared-memory bytes out of place (position %llu, "
+                 "%llu bytes)", (unsigned long long)m->shm_pos,
+                 (unsigned long long)bulk);
+        r->deferred = !m->want_reply;
+        px_arena_free(m, a);
+        return;
+    }
+    r->msg = m;
+    r->arena = a;
+    r->bulk_len = bulk;
+    r->ring = c->shm;
+    r->ring_pos = m->shm_pos;
+}
+
 /* Handles the message M (taking it, and the arena A it was decoded into)
  * that the frame held; AFTER is the input after the frame, from which bulk
  * bytes are taken.  Returns how many bytes of bulk it took, or -1 to stop
@@ -95,50 +140,13 @@ static long take_message(struct px_conn *c, Crane__ClientMessage *m,
         return -1;
     }
     r->seq = m->seq;
-    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_ATTACH &&
-        attach_area(c, m->shm_attach, r->error, sizeof(r->error)) < 0) {
-        /* Answered with the reason; bulk keeps to the stream. */
-        px_arena_free(m, a);
-        px_conn_queue(c, r);
-        return 0;
-    }
-    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_HOST_ATTACH &&
-        attach_host(c, m->host_attach, r->error, sizeof(r->error)) < 0) {
-        px_arena_free(m, a);
-        px_conn_queue(c, r);
-        return 0;
-    }
-    if (m->msg_case == CRANE__CLIENT_MESSAGE__MSG_SHM_DETACH &&
-        detach_area(c, r->error, sizeof(r->error)) < 0) {
-        px_arena_free(m, a);
-        px_conn_queue(c, r);
-        return 0;
-    }
-    if (m->shm_bulk) {
-        /* The bytes are in ring 0: claimed now, in the stream's order; the
-         * call's execution copies them out (or stages a write through
-         * pinned memory) and frees their room, in the same order
-         * (exec.c).  A piece out of place is refused; nothing of it is
-         * used. */
-        unsigned char *at;
-        int rc = bulk && c->shm ? crn_shm_claim(c->shm, CRN_SHM_TO_PROXY,
-                                                m->shm_pos, bulk, &at)
-                                : -EPROTO;
-        if (rc < 0) {
-            snprintf(r->error, sizeof(r->error),
-                     "shared-memory bytes out of place (position %llu, "
-                     "%llu bytes)", (unsigned long long)m->shm_pos,
-                     (unsigned long long)bulk);
-            r->deferred = !m->want_reply;
+    if (attach_failed(c, m, r) || m->shm_bulk) {
+        /* A failed attach or detach is answered with its reason (bulk
+         * keeps to the stream); shared-memory bytes are claimed. */
+        if (m->shm_bulk && !r->error[0])
+            take_shm_bulk(c, m, a, r, bulk);
+        else
             px_arena_free(m, a);
-            px_conn_queue(c, r);
-            return 0;
-        }
-        r->msg = m;
-        r->arena = a;
-        r->bulk_len = bulk;
-        r->ring = c->shm;
-        r->ring_pos = m->shm_pos;
         px_conn_queue(c, r);
         return 0;
     }

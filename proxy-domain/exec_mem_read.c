@@ -326,6 +326,42 @@ static void read_slot_free(struct px_call *c, struct read_slot *s, size_t k)
     s->at = NULL;
 }
 
+/* The oldest chunk of the window, I, once the device filled it, with
+ * those after it (below QUEUED) that lie right behind it in memory and are
+ * filled already: the last one's index, for one send, so that each lane
+ * carries several pieces per wake-up.  A chunk whose read failed sets
+ * *ERR (if not set yet). */
+static size_t ready_run(struct read_slot *win, size_t i, size_t queued,
+                        size_t chunk, cl_int *err)
+{
+    struct read_slot *s = &win[i % READ_WINDOW];
+    cl_int status;
+    size_t j;
+
+    if (s->ev)
+        clWaitForEvents(1, &s->ev);
+    for (j = i; j + 1 < queued; j++) {
+        struct read_slot *a = &win[j % READ_WINDOW],
+                         *b = &win[(j + 1) % READ_WINDOW];
+        status = CL_QUEUED;
+        if (b->at != a->at + chunk || !b->ev ||
+            clGetEventInfo(b->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                           sizeof(status), &status, NULL) != CL_SUCCESS ||
+            status != CL_COMPLETE)
+            break;
+    }
+    for (size_t x = i; x <= j; x++) {
+        struct read_slot *a = &win[x % READ_WINDOW];
+        status = a->ev ? CL_COMPLETE : CL_INVALID_OPERATION;
+        if (a->ev)
+            clGetEventInfo(a->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                           sizeof(status), &status, NULL);
+        if (status < 0 && *err == CL_SUCCESS)
+            *err = status;
+    }
+    return j;
+}
+
 static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
 {
     const Crane__MemCommand *mc = op->mc;
@@ -333,7 +369,7 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
     size_t chunk = PX_READ_CHUNK, n = (len + chunk - 1) / chunk;
     size_t queued = 0, sent = 0;      /* chunks read / gone, in order */
     struct read_slot win[READ_WINDOW];
-    cl_int err = CL_SUCCESS, status;
+    cl_int err = CL_SUCCESS;
     bool any_sent = false;
     /* Room in the pinned area comes back as chunks leave: worth waiting
      * for rather than taking heap. */
@@ -387,34 +423,11 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
             crn_lanes_kill(c->t->lanes, "a read's chunk could not be had");
             break;
         }
-        /* The oldest chunk once the device filled it, with those after it
-         * that lie right behind it and are filled already: one send, so
-         * that each lane carries several pieces per wake-up. */
-        size_t i = sent, j;
+        /* One send of the oldest filled run (ready_run). */
+        size_t i = sent, j = ready_run(win, i, queued, chunk, &err);
         struct read_slot *s = &win[i % READ_WINDOW];
-        if (s->ev)
-            clWaitForEvents(1, &s->ev);
-        for (j = i; j + 1 < queued; j++) {
-            struct read_slot *a = &win[j % READ_WINDOW],
-                             *b = &win[(j + 1) % READ_WINDOW];
-            status = CL_QUEUED;
-            if (b->at != a->at + chunk || !b->ev ||
-                clGetEventInfo(b->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                               sizeof(status), &status, NULL) != CL_SUCCESS ||
-                status != CL_COMPLETE)
-                break;
-        }
         size_t off = i * chunk, end = (j + 1) * chunk < len ? (j + 1) * chunk
                                                            : len;
-        for (size_t x = i; x <= j; x++) {
-            struct read_slot *a = &win[x % READ_WINDOW];
-            status = a->ev ? CL_COMPLETE : CL_INVALID_OPERATION;
-            if (a->ev)
-                clGetEventInfo(a->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                               sizeof(status), &status, NULL);
-            if (status < 0 && err == CL_SUCCESS)
-                err = status;
-        }
         if (rc == 0 &&
             (rc = px_lanes_send(c->t, c->m, s->at, len, off, end)) < 0)
             err = px_fail(c, CL_OUT_OF_RESOURCES, "read %llu: its lanes "
