@@ -41,140 +41,177 @@ static double now_ns(void)
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static const char *only;  /* the one kind to run, or NULL for all */
+/* What every kind's loop uses. */
+struct bench {
+    cl_command_queue q;
+    cl_kernel k;
+    cl_mem bufs[4];
+    size_t global;
+    int value;
+};
 
-static int wanted(const char *kind)
+static void run_setarg(struct bench *b, long n)
 {
-    return !only || strcmp(only, kind) == 0;
+    for (long i = 0; i < n; i++)
+        clSetKernelArg(b->k, 4 + (i & 3), sizeof(int), &b->value);
 }
 
-static void report(const char *kind, double t0, long n)
+static void run_setarg_mem(struct bench *b, long n)
 {
-    printf("RESULT %s %.2f %ld\n", kind, (now_ns() - t0) / n, n);
+    for (long i = 0; i < n; i++)
+        clSetKernelArg(b->k, i & 3, sizeof(cl_mem), &b->bufs[(i >> 2) & 3]);
 }
 
-int main(int argc, char **argv)
+static void run_launch(struct bench *b, long n)
 {
-    long n = argc > 1 ? atol(argv[1]) : 2000000;
+    for (long i = 0; i < n; i++)
+        clEnqueueNDRangeKernel(b->q, b->k, 1, NULL, &b->global, NULL, 0,
+                               NULL, NULL);
+}
+
+/* bench/overhead's setarg iteration: eight arguments, then a launch. */
+static void run_args8_launch(struct bench *b, long n)
+{
+    for (long i = 0; i < n; i++) {
+        int v[4] = {(int)i, (int)(i >> 4), 256, 1 + (int)(i % 7)};
+        for (cl_uint a = 0; a < 4; a++)
+            clSetKernelArg(b->k, a, sizeof(cl_mem), &b->bufs[(i + a) & 3]);
+        for (cl_uint a = 0; a < 4; a++)
+            clSetKernelArg(b->k, 4 + a, sizeof(int), &v[a]);
+        clEnqueueNDRangeKernel(b->q, b->k, 1, NULL, &b->global, NULL, 0,
+                               NULL, NULL);
+    }
+}
+
+static void run_launch_event(struct bench *b, long n)
+{
+    for (long i = 0; i < n; i++) {
+        cl_event ev;
+        clEnqueueNDRangeKernel(b->q, b->k, 1, NULL, &b->global, NULL, 0,
+                               NULL, &ev);
+        clReleaseEvent(ev);
+    }
+}
+
+static void run_read4(struct bench *b, long n)
+{
+    for (long i = 0; i < n; i++)
+        clEnqueueReadBuffer(b->q, b->bufs[0], CL_TRUE, 0, 4, &b->value, 0,
+                            NULL, NULL);
+}
+
+/* The marker is made and finished before the clock starts (main). */
+static cl_event status_of;
+
+static void run_event_status(struct bench *b, long n)
+{
+    cl_int status;
+
+    (void)b;
+    for (long i = 0; i < n; i++)
+        clGetEventInfo(status_of, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                       sizeof(status), &status, NULL);
+}
+
+static void run_write4(struct bench *b, long n)
+{
+    for (long i = 0; i < n; i++)
+        clEnqueueWriteBuffer(b->q, b->bufs[0], CL_TRUE, 0, 4, &b->value, 0,
+                             NULL, NULL);
+}
+
+/* The kinds, in the order they run. */
+static const struct kind {
+    const char *name;
+    void (*run)(struct bench *b, long n);
+} kinds[] = {
+    {"setarg", run_setarg},
+    {"setarg_mem", run_setarg_mem},
+    {"launch", run_launch},
+    {"args8_launch", run_args8_launch},
+    {"launch_event", run_launch_event},
+    {"read4", run_read4},
+    {"event_status", run_event_status},
+    {"write4", run_write4},
+};
+#define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+/* The kind named ONLY, or -1. */
+static int kind_index(const char *only)
+{
+    for (size_t i = 0; i < N_KINDS; i++)
+        if (strcmp(kinds[i].name, only) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* A context, a queue, four buffers and a kernel with its eight arguments
+ * set, on the first device of the first platform. */
+static void setup(struct bench *b, cl_context *ctx, cl_program *prog)
+{
     const char *src = "kernel void k(global int *a, global int *b, "
                       "global int *c, global int *d, int e, int f, int g, "
                       "int h) { a[0] = e; }";
     cl_platform_id platform;
     cl_device_id device;
     cl_int err;
-    size_t global = 1;
-    cl_mem bufs[4];
-    int value = 7;
-    double t0;
 
-    only = argc > 2 ? argv[2] : NULL;
-    if (n <= 0 || (only && !wanted("setarg") && !wanted("setarg_mem") &&
-                   !wanted("launch") && !wanted("args8_launch") &&
-                   !wanted("launch_event") && !wanted("read4") &&
-                   !wanted("event_status") &&
-                   !wanted("write4"))) {
+    CHECK(clGetPlatformIDs(1, &platform, NULL));
+    CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL));
+    *ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    CHECK(err);
+    b->q = clCreateCommandQueueWithProperties(*ctx, device, NULL, &err);
+    CHECK(err);
+    for (int i = 0; i < 4; i++) {
+        b->bufs[i] = clCreateBuffer(*ctx, CL_MEM_READ_WRITE, 4096, NULL,
+                                    &err);
+        CHECK(err);
+    }
+    *prog = clCreateProgramWithSource(*ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(*prog, 1, &device, "", NULL, NULL));
+    b->k = clCreateKernel(*prog, "k", &err);
+    CHECK(err);
+    for (cl_uint i = 0; i < 4; i++)
+        CHECK(clSetKernelArg(b->k, i, sizeof(cl_mem), &b->bufs[i]));
+    for (cl_uint i = 4; i < 8; i++)
+        CHECK(clSetKernelArg(b->k, i, sizeof(int), &b->value));
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 2000000;
+    const char *only = argc > 2 ? argv[2] : NULL;
+    struct bench b = {.global = 1, .value = 7};
+    cl_context ctx;
+    cl_program prog;
+
+    if (n <= 0 || (only && kind_index(only) < 0)) {
         fprintf(stderr, "usage: shimcost [ITERATIONS > 0 [setarg|"
                         "setarg_mem|launch|args8_launch|launch_event|"
                         "write4|read4|event_status]]\n");
         return 2;
     }
-    CHECK(clGetPlatformIDs(1, &platform, NULL));
-    CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL));
-    cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    CHECK(err);
-    cl_command_queue q = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
-    CHECK(err);
-    for (int i = 0; i < 4; i++) {
-        bufs[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
-        CHECK(err);
-    }
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(prog, 1, &device, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(prog, "k", &err);
-    CHECK(err);
-    for (cl_uint i = 0; i < 4; i++)
-        CHECK(clSetKernelArg(k, i, sizeof(cl_mem), &bufs[i]));
-    for (cl_uint i = 4; i < 8; i++)
-        CHECK(clSetKernelArg(k, i, sizeof(int), &value));
-
-    if (wanted("setarg")) {
-        t0 = now_ns();
-        for (long i = 0; i < n; i++)
-            clSetKernelArg(k, 4 + (i & 3), sizeof(int), &value);
-        report("setarg", t0, n);
-    }
-    if (wanted("setarg_mem")) {
-        t0 = now_ns();
-        for (long i = 0; i < n; i++)
-            clSetKernelArg(k, i & 3, sizeof(cl_mem), &bufs[(i >> 2) & 3]);
-        report("setarg_mem", t0, n);
-    }
-    if (wanted("launch")) {
-        t0 = now_ns();
-        for (long i = 0; i < n; i++)
-            clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL,
-                                   NULL);
-        report("launch", t0, n);
-    }
-    if (wanted("args8_launch")) {
-        /* bench/overhead's setarg iteration: eight arguments, then a
-         * launch. */
-        t0 = now_ns();
-        for (long i = 0; i < n; i++) {
-            int v[4] = {(int)i, (int)(i >> 4), 256, 1 + (int)(i % 7)};
-            for (cl_uint a = 0; a < 4; a++)
-                clSetKernelArg(k, a, sizeof(cl_mem), &bufs[(i + a) & 3]);
-            for (cl_uint a = 0; a < 4; a++)
-                clSetKernelArg(k, 4 + a, sizeof(int), &v[a]);
-            clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL,
-                                   NULL);
+    setup(&b, &ctx, &prog);
+    for (size_t i = 0; i < N_KINDS; i++) {
+        if (only && strcmp(only, kinds[i].name))
+            continue;
+        if (kinds[i].run == run_event_status) {
+            CHECK(clEnqueueMarkerWithWaitList(b.q, 0, NULL, &status_of));
+            CHECK(clFinish(b.q));
         }
-        report("args8_launch", t0, n);
+        double t0 = now_ns();
+        kinds[i].run(&b, n);
+        printf("RESULT %s %.2f %ld\n", kinds[i].name, (now_ns() - t0) / n, n);
+        if (kinds[i].run == run_event_status)
+            clReleaseEvent(status_of);
     }
-    if (wanted("launch_event")) {
-        t0 = now_ns();
-        for (long i = 0; i < n; i++) {
-            cl_event ev;
-            clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL,
-                                   &ev);
-            clReleaseEvent(ev);
-        }
-        report("launch_event", t0, n);
-    }
-    if (wanted("read4")) {
-        t0 = now_ns();
-        for (long i = 0; i < n; i++)
-            clEnqueueReadBuffer(q, bufs[0], CL_TRUE, 0, 4, &value, 0, NULL,
-                                NULL);
-        report("read4", t0, n);
-    }
-    if (wanted("event_status")) {
-        cl_event done;
-        cl_int status;
-        CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &done));
-        CHECK(clFinish(q));
-        t0 = now_ns();
-        for (long i = 0; i < n; i++)
-            clGetEventInfo(done, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                           sizeof(status), &status, NULL);
-        report("event_status", t0, n);
-        clReleaseEvent(done);
-    }
-    if (wanted("write4")) {
-        t0 = now_ns();
-        for (long i = 0; i < n; i++)
-            clEnqueueWriteBuffer(q, bufs[0], CL_TRUE, 0, 4, &value, 0, NULL,
-                                 NULL);
-        report("write4", t0, n);
-    }
-
-    CHECK(clFinish(q));
-    clReleaseKernel(k);
+    CHECK(clFinish(b.q));
+    clReleaseKernel(b.k);
     clReleaseProgram(prog);
     for (int i = 0; i < 4; i++)
-        clReleaseMemObject(bufs[i]);
-    clReleaseCommandQueue(q);
+        clReleaseMemObject(b.bufs[i]);
+    clReleaseCommandQueue(b.q);
     clReleaseContext(ctx);
     return 0;
 }
