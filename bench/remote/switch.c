@@ -341,6 +341,40 @@ static void usage(FILE *f)
             "times (default 0), each failure printed as a RETRY line.\n");
 }
 
+/* The switch out and back while a thread keeps rewriting MIB's hot
+ * buffer: both switches, then every word of both checked. */
+static int hot_run(struct sw *s, double mib)
+{
+    pthread_t th;
+    int rc;
+
+    if ((rc = sw_open(s)) != SW_OK ||
+        (rc = sw_launch(s, s->fill, 1)) != SW_OK ||
+        (rc = hot_fill(s)) != SW_OK)
+        return rc;
+    if (pthread_create(&th, NULL, hot_thread, s) != 0) {
+        fprintf(stderr, "switch: no thread\n");
+        return SW_ERROR;
+    }
+    hot_wait(s, 3);
+    rc = sw_rehome(s, "to_remote", mib);
+    hot_wait(s, 3);
+    if (rc == SW_OK)
+        rc = sw_rehome(s, "to_native", mib);
+    hot_wait(s, 3);
+    atomic_store(&s->hot_stop, true);
+    pthread_join(th, NULL);
+    if (rc == SW_OK && (rc = s->hot_rc) == SW_OK &&
+        (rc = sw_verify(s)) == SW_OK)
+        rc = hot_verify(s);
+    if (rc != SW_OK)
+        return rc;
+    printf("PASS %.0f MiB in %u buffers, %u MiB hot over %u "
+           "iterations\n", mib, s->n_bufs + 1,
+           (unsigned)(s->hot_words * 4 >> 20), atomic_load(&s->hot_iters));
+    return SW_OK;
+}
+
 int main(int argc, char **argv)
 {
     struct sw s = {.n_bufs = 4};
@@ -393,35 +427,8 @@ int main(int argc, char **argv)
         return SW_ERROR;
     }
     double mib = (double)(s.words * 4 * s.n_bufs) / (1 << 20);
-    if (s.hot_words) {
-        pthread_t th;
-        mib += (double)s.hot_words * 4 / (1 << 20);
-        if ((rc = sw_open(&s)) != SW_OK ||
-            (rc = sw_launch(&s, s.fill, 1)) != SW_OK ||
-            (rc = hot_fill(&s)) != SW_OK)
-            return rc;
-        if (pthread_create(&th, NULL, hot_thread, &s) != 0) {
-            fprintf(stderr, "switch: no thread\n");
-            return SW_ERROR;
-        }
-        hot_wait(&s, 3);
-        rc = sw_rehome(&s, "to_remote", mib);
-        hot_wait(&s, 3);
-        if (rc == SW_OK)
-            rc = sw_rehome(&s, "to_native", mib);
-        hot_wait(&s, 3);
-        atomic_store(&s.hot_stop, true);
-        pthread_join(th, NULL);
-        if (rc == SW_OK && (rc = s.hot_rc) == SW_OK &&
-            (rc = sw_verify(&s)) == SW_OK)
-            rc = hot_verify(&s);
-        if (rc != SW_OK)
-            return rc;
-        printf("PASS %.0f MiB in %u buffers, %u MiB hot over %u "
-               "iterations\n", mib, s.n_bufs + 1,
-               (unsigned)(s.hot_words * 4 >> 20), atomic_load(&s.hot_iters));
-        return SW_OK;
-    }
+    if (s.hot_words)
+        return hot_run(&s, mib + (double)s.hot_words * 4 / (1 << 20));
     if ((rc = sw_open(&s)) != SW_OK || (rc = sw_launch(&s, s.fill, 1)) != SW_OK)
         return rc;
     for (unsigned long c = 0; c < cycles; c++) {
