@@ -309,7 +309,7 @@ no-free-gpu)
     T0=$(e2e_now)
     e2e_hostd dst "$DURI" $((PORT0 + 2)) $((PORT0 + 3)) "$HOSTD_CONF"
     step "crane-hostd dst restarted" "$WORK/hostd-dst.log" 'crane-hostd on dst' 2
-    grep -q "$DOM (migration .*) still waits for a GPU" "$WORK/hostd-dst.log" ||
+    grep -Eq "$DOM \(migration .*\) still waits for [0-9]+ GPU" "$WORK/hostd-dst.log" ||
         fail "the restarted crane-hostd did not take the waiting VM up"
     T0=$(e2e_now)
     $VD destroy "$DOM-blocker" > /dev/null || fail "destroy blocker"
