@@ -56,7 +56,8 @@
 #   precopy     bench/remote/run.sh precopy --precopy 4096:16 --reps 3
 #               (4 GiB held, 16 MiB hot) over TCP loopback, then over the
 #               shared-memory path (--transport shm): minutes
-#   overhead    bench/overhead/run.sh on NVIDIA alone
+#   overhead    bench/overhead/run.sh --shim crane-run on NVIDIA alone (the
+#               shim against native, with native2 as the noise floor)
 #   cross       bench/remote/cross-vendor.sh (NVIDIA <-> PoCL moves)
 #   issue21     on NVIDIA alone: bench/remote/progswitch.sh 5 3 (a compiled
 #               and linked program's switch back, binaries kept against
@@ -221,7 +222,8 @@ part_precopy() {
 
 part_overhead() {
     echo "# vendor set: NVIDIA alone"
-    nv bench/overhead/run.sh --bench "$root/$B/bench/clbench" 2>&1
+    nv bench/overhead/run.sh --shim "$root/$B/bin/crane-run" \
+        --bench "$root/$B/bench/clbench" 2>&1
 }
 
 part_cross() {
