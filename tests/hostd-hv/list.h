@@ -46,8 +46,8 @@ TEST_TIMED(e2e_hotplug, 300)
 TEST_TIMED(e2e_migrate, 400)
 
 /* crane-hostd's own parts (test_daemon.c): settings, event waits, the
- * prepared VMs and their leases, peer endpoints, the peer protocol over
- * loopback. */
+ * prepared VMs and their leases, peer endpoints; the peer protocol over
+ * loopback in test_peer.c (its stand-ins in peer_standins.c). */
 TEST_TIMED(config_keys, 10)
 TEST_TIMED(config_file, 10)
 TEST_TIMED(peer_endpoint_for, 10)
@@ -61,7 +61,7 @@ TEST_TIMED(peer_auth, 30)
 TEST_TIMED(peer_wrong_key, 30)
 TEST_TIMED(peer_bad_input, 30)
 TEST_TIMED(peer_arrive_validated, 30)
-/* TLS on peer links and the libxl stream (proto/tls.c). */
+/* TLS on peer links (proto/tls.c; test_peer.c). */
 TEST_TIMED(peer_tls_psk, 30)
 TEST_TIMED(peer_tls_x509, 60)
 
@@ -73,7 +73,7 @@ TEST_TIMED(migrate_libvirt_args, 10)
 /* libxl migration streams over the peer protocol (XenStream), without
  * Xen: refusals, the handshake first, the client's fd against a stand-in
  * destination, and the libxl server's accept path (skipped without
- * libxen-dev). */
+ * libxen-dev; test_peer_xen.c). */
 TEST_TIMED(peer_xen_stream_refused, 30)
 TEST_TIMED(peer_xen_stream_before_auth, 30)
 TEST_TIMED(peer_xen_stream_accepted, 30)
