@@ -53,6 +53,9 @@ TEST_TIMED(config_file, 10)
 TEST_TIMED(peer_endpoint_for, 10)
 TEST_TIMED(waits, 20)
 TEST_TIMED(prepared_leases, 10)
+/* crane-hostd's guest client (test_guest.c): commands by their row. */
+TEST_TIMED(guest_send_by_row, 20)
+TEST_TIMED(guest_send_refused, 20)
 /* The running migrations as a cancel finds them (test_running.c). */
 TEST_TIMED(running_cancel_copy_outran, 30)
 TEST_TIMED(running_cancel_after_end, 30)
