@@ -167,9 +167,13 @@ Crane__Hostd__Result hd_arrive_attach(struct hd_daemon *d, struct hd_run *run,
     }
     /* Abort undoes the prepare on the host that made it; resume follows
      * a move.  Both end with every program back on the GPU. */
+    Crane__Control__Abort a = CRANE__CONTROL__ABORT__INIT;
+    Crane__Control__Resume res = CRANE__CONTROL__RESUME__INIT;
     rc = how == HD_BRING_ABORT
-             ? hd_guest_abort(dom.channel, d->cfg.resume_deadline_ms, &gr)
-             : hd_guest_resume(dom.channel, d->cfg.resume_deadline_ms, &gr);
+             ? hd_guest_send(dom.channel, CRANE__CONTROL__OP__OP_ABORT,
+                             &a.base, d->cfg.resume_deadline_ms, NULL, &gr)
+             : hd_guest_send(dom.channel, CRANE__CONTROL__OP__OP_RESUME,
+                             &res.base, d->cfg.resume_deadline_ms, NULL, &gr);
     if (rc < 0) {
         snprintf(why, why_len, "the guest daemon did not answer %s: %s",
                  step, strerror(-rc));

@@ -3,6 +3,7 @@
 
 #include "daemon.h"
 #include "io.h"
+#include "proto/control_ops.h"
 #include "proto/log.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
@@ -169,73 +170,47 @@ static int call(const char *path, Crane__Control__HostMessage *m,
     return rc;
 }
 
-int hd_guest_prepare(const char *path, int mode, const char *proxy,
-                     const uint8_t *key, size_t key_len, uint32_t deadline_ms,
-                     const struct hd_guest_watch *watch,
-                     struct hd_guest_reply *r)
+/* The wait for a command of CMD's type: a command that carries the guest
+ * daemon's own bound (a deadline_ms field) gets WAIT_MS there and is
+ * waited for that plus the margin; one without (status) for WAIT_MS. */
+static uint32_t command_wait(ProtobufCMessage *cmd, uint32_t wait_ms)
 {
-    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
-    Crane__Control__Prepare p = CRANE__CONTROL__PREPARE__INIT;
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field_by_name(cmd->descriptor,
+                                                        "deadline_ms");
 
-    p.mode = (Crane__Control__MigrationMode)mode;
-    p.proxy = (char *)(proxy ? proxy : "");
-    p.auth_key.data = (uint8_t *)key;
-    p.auth_key.len = key ? key_len : 0;
-    p.deadline_ms = deadline_ms;
-    p.progress = watch && watch->fn;
-    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE;
-    m.prepare = &p;
-    return call(path, &m, deadline_ms + GUEST_MARGIN_MS,
-                p.progress ? watch : NULL, r);
+    if (!f || f->type != PROTOBUF_C_TYPE_UINT32 ||
+        f->label == PROTOBUF_C_LABEL_REPEATED)
+        return wait_ms;
+    *(uint32_t *)((char *)cmd + f->offset) = wait_ms;
+    return wait_ms + GUEST_MARGIN_MS;
 }
 
-int hd_guest_resume(const char *path, uint32_t deadline_ms,
-                    struct hd_guest_reply *r)
+int hd_guest_send(const char *path, Crane__Control__Op op,
+                  ProtobufCMessage *cmd, uint32_t wait_ms,
+                  const struct hd_guest_watch *watch,
+                  struct hd_guest_reply *r)
 {
     Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
-    Crane__Control__Resume c = CRANE__CONTROL__RESUME__INIT;
+    const struct crn_control_op *row = crn_control_op(op);
+    const ProtobufCFieldDescriptor *f =
+        row ? protobuf_c_message_descriptor_get_field(
+                  &crane__control__host_message__descriptor, row->host_case)
+            : NULL;
 
-    c.deadline_ms = deadline_ms;
-    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME;
-    m.resume = &c;
-    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, NULL, r);
-}
-
-int hd_guest_abort(const char *path, uint32_t deadline_ms,
-                   struct hd_guest_reply *r)
-{
-    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
-    Crane__Control__Abort c = CRANE__CONTROL__ABORT__INIT;
-
-    c.deadline_ms = deadline_ms;
-    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT;
-    m.abort = &c;
-    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, NULL, r);
-}
-
-int hd_guest_shm(const char *path, bool release, uint64_t size,
-                 uint32_t deadline_ms, struct hd_guest_reply *r)
-{
-    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
-    Crane__Control__Shm c = CRANE__CONTROL__SHM__INIT;
-
-    c.release = release;
-    c.size = size;
-    c.deadline_ms = deadline_ms;
-    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_SHM;
-    m.shm = &c;
-    return call(path, &m, deadline_ms + GUEST_MARGIN_MS, NULL, r);
-}
-
-int hd_guest_status(const char *path, uint32_t timeout_ms,
-                    struct hd_guest_reply *r)
-{
-    Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
-    Crane__Control__StatusRequest c = CRANE__CONTROL__STATUS_REQUEST__INIT;
-
-    m.msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS;
-    m.status = &c;
-    return call(path, &m, timeout_ms, NULL, r);
+    memset(r, 0, sizeof(*r));
+    /* The row says which field of HostMessage carries the command; the
+     * schema says where it is and of which type it must be. */
+    if (!f || !cmd || f->descriptor != cmd->descriptor) {
+        CRN_ERROR("guest %s: %s is not a command the host sends as %s", path,
+                  cmd ? cmd->descriptor->name : "nothing",
+                  crn_control_op_name(op));
+        return -EINVAL;
+    }
+    *(ProtobufCMessage **)((char *)&m + f->offset) = cmd;
+    m.msg_case = row->host_case;
+    return call(path, &m, command_wait(cmd, wait_ms),
+                watch && watch->fn ? watch : NULL, r);
 }
 
 void hd_guest_reply_free(struct hd_guest_reply *r)

@@ -4,7 +4,6 @@
 
 #include "proto/control.pb-c.h"
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,20 +25,24 @@ struct crn_tls_config;
 void hd_guest_set_tls(struct crn_tls_config *tls);
 
 /*
- * Each connects to the channel PATH (the unix socket of the virtio-serial
- * port; or tcp:HOST:PORT, authenticated with the key), sends one command and
- * waits for its answer: the command's own deadline plus a margin for the
- * guest daemon to answer.  0 with *R filled when the guest daemon answered
- * (look at R->ack->err for its result); -ETIMEDOUT, -ECONNREFUSED, ... when
- * it did not (logged, with WHY).  MODE: CRANE__CONTROL__MIGRATION_MODE__*.
- * Prepare's KEY (KEY_LEN bytes, or NULL) is the proxy's key, passed on to
- * the programs so that they can authenticate to it.  With WATCH (or NULL)
- * it asks crane-guestd for its progress on the prepare's own connection
- * (the only one a virtio-serial port takes at a time): WATCH->fn(arg, p)
- * for each OpProgress before the answer, on the caller's thread.  Each one
- * shows the guest alive: past the deadline the wait goes on while they
- * keep coming (at most 10 s apart, an hour in all).  A guest daemon that
- * sends none is waited for as without WATCH.
+ * Sends one command to crane-guestd and waits for its answer: OP is a row
+ * of proto/control_ops.def that the host sends (HOST), CMD its message, of
+ * the type of HostMessage's field named as the row (a Crane__Control__Shm
+ * for OP_SHM, ...); -EINVAL (logged) for a row the host does not send or a
+ * message of another type.  It connects to the channel PATH (the unix
+ * socket of the virtio-serial port; or tcp:HOST:PORT, authenticated with
+ * the key).  WAIT_MS: a command whose message has a deadline_ms (the guest
+ * daemon's own bound) gets it there and is waited for that plus a margin
+ * for the guest daemon to answer; one without (status) is waited for
+ * WAIT_MS.  0 with *R filled when the guest daemon answered (look at
+ * R->ack->err for its result); -ETIMEDOUT, -ECONNREFUSED, ... when it did
+ * not (logged, with why).  With WATCH (or NULL, or a NULL fn), for a
+ * command that asked for progress (Prepare's `progress`), the progress
+ * crane-guestd sends on the command's own connection (the only one a
+ * virtio-serial port takes at a time): WATCH->fn(arg, p) for each
+ * OpProgress before the answer, on the caller's thread.  Each one shows
+ * the guest alive: past the deadline the wait goes on while they keep
+ * coming (at most 10 s apart, an hour in all).
  */
 typedef void hd_guest_progress_fn(void *arg,
                                   const Crane__Control__OpProgress *p);
@@ -47,20 +50,10 @@ struct hd_guest_watch {
     hd_guest_progress_fn *fn;
     void *arg;
 };
-int hd_guest_prepare(const char *path, int mode, const char *proxy,
-                     const uint8_t *key, size_t key_len, uint32_t deadline_ms,
-                     const struct hd_guest_watch *watch,
-                     struct hd_guest_reply *r);
-int hd_guest_resume(const char *path, uint32_t deadline_ms,
-                    struct hd_guest_reply *r);
-int hd_guest_abort(const char *path, uint32_t deadline_ms,
-                   struct hd_guest_reply *r);
-int hd_guest_status(const char *path, uint32_t timeout_ms,
-                    struct hd_guest_reply *r);
-/* A shared area of SIZE bytes plugged in for the remoting programs (its
- * only ivshmem-plain device of that size), or with RELEASE its end. */
-int hd_guest_shm(const char *path, bool release, uint64_t size,
-                 uint32_t deadline_ms, struct hd_guest_reply *r);
+int hd_guest_send(const char *path, Crane__Control__Op op,
+                  ProtobufCMessage *cmd, uint32_t wait_ms,
+                  const struct hd_guest_watch *watch,
+                  struct hd_guest_reply *r);
 void hd_guest_reply_free(struct hd_guest_reply *r);
 
 #endif /* HD_GUEST_H */

@@ -456,7 +456,9 @@ static void resume_want(const Crane__Hostd__HostResume *q, const char *channel,
     }
     hd_want_any(want, 0);
     *from = "one: the guest did not say how many";
-    if (hd_guest_status(channel, RESUME_STATUS_MS, &gr) < 0)
+    Crane__Control__StatusRequest sq = CRANE__CONTROL__STATUS_REQUEST__INIT;
+    if (hd_guest_send(channel, CRANE__CONTROL__OP__OP_STATUS, &sq.base,
+                      RESUME_STATUS_MS, NULL, &gr) < 0)
         return;
     if (gr.ack->gpus > 0 && gr.ack->gpus <= HD_MAX_GPUS) {
         hd_want_any(want, gr.ack->gpus);

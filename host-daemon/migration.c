@@ -91,7 +91,9 @@ static Crane__Hostd__Result rollback_guest(struct mig *m, bool prepared)
                         : "undoing the prepare");
     /* Abort undoes a prepare whatever it reached: modules loaded again,
      * the GPU waited for, every program back to passthrough. */
-    rc = hd_guest_abort(m->dom.channel, m->d->cfg.resume_deadline_ms, &gr);
+    Crane__Control__Abort a = CRANE__CONTROL__ABORT__INIT;
+    rc = hd_guest_send(m->dom.channel, CRANE__CONTROL__OP__OP_ABORT, &a.base,
+                       m->d->cfg.resume_deadline_ms, NULL, &gr);
     if (rc == 0) {
         hd_run_guest_steps(&m->run, gr.ack, "post", t);
         rc = gr.ack->err;
@@ -277,13 +279,19 @@ static int prepare(struct mig *m)
                live(m) ? "live: onto the proxy" : "offline: parked in RAM");
     struct hd_prepare_watch *pw = hd_prepare_watch_start(&m->run);
     struct hd_guest_watch gw = {pw ? hd_prepare_watch_feed : NULL, pw};
-    rc = hd_guest_prepare(m->dom.channel,
-                          live(m) ? CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE
-                                  : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE,
-                          m->proxy ? m->proxy : m->q->proxy,
-                          m->proxy ? m->d->proxy_key : NULL,
-                          m->d->proxy_key_len, m->d->cfg.prepare_deadline_ms,
-                          &gw, &gr);
+    Crane__Control__Prepare p = CRANE__CONTROL__PREPARE__INIT;
+    p.mode = live(m) ? CRANE__CONTROL__MIGRATION_MODE__MIGRATION_LIVE
+                     : CRANE__CONTROL__MIGRATION_MODE__MIGRATION_OFFLINE;
+    p.proxy = (char *)(m->proxy ? m->proxy : m->q->proxy ? m->q->proxy : "");
+    /* The proxy's key, passed on so that the programs can authenticate
+     * to it. */
+    if (m->proxy && m->d->proxy_key) {
+        p.auth_key.data = m->d->proxy_key;
+        p.auth_key.len = m->d->proxy_key_len;
+    }
+    p.progress = gw.fn != NULL;
+    rc = hd_guest_send(m->dom.channel, CRANE__CONTROL__OP__OP_PREPARE, &p.base,
+                       m->d->cfg.prepare_deadline_ms, &gw, &gr);
     hd_prepare_watch_stop(pw);
     if (rc < 0) {
         hd_run_step(&m->run, "prepare", 0, NULL, t,

@@ -9,8 +9,8 @@ struct hd_prepare_watch;
 
 /*
  * A watch over the prepare of RUN, fed the progress crane-guestd sends on
- * the prepare's own connection (hd_guest_prepare's watch, control.proto
- * OpProgress): each program it lists as waiting (a switch behind a long
+ * the prepare's own connection (the Prepare's hd_guest_send watch,
+ * control.proto OpProgress): each program it lists as waiting (a switch behind a long
  * kernel) is said in the run, "pid N (NAME): waiting for a kernel running
  * for 37 s (at most 12 s more)", at first sight and every 5 s.  NULL when
  * there is no memory for it (logged; the prepare goes on without).

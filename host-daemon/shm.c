@@ -111,10 +111,32 @@ static void step(struct hd_run *run, const char *phase, double t, int err,
                     text);
 }
 
+/* Shm to the guest daemon at CHANNEL (RELEASE: its end): 0 with the
+ * guest's result in *ERR and its text in TEXT, or -errno when it did not
+ * answer. */
+static int guest_shm(struct hd_daemon *d, const char *channel, bool release,
+                     uint64_t size, int *err, char *text, size_t text_len)
+{
+    Crane__Control__Shm c = CRANE__CONTROL__SHM__INIT;
+    struct hd_guest_reply gr;
+    int rc;
+
+    c.release = release;
+    c.size = size;
+    if ((rc = hd_guest_send(channel, CRANE__CONTROL__OP__OP_SHM, &c.base,
+                            d->cfg.resume_deadline_ms, NULL, &gr)) < 0)
+        return rc;
+    *err = gr.ack->err;
+    snprintf(text, text_len, "%s", gr.ack->error ? gr.ack->error : "");
+    hd_guest_reply_free(&gr);
+    return 0;
+}
+
 int hd_shm_attach(struct hd_daemon *d, struct hd_run *run,
                   const char *domain, char *why, size_t why_len)
 {
-    struct hd_guest_reply gr;
+    char text[400];
+    int err = 0;
     struct hv_domain proxy, dom;
     struct shm_dev s;
     double t = elapsed(run);
@@ -147,12 +169,11 @@ int hd_shm_attach(struct hd_daemon *d, struct hd_run *run,
     /* The guest sees the device a moment after the hypervisor says it is
      * plugged: "no such device" is asked again until attach_timeout_ms. */
     for (double until = hd_now() + d->cfg.attach_timeout_ms / 1e3;;) {
-        rc = hd_guest_shm(dom.channel, false,
-                          (uint64_t)d->cfg.proxy_shm_mb << 20,
-                          d->cfg.resume_deadline_ms, &gr);
-        if (rc < 0 || gr.ack->err != -ENOENT || hd_now() >= until)
+        rc = guest_shm(d, dom.channel, false,
+                       (uint64_t)d->cfg.proxy_shm_mb << 20, &err, text,
+                       sizeof(text));
+        if (rc < 0 || err != -ENOENT || hd_now() >= until)
             break;
-        hd_guest_reply_free(&gr);
         usleep(200 * 1000);
     }
     if (rc < 0) {
@@ -162,23 +183,16 @@ int hd_shm_attach(struct hd_daemon *d, struct hd_run *run,
                  "(the device stays plugged)", strerror(-rc));
         goto keep;
     }
-    rc = gr.ack->err;
-    if (rc < 0)
+    if ((rc = err) < 0)
         snprintf(why, why_len, "the guest did not take the shared area: "
-                 "%.300s", gr.ack->error);
-    hd_guest_reply_free(&gr);
+                 "%.300s", text);
     if (rc == -EOPNOTSUPP)
         goto undo;             /* a guest daemon without the command */
     if (rc < 0) {
         /* Whoever took a part gives it up before the device goes; if the
          * guest cannot say that they did, the device stays. */
-        int back = hd_guest_shm(dom.channel, true, 0,
-                                d->cfg.resume_deadline_ms, &gr);
-        if (back == 0) {
-            back = gr.ack->err;
-            hd_guest_reply_free(&gr);
-        }
-        if (back < 0)
+        if (guest_shm(d, dom.channel, true, 0, &err, text, sizeof(text)) < 0 ||
+            err < 0)
             goto keep;
         goto undo;
     }
@@ -201,7 +215,8 @@ keep:
 int hd_shm_release(struct hd_daemon *d, struct hd_run *run,
                    const char *domain, char *why, size_t why_len)
 {
-    struct hd_guest_reply gr;
+    char text[400];
+    int err = 0;
     struct hv_domain dom;
     struct shm_dev s;
     double t = elapsed(run);
@@ -218,8 +233,8 @@ int hd_shm_release(struct hd_daemon *d, struct hd_run *run,
                        "shared memory up", domain);
         if ((rc = d->hv_ops->domain(d->hv, domain, &dom)) == 0 &&
             *dom.channel)
-            rc = hd_guest_shm(dom.channel, true, 0,
-                              d->cfg.resume_deadline_ms, &gr);
+            rc = guest_shm(d, dom.channel, true, 0, &err, text,
+                           sizeof(text));
         else if (rc == 0)
             rc = -ENOENT;
         if (rc < 0) {
@@ -228,13 +243,11 @@ int hd_shm_release(struct hd_daemon *d, struct hd_run *run,
                      strerror(-rc));
             goto out;
         }
-        rc = gr.ack->err;
-        if (rc < 0)
+        if ((rc = err) < 0) {
             snprintf(why, why_len, "the guest could not give the shared "
-                     "memory up: %.300s (it stays plugged)", gr.ack->error);
-        hd_guest_reply_free(&gr);
-        if (rc < 0)
+                     "memory up: %.300s (it stays plugged)", text);
             goto out;
+        }
         if ((rc = unplug(d, domain, &s)) < 0) {
             snprintf(why, why_len, "%s would not unplug from %s: %s",
                      s.dev.name, domain, strerror(-rc));

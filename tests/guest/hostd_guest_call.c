@@ -30,6 +30,7 @@ double hd_now(void)
 int main(int argc, char **argv)
 {
     struct hd_guest_reply r;
+    Crane__Control__StatusRequest q = CRANE__CONTROL__STATUS_REQUEST__INIT;
     uint8_t *key;
     size_t len;
     int rc;
@@ -58,7 +59,8 @@ int main(int argc, char **argv)
         }
         hd_guest_set_key(key, len);
     }
-    if ((rc = hd_guest_status(argv[1], 10000, &r)) < 0) {
+    if ((rc = hd_guest_send(argv[1], CRANE__CONTROL__OP__OP_STATUS, &q.base,
+                            10000, NULL, &r)) < 0) {
         printf("no answer: %s\n", strerror(-rc));
         return 1;
     }

@@ -46,13 +46,16 @@ TEST_TIMED(e2e_hotplug, 300)
 TEST_TIMED(e2e_migrate, 400)
 
 /* crane-hostd's own parts (test_daemon.c): settings, event waits, the
- * prepared VMs and their leases, peer endpoints, the peer protocol over
- * loopback. */
+ * prepared VMs and their leases, peer endpoints; the peer protocol over
+ * loopback in test_peer.c (its stand-ins in peer_standins.c). */
 TEST_TIMED(config_keys, 10)
 TEST_TIMED(config_file, 10)
 TEST_TIMED(peer_endpoint_for, 10)
 TEST_TIMED(waits, 20)
 TEST_TIMED(prepared_leases, 10)
+/* crane-hostd's guest client (test_guest.c): commands by their row. */
+TEST_TIMED(guest_send_by_row, 20)
+TEST_TIMED(guest_send_refused, 20)
 /* The running migrations as a cancel finds them (test_running.c). */
 TEST_TIMED(running_cancel_copy_outran, 30)
 TEST_TIMED(running_cancel_after_end, 30)
@@ -61,7 +64,7 @@ TEST_TIMED(peer_auth, 30)
 TEST_TIMED(peer_wrong_key, 30)
 TEST_TIMED(peer_bad_input, 30)
 TEST_TIMED(peer_arrive_validated, 30)
-/* TLS on peer links and the libxl stream (proto/tls.c). */
+/* TLS on peer links (proto/tls.c; test_peer.c). */
 TEST_TIMED(peer_tls_psk, 30)
 TEST_TIMED(peer_tls_x509, 60)
 
@@ -73,7 +76,7 @@ TEST_TIMED(migrate_libvirt_args, 10)
 /* libxl migration streams over the peer protocol (XenStream), without
  * Xen: refusals, the handshake first, the client's fd against a stand-in
  * destination, and the libxl server's accept path (skipped without
- * libxen-dev). */
+ * libxen-dev; test_peer_xen.c). */
 TEST_TIMED(peer_xen_stream_refused, 30)
 TEST_TIMED(peer_xen_stream_before_auth, 30)
 TEST_TIMED(peer_xen_stream_accepted, 30)
