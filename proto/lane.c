@@ -88,16 +88,22 @@ int crn_lane_piece_check(uint64_t total, uint32_t piece, uint32_t nlanes,
 }
 
 int crn_lane_mac(const uint8_t key[CRN_LANE_KEY_LEN], const uint8_t *token,
-                 size_t token_len, uint32_t index,
+                 size_t token_len, uint32_t index, uint32_t generation,
                  uint8_t out[CRN_LANE_KEY_LEN])
 {
-    uint8_t msg[128 + 4];
+    uint8_t msg[128 + 8];
+    size_t len = token_len + 4;
 
     if (token_len > 128)
         return -EINVAL;
     memcpy(msg, token, token_len);
     put32(msg + token_len, index);
-    return crn_hmac_sha256(key, CRN_LANE_KEY_LEN, msg, token_len + 4, out);
+    /* Generation 0 keeps the first lanes' MAC as it always was. */
+    if (generation) {
+        put32(msg + len, generation);
+        len += 4;
+    }
+    return crn_hmac_sha256(key, CRN_LANE_KEY_LEN, msg, len, out);
 }
 
 /* --- the set -------------------------------------------------------------- */

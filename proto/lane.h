@@ -24,6 +24,9 @@
 #define CRN_LANE_MAGIC 0x43524c4eu       /* "CRLN" */
 #define CRN_LANE_PIECE_MIN (64u << 10)
 #define CRN_LANE_PIECE_MAX (4u << 20)
+/* Sets of lanes ("generations") one connection may join: the first and
+ * those rejoined after lanes failed; past that its bulk takes the stream. */
+#define CRN_LANE_GENERATIONS 8
 /* Bytes of a lane's key, and of the MAC a lane's Hello carries. */
 #define CRN_LANE_KEY_LEN 32
 
@@ -49,9 +52,10 @@ int crn_lane_piece_check(uint64_t total, uint32_t piece, uint32_t nlanes,
                          uint32_t lane, uint64_t k,
                          const struct crn_lane_hdr *h);
 /* The MAC that proves a lane belongs to a tenant: HMAC-SHA256 keyed with
- * the tenant's lane key over its token and the lane's index. */
+ * the tenant's lane key over its token, the lane's index and (when not 0)
+ * the generation of lanes it joins, each 4 bytes big-endian. */
 int crn_lane_mac(const uint8_t key[CRN_LANE_KEY_LEN], const uint8_t *token,
-                 size_t token_len, uint32_t index,
+                 size_t token_len, uint32_t index, uint32_t generation,
                  uint8_t out[CRN_LANE_KEY_LEN]);
 
 /*

@@ -107,6 +107,7 @@ struct px_conn {
     /* A lane's Hello (lanes.c): TOKEN names its tenant. */
     bool lane;
     uint32_t lane_index;
+    uint32_t lane_generation;
     uint8_t lane_mac[32];
 };
 

@@ -84,6 +84,39 @@ static int lane_welcome(int fd)
     return crn_frame_write(fd, &m.base);
 }
 
+/* Lane 0 of generation GEN (above T's): T's lanes so far are retired
+ * (killed, kept for requests that still name them until the connection
+ * ends) and a fresh set takes their place.  0, or -1 with C refused. */
+static int new_generation(struct px_conn *c, struct px_tenant *t,
+                          uint32_t gen)
+{
+    struct crn_lanes *fresh;
+    char who[64];
+
+    if (c->lane_index != 0) {
+        px_conn_refuse(c, "lane %u out of turn (a new generation begins "
+                          "with lane 0)", c->lane_index);
+        return -1;
+    }
+    if (t->lanes_retired_n >= CRN_LANE_GENERATIONS - 1) {
+        px_conn_refuse(c, "lane generation %u: no more than %u sets of "
+                          "lanes per connection", gen, CRN_LANE_GENERATIONS);
+        return -1;
+    }
+    snprintf(who, sizeof(who), "tenant %llu", (unsigned long long)t->num);
+    if (!(fresh = crn_lanes_new(who, PX_LANE_TIMEOUT_MS))) {
+        px_conn_refuse(c, "no room for a new set of lanes");
+        return -1;
+    }
+    crn_lanes_kill(t->lanes, "their client joins a new generation");
+    t->lanes_retired[t->lanes_retired_n++] = t->lanes;
+    t->lanes = fresh;
+    CRN_INFO("tenant %llu: lanes rejoined: generation %u replaces %u",
+             (unsigned long long)t->num, gen, t->lane_gen);
+    t->lane_gen = gen;
+    return 0;
+}
+
 void px_lanes_attach(struct px_conn *c)
 {
     struct px_tenant *t = px_server_find_tenant(c->srv, c->token,
@@ -98,11 +131,22 @@ void px_lanes_attach(struct px_conn *c)
         return;
     }
     if (crn_lane_mac(t->lane_key, t->token, sizeof(t->token),
-                     c->lane_index, want) < 0 ||
+                     c->lane_index, c->lane_generation, want) < 0 ||
         !crn_auth_equal(want, c->lane_mac, sizeof(want))) {
         px_conn_refuse(c, "lane authentication failed");
         return;
     }
+    /* Lanes of an older set than the tenant's are stale: refused, so
+     * that nothing but the newest set carries its bytes. */
+    if (c->lane_generation < t->lane_gen) {
+        px_conn_refuse(c, "lane %u of generation %u is stale (lanes are at "
+                          "generation %u)", c->lane_index,
+                       c->lane_generation, t->lane_gen);
+        return;
+    }
+    if (c->lane_generation > t->lane_gen &&
+        new_generation(c, t, c->lane_generation) < 0)
+        return;
     have = crn_lanes_count(t->lanes);
     if (c->lane_index != have || have >= c->srv->max_lanes) {
         px_conn_refuse(c, "lane %u out of turn (%u open, at most %u)",
@@ -129,9 +173,9 @@ void px_lanes_attach(struct px_conn *c)
         return;
     }
     make_area(t);
-    CRN_INFO("tenant %llu (%s pid %u): lane %u from %s",
+    CRN_INFO("tenant %llu (%s pid %u): lane %u from %s%s",
             (unsigned long long)t->num, t->program, t->pid, c->lane_index,
-            c->peer);
+            c->peer, t->lane_gen ? " (rejoined)" : "");
     /* The stream is the lane's now: this connection ends without a word
      * (its own descriptor closes, the lane's copy stays). */
     px_conn_close(c, NULL);

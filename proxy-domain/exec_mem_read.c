@@ -362,7 +362,10 @@ static size_t ready_run(struct read_slot *win, size_t i, size_t queued,
     return j;
 }
 
-static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
+/* A read whose chunks leave on the lanes LS (the set the read was asked
+ * on: a newer one that replaces it takes none of its pieces). */
+static cl_int read_on_lanes(struct mem_op *op, struct crn_lanes *ls,
+                            cl_mem src, size_t len)
 {
     const Crane__MemCommand *mc = op->mc;
     struct px_call *c = op->c;
@@ -420,7 +423,7 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
         if (queued == sent) {
             /* No chunk to be had after pieces left: the rest cannot
              * leave, and the client must not wait for it. */
-            crn_lanes_kill(c->t->lanes, "a read's chunk could not be had");
+            crn_lanes_kill(ls, "a read's chunk could not be had");
             break;
         }
         /* One send of the oldest filled run (ready_run). */
@@ -429,7 +432,7 @@ static cl_int read_on_lanes(struct mem_op *op, cl_mem src, size_t len)
         size_t off = i * chunk, end = (j + 1) * chunk < len ? (j + 1) * chunk
                                                            : len;
         if (rc == 0 &&
-            (rc = px_lanes_send(c->t, c->m, s->at, len, off, end)) < 0)
+            (rc = px_lanes_send(ls, c->m, s->at, len, off, end)) < 0)
             err = px_fail(c, CL_OUT_OF_RESOURCES, "read %llu: its lanes "
                           "failed (%s)", (unsigned long long)c->m->seq,
                           strerror(-rc));
@@ -619,7 +622,7 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     size_t len = mc->size;
     /* Over TCP the client may have asked for the bytes on its lanes:
      * each chunk's pieces leave on them in parallel (lanes.c). */
-    bool lanes = !shm && px_lanes_for_read(c->t, c->m);
+    struct crn_lanes *lanes = shm ? NULL : px_lanes_for_read(c->t, c->m);
     cl_int err;
 
     if (len == 0)
@@ -628,7 +631,7 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     if (err != CL_SUCCESS)
         return err;
     if (lanes && len > SMALL_READ)
-        return read_on_lanes(op, src, len);
+        return read_on_lanes(op, lanes, src, len);
     if (len <= SMALL_READ) {
         if (c->t->pend_head)
             px_exec_flush_reads(c->t, false);

@@ -238,6 +238,7 @@ static void hello(struct px_conn *c, const Crane__Hello *h)
         }
         c->lane = true;
         c->lane_index = h->lane_index;
+        c->lane_generation = h->lane_generation;
         memcpy(c->lane_mac, h->lane_mac.data, sizeof(c->lane_mac));
         c->token_len = h->lane_of.len;
         memcpy(c->token, h->lane_of.data, c->token_len);

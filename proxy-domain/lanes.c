@@ -97,19 +97,25 @@ void px_lanes_read_done(struct px_tenant *t, uint64_t pos, size_t len)
     crn_shm_take(t->lane_area, CRN_SHM_TO_CLIENT, pos, len, NULL);
 }
 
-bool px_lanes_for_read(struct px_tenant *t, const Crane__ClientMessage *m)
+struct crn_lanes *px_lanes_for_read(struct px_tenant *t,
+                                    const Crane__ClientMessage *m)
 {
-    return m->lane_xfer && t->lanes && !t->shm &&
-           m->lanes == crn_lanes_count(t->lanes) &&
-           crn_lane_shape_ok(1, m->lane_piece, m->lanes);
+    /* Loaded once: the loop thread may put a new generation in place. */
+    struct crn_lanes *ls = t->lanes;
+
+    return m->lane_xfer && ls && !t->shm &&
+                   m->lanes == crn_lanes_count(ls) &&
+                   crn_lane_shape_ok(1, m->lane_piece, m->lanes)
+               ? ls
+               : NULL;
 }
 
-int px_lanes_send(struct px_tenant *t, const Crane__ClientMessage *m,
+int px_lanes_send(struct crn_lanes *ls, const Crane__ClientMessage *m,
                   const void *at, uint64_t total, uint64_t from,
                   uint64_t to)
 {
-    return crn_lanes_send(t->lanes, m->lane_xfer, at, total, m->lane_piece,
-                          from, to);
+    return crn_lanes_send(ls, m->lane_xfer, at, total, m->lane_piece, from,
+                          to);
 }
 
 void px_lanes_stop(struct px_tenant *t)
@@ -118,13 +124,26 @@ void px_lanes_stop(struct px_tenant *t)
         crn_lanes_kill(t->lanes, NULL);
 }
 
+/* Bytes lane I carried in every generation of T's lanes. */
+static void lane_bytes(struct px_tenant *t, unsigned i, uint64_t *sent,
+                       uint64_t *received)
+{
+    crn_lanes_bytes(t->lanes, i, sent, received);
+    for (unsigned g = 0; g < t->lanes_retired_n; g++) {
+        uint64_t s, r;
+        crn_lanes_bytes(t->lanes_retired[g], i, &s, &r);
+        *sent += s;
+        *received += r;
+    }
+}
+
 void px_lanes_close(struct px_tenant *t)
 {
     if (!t || !t->lanes)
         return;
     for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
         uint64_t sent, received;
-        crn_lanes_bytes(t->lanes, i, &sent, &received);
+        lane_bytes(t, i, &sent, &received);
         if (sent || received)
             CRN_INFO("tenant %llu: lane %u carried %llu bytes in, %llu out",
                     (unsigned long long)t->num, i,
@@ -141,6 +160,10 @@ void px_lanes_close(struct px_tenant *t)
                 (unsigned long long)atomic_load(&t->lane_heap_out));
     crn_lanes_free(t->lanes);
     t->lanes = NULL;
+    for (unsigned g = 0; g < t->lanes_retired_n; g++)
+        crn_lanes_free(t->lanes_retired[g]);
+    t->lanes_retired_n = 0;
+    t->lane_gen = 0;
     if (t->lane_area) {
         px_shm_close(t->lane_area);
         free(t->lane_area);

@@ -38,11 +38,12 @@ void *px_lanes_read_room(struct px_tenant *t, cl_command_queue q, size_t len,
                          uint64_t *pos);
 /* That room freed once its bytes left (in the order it was taken). */
 void px_lanes_read_done(struct px_tenant *t, uint64_t pos, size_t len);
-/* Whether a read (message M) may send its bytes on T's lanes. */
-bool px_lanes_for_read(struct px_tenant *t, const Crane__ClientMessage *m);
-/* Sends the pieces of M's read (TOTAL bytes) in [FROM, TO), whose bytes
- * are at AT; 0 or a negative errno (lanes given up). */
-int px_lanes_send(struct px_tenant *t, const Crane__ClientMessage *m,
+/* The lanes a read (message M) may send its bytes on: T's, or NULL. */
+struct crn_lanes *px_lanes_for_read(struct px_tenant *t,
+                                    const Crane__ClientMessage *m);
+/* Sends the pieces of M's read (TOTAL bytes) in [FROM, TO) on LS, whose
+ * bytes are at AT; 0 or a negative errno (lanes given up). */
+int px_lanes_send(struct crn_lanes *ls, const Crane__ClientMessage *m,
                   const void *at, uint64_t total, uint64_t from,
                   uint64_t to);
 

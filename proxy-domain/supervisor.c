@@ -195,6 +195,7 @@ static void send_to(struct px_wrk *w, struct px_conn *c)
         h.tenant_num = ++w->srv->next_tenant;
     h.lane = c->lane;
     h.lane_index = c->lane_index;
+    h.lane_generation = c->lane_generation;
     if (c->lane) {
         h.lane_mac.data = c->lane_mac;
         h.lane_mac.len = sizeof(c->lane_mac);

@@ -98,8 +98,14 @@ struct px_tenant {
     bool wstage_off;             /* the implementation could not make it */
     /* Lanes of the connection holding it (lanes.c): made with its
      * Welcome (a new key each time), freed when that connection ends;
-     * the loop thread registers writes' transfers, executors wait. */
-    struct crn_lanes *lanes;
+     * the loop thread registers writes' transfers, executors wait.  A
+     * lane of a higher generation replaces them (conn_lanes.c): the old
+     * sets, dead, are kept for requests still naming them until the
+     * connection ends. */
+    _Atomic(struct crn_lanes *) lanes;
+    uint32_t lane_gen;
+    struct crn_lanes *lanes_retired[CRN_LANE_GENERATIONS];
+    unsigned lanes_retired_n;
     uint8_t lane_key[32];
     /* Where the lanes' bytes land: a memfd area of its own, pinned for
      * the device as a client's area is (ringpin.h), ring 0 for writes'

@@ -199,6 +199,7 @@ static void take_handoff(struct px_server *srv, const Crane__Worker__Handoff *h)
     if (h->lane && h->lane_mac.len == sizeof(c->lane_mac)) {
         c->lane = true;
         c->lane_index = h->lane_index;
+        c->lane_generation = h->lane_generation;
         memcpy(c->lane_mac, h->lane_mac.data, sizeof(c->lane_mac));
     }
     if (h->tenant_num)

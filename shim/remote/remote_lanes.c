@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/frame.h"
@@ -27,9 +29,18 @@
  * (they go into the heap it allocates), so bigger than CRANE_REMOTE_CHUNK
  * to cut the per-transfer hand-offs. */
 #define LANE_CHUNK (16u << 20)
+/* After lanes failed, the first rejoin is tried at the next transfer; a
+ * rejoin that fails waits this long before the next, doubled each time
+ * up to the cap (a proxy that refuses lanes is not asked at every
+ * transfer). */
+#define REJOIN_BACKOFF_MS 100
+#define REJOIN_BACKOFF_MAX_MS 10000
 
 static struct {
     pthread_mutex_t lock;        /* one transfer at a time, in order */
+    /* Swapped (and killed by shim_lanes_disconnect) under set_lock, so
+     * that a kill from another thread never meets a freed set. */
+    pthread_mutex_t set_lock;
     struct crn_lanes *ls;
     atomic_uint n;               /* lanes in use, 0: none */
     uint64_t next_xfer;
@@ -38,12 +49,22 @@ static struct {
     uint8_t key[CRN_LANE_KEY_LEN];
     uint8_t token[64];
     size_t token_len;
-    /* Writes that failed on the lanes: their calls returned an error, so
-     * the proxy's deferred error for them is not reported again. */
-    /* Bytes each lane carried on earlier connections. */
+    /* Where the lanes go, for a rejoin; the set's generation (0 the
+     * first) and when the next rejoin may be tried. */
+    struct crn_endpoint ep;
+    char text[300];
+    uint32_t gen;
+    atomic_bool rejoin;          /* lanes failed: a fresh set is due */
+    uint64_t rejoin_at_ms;
+    unsigned backoff_ms;
+    /* Bytes each lane carried in sets gone (earlier connections, failed
+     * generations); those of the last rejoined set, for the log. */
     uint64_t out_before[CRN_LANES_MAX], in_before[CRN_LANES_MAX];
+    uint64_t out_gen[CRN_LANES_MAX], in_gen[CRN_LANES_MAX];
+    uint32_t logged_gen;
     bool logged_at_exit;
-} L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} L = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .set_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* SEQ failed on the lanes (under L.lock): noted for the reader. */
 static void lane_failed(uint64_t seq)
@@ -75,16 +96,63 @@ void shim_lanes_welcome(const Crane__Welcome *w)
     L.token_len = w->session_token.len;
 }
 
-static void log_lanes(void)
+static uint64_t now_ms(void)
 {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Under L.lock: the set in use is given up (its bytes kept for the log);
+ * freed once no other thread can reach it. */
+static void drop_set_locked(void)
+{
+    struct crn_lanes *ls;
+
+    pthread_mutex_lock(&L.set_lock);
+    ls = L.ls;
+    L.ls = NULL;
+    atomic_store(&L.n, 0);
+    pthread_mutex_unlock(&L.set_lock);
+    if (!ls)
+        return;
     for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
         uint64_t out, in;
+        crn_lanes_bytes(ls, i, &out, &in);
+        L.out_before[i] += out;
+        L.in_before[i] += in;
+        if (L.gen) {
+            L.out_gen[i] = out;
+            L.in_gen[i] = in;
+        }
+    }
+    if (L.gen)
+        L.logged_gen = L.gen;
+    crn_lanes_free(ls);
+}
+
+static void log_lanes(void)
+{
+    uint32_t gen = L.ls && L.gen ? L.gen : L.logged_gen;
+
+    for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
+        uint64_t out, in, gout = L.out_gen[i], gin = L.in_gen[i];
         crn_lanes_bytes(L.ls, i, &out, &in);
+        if (L.ls && L.gen) {
+            gout = out;
+            gin = in;
+        }
         out += L.out_before[i];
         in += L.in_before[i];
         if (out || in)
             CRN_INFO("remote: lane %u carried %llu bytes out, %llu in", i,
                      (unsigned long long)out, (unsigned long long)in);
+        /* What the lanes carried after they were rejoined. */
+        if (gen && (gout || gin))
+            CRN_INFO("remote: rejoined lane %u (generation %u) carried %llu "
+                     "bytes out, %llu in", i, gen, (unsigned long long)gout,
+                     (unsigned long long)gin);
     }
 }
 
@@ -96,7 +164,8 @@ static int lane_handshake(int fd, unsigned index)
     uint8_t mac[CRN_LANE_KEY_LEN];
     int rc;
 
-    if ((rc = crn_lane_mac(L.key, L.token, L.token_len, index, mac)) < 0)
+    if ((rc = crn_lane_mac(L.key, L.token, L.token_len, index, L.gen,
+                           mac)) < 0)
         return rc;
     hello.version = RPC_VERSION;
     hello.program = "lane";
@@ -104,6 +173,7 @@ static int lane_handshake(int fd, unsigned index)
     hello.lane_of.data = L.token;
     hello.lane_of.len = L.token_len;
     hello.lane_index = index;
+    hello.lane_generation = L.gen;
     hello.lane_mac.data = mac;
     hello.lane_mac.len = sizeof(mac);
     RC_MSG(m, hello, HELLO, &hello);
@@ -173,41 +243,58 @@ static int lane_open(const struct crn_endpoint *ep, const char *text,
     return fd;
 }
 
-void shim_lanes_connect(const struct crn_endpoint *ep, const char *text)
+/* Under L.lock: a set of lanes of generation L.gen opened, one lane
+ * after another; in use when two or more joined.  0, or -1. */
+static int open_set_locked(void)
 {
-    unsigned want = (unsigned)shim_config.remote_lanes;
+    unsigned want = (unsigned)shim_config.remote_lanes, n = 0;
     long ms = shim_config.proxy_timeout_ms > 0 ? shim_config.proxy_timeout_ms
                                                : 20000;
+    struct crn_lanes *ls = crn_lanes_new("remote", (unsigned)ms);
 
-    if (ep->kind != CRN_EP_TCP || want < 2 || !L.lanes_max)
-        return;
     if (want > L.lanes_max)
         want = L.lanes_max;
-    pthread_mutex_lock(&L.lock);
-    L.ls = crn_lanes_new("remote", (unsigned)ms);
-    L.n = 0;
-    L.next_xfer = 0;
-    for (unsigned i = 0; L.ls && i < want; i++) {
-        int fd = lane_open(ep, text, i);
-        if (fd < 0 || crn_lanes_add(L.ls, i, fd) < 0) {
-            CRN_WARN("remote: lane %u to %s: %s; %u lane(s)", i, text,
+    for (unsigned i = 0; ls && i < want; i++) {
+        int fd = lane_open(&L.ep, L.text, i);
+        if (fd < 0 || crn_lanes_add(ls, i, fd) < 0) {
+            CRN_WARN("remote: lane %u to %s: %s; %u lane(s)", i, L.text,
                      strerror(fd < 0 ? -fd : EPIPE), i);
             break;
         }
-        L.n++;
+        n++;
     }
-    if (L.n < 2) {
+    if (n < 2) {
         /* One lane beside the stream gains nothing. */
-        crn_lanes_free(L.ls);
-        L.ls = NULL;
-        L.n = 0;
-    } else {
-        if (shim_config.lanes_fault_bytes)
-            crn_lanes_fault_after(L.ls,
-                                  (uint64_t)shim_config.lanes_fault_bytes,
-                                  shim_config.lanes_fault_bad);
-        CRN_INFO("remote: %u lanes to %s carry transfers from %u KiB", L.n,
-                 text, LANE_MIN >> 10);
+        crn_lanes_free(ls);
+        return -1;
+    }
+    /* The test hook's fault is the first set's only: a rejoined set
+     * carries the later rounds whole. */
+    if (shim_config.lanes_fault_bytes && L.gen == 0)
+        crn_lanes_fault_after(ls, (uint64_t)shim_config.lanes_fault_bytes,
+                              shim_config.lanes_fault_bad);
+    pthread_mutex_lock(&L.set_lock);
+    L.ls = ls;
+    atomic_store(&L.n, n);
+    pthread_mutex_unlock(&L.set_lock);
+    return 0;
+}
+
+void shim_lanes_connect(const struct crn_endpoint *ep, const char *text)
+{
+    if (ep->kind != CRN_EP_TCP || shim_config.remote_lanes < 2 ||
+        !L.lanes_max)
+        return;
+    pthread_mutex_lock(&L.lock);
+    L.ep = *ep;
+    snprintf(L.text, sizeof(L.text), "%s", text);
+    L.next_xfer = 0;
+    L.gen = 0;
+    L.rejoin = false;
+    L.backoff_ms = 0;
+    if (open_set_locked() == 0) {
+        CRN_INFO("remote: %u lanes to %s carry transfers from %u KiB",
+                 atomic_load(&L.n), text, LANE_MIN >> 10);
         if (!L.logged_at_exit)
             L.logged_at_exit = atexit(log_lanes) == 0;
     }
@@ -216,20 +303,13 @@ void shim_lanes_connect(const struct crn_endpoint *ep, const char *text)
 
 void shim_lanes_disconnect(void)
 {
-    /* A transfer under way fails at once (nobody else frees L.ls). */
+    /* A transfer under way (holding L.lock) fails at once. */
+    pthread_mutex_lock(&L.set_lock);
     crn_lanes_kill(L.ls, NULL);
+    pthread_mutex_unlock(&L.set_lock);
     pthread_mutex_lock(&L.lock);
-    if (L.ls) {
-        for (unsigned i = 0; i < CRN_LANES_MAX; i++) {
-            uint64_t out, in;
-            crn_lanes_bytes(L.ls, i, &out, &in);
-            L.out_before[i] += out;
-            L.in_before[i] += in;
-        }
-        crn_lanes_free(L.ls);
-    }
-    L.ls = NULL;
-    L.n = 0;
+    drop_set_locked();
+    L.rejoin = false;
     pthread_mutex_unlock(&L.lock);
 }
 
@@ -237,7 +317,9 @@ bool shim_lanes_fit(size_t len)
 {
     struct shim_path_ask a = {.move = SHIM_MOVE_SEND,
                               .len = len,
-                              .lanes = atomic_load(&L.n) != 0,
+                              /* A rejoin due is tried by the transfer. */
+                              .lanes = atomic_load(&L.n) != 0 ||
+                                       atomic_load(&L.rejoin),
                               .shm = shim_conn.shm_on};
 
     return shim_path_choose(&a) == SHIM_PATH_LANES;
@@ -248,21 +330,62 @@ size_t shim_lanes_chunk(void)
     return LANE_CHUNK;
 }
 
-/* Under L.lock: whether the lanes can take a transfer; dead ones are
- * given up for good (the stream carries everything from then on). */
+/* Under L.lock: a fresh set of lanes in place of those that failed, once
+ * the backoff allows: every frame sent before is read by the proxy first
+ * (one round trip), so that no transfer named on the old set is taken
+ * for the new one; the proxy then retires the old set. */
+static void rejoin_locked(void)
+{
+    Crane__Sync sy = CRANE__SYNC__INIT;
+    struct rc_reply r;
+    uint64_t now = now_ms();
+    cl_int err;
+
+    if (now < L.rejoin_at_ms)
+        return;
+    if (L.gen + 1 >= CRN_LANE_GENERATIONS) {
+        CRN_WARN("remote: the lanes failed %u times: bulk bytes take the "
+                 "stream from now on", CRN_LANE_GENERATIONS);
+        L.rejoin = false;
+        return;
+    }
+    sy.op = CRANE__SYNC_OP__SYNC_PING;
+    RC_MSG(m, sync, SYNC, &sy);
+    err = shim_remote_call(&m, NULL, 0, NULL, 0, &r);
+    shim_remote_reply_free(&r);
+    L.gen++;
+    if (err == CL_SUCCESS && open_set_locked() == 0) {
+        CRN_INFO("remote: %u lanes rejoined to %s (generation %u)",
+                 atomic_load(&L.n), L.text, L.gen);
+        L.rejoin = false;
+        L.backoff_ms = 0;
+        return;
+    }
+    L.backoff_ms = L.backoff_ms ? L.backoff_ms * 2 : REJOIN_BACKOFF_MS;
+    if (L.backoff_ms > REJOIN_BACKOFF_MAX_MS)
+        L.backoff_ms = REJOIN_BACKOFF_MAX_MS;
+    L.rejoin_at_ms = now + L.backoff_ms;
+    CRN_WARN("remote: lanes not rejoined (generation %u); next try in %u ms",
+             L.gen, L.backoff_ms);
+}
+
+/* Under L.lock: whether the lanes can take a transfer.  Dead ones are
+ * given up (the stream carries the bytes meanwhile) and a fresh set
+ * joined in their place (rejoin_locked). */
 static bool usable_locked(void)
 {
-    if (!L.ls || !atomic_load(&L.n))
-        return false;
-    if (crn_lanes_dead(L.ls)) {
-        /* Kept (and counted) until the connection ends: only
-         * shim_lanes_disconnect frees them. */
-        if (atomic_exchange(&L.n, 0))
-            CRN_WARN("remote: the lanes failed: bulk bytes take the stream "
-                     "from now on");
-        return false;
+    if (L.ls && crn_lanes_dead(L.ls)) {
+        CRN_WARN("remote: the lanes failed: bulk bytes take the stream "
+                 "until they rejoin");
+        drop_set_locked();
+        L.rejoin = true;
+        L.rejoin_at_ms = now_ms() + L.backoff_ms;
     }
-    return !shim_conn.shm_on;
+    if (shim_conn.shm_on)
+        return false;
+    if (!L.ls && L.rejoin)
+        rejoin_locked();
+    return L.ls && atomic_load(&L.n);
 }
 
 static void name_transfer(Crane__ClientMessage *m, size_t len)

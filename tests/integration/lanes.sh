@@ -11,14 +11,17 @@
 #   lanes.sh tls PROGRAM [ARGS]   the same under TLS-PSK with --auth-key:
 #       each lane its own TLS session and Challenge
 #   lanes.sh killed               lane 0 dies mid-piece under bulk_loop
-#       (a test hook): that round's write fails with an error, the program
-#       goes on over the main stream, every later round right; no hang
+#       (a test hook): that round's write fails with an error, the shim
+#       rejoins fresh lanes (generation 1, which the proxy takes in place
+#       of the old), every later round right and carried on them: each of
+#       the 4 rejoined lanes counts bytes out and in; no hang
 #   lanes.sh killed-read          the proxy's lane 0 dies mid-piece of a
-#       read (its test hook): that read fails with an error, the program
-#       goes on over the main stream, every later round right
+#       read (its test hook): that read fails with an error, the lanes
+#       rejoin and carry every later round, each right
 #   lanes.sh hostile              lane 0 sends a piece that claims bytes
 #       past its transfer: the proxy refuses it (its log says why), the
-#       write fails, the program goes on, never wrong bytes
+#       write fails, the program goes on on rejoined lanes, never wrong
+#       bytes
 #   lanes.sh switch               build/bench/switch's 80 MiB (one buffer,
 #       more than the proxy's 64 MiB landing ring) switched passthrough ->
 #       proxy -> back over TCP: every word right, both switches done, and
@@ -167,6 +170,18 @@ killed|killed-read|hostile)
         { echo "not ok: the last round did not succeed"; fails=1; }
     grep -q 'remote: the lanes failed: bulk bytes take the stream' \
         "$TMP/out" || { echo "not ok: lanes not given up"; fails=1; }
+    # The later rounds ran on fresh lanes: rejoined after the fault, the
+    # proxy's old set replaced, each new lane carrying bytes both ways.
+    grep -q 'remote: 4 lanes rejoined to .* (generation 1)' "$TMP/out" ||
+        { echo "not ok: the lanes did not rejoin"; fails=1; }
+    grep -q 'lanes rejoined: generation 1 replaces 0' "$TMP/proxy.log" ||
+        { echo "not ok: the proxy did not take the new lanes"; fails=1; }
+    for i in 0 1 2 3; do
+        grep -q "remote: rejoined lane $i (generation 1) carried [1-9][0-9]* bytes out, [1-9][0-9]* in" \
+            "$TMP/out" ||
+            { echo "not ok: rejoined lane $i did not carry bytes both ways"
+              fails=1; }
+    done
     if [ "$mode" = hostile ]; then
         grep -q 'lanes off: lane 0: a piece out of place' "$TMP/proxy.log" ||
             { echo "not ok: the proxy did not refuse the piece:";

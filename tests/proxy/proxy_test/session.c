@@ -329,9 +329,10 @@ int test_stop(void)
 }
 
 /* A lane's Hello on a new connection L for the tenant of TOKEN: index
- * INDEX, the MAC made with KEY (NULL: all zero). */
-static void lane_hello(struct client *l, struct proxy *p, const uint8_t *token,
-                       size_t token_len, uint32_t index, const uint8_t *key)
+ * INDEX of generation GEN, the MAC made with KEY (NULL: all zero). */
+static void lane_hello_gen(struct client *l, struct proxy *p,
+                           const uint8_t *token, size_t token_len,
+                           uint32_t index, uint32_t gen, const uint8_t *key)
 {
     Crane__ClientMessage m = CRANE__CLIENT_MESSAGE__INIT;
     Crane__Hello h = CRANE__HELLO__INIT;
@@ -340,17 +341,33 @@ static void lane_hello(struct client *l, struct proxy *p, const uint8_t *token,
     memset(l, 0, sizeof(*l));
     l->fd = client_connect(p);
     if (key)
-        CHECK(crn_lane_mac(key, token, token_len, index, mac) == 0);
+        CHECK(crn_lane_mac(key, token, token_len, index, gen, mac) == 0);
     h.version = 1;
     h.program = "lane";
     h.lane_of.data = (uint8_t *)token;
     h.lane_of.len = token_len;
     h.lane_index = index;
+    h.lane_generation = gen;
     h.lane_mac.data = mac;
     h.lane_mac.len = sizeof(mac);
     m.msg_case = CRANE__CLIENT_MESSAGE__MSG_HELLO;
     m.hello = &h;
     client_send(l, &m, NULL, 0);
+}
+
+/* ... of the first generation. */
+static void lane_hello(struct client *l, struct proxy *p, const uint8_t *token,
+                       size_t token_len, uint32_t index, const uint8_t *key)
+{
+    lane_hello_gen(l, p, token, token_len, index, 0, key);
+}
+
+/* Welcomed. */
+static void lane_welcomed(struct client *l)
+{
+    Crane__ServerMessage *s = client_recv(l);
+    CHECK(s && s->msg_case == CRANE__SERVER_MESSAGE__MSG_WELCOME);
+    crane__server_message__free_unpacked(s, NULL);
 }
 
 /* Refused with a reason holding WANT. */
@@ -371,7 +388,6 @@ int test_lanes(void)
     struct proxy p;
     struct client c, l0, l1, l;
     uint8_t other[32] = {1};
-    Crane__ServerMessage *s;
     uint8_t junk[32];
 
     proxy_start(&p, "tcp", "--max-lanes", "2", NULL);
@@ -384,15 +400,11 @@ int test_lanes(void)
     lane_hello(&l, &p, other, sizeof(other), 0, c.lane_key);
     lane_refused(&l, "no connected tenant");
     lane_hello(&l0, &p, c.token, c.token_len, 0, c.lane_key);
-    s = client_recv(&l0);
-    CHECK(s && s->msg_case == CRANE__SERVER_MESSAGE__MSG_WELCOME);
-    crane__server_message__free_unpacked(s, NULL);
+    lane_welcomed(&l0);
     lane_hello(&l, &p, c.token, c.token_len, 0, c.lane_key);
     lane_refused(&l, "out of turn");
     lane_hello(&l1, &p, c.token, c.token_len, 1, c.lane_key);
-    s = client_recv(&l1);
-    CHECK(s && s->msg_case == CRANE__SERVER_MESSAGE__MSG_WELCOME);
-    crane__server_message__free_unpacked(s, NULL);
+    lane_welcomed(&l1);
     lane_hello(&l, &p, c.token, c.token_len, 2, c.lane_key);
     lane_refused(&l, "at most 2");
     CHECK(proxy_wait_log(&p, "lane 1 from 127.0.0.1", 1));
@@ -402,6 +414,30 @@ int test_lanes(void)
     CHECK(proxy_wait_log(&p, "lanes off: lane 0: a frame that is no lane "
                              "piece", 1));
     /* The connection itself goes on. */
+    CHECK_EQ(tc_ping(&c), 0);
+    close(l0.fd);
+    close(l1.fd);
+    /* Lanes rejoined after they failed: a new generation, its MAC over
+     * the generation too, begins at lane 0 and replaces the old set,
+     * whose lanes are stale from then on. */
+    lane_hello_gen(&l, &p, c.token, c.token_len, 1, 1, c.lane_key);
+    lane_refused(&l, "a new generation begins with lane 0");
+    lane_hello_gen(&l, &p, c.token, c.token_len, 0, 1, other);
+    lane_refused(&l, "lane authentication failed");
+    lane_hello_gen(&l0, &p, c.token, c.token_len, 0, 1, c.lane_key);
+    lane_welcomed(&l0);
+    CHECK(proxy_wait_log(&p, "lanes rejoined: generation 1 replaces 0", 1));
+    lane_hello(&l, &p, c.token, c.token_len, 1, c.lane_key);
+    lane_refused(&l, "lane 1 of generation 0 is stale");
+    lane_hello(&l, &p, c.token, c.token_len, 0, c.lane_key);
+    lane_refused(&l, "is stale");
+    lane_hello_gen(&l1, &p, c.token, c.token_len, 1, 1, c.lane_key);
+    lane_welcomed(&l1);
+    CHECK(proxy_wait_log(&p, "lane 1 from 127.0.0.1 (rejoined)", 1));
+    /* The new set is the live one: junk on it ends it too. */
+    CHECK(write(l1.fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+    CHECK(proxy_wait_log(&p, "lanes off: lane 1: a frame that is no lane "
+                             "piece", 1));
     CHECK_EQ(tc_ping(&c), 0);
     close(l0.fd);
     close(l1.fd);
