@@ -7,6 +7,7 @@
  */
 #include "driver.h"
 
+#include "gpu_nodes.h"
 #include "guestd.h"
 #include "proto/log.h"
 #include "spawn.h"
@@ -201,15 +202,12 @@ static void poll_gpu(struct gd_daemon *d)
     o = d->drv;
     if (d->stopping || !o->done)
         return;
-    for (size_t i = 0; i < d->cfg.n_gpu_devices; i++) {
-        if (access(d->cfg.gpu_devices[i], F_OK) < 0) {
-            snprintf(o->probe_why, sizeof(o->probe_why), "%s is missing",
-                     d->cfg.gpu_devices[i]);
-            retry_or_fail(d);
-            return;
-        }
+    if (gd_gpu_nodes_ready(&d->cfg, o->probe_why, sizeof(o->probe_why)) < 0) {
+        retry_or_fail(d);
+        return;
     }
-    /* No OpenCL in the guest (gpu_type = none): the nodes are the test. */
+    /* No OpenCL in the guest (gpu_type = none): the nodes are the test
+     * (a gpu_device pattern counts one node per GPU). */
     if (strcmp(d->cfg.gpu_type, "none") == 0) {
         gpu_end(d, 0);
         return;

@@ -8,6 +8,8 @@
  */
 #include "gpu_users.h"
 
+#include "gpu_nodes.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -64,17 +66,15 @@ static int holds(pid_t pid, char nodes[][PATH_MAX], size_t n_nodes)
 int gd_gpu_users(const struct gd_config *cfg, struct gd_gpu_user *users,
                  size_t max)
 {
-    static char nodes[GD_MAX_DEVICES][PATH_MAX];
-    size_t n_nodes = 0;
+    static char nodes[GD_MAX_NODES][PATH_MAX];
+    size_t n_nodes;
     pid_t self = getpid();
     struct dirent *e;
     DIR *proc;
     int n = 0;
 
     /* The names the kernel shows for an open node: its real path. */
-    for (size_t i = 0; i < cfg->n_gpu_devices; i++)
-        if (realpath(cfg->gpu_devices[i], nodes[n_nodes]))
-            n_nodes++;
+    n_nodes = gd_gpu_nodes(cfg, nodes, sizeof(nodes) / sizeof(nodes[0]));
     if (n_nodes == 0)
         return 0;
     if (!(proc = opendir("/proc")))

@@ -1,5 +1,6 @@
 # Sourced by tests/guest/guestd.sh (its helpers and $T): the GPU's driver
-# and devices: a module still busy, waiting for the GPU, no GPU probe.
+# and devices: a module still busy, waiting for the GPU, no GPU probe
+# (with one GPU, and with two counted by a gpu_device pattern).
 
 # The driver module will not unload: abort, programs back in passthrough.
 case_module_busy() {
@@ -83,5 +84,31 @@ case_gpu_none() {
     until_ 10 test -e "$T/mods/dev/fakegpu0"
     rm -f "$T/mods/fakegpu.delay"
     expect_ok resume
+    ctl status | grep -q '^phase: idle' || die "phase is not idle"
+}
+
+# Two GPUs, gpu_type = none, a gpu_device pattern (the e2e guest with two
+# stand-in GPUs): the resume waits until the pattern matches a node per
+# GPU, not the first one; a process holding the second GPU's node open is
+# accounted for at the prepare as one holding the first would be.
+case_gpu_none_two() {
+    start_daemon "gpu_type = none" "gpus = 2" "gpu_wait_ms = 2000" \
+        "vendor_lib = $T/no-such-vendor.so" \
+        "gpu_device = $T/mods/dev/fakegpu[0-9]*"
+    touch "$T/mods/dev/fakegpu1"
+    sleep 600 3<"$T/mods/dev/fakegpu1" &
+    local holder=$!
+    PIDS+=($holder)
+    expect_fail "pid $holder (sleep) holds .*fakegpu1 but is not a registered program" \
+        prepare --offline
+    kill "$holder"; wait "$holder" 2>/dev/null
+    expect_ok prepare --offline
+    # The driver brings back fakegpu0 alone: one node of the two.
+    rm -f "$T/mods/dev/fakegpu1"
+    expect_fail 'fakegpu\[0-9\]\* matches 1 node of the 2 GPUs' resume
+    ctl status | grep -q '^phase: prepared' || die "phase is not prepared"
+    touch "$T/mods/dev/fakegpu1"
+    expect_ok resume | grep -q '^step *wait for the GPU (device nodes) *ok' ||
+        die "no node-only GPU wait"
     ctl status | grep -q '^phase: idle' || die "phase is not idle"
 }

@@ -19,7 +19,7 @@ FAKE=$B/tests/guest/fake_shim
 CASES="several-live offline exit-mid-prepare never-answers
 never-answers-holding-gpu unregistered-gpu-user status-switching idle-flood
 register-timeout program-bound socket-perms host-auth host-tls host-idle module-busy
-module-busy-second gpu-wait gpu-none daemon-restart daemon-restart-offline
+module-busy-second gpu-wait gpu-none gpu-none-two daemon-restart daemon-restart-offline
 daemon-restart-mid-prepare daemon-restart-full-disk abort-mid-prepare churn churn-return
 bad-host-input bad-shim-input port no-daemon cli shm start-live start-offline
 start-wait-bound lost-proxy-killed lost-mid-resume silent-since
