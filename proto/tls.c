@@ -5,6 +5,7 @@
 
 #include "proto/auth.h"
 #include "proto/conffile.h"
+#include "proto/frame.h"
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
@@ -468,20 +469,6 @@ static void relay_unref(struct relay *r)
     free(r);
 }
 
-static int plain_write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Local writer -> peer.  Its end (the local side closed) sends close_notify
  * and gives the peer RELAY_LINGER_S to close its side. */
 static void *relay_up(void *arg)
@@ -531,7 +518,7 @@ static void *relay_down(void *arg)
 
     while (buf) {
         long n = crn_tls_read(r->t, buf, RELAY_CHUNK);
-        if (n <= 0 || plain_write_all(r->plain, buf, (size_t)n) < 0)
+        if (n <= 0 || crn_bulk_write(r->plain, buf, (size_t)n) < 0)
             break;
     }
     free(buf);
