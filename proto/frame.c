@@ -1,6 +1,9 @@
 /* Length-prefixed framing of protobuf-c messages over fds and in buffers. */
 #include "proto/frame.h"
 
+#include "proto/stream.h"
+#include "proto/tls.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -109,7 +112,42 @@ static int read_all(int fd, uint8_t *p, size_t len, size_t *got)
     return 0;
 }
 
+/* The same on a stream: records of its TLS session, or its descriptor. */
+static int stream_write_all(const struct crn_stream *s, const uint8_t *p,
+                            size_t len)
+{
+    return s->tls ? crn_tls_write_all(s->tls, p, len)
+                  : write_all(s->fd, p, len);
+}
+
+static int stream_read_all(const struct crn_stream *s, uint8_t *p,
+                           size_t len, size_t *got)
+{
+    size_t done = 0;
+
+    if (!s->tls)
+        return read_all(s->fd, p, len, got);
+    while (done < len) {
+        long n = crn_tls_read(s->tls, p + done, len - done);
+        if (n < 0)
+            return (int)n;
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    *got = done;
+    return 0;
+}
+
 int crn_frame_write(int fd, const ProtobufCMessage *msg)
+{
+    struct crn_stream s = {fd, NULL};
+
+    return crn_frame_write_on(&s, msg);
+}
+
+int crn_frame_write_on(const struct crn_stream *s,
+                       const ProtobufCMessage *msg)
 {
     uint8_t stack[FRAME_STACK_BYTES];
     uint8_t *frame = stack;
@@ -131,7 +169,7 @@ int crn_frame_write(int fd, const ProtobufCMessage *msg)
         rc = -EINVAL;
         goto out;
     }
-    rc = write_all(fd, frame, CRN_FRAME_HEADER_LEN + size);
+    rc = stream_write_all(s, frame, CRN_FRAME_HEADER_LEN + size);
 out:
     if (frame != stack)
         free(frame);
@@ -139,6 +177,14 @@ out:
 }
 
 int crn_frame_read(int fd, uint8_t **buf, size_t *len, size_t max_len)
+{
+    struct crn_stream s = {fd, NULL};
+
+    return crn_frame_read_on(&s, buf, len, max_len);
+}
+
+int crn_frame_read_on(const struct crn_stream *s, uint8_t **buf, size_t *len,
+                      size_t max_len)
 {
     uint8_t header[CRN_FRAME_HEADER_LEN];
     uint8_t *body;
@@ -148,7 +194,7 @@ int crn_frame_read(int fd, uint8_t **buf, size_t *len, size_t max_len)
 
     if (buf == NULL || len == NULL)
         return -EINVAL;
-    rc = read_all(fd, header, sizeof(header), &got);
+    rc = stream_read_all(s, header, sizeof(header), &got);
     if (rc < 0)
         return rc;
     if (got == 0)
@@ -162,7 +208,7 @@ int crn_frame_read(int fd, uint8_t **buf, size_t *len, size_t max_len)
     body = malloc(body_len > 0 ? body_len : 1);
     if (body == NULL)
         return -ENOMEM;
-    rc = read_all(fd, body, body_len, &got);
+    rc = stream_read_all(s, body, body_len, &got);
     if (rc == 0 && got < body_len)
         rc = -EPIPE;
     if (rc < 0) {
@@ -200,10 +246,22 @@ int crn_bulk_write(int fd, const void *p, size_t len)
     return write_all(fd, p, len);
 }
 
+int crn_bulk_write_on(const struct crn_stream *s, const void *p, size_t len)
+{
+    return stream_write_all(s, p, len);
+}
+
 int crn_bulk_read(int fd, void *p, size_t len)
 {
+    struct crn_stream s = {fd, NULL};
+
+    return crn_bulk_read_on(&s, p, len);
+}
+
+int crn_bulk_read_on(const struct crn_stream *s, void *p, size_t len)
+{
     size_t got = 0;
-    int rc = read_all(fd, p, len, &got);
+    int rc = stream_read_all(s, p, len, &got);
 
     if (rc < 0)
         return rc;

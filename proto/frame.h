@@ -68,4 +68,16 @@ int crn_frame_decode(const uint8_t *in, size_t in_len, size_t max_len,
 int crn_bulk_write(int fd, const void *p, size_t len);
 int crn_bulk_read(int fd, void *p, size_t len);
 
+/*
+ * The same calls on a stream (proto/stream.h): in clear as above, or as
+ * records of its TLS session, blocking.
+ */
+struct crn_stream;
+int crn_frame_write_on(const struct crn_stream *s,
+                       const ProtobufCMessage *msg);
+int crn_frame_read_on(const struct crn_stream *s, uint8_t **buf, size_t *len,
+                      size_t max_len);
+int crn_bulk_write_on(const struct crn_stream *s, const void *p, size_t len);
+int crn_bulk_read_on(const struct crn_stream *s, void *p, size_t len);
+
 #endif /* CRANE_PROTO_FRAME_H */

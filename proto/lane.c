@@ -4,6 +4,7 @@
 
 #include "proto/auth.h"
 #include "proto/log.h"
+#include "proto/stream.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -121,7 +122,7 @@ struct crn_lane_xfer {
 struct lane {
     struct crn_lanes *ls;
     unsigned index;
-    int fd;
+    struct crn_stream st;            /* in clear or TLS (stream.h) */
     pthread_t rx, tx;
     uint64_t job_seen;               /* the sending job it last did */
     atomic_uint_fast64_t sent, received;
@@ -168,7 +169,7 @@ static void kill_locked(struct crn_lanes *ls, const char *why)
     if (why)
         CRN_WARN("%s: lanes off: %s", ls->who, why);
     for (unsigned i = 0; i < ls->n; i++)
-        shutdown(ls->lanes[i].fd, SHUT_RDWR);
+        shutdown(ls->lanes[i].st.fd, SHUT_RDWR);
     pthread_cond_broadcast(&ls->cond);
 }
 
@@ -181,36 +182,31 @@ void crn_lanes_kill(struct crn_lanes *ls, const char *why)
     pthread_mutex_unlock(&ls->lock);
 }
 
-/* Moves LEN bytes at P through FD (WRITE: out), waiting at most
+/* Moves LEN bytes at P through stream ST (WRITE: out), waiting at most
  * TIMEOUT_MS for each step of progress; IDLE_OK: the first byte may take
  * forever (a lane between transfers), and an end of stream before it is
  * -ENODATA.  0, -EPIPE at end of stream, or a negative errno. */
-static int move(int fd, void *p, size_t len, bool write, unsigned timeout_ms,
-                bool idle_ok)
+static int move(const struct crn_stream *st, void *p, size_t len, bool write,
+                unsigned timeout_ms, bool idle_ok)
 {
     uint8_t *at = p;
     size_t done = 0;
 
+    if (write) {
+        int rc = crn_stream_write_all(st, p, len, (int)timeout_ms);
+        return rc == -EIO ? -EPIPE : rc;
+    }
     while (done < len) {
-        ssize_t n = write ? send(fd, at + done, len - done,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT)
-                          : recv(fd, at + done, len - done, MSG_DONTWAIT);
+        long n = crn_stream_read(st, at + done, len - done,
+                                 idle_ok && done == 0 ? -1
+                                                      : (int)timeout_ms);
         if (n > 0) {
             done += (size_t)n;
             continue;
         }
         if (n == 0)
             return idle_ok && done == 0 ? -ENODATA : -EPIPE;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return -errno;
-        struct pollfd pf = {fd, write ? POLLOUT : POLLIN, 0};
-        int rc = poll(&pf, 1, idle_ok && done == 0 ? -1 : (int)timeout_ms);
-        if (rc == 0)
-            return -ETIMEDOUT;
-        if (rc < 0 && errno != EINTR)
-            return -errno;
+        return (int)n;
     }
     return 0;
 }
@@ -257,7 +253,7 @@ static int receive_piece(struct lane *l, const struct crn_lane_hdr *h,
     }
     x->busy++;
     pthread_mutex_unlock(&ls->lock);
-    rc = move(l->fd, x->base + h->offset, h->len, false, ls->timeout_ms,
+    rc = move(&l->st, x->base + h->offset, h->len, false, ls->timeout_ms,
               false);
     pthread_mutex_lock(&ls->lock);
     x->busy--;
@@ -283,7 +279,7 @@ static void *rx_main(void *arg)
         struct crn_lane_hdr h;
         const char *why = "closed by the peer mid-transfer";
         char text[160];
-        int rc = move(l->fd, raw, sizeof(raw), false, ls->timeout_ms, true);
+        int rc = move(&l->st, raw, sizeof(raw), false, ls->timeout_ms, true);
         if (rc == 0 && (rc = crn_lane_hdr_decode(raw, &h)) < 0)
             why = "a frame that is no lane piece";
         if (rc == 0)
@@ -339,17 +335,17 @@ static int send_job(struct lane *l)
         } else if (ls->fault_after && l->index == 0 &&
                    atomic_load(&l->sent) + len >= ls->fault_after) {
             /* The test hook: half a piece, then the lane is gone. */
-            move(l->fd, raw, sizeof(raw), true, ls->timeout_ms, false);
-            move(l->fd, (void *)(ls->job_base + (off - ls->job_from)),
+            move(&l->st, raw, sizeof(raw), true, ls->timeout_ms, false);
+            move(&l->st, (void *)(ls->job_base + (off - ls->job_from)),
                  len / 2, true, ls->timeout_ms, false);
             CRN_WARN("%s: lane 0 shut down mid-piece (test "
                     "hook)", ls->who);
-            shutdown(l->fd, SHUT_RDWR);
+            shutdown(l->st.fd, SHUT_RDWR);
             return -EPIPE;
         }
-        if ((rc = move(l->fd, raw, sizeof(raw), true, ls->timeout_ms,
+        if ((rc = move(&l->st, raw, sizeof(raw), true, ls->timeout_ms,
                        false)) < 0 ||
-            (rc = move(l->fd, (void *)(ls->job_base + (off - ls->job_from)),
+            (rc = move(&l->st, (void *)(ls->job_base + (off - ls->job_from)),
                        len, true, ls->timeout_ms, false)) < 0)
             return rc;
         atomic_fetch_add(&l->sent, len);
@@ -408,6 +404,12 @@ struct crn_lanes *crn_lanes_new(const char *who, unsigned timeout_ms)
 
 int crn_lanes_add(struct crn_lanes *ls, unsigned index, int fd)
 {
+    return crn_lanes_add_stream(ls, index, (struct crn_stream){fd, NULL});
+}
+
+int crn_lanes_add_stream(struct crn_lanes *ls, unsigned index,
+                         struct crn_stream st)
+{
     struct lane *l;
     int rc;
 
@@ -415,24 +417,24 @@ int crn_lanes_add(struct crn_lanes *ls, unsigned index, int fd)
     if (ls->dead || ls->stopping || index != ls->n ||
         index >= CRN_LANES_MAX) {
         pthread_mutex_unlock(&ls->lock);
-        close(fd);
+        crn_stream_close(&st);
         return ls->dead ? -EPIPE : -EINVAL;
     }
     l = &ls->lanes[index];
     l->ls = ls;
     l->index = index;
-    l->fd = fd;
+    l->st = st;
     l->job_seen = ls->job;
     if ((rc = -pthread_create(&l->rx, NULL, rx_main, l)) < 0) {
         pthread_mutex_unlock(&ls->lock);
-        close(fd);
+        crn_stream_close(&l->st);
         return rc;
     }
     if ((rc = -pthread_create(&l->tx, NULL, tx_main, l)) < 0) {
-        shutdown(fd, SHUT_RDWR);
+        shutdown(st.fd, SHUT_RDWR);
         pthread_mutex_unlock(&ls->lock);
         pthread_join(l->rx, NULL);
-        close(fd);
+        crn_stream_close(&l->st);
         return rc;
     }
     ls->n++;
@@ -469,7 +471,7 @@ void crn_lanes_free(struct crn_lanes *ls)
     for (unsigned i = 0; i < ls->n; i++) {
         pthread_join(ls->lanes[i].rx, NULL);
         pthread_join(ls->lanes[i].tx, NULL);
-        close(ls->lanes[i].fd);
+        crn_stream_close(&ls->lanes[i].st);
     }
     while (ls->xfers) {
         struct crn_lane_xfer *x = ls->xfers;

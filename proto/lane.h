@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/stream.h"
+
 /*
  * A transfer ("xfer") is TOTAL bytes named by a control frame on the main
  * stream (its id, its piece size and the number of lanes): piece k holds
@@ -72,6 +74,10 @@ struct crn_lanes *crn_lanes_new(const char *who, unsigned timeout_ms);
 /* Adds the connected FD (taken: closed by the set) as lane INDEX, which
  * must be the next one (0, 1, ...); starts its threads. */
 int crn_lanes_add(struct crn_lanes *ls, unsigned index, int fd);
+/* The same for a stream in clear or TLS (proto/stream.h, taken): each
+ * lane's records are made and read on its own threads. */
+int crn_lanes_add_stream(struct crn_lanes *ls, unsigned index,
+                         struct crn_stream st);
 /* Lanes added, 0 once they died. */
 unsigned crn_lanes_count(struct crn_lanes *ls);
 bool crn_lanes_dead(struct crn_lanes *ls);

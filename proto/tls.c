@@ -1,8 +1,11 @@
-/* TLS on crane's TCP links (GnuTLS): credentials, handshakes, the relay. */
+/* TLS on crane's TCP links (GnuTLS): credentials, handshakes, the relay
+ * (records on a session: tls_io.c). */
 #include "proto/tls.h"
+#include "proto/tls_int.h"
 
 #include "proto/auth.h"
 #include "proto/conffile.h"
+#include "proto/frame.h"
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
@@ -33,25 +36,6 @@
 static const char PRIO_X509[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
 static const char PRIO_PSK[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:"
                                "+ECDHE-PSK:+DHE-PSK:+PSK";
-
-struct crn_tls_config {
-    atomic_int refs;             /* the owner's, and one per session */
-    enum crn_tls_mode mode;
-    enum crn_tls_role role;
-    gnutls_certificate_credentials_t x509_server, x509_client;
-    gnutls_psk_client_credentials_t psk_client;
-    gnutls_psk_server_credentials_t psk_server;
-    uint8_t *key;
-    size_t key_len;
-    gnutls_priority_t prio;
-};
-
-struct crn_tls {
-    gnutls_session_t s;
-    struct crn_tls_config *cfg;  /* a reference: credentials outlive us */
-    int fd;
-    char peer[256];
-};
 
 int crn_tls_mode_parse(const char *text, enum crn_tls_mode *mode)
 {
@@ -276,16 +260,6 @@ void crn_tls_config_free(struct crn_tls_config *cfg)
     free(cfg);
 }
 
-/* Writes without SIGPIPE: a peer gone is an error, not a dead daemon. */
-static ssize_t push_nosignal(gnutls_transport_ptr_t p, const giovec_t *iov,
-                             int iovcnt)
-{
-    struct msghdr m = {.msg_iov = (struct iovec *)iov,
-                       .msg_iovlen = (size_t)iovcnt};
-
-    return sendmsg((int)(intptr_t)p, &m, MSG_NOSIGNAL);
-}
-
 static void set_timeouts(int fd, unsigned ms)
 {
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
@@ -381,6 +355,7 @@ static int handshake(const struct crn_tls_config *cfg, int fd, bool server,
         return -ENOMEM;
     }
     t->fd = fd;
+    crn_tls_io_init(t);
     gnutls_session_set_ptr(t->s, (void *)cfg);
     gnutls_priority_set(t->s, cfg->prio);
     if (cfg->mode == CRN_TLS_PSK) {
@@ -412,8 +387,6 @@ static int handshake(const struct crn_tls_config *cfg, int fd, bool server,
         rc = -EINVAL;
         goto fail;
     }
-    gnutls_transport_set_int(t->s, fd);
-    gnutls_transport_set_vec_push_function(t->s, push_nosignal);
     gnutls_handshake_set_timeout(t->s, timeout_ms);
     set_timeouts(fd, timeout_ms);
     do {
@@ -431,6 +404,7 @@ static int handshake(const struct crn_tls_config *cfg, int fd, bool server,
     return 0;
 fail:
     gnutls_deinit(t->s);
+    crn_tls_io_fini(t);
     free(t);
     return rc;
 }
@@ -450,42 +424,11 @@ int crn_tls_server(const struct crn_tls_config *cfg, int fd,
     return handshake(cfg, fd, true, NULL, timeout_ms, out, why, why_len);
 }
 
-long crn_tls_read(struct crn_tls *t, void *buf, size_t len)
-{
-    for (;;) {
-        ssize_t n = gnutls_record_recv(t->s, buf, len);
-        if (n >= 0)
-            return (long)n;
-        if (n == GNUTLS_E_INTERRUPTED)
-            continue;
-        if (n == GNUTLS_E_AGAIN)
-            return -ETIMEDOUT;
-        if (n == GNUTLS_E_PREMATURE_TERMINATION)
-            return -ECONNRESET;
-        return -EPROTO;
-    }
-}
-
-int crn_tls_write_all(struct crn_tls *t, const void *buf, size_t len)
-{
-    const char *p = buf;
-
-    while (len > 0) {
-        ssize_t n = gnutls_record_send(t->s, p, len);
-        if (n == GNUTLS_E_INTERRUPTED)
-            continue;
-        if (n < 0)
-            return n == GNUTLS_E_AGAIN ? -ETIMEDOUT : -EPIPE;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static void tls_free(struct crn_tls *t)
 {
     close(t->fd);
     gnutls_deinit(t->s);
+    crn_tls_io_fini(t);
     crn_tls_config_free(t->cfg);
     free(t);
 }
@@ -524,20 +467,6 @@ static void relay_unref(struct relay *r)
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->down_ended);
     free(r);
-}
-
-static int plain_write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 /* Local writer -> peer.  Its end (the local side closed) sends close_notify
@@ -589,7 +518,7 @@ static void *relay_down(void *arg)
 
     while (buf) {
         long n = crn_tls_read(r->t, buf, RELAY_CHUNK);
-        if (n <= 0 || plain_write_all(r->plain, buf, (size_t)n) < 0)
+        if (n <= 0 || crn_bulk_write(r->plain, buf, (size_t)n) < 0)
             break;
     }
     free(buf);

@@ -2,6 +2,7 @@
 #ifndef CRANE_PROTO_TLS_H
 #define CRANE_PROTO_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -9,11 +10,12 @@
  * libxl stream, crane-hostd/cranectl -> crane-guestd's TCP host channel)
  * is wrapped the same way: connect or accept a plain socket, run the TLS
  * handshake on it with a deadline (crn_tls_client, crn_tls_server), then
+ * either read and write records on the session itself where the bytes are
+ * used (the shim's connection and lanes: a crn_stream, proto/stream.h), or
  * hand the session to a relay (crn_tls_relay) that gives back a socket
- * carrying the plaintext; the code above keeps reading and writing frames
- * on a descriptor as it does for unix sockets, libuv loops included, and a
- * descriptor can still be passed to another process (crane-proxy's
- * workers), which a live TLS session cannot.
+ * carrying the plaintext, for code that keeps reading and writing frames
+ * on a descriptor, libuv loops included, or must pass it to another
+ * process (crane-proxy's workers), which a live TLS session cannot.
  *
  * Modes (the `tls` setting of each daemon, CRANE_TLS for the shim):
  *   x509  mutual certificates in libvirt's layout under a PKI folder
@@ -84,10 +86,24 @@ int crn_tls_server(const struct crn_tls_config *cfg, int fd,
                    unsigned timeout_ms, struct crn_tls **out, char *why,
                    size_t why_len);
 
-/* Blocking record I/O on a session: read returns bytes read, 0 at the
- * peer's close, or a negative errno; write_all writes all LEN bytes. */
+/* Blocking record I/O on a session (proto/tls_io.c): read returns bytes
+ * read, 0 at the peer's close, or a negative errno (-ETIMEDOUT past a
+ * deadline); write_all writes all LEN bytes, a large write's records
+ * gathered into sends of up to 256 KiB.  One thread may read while
+ * another writes. */
 long crn_tls_read(struct crn_tls *t, void *buf, size_t len);
 int crn_tls_write_all(struct crn_tls *t, const void *buf, size_t len);
+/* The same with a deadline of TIMEOUT_MS (-1: none) for the read, or for
+ * each step of the write's progress. */
+long crn_tls_read_timed(struct crn_tls *t, void *buf, size_t len,
+                        int timeout_ms);
+int crn_tls_write_all_timed(struct crn_tls *t, const void *buf, size_t len,
+                            int timeout_ms);
+/* Whether decrypted bytes wait in the session, to be read without the
+ * socket being readable. */
+bool crn_tls_pending(struct crn_tls *t);
+/* The session's socket (for shutdown and poll; T owns it). */
+int crn_tls_fd(const struct crn_tls *t);
 /* Sends close_notify, closes the socket and frees T. */
 void crn_tls_close(struct crn_tls *t);
 /* Who the peer proved to be ("x509 CN=host1", "psk"), for logs. */

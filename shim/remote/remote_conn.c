@@ -34,7 +34,7 @@ static int conn_write(const void *p, size_t len)
 {
     atomic_store(&shim_conn.send_since, shim_now());
     atomic_fetch_add(&shim_conn.sending, 1);
-    int rc = crn_bulk_write(shim_conn.fd, p, len);
+    int rc = crn_bulk_write_on(&shim_conn.io, p, len);
     atomic_fetch_sub(&shim_conn.sending, 1);
     return rc;
 }
@@ -86,7 +86,7 @@ int shim_conn_flush_locked(void)
     if (rc < 0) {
         CRN_ERROR("remote: sending to the proxy failed: %s", strerror(-rc));
         shim_conn_lost("sending to it failed");
-        shutdown(shim_conn.fd, SHUT_RDWR);
+        shutdown(shim_conn.io.fd, SHUT_RDWR);
     }
     return rc;
 }
@@ -202,7 +202,7 @@ int shim_conn_queue_locked(Crane__ClientMessage *m, const void *bulk,
                          (uint64_t)((shim_now() - t0) * 1e9));
         if (rc < 0) {
             shim_conn_lost("sending to it failed");
-            shutdown(shim_conn.fd, SHUT_RDWR);
+            shutdown(shim_conn.io.fd, SHUT_RDWR);
             return rc;
         }
     }

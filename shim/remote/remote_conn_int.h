@@ -7,6 +7,7 @@
 #include "proto/log.h"
 #include "proto/endpoint.h"
 #include "proto/shm.h"
+#include "proto/stream.h"
 #include "remote.h"
 
 #define RPC_VERSION 1
@@ -42,7 +43,7 @@ struct cb_item {
 
 /* The connection: one per process (remote_conn_state.c). */
 struct shim_conn {
-    int fd;
+    struct crn_stream io;        /* the socket, TLS on tcp: */
     bool up;                     /* connected, threads running */
     atomic_bool dead;            /* the stream failed: calls fail */
     /* Sending: the batch and sequence numbers. */
@@ -141,7 +142,7 @@ bool shim_conn_lane_failed(uint64_t seq);
  * (the descriptor to use, or < 0 with FD closed); the MAC answering a
  * proxy's Challenge with CRANE_AUTH_KEY.  Lanes use both. */
 int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
-                       const char *text);
+                       const char *text, struct crn_stream *out);
 int shim_conn_auth_mac(const Crane__Challenge *ch, uint8_t mac[32]);
 
 /* remote_conn.c: the batch sent, a message queued (under send_lock); a

@@ -119,7 +119,7 @@ static int drain(size_t len)
     unsigned char buf[16384];
     while (len) {
         size_t n = len < sizeof(buf) ? len : sizeof(buf);
-        int rc = crn_bulk_read(shim_conn.fd, buf, n);
+        int rc = crn_bulk_read_on(&shim_conn.io, buf, n);
         if (rc < 0)
             return rc;
         len -= n;
@@ -209,7 +209,7 @@ int shim_conn_sink_piece(struct slot *s, const Crane__Reply *r)
     unsigned char *tmp = malloc(r->bulk_len ? r->bulk_len : 1);
     if (!tmp)
         return -ENOMEM;          /* the stream is out of step now */
-    rc = crn_bulk_read(shim_conn.fd, tmp, r->bulk_len);
+    rc = crn_bulk_read_on(&shim_conn.io, tmp, r->bulk_len);
     if (rc == 0 && fits && !s->sink_err) {
         int e = s->sink(s->sink_arg, r->bulk_offset, tmp, r->bulk_len, 0);
         if (e < 0)
@@ -302,7 +302,7 @@ static int handle_reply(Crane__ServerMessage *msg)
     } else if (r->bulk_len) {
         atomic_fetch_add(&shim_conn.stream_bytes, r->bulk_len);
         if (fits)
-            rc = crn_bulk_read(shim_conn.fd, s->dst + r->bulk_offset,
+            rc = crn_bulk_read_on(&shim_conn.io, s->dst + r->bulk_offset,
                                r->bulk_len);
         else {
             CRN_ERROR("remote: %llu unexpected bytes for call %llu",
@@ -343,7 +343,7 @@ int shim_conn_read_one(void)
 {
     uint8_t *buf;
     size_t len;
-    int rc = crn_frame_read(shim_conn.fd, &buf, &len, MAX_REPLY_FRAME);
+    int rc = crn_frame_read_on(&shim_conn.io, &buf, &len, MAX_REPLY_FRAME);
 
     shim_conn_alive();
     if (rc < 0) {
@@ -379,7 +379,7 @@ void shim_conn_broken(void)
     shim_conn_lost("the proxy closed it, or reading from it failed");
     /* The stream is out of step: nobody may read from it any more (the
      * reader thread or a caller would otherwise wait on it). */
-    shutdown(shim_conn.fd, SHUT_RDWR);
+    shutdown(shim_conn.io.fd, SHUT_RDWR);
     pthread_mutex_lock(&shim_conn.lock);
     size_t lost = 0;
     for (struct slot **pp = &shim_conn.slots; *pp;) {
@@ -411,7 +411,7 @@ void *shim_conn_reader_main(void *arg)
 {
     (void)arg;
     while (!atomic_load(&shim_conn.dead)) {
-        if (!crn_spin_readable(shim_conn.fd, 0, -1))
+        if (!crn_stream_readable(&shim_conn.io, 0, -1))
             continue;
         pthread_mutex_lock(&shim_conn.lock);
         if (shim_conn.reading != READ_FREE) {
@@ -437,7 +437,7 @@ void *shim_conn_reader_main(void *arg)
         pthread_mutex_unlock(&shim_conn.lock);
         /* The caller that read last may have taken the bytes that woke
          * us: read only what is there (a frame begun is read whole). */
-        int rc = crn_spin_readable(shim_conn.fd, 0, 0) ? shim_conn_read_one()
+        int rc = crn_stream_readable(&shim_conn.io, 0, 0) ? shim_conn_read_one()
                                                         : 0;
         pthread_mutex_lock(&shim_conn.lock);
         shim_conn.reading = READ_FREE;
@@ -477,7 +477,7 @@ static bool read_own_answer(struct slot *s)
     int rc = 0;
     while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
            !atomic_load(&shim_conn.dead)) {
-        if (crn_spin_readable(shim_conn.fd, shim_conn.spin_ns, -1) &&
+        if (crn_stream_readable(&shim_conn.io, shim_conn.spin_ns, -1) &&
             (rc = shim_conn_read_one()) < 0)
             break;
     }

@@ -14,13 +14,15 @@
 #include "proto/tls.h"
 
 /* A tcp: proxy is spoken to through TLS (proto/tls.h): the handshake on
- * FD, then a relay whose plaintext socket replaces FD, so that everything
- * below reads and writes frames as it does on a unix socket.  The
- * credentials are made once and kept (each session holds a reference).
- * Returns the descriptor to use, or a negative errno (FD closed). */
+ * FD, then *OUT is the session on FD, whose records the thread using the
+ * bytes makes and reads itself (proto/stream.h: no relay, so each lane's
+ * crypto runs on the lane's own threads).  The credentials are made once
+ * and kept (each session holds a reference).  Returns FD (OUT in clear
+ * when there are no credentials), or a negative errno (FD closed). */
 int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
-                       const char *text)
+                       const char *text, struct crn_stream *out)
 {
+    struct crn_tls *t;
     static struct crn_tls_config *cfg;
     static bool made;
     enum crn_tls_mode mode;
@@ -50,17 +52,23 @@ int shim_conn_tls_wrap(int fd, const struct crn_endpoint *ep,
                      shim_config.pki_dir ? shim_config.pki_dir
                                          : CRN_TLS_PKI_DEFAULT);
     }
+    out->fd = fd;
+    out->tls = NULL;
     if (!cfg)
         return fd;
-    rc = crn_tls_wrap_client(cfg, fd, ep->host,
-                             (unsigned)shim_config.proxy_timeout_ms, why,
-                             sizeof(why));
-    if (rc < 0)
+    rc = crn_tls_client(cfg, fd, ep->host,
+                        (unsigned)shim_config.proxy_timeout_ms, &t, why,
+                        sizeof(why));
+    if (rc < 0) {
         CRN_ERROR("remote: %s: %s", text, why);
-    else
-        CRN_INFO("remote: TLS (%s) to %s",
-                 crn_tls_mode_name(crn_tls_config_mode(cfg)), text);
-    return rc;
+        close(fd);
+        out->fd = -1;
+        return rc;
+    }
+    out->tls = t;
+    CRN_INFO("remote: TLS (%s) to %s",
+             crn_tls_mode_name(crn_tls_config_mode(cfg)), text);
+    return fd;
 }
 
 int shim_conn_auth_mac(const Crane__Challenge *ch, uint8_t mac[32])

@@ -49,7 +49,7 @@ static Crane__ServerMessage *read_server_message(void)
     uint8_t *buf;
     size_t len;
 
-    if (crn_frame_read(shim_conn.fd, &buf, &len, MAX_REPLY_FRAME) < 0)
+    if (crn_frame_read_on(&shim_conn.io, &buf, &len, MAX_REPLY_FRAME) < 0)
         return NULL;
     Crane__ServerMessage *m = crane__server_message__unpack(NULL, len, buf);
     free(buf);
@@ -68,7 +68,7 @@ static int answer_challenge(const Crane__Challenge *ch)
     auth.mac.len = sizeof(mac);
     RC_MSG(m, auth, AUTH, &auth);
     m.seq = ++shim_conn.seq;
-    return crn_frame_write(shim_conn.fd, &m.base);
+    return crn_frame_write_on(&shim_conn.io, &m.base);
 }
 
 static int take_welcome(const Crane__Welcome *w)
@@ -124,7 +124,7 @@ static int handshake(void)
     hello.pid = (uint32_t)getpid();
     RC_MSG(m, hello, HELLO, &hello);
     m.seq = ++shim_conn.seq;
-    int rc = crn_frame_write(shim_conn.fd, &m.base);
+    int rc = crn_frame_write_on(&shim_conn.io, &m.base);
     if (rc < 0)
         return rc;
     for (;;) {
@@ -185,7 +185,7 @@ static int send_with_fd(Crane__ClientMessage *m, int fd)
     crane__client_message__pack(m, buf + CRN_FRAME_HEADER_LEN);
     len += CRN_FRAME_HEADER_LEN;
     if (fd < 0)
-        return crn_bulk_write(shim_conn.fd, buf, len);
+        return crn_bulk_write_on(&shim_conn.io, buf, len);
     /* The descriptor goes with the first byte; the rest follows plainly. */
     iov.iov_base = buf;
     iov.iov_len = len;
@@ -201,12 +201,12 @@ static int send_with_fd(Crane__ClientMessage *m, int fd)
     memcpy(CMSG_DATA(c), &fd, sizeof(int));
     ssize_t n;
     do
-        n = sendmsg(shim_conn.fd, &mh, MSG_NOSIGNAL);
+        n = sendmsg(shim_conn.io.fd, &mh, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     if (n < 0)
         return -errno;
     if ((size_t)n < len)
-        return crn_bulk_write(shim_conn.fd, buf + n, len - (size_t)n);
+        return crn_bulk_write(shim_conn.io.fd, buf + n, len - (size_t)n);
     return 0;
 }
 
@@ -410,12 +410,15 @@ static bool still_there(void)
  * refusal (-EACCES) or no listener is final. */
 #define CONNECT_TRIES 6
 
-static int open_stream(const struct crn_endpoint *ep, const char *text)
+static int open_stream(const struct crn_endpoint *ep, const char *text,
+                       struct crn_stream *out)
 {
     double give_up = shim_now() + shim_config.proxy_timeout_ms / 1000.0;
     unsigned pause_ms = 50, tries = 0;
     int fd;
 
+    out->fd = -1;
+    out->tls = NULL;
     for (;;) {
         fd = crn_endpoint_connect(ep);
         if (fd < 0) {
@@ -424,9 +427,11 @@ static int open_stream(const struct crn_endpoint *ep, const char *text)
             return fd;
         }
         socket_keepalive(fd);
-        if (ep->kind != CRN_EP_TCP)
-            return fd;
-        fd = shim_conn_tls_wrap(fd, ep, text);
+        if (ep->kind != CRN_EP_TCP) {
+            out->fd = fd;
+            return 0;
+        }
+        fd = shim_conn_tls_wrap(fd, ep, text, out);
         tries++;
         if (fd >= 0 || (fd != -ECONNRESET && fd != -EPROTO) ||
             tries >= CONNECT_TRIES || shim_now() + pause_ms / 1000.0 >= give_up)
@@ -439,7 +444,7 @@ static int open_stream(const struct crn_endpoint *ep, const char *text)
     }
     if (fd >= 0 && tries > 1)
         CRN_INFO("remote: TLS to %s made at try %u", text, tries);
-    return fd;
+    return fd < 0 ? fd : 0;
 }
 
 /* A new connection's state, before its watchdog starts (it bounds the
@@ -510,7 +515,7 @@ static int conn_threads(void)
         return rc;
     if ((rc = -pthread_create(&shim_conn.cb_thread, NULL,
                               shim_conn_callbacks_main, NULL)) < 0) {
-        shutdown(shim_conn.fd, SHUT_RDWR);
+        shutdown(shim_conn.io.fd, SHUT_RDWR);
         pthread_join(shim_conn.reader, NULL);
     }
     return rc;
@@ -536,12 +541,8 @@ int shim_remote_connect(void)
         return -EINVAL;
     }
     crn_endpoint_format(&ep, text, sizeof(text));
-    shim_conn.fd = open_stream(&ep, text);
-    if (shim_conn.fd < 0) {
-        rc = shim_conn.fd;
-        shim_conn.fd = -1;
+    if ((rc = open_stream(&ep, text, &shim_conn.io)) < 0)
         return rc;
-    }
     conn_state_reset();
     if ((rc = -pthread_create(&shim_conn.watchdog, NULL,
                               shim_conn_watchdog_main, NULL)) < 0)
@@ -567,8 +568,7 @@ fail_early:
     crn_shm_close(&shim_conn.shm);
     shim_conn.shm_on = false;
     atomic_store(&shim_conn.shm_in, false);
-    close(shim_conn.fd);
-    shim_conn.fd = -1;
+    crn_stream_close(&shim_conn.io);
     return rc;
 }
 
@@ -579,7 +579,7 @@ void shim_remote_disconnect(void)
     pthread_mutex_lock(&shim_conn.send_lock);
     shim_conn_flush_locked();
     atomic_store(&shim_conn.dead, true);
-    shutdown(shim_conn.fd, SHUT_RDWR);
+    shutdown(shim_conn.io.fd, SHUT_RDWR);
     pthread_mutex_unlock(&shim_conn.send_lock);
     shim_lanes_disconnect();
     pthread_join(shim_conn.reader, NULL);
@@ -593,8 +593,7 @@ void shim_remote_disconnect(void)
     pthread_mutex_unlock(&shim_conn.lock);
     pthread_join(shim_conn.cb_thread, NULL);
     shim_conn_watchdog_stop();
-    close(shim_conn.fd);
-    shim_conn.fd = -1;
+    crn_stream_close(&shim_conn.io);
     free(shim_conn.batch);
     shim_conn.batch = NULL;
     shim_conn.batch_len = shim_conn.batch_cap = 0;

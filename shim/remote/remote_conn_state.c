@@ -11,7 +11,7 @@
 #include <string.h>
 
 struct shim_conn shim_conn = {
-    .fd = -1,
+    .io = {.fd = -1},
     .shm = {.fd = -1},
     .send_lock = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,

@@ -112,7 +112,7 @@ static void give_up(double silent_s, double now)
                   silent_s, shim_config.proxy_timeout_ms);
     shim_conn_lost("it showed no sign of life within "
                    "CRANE_PROXY_TIMEOUT_MS while calls waited");
-    shutdown(shim_conn.fd, SHUT_RDWR);
+    shutdown(shim_conn.io.fd, SHUT_RDWR);
 }
 
 void *shim_conn_watchdog_main(void *arg)

@@ -156,9 +156,9 @@ static void log_lanes(void)
     }
 }
 
-/* Lane INDEX's handshake on FD: Hello with its MAC, the proxy's
+/* Lane INDEX's handshake on stream ST: Hello with its MAC, the proxy's
  * Challenge answered as the main connection's, then its Welcome. */
-static int lane_handshake(int fd, unsigned index)
+static int lane_handshake(const struct crn_stream *st, unsigned index)
 {
     Crane__Hello hello = CRANE__HELLO__INIT;
     uint8_t mac[CRN_LANE_KEY_LEN];
@@ -178,12 +178,12 @@ static int lane_handshake(int fd, unsigned index)
     hello.lane_mac.len = sizeof(mac);
     RC_MSG(m, hello, HELLO, &hello);
     m.seq = 1;
-    if ((rc = crn_frame_write(fd, &m.base)) < 0)
+    if ((rc = crn_frame_write_on(st, &m.base)) < 0)
         return rc;
     for (int step = 0; step < 3; step++) {
         uint8_t *buf;
         size_t len;
-        if ((rc = crn_frame_read(fd, &buf, &len, 64u << 10)) < 0)
+        if ((rc = crn_frame_read_on(st, &buf, &len, 64u << 10)) < 0)
             return rc;
         Crane__ServerMessage *s = crane__server_message__unpack(NULL, len,
                                                                 buf);
@@ -201,7 +201,7 @@ static int lane_handshake(int fd, unsigned index)
             auth.mac.len = sizeof(amac);
             RC_MSG(a, auth, AUTH, &auth);
             a.seq = 2;
-            if ((rc = crn_frame_write(fd, &a.base)) < 0)
+            if ((rc = crn_frame_write_on(st, &a.base)) < 0)
                 return rc;
             continue;
         }
@@ -218,10 +218,11 @@ static int lane_handshake(int fd, unsigned index)
     return -EPROTO;
 }
 
-/* Lane INDEX: connected, wrapped in TLS as the main connection is, its
- * handshake bounded by the proxy timeout.  Its descriptor or < 0. */
+/* Lane INDEX: connected, in TLS as the main connection is (its own
+ * session in *ST), its handshake bounded by the proxy timeout.  0 or
+ * < 0. */
 static int lane_open(const struct crn_endpoint *ep, const char *text,
-                     unsigned index)
+                     unsigned index, struct crn_stream *st)
 {
     long ms = shim_config.proxy_timeout_ms > 0 ? shim_config.proxy_timeout_ms
                                                : 20000;
@@ -230,17 +231,17 @@ static int lane_open(const struct crn_endpoint *ep, const char *text,
 
     if (fd < 0)
         return fd;
-    if ((fd = shim_conn_tls_wrap(fd, ep, text)) < 0)
+    if ((fd = shim_conn_tls_wrap(fd, ep, text, st)) < 0)
         return fd;
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if ((rc = lane_handshake(fd, index)) < 0) {
-        close(fd);
+    if ((rc = lane_handshake(st, index)) < 0) {
+        crn_stream_close(st);
         return rc;
     }
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
-    return fd;
+    return 0;
 }
 
 /* Under L.lock: a set of lanes of generation L.gen opened, one lane
@@ -255,10 +256,11 @@ static int open_set_locked(void)
     if (want > L.lanes_max)
         want = L.lanes_max;
     for (unsigned i = 0; ls && i < want; i++) {
-        int fd = lane_open(&L.ep, L.text, i);
-        if (fd < 0 || crn_lanes_add(ls, i, fd) < 0) {
+        struct crn_stream st;
+        int rc = lane_open(&L.ep, L.text, i, &st);
+        if (rc < 0 || crn_lanes_add_stream(ls, i, st) < 0) {
             CRN_WARN("remote: lane %u to %s: %s; %u lane(s)", i, L.text,
-                     strerror(fd < 0 ? -fd : EPIPE), i);
+                     strerror(rc < 0 ? -rc : EPIPE), i);
             break;
         }
         n++;

@@ -151,7 +151,7 @@ int shim_remote_shm_release(char *why, size_t why_len)
             /* It may still write replies into the area: no call may
              * read them from a device that is about to go. */
             atomic_store(&shim_conn.dead, true);
-            shutdown(shim_conn.fd, SHUT_RDWR);
+            shutdown(shim_conn.io.fd, SHUT_RDWR);
             rc = -EPROTO;
         }
         shim_remote_reply_free(&r);
