@@ -189,44 +189,28 @@ out:
 
 SHIM_RETAIN_RELEASE(Context, cl_context, SHIM_CONTEXT, CL_INVALID_CONTEXT)
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetContextInfo(
-    cl_context context, cl_context_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
+/* clGetContextInfo (cl_api.def): the devices and properties the program
+ * gave, whichever vendor holds the context now. */
+bool shim_context_info_own(struct shim_context *c,
+                           const struct shim_info_ask *ask, cl_int *err)
 {
-    struct shim_context *c = SHIM_AS(shim_context, SHIM_CONTEXT, context);
-    cl_int err;
-
-    if (!c)
-        return CL_INVALID_CONTEXT;
     struct shim_info_own own = {.refs_param = CL_CONTEXT_REFERENCE_COUNT,
                                 .refs = atomic_load(&c->obj.app_refs)};
-    if (shim_info_own(&own, param_name, param_value_size, param_value,
-                      param_value_size_ret, &err))
-        return err;
-    switch (param_name) {
-    case CL_CONTEXT_NUM_DEVICES:
-        return shim_info_return(&c->n_devices, sizeof(c->n_devices),
-                                param_value_size, param_value,
-                                param_value_size_ret);
-    case CL_CONTEXT_DEVICES:
-        return shim_info_return(c->devices,
-                                c->n_devices * sizeof(cl_device_id),
-                                param_value_size, param_value,
-                                param_value_size_ret);
-    case CL_CONTEXT_PROPERTIES:
-        return shim_info_return(
-            c->props, shim_props_len(c->props, sizeof(*c->props)) *
-                          sizeof(cl_context_properties),
-            param_value_size, param_value, param_value_size_ret);
-    default:
-        break;
-    }
-    shim_enter();
-    err = VENDOR(c->obj.real)->clGetContextInfo(c->obj.real, param_name,
-                                                param_value_size, param_value,
-                                                param_value_size_ret);
-    shim_leave();
-    return err;
+    size_t n_props = shim_props_len(c->props, sizeof(*c->props));
+
+    if (shim_info_own(&own, ask, err))
+        return true;
+    if (ask->param == CL_CONTEXT_NUM_DEVICES)
+        *err = shim_info_give(ask, &c->n_devices, sizeof(c->n_devices));
+    else if (ask->param == CL_CONTEXT_DEVICES)
+        *err = shim_info_give(ask, c->devices,
+                              c->n_devices * sizeof(cl_device_id));
+    else if (ask->param == CL_CONTEXT_PROPERTIES)
+        *err = shim_info_give(ask, c->props,
+                              n_props * sizeof(cl_context_properties));
+    else
+        return false;
+    return true;
 }
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetContextDestructorCallback(

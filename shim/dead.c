@@ -51,34 +51,19 @@ static cl_int *const errcode_ret = NULL;
     }
 
 /* Every row of cl_api.def, whatever its kind and remote column. */
-#define SHIM_FWD(name, params, args, target, err, remote) \
-    DEAD_ROW(cl_int, name, params)
-#define SHIM_ENQ(name, params, args, before, after, remote) \
-    DEAD_ROW(cl_int, name, params)
-#define SHIM_MAP(name, params, args, memobj, before, remote) \
-    DEAD_ROW(void *, name, params)
-#define SHIM_MANUAL(ret, name, params, remote) DEAD_ROW(ret, name, params)
+#define SHIM_ROW(ret, name, params, remote) DEAD_ROW(ret, name, params)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "cl_api.def"
 #pragma GCC diagnostic pop
-#undef SHIM_FWD
-#undef SHIM_ENQ
-#undef SHIM_MAP
-#undef SHIM_MANUAL
+#undef SHIM_ROW
 
 /* The table: every row's answer, never NULL. */
-#define SHIM_FWD(name, params, args, target, err, remote) .name = dead_##name,
-#define SHIM_ENQ(name, params, args, before, after, remote) .name = dead_##name,
-#define SHIM_MAP(name, params, args, memobj, before, remote) .name = dead_##name,
-#define SHIM_MANUAL(ret, name, params, remote) .name = dead_##name,
+#define SHIM_ROW(ret, name, params, remote) .name = dead_##name,
 static const struct _cl_icd_dispatch dead_dispatch = {
 #include "cl_api.def"
 };
-#undef SHIM_FWD
-#undef SHIM_ENQ
-#undef SHIM_MAP
-#undef SHIM_MANUAL
+#undef SHIM_ROW
 
 /* The one real handle of the dead side: an ICD object of that table. */
 static const struct {

@@ -191,77 +191,64 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseEvent(cl_event event)
     return rc < 0 ? CL_INVALID_EVENT : CL_SUCCESS;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(
-    cl_event event, cl_event_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
+/* clGetEventInfo (cl_api.def): the shim's handles ... */
+bool shim_event_info_own(struct shim_event *e,
+                         const struct shim_info_ask *ask, cl_int *err)
 {
-    struct shim_event *e = SHIM_AS(shim_event, SHIM_EVENT, event);
-    cl_int err;
-
-    if (!e)
-        return CL_INVALID_EVENT;
     struct shim_info_own own = {
         CL_EVENT_REFERENCE_COUNT, atomic_load(&e->obj.app_refs),
         {CL_EVENT_COMMAND_QUEUE, CL_EVENT_CONTEXT}, {e->queue, e->context}};
-    if (shim_info_own(&own, param_name, param_value_size, param_value,
-                      param_value_size_ret, &err))
-        return err;
-    /* Inside the gate: a re-home may retire the event until then. */
-    shim_enter();
-    if (e->retired) {
-        if (param_name == CL_EVENT_COMMAND_EXECUTION_STATUS)
-            err = shim_info_return(&e->status, sizeof(e->status),
-                                   param_value_size, param_value,
-                                   param_value_size_ret);
-        else if (param_name == CL_EVENT_COMMAND_TYPE)
-            err = shim_info_return(&e->command, sizeof(e->command),
-                                   param_value_size, param_value,
-                                   param_value_size_ret);
-        else
-            err = CL_INVALID_VALUE;
-    } else {
-        err = VENDOR(e->obj.real)->clGetEventInfo(
-            e->obj.real, param_name, param_value_size, param_value,
-            param_value_size_ret);
-    }
-    shim_leave();
-    return err;
+
+    return shim_info_own(&own, ask, err);
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetEventProfilingInfo(
-    cl_event event, cl_profiling_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
+/* ... and, inside the gate (a re-home may retire the event until then),
+ * a retired event's recorded status and type. */
+bool shim_event_info_gated(struct shim_event *e,
+                           const struct shim_info_ask *ask, cl_int *err)
 {
-    struct shim_event *e = SHIM_AS(shim_event, SHIM_EVENT, event);
-    cl_int err;
+    if (!e->retired)
+        return false;
+    if (ask->param == CL_EVENT_COMMAND_EXECUTION_STATUS)
+        *err = shim_info_give(ask, &e->status, sizeof(e->status));
+    else if (ask->param == CL_EVENT_COMMAND_TYPE)
+        *err = shim_info_give(ask, &e->command, sizeof(e->command));
+    else
+        *err = CL_INVALID_VALUE;
+    return true;
+}
 
-    if (!e)
-        return CL_INVALID_EVENT;
-    shim_enter();
-    if (e->retired) {
-        unsigned i = param_name - CL_PROFILING_COMMAND_QUEUED;
-        if (!e->profiled)
-            err = CL_PROFILING_INFO_NOT_AVAILABLE;
-        else if (i >= 5)
-            err = CL_INVALID_VALUE;
-        else
-            err = shim_info_return(&e->prof[i], sizeof(cl_ulong),
-                                   param_value_size, param_value,
-                                   param_value_size_ret);
-    } else {
-        err = VENDOR(e->obj.real)->clGetEventProfilingInfo(
-            e->obj.real, param_name, param_value_size, param_value,
-            param_value_size_ret);
-        cl_ulong queued = 0;
-        if (err == CL_SUCCESS && param_value &&
-            param_value_size >= sizeof(cl_ulong) && e->host_queued &&
-            VENDOR(e->obj.real)->clGetEventProfilingInfo(
-                e->obj.real, CL_PROFILING_COMMAND_QUEUED, sizeof(queued),
-                &queued, NULL) == CL_SUCCESS)
-            shim_timebase_translate(e, queued, param_value, 1);
-    }
-    shim_leave();
-    return err;
+/* clGetEventProfilingInfo (cl_api.def): a retired event's recorded
+ * times ... */
+bool shim_event_profiling_gated(struct shim_event *e,
+                                const struct shim_info_ask *ask,
+                                cl_int *err)
+{
+    unsigned i = ask->param - CL_PROFILING_COMMAND_QUEUED;
+
+    if (!e->retired)
+        return false;
+    if (!e->profiled)
+        *err = CL_PROFILING_INFO_NOT_AVAILABLE;
+    else if (i >= 5)
+        *err = CL_INVALID_VALUE;
+    else
+        *err = shim_info_give(ask, &e->prof[i], sizeof(cl_ulong));
+    return true;
+}
+
+/* ... and a live one's on the one timeline of its device (timebase.c). */
+void shim_event_profiling_after(struct shim_event *e,
+                                const struct shim_info_ask *ask, cl_int err)
+{
+    cl_ulong queued = 0;
+
+    if (err == CL_SUCCESS && ask->value && ask->size >= sizeof(cl_ulong) &&
+        e->host_queued &&
+        VENDOR(e->obj.real)->clGetEventProfilingInfo(
+            e->obj.real, CL_PROFILING_COMMAND_QUEUED, sizeof(queued), &queued,
+            NULL) == CL_SUCCESS)
+        shim_timebase_translate(e, queued, ask->value, 1);
 }
 
 struct event_cb {

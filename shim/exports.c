@@ -6,6 +6,7 @@
 #include "check.h"
 #include "proto/log.h"
 #include "config.h"
+#include "entry.h"
 #include "shim.h"
 
 #define SHIM_MANUAL(ret, name, params, remote)
@@ -95,25 +96,42 @@
         return p_;                                                      \
     }
 
+#define ASKED param_name, param_value_size, param_value, param_value_size_ret
+
+#define SHIM_INFO(name, params, args, type, shadow, err, own, gated, after, \
+                  remote)                                                   \
+    SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL name params             \
+    {                                                                   \
+        struct type *o_ = shadow;                                       \
+        const struct shim_info_ask ask_ = SHIM_INFO_ASK;                \
+        cl_int ret_ = err;                                              \
+        int note_ = 0;                                                  \
+        (void)ask_;                                                     \
+        (void)note_;                                                    \
+        if (!o_ || own)                                                 \
+            return ret_;                                                \
+        shim_enter();                                                   \
+        if (!(gated)) {                                                 \
+            ret_ = VENDOR(o_->obj.real)->name args;                     \
+            after;                                                      \
+        }                                                               \
+        shim_leave();                                                   \
+        return ret_;                                                    \
+    }
+
 #include "cl_api.def"
 
 #undef SHIM_FWD
 #undef SHIM_ENQ
 #undef SHIM_MAP
+#undef SHIM_INFO
 #undef SHIM_MANUAL
 
 /* The table ICD loaders call through: every shim handle points here. */
-#define SHIM_FWD(name, params, args, target, err, remote) .name = name,
-#define SHIM_ENQ(name, params, args, before, after, remote) .name = name,
-#define SHIM_MAP(name, params, args, memobj, before, remote) .name = name,
-#define SHIM_MANUAL(ret, name, params, remote) .name = name,
+#define SHIM_ROW(ret, name, params, remote) .name = name,
 const struct _cl_icd_dispatch shim_icd_dispatch = {
 #include "cl_api.def"
 };
-#undef SHIM_FWD
-#undef SHIM_ENQ
-#undef SHIM_MAP
-#undef SHIM_MANUAL
 
 /* The store stamps every new shadow with the table, which it is handed
  * when the library loads, before any call can make a shadow: the table
@@ -132,18 +150,13 @@ struct shim_entry {
     void *fn;
 };
 
-#define SHIM_FWD(name, params, args, target, err, remote) {#name, (void *)name},
-#define SHIM_ENQ(name, params, args, before, after, remote) {#name, (void *)name},
-#define SHIM_MAP(name, params, args, memobj, before, remote) {#name, (void *)name},
-#define SHIM_MANUAL(ret, name, params, remote) {#name, (void *)name},
+#undef SHIM_ROW
+#define SHIM_ROW(ret, name, params, remote) {#name, (void *)name},
 static const struct shim_entry shim_entries[] = {
 #include "cl_api.def"
     {"clIcdGetPlatformIDsKHR", (void *)clIcdGetPlatformIDsKHR},
 };
-#undef SHIM_FWD
-#undef SHIM_ENQ
-#undef SHIM_MAP
-#undef SHIM_MANUAL
+#undef SHIM_ROW
 
 void *shim_lookup_entry(const char *name)
 {

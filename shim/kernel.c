@@ -409,76 +409,62 @@ SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetKernelArgSVMPointer(
     return err;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelInfo(
-    cl_kernel kernel, cl_kernel_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
+/* clGetKernelInfo (cl_api.def): the shim's handles and the attributes it
+ * read when the kernel was made. */
+bool shim_kernel_info_own(struct shim_kernel *k,
+                          const struct shim_info_ask *ask, cl_int *err)
 {
-    struct shim_kernel *k = SHIM_AS(shim_kernel, SHIM_KERNEL, kernel);
-    cl_int err;
-
-    if (!k)
-        return CL_INVALID_KERNEL;
     struct shim_info_own own = {
         CL_KERNEL_REFERENCE_COUNT, atomic_load(&k->obj.app_refs),
         {CL_KERNEL_PROGRAM, CL_KERNEL_CONTEXT},
         {k->program, k->program->context}};
-    if (shim_info_own(&own, param_name, param_value_size, param_value,
-                      param_value_size_ret, &err))
-        return err;
-    switch (param_name) {
-    case CL_KERNEL_ATTRIBUTES:
-        if (k->attributes)
-            return shim_info_return(k->attributes, strlen(k->attributes) + 1,
-                                    param_value_size, param_value,
-                                    param_value_size_ret);
-        break;
-    default:
-        break;
-    }
-    shim_enter();
-    err = VENDOR(k->obj.real)->clGetKernelInfo(k->obj.real, param_name,
-                                               param_value_size, param_value,
-                                               param_value_size_ret);
-    shim_leave();
-    return err;
+
+    if (shim_info_own(&own, ask, err))
+        return true;
+    if (ask->param != CL_KERNEL_ATTRIBUTES || !k->attributes)
+        return false;
+    *err = shim_info_give(ask, k->attributes, strlen(k->attributes) + 1);
+    return true;
 }
 
-/* Argument info the program did not ask for stays hidden, as natively. */
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetKernelArgInfo(
-    cl_kernel kernel, cl_uint arg_indx, cl_kernel_arg_info param_name,
-    size_t param_value_size, void *param_value, size_t *param_value_size_ret)
+/* clGetKernelArgInfo (cl_api.def): argument info the program did not ask
+ * for stays hidden, as natively. */
+bool shim_kernel_arg_info_own(struct shim_kernel *k, cl_uint arg_indx,
+                              cl_int *err)
 {
-    struct shim_kernel *k = SHIM_AS(shim_kernel, SHIM_KERNEL, kernel);
-    cl_int err;
-
-    if (!k)
-        return CL_INVALID_KERNEL;
     if (arg_indx >= k->n_args)
-        return CL_INVALID_ARG_INDEX;
+        *err = CL_INVALID_ARG_INDEX;
+    else if (k->program->arg_info_hidden)
+        *err = CL_KERNEL_ARG_INFO_NOT_AVAILABLE;
+    else
+        return false;
+    return true;
+}
+
+/* Built without the option: whether there is argument info is what the
+ * native vendor said the first time (some give it anyway), kept across
+ * moves; a proxy always has it (it builds with it for its checks), so it
+ * never answers that first question.  *SEEN: what was known before. */
+bool shim_kernel_arg_info_gated(struct shim_kernel *k, int *seen,
+                                cl_int *err)
+{
     struct shim_program *p = k->program;
-    if (p->arg_info_hidden)
-        return CL_KERNEL_ARG_INFO_NOT_AVAILABLE;
-    /* Built without the option: whether there is argument info is what the
-     * native vendor said the first time (some give it anyway), kept across
-     * moves; a proxy always has it (it builds with it for its checks), so
-     * it never answers that first question. */
-    bool asked = atomic_load(&p->arg_info);
-    int seen = asked ? 1 : atomic_load(&p->arg_info_seen);
-    shim_enter();
-    bool native = shim_is_vendor(shim.backend);
-    if (seen < 0 || (seen == 0 && !native)) {
+
+    *seen = atomic_load(&p->arg_info) ? 1 : atomic_load(&p->arg_info_seen);
+    if (*seen < 0 || (*seen == 0 && !shim_is_vendor(shim.backend))) {
         atomic_store(&p->arg_info_seen, -1);
-        err = CL_KERNEL_ARG_INFO_NOT_AVAILABLE;
-    } else {
-        err = VENDOR(k->obj.real)->clGetKernelArgInfo(
-            k->obj.real, arg_indx, param_name, param_value_size, param_value,
-            param_value_size_ret);
-        if (seen == 0 && err != CL_INVALID_VALUE)
-            atomic_store(&p->arg_info_seen,
-                         err == CL_KERNEL_ARG_INFO_NOT_AVAILABLE ? -1 : 1);
+        *err = CL_KERNEL_ARG_INFO_NOT_AVAILABLE;
+        return true;
     }
-    shim_leave();
-    return err;
+    return false;
+}
+
+/* The native vendor's first answer, kept. */
+void shim_kernel_arg_info_after(struct shim_kernel *k, int seen, cl_int err)
+{
+    if (seen == 0 && err != CL_INVALID_VALUE)
+        atomic_store(&k->program->arg_info_seen,
+                     err == CL_KERNEL_ARG_INFO_NOT_AVAILABLE ? -1 : 1);
 }
 
 static void kernel_destroy(struct shim_obj *o)

@@ -14,81 +14,60 @@ static struct mem_cb {
     struct mem_cb *next;
 } *mem_cbs;
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetMemObjectInfo(
-    cl_mem memobj, cl_mem_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
+/* clGetMemObjectInfo (cl_api.def): the shim's handles, the flags and
+ * properties the program gave and its own host pointer. */
+bool shim_mem_info_own(struct shim_mem *m, const struct shim_info_ask *ask,
+                       cl_int *err)
 {
-    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, memobj);
-    cl_int err;
-
-    if (!m)
-        return CL_INVALID_MEM_OBJECT;
     struct shim_info_own own = {
         CL_MEM_REFERENCE_COUNT, atomic_load(&m->obj.app_refs),
         {CL_MEM_CONTEXT, CL_MEM_ASSOCIATED_MEMOBJECT},
         {m->context, m->parent}};
-    if (shim_info_own(&own, param_name, param_value_size, param_value,
-                      param_value_size_ret, &err))
-        return err;
-    switch (param_name) {
-    case CL_MEM_FLAGS:
-        return shim_info_return(&m->reported_flags, sizeof(m->reported_flags),
-                                param_value_size, param_value,
-                                param_value_size_ret);
-    case CL_MEM_HOST_PTR: {
-        /* The program's own pointer only, never the shim's memory. */
-        void *p = m->own_host ? NULL : m->host_ptr;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    case CL_MEM_PROPERTIES:
-        return shim_info_return(m->props,
-                                shim_props_len(m->props, sizeof(*m->props)) *
-                                    sizeof(cl_mem_properties),
-                                param_value_size, param_value,
-                                param_value_size_ret);
-    default:
-        break;
-    }
-    shim_enter();
-    err = VENDOR(m->obj.real)->clGetMemObjectInfo(m->obj.real, param_name,
-                                                  param_value_size,
-                                                  param_value,
-                                                  param_value_size_ret);
-    shim_leave();
-    return err;
+    /* The program's own pointer only, never the shim's memory. */
+    void *host_ptr = m->own_host ? NULL : m->host_ptr;
+    size_t n_props = shim_props_len(m->props, sizeof(*m->props));
+
+    if (shim_info_own(&own, ask, err))
+        return true;
+    if (ask->param == CL_MEM_FLAGS)
+        *err = shim_info_give(ask, &m->reported_flags,
+                              sizeof(m->reported_flags));
+    else if (ask->param == CL_MEM_HOST_PTR)
+        *err = shim_info_give(ask, &host_ptr, sizeof(host_ptr));
+    else if (ask->param == CL_MEM_PROPERTIES)
+        *err = shim_info_give(ask, m->props,
+                              n_props * sizeof(cl_mem_properties));
+    else
+        return false;
+    return true;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetImageInfo(
-    cl_mem image, cl_image_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
+/* clGetImageInfo (cl_api.def): an image's buffer is the shim's handle. */
+bool shim_image_info_own(struct shim_mem *m, const struct shim_info_ask *ask,
+                         cl_int *err)
 {
-    struct shim_mem *m = SHIM_AS(shim_mem, SHIM_MEM, image);
-    cl_int err;
+    cl_mem parent = (cl_mem)m->parent;
 
-    if (!m)
-        return CL_INVALID_MEM_OBJECT;
-    if (param_name == CL_IMAGE_BUFFER) {
-        cl_mem p = (cl_mem)m->parent;
-        return shim_info_return(&p, sizeof(p), param_value_size, param_value,
-                                param_value_size_ret);
-    }
-    shim_enter();
-    err = VENDOR(m->obj.real)->clGetImageInfo(m->obj.real, param_name,
-                                              param_value_size, param_value,
-                                              param_value_size_ret);
-    shim_leave();
-    /* A CL_MEM_USE_HOST_PTR image's pitches are the program's memory's, as
-     * its vendor reports them natively; a twin elsewhere (the proxy's,
-     * made from packed rows) has its own. */
-    size_t given = param_name == CL_IMAGE_ROW_PITCH ? m->desc.image_row_pitch
-                   : param_name == CL_IMAGE_SLICE_PITCH
+    if (ask->param != CL_IMAGE_BUFFER)
+        return false;
+    *err = shim_info_give(ask, &parent, sizeof(parent));
+    return true;
+}
+
+/* A CL_MEM_USE_HOST_PTR image's pitches are the program's memory's, as its
+ * vendor reports them natively; a twin elsewhere (the proxy's, made from
+ * packed rows) has its own. */
+void shim_image_info_after(struct shim_mem *m,
+                           const struct shim_info_ask *ask, cl_int err)
+{
+    size_t given = ask->param == CL_IMAGE_ROW_PITCH ? m->desc.image_row_pitch
+                   : ask->param == CL_IMAGE_SLICE_PITCH
                        ? m->desc.image_slice_pitch
                        : 0;
+
     if (err == CL_SUCCESS && given && (m->flags & CL_MEM_USE_HOST_PTR) &&
-        param_value && param_value_size >= sizeof(size_t))
-        *(size_t *)param_value = given;
-    return err;
+        ask->value && ask->size >= sizeof(size_t))
+        *(size_t *)ask->value = given;
 }
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clSetMemObjectDestructorCallback(

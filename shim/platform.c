@@ -34,31 +34,13 @@ clIcdGetPlatformIDsKHR(cl_uint num_entries, cl_platform_id *platforms,
     return clGetPlatformIDs(num_entries, platforms, num_platforms);
 }
 
-/* A NULL platform means the default one, as the ICD loaders have it. */
-static struct shim_platform *platform_or_default(cl_platform_id platform)
+/* A NULL platform means the default one, as the ICD loaders have it
+ * (clGetPlatformInfo's row in cl_api.def asks it too). */
+struct shim_platform *shim_platform_or_default(cl_platform_id platform)
 {
     if (!platform && shim_init() == 0 && shim.n_platforms)
         return shim.platforms[0];
     return SHIM_AS(shim_platform, SHIM_PLATFORM, platform);
-}
-
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
-clGetPlatformInfo(cl_platform_id platform, cl_platform_info param_name,
-                  size_t param_value_size, void *param_value,
-                  size_t *param_value_size_ret)
-{
-    struct shim_platform *p = platform_or_default(platform);
-    cl_int err;
-
-    if (!p)
-        return CL_INVALID_PLATFORM;
-    shim_enter();
-    err = VENDOR(p->obj.real)->clGetPlatformInfo(p->obj.real, param_name,
-                                                 param_value_size,
-                                                 param_value,
-                                                 param_value_size_ret);
-    shim_leave();
-    return err;
 }
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
@@ -69,7 +51,7 @@ clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
     const cl_device_type known =
         CL_DEVICE_TYPE_DEFAULT | CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU |
         CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_CUSTOM;
-    struct shim_platform *p = platform_or_default(platform);
+    struct shim_platform *p = shim_platform_or_default(platform);
     cl_uint n = 0;
 
     if (!p)
@@ -96,34 +78,17 @@ clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
     return n ? CL_SUCCESS : CL_DEVICE_NOT_FOUND;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL
-clGetDeviceInfo(cl_device_id device, cl_device_info param_name,
-                size_t param_value_size, void *param_value,
-                size_t *param_value_size_ret)
+/* clGetDeviceInfo (cl_api.def): a root device's count is 1, as natively. */
+bool shim_device_info_own(struct shim_device *d,
+                          const struct shim_info_ask *ask, cl_int *err)
 {
-    struct shim_device *d = SHIM_AS(shim_device, SHIM_DEVICE, device);
-    cl_int err;
-
-    if (!d)
-        return CL_INVALID_DEVICE;
     struct shim_info_own own = {
         CL_DEVICE_REFERENCE_COUNT,
         d->parent ? atomic_load(&d->obj.app_refs) : 1,
         {CL_DEVICE_PLATFORM, CL_DEVICE_PARENT_DEVICE},
         {d->platform, d->parent}};
-    if (shim_info_own(&own, param_name, param_value_size, param_value,
-                      param_value_size_ret, &err))
-        return err;
-    switch (param_name) {
-    default:
-        break;
-    }
-    shim_enter();
-    err = VENDOR(d->obj.real)->clGetDeviceInfo(d->obj.real, param_name,
-                                               param_value_size, param_value,
-                                               param_value_size_ret);
-    shim_leave();
-    return err;
+
+    return shim_info_own(&own, ask, err);
 }
 
 SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clCreateSubDevices(

@@ -135,43 +135,28 @@ clFinish(cl_command_queue command_queue)
     return err;
 }
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetCommandQueueInfo(
-    cl_command_queue command_queue, cl_command_queue_info param_name,
-    size_t param_value_size, void *param_value, size_t *param_value_size_ret)
+/* clGetCommandQueueInfo (cl_api.def): the shim's handles and the
+ * properties the program gave. */
+bool shim_queue_info_own(struct shim_queue *q,
+                         const struct shim_info_ask *ask, cl_int *err)
 {
-    struct shim_queue *q = SHIM_AS(shim_queue, SHIM_QUEUE, command_queue);
-    cl_int err;
-
-    if (!q)
-        return CL_INVALID_COMMAND_QUEUE;
     struct shim_info_own own = {
         CL_QUEUE_REFERENCE_COUNT, atomic_load(&q->obj.app_refs),
         {CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE}, {q->context, q->device}};
-    if (shim_info_own(&own, param_name, param_value_size, param_value,
-                      param_value_size_ret, &err))
-        return err;
-    switch (param_name) {
-    case CL_QUEUE_PROPERTIES_ARRAY:
-        return shim_info_return(q->props,
-                                shim_props_len(q->props, sizeof(*q->props)) *
-                                    sizeof(cl_queue_properties),
-                                param_value_size, param_value,
-                                param_value_size_ret);
-    case CL_QUEUE_DEVICE_DEFAULT: {
-        /* Device-side default queues are not tracked by the shim. */
-        cl_command_queue none = NULL;
-        return shim_info_return(&none, sizeof(none), param_value_size,
-                                param_value, param_value_size_ret);
-    }
-    default:
-        break;
-    }
-    shim_enter();
-    err = VENDOR(q->obj.real)->clGetCommandQueueInfo(
-        q->obj.real, param_name, param_value_size, param_value,
-        param_value_size_ret);
-    shim_leave();
-    return err;
+    /* Device-side default queues are not tracked by the shim. */
+    const cl_command_queue no_default = NULL;
+
+    if (shim_info_own(&own, ask, err))
+        return true;
+    if (ask->param == CL_QUEUE_PROPERTIES_ARRAY)
+        *err = shim_info_give(ask, q->props,
+                              shim_props_len(q->props, sizeof(*q->props)) *
+                                  sizeof(cl_queue_properties));
+    else if (ask->param == CL_QUEUE_DEVICE_DEFAULT)
+        *err = shim_info_give(ask, &no_default, sizeof(no_default));
+    else
+        return false;
+    return true;
 }
 
 static void queue_destroy(struct shim_obj *o)

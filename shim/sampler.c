@@ -103,43 +103,34 @@ clCreateSampler(cl_context context, cl_bool normalized_coords,
 
 SHIM_RETAIN_RELEASE(Sampler, cl_sampler, SHIM_SAMPLER, CL_INVALID_SAMPLER)
 
-SHIM_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetSamplerInfo(
-    cl_sampler sampler, cl_sampler_info param_name, size_t param_value_size,
-    void *param_value, size_t *param_value_size_ret)
+/* clGetSamplerInfo (cl_api.def): the shim's handles ... */
+bool shim_sampler_info_own(struct shim_sampler *s,
+                           const struct shim_info_ask *ask, cl_int *err)
 {
-    struct shim_sampler *s = SHIM_AS(shim_sampler, SHIM_SAMPLER, sampler);
-    cl_int err;
-
-    if (!s)
-        return CL_INVALID_SAMPLER;
     struct shim_info_own own = {
         CL_SAMPLER_REFERENCE_COUNT, atomic_load(&s->obj.app_refs),
         {CL_SAMPLER_CONTEXT}, {s->context}};
-    if (shim_info_own(&own, param_name, param_value_size, param_value,
-                      param_value_size_ret, &err))
-        return err;
-    shim_enter();
-    if (param_name == CL_SAMPLER_PROPERTIES) {
-        /* The list the program gave, as the specification says: a vendor
-         * that got the pairs of a clCreateSampler (from the shim, or the
-         * proxy) would answer them.  The vendor still says whether it
-         * knows the query at all. */
-        size_t n = s->legacy ? 0 : shim_props_len(s->props, sizeof(*s->props));
-        size_t size;
-        err = VENDOR(s->obj.real)->clGetSamplerInfo(s->obj.real, param_name,
-                                                    0, NULL, &size);
-        if (err == CL_SUCCESS)
-            err = shim_info_return(s->props, n * sizeof(*s->props),
-                                   param_value_size, param_value,
-                                   param_value_size_ret);
-        shim_leave();
-        return err;
-    }
-    err = VENDOR(s->obj.real)->clGetSamplerInfo(s->obj.real, param_name,
-                                                param_value_size, param_value,
-                                                param_value_size_ret);
-    shim_leave();
-    return err;
+
+    return shim_info_own(&own, ask, err);
+}
+
+/* ... and, inside the gate, the list the program gave, as the
+ * specification says: a vendor that got the pairs of a clCreateSampler
+ * (from the shim, or the proxy) would answer them.  The vendor still says
+ * whether it knows the query at all. */
+bool shim_sampler_info_gated(struct shim_sampler *s,
+                             const struct shim_info_ask *ask, cl_int *err)
+{
+    size_t n = s->legacy ? 0 : shim_props_len(s->props, sizeof(*s->props));
+    size_t size;
+
+    if (ask->param != CL_SAMPLER_PROPERTIES)
+        return false;
+    *err = VENDOR(s->obj.real)->clGetSamplerInfo(s->obj.real, ask->param, 0,
+                                                 NULL, &size);
+    if (*err == CL_SUCCESS)
+        *err = shim_info_give(ask, s->props, n * sizeof(*s->props));
+    return true;
 }
 
 static void sampler_destroy(struct shim_obj *o)

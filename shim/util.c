@@ -64,19 +64,22 @@ cl_int shim_info_return(const void *src, size_t size, size_t value_size,
     return CL_SUCCESS;
 }
 
-bool shim_info_own(const struct shim_info_own *own, cl_uint param,
-                   size_t value_size, void *value, size_t *size_ret,
-                   cl_int *err)
+cl_int shim_info_give(const struct shim_info_ask *ask, const void *src,
+                      size_t size)
 {
-    if (param == own->refs_param) {
-        *err = shim_info_return(&own->refs, sizeof(own->refs), value_size,
-                                value, size_ret);
+    return shim_info_return(src, size, ask->size, ask->value, ask->size_ret);
+}
+
+bool shim_info_own(const struct shim_info_own *own,
+                   const struct shim_info_ask *ask, cl_int *err)
+{
+    if (ask->param == own->refs_param) {
+        *err = shim_info_give(ask, &own->refs, sizeof(own->refs));
         return true;
     }
     for (size_t i = 0; i < SHIM_INFO_OWN_MAX && own->params[i]; i++)
-        if (param == own->params[i]) {
-            *err = shim_info_return(&own->handles[i], sizeof(void *),
-                                    value_size, value, size_ret);
+        if (ask->param == own->params[i]) {
+            *err = shim_info_give(ask, &own->handles[i], sizeof(void *));
             return true;
         }
     return false;
