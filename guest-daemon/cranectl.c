@@ -2,6 +2,7 @@
 #include "ctl_print.h"
 
 #include "proto/auth.h"
+#include "proto/control_ops.h"
 #include "proto/control.pb-c.h"
 #include "proto/endpoint.h"
 #include "proto/guest_auth.h"
@@ -25,32 +26,17 @@
 #define CTL_DEFAULT_CONNECT "unix:/run/crane/ctl.sock"
 #define CTL_MAX_FRAME (16u << 20)
 
-static const char usage[] =
+/* --help's text: the head, each host command's lines (its row in the
+ * table below, in the order of proto/control_ops.def), then the tail. */
+static const char usage_head[] =
     "Usage: cranectl [--connect ENDPOINT] [--timeout SECONDS] [--key FILE]\n"
     "                [--tls MODE] [--pki-dir DIR] COMMAND\n"
     "\n"
     "Drives crane-guestd by hand: sends what the host daemon would send.\n"
     "\n"
-    "commands:\n"
-    "  status                      programs, their mode, state size and\n"
-    "                              last timings; the daemon's phase\n"
-    "  prepare [--proxy ENDPOINT] [--live|--offline] [--deadline MS]\n"
-    "                              take every program off the GPU (live:\n"
-    "                              onto the proxy; offline: state to RAM,\n"
-    "                              calls held) and unload the GPU driver\n"
-    "  resume [--deadline MS]      load the driver, wait for the GPU, bring\n"
-    "                              every program back to passthrough\n"
-    "  abort [--deadline MS]       undo a prepare (or finish a failed one)\n"
-    "  shm [--pci ADDR] [--size BYTES] [--deadline MS]\n"
-    "                              the host plugged an ivshmem-plain device\n"
-    "                              shared with the proxy domain (ADDR as its\n"
-    "                              libvirt addressed it; else the only one,\n"
-    "                              of BYTES): each remoting program moves its\n"
-    "                              bulk bytes through a part of it\n"
-    "  shm --release [--deadline MS]\n"
-    "                              every program gives its part up (bulk\n"
-    "                              bytes back on the stream, calls in flight\n"
-    "                              finished) so that the device can go\n"
+    "commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "options:\n"
     "  --connect ENDPOINT  the daemon's control socket or host channel\n"
@@ -74,6 +60,32 @@ static const char usage[] =
     "file cannot be read); 2 bad usage (an unknown option or command, a\n"
     "missing or malformed value); 3 no answer from the daemon; 4 done,\n"
     "but programs were lost to a fault (listed as `lost`, with why).\n";
+
+/* Each host command's lines in --help (usage_<name>, named by its row). */
+static const char usage_status[] =
+    "  status                      programs, their mode, state size and\n"
+    "                              last timings; the daemon's phase\n";
+static const char usage_prepare[] =
+    "  prepare [--proxy ENDPOINT] [--live|--offline] [--deadline MS]\n"
+    "                              take every program off the GPU (live:\n"
+    "                              onto the proxy; offline: state to RAM,\n"
+    "                              calls held) and unload the GPU driver\n";
+static const char usage_resume[] =
+    "  resume [--deadline MS]      load the driver, wait for the GPU, bring\n"
+    "                              every program back to passthrough\n";
+static const char usage_abort[] =
+    "  abort [--deadline MS]       undo a prepare (or finish a failed one)\n";
+static const char usage_shm[] =
+    "  shm [--pci ADDR] [--size BYTES] [--deadline MS]\n"
+    "                              the host plugged an ivshmem-plain device\n"
+    "                              shared with the proxy domain (ADDR as its\n"
+    "                              libvirt addressed it; else the only one,\n"
+    "                              of BYTES): each remoting program moves its\n"
+    "                              bulk bytes through a part of it\n"
+    "  shm --release [--deadline MS]\n"
+    "                              every program gives its part up (bulk\n"
+    "                              bytes back on the stream, calls in flight\n"
+    "                              finished) so that the device can go\n";
 
 static int parse_u32(const char *s, uint32_t *out)
 {
@@ -209,6 +221,74 @@ struct ctl_args {
     Crane__Control__HostMessage msg;
 };
 
+/* Each host command's payload put into the message (build_<name>, named
+ * by its row; the row's case is already set).  -1, or 2 on bad usage. */
+static int build_status(struct ctl_args *a)
+{
+    if (a->deadline)
+        return crn_usage_error("%s takes no --deadline", a->cmd);
+    a->msg.status = &a->status;
+    return -1;
+}
+
+static int build_prepare(struct ctl_args *a)
+{
+    a->prepare.deadline_ms = a->deadline;
+    a->msg.prepare = &a->prepare;
+    return -1;
+}
+
+static int build_resume(struct ctl_args *a)
+{
+    a->resume.deadline_ms = a->deadline;
+    a->msg.resume = &a->resume;
+    return -1;
+}
+
+static int build_abort(struct ctl_args *a)
+{
+    a->abort_.deadline_ms = a->deadline;
+    a->msg.abort = &a->abort_;
+    return -1;
+}
+
+static int build_shm(struct ctl_args *a)
+{
+    if (a->shm.release && ((a->shm.pci && *a->shm.pci) || a->shm.size))
+        return crn_usage_error("%s takes neither --pci nor --size",
+                               "shm --release");
+    a->shm.deadline_ms = a->deadline;
+    a->msg.shm = &a->shm;
+    return -1;
+}
+
+/* cranectl's commands: one per row of the host hop, indexed by Op, so that
+ * a new host operation asks here for its usage_<name> and build_<name>. */
+struct ctl_cmd {
+    const char *usage;
+    int (*build)(struct ctl_args *a);
+};
+
+#define CTL_CMD_HOST(name) {usage_##name, build_##name}
+#define CTL_CMD_NONE(name) {NULL, NULL}
+#define CRN_CONTROL_OP(OP, name, host, host_exec, shim, shim_exec)         \
+    [CRANE__CONTROL__OP__OP_##OP] = CTL_CMD_##host(name),
+static const struct ctl_cmd ctl_cmds[] = {
+#include "proto/control_ops.def"
+};
+#undef CRN_CONTROL_OP
+#undef CTL_CMD_HOST
+#undef CTL_CMD_NONE
+
+static void print_usage(void)
+{
+    fputs(usage_head, stdout);
+    for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
+        if (ctl_cmds[i].usage)
+            fputs(ctl_cmds[i].usage, stdout);
+    fputs(usage_tail, stdout);
+}
+
 /* The options before the command word.  -1 to go on, else the exit
  * status (0 after --help or --version, 2 on bad usage). */
 static int parse_globals(struct ctl_args *a, int argc, char **argv)
@@ -244,7 +324,7 @@ static int parse_globals(struct ctl_args *a, int argc, char **argv)
                 a->timeout > 86400)
                 return crn_usage_error("bad --timeout '%s' (seconds)", optarg);
             break;
-        case 'h': fputs(usage, stdout); return 0;
+        case 'h': print_usage(); return 0;
         case 'V': crn_print_version("cranectl"); return 0;
         default: return crn_usage_error("unknown option '%s'",
                                         argv[optind - 1]);
@@ -317,45 +397,20 @@ static int parse_command_opts(struct ctl_args *a, int argc, char **argv)
     return -1;
 }
 
-/* The message of the command.  -1, or 2 on bad usage. */
+/* The message of the command, by its row.  -1, or 2 on bad usage. */
 static int build_message(struct ctl_args *a)
 {
-    const char *cmd = a->cmd;
-    Crane__Control__HostMessage *msg = &a->msg;
+    Crane__Control__Op op = crn_control_op_by_name(a->cmd);
 
-    if (strcmp(cmd, "prepare") != 0 && a->prepare_opts)
+    if (op != CRANE__CONTROL__OP__OP_PREPARE && a->prepare_opts)
         return crn_usage_error("--proxy, --live and --offline go with %s",
                                "prepare");
-    if (strcmp(cmd, "shm") != 0 && a->shm_opts)
+    if (op != CRANE__CONTROL__OP__OP_SHM && a->shm_opts)
         return crn_usage_error("--pci, --size and --release go with %s", "shm");
-    if (strcmp(cmd, "status") == 0) {
-        if (a->deadline)
-            return crn_usage_error("%s takes no --deadline", cmd);
-        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_STATUS;
-        msg->status = &a->status;
-    } else if (strcmp(cmd, "prepare") == 0) {
-        a->prepare.deadline_ms = a->deadline;
-        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_PREPARE;
-        msg->prepare = &a->prepare;
-    } else if (strcmp(cmd, "resume") == 0) {
-        a->resume.deadline_ms = a->deadline;
-        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_RESUME;
-        msg->resume = &a->resume;
-    } else if (strcmp(cmd, "abort") == 0) {
-        a->abort_.deadline_ms = a->deadline;
-        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_ABORT;
-        msg->abort = &a->abort_;
-    } else if (strcmp(cmd, "shm") == 0) {
-        if (a->shm.release && ((a->shm.pci && *a->shm.pci) || a->shm.size))
-            return crn_usage_error("%s takes neither --pci nor --size",
-                                   "shm --release");
-        a->shm.deadline_ms = a->deadline;
-        msg->msg_case = CRANE__CONTROL__HOST_MESSAGE__MSG_SHM;
-        msg->shm = &a->shm;
-    } else {
-        return crn_usage_error("unknown command '%s'", cmd);
-    }
-    return -1;
+    if (op == CRANE__CONTROL__OP__OP_NONE)
+        return crn_usage_error("unknown command '%s'", a->cmd);
+    a->msg.msg_case = crn_control_op(op)->host_case;
+    return ctl_cmds[op].build(a);
 }
 
 /* Sends the message, prints the answer: the exit status. */

@@ -107,14 +107,24 @@ static void modprobe_next(struct gd_daemon *d)
     }
 }
 
-void gd_driver_unload(struct gd_daemon *d,
-                      const struct gd_driver_report *report,
-                      gd_driver_done_fn done)
+/* The driver's run begins: REPORT told each step, DONE called at its end. */
+static struct gd_driver_run *run_begin(struct gd_daemon *d,
+                                       const struct gd_driver_report *report,
+                                       gd_driver_done_fn done)
 {
     struct gd_driver_run *o = d->drv;
 
     o->report = report;
     o->done = done;
+    return o;
+}
+
+void gd_driver_unload(struct gd_daemon *d,
+                      const struct gd_driver_report *report,
+                      gd_driver_done_fn done)
+{
+    struct gd_driver_run *o = run_begin(d, report, done);
+
     o->unload = true;
     o->i = d->modules_unloaded;
     o->left = d->cfg.n_modules - d->modules_unloaded;
@@ -124,10 +134,8 @@ void gd_driver_unload(struct gd_daemon *d,
 void gd_driver_load(struct gd_daemon *d, const struct gd_driver_report *report,
                     gd_driver_done_fn done)
 {
-    struct gd_driver_run *o = d->drv;
+    struct gd_driver_run *o = run_begin(d, report, done);
 
-    o->report = report;
-    o->done = done;
     o->unload = false;
     o->left = d->cfg.n_modules;
     o->i = d->cfg.n_modules ? d->cfg.n_modules - 1 : 0;
@@ -240,10 +248,8 @@ void gd_driver_wait_gpu(struct gd_daemon *d,
                         const struct gd_driver_report *report,
                         gd_driver_done_fn done)
 {
-    struct gd_driver_run *o = d->drv;
+    struct gd_driver_run *o = run_begin(d, report, done);
 
-    o->report = report;
-    o->done = done;
     o->t0 = gd_now();
     o->probes = 0;
     o->probe_why[0] = '\0';

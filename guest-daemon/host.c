@@ -193,7 +193,7 @@ static void auth_hello(struct host_conn *hc, uint64_t id,
 
 /* Auth: the host's proof over our nonce. */
 static void auth_check(struct host_conn *hc, uint64_t id,
-                       const Crane__Control__Auth *a)
+                       const Crane__Auth *a)
 {
     struct gd_host *host = hc->host;
     uint8_t want[CRN_SHA256_LEN];

@@ -79,6 +79,46 @@ static struct gd_op *op_new(struct gd_daemon *d, Crane__Control__Op kind,
     return o;
 }
 
+/* The deadline a command of OP asks (ASKED, else DEFAULT_MS) into
+ * *DEADLINE; false, after answering PEER, when it is over the bound. */
+static bool op_deadline(struct gd_daemon *d, struct gd_peer *peer,
+                        uint64_t id, Crane__Control__Op op, uint32_t asked,
+                        uint32_t default_ms, uint32_t *deadline)
+{
+    *deadline = asked ? asked : default_ms;
+    if (*deadline <= GD_MAX_DEADLINE_MS)
+        return true;
+    gd_reply_error(d, peer, id, op, -EINVAL, "deadline over one hour");
+    return false;
+}
+
+/* A new operation OP that PEER's command ID waits for; NULL, after
+ * answering PEER, when there is no memory. */
+static struct gd_op *op_start(struct gd_daemon *d, struct gd_peer *peer,
+                              uint64_t id, Crane__Control__Op op,
+                              uint32_t deadline_ms)
+{
+    struct gd_op *o = op_new(d, op, deadline_ms);
+
+    if (!o) {
+        gd_reply_error(d, peer, id, op, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    add_waiter(o, peer, id, op);
+    return o;
+}
+
+/* PEER's command ID (of OP) waits for the operation in flight, O; false,
+ * after answering PEER, when O has all the waiters it can hold. */
+static bool op_join(struct gd_daemon *d, struct gd_op *o, struct gd_peer *peer,
+                    uint64_t id, Crane__Control__Op op)
+{
+    if (add_waiter(o, peer, id, op))
+        return true;
+    gd_reply_error(d, peer, id, op, -EBUSY, "too many waiting commands");
+    return false;
+}
+
 /* Answers every waiter and ends the operation. */
 static void finish(struct gd_daemon *d)
 {
@@ -481,11 +521,8 @@ void gd_migrate_prepare(struct gd_daemon *d, struct gd_peer *peer,
                        NULL, 0);
         return;
     }
-    if (!(o = op_new(d, GD_OP(PREPARE), deadline))) {
-        gd_reply_error(d, peer, id, GD_OP(PREPARE), -ENOMEM, "out of memory");
+    if (!(o = op_start(d, peer, id, GD_OP(PREPARE), deadline)))
         return;
-    }
-    add_waiter(o, peer, id, GD_OP(PREPARE));
     /* The host watches the prepare on this connection (progress.c). */
     o->waiters[0].progress = peer && p->progress;
     /* A new migration: the last one's losses were told. */
@@ -573,15 +610,12 @@ static void back_to_passthrough(struct gd_daemon *d)
 void gd_migrate_resume(struct gd_daemon *d, struct gd_peer *peer,
                        uint64_t id, const Crane__Control__Resume *r)
 {
-    uint32_t deadline = r->deadline_ms ? r->deadline_ms
-                                       : d->cfg.resume_deadline_ms;
     struct gd_op *o = d->op;
+    uint32_t deadline;
 
-    if (deadline > GD_MAX_DEADLINE_MS) {
-        gd_reply_error(d, peer, id, GD_OP(RESUME), -EINVAL,
-                       "deadline over one hour");
+    if (!op_deadline(d, peer, id, GD_OP(RESUME), r->deadline_ms,
+                     d->cfg.resume_deadline_ms, &deadline))
         return;
-    }
     if (o && o->kind == GD_OP(PREPARE) && !o->rolling_back) {
         gd_reply_error(d, peer, id, GD_OP(RESUME), -EBUSY,
                        "a prepare is in progress (abort it first)");
@@ -589,37 +623,26 @@ void gd_migrate_resume(struct gd_daemon *d, struct gd_peer *peer,
     }
     if (o) {
         /* Already on the way back: answer when it is there. */
-        if (!add_waiter(o, peer, id, GD_OP(RESUME)))
-            gd_reply_error(d, peer, id, GD_OP(RESUME), -EBUSY,
-                           "too many waiting commands");
+        op_join(d, o, peer, id, GD_OP(RESUME));
         return;
     }
-    if (!(o = op_new(d, GD_OP(RESUME), deadline))) {
-        gd_reply_error(d, peer, id, GD_OP(RESUME), -ENOMEM, "out of memory");
+    if (!(o = op_start(d, peer, id, GD_OP(RESUME), deadline)))
         return;
-    }
-    add_waiter(o, peer, id, GD_OP(RESUME));
     back_to_passthrough(d);
 }
 
 void gd_migrate_abort(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
                       const Crane__Control__Abort *a)
 {
-    uint32_t deadline = a->deadline_ms ? a->deadline_ms
-                                       : d->cfg.abort_deadline_ms;
     struct gd_op *o = d->op;
+    uint32_t deadline;
 
-    if (deadline > GD_MAX_DEADLINE_MS) {
-        gd_reply_error(d, peer, id, GD_OP(ABORT), -EINVAL,
-                       "deadline over one hour");
+    if (!op_deadline(d, peer, id, GD_OP(ABORT), a->deadline_ms,
+                     d->cfg.abort_deadline_ms, &deadline))
         return;
-    }
     if (o) {
-        if (!add_waiter(o, peer, id, GD_OP(ABORT))) {
-            gd_reply_error(d, peer, id, GD_OP(ABORT), -EBUSY,
-                           "too many waiting commands");
+        if (!op_join(d, o, peer, id, GD_OP(ABORT)))
             return;
-        }
         if (o->kind == GD_OP(PREPARE) && !o->rolling_back && !o->cancelled) {
             CRN_WARN("abort during the prepare");
             o->cancelled = true;
@@ -630,11 +653,8 @@ void gd_migrate_abort(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
         }
         return;
     }
-    if (!(o = op_new(d, GD_OP(ABORT), deadline))) {
-        gd_reply_error(d, peer, id, GD_OP(ABORT), -ENOMEM, "out of memory");
+    if (!(o = op_start(d, peer, id, GD_OP(ABORT), deadline)))
         return;
-    }
-    add_waiter(o, peer, id, GD_OP(ABORT));
     o->abort_deadline_ms = deadline;
     back_to_passthrough(d);
 }
@@ -653,27 +673,21 @@ static void shm_fanned(struct gd_daemon *d)
 void gd_migrate_shm(struct gd_daemon *d, struct gd_peer *peer, uint64_t id,
                     const Crane__Control__Shm *s)
 {
-    uint32_t deadline = s->deadline_ms ? s->deadline_ms
-                                       : d->cfg.abort_deadline_ms;
+    uint32_t deadline;
     size_t n = 0;
     char why[300];
     struct gd_op *o;
 
-    if (deadline > GD_MAX_DEADLINE_MS) {
-        gd_reply_error(d, peer, id, GD_OP(SHM), -EINVAL,
-                       "deadline over one hour");
+    if (!op_deadline(d, peer, id, GD_OP(SHM), s->deadline_ms,
+                     d->cfg.abort_deadline_ms, &deadline))
         return;
-    }
     if (d->op) {
         gd_reply_error(d, peer, id, GD_OP(SHM), -EBUSY,
                        "a %s is in progress", gd_op_name(d->op->kind));
         return;
     }
-    if (!(o = op_new(d, GD_OP(SHM), deadline))) {
-        gd_reply_error(d, peer, id, GD_OP(SHM), -ENOMEM, "out of memory");
+    if (!(o = op_start(d, peer, id, GD_OP(SHM), deadline)))
         return;
-    }
-    add_waiter(o, peer, id, GD_OP(SHM));
     o->shm_release = s->release;
     if (!s->release) {
         int rc = gd_shm_find(d->cfg.pci_root, s->pci, s->size, o->shm_path,

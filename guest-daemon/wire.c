@@ -148,12 +148,11 @@ void gd_conn_close(struct gd_conn *c, const char *why)
     uv_close(&c->h.handle, on_closed);
 }
 
-int gd_conn_accept(uv_stream_t *server, struct gd_conn *c,
-                   gd_conn_frame_fn frame, gd_conn_closed_fn closed,
-                   void *owner)
+/* C's callbacks and owner; not yet open, named "connection" until its
+ * owner names it. */
+static void conn_init(struct gd_conn *c, gd_conn_frame_fn frame,
+                      gd_conn_closed_fn closed, void *owner)
 {
-    int rc;
-
     c->frame = frame;
     c->closed = closed;
     c->owner = owner;
@@ -161,6 +160,27 @@ int gd_conn_accept(uv_stream_t *server, struct gd_conn *c,
     c->too_big = NULL;
     c->in.data = NULL;
     snprintf(c->name, sizeof(c->name), "connection");
+}
+
+/* After the setup (RC): C's reading started; on failure C is closed. */
+static int conn_start(struct gd_conn *c, const char *what, int rc)
+{
+    if (rc == 0)
+        rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+    if (rc < 0) {
+        CRN_WARN("%s: %s", what, uv_strerror(rc));
+        gd_conn_close(c, NULL);
+    }
+    return rc;
+}
+
+int gd_conn_accept(uv_stream_t *server, struct gd_conn *c,
+                   gd_conn_frame_fn frame, gd_conn_closed_fn closed,
+                   void *owner)
+{
+    int rc;
+
+    conn_init(c, frame, closed, owner);
     if (server->type == UV_TCP)
         rc = uv_tcp_init(server->loop, &c->h.tcp);
     else
@@ -171,13 +191,7 @@ int gd_conn_accept(uv_stream_t *server, struct gd_conn *c,
     rc = gd_inbuf_init(&c->in);
     if (rc == 0)
         rc = uv_accept(server, &c->h.stream);
-    if (rc == 0)
-        rc = uv_read_start(&c->h.stream, on_alloc, on_read);
-    if (rc < 0) {
-        CRN_WARN("accept: %s", uv_strerror(rc));
-        gd_conn_close(c, NULL);
-    }
-    return rc;
+    return conn_start(c, "accept", rc);
 }
 
 int gd_conn_open(uv_loop_t *loop, int fd, struct gd_conn *c,
@@ -186,13 +200,7 @@ int gd_conn_open(uv_loop_t *loop, int fd, struct gd_conn *c,
 {
     int rc;
 
-    c->frame = frame;
-    c->closed = closed;
-    c->owner = owner;
-    c->closing = false;
-    c->too_big = NULL;
-    c->in.data = NULL;
-    snprintf(c->name, sizeof(c->name), "connection");
+    conn_init(c, frame, closed, owner);
     rc = uv_pipe_init(loop, &c->h.pipe, 0);
     if (rc < 0) {
         close(fd);
@@ -202,13 +210,7 @@ int gd_conn_open(uv_loop_t *loop, int fd, struct gd_conn *c,
     rc = gd_inbuf_init(&c->in);
     if (rc == 0 && (rc = uv_pipe_open(&c->h.pipe, fd)) < 0)
         close(fd);
-    if (rc == 0)
-        rc = uv_read_start(&c->h.stream, on_alloc, on_read);
-    if (rc < 0) {
-        CRN_WARN("connection: %s", uv_strerror(rc));
-        gd_conn_close(c, NULL);
-    }
-    return rc;
+    return conn_start(c, "connection", rc);
 }
 
 struct gd_write {

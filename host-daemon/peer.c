@@ -146,7 +146,7 @@ static int handshake(struct hd_peer *p, const uint8_t *key, size_t key_len,
 {
     Crane__Hostd__PeerRequest req = CRANE__HOSTD__PEER_REQUEST__INIT;
     Crane__Hostd__Hello hello = CRANE__HOSTD__HELLO__INIT;
-    Crane__Hostd__Auth auth = CRANE__HOSTD__AUTH__INIT;
+    Crane__Auth auth = CRANE__AUTH__INIT;
     Crane__Hostd__PeerReply *r = NULL;
     double deadline = hd_now() + PEER_HANDSHAKE_MS / 1000.0;
     uint8_t nonce[PEER_NONCE_LEN], mac[CRN_SHA256_LEN];

@@ -122,7 +122,7 @@ static int handshake(int fd, const uint8_t *key, size_t key_len,
 {
     Crane__Control__HostMessage m = CRANE__CONTROL__HOST_MESSAGE__INIT;
     Crane__Control__Hello hello = CRANE__CONTROL__HELLO__INIT;
-    Crane__Control__Auth auth = CRANE__CONTROL__AUTH__INIT;
+    Crane__Auth auth = CRANE__AUTH__INIT;
     Crane__Control__GuestMessage *g = NULL;
     uint8_t nonce[CRN_GUEST_NONCE_LEN], mac[CRN_SHA256_LEN];
     int rc;

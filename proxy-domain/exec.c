@@ -30,10 +30,19 @@ cl_int px_new_in_context(struct px_call *c, uint64_t id, enum px_kind kind,
 
     if (err != CL_SUCCESS)
         return px_fail(c, err, "bad or used %s", what);
-    *ctx = px_tenant_handle(c->t, ctx_id, PX_CONTEXT, &err);
-    if (!*ctx)
-        return px_fail(c, err, "unknown context");
-    return CL_SUCCESS;
+    *ctx = px_known(c, ctx_id, PX_CONTEXT, &err);
+    return *ctx ? CL_SUCCESS : err;
+}
+
+void *px_known(struct px_call *c, uint64_t id, enum px_kind kind,
+               cl_int *err)
+{
+    void *h = px_tenant_handle(c->t, id, kind, err);
+
+    if (!h)
+        *err = px_fail(c, *err, "unknown %s %llu", px_kind_name(kind),
+                       (unsigned long long)id);
+    return h;
 }
 
 void px_props(cl_ulong *dst, const uint64_t *src, size_t n)
@@ -69,12 +78,9 @@ cl_int px_device_handles(struct px_call *c, const uint64_t *ids, size_t n,
 {
     cl_int err;
 
-    for (size_t i = 0; i < n; i++) {
-        v[i] = px_tenant_handle(c->t, ids[i], PX_DEVICE, &err);
-        if (!v[i])
-            return px_fail(c, err, "unknown device %llu",
-                           (unsigned long long)ids[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        if (!(v[i] = px_known(c, ids[i], PX_DEVICE, &err)))
+            return err;
     return CL_SUCCESS;
 }
 
@@ -261,29 +267,37 @@ int px_send_more(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
     return emit_reply(t, r, bulk, bulk_len, bulk_owner);
 }
 
+cl_int px_handle_array(struct px_call *c, const uint64_t *ids, size_t n,
+                       enum px_kind kind, void ***out)
+{
+    void **v = malloc((n ? n : 1) * sizeof(*v));
+    cl_int err;
+
+    if (!v)
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!(v[i] = px_known(c, ids[i], kind, &err))) {
+            free(v);
+            return err;
+        }
+    }
+    *out = v;
+    return CL_SUCCESS;
+}
+
 cl_int px_wait_list(struct px_call *c, const uint64_t *ids, size_t n,
                     cl_event **out)
 {
-    cl_event *v;
     cl_int err;
 
     *out = NULL;
     if (n == 0)
         return CL_SUCCESS;
-    v = malloc(n * sizeof(*v));
-    if (!v)
-        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        v[i] = px_tenant_handle(c->t, ids[i], PX_EVENT, &err);
-        if (!v[i]) {
-            free(v);
-            return px_fail(c, CL_INVALID_EVENT_WAIT_LIST,
-                           "unknown event %llu in the wait list",
-                           (unsigned long long)ids[i]);
-        }
-    }
-    *out = v;
-    return CL_SUCCESS;
+    err = px_handle_array(c, ids, n, PX_EVENT, (void ***)out);
+    /* An unknown id: the specification's error for a bad wait list. */
+    if (err != CL_SUCCESS && err != CL_OUT_OF_HOST_MEMORY)
+        err = CL_INVALID_EVENT_WAIT_LIST;
+    return err;
 }
 
 cl_int px_event_slot(struct px_call *c, uint64_t id, cl_event *slot,

@@ -67,6 +67,10 @@ cl_int px_fail(struct px_call *c, cl_int err, const char *fmt, ...)
  * with "bad or used WHAT") and CTX_ID names a context, into *CTX. */
 cl_int px_new_in_context(struct px_call *c, uint64_t id, enum px_kind kind,
                          const char *what, uint64_t ctx_id, cl_context *ctx);
+/* The tenant's handle of ID as KIND, or NULL with the call failed as
+ * "unknown KIND ID" and its error in *ERR. */
+void *px_known(struct px_call *c, uint64_t id, enum px_kind kind,
+               cl_int *err);
 /* N property words from the client into DST (room for N + 1), ended by 0. */
 void px_props(cl_ulong *dst, const uint64_t *src, size_t n);
 
@@ -97,6 +101,11 @@ int px_send_more(struct px_tenant *t, Crane__Reply *r, const uint8_t *bulk,
 /* Adds the pending read P (taking it) to the tenant's list. */
 void px_pending_add(struct px_tenant *t, struct px_pending *p);
 
+/* The tenant's handles of KIND for the N ids at IDS, into *OUT
+ * (malloc()ed, room for one when N is 0; the caller frees); an unknown id
+ * fails the call as px_known does. */
+cl_int px_handle_array(struct px_call *c, const uint64_t *ids, size_t n,
+                       enum px_kind kind, void ***out);
 /* Real events for the N ids at IDS, into *OUT (malloc()ed, NULL when N is
  * 0; the caller frees).  CL_INVALID_EVENT_WAIT_LIST for an unknown id. */
 cl_int px_wait_list(struct px_call *c, const uint64_t *ids, size_t n,

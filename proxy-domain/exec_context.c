@@ -15,10 +15,9 @@ cl_int px_exec_sub_devices(struct px_call *c)
     cl_uint n = 0;
     cl_int err;
 
-    dev = px_tenant_handle(c->t, s->device, PX_DEVICE, &err);
+    dev = px_known(c, s->device, PX_DEVICE, &err);
     if (!dev)
-        return px_fail(c, err, "unknown device %llu",
-                       (unsigned long long)s->device);
+        return err;
     err = px_check_new_ids(c, s->ids, s->n_ids, PX_DEVICE);
     if (err != CL_SUCCESS)
         return err;
@@ -60,11 +59,10 @@ cl_int px_exec_context(struct px_call *c)
         props[i] = (cl_context_properties)cc->properties[i];
         props[i + 1] = (cl_context_properties)cc->properties[i + 1];
         if (props[i] == CL_CONTEXT_PLATFORM) {
-            cl_platform_id p = px_tenant_handle(
-                c->t, (uint64_t)cc->properties[i + 1], PX_PLATFORM, &err);
+            cl_platform_id p = px_known(
+                c, (uint64_t)cc->properties[i + 1], PX_PLATFORM, &err);
             if (!p)
-                return px_fail(c, err, "unknown platform %llu",
-                               (unsigned long long)cc->properties[i + 1]);
+                return err;
             props[i + 1] = (cl_context_properties)p;
         }
     }
@@ -97,9 +95,9 @@ cl_int px_exec_queue(struct px_call *c)
     err = px_new_in_context(c, q->id, PX_QUEUE, "queue id", q->context, &ctx);
     if (err != CL_SUCCESS)
         return err;
-    dev = px_tenant_handle(c->t, q->device, PX_DEVICE, &err);
+    dev = px_known(c, q->device, PX_DEVICE, &err);
     if (!dev)
-        return px_fail(c, err, "unknown device");
+        return err;
     if (q->legacy) {
         queue = clCreateCommandQueue(ctx, dev, q->legacy_properties, &err);
     } else {

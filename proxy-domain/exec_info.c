@@ -100,18 +100,16 @@ static cl_int find_target(struct px_call *c, struct target *tg)
     default:
         return px_fail(c, CL_INVALID_VALUE, "unknown info function");
     }
-    tg->obj = px_tenant_handle(c->t, g->id, kind, &err);
+    tg->obj = px_known(c, g->id, kind, &err);
     if (!tg->obj)
-        return px_fail(c, err, "unknown %s %llu", px_kind_name(kind),
-                       (unsigned long long)g->id);
+        return err;
     tg->other = NULL;
     /* A kernel's work-group info may name no device (0). */
     if (other && (g->other_id ||
                   g->fn == CRANE__INFO_FN__INFO_PROGRAM_BUILD)) {
-        tg->other = px_tenant_handle(c->t, g->other_id, other, &err);
+        tg->other = px_known(c, g->other_id, other, &err);
         if (!tg->other)
-            return px_fail(c, err, "unknown device %llu",
-                           (unsigned long long)g->other_id);
+            return err;
     }
     return CL_SUCCESS;
 }

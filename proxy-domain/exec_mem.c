@@ -358,10 +358,9 @@ cl_int px_exec_mem(struct px_call *c)
     cl_mem mem;
     cl_int err;
 
-    op.q = px_tenant_handle(c->t, mc->queue, PX_QUEUE, &err);
+    op.q = px_known(c, mc->queue, PX_QUEUE, &err);
     if (!op.q)
-        return px_fail(c, err, "unknown queue %llu",
-                       (unsigned long long)mc->queue);
+        return err;
     err = px_event_slot(c, mc->event, &slot, &op.evp);
     if (err != CL_SUCCESS)
         return err;

@@ -55,9 +55,9 @@ cl_int px_exec_sub_buffer(struct px_call *c)
     err = px_tenant_check_new(c->t, s->id, PX_MEM);
     if (err != CL_SUCCESS)
         return px_fail(c, err, "bad or used memory object id");
-    parent = px_tenant_handle(c->t, s->buffer, PX_MEM, &err);
+    parent = px_known(c, s->buffer, PX_MEM, &err);
     if (!parent)
-        return px_fail(c, err, "unknown buffer");
+        return err;
     mem = clCreateSubBuffer(parent, s->flags & ~(cl_mem_flags)HOST_PTR_FLAGS,
                             CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
     if (!mem)
@@ -189,9 +189,9 @@ cl_int px_exec_image(struct px_call *c)
     desc.num_samples = im->num_samples;
     if (im->buffer) {
         /* An image over a buffer: the buffer's bytes, counted already. */
-        desc.mem_object = px_tenant_handle(c->t, im->buffer, PX_MEM, &err);
+        desc.mem_object = px_known(c, im->buffer, PX_MEM, &err);
         if (!desc.mem_object)
-            return px_fail(c, err, "unknown buffer");
+            return err;
         desc.image_row_pitch = im->row_pitch;
         desc.image_slice_pitch = im->slice_pitch;
         if (c->bulk_len)

@@ -108,26 +108,6 @@ cl_int px_exec_program(struct px_call *c)
     return px_tenant_add(c->t, p->id, PX_PROGRAM, prog, 0, false);
 }
 
-/* Real programs for N ids at IDS into *OUT (malloc()ed). */
-static cl_int programs(struct px_call *c, const uint64_t *ids, size_t n,
-                       cl_program **out)
-{
-    cl_program *v = calloc(n ? n : 1, sizeof(*v));
-    cl_int err;
-
-    if (!v)
-        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        v[i] = px_tenant_handle(c->t, ids[i], PX_PROGRAM, &err);
-        if (!v[i]) {
-            free(v);
-            return px_fail(c, err, "unknown program %llu",
-                           (unsigned long long)ids[i]);
-        }
-    }
-    *out = v;
-    return CL_SUCCESS;
-}
 
 static cl_int link_programs(struct px_call *c, const cl_device_id *devs,
                    cl_program *inputs)
@@ -169,12 +149,12 @@ cl_int px_exec_build(struct px_call *c)
     if (err != CL_SUCCESS)
         return err;
     if (b->op != CRANE__BUILD_OP__LINK) {
-        prog = px_tenant_handle(c->t, b->program, PX_PROGRAM, &err);
+        prog = px_known(c, b->program, PX_PROGRAM, &err);
         if (!prog)
-            return px_fail(c, err, "unknown program %llu",
-                           (unsigned long long)b->program);
+            return err;
     }
-    err = programs(c, b->inputs, b->n_inputs, &inputs);
+    err = px_handle_array(c, b->inputs, b->n_inputs, PX_PROGRAM,
+                          (void ***)&inputs);
     if (err != CL_SUCCESS)
         return err;
     /* Argument info lets validate_dev.c check each argument's kind. */
@@ -246,19 +226,17 @@ cl_int px_exec_kernel(struct px_call *c)
     cl_int err;
 
     if (k->clone_of) {
-        cl_kernel src = px_tenant_handle(c->t, k->clone_of, PX_KERNEL, &err);
+        cl_kernel src = px_known(c, k->clone_of, PX_KERNEL, &err);
         if (!src)
-            return px_fail(c, err, "unknown kernel %llu",
-                           (unsigned long long)k->clone_of);
+            return err;
         err = px_tenant_check_new(c->t, k->id, PX_KERNEL);
         if (err != CL_SUCCESS)
             return px_fail(c, err, "bad or used kernel id");
         kernel = clCloneKernel(src, &err);
     } else {
-        prog = px_tenant_handle(c->t, k->program, PX_PROGRAM, &err);
+        prog = px_known(c, k->program, PX_PROGRAM, &err);
         if (!prog)
-            return px_fail(c, err, "unknown program %llu",
-                           (unsigned long long)k->program);
+            return err;
         if (k->n_all_ids || (!k->id && !k->name[0]))
             return all_kernels(c, prog);
         err = px_tenant_check_new(c->t, k->id, PX_KERNEL);
@@ -315,10 +293,9 @@ cl_int px_exec_kernel_args(struct px_call *c)
     cl_kernel kernel;
     cl_int err;
 
-    kernel = px_tenant_handle(c->t, s->kernel, PX_KERNEL, &err);
+    kernel = px_known(c, s->kernel, PX_KERNEL, &err);
     if (!kernel)
-        return px_fail(c, err, "unknown kernel %llu",
-                       (unsigned long long)s->kernel);
+        return err;
     return set_args(c, kernel, s->args, s->n_args);
 }
 
@@ -331,14 +308,12 @@ cl_int px_exec_launch(struct px_call *c)
     cl_kernel kernel;
     cl_int err;
 
-    q = px_tenant_handle(c->t, l->queue, PX_QUEUE, &err);
+    q = px_known(c, l->queue, PX_QUEUE, &err);
     if (!q)
-        return px_fail(c, err, "unknown queue %llu",
-                       (unsigned long long)l->queue);
-    kernel = px_tenant_handle(c->t, l->kernel, PX_KERNEL, &err);
+        return err;
+    kernel = px_known(c, l->kernel, PX_KERNEL, &err);
     if (!kernel)
-        return px_fail(c, err, "unknown kernel %llu",
-                       (unsigned long long)l->kernel);
+        return err;
     err = px_event_slot(c, l->event, &slot, &evp);
     if (err != CL_SUCCESS)
         return err;
@@ -371,10 +346,9 @@ cl_int px_exec_spec_constant(struct px_call *c)
     cl_program prog;
     cl_int err;
 
-    prog = px_tenant_handle(c->t, s->program, PX_PROGRAM, &err);
+    prog = px_known(c, s->program, PX_PROGRAM, &err);
     if (!prog)
-        return px_fail(c, err, "unknown program %llu",
-                       (unsigned long long)s->program);
+        return err;
     return clSetProgramSpecializationConstant(prog, s->spec_id, s->value.len,
                                               s->value.data);
 }

@@ -22,10 +22,9 @@ cl_int px_exec_sync(struct px_call *c)
         return CL_SUCCESS;
     }
     if (s->op != CRANE__SYNC_OP__SYNC_WAIT) {
-        q = px_tenant_handle(c->t, s->queue, PX_QUEUE, &err);
+        q = px_known(c, s->queue, PX_QUEUE, &err);
         if (!q)
-            return px_fail(c, err, "unknown queue %llu",
-                           (unsigned long long)s->queue);
+            return err;
     }
     switch (s->op) {
     case CRANE__SYNC_OP__SYNC_FINISH:
@@ -92,10 +91,9 @@ cl_int px_exec_watch(struct px_call *c)
     cl_event ev;
     cl_int err;
 
-    ev = px_tenant_handle(c->t, we->event, PX_EVENT, &err);
+    ev = px_known(c, we->event, PX_EVENT, &err);
     if (!ev)
-        return px_fail(c, err, "unknown event %llu",
-                       (unsigned long long)we->event);
+        return err;
     err = px_cb_watch(c->t, ev, we->status, we->event, we->cookie);
     return err;
 }
