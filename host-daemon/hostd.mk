@@ -85,11 +85,25 @@ $(HOSTD_TEST_BIN): $(HOSTD_TEST_OBJS) $(HOSTD_LIB) $(PROTO_LIB)
 	$(CC) -o $@ $(HOSTD_TEST_OBJS) $(HOSTD_LIBS) $(LDFLAGS) -pthread
 
 # The dashboard page, embedded in the library as bytes
-# (hd_dashboard_html[], hd_dashboard_html_len): one file to edit, nothing
-# to install.
-$(B)/gen/dashboard.c: host-daemon/web/dashboard.html
+# (hd_dashboard_html[], hd_dashboard_html_len), nothing to install: the
+# frame host-daemon/web/dashboard.html with each `<!-- include: FILE -->`
+# line replaced by host-daemon/web/FILE (its CSS and scripts, a file per
+# concern), so the page served is one self-contained text/html file.  A
+# piece missing or empty fails the build.
+DASHBOARD_PARTS := $(wildcard host-daemon/web/dashboard*.css \
+                              host-daemon/web/dashboard*.js)
+$(B)/gen/dashboard.html: host-daemon/web/dashboard.html $(DASHBOARD_PARTS)
 	@mkdir -p $(@D)
-	{ echo '/* Generated from host-daemon/web/dashboard.html; do not edit. */'; \
+	awk '/^<!-- include: [A-Za-z0-9._-]+ -->$$/ { \
+	      f = "host-daemon/web/" $$3; n = 0; \
+	      while ((r = (getline l < f)) > 0) { print l; n++ } \
+	      close(f); \
+	      if (r < 0 || n == 0) { print "no piece " f > "/dev/stderr"; exit 1 } \
+	      next } { print }' $< > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/dashboard.c: $(B)/gen/dashboard.html
+	@mkdir -p $(@D)
+	{ echo '/* Generated from host-daemon/web/dashboard*; do not edit. */'; \
 	  echo 'const unsigned char hd_dashboard_html[] = {'; \
 	  od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; \

@@ -49,9 +49,10 @@ struct hd_http;
  * Starts serving on ADDR (a numeric IPv4 or IPv6 address, NULL for
  * 127.0.0.1) and PORT (0: an ephemeral port, see hd_http_port), from one
  * server thread of libmicrohttpd's:
- *   GET / and /dashboard       the operator dashboard (host-daemon/
- *                              dashboard.html, built in), text/html, with
- *                              a Content-Security-Policy that allows only
+ *   GET / and /dashboard       the operator dashboard (host-daemon/web/
+ *                              dashboard*, built in as one page),
+ *                              text/html, with a Content-Security-Policy
+ *                              that allows only
  *                              the page's own inline script and style and
  *                              fetches from this server
  *   GET /metrics               Prometheus text (version 0.0.4)

@@ -286,6 +286,15 @@ TEST(http_routes)
     ASSERT(hd_dashboard_html_len > 1000);
     ASSERT(memmem(hd_dashboard_html, hd_dashboard_html_len,
                   "id=\"timeline\"", 13) != NULL);
+    /* The build put each piece in place of its include line (hostd.mk):
+     * none is left, the style's first rule and the last script's end are
+     * in the one page. */
+    ASSERT(memmem(hd_dashboard_html, hd_dashboard_html_len, "<!-- include:",
+                  13) == NULL);
+    ASSERT(memmem(hd_dashboard_html, hd_dashboard_html_len, ":root {", 7) !=
+           NULL);
+    ASSERT(memmem(hd_dashboard_html, hd_dashboard_html_len,
+                  "refresh();\n</script>", 20) != NULL);
     expect_dashboard(w.port, "GET", "/");
     expect_dashboard(w.port, "GET", "/dashboard");
     expect_dashboard(w.port, "GET", "/?id=m-1");
