@@ -11,7 +11,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
 opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo python3-pyopencl
-ffmpeg clpeak piglit clblast-tests hashcat python3-pytest python-pyopencl-doc
+ffmpeg x264 clpeak piglit clblast-tests hashcat python3-pytest python-pyopencl-doc
 libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libmicrohttpd-dev
 libvirt-dev libxml2-dev libxen-dev chromium curl help2man
 libgnutls28-dev gnutls-bin libcrypt-dev openssl prometheus
