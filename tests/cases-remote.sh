@@ -238,6 +238,11 @@ case_ "remote-lanes/bulk" env CRANE_LANES_WANT=yes \
 case_ "remote-lanes/small" env CRANE_LANES_WANT=yes \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
     1573848
+# Every read non-blocking (its event waited for and checked): each takes
+# the lanes too, every lane's bytes counted alike by both sides.
+case_ "remote-lanes/nonblocking" env CRANE_LANES_WANT=yes \
+    tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
+    $((24 << 20)) nonblocking
 case_ "remote-lanes/heap" env CRANE_LANES_WANT=yes CRANE_PROXY_PIN_RING=0 \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 2
 case_ "remote-lanes/buffers" tests/integration/lanes.sh tcp "$PROGS/buffers"
@@ -245,6 +250,7 @@ case_ "remote-lanes/tls" env CRANE_LANES_WANT=yes \
     tests/integration/lanes.sh tls "$B/tests/integration/bulk_loop" 2
 case_ "remote-lanes/killed" tests/integration/lanes.sh killed
 case_ "remote-lanes/killed-read" tests/integration/lanes.sh killed-read
+case_ "remote-lanes/killed-nbread" tests/integration/lanes.sh killed-nbread
 case_ "remote-lanes/hostile" tests/integration/lanes.sh hostile
 # A switch's way back over TCP (80 MiB, more than the proxy's 64 MiB
 # landing ring): every byte on the lanes out of the pinned area, every word

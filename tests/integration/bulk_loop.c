@@ -4,7 +4,9 @@
  * succeeds with the right bytes or fails; "WRONG" would be a lie.  With
  * "go-on" after the rounds ("-": not), a round that fails is counted and
  * the next one tried (lanes.sh: a lane killed mid-transfer fails one call, the
- * program goes on over the main stream). */
+ * program goes on over the main stream).  A fourth argument "nonblocking"
+ * makes every read non-blocking, its event waited for and checked (lanes.sh:
+ * such reads take the lanes too). */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdint.h>
@@ -23,10 +25,34 @@ static void pattern(uint8_t *p, size_t n, unsigned round)
     }
 }
 
+/* Reads LEN bytes of B into OUT; not BLOCKING: the read's event is
+ * waited for, and must say it completed. */
+static cl_int read_all(cl_command_queue q, cl_mem b, int blocking,
+                       size_t len, void *out)
+{
+    cl_event ev = NULL;
+    cl_int status = CL_COMPLETE,
+           err = clEnqueueReadBuffer(q, b, blocking ? CL_TRUE : CL_FALSE, 0,
+                                     len, out, 0, NULL, &ev);
+
+    if (err == CL_SUCCESS)
+        err = clWaitForEvents(1, &ev);
+    if (err == CL_SUCCESS)
+        err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                             sizeof(status), &status, NULL);
+    if (ev)
+        clReleaseEvent(ev);
+    if (err == CL_SUCCESS && status != CL_COMPLETE)
+        err = status < 0 ? status : CL_INVALID_EVENT;
+    return err;
+}
+
 int main(int argc, char **argv)
 {
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
     int go_on = argc > 2 && strcmp(argv[2], "go-on") == 0;
+    /* "nonblocking": every read is, then its event is waited for. */
+    int nonblocking = argc > 4 && strcmp(argv[4], "nonblocking") == 0;
     unsigned failed = 0;
 
     if (argc > 3)
@@ -60,8 +86,7 @@ int main(int argc, char **argv)
     cl_mem made = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                                  bytes, in, &err);
     if (made)
-        err = clEnqueueReadBuffer(q, made, CL_TRUE, 0, bytes, out, 0, NULL,
-                                  NULL);
+        err = read_all(q, made, !nonblocking, bytes, out);
     if (!made || err != CL_SUCCESS) {
         printf("FAIL bulk_loop: a buffer made with contents: %d\n", err);
         return 1;
@@ -79,8 +104,7 @@ int main(int argc, char **argv)
                                    NULL);
         if (err == CL_SUCCESS) {
             /* Odd rounds read without blocking, then wait. */
-            err = clEnqueueReadBuffer(q, buf, r % 2 ? CL_FALSE : CL_TRUE, 0,
-                                      bytes, out, 0, NULL, NULL);
+            err = read_all(q, buf, !nonblocking && r % 2 == 0, bytes, out);
             if (err == CL_SUCCESS)
                 err = clFinish(q);
         }

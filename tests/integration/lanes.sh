@@ -144,11 +144,13 @@ tcp|tls)
         { echo "lanes failed:"; grep 'lanes off' "$TMP/out" "$TMP/proxy.log"; exit 1; }
     exit 0
     ;;
-killed|killed-read|hostile)
+killed|killed-read|killed-nbread|hostile)
     # Past the first rounds (24 MiB each way, 6 MiB per lane; a read every
-    # other round).
+    # other round, or every read non-blocking with killed-nbread).
     envs=(CRANE_TLS=none)
-    if [ "$mode" = killed-read ]; then
+    loop=("$LOOP" 6 go-on)
+    [ "$mode" = killed-nbread ] && loop+=($((24 << 20)) nonblocking)
+    if [ "$mode" = killed-read ] || [ "$mode" = killed-nbread ]; then
         CRANE_PROXY_TEST_LANE_FAULT=$((10 << 20)) start_tcp --tls none ||
             exit 1
     else
@@ -156,7 +158,7 @@ killed|killed-read|hostile)
         envs+=(CRANE_TEST_LANE_FAULT=$((20 << 20)))
     fi
     [ "$mode" = hostile ] && envs+=(CRANE_TEST_LANE_BAD=1)
-    run "${envs[@]}" -- "$LOOP" 6 go-on
+    run "${envs[@]}" -- "${loop[@]}"
     rc=$?
     stop_proxy
     cat "$TMP/out" | grep -v 'info: remote: lane'
@@ -186,7 +188,7 @@ killed|killed-read|hostile)
         grep -q 'lanes off: lane 0: a piece out of place' "$TMP/proxy.log" ||
             { echo "not ok: the proxy did not refuse the piece:";
               cat "$TMP/proxy.log"; fails=1; }
-    elif [ "$mode" = killed-read ]; then
+    elif [ "$mode" = killed-read ] || [ "$mode" = killed-nbread ]; then
         grep -q 'remote: a read of [0-9]* bytes failed on the lanes' \
             "$TMP/out" ||
             { echo "not ok: no read failed on the lanes"; fails=1; }
@@ -267,7 +269,7 @@ switch|switch-killed)
     ;;
 *)
     echo "usage: lanes.sh tcp|tls PROGRAM [ARGS] | killed | killed-read |" \
-        "hostile | switch | switch-killed" >&2
+        "killed-nbread | hostile | switch | switch-killed" >&2
     exit 2
     ;;
 esac
