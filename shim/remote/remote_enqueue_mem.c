@@ -87,7 +87,12 @@ static cl_int mem_command(struct cmd *x, cl_uint n, const cl_event *wl,
                                        : shim_remote_send(&m, bulk, bulk_len);
     } else if (detached) {
         err = shim_remote_call_detached(&m, dst, dst_len);
-    } else if (c->op == CRANE__MEM_OP__MEM_READ && shim_lanes_fit(dst_len)) {
+    } else if ((c->op == CRANE__MEM_OP__MEM_READ ||
+                c->op == CRANE__MEM_OP__MEM_READ_RECT ||
+                c->op == CRANE__MEM_OP__MEM_READ_IMAGE) &&
+               shim_lanes_fit(dst_len)) {
+        /* A buffer's bytes, or a rectangle's or image's packed by the
+         * proxy (read_packed spreads them). */
         err = shim_lanes_read(&m, dst, dst_len);
     } else {
         struct rc_reply r;

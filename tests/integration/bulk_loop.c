@@ -6,7 +6,8 @@
  * the next one tried (lanes.sh: a lane killed mid-transfer fails one call, the
  * program goes on over the main stream).  A fourth argument "nonblocking"
  * makes every read non-blocking, its event waited for and checked (lanes.sh:
- * such reads take the lanes too). */
+ * such reads take the lanes too); "rect" adds a rectangle read to each
+ * round (rect_read), every byte checked. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdint.h>
@@ -47,12 +48,49 @@ static cl_int read_all(cl_command_queue q, cl_mem b, int blocking,
     return err;
 }
 
+#define RECT_WRONG 1 /* not an OpenCL error code */
+
+/* Reads half of every 4 KiB row of B (bytes 512-2559, written from IN)
+ * into OUT with rows 3 KiB apart, and checks every byte: each row's 2 KiB
+ * in place, the 1 KiB between rows untouched.  RECT_WRONG: a byte
+ * differs. */
+static cl_int rect_read(cl_command_queue q, cl_mem b, const uint8_t *in,
+                        uint8_t *out, int blocking)
+{
+    const size_t row = 4096, host_row = 3072, width = 2048, skip = 512;
+    size_t rows = bytes / row;
+    size_t origin[3] = {skip, 0, 0}, host[3] = {0, 0, 0},
+           region[3] = {width, rows, 1};
+    cl_int err;
+
+    if (!rows)
+        return CL_SUCCESS;
+    memset(out, 0xa5, rows * host_row);
+    err = clEnqueueReadBufferRect(q, b, blocking ? CL_TRUE : CL_FALSE, origin,
+                                  host, region, row, 0, host_row, 0, out, 0,
+                                  NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clFinish(q);
+    if (err != CL_SUCCESS)
+        return err;
+    for (size_t y = 0; y < rows; y++) {
+        if (memcmp(out + y * host_row, in + y * row + skip, width) != 0)
+            return RECT_WRONG;
+        for (size_t x = width; x < host_row; x++)
+            if (out[y * host_row + x] != 0xa5)
+                return RECT_WRONG;
+    }
+    return CL_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
     int go_on = argc > 2 && strcmp(argv[2], "go-on") == 0;
     /* "nonblocking": every read is, then its event is waited for. */
     int nonblocking = argc > 4 && strcmp(argv[4], "nonblocking") == 0;
+    /* "rect": each round also reads a rectangle (rect_read). */
+    int rect = argc > 4 && strcmp(argv[4], "rect") == 0;
     unsigned failed = 0;
 
     if (argc > 3)
@@ -122,6 +160,15 @@ int main(int argc, char **argv)
             printf("WRONG bulk_loop: round %u: the bytes read back differ\n",
                    r);
             return 2;
+        }
+        if (rect && (err = rect_read(q, buf, in, out, r % 2)) != CL_SUCCESS) {
+            if (err == RECT_WRONG) {
+                printf("WRONG bulk_loop: round %u: a rectangle read back "
+                       "different bytes\n", r);
+                return 2;
+            }
+            printf("FAIL bulk_loop: round %u: rectangle: error %d\n", r, err);
+            return 1;
         }
         printf("round %u ok\n", r);
         fflush(stdout);

@@ -139,6 +139,14 @@ tcp|tls)
             { echo "not the proxy's expected path ($want):";
               grep "lanes' bytes" "$TMP/proxy.log"; exit 1; }
         grep "lanes' bytes" "$TMP/proxy.log"
+        # LANES_READ_BYTES: every byte the program read left on the lanes.
+        if [ -n "${LANES_READ_BYTES:-}" ]; then
+            out=$(sed -n "s/.*lanes' bytes: [0-9]* in and \([0-9]*\) out through the pinned area, [0-9]* in and \([0-9]*\) out.*/\1 \2/p" \
+                "$TMP/proxy.log" | awk '{print $1 + $2}')
+            [ "$out" = "$LANES_READ_BYTES" ] ||
+                { echo "not every read on the lanes: $out bytes out, want" \
+                    "$LANES_READ_BYTES"; exit 1; }
+        fi
     fi
     grep -q 'lanes off' "$TMP/out" "$TMP/proxy.log" &&
         { echo "lanes failed:"; grep 'lanes off' "$TMP/out" "$TMP/proxy.log"; exit 1; }
