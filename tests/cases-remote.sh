@@ -253,6 +253,12 @@ case_ "remote-lanes/rect" env CRANE_LANES_WANT=yes \
     LANES_READ_BYTES=$((5 * (24 << 20) + 4 * (12 << 20))) \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
     $((24 << 20)) rect
+# A 4 MiB image each round, written and read back into wider rows: the
+# read packed into one transfer on the lanes like a rectangle.
+case_ "remote-lanes/image" env CRANE_LANES_WANT=yes \
+    LANES_READ_BYTES=$((5 * (24 << 20) + 4 * (4 << 20))) \
+    tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
+    $((24 << 20)) image
 case_ "remote-lanes/heap" env CRANE_LANES_WANT=yes CRANE_PROXY_PIN_RING=0 \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 2
 case_ "remote-lanes/buffers" tests/integration/lanes.sh tcp "$PROGS/buffers"

@@ -7,7 +7,8 @@
  * program goes on over the main stream).  A fourth argument "nonblocking"
  * makes every read non-blocking, its event waited for and checked (lanes.sh:
  * such reads take the lanes too); "rect" adds a rectangle read to each
- * round (rect_read), every byte checked. */
+ * round (rect_read), "image" an image written and read (image_read),
+ * every byte checked. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdint.h>
@@ -83,6 +84,46 @@ static cl_int rect_read(cl_command_queue q, cl_mem b, const uint8_t *in,
     return CL_SUCCESS;
 }
 
+/* Writes a 1024 x 1024 RGBA8 image (4 MiB) from IN, reads it back into
+ * OUT with rows 4 KiB + 256 bytes apart, and checks every byte: each row
+ * in place, the 256 bytes between rows untouched.  RECT_WRONG: a byte
+ * differs; CL_IMAGE_FORMAT_NOT_SUPPORTED and the like: no such image. */
+static cl_int image_read(cl_context ctx, cl_command_queue q,
+                         const uint8_t *in, uint8_t *out, int blocking)
+{
+    const size_t side = 1024, row = side * 4, host_row = row + 256;
+    cl_image_format fmt = {CL_RGBA, CL_UNSIGNED_INT8};
+    cl_image_desc desc = {.image_type = CL_MEM_OBJECT_IMAGE2D,
+                          .image_width = side, .image_height = side};
+    size_t origin[3] = {0, 0, 0}, region[3] = {side, side, 1};
+    cl_int err;
+
+    if (bytes < host_row * side)
+        return CL_INVALID_VALUE;
+    cl_mem img = clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL,
+                               &err);
+    if (!img)
+        return err;
+    memset(out, 0xa5, host_row * side);
+    err = clEnqueueWriteImage(q, img, CL_TRUE, origin, region, 0, 0, in, 0,
+                              NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadImage(q, img, blocking ? CL_TRUE : CL_FALSE,
+                                 origin, region, host_row, 0, out, 0, NULL,
+                                 NULL);
+    if (err == CL_SUCCESS)
+        err = clFinish(q);
+    clReleaseMemObject(img);
+    for (size_t y = 0; err == CL_SUCCESS && y < side; y++) {
+        if (memcmp(out + y * host_row, in + y * row, row) != 0)
+            return RECT_WRONG;
+        for (size_t x = row; x < host_row; x++)
+            if (out[y * host_row + x] != 0xa5)
+                return RECT_WRONG;
+    }
+    return err;
+}
+
 int main(int argc, char **argv)
 {
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
@@ -91,6 +132,8 @@ int main(int argc, char **argv)
     int nonblocking = argc > 4 && strcmp(argv[4], "nonblocking") == 0;
     /* "rect": each round also reads a rectangle (rect_read). */
     int rect = argc > 4 && strcmp(argv[4], "rect") == 0;
+    /* "image": each round also writes and reads an image (image_read). */
+    int image = argc > 4 && strcmp(argv[4], "image") == 0;
     unsigned failed = 0;
 
     if (argc > 3)
@@ -161,13 +204,18 @@ int main(int argc, char **argv)
                    r);
             return 2;
         }
-        if (rect && (err = rect_read(q, buf, in, out, r % 2)) != CL_SUCCESS) {
+        if (image)
+            err = image_read(ctx, q, in, out, r % 2);
+        else if (rect)
+            err = rect_read(q, buf, in, out, r % 2);
+        if ((rect || image) && err != CL_SUCCESS) {
             if (err == RECT_WRONG) {
-                printf("WRONG bulk_loop: round %u: a rectangle read back "
-                       "different bytes\n", r);
+                printf("WRONG bulk_loop: round %u: a %s read back "
+                       "different bytes\n", r, rect ? "rectangle" : "image");
                 return 2;
             }
-            printf("FAIL bulk_loop: round %u: rectangle: error %d\n", r, err);
+            printf("FAIL bulk_loop: round %u: %s: error %d\n", r,
+                   rect ? "rectangle" : "image", err);
             return 1;
         }
         printf("round %u ok\n", r);
