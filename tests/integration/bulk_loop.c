@@ -124,6 +124,27 @@ static cl_int image_read(cl_context ctx, cl_command_queue q,
     return err;
 }
 
+/* Round R's rectangle (RECT) or image read, checked: 0, or the exit
+ * status (1: failed, 2: wrong bytes). */
+static int shaped_read(cl_context ctx, cl_command_queue q, cl_mem buf,
+                       const uint8_t *in, uint8_t *out, unsigned r, int rect)
+{
+    const char *what = rect ? "rectangle" : "image";
+    cl_int err = rect ? rect_read(q, buf, in, out, r % 2)
+                      : image_read(ctx, q, in, out, r % 2);
+
+    if (err == RECT_WRONG) {
+        printf("WRONG bulk_loop: round %u: a %s read back different "
+               "bytes\n", r, what);
+        return 2;
+    }
+    if (err != CL_SUCCESS) {
+        printf("FAIL bulk_loop: round %u: %s: error %d\n", r, what, err);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 20;
@@ -204,20 +225,9 @@ int main(int argc, char **argv)
                    r);
             return 2;
         }
-        if (image)
-            err = image_read(ctx, q, in, out, r % 2);
-        else if (rect)
-            err = rect_read(q, buf, in, out, r % 2);
-        if ((rect || image) && err != CL_SUCCESS) {
-            if (err == RECT_WRONG) {
-                printf("WRONG bulk_loop: round %u: a %s read back "
-                       "different bytes\n", r, rect ? "rectangle" : "image");
-                return 2;
-            }
-            printf("FAIL bulk_loop: round %u: %s: error %d\n", r,
-                   rect ? "rectangle" : "image", err);
-            return 1;
-        }
+        if ((rect || image) &&
+            (err = shaped_read(ctx, q, buf, in, out, r, rect)) != 0)
+            return err;
         printf("round %u ok\n", r);
         fflush(stdout);
     }
