@@ -649,6 +649,78 @@ static cl_int read_buffer_blocking(struct mem_op *op, cl_mem src)
     return read_chunks(op, src, len, chunk);
 }
 
+/* The device's read of OP's bytes (a buffer's, a rectangle's or an
+ * image's region, packed: pitches 0) into DATA, not waited for. */
+static cl_int enqueue_packed(struct mem_op *op, cl_mem src, uint8_t *data,
+                             size_t len, cl_event *ev)
+{
+    const Crane__MemCommand *mc = op->mc;
+    size_t origin[3], region[3], zero[3] = {0, 0, 0};
+
+    if (mc->op == CRANE__MEM_OP__MEM_READ)
+        return clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset, len,
+                                   data, op->nwait, op->wait, ev);
+    sizes3(origin, mc->src_origin);
+    sizes3(region, mc->region);
+    if (mc->op == CRANE__MEM_OP__MEM_READ_RECT)
+        return clEnqueueReadBufferRect(op->q, src, CL_FALSE, origin, zero,
+                                       region, mc->src_row_pitch,
+                                       mc->src_slice_pitch, 0, 0, data,
+                                       op->nwait, op->wait, ev);
+    return clEnqueueReadImage(op->q, src, CL_FALSE, origin, region, 0, 0,
+                              data, op->nwait, op->wait, ev);
+}
+
+/*
+ * A blocking rectangle or image read whose bytes leave on the client's
+ * lanes: the device packs the region (pitches 0) into the lanes' pinned
+ * area where it has room (else a kept heap chunk), then its pieces leave
+ * as one transfer and the shim spreads them into the program's layout.
+ * Once the device was asked, every piece leaves (contents undefined after
+ * a device error, as on the stream) or the lanes are given up, so the
+ * client never waits for bytes that will not come; the final Reply says
+ * lane_bytes.
+ */
+static cl_int packed_on_lanes(struct mem_op *op, struct crn_lanes *ls,
+                              cl_mem src, size_t len)
+{
+    struct px_call *c = op->c;
+    uint64_t pos = UINT64_MAX;
+    uint8_t *data = px_lanes_read_room(c->t, op->q, len, &pos);
+    cl_int status = CL_COMPLETE, err;
+    cl_event ev = NULL;
+    int rc;
+
+    if (!data && !(data = px_chunk_alloc(len)))
+        return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
+                       len);
+    err = enqueue_packed(op, src, data, len, &ev);
+    if (err == CL_SUCCESS) {
+        clWaitForEvents(1, &ev);
+        clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                       &status, NULL);
+        if (status < 0)
+            err = status;
+        if ((rc = px_lanes_send(ls, c->m, data, len, 0, len)) < 0)
+            err = px_fail(c, CL_OUT_OF_RESOURCES, "read %llu: its lanes "
+                          "failed (%s)", (unsigned long long)c->m->seq,
+                          strerror(-rc));
+        atomic_fetch_add(pos != UINT64_MAX ? &c->t->lane_area_out
+                                           : &c->t->lane_heap_out,
+                         len);
+        c->reply.lane_bytes = len;
+    }
+    if (pos != UINT64_MAX)
+        px_lanes_read_done(c->t, pos, len);
+    else
+        px_chunk_free(data);
+    if (ev && op->evp)
+        op->ev = ev;
+    else if (ev)
+        clReleaseEvent(ev);
+    return err;
+}
+
 /*
  * Reads into one staging buffer.  Blocking: waits, then sends the data.
  * Non-blocking: the read becomes pending and leaves with a later Reply once
@@ -658,7 +730,7 @@ cl_int px_mem_read(struct mem_op *op, cl_mem src)
 {
     const Crane__MemCommand *mc = op->mc;
     struct px_call *c = op->c;
-    size_t origin[3], region[3], zero[3] = {0, 0, 0};
+    struct crn_lanes *lanes;
     struct px_pending *p;
     cl_event ev = NULL;
     uint8_t *data;
@@ -671,6 +743,10 @@ cl_int px_mem_read(struct mem_op *op, cl_mem src)
     err = read_len(op, src, &len);
     if (err != CL_SUCCESS)
         return err;
+    lanes = mc->blocking && !c->t->shm ? px_lanes_for_read(c->t, c->m)
+                                       : NULL;
+    if (lanes && len > SMALL_READ)
+        return packed_on_lanes(op, lanes, src, len);
     /* On a pool thread: kept chunks where they fit (outq.h). */
     data = len >= PX_CHUNK_MIN ? px_chunk_alloc(len) : malloc(len ? len : 1);
     p = calloc(1, sizeof(*p));
@@ -680,22 +756,7 @@ cl_int px_mem_read(struct mem_op *op, cl_mem src)
         return px_fail(c, CL_OUT_OF_HOST_MEMORY, "no room for %zu bytes",
                        len);
     }
-    if (mc->op == CRANE__MEM_OP__MEM_READ) {
-        err = clEnqueueReadBuffer(op->q, src, CL_FALSE, mc->src_offset, len,
-                                  data, op->nwait, op->wait, &ev);
-    } else if (mc->op == CRANE__MEM_OP__MEM_READ_RECT) {
-        sizes3(origin, mc->src_origin);
-        sizes3(region, mc->region);
-        err = clEnqueueReadBufferRect(op->q, src, CL_FALSE, origin, zero,
-                                      region, mc->src_row_pitch,
-                                      mc->src_slice_pitch, 0, 0, data,
-                                      op->nwait, op->wait, &ev);
-    } else {
-        sizes3(origin, mc->src_origin);
-        sizes3(region, mc->region);
-        err = clEnqueueReadImage(op->q, src, CL_FALSE, origin, region, 0, 0,
-                                 data, op->nwait, op->wait, &ev);
-    }
+    err = enqueue_packed(op, src, data, len, &ev);
     if (err != CL_SUCCESS) {
         px_chunk_free(data);
         free(p);

@@ -238,6 +238,27 @@ case_ "remote-lanes/bulk" env CRANE_LANES_WANT=yes \
 case_ "remote-lanes/small" env CRANE_LANES_WANT=yes \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
     1573848
+# Every read non-blocking (its event waited for and checked): each takes
+# the lanes too (all 5 x 24 MiB of them: LANES_READ_BYTES), every lane's
+# bytes counted alike by both sides.
+case_ "remote-lanes/nonblocking" env CRANE_LANES_WANT=yes \
+    LANES_READ_BYTES=$((5 * (24 << 20))) \
+    tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
+    $((24 << 20)) nonblocking
+# A rectangle of 12 MiB each round (half of every 4 KiB row), packed by
+# the proxy into one transfer on the lanes, spread by the shim into the
+# program's pitches; every byte checked, and all of them (with the
+# buffer reads) left on the lanes.
+case_ "remote-lanes/rect" env CRANE_LANES_WANT=yes \
+    LANES_READ_BYTES=$((5 * (24 << 20) + 4 * (12 << 20))) \
+    tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
+    $((24 << 20)) rect
+# A 4 MiB image each round, written and read back into wider rows: the
+# read packed into one transfer on the lanes like a rectangle.
+case_ "remote-lanes/image" env CRANE_LANES_WANT=yes \
+    LANES_READ_BYTES=$((5 * (24 << 20) + 4 * (4 << 20))) \
+    tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 4 - \
+    $((24 << 20)) image
 case_ "remote-lanes/heap" env CRANE_LANES_WANT=yes CRANE_PROXY_PIN_RING=0 \
     tests/integration/lanes.sh tcp "$B/tests/integration/bulk_loop" 2
 case_ "remote-lanes/buffers" tests/integration/lanes.sh tcp "$PROGS/buffers"
@@ -245,6 +266,10 @@ case_ "remote-lanes/tls" env CRANE_LANES_WANT=yes \
     tests/integration/lanes.sh tls "$B/tests/integration/bulk_loop" 2
 case_ "remote-lanes/killed" tests/integration/lanes.sh killed
 case_ "remote-lanes/killed-read" tests/integration/lanes.sh killed-read
+# The proxy's lane 0 shut down mid-piece while every read is non-blocking:
+# the read fails with CL_OUT_OF_RESOURCES (never success over partial
+# bytes), the program goes on over the stream, then on rejoined lanes.
+case_ "remote-lanes/killed-nbread" tests/integration/lanes.sh killed-nbread
 case_ "remote-lanes/hostile" tests/integration/lanes.sh hostile
 # A switch's way back over TCP (80 MiB, more than the proxy's 64 MiB
 # landing ring): every byte on the lanes out of the pinned area, every word

@@ -87,7 +87,12 @@ static cl_int mem_command(struct cmd *x, cl_uint n, const cl_event *wl,
                                        : shim_remote_send(&m, bulk, bulk_len);
     } else if (detached) {
         err = shim_remote_call_detached(&m, dst, dst_len);
-    } else if (c->op == CRANE__MEM_OP__MEM_READ && shim_lanes_fit(dst_len)) {
+    } else if ((c->op == CRANE__MEM_OP__MEM_READ ||
+                c->op == CRANE__MEM_OP__MEM_READ_RECT ||
+                c->op == CRANE__MEM_OP__MEM_READ_IMAGE) &&
+               shim_lanes_fit(dst_len)) {
+        /* A buffer's bytes, or a rectangle's or image's packed by the
+         * proxy (read_packed spreads them). */
         err = shim_lanes_read(&m, dst, dst_len);
     } else {
         struct rc_reply r;
@@ -215,6 +220,14 @@ cl_int CL_API_CALL rc_clEnqueueReadBuffer(cl_command_queue q, cl_mem b,
     x.c.size = size;
     if (in_host_memory(ptr, size, &off))
         return host_command(&x, off, size, blocking, n, wl, ev);
+    /* Over TCP a big non-blocking read takes the lanes as a blocking one:
+     * OpenCL lets it be done when it returns, and its event is then
+     * complete with every piece in place (or the call fails, never
+     * success over partial bytes).  Not while user events are unset:
+     * work ahead may wait for one this thread sets only after the read
+     * returns (tests/integration/user_events.c). */
+    if (!blocking && shim_lanes_fit(size) && !rc_user_events_unset())
+        blocking = CL_TRUE;
     x.c.blocking = blocking;
     return mem_command(&x, n, wl, ev, NULL, 0, ptr, size, !blocking);
 }

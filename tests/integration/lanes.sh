@@ -139,16 +139,26 @@ tcp|tls)
             { echo "not the proxy's expected path ($want):";
               grep "lanes' bytes" "$TMP/proxy.log"; exit 1; }
         grep "lanes' bytes" "$TMP/proxy.log"
+        # LANES_READ_BYTES: every byte the program read left on the lanes.
+        if [ -n "${LANES_READ_BYTES:-}" ]; then
+            out=$(sed -n "s/.*lanes' bytes: [0-9]* in and \([0-9]*\) out through the pinned area, [0-9]* in and \([0-9]*\) out.*/\1 \2/p" \
+                "$TMP/proxy.log" | awk '{print $1 + $2}')
+            [ "$out" = "$LANES_READ_BYTES" ] ||
+                { echo "not every read on the lanes: $out bytes out, want" \
+                    "$LANES_READ_BYTES"; exit 1; }
+        fi
     fi
     grep -q 'lanes off' "$TMP/out" "$TMP/proxy.log" &&
         { echo "lanes failed:"; grep 'lanes off' "$TMP/out" "$TMP/proxy.log"; exit 1; }
     exit 0
     ;;
-killed|killed-read|hostile)
+killed|killed-read|killed-nbread|hostile)
     # Past the first rounds (24 MiB each way, 6 MiB per lane; a read every
-    # other round).
+    # other round, or every read non-blocking with killed-nbread).
     envs=(CRANE_TLS=none)
-    if [ "$mode" = killed-read ]; then
+    loop=("$LOOP" 6 go-on)
+    [ "$mode" = killed-nbread ] && loop+=($((24 << 20)) nonblocking)
+    if [ "$mode" = killed-read ] || [ "$mode" = killed-nbread ]; then
         CRANE_PROXY_TEST_LANE_FAULT=$((10 << 20)) start_tcp --tls none ||
             exit 1
     else
@@ -156,7 +166,7 @@ killed|killed-read|hostile)
         envs+=(CRANE_TEST_LANE_FAULT=$((20 << 20)))
     fi
     [ "$mode" = hostile ] && envs+=(CRANE_TEST_LANE_BAD=1)
-    run "${envs[@]}" -- "$LOOP" 6 go-on
+    run "${envs[@]}" -- "${loop[@]}"
     rc=$?
     stop_proxy
     cat "$TMP/out" | grep -v 'info: remote: lane'
@@ -186,7 +196,7 @@ killed|killed-read|hostile)
         grep -q 'lanes off: lane 0: a piece out of place' "$TMP/proxy.log" ||
             { echo "not ok: the proxy did not refuse the piece:";
               cat "$TMP/proxy.log"; fails=1; }
-    elif [ "$mode" = killed-read ]; then
+    elif [ "$mode" = killed-read ] || [ "$mode" = killed-nbread ]; then
         grep -q 'remote: a read of [0-9]* bytes failed on the lanes' \
             "$TMP/out" ||
             { echo "not ok: no read failed on the lanes"; fails=1; }
@@ -267,7 +277,7 @@ switch|switch-killed)
     ;;
 *)
     echo "usage: lanes.sh tcp|tls PROGRAM [ARGS] | killed | killed-read |" \
-        "hostile | switch | switch-killed" >&2
+        "killed-nbread | hostile | switch | switch-killed" >&2
     exit 2
     ;;
 esac
