@@ -119,24 +119,28 @@ static void undo(struct hd_daemon *d, const char *domain,
     snprintf(why + l, why_len - l, "; undoing: %s", err);
 }
 
+/* Plugs SET in (ATTACH) or out as one: on a failure the GPUs already moved
+ * are moved back, so that the VM keeps all of its GPUs or none. */
+static int plug_all_or_none(struct hd_daemon *d, const char *domain,
+                            const struct hd_gpu_set *set, bool attach,
+                            char *why, size_t why_len)
+{
+    bool done[HD_MAX_GPUS];
+    int rc = plug(d, domain, set, attach, done, why, why_len);
+
+    if (rc < 0)
+        undo(d, domain, set, done, !attach, why, why_len);
+    return rc;
+}
+
 int hd_gpus_detach(struct hd_daemon *d, const char *domain,
                    const struct hd_gpu_set *set, char *why, size_t why_len)
 {
-    bool done[HD_MAX_GPUS];
-    int rc = plug(d, domain, set, false, done, why, why_len);
-
-    if (rc < 0)
-        undo(d, domain, set, done, true, why, why_len);
-    return rc;
+    return plug_all_or_none(d, domain, set, false, why, why_len);
 }
 
 int hd_gpus_attach(struct hd_daemon *d, const char *domain,
                    const struct hd_gpu_set *set, char *why, size_t why_len)
 {
-    bool done[HD_MAX_GPUS];
-    int rc = plug(d, domain, set, true, done, why, why_len);
-
-    if (rc < 0)
-        undo(d, domain, set, done, false, why, why_len);
-    return rc;
+    return plug_all_or_none(d, domain, set, true, why, why_len);
 }

@@ -343,6 +343,20 @@ static void refuse_domain(int fd, int rc)
     crn_frame_write(fd, &r.base);
 }
 
+/* The domain NAME into *DOM: false, the step refused on FD, unless the
+ * hypervisor runs it here. */
+static bool domain_running(struct hd_daemon *d, int fd, const char *name,
+                           struct hv_domain *dom)
+{
+    int rc = d->hv_ops->domain(d->hv, name, dom);
+
+    if (rc < 0 || !dom->running) {
+        refuse_domain(fd, rc);
+        return false;
+    }
+    return true;
+}
+
 /* Ends RUN as hd_arrive_attach left it: a VM still without a GPU waits
  * for one here (REMOTING, the history row running). */
 static void end_attached(struct hd_daemon *d, struct hd_run *run,
@@ -373,13 +387,9 @@ static void serve_abort(struct hd_daemon *d, int fd,
     struct hd_run run;
     char why[512] = "", ok[160];
     Crane__Hostd__Result r;
-    int rc;
 
-    if ((rc = d->hv_ops->domain(d->hv, q->domain, &dom)) < 0 ||
-        !dom.running) {
-        refuse_domain(fd, rc);
+    if (!domain_running(d, fd, q->domain, &dom))
         return;
-    }
     if (hd_pool_held_by(d->pool, d->hv_ops, d->hv, q->domain, &gpu) == 0) {
         refuse(fd, CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK,
                "the VM still holds its GPU: nothing to undo");
@@ -479,13 +489,9 @@ static void serve_resume(struct hd_daemon *d, int fd,
     struct hd_run run;
     char why[512] = "";
     Crane__Hostd__Result r;
-    int rc;
 
-    if ((rc = d->hv_ops->domain(d->hv, q->domain, &dom)) < 0 ||
-        !dom.running) {
-        refuse_domain(fd, rc);
+    if (!domain_running(d, fd, q->domain, &dom))
         return;
-    }
     if (!*dom.channel) {
         refuse(fd, CRANE__HOSTD__RESULT__RESULT_FAILED,
                "the VM has no guest channel here");

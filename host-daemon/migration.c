@@ -557,6 +557,35 @@ static bool stop(struct mig *m, const char *done, const char *next)
     return true;
 }
 
+/* The steps a migration and a prepare share: check, prepare the guest,
+ * detach its GPUs, each undone by its rollback on a failure, and a cancel
+ * looked for after each (the last before NEXT).  true when all went;
+ * else false with the rollback's result in *RESULT. */
+static bool check_prepare_detach(struct mig *m, const char *next,
+                                 Crane__Hostd__Result *result)
+{
+    if (check(m) < 0) {
+        /* Nothing was touched. */
+        *result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
+        hd_run_step(&m->run, "check", 0, NULL, 0, hd_run_elapsed(&m->run),
+                    -EINVAL, m->why);
+    } else if (stop(m, "check", "prepare")) {
+        *result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
+    } else if (prepare(m) < 0) {
+        *result = rollback_guest(m, false);
+    } else if (stop(m, "prepare", "detach")) {
+        *result = rollback_guest(m, true);
+    } else if (detach(m) < 0) {
+        /* The GPU is still there (or its unplug still pending). */
+        *result = rollback_guest(m, true);
+    } else if (stop(m, "detach", next)) {
+        *result = rollback_attach(m);
+    } else {
+        return true;
+    }
+    return false;
+}
+
 void hd_migration_run(struct hd_daemon *d, int client_fd,
                       const Crane__Hostd__MigrateRequest *q)
 {
@@ -582,27 +611,13 @@ void hd_migration_run(struct hd_daemon *d, int client_fd,
                m->run.m.id, q->domain, q->dest_uri);
 
     m->running = hd_running_add(q->domain, m->run.m.id);
-    if (check(m) < 0) {
-        /* Nothing was touched. */
-        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
-        hd_run_step(&m->run, "check", 0, NULL, 0, hd_run_elapsed(&m->run),
-                    -EINVAL, m->why);
-    } else if (stop(m, "check", "prepare")) {
-        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
-    } else if (prepare(m) < 0) {
-        result = rollback_guest(m, false);
-    } else if (stop(m, "prepare", "detach")) {
-        result = rollback_guest(m, true);
-    } else if (detach(m) < 0) {
-        /* The GPU is still there (or its unplug still pending). */
-        result = rollback_guest(m, true);
-    } else if (stop(m, "detach", "migrate")) {
-        result = rollback_attach(m);
-    } else if (migrate(m) < 0) {
-        result = rollback_attach(m);
-    } else {
-        hd_running_set_phase(m->running, "arrive");
-        result = hand_over(m);
+    if (check_prepare_detach(m, "migrate", &result)) {
+        if (migrate(m) < 0) {
+            result = rollback_attach(m);
+        } else {
+            hd_running_set_phase(m->running, "arrive");
+            result = hand_over(m);
+        }
     }
     hd_running_remove(m->running);
     hd_run_end(&m->run, result, result == CRANE__HOSTD__RESULT__RESULT_OK
@@ -673,23 +688,9 @@ void hd_migration_prepare(struct hd_daemon *d, int client_fd,
     /* crane-hostctl cancel finds it while it prepares (once prepared, a
      * cancel is its abort: listen.c). */
     m->running = hd_running_add(p->domain, m->run.m.id);
-    if (check(m) < 0) {
-        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
-        hd_run_step(&m->run, "check", 0, NULL, 0, hd_run_elapsed(&m->run),
-                    -EINVAL, m->why);
-    } else if (stop(m, "check", "prepare")) {
-        result = CRANE__HOSTD__RESULT__RESULT_ROLLED_BACK;
-    } else if (prepare(m) < 0) {
-        result = rollback_guest(m, false);
-    } else if (stop(m, "prepare", "detach")) {
-        result = rollback_guest(m, true);
-    } else if (detach(m) < 0) {
-        result = rollback_guest(m, true);
-    } else if (stop(m, "detach", "lease")) {
-        result = rollback_attach(m);
-    } else if (prepared(m, p)) {
-        return;
-    } else {
+    if (check_prepare_detach(m, "lease", &result)) {
+        if (prepared(m, p))
+            return;
         result = rollback_attach(m);
     }
     hd_running_remove(m->running);

@@ -265,17 +265,26 @@ void hd_pool_unreserve_set(struct hd_pool *p, const struct hd_gpu_set *s)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* scan_free under the pool's lock, for the callers that only read. */
+static int scan_free_locked(struct hd_pool *p, const struct hv_ops *ops,
+                            struct hv *hv, bool *free_gpu)
+{
+    int rc;
+
+    pthread_mutex_lock(&p->lock);
+    rc = scan_free(p, ops, hv, free_gpu);
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
 int hd_pool_free_matching(struct hd_pool *p, const struct hv_ops *ops,
                           struct hv *hv, const struct hd_gpu_want *want,
                           unsigned *matching)
 {
     bool free_gpu[HD_MAX_GPUS] = { 0 };
     size_t pick[HD_MAX_GPUS];
-    int rc;
+    int rc = scan_free_locked(p, ops, hv, free_gpu);
 
-    pthread_mutex_lock(&p->lock);
-    rc = scan_free(p, ops, hv, free_gpu);
-    pthread_mutex_unlock(&p->lock);
     if (rc < 0)
         return rc;
     *matching = (unsigned)match(p, want, free_gpu, pick);
@@ -286,11 +295,8 @@ int hd_pool_free_count(struct hd_pool *p, const struct hv_ops *ops,
                        struct hv *hv, unsigned *free_count)
 {
     bool free_gpu[HD_MAX_GPUS] = { 0 };
-    int rc;
+    int rc = scan_free_locked(p, ops, hv, free_gpu);
 
-    pthread_mutex_lock(&p->lock);
-    rc = scan_free(p, ops, hv, free_gpu);
-    pthread_mutex_unlock(&p->lock);
     if (rc < 0)
         return rc;
     *free_count = (unsigned)rc;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const hd__stmt_sql[ST_COUNT] = {
@@ -154,6 +155,41 @@ int hd__stmt_run(struct hd_history *h, sqlite3_stmt *s)
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
         return hd__log_sqlite(h, rc, sqlite3_sql(s));
+    return 0;
+}
+
+int hd__read_rows(struct hd_history *h, sqlite3_stmt *s, size_t limit,
+                  size_t size, hd__row_fn *read, const char *what,
+                  void **out, size_t *n)
+{
+    char *list = NULL;
+    size_t count = 0;
+    int rc;
+
+    while (count < limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (list == NULL) {
+            list = calloc(limit, size);
+            if (list == NULL) {
+                rc = -ENOMEM;
+                break;
+            }
+        }
+        rc = read(h, s, list + count * size);
+        if (rc != 0)
+            break;
+        count++;
+    }
+    if (count == limit || rc == SQLITE_DONE)
+        rc = 0;
+    else if (rc > 0)
+        rc = hd__log_sqlite(h, rc, what);
+    sqlite3_reset(s);
+    if (rc != 0) {
+        free(list);
+        return rc;
+    }
+    *out = list;
+    *n = count;
     return 0;
 }
 

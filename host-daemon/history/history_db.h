@@ -94,6 +94,17 @@ void hd__copy_text(char *out, size_t max, sqlite3_stmt *s, int col);
 int hd__read_migration(struct hd_history *h, sqlite3_stmt *s,
                        struct hd_migration *m);
 
+/* What hd__read_rows calls to read the row of S into ROW. */
+typedef int hd__row_fn(struct hd_history *h, sqlite3_stmt *s, void *row);
+
+/* Reads the rows of S (at most LIMIT) by READ into a calloc'ed array of
+ * SIZE-byte rows, *OUT (NULL for none), their count *N; S is reset.  WHAT
+ * names the reading in the log should SQLite fail; on an error nothing is
+ * kept and *OUT, *N are untouched. */
+int hd__read_rows(struct hd_history *h, sqlite3_stmt *s, size_t limit,
+                  size_t size, hd__row_fn *read, const char *what,
+                  void **out, size_t *n);
+
 /* Creates table job_stats when missing (history_job.c; at open). */
 int hd__history_job_schema(struct hd_history *h);
 

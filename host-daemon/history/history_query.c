@@ -41,39 +41,23 @@ int hd__read_migration(struct hd_history *h, sqlite3_stmt *s,
     return 0;
 }
 
+/* hd__read_migration as an hd__row_fn. */
+static int migration_row(struct hd_history *h, sqlite3_stmt *s, void *row)
+{
+    return hd__read_migration(h, s, row);
+}
+
 /* Reads the rows of S (at most LIMIT) into a malloc'ed *OUT, *N. */
 static int read_page(struct hd_history *h, sqlite3_stmt *s, size_t limit,
                      struct hd_migration **out, size_t *n)
 {
-    struct hd_migration *list = NULL;
-    size_t count = 0;
-    int rc;
+    void *rows = NULL;
+    int rc = hd__read_rows(h, s, limit, sizeof(**out), migration_row,
+                           "listing migrations", &rows, n);
 
-    while (count < limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (list == NULL) {
-            list = calloc(limit, sizeof(*list));
-            if (list == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
-        }
-        rc = hd__read_migration(h, s, &list[count]);
-        if (rc != 0)
-            break;
-        count++;
-    }
-    if (count == limit || rc == SQLITE_DONE)
-        rc = 0;
-    else if (rc > 0)
-        rc = hd__log_sqlite(h, rc, "listing migrations");
-    sqlite3_reset(s);
-    if (rc != 0) {
-        free(list);
-        return rc;
-    }
-    *out = list;
-    *n = count;
-    return 0;
+    if (rc == 0)
+        *out = rows;
+    return rc;
 }
 
 int hd_history_list(struct hd_history *h, size_t limit,

@@ -264,6 +264,21 @@ static int open_connection(const char *path, const char *name, int flags,
     return 0;
 }
 
+/* The end of an open that came to RC: H's statements prepared and H in
+ * *OUT, or H closed and the error returned. */
+static int prepare_or_close(struct hd_history *h, int rc,
+                            struct hd_history **out)
+{
+    if (rc == 0)
+        rc = prepare_all(h);
+    if (rc != 0) {
+        hd_history_close(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
 int hd_history_open(const char *path, struct hd_history **out)
 {
     struct hd_history *h;
@@ -281,14 +296,7 @@ int hd_history_open(const char *path, struct hd_history **out)
         rc = open_schema(h);
     if (rc == 0)
         rc = hd__counters_ensure(h);
-    if (rc == 0)
-        rc = prepare_all(h);
-    if (rc != 0) {
-        hd_history_close(h);
-        return rc;
-    }
-    *out = h;
-    return 0;
+    return prepare_or_close(h, rc, out);
 }
 
 /* PATH as an SQLite URI of an immutable file (a WAL file on a read-only
@@ -351,14 +359,7 @@ int hd_history_open_read_only(const char *path, struct hd_history **out)
     }
     if (rc == 0)
         rc = sqlite3_busy_timeout(h->db, 5000) == SQLITE_OK ? 0 : -EIO;
-    if (rc == 0)
-        rc = prepare_all(h);
-    if (rc != 0) {
-        hd_history_close(h);
-        return rc;
-    }
-    *out = h;
-    return 0;
+    return prepare_or_close(h, rc, out);
 }
 
 void hd_history_close(struct hd_history *h)

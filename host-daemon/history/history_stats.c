@@ -41,30 +41,65 @@ int hd_history_totals(struct hd_history *h, struct hd_totals *t)
     return rc;
 }
 
-int hd_history_each_stoppage(struct hd_history *h, hd_stoppage_fn *fn,
-                             void *arg)
+/* The caller's function (one of the two) and argument, for a row
+ * function to call. */
+struct stats_caller {
+    hd_stoppage_fn *stoppage;
+    hd_duration_fn *duration;
+    void *arg;
+};
+
+/* What each_row_of_known_mode calls for a row S of mode MODE. */
+typedef int mode_row_fn(const struct stats_caller *c, sqlite3_stmt *s,
+                        enum hd_mode mode);
+
+/* Calls ROW with C for each row of statement ID whose mode (column
+ * MODE_COL) is known, until ROW returns non-zero; -EINVAL without H or
+ * the caller's function.  WHAT names the reading in a log line should
+ * SQLite fail. */
+static int each_row_of_known_mode(struct hd_history *h, enum hd__stmt_id id,
+                                  int mode_col, mode_row_fn *row,
+                                  struct stats_caller *c, const char *what)
 {
     sqlite3_stmt *s;
     int rc = 0;
     int src = SQLITE_DONE;
 
-    if (h == NULL || fn == NULL)
+    if (h == NULL || (c->stoppage == NULL && c->duration == NULL))
         return -EINVAL;
-    s = hd__stmt(h, ST_STOPPAGES);
+    s = hd__stmt(h, id);
     while (rc == 0 && (src = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *phase = (const char *)sqlite3_column_text(s, 0);
         int mode = hd__name_index(hd__mode_names, HD__MODE_NAMES,
-                                  (const char *)sqlite3_column_text(s, 2));
+                                  (const char *)sqlite3_column_text(s,
+                                                                    mode_col));
 
         /* A hand-edited row with an unknown mode is left out. */
         if (mode > 0)
-            rc = fn(arg, (enum hd_mode)mode, phase != NULL ? phase : "",
-                    sqlite3_column_double(s, 1));
+            rc = row(c, s, (enum hd_mode)mode);
     }
     if (rc == 0 && src != SQLITE_DONE)
-        rc = hd__log_sqlite(h, src, "reading stoppage times");
+        rc = hd__log_sqlite(h, src, what);
     sqlite3_reset(s);
     return rc;
+}
+
+/* A row of ST_STOPPAGES: phase, seconds, mode. */
+static int stoppage_row(const struct stats_caller *c, sqlite3_stmt *s,
+                        enum hd_mode mode)
+{
+    const char *phase = (const char *)sqlite3_column_text(s, 0);
+
+    return c->stoppage(c->arg, mode, phase != NULL ? phase : "",
+                       sqlite3_column_double(s, 1));
+}
+
+int hd_history_each_stoppage(struct hd_history *h, hd_stoppage_fn *fn,
+                             void *arg)
+{
+    struct stats_caller c = { .stoppage = fn, .arg = arg };
+
+    return each_row_of_known_mode(h, ST_STOPPAGES, 2, stoppage_row, &c,
+                                  "reading stoppage times");
 }
 
 /* A REAL column of S, NAN when NULL. */
@@ -75,9 +110,10 @@ static double column_or_nan(sqlite3_stmt *s, int col)
     return sqlite3_column_double(s, col);
 }
 
-static int read_summary(struct hd_history *h, sqlite3_stmt *s,
-                        struct hd_summary *out)
+/* The row of S (ST_SUMMARIES) into the hd_summary ROW: an hd__row_fn. */
+static int read_summary(struct hd_history *h, sqlite3_stmt *s, void *row)
 {
+    struct hd_summary *out = row;
     int mode, result;
     sqlite3_int64 bytes;
 
@@ -111,6 +147,7 @@ int hd_history_summaries(struct hd_history *h, const struct hd_filter *f,
                          uint64_t *total)
 {
     struct hd_summary *list = NULL;
+    void *rows = NULL;
     sqlite3_stmt *s;
     size_t count = 0;
     int rc;
@@ -138,21 +175,9 @@ int hd_history_summaries(struct hd_history *h, const struct hd_filter *f,
         s = hd__stmt(h, ST_SUMMARIES);
         hd__bind_filter(s, f);
         sqlite3_bind_int64(s, 7, (sqlite3_int64)limit);
-        while (count < limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-            if (list == NULL && (list = calloc(limit, sizeof(*list))) == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
-            rc = read_summary(h, s, &list[count]);
-            if (rc != 0)
-                break;
-            count++;
-        }
-        if (count == limit || rc == SQLITE_DONE)
-            rc = 0;
-        else if (rc > 0)
-            rc = hd__log_sqlite(h, rc, "summing up migrations");
-        sqlite3_reset(s);
+        rc = hd__read_rows(h, s, limit, sizeof(*list), read_summary,
+                           "summing up migrations", &rows, &count);
+        list = rows;
     }
     rc = hd__tx_end(h, rc);
     if (rc != 0) {
@@ -164,26 +189,18 @@ int hd_history_summaries(struct hd_history *h, const struct hd_filter *f,
     return 0;
 }
 
+/* A row of ST_DURATIONS: mode, seconds. */
+static int duration_row(const struct stats_caller *c, sqlite3_stmt *s,
+                        enum hd_mode mode)
+{
+    return c->duration(c->arg, mode, sqlite3_column_double(s, 1));
+}
+
 int hd_history_each_duration(struct hd_history *h, hd_duration_fn *fn,
                              void *arg)
 {
-    sqlite3_stmt *s;
-    int rc = 0;
-    int src = SQLITE_DONE;
+    struct stats_caller c = { .duration = fn, .arg = arg };
 
-    if (h == NULL || fn == NULL)
-        return -EINVAL;
-    s = hd__stmt(h, ST_DURATIONS);
-    while (rc == 0 && (src = sqlite3_step(s)) == SQLITE_ROW) {
-        int mode = hd__name_index(hd__mode_names, HD__MODE_NAMES,
-                                  (const char *)sqlite3_column_text(s, 0));
-
-        /* A hand-edited row with an unknown mode is left out. */
-        if (mode > 0)
-            rc = fn(arg, (enum hd_mode)mode, sqlite3_column_double(s, 1));
-    }
-    if (rc == 0 && src != SQLITE_DONE)
-        rc = hd__log_sqlite(h, src, "reading durations");
-    sqlite3_reset(s);
-    return rc;
+    return each_row_of_known_mode(h, ST_DURATIONS, 0, duration_row, &c,
+                                  "reading durations");
 }

@@ -43,6 +43,17 @@ static int check_step(const struct hd_step *s)
     return 0;
 }
 
+/* A migration record M and its N STEPS, each checked. */
+static int check_record(const struct hd_migration *m,
+                        const struct hd_step *steps, size_t n)
+{
+    int rc = check_migration(m);
+
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = check_step(&steps[i]);
+    return rc;
+}
+
 /* --- writing -------------------------------------------------------------- */
 
 static int insert_migration(struct hd_history *h, const struct hd_migration *m)
@@ -96,9 +107,7 @@ int hd_history_record(struct hd_history *h, const struct hd_migration *m,
 
     if (h == NULL || (steps == NULL && n != 0) || n > HD_STEPS_MAX)
         return -EINVAL;
-    rc = check_migration(m);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = check_step(&steps[i]);
+    rc = check_record(m, steps, n);
     if (rc != 0)
         return rc;
     rc = hd__tx_begin(h, 1);
@@ -143,10 +152,35 @@ static int expect_running(struct hd_history *h, const char *id)
     return rc;
 }
 
+/* Opens a write transaction on migration ID, which must be recorded and
+ * running: 0 with the transaction open, else an error with it closed. */
+static int begin_on_running(struct hd_history *h, const char *id)
+{
+    int rc = hd__tx_begin(h, 1);
+
+    if (rc != 0)
+        return rc;
+    rc = expect_running(h, id);
+    return rc == 0 ? 0 : hd__tx_end(h, rc);
+}
+
+/* Inside a write transaction: how many steps migration ID has, into *SEQ
+ * (0 on an error). */
+static int count_steps(struct hd_history *h, const char *id, int64_t *seq)
+{
+    sqlite3_stmt *s = hd__stmt(h, ST_COUNT_STEPS);
+    int rc;
+
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    *seq = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW ? 0 : hd__log_sqlite(h, rc, "counting steps");
+}
+
 int hd_history_add_step(struct hd_history *h, const char *id,
                         const struct hd_step *step)
 {
-    sqlite3_stmt *s;
     int64_t seq = 0;
     int rc;
 
@@ -155,22 +189,10 @@ int hd_history_add_step(struct hd_history *h, const char *id,
     rc = check_step(step);
     if (rc != 0)
         return rc;
-    rc = hd__tx_begin(h, 1);
+    rc = begin_on_running(h, id);
     if (rc != 0)
         return rc;
-    rc = expect_running(h, id);
-    if (rc == 0) {
-        s = hd__stmt(h, ST_COUNT_STEPS);
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            seq = sqlite3_column_int64(s, 0);
-            rc = 0;
-        } else {
-            rc = hd__log_sqlite(h, rc, "counting steps");
-        }
-        sqlite3_reset(s);
-    }
+    rc = count_steps(h, id, &seq);
     if (rc == 0 && seq >= HD_STEPS_MAX) {
         CRN_ERROR("history %s: migration %s has %d steps already", h->path,
                  id, HD_STEPS_MAX);
@@ -189,16 +211,13 @@ int hd_history_progress(struct hd_history *h, const char *id,
 
     if (h == NULL || !hd__id_ok(id) || bytes_moved > INT64_MAX)
         return -EINVAL;
-    rc = hd__tx_begin(h, 1);
+    rc = begin_on_running(h, id);
     if (rc != 0)
         return rc;
-    rc = expect_running(h, id);
-    if (rc == 0) {
-        s = hd__stmt(h, ST_SET_PROGRESS);
-        sqlite3_bind_int64(s, 1, (sqlite3_int64)bytes_moved);
-        sqlite3_bind_text(s, 2, id, -1, SQLITE_STATIC);
-        rc = hd__stmt_run(h, s);
-    }
+    s = hd__stmt(h, ST_SET_PROGRESS);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)bytes_moved);
+    sqlite3_bind_text(s, 2, id, -1, SQLITE_STATIC);
+    rc = hd__stmt_run(h, s);
     return hd__tx_end(h, rc);
 }
 
@@ -213,18 +232,15 @@ int hd_history_finish(struct hd_history *h, const char *id,
         hd_result_name(result) == NULL || !hd__seconds_ok(end_time) ||
         !hd__text_ok(error, HD_ERROR_MAX, 1))
         return -EINVAL;
-    rc = hd__tx_begin(h, 1);
+    rc = begin_on_running(h, id);
     if (rc != 0)
         return rc;
-    rc = expect_running(h, id);
-    if (rc == 0) {
-        s = hd__stmt(h, ST_SET_FINISH);
-        sqlite3_bind_text(s, 1, hd_result_name(result), -1, SQLITE_STATIC);
-        sqlite3_bind_double(s, 2, end_time);
-        sqlite3_bind_text(s, 3, error, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 4, id, -1, SQLITE_STATIC);
-        rc = hd__stmt_run(h, s);
-    }
+    s = hd__stmt(h, ST_SET_FINISH);
+    sqlite3_bind_text(s, 1, hd_result_name(result), -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 2, end_time);
+    sqlite3_bind_text(s, 3, error, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, id, -1, SQLITE_STATIC);
+    rc = hd__stmt_run(h, s);
     if (rc == 0)
         rc = hd__counters_add(h, id);
     return hd__tx_end(h, rc);
@@ -238,16 +254,13 @@ int hd_history_set_destination(struct hd_history *h, const char *id,
 
     if (h == NULL || !hd__id_ok(id) || !hd__text_ok(dst_host, HD_NAME_MAX, 0))
         return -EINVAL;
-    rc = hd__tx_begin(h, 1);
+    rc = begin_on_running(h, id);
     if (rc != 0)
         return rc;
-    rc = expect_running(h, id);
-    if (rc == 0) {
-        s = hd__stmt(h, ST_SET_DESTINATION);
-        sqlite3_bind_text(s, 1, dst_host, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, id, -1, SQLITE_STATIC);
-        rc = hd__stmt_run(h, s);
-    }
+    s = hd__stmt(h, ST_SET_DESTINATION);
+    sqlite3_bind_text(s, 1, dst_host, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, id, -1, SQLITE_STATIC);
+    rc = hd__stmt_run(h, s);
     return hd__tx_end(h, rc);
 }
 
@@ -288,12 +301,7 @@ static int stored_state(struct hd_history *h, const char *id, int *found,
     sqlite3_reset(s);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return hd__log_sqlite(h, rc, "looking up a migration");
-    s = hd__stmt(h, ST_COUNT_STEPS);
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    *seq = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-    sqlite3_reset(s);
-    return rc == SQLITE_ROW ? 0 : hd__log_sqlite(h, rc, "counting steps");
+    return count_steps(h, id, seq);
 }
 
 int hd_history_store(struct hd_history *h, const struct hd_migration *m,
@@ -305,9 +313,7 @@ int hd_history_store(struct hd_history *h, const struct hd_migration *m,
 
     if (h == NULL || (steps == NULL && n != 0))
         return -EINVAL;
-    rc = check_migration(m);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = check_step(&steps[i]);
+    rc = check_record(m, steps, n);
     if (rc != 0)
         return rc;
     rc = hd__tx_begin(h, 1);
