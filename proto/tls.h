@@ -102,8 +102,6 @@ int crn_tls_write_all_timed(struct crn_tls *t, const void *buf, size_t len,
 /* Whether decrypted bytes wait in the session, to be read without the
  * socket being readable. */
 bool crn_tls_pending(struct crn_tls *t);
-/* The session's socket (for shutdown and poll; T owns it). */
-int crn_tls_fd(const struct crn_tls *t);
 /* Sends close_notify, closes the socket and frees T. */
 void crn_tls_close(struct crn_tls *t);
 /* Who the peer proved to be ("x509 CN=host1", "psk"), for logs. */

@@ -171,8 +171,3 @@ bool crn_tls_pending(struct crn_tls *t)
 {
     return gnutls_record_check_pending(t->s) > 0;
 }
-
-int crn_tls_fd(const struct crn_tls *t)
-{
-    return t->fd;
-}
